@@ -1,0 +1,14 @@
+# The README's commands. Each one installs what it needs first.
+.PHONY: run test bench stop
+
+run:
+	./scripts/run.sh
+
+test:
+	./scripts/test.sh
+
+bench:
+	./scripts/bench.sh
+
+stop:
+	./scripts/stop.sh

@@ -1,0 +1,3 @@
+//! The parts of pg_jobs that need no PostgreSQL, so they are tested with plain `cargo test`.
+
+pub mod retry;

@@ -1,0 +1,39 @@
+-- What `make run` shows: jobs added, claimed, failed, retried and completed.
+\pset footer off
+SET pg_jobs.backoff = '1s';
+
+\echo '-- Three jobs; the welcome mail has a key, so posting it twice adds it once.'
+SELECT pgjobs.jobs_add('send_welcome', '{"user": 42}', key => 'welcome:42') AS welcome,
+       pgjobs.jobs_add('send_welcome', '{"user": 42}', key => 'welcome:42') AS same_job,
+       pgjobs.jobs_add('resize_image', '{"file": "cat.png"}', priority => -1) AS urgent;
+SELECT * FROM pgjobs.jobs_add_batch('[{"task": "reindex", "payload": {"table": "docs"}, "queue": "maintenance"}]');
+SELECT * FROM pgjobs.jobs_counts();
+
+\echo '-- A worker claims two jobs of the default queue: the urgent one first.'
+CREATE TEMP TABLE claimed AS SELECT * FROM pgjobs.jobs_claim('demo-worker', ARRAY['default'], 2);
+SELECT id, attempt, task, payload, locked_until > now() AS leased FROM claimed ORDER BY id;
+
+\echo '-- The image job succeeds; the mail job fails and is scheduled for a retry after the backoff.'
+SELECT count(*) AS completed
+FROM claimed, pgjobs.jobs_complete(id, lease_token, '{"thumbnail": "cat-small.png"}')
+WHERE task = 'resize_image';
+SELECT count(*) AS failed
+FROM claimed, pgjobs.jobs_fail(id, lease_token, 'SMTP server said 451, try later')
+WHERE task = 'send_welcome';
+SELECT id, status, attempt, run_at - now() AS retry_in, errors -> 0 ->> 'error' AS last_error
+FROM pgjobs.jobs_find(search => 'send_welcome');
+
+\echo '-- After the backoff the retry is claimed and completed.'
+SELECT pg_sleep(1.1) \g /dev/null
+DROP TABLE claimed;
+CREATE TEMP TABLE claimed AS SELECT * FROM pgjobs.jobs_claim('demo-worker', ARRAY['default'], 1);
+SELECT id, attempt, task FROM claimed;
+SELECT count(*) AS completed FROM claimed, pgjobs.jobs_complete(id, lease_token, '{"sent": true}');
+
+\echo '-- The maintenance job is aborted before anyone claims it.'
+SELECT id, pgjobs.jobs_abort(id) FROM pgjobs.jobs_find(queue => 'maintenance');
+
+\echo '-- Everything finished is in the history, in the partition of the month it was due.'
+SELECT id, task, status, attempts, result, tableoid::regclass AS partition
+FROM pgjobs.job_history ORDER BY id;
+SELECT * FROM pgjobs.jobs_counts();

@@ -1,0 +1,57 @@
+# Shared by the scripts in this folder: where things are, and how to run as the database's user.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PG_BIN=/usr/lib/postgresql/15/bin
+PG_CONFIG=$PG_BIN/pg_config
+PGXS_TEST=/usr/lib/postgresql/15/lib/pgxs/src/test
+PGRX_VERSION=0.18.1
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# Postgres refuses to run as root; as root we run the server as the OS user postgres.
+as_db_user() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+# A folder under target/ the server's user can write; if that user cannot reach target/ (a
+# checkout inside a private home folder), a folder under /var/tmp keyed by the checkout instead.
+cluster_dir() {
+    local name=$1 dir="$ROOT/target/$1"
+    mkdir -p "$ROOT/target"
+    if [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$ROOT/target"; then
+        dir="/var/tmp/pg_jobs-$(printf %s "$ROOT" | md5sum | cut -c1-8)/$name"
+    fi
+    mkdir -p "$dir"
+    [ "$(id -u)" = 0 ] && chown postgres:postgres "$dir" "$(dirname "$dir")"
+    printf %s "$dir"
+}
+
+# start_cluster NAME PORT: a cluster with pg_jobs preloaded, made on first use.
+start_cluster() {
+    local dir port=$2
+    dir=$(cluster_dir "$1")
+    if [ ! -f "$dir/data/PG_VERSION" ]; then
+        as_db_user "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log"
+        cat >>"$dir/data/postgresql.conf" <<CONF
+port = $port
+listen_addresses = 'localhost'
+unix_socket_directories = '/tmp'
+shared_preload_libraries = 'pg_jobs'
+max_connections = 200
+log_min_messages = warning
+CONF
+    fi
+    if ! as_db_user "$PG_BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
+        as_db_user "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+    fi
+    printf %s "$dir"
+}
+
+stop_cluster() {
+    local dir
+    dir=$(cluster_dir "$1")
+    if [ -f "$dir/data/PG_VERSION" ]; then
+        as_db_user "$PG_BIN/pg_ctl" -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
+    fi
+}

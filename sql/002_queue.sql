@@ -1,0 +1,741 @@
+-- The lease queue: add, claim, heartbeat, complete, fail, abort, and what psql needs to look.
+--
+-- Every transition names the state it expects (and, for a worker, its lease token) in the
+-- WHERE clause of the statement that makes it, so two transitions racing for one slice
+-- serialise on its row lock and the loser finds its condition false. Lease times use
+-- statement_timestamp(): a worker that heartbeats from a long transaction still renews from the
+-- time of the call, not from when its transaction began.
+
+-- Months are UTC months: a job's month in job_history is the UTC month of its due_at.
+CREATE FUNCTION _utc_month(t timestamptz) RETURNS date
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN (date_trunc('month', t, 'UTC') AT TIME ZONE 'UTC')::date;
+
+CREATE FUNCTION _utc_midnight(d date) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN d::timestamp AT TIME ZONE 'UTC';
+
+-- What one job to add is; jobs_add's parameters, and the keys of jobs_add_batch's objects.
+CREATE TYPE job_spec AS (
+    task         text,
+    payload      jsonb,
+    queue        text,
+    priority     integer,
+    run_at       timestamptz,
+    max_attempts integer,
+    backoff      interval,
+    max_backoff  interval,
+    lease        interval,
+    key          text,
+    on_conflict  text
+);
+
+CREATE FUNCTION _invalid(message text, hint text DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = message,
+        HINT = coalesce(hint, '');
+END
+$$;
+
+CREATE FUNCTION _check_spec(spec job_spec, nth bigint) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    at text := CASE WHEN nth IS NULL THEN '' ELSE format(' (job %s of the batch)', nth) END;
+BEGIN
+    IF spec.task IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
+            MESSAGE = 'task must not be null' || at,
+            HINT = 'Name the task that a worker will run, for example ''send_email''.';
+    END IF;
+    IF spec.task = '' THEN
+        PERFORM _invalid('task must not be empty' || at);
+    END IF;
+    IF spec.queue = '' THEN
+        PERFORM _invalid('queue must not be empty' || at, 'Leave it out to use the queue ''default''.');
+    END IF;
+    IF spec.max_attempts < 1 THEN
+        PERFORM _invalid(format('max_attempts must be at least 1, not %s', spec.max_attempts) || at);
+    END IF;
+    IF spec.backoff < '0' OR spec.max_backoff < '0' THEN
+        PERFORM _invalid('backoff and max_backoff must not be negative' || at);
+    END IF;
+    IF spec.lease <= '0' THEN
+        PERFORM _invalid(format('lease must be positive, not %s', spec.lease) || at,
+            'A lease is how long a worker may hold the job without a heartbeat, for example ''60 seconds''.');
+    END IF;
+    IF spec.on_conflict IS NOT NULL AND spec.on_conflict NOT IN ('skip', 'replace') THEN
+        PERFORM _invalid(format('unknown conflict rule "%s"', spec.on_conflict) || at,
+            'on_conflict is skip (keep the first job with the key) or replace (replace the job still waiting).');
+    END IF;
+    IF spec.key = '' THEN
+        PERFORM _invalid('key must not be empty' || at, 'Leave it out (null) for a job without a key.');
+    END IF;
+END
+$$;
+
+-- Moves finished slices, and the jobs they end, to job_history. The caller has already removed
+-- the slices from `slices` with a fenced DELETE and passes the rows it removed. results and
+-- errors are looked up by job id in `ids`; an error joins the slice's log of errors and, for a
+-- failed job, is its result. A slice that was aborted while leased finishes as aborted.
+CREATE FUNCTION _archive(finished slices[], outcome job_status, ids bigint[] DEFAULT NULL,
+                         results jsonb[] DEFAULT NULL, errors text[] DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    WITH f AS (
+        SELECT u.*, r.result, r.error,
+               CASE WHEN u.status = 'aborted' THEN 'aborted' ELSE outcome END AS final
+        FROM unnest(finished) AS u
+        LEFT JOIN unnest(_archive.ids, _archive.results, _archive.errors) AS r(job_id, result, error) ON r.job_id = u.job_id
+    ), j AS (
+        DELETE FROM jobs USING f WHERE jobs.id = f.job_id RETURNING jobs.*
+    ), freed_keys AS (
+        DELETE FROM job_keys k USING j
+        WHERE j.key_rule = 'replace' AND k.idempotency_key = j.idempotency_key AND k.job_id = j.id
+    )
+    INSERT INTO job_history (
+        id, opaque_id, owner, status, task, queue, priority, payload, result, errors, attempts,
+        max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
+        name, description, link)
+    SELECT j.id, j.opaque_id, j.owner, f.final, j.task, j.queue, j.priority, f.payload,
+           CASE WHEN f.final = 'failed' AND f.error IS NOT NULL
+                THEN jsonb_build_object('error', f.error) ELSE f.result END,
+           CASE WHEN f.error IS NULL THEN f.errors
+                ELSE f.errors || jsonb_build_object('attempt', f.attempt,
+                                                    'at', statement_timestamp(), 'error', f.error) END,
+           f.attempt, j.max_attempts, j.idempotency_key, j.key_rule, f.locked_by,
+           j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link
+    FROM j JOIN f ON f.job_id = j.id;
+END
+$$;
+
+-- Raises the error that explains why `token` does not hold the lease on job `job`.
+CREATE FUNCTION _lease_error(job bigint, token uuid) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    live slices;
+    done job_history;
+BEGIN
+    IF job IS NULL OR token IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
+            MESSAGE = 'job id and lease token must not be null';
+    END IF;
+    SELECT * INTO live FROM slices s WHERE s.job_id = job;
+    IF FOUND AND live.status = 'aborted' AND live.lease_token = token THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('job %s was aborted', job),
+            HINT = 'Roll back the job''s work and report it with jobs_fail, or let the lease run out.';
+    ELSIF FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('lease on job %s is not held by this token', job),
+            DETAIL = format('The job is %s, attempt %s of it%s.', live.status, live.attempt,
+                            CASE WHEN live.locked_by IS NULL THEN ''
+                                 ELSE ', last claimed by ' || live.locked_by END),
+            HINT = 'The lease ran out and the job was requeued; roll back this attempt''s work.';
+    END IF;
+    SELECT * INTO done FROM job_history h WHERE h.id = job;
+    IF FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('lease on job %s is not held by this token', job),
+            DETAIL = format('The job has finished: %s after %s attempts.', done.status, done.attempts),
+            HINT = 'Roll back this attempt''s work; the job needs nothing more.';
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'no_data_found',
+        MESSAGE = format('job %s does not exist', job);
+END
+$$;
+
+CREATE FUNCTION _check_batch(ids bigint[], tokens uuid[], payloads anyarray) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF ids IS NULL OR tokens IS NULL
+       OR cardinality(ids) <> cardinality(tokens)
+       OR (payloads IS NOT NULL AND cardinality(payloads) <> cardinality(ids)) THEN
+        PERFORM _invalid('ids, tokens and results (or errors) must be arrays of one length',
+            'Pass the i-th job''s id, lease token and result at position i of each array.');
+    END IF;
+    IF cardinality(ids) <> (SELECT count(DISTINCT i) FROM unnest(ids) i) THEN
+        PERFORM _invalid('ids must not repeat a job');
+    END IF;
+END
+$$;
+
+-- Expired leases: a slice whose worker stopped renewing is requeued, its attempt counted; one
+-- that used its last attempt, or was aborted, finishes. Locked rows are skipped, so a worker
+-- completing right now is never overwritten.
+CREATE FUNCTION _rescue_expired() RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    woken text[];
+    requeued integer;
+    finals slices[];
+BEGIN
+    WITH expired AS (
+        SELECT s.job_id, s.slice_number
+        FROM slices s JOIN jobs j ON j.id = s.job_id
+        WHERE s.status = 'started' AND s.locked_until < statement_timestamp()
+          AND s.attempt < j.max_attempts
+        FOR UPDATE OF s SKIP LOCKED
+    ), requeue AS (
+        UPDATE slices s
+        SET status = 'created', lease_token = NULL, locked_until = NULL,
+            run_at = statement_timestamp(),
+            errors = s.errors || jsonb_build_object(
+                'attempt', s.attempt, 'at', statement_timestamp(),
+                'error', format('lease expired: worker %s stopped renewing it', s.locked_by))
+        FROM expired e
+        WHERE s.job_id = e.job_id AND s.slice_number = e.slice_number
+        RETURNING s.queue
+    )
+    SELECT count(*), array_agg(DISTINCT r.queue) INTO requeued, woken FROM requeue r;
+    PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
+
+    WITH expired AS (
+        SELECT s.job_id, s.slice_number
+        FROM slices s JOIN jobs j ON j.id = s.job_id
+        WHERE s.status IN ('started', 'aborted') AND s.locked_until < statement_timestamp()
+          AND (s.status = 'aborted' OR s.attempt >= j.max_attempts)
+        FOR UPDATE OF s SKIP LOCKED
+    ), gone AS (
+        DELETE FROM slices s USING expired e
+        WHERE s.job_id = e.job_id AND s.slice_number = e.slice_number
+        RETURNING s.*
+    )
+    SELECT array_agg(g) INTO finals FROM gone g;
+    IF finals IS NOT NULL THEN
+        PERFORM _archive(finals, 'failed', array_agg(f.job_id),
+                         NULL, array_agg(format('lease expired: worker %s stopped renewing it', f.locked_by)))
+        FROM unnest(finals) f;
+    END IF;
+    RETURN requeued + coalesce(cardinality(finals), 0);
+END
+$$;
+
+CREATE TYPE _adding AS (id bigint, spec job_spec, rule key_rule, run_at timestamptz, added boolean);
+
+CREATE FUNCTION _add(specs job_spec[]) RETURNS SETOF bigint
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    spec job_spec;
+    nth bigint := 0;
+    adding _adding[];
+    woken text[];
+    contested record;
+BEGIN
+    FOREACH spec IN ARRAY coalesce(specs, '{}') LOOP
+        nth := nth + 1;
+        PERFORM _check_spec(spec, CASE WHEN cardinality(specs) > 1 THEN nth END);
+    END LOOP;
+
+    -- Keys first: the primary key of job_keys decides which of two concurrent adds gets a key.
+    WITH wanted AS (
+        SELECT i AS ord, nextval(pg_get_serial_sequence('@extschema@.jobs', 'id')) AS id,
+               specs[i] AS spec,
+               coalesce(specs[i].on_conflict, 'skip')::key_rule AS rule,
+               coalesce(specs[i].run_at, statement_timestamp()) AS run_at
+        FROM generate_subscripts(specs, 1) AS i
+    ), claimed AS (
+        INSERT INTO job_keys (idempotency_key, job_id, due_at)
+        SELECT (w.spec).key, w.id, w.run_at FROM wanted w WHERE (w.spec).key IS NOT NULL ORDER BY w.ord
+        ON CONFLICT DO NOTHING
+        RETURNING job_id
+    )
+    SELECT array_agg((w.id, w.spec, w.rule, w.run_at,
+                      (w.spec).key IS NULL OR w.id IN (SELECT c.job_id FROM claimed c))::_adding
+                     ORDER BY w.ord)
+    INTO adding FROM wanted w;
+
+    WITH fresh AS (
+        SELECT a.* FROM unnest(adding) a WHERE a.added
+    ), new_jobs AS (
+        INSERT INTO jobs (id, owner, task, queue, priority, max_attempts, backoff, max_backoff,
+                          lease, idempotency_key, key_rule, due_at)
+        SELECT f.id, identity(), (f.spec).task, coalesce((f.spec).queue, 'default'),
+               coalesce((f.spec).priority, 0),
+               coalesce((f.spec).max_attempts, current_setting('pg_jobs.max_attempts')::integer),
+               coalesce((f.spec).backoff, current_setting('pg_jobs.backoff')::interval),
+               coalesce((f.spec).max_backoff, current_setting('pg_jobs.max_backoff')::interval),
+               coalesce((f.spec).lease, current_setting('pg_jobs.lease')::interval),
+               (f.spec).key, CASE WHEN (f.spec).key IS NOT NULL THEN f.rule END, f.run_at
+        FROM fresh f
+        RETURNING id, queue, priority, due_at
+    ), new_slices AS (
+        INSERT INTO slices (job_id, queue, priority, run_at, payload)
+        SELECT n.id, n.queue, n.priority, n.due_at, coalesce((f.spec).payload, '{}')
+        FROM new_jobs n JOIN fresh f ON f.id = n.id
+        RETURNING queue, run_at
+    )
+    SELECT array_agg(DISTINCT s.queue) FILTER (WHERE s.run_at <= statement_timestamp())
+    INTO woken FROM new_slices s;
+    PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
+
+    -- A key that was taken: the statement above could not see a holder that committed while
+    -- it waited on the key; this statement, with a new snapshot, can.
+    FOR contested IN
+        SELECT a.ord, a.spec, a.rule, k.job_id AS holder
+        FROM unnest(adding) WITH ORDINALITY AS a(id, spec, rule, run_at, added, ord)
+        JOIN job_keys k ON k.idempotency_key = (a.spec).key
+        WHERE NOT a.added
+    LOOP
+        adding[contested.ord].id := contested.holder;
+        CONTINUE WHEN contested.rule <> 'replace';
+        WITH waiting AS (
+            UPDATE slices s
+            SET payload = coalesce((contested.spec).payload, '{}'),
+                queue = coalesce((contested.spec).queue, 'default'),
+                priority = coalesce((contested.spec).priority, 0),
+                run_at = coalesce((contested.spec).run_at, statement_timestamp())
+            WHERE s.job_id = contested.holder AND s.status = 'created'
+            RETURNING s.job_id, s.queue, s.priority
+        )
+        UPDATE jobs j
+        SET task = (contested.spec).task, queue = w.queue, priority = w.priority,
+            max_attempts = coalesce((contested.spec).max_attempts, j.max_attempts),
+            backoff = coalesce((contested.spec).backoff, j.backoff),
+            max_backoff = coalesce((contested.spec).max_backoff, j.max_backoff),
+            lease = coalesce((contested.spec).lease, j.lease),
+            last_update = statement_timestamp()
+        FROM waiting w WHERE j.id = w.job_id;
+    END LOOP;
+
+    RETURN QUERY SELECT a.id FROM unnest(adding) WITH ORDINALITY AS a(id, spec, rule, run_at, added, ord)
+                 ORDER BY a.ord;
+END
+$$;
+
+CREATE FUNCTION jobs_add(
+    task text,
+    payload jsonb DEFAULT '{}',
+    queue text DEFAULT 'default',
+    priority integer DEFAULT 0,
+    run_at timestamptz DEFAULT NULL,
+    max_attempts integer DEFAULT NULL,
+    backoff interval DEFAULT NULL,
+    max_backoff interval DEFAULT NULL,
+    lease interval DEFAULT NULL,
+    key text DEFAULT NULL,
+    on_conflict text DEFAULT 'skip'
+) RETURNS bigint
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT _add(ARRAY[ROW(task, payload, queue, priority, run_at, max_attempts, backoff,
+                          max_backoff, lease, key, on_conflict)::job_spec]);
+END;
+COMMENT ON FUNCTION jobs_add IS
+    'Adds a job and returns its id; with a key already in use, returns the id of the job that holds it.';
+
+CREATE FUNCTION jobs_add_batch(jobs jsonb) RETURNS SETOF bigint
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF jobs IS NULL OR jsonb_typeof(jobs) <> 'array' THEN
+        PERFORM _invalid('jobs must be a JSON array of objects',
+            'Each object takes the parameters of jobs_add: [{"task": "t", "payload": {}}, ...].');
+    END IF;
+    RETURN QUERY SELECT _add(ARRAY(
+        SELECT jsonb_populate_record(NULL::job_spec, e.value) FROM jsonb_array_elements(jobs) e));
+END
+$$;
+COMMENT ON FUNCTION jobs_add_batch IS
+    'Adds many jobs in one call and returns their ids in the order given.';
+
+CREATE FUNCTION jobs_claim(
+    worker text,
+    queues text[] DEFAULT ARRAY['default'],
+    n integer DEFAULT 1,
+    lease interval DEFAULT NULL
+) RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
+                 locked_until timestamptz)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF worker IS NULL OR worker = '' THEN
+        PERFORM _invalid('worker must name the claiming worker', 'Use a name unique to the process, such as host:pid.');
+    END IF;
+    IF queues IS NULL OR cardinality(queues) = 0 THEN
+        PERFORM _invalid('queues must name at least one queue');
+    END IF;
+    IF n IS NULL OR n < 1 THEN
+        PERFORM _invalid(format('n must be at least 1, not %s', coalesce(n::text, 'null')));
+    END IF;
+    IF lease <= '0' THEN
+        PERFORM _invalid(format('lease must be positive, not %s', lease));
+    END IF;
+
+    PERFORM _rescue_expired();
+
+    RETURN QUERY
+    WITH ready AS (
+        SELECT s.job_id, s.slice_number FROM slices s
+        WHERE s.status = 'created' AND s.queue = ANY (queues) AND s.run_at <= statement_timestamp()
+        ORDER BY s.priority, s.run_at, s.job_id
+        LIMIT n
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE slices s
+    SET status = 'started', attempt = s.attempt + 1, lease_token = gen_random_uuid(),
+        locked_by = worker, begin_time = statement_timestamp(),
+        locked_until = statement_timestamp() + coalesce(jobs_claim.lease, j.lease)
+    FROM ready r, jobs j
+    WHERE s.job_id = r.job_id AND s.slice_number = r.slice_number AND j.id = r.job_id
+    RETURNING s.job_id, s.attempt, s.lease_token, j.task, s.payload, s.locked_until;
+END
+$$;
+COMMENT ON FUNCTION jobs_claim IS
+    'Claims up to n ready jobs of the given queues, by priority (lowest first) then age; '
+    'expired leases are requeued first.';
+
+CREATE FUNCTION jobs_heartbeat(id bigint, token uuid, lease interval DEFAULT NULL,
+                               OUT lease_state text, OUT locked_until timestamptz)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    job bigint := id;
+    state job_status;
+BEGIN
+    IF lease <= '0' THEN
+        PERFORM _invalid(format('lease must be positive, not %s', lease));
+    END IF;
+    UPDATE slices s
+    SET locked_until = statement_timestamp() + coalesce(jobs_heartbeat.lease, j.lease)
+    FROM jobs j
+    WHERE s.job_id = job AND j.id = job AND s.lease_token = token AND s.status IN ('started', 'aborted')
+    RETURNING s.status, s.locked_until INTO state, locked_until;
+    IF FOUND THEN
+        lease_state := CASE state WHEN 'aborted' THEN 'aborted' ELSE 'held' END;
+        RETURN;
+    END IF;
+    IF job IS NULL OR token IS NULL THEN
+        PERFORM _lease_error(job, token);
+    END IF;
+    IF EXISTS (SELECT FROM slices s WHERE s.job_id = job)
+       OR EXISTS (SELECT FROM job_history h WHERE h.id = job) THEN
+        lease_state := 'lost';
+        locked_until := NULL;
+        RETURN;
+    END IF;
+    PERFORM _lease_error(job, token);
+END
+$$;
+COMMENT ON FUNCTION jobs_heartbeat IS
+    'Renews a lease. lease_state: held (keep working), aborted (stop, roll back, report with '
+    'jobs_fail), lost (another worker holds the job or it has finished: roll back).';
+
+CREATE FUNCTION jobs_complete(ids bigint[], tokens uuid[], results jsonb[] DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    done slices[];
+    stale record;
+BEGIN
+    PERFORM _check_batch(ids, tokens, results);
+    WITH given AS (
+        SELECT * FROM unnest(ids, tokens) WITH ORDINALITY AS g(job_id, token, ord)
+    ), gone AS (
+        DELETE FROM slices s USING given g
+        WHERE s.job_id = g.job_id AND s.lease_token = g.token AND s.status = 'started'
+        RETURNING s.*
+    )
+    SELECT array_agg(x) INTO done FROM gone x;
+
+    IF coalesce(cardinality(done), 0) <> cardinality(ids) THEN
+        SELECT g.job_id, g.token INTO stale
+        FROM unnest(ids, tokens) AS g(job_id, token)
+        WHERE g.job_id IS NULL OR g.job_id NOT IN (SELECT d.job_id FROM unnest(done) d)
+        LIMIT 1;
+        PERFORM _lease_error(stale.job_id, stale.token);
+    END IF;
+
+    PERFORM _archive(done, 'completed', ids, results);
+END
+$$;
+
+CREATE FUNCTION jobs_complete(id bigint, token uuid, result jsonb DEFAULT NULL) RETURNS void
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT jobs_complete(ARRAY[id], ARRAY[token], ARRAY[result]);
+END;
+COMMENT ON FUNCTION jobs_complete(bigint, uuid, jsonb) IS
+    'Completes a job whose lease this token holds, in the caller''s transaction.';
+
+CREATE FUNCTION jobs_fail(ids bigint[], tokens uuid[], errors text[]) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    retried bigint[];
+    done slices[];
+    stale record;
+BEGIN
+    PERFORM _check_batch(ids, tokens, errors);
+
+    -- Attempts left: back to created, due after the backoff.
+    WITH given AS (
+        SELECT * FROM unnest(ids, tokens, jobs_fail.errors) AS g(job_id, token, error)
+    ), retry AS (
+        UPDATE slices s
+        SET status = 'created', lease_token = NULL, locked_until = NULL,
+            run_at = statement_timestamp() + make_interval(secs => retry_delay_seconds(
+                s.attempt, extract(epoch FROM j.backoff)::float8,
+                extract(epoch FROM j.max_backoff)::float8)),
+            errors = s.errors || jsonb_build_object(
+                'attempt', s.attempt, 'at', statement_timestamp(), 'error', g.error)
+        FROM given g, jobs j
+        WHERE s.job_id = g.job_id AND j.id = g.job_id AND s.lease_token = g.token
+          AND s.status = 'started' AND s.attempt < j.max_attempts
+        RETURNING s.job_id
+    )
+    SELECT array_agg(r.job_id) INTO retried FROM retry r;
+
+    -- Last attempt used, or aborted meanwhile: finished.
+    WITH given AS (
+        SELECT * FROM unnest(ids, tokens) AS g(job_id, token)
+        WHERE g.job_id <> ALL (coalesce(retried, '{}'))
+    ), gone AS (
+        DELETE FROM slices s USING given g
+        WHERE s.job_id = g.job_id AND s.lease_token = g.token AND s.status IN ('started', 'aborted')
+        RETURNING s.*
+    )
+    SELECT array_agg(x) INTO done FROM gone x;
+
+    IF coalesce(cardinality(retried), 0) + coalesce(cardinality(done), 0) <> cardinality(ids) THEN
+        SELECT g.job_id, g.token INTO stale
+        FROM unnest(ids, tokens) AS g(job_id, token)
+        WHERE g.job_id IS NULL
+           OR NOT (g.job_id = ANY (coalesce(retried, '{}'))
+                   OR g.job_id IN (SELECT d.job_id FROM unnest(done) d))
+        LIMIT 1;
+        PERFORM _lease_error(stale.job_id, stale.token);
+    END IF;
+
+    IF done IS NOT NULL THEN
+        PERFORM _archive(done, 'failed', ids, NULL, errors);
+    END IF;
+END
+$$;
+
+CREATE FUNCTION jobs_fail(id bigint, token uuid, error text) RETURNS void
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT jobs_fail(ARRAY[id], ARRAY[token], ARRAY[error]);
+END;
+COMMENT ON FUNCTION jobs_fail(bigint, uuid, text) IS
+    'Reports a failed attempt: retried after backoff × 2^(attempt-1), capped at max_backoff, '
+    'until max_attempts; then failed, with result {"error": error}.';
+
+CREATE FUNCTION jobs_abort(id bigint) RETURNS job_status
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    job bigint := id;
+    waiting slices[];
+    outcome job_status;
+BEGIN
+    IF job IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'job id must not be null';
+    END IF;
+    WITH gone AS (
+        DELETE FROM slices s WHERE s.job_id = job AND s.status = 'created' RETURNING s.*
+    )
+    SELECT array_agg(g) INTO waiting FROM gone g;
+    IF waiting IS NOT NULL THEN
+        PERFORM _archive(waiting, 'aborted');
+        RETURN 'aborted';
+    END IF;
+
+    UPDATE slices s SET status = 'aborted' WHERE s.job_id = job AND s.status IN ('started', 'aborted');
+    IF FOUND THEN
+        RETURN 'aborted';
+    END IF;
+
+    SELECT h.status INTO outcome FROM job_history h WHERE h.id = job;
+    IF FOUND THEN
+        RETURN outcome;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'no_data_found', MESSAGE = format('job %s does not exist', job);
+END
+$$;
+COMMENT ON FUNCTION jobs_abort IS
+    'Aborts a job: a waiting one at once, a running one at its worker''s next heartbeat. '
+    'Returns the job''s status afterwards (completed or failed if it had already finished).';
+
+-- Every job, live or finished, in one shape.
+CREATE VIEW job_list AS
+SELECT j.id, j.opaque_id, j.owner::regrole AS owner, s.status, j.task, j.queue, j.priority,
+       s.payload, NULL::jsonb AS result, s.errors, s.attempt, j.max_attempts, s.run_at,
+       j.idempotency_key, j.key_rule, s.locked_by, s.locked_until, j.due_at, j.start_time,
+       NULL::timestamptz AS end_time
+FROM jobs j JOIN slices s ON s.job_id = j.id
+UNION ALL
+SELECT h.id, h.opaque_id, h.owner::regrole, h.status, h.task, h.queue, h.priority, h.payload,
+       h.result, h.errors, h.attempts, h.max_attempts, NULL, h.idempotency_key, h.key_rule,
+       h.locked_by, NULL, h.due_at, h.start_time, h.end_time
+FROM job_history h;
+COMMENT ON VIEW job_list IS 'Live jobs (created, started, aborting) and finished ones together.';
+
+CREATE FUNCTION jobs_find(
+    status job_status DEFAULT NULL,
+    queue text DEFAULT NULL,
+    key text DEFAULT NULL,
+    search text DEFAULT NULL,
+    month date DEFAULT NULL,
+    limit_rows integer DEFAULT 100,
+    offset_rows integer DEFAULT 0
+) RETURNS SETOF job_list
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF limit_rows < 0 OR offset_rows < 0 THEN
+        PERFORM _invalid('limit_rows and offset_rows must not be negative');
+    END IF;
+    RETURN QUERY
+    SELECT l.* FROM job_list l
+    WHERE (jobs_find.status IS NULL OR l.status = jobs_find.status)
+      AND (jobs_find.queue IS NULL OR l.queue = jobs_find.queue)
+      AND (jobs_find.key IS NULL OR l.idempotency_key = jobs_find.key)
+      AND (jobs_find.month IS NULL OR _utc_month(l.due_at) = date_trunc('month', jobs_find.month)::date)
+      AND (search IS NULL OR l.task ILIKE '%' || search || '%'
+           OR l.idempotency_key ILIKE '%' || search || '%'
+           OR l.payload::text ILIKE '%' || search || '%'
+           OR l.result::text ILIKE '%' || search || '%')
+    ORDER BY l.id DESC
+    LIMIT limit_rows OFFSET offset_rows;
+END
+$$;
+COMMENT ON FUNCTION jobs_find IS
+    'Finds jobs, newest first, by status, queue, key, month due, and text in task, key, payload or result.';
+
+CREATE FUNCTION jobs_counts(month date DEFAULT NULL)
+RETURNS TABLE (queue text, status job_status, jobs bigint)
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT c.queue, c.status, count(*)
+    FROM (SELECT s.queue, s.status FROM slices s
+          UNION ALL
+          SELECT h.queue, h.status FROM job_history h
+          WHERE _utc_month(h.due_at) = coalesce(date_trunc('month', month)::date, _utc_month(now()))) c
+    GROUP BY c.queue, c.status
+    ORDER BY c.queue, c.status;
+END;
+COMMENT ON FUNCTION jobs_counts IS
+    'Jobs per queue and status: every live job, and the finished jobs due in the given month (default: this one).';
+
+-- Months of history: one partition job_history_YYYYMM per UTC month.
+
+CREATE FUNCTION jobs_history_months()
+RETURNS TABLE (month date, partition regclass, jobs bigint)
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    part record;
+BEGIN
+    FOR part IN
+        SELECT c.oid::regclass AS rel, c.relname
+        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = '@extschema@.job_history'::regclass
+        ORDER BY c.relname
+    LOOP
+        month := CASE WHEN part.relname ~ '^job_history_[0-9]{6}$'
+                      THEN to_date(right(part.relname, 6), 'YYYYMM') END;
+        partition := part.rel;
+        EXECUTE format('SELECT count(*) FROM %s', part.rel) INTO jobs;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION jobs_history_months IS
+    'The months of job_history, each with its partition and job count; month is null for the '
+    'partition that catches jobs due in a month that has none yet.';
+
+CREATE FUNCTION jobs_history_prepare(months_ahead integer DEFAULT 3) RETURNS SETOF regclass
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    this_month date := _utc_month(now());
+    m date;
+    part text;
+BEGIN
+    IF months_ahead IS NULL OR months_ahead < 0 OR months_ahead > 120 THEN
+        PERFORM _invalid('months_ahead must be between 0 and 120');
+    END IF;
+    FOR m IN SELECT generate_series(this_month - interval '1 month',
+                                    this_month + make_interval(months => months_ahead),
+                                    interval '1 month')::date
+    LOOP
+        part := 'job_history_' || to_char(m, 'YYYYMM');
+        CONTINUE WHEN to_regclass('@extschema@.' || part) IS NOT NULL;
+        -- Jobs of this month already in the catch-all partition move into the new one.
+        EXECUTE format('CREATE TABLE @extschema@.%I (LIKE @extschema@.job_history INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', part);
+        EXECUTE format(
+            'WITH moved AS (DELETE FROM @extschema@.job_history_other WHERE due_at >= %L AND due_at < %L RETURNING *) '
+            'INSERT INTO @extschema@.%I SELECT * FROM moved',
+            _utc_midnight(m), _utc_midnight((m + interval '1 month')::date), part);
+        EXECUTE format('ALTER TABLE @extschema@.job_history ATTACH PARTITION @extschema@.%I FOR VALUES FROM (%L) TO (%L)',
+                       part, _utc_midnight(m), _utc_midnight((m + interval '1 month')::date));
+        RETURN NEXT ('@extschema@.' || part)::regclass;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION jobs_history_prepare IS
+    'Makes the partitions of job_history from last month to months_ahead months ahead.';
+
+CREATE FUNCTION jobs_history_drop(before date) RETURNS SETOF date
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    m record;
+BEGIN
+    IF before IS NULL OR before > _utc_month(now()) THEN
+        PERFORM _invalid(format('cannot drop the history of %s or later', coalesce(before::text, 'null')),
+            'Only months before the current one can be dropped, for example '
+            'jobs_history_drop((now() - interval ''6 months'')::date).');
+    END IF;
+    FOR m IN SELECT * FROM jobs_history_months() h
+             WHERE h.month IS NOT NULL AND h.month + interval '1 month' <= before ORDER BY h.month
+    LOOP
+        -- Keys of finished skip-jobs are remembered as long as their month is.
+        DELETE FROM job_keys k
+        WHERE _utc_month(k.due_at) = m.month
+          AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = k.job_id);
+        EXECUTE format('DROP TABLE %s', m.partition);
+        RETURN NEXT m.month;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION jobs_history_drop IS
+    'Drops the months of job_history that end on or before the given date; returns the months dropped.';
+
+SELECT count(*) FROM jobs_history_prepare();
+
+-- Internal pieces are not for callers.
+REVOKE ALL ON FUNCTION _invalid(text, text), _check_spec(job_spec, bigint),
+    _archive(slices[], job_status, bigint[], jsonb[], text[]), _lease_error(bigint, uuid),
+    _check_batch(bigint[], uuid[], anyarray), _rescue_expired(), _add(job_spec[]) FROM PUBLIC;

@@ -1,0 +1,107 @@
+//! pg_jobs: the database is the job system.
+//!
+//! The schema and the queue's statements are SQL in `sql/`, loaded in file order; this crate
+//! adds the settings, the load-time checks, and the arithmetic that lives in `pg_jobs_core`.
+
+use pgrx::prelude::*;
+
+mod gucs;
+mod queue;
+
+::pgrx::pg_module_magic!(name, version);
+
+extension_sql_file!("../sql/001_schema.sql", name = "schema", bootstrap);
+extension_sql_file!("../sql/002_queue.sql", name = "queue", finalize);
+
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    // Settings and, next, the background worker must exist in every backend from the start,
+    // which only a preloaded library guarantees.
+    if unsafe { !pg_sys::process_shared_preload_libraries_in_progress } {
+        pgrx::pg_sys::panic::ErrorReport::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "pg_jobs must be loaded via shared_preload_libraries",
+            "_PG_init",
+        )
+        .set_hint(
+            "Add pg_jobs to shared_preload_libraries in postgresql.conf \
+             (shared_preload_libraries = 'pg_jobs') and restart the server.",
+        )
+        .report(PgLogLevel::ERROR);
+    }
+    gucs::init();
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    #[pg_test]
+    fn settings_have_the_documented_defaults() {
+        for (name, expected) in [
+            ("pg_jobs.lease", "60s"),
+            ("pg_jobs.max_attempts", "3"),
+            ("pg_jobs.backoff", "10s"),
+            ("pg_jobs.max_backoff", "1h"),
+            ("pg_jobs.poll_interval", "2s"),
+        ] {
+            let shown = Spi::get_one::<String>(&format!("SHOW {name}")).unwrap().unwrap();
+            assert_eq!(shown, expected, "{name}");
+        }
+    }
+
+    #[pg_test]
+    fn a_job_goes_from_add_to_claim_to_complete() {
+        let id = Spi::get_one::<i64>("SELECT pgjobs.jobs_add('pg_test.roundtrip', '{\"n\": 1}')")
+            .unwrap()
+            .unwrap();
+        let token = Spi::get_one::<pgrx::Uuid>(
+            "SELECT lease_token FROM pgjobs.jobs_claim('pg_test', ARRAY['default'], 1)",
+        )
+        .unwrap()
+        .unwrap();
+        Spi::run_with_args(
+            "SELECT pgjobs.jobs_complete($1, $2, '{\"ok\": true}')",
+            &[id.into(), token.into()],
+        )
+        .unwrap();
+        let status = Spi::get_one_with_args::<String>(
+            "SELECT status::text FROM pgjobs.job_history WHERE id = $1",
+            &[id.into()],
+        )
+        .unwrap();
+        assert_eq!(status.as_deref(), Some("completed"));
+    }
+
+    #[pg_test]
+    fn a_stale_token_cannot_complete() {
+        let id = Spi::get_one::<i64>("SELECT pgjobs.jobs_add('pg_test.stale')").unwrap().unwrap();
+        Spi::run("SELECT * FROM pgjobs.jobs_claim('pg_test', ARRAY['default'], 1)").unwrap();
+        Spi::run(&format!(
+            "DO $$ BEGIN
+                PERFORM pgjobs.jobs_complete({id}, gen_random_uuid(), '{{}}');
+                RAISE EXCEPTION 'a stale token completed job {id}';
+             EXCEPTION WHEN object_not_in_prerequisite_state THEN NULL;
+             END $$"
+        ))
+        .unwrap();
+        let live = Spi::get_one_with_args::<String>(
+            "SELECT status::text FROM pgjobs.slices WHERE job_id = $1",
+            &[id.into()],
+        )
+        .unwrap();
+        assert_eq!(live.as_deref(), Some("started"));
+    }
+}
+
+/// Required by `cargo pgrx test`.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {}
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        vec!["shared_preload_libraries = 'pg_jobs'"]
+    }
+}
