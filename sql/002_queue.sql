@@ -139,7 +139,7 @@ BEGIN
             DETAIL = format('The job is %s, attempt %s of it%s.', live.status, live.attempt,
                             CASE WHEN live.locked_by IS NULL THEN ''
                                  ELSE ', last claimed by ' || live.locked_by END),
-            HINT = 'The lease ran out and the job was requeued; roll back this attempt''s work.';
+            HINT = 'The lease may have run out and the job been requeued; roll back this attempt''s work.';
     END IF;
     SELECT * INTO done FROM job_history h WHERE h.id = job;
     IF FOUND THEN
@@ -714,7 +714,8 @@ DECLARE
     m record;
 BEGIN
     IF before IS NULL OR before > _utc_month(now()) THEN
-        PERFORM _invalid(format('cannot drop the history of %s or later', coalesce(before::text, 'null')),
+        PERFORM _invalid(format('cannot drop history before %s: it includes the current month',
+                                coalesce(to_char(before, 'YYYY-MM-DD'), 'null')),
             'Only months before the current one can be dropped, for example '
             'jobs_history_drop((now() - interval ''6 months'')::date).');
     END IF;
@@ -725,6 +726,11 @@ BEGIN
         DELETE FROM job_keys k
         WHERE _utc_month(k.due_at) = m.month
           AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = k.job_id);
+        -- The months made when the extension was created belong to it and must leave it first.
+        IF EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
+                   AND d.objid = m.partition AND d.deptype = 'e') THEN
+            EXECUTE format('ALTER EXTENSION pg_jobs DROP TABLE %s', m.partition);
+        END IF;
         EXECUTE format('DROP TABLE %s', m.partition);
         RETURN NEXT m.month;
     END LOOP;
@@ -733,7 +739,18 @@ $$;
 COMMENT ON FUNCTION jobs_history_drop IS
     'Drops the months of job_history that end on or before the given date; returns the months dropped.';
 
-SELECT count(*) FROM jobs_history_prepare();
+-- pg_dump keeps the data of these tables (and of months made later, which are ordinary tables).
+DO $$
+DECLARE
+    t regclass;
+BEGIN
+    FOR t IN SELECT unnest(ARRAY['jobs', 'slices', 'job_keys', 'job_history_other']::regclass[])
+             UNION ALL SELECT jobs_history_prepare()
+    LOOP
+        PERFORM pg_extension_config_dump(t, '');
+    END LOOP;
+END
+$$;
 
 -- Internal pieces are not for callers.
 REVOKE ALL ON FUNCTION _invalid(text, text), _check_spec(job_spec, bigint),

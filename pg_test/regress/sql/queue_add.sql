@@ -1,0 +1,37 @@
+-- Adding jobs: defaults from the settings, explicit policy, batches, and the job exists only
+-- if the adding transaction commits.
+SELECT regress.reset();
+
+SELECT pgjobs.jobs_add('plain');
+SELECT pgjobs.jobs_add('explicit', '{"a": 1}', queue => 'mail', priority => 5,
+                       max_attempts => 7, backoff => '2 seconds', max_backoff => '1 minute',
+                       lease => '30 seconds');
+SET pg_jobs.max_attempts = 9;
+SET pg_jobs.lease = '5min';
+SELECT pgjobs.jobs_add('from_settings');
+RESET pg_jobs.max_attempts;
+RESET pg_jobs.lease;
+
+SELECT id, owner::regrole, task, queue, priority, max_attempts, backoff, max_backoff, lease,
+       due_at = start_time AS due_now
+FROM pgjobs.jobs ORDER BY id;
+SELECT job_id, slice_number, status, queue, priority, attempt, payload, lease_token IS NULL AS unleased
+FROM pgjobs.slices ORDER BY job_id;
+
+-- A batch keeps the order it was given in.
+SELECT * FROM pgjobs.jobs_add_batch('[
+    {"task": "b1", "payload": {"n": 1}},
+    {"task": "b2", "payload": {"n": 2}, "queue": "other", "priority": -3},
+    {"task": "b3", "run_at": "2099-01-01T00:00:00Z"}
+]');
+SELECT id, task, queue, priority, payload, run_at > now() + interval '50 years' AS far
+FROM pgjobs.job_list WHERE task LIKE 'b%' ORDER BY id;
+
+-- Rolled back: no job.
+BEGIN;
+SELECT pgjobs.jobs_add('rolled_back');
+ROLLBACK;
+SELECT count(*) AS rolled_back_jobs FROM pgjobs.job_list WHERE task = 'rolled_back';
+
+-- Each job has a public opaque id, distinct from the others.
+SELECT count(DISTINCT opaque_id) = count(*) AS opaque_ids_distinct FROM pgjobs.jobs;

@@ -1,0 +1,40 @@
+-- Claiming: by priority (lowest first) then age, only ready jobs of the named queues, at most n.
+SELECT regress.reset();
+
+SELECT pgjobs.jobs_add('low', priority => 10);
+SELECT pgjobs.jobs_add('first', priority => 0);
+SELECT pgjobs.jobs_add('second', priority => 0);
+SELECT pgjobs.jobs_add('urgent', priority => -5);
+SELECT pgjobs.jobs_add('later', run_at => now() + interval '1 hour');
+SELECT pgjobs.jobs_add('elsewhere', queue => 'reports');
+
+SELECT id, attempt, task, payload, lease_token IS NOT NULL AS has_token,
+       locked_until - now() AS lease
+FROM pgjobs.jobs_claim('w1', ARRAY['default'], 2) ORDER BY id;
+SELECT id, task, lease_token IS NOT NULL AS has_token, locked_until - now() AS lease
+FROM pgjobs.jobs_claim('w2', n => 10, lease => '5 minutes') ORDER BY id;
+
+-- Nothing ready is left in default: the job due in an hour waits.
+SELECT count(*) AS claimed FROM pgjobs.jobs_claim('w3', ARRAY['default'], 10);
+SELECT id, task FROM pgjobs.jobs_claim('w3', ARRAY['default', 'reports'], 10);
+
+SELECT job_id, status, attempt, locked_by FROM pgjobs.slices ORDER BY job_id;
+
+-- Tokens are distinct.
+SELECT count(DISTINCT lease_token) AS tokens, count(*) AS leased
+FROM pgjobs.slices WHERE status = 'started';
+
+-- A completed job leaves the claimable table, and its result is kept.
+SELECT count(*) AS completed
+FROM pgjobs.slices s, pgjobs.jobs_complete(s.job_id, s.lease_token, '{"rows": 3}')
+WHERE s.job_id = 4;
+SELECT id, status, attempts, result, locked_by FROM pgjobs.job_history ORDER BY id;
+SELECT count(*) AS left_in_slices FROM pgjobs.slices WHERE job_id = 4;
+
+-- Batch completion, and a completion without a result.
+SELECT count(*) AS completed FROM pgjobs.jobs_complete(
+    ARRAY(SELECT job_id FROM pgjobs.slices WHERE status = 'started' ORDER BY job_id),
+    ARRAY(SELECT lease_token FROM pgjobs.slices WHERE status = 'started' ORDER BY job_id),
+    ARRAY['{"n": 1}', NULL, '{"n": 3}', '{"n": 4}']::jsonb[]);
+SELECT id, task, status, result FROM pgjobs.job_history ORDER BY id;
+SELECT job_id, status FROM pgjobs.slices ORDER BY job_id;

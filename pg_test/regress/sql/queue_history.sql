@@ -1,0 +1,44 @@
+-- Finished jobs move to job_history, into the partition of the UTC month they were first due,
+-- even when they finish in a later month; months are made ahead, listed and dropped.
+SELECT regress.reset();
+
+SELECT month IS NOT NULL AS dated, count(*) AS partitions
+FROM pgjobs.jobs_history_months() GROUP BY 1 ORDER BY 1;
+
+SELECT pgjobs.jobs_add('last_month', run_at => date_trunc('month', now(), 'UTC') - interval '1 day');
+SELECT pgjobs.jobs_add('this_month');
+SELECT pgjobs.jobs_add('far_future', run_at => now() + interval '5 years');
+SELECT count(*) FROM pgjobs.jobs_claim('w', n => 10) c, pgjobs.jobs_complete(c.id, c.lease_token);
+UPDATE pgjobs.slices SET run_at = now() WHERE job_id = 3;
+SELECT count(*) FROM pgjobs.jobs_claim('w', n => 10) c, pgjobs.jobs_complete(c.id, c.lease_token);
+
+SELECT h.id, h.task,
+       h.tableoid::regclass::text = 'pgjobs.job_history_' || to_char(h.due_at AT TIME ZONE 'UTC', 'YYYYMM') AS in_its_month,
+       h.tableoid::regclass AS partition_if_not
+FROM pgjobs.job_history h ORDER BY h.id;
+SELECT count(*) AS live FROM pgjobs.jobs;
+
+-- Preparing the far month moves its jobs out of the catch-all partition.
+SET client_min_messages = warning;
+SELECT count(*) > 0 AS made FROM pgjobs.jobs_history_prepare(61);
+RESET client_min_messages;
+SELECT h.id, h.tableoid::regclass::text = 'pgjobs.job_history_' || to_char(h.due_at AT TIME ZONE 'UTC', 'YYYYMM') AS in_its_month
+FROM pgjobs.job_history h WHERE h.id = 3;
+SELECT jobs FROM pgjobs.jobs_history_months() WHERE month IS NULL;
+
+-- Dropping last month drops its partition and its jobs; keys of its skip-jobs are freed.
+SELECT pgjobs.jobs_add('keyed', key => 'k:last', run_at => date_trunc('month', now(), 'UTC') - interval '2 days');
+SELECT count(*) FROM pgjobs.jobs_claim('w', n => 10) c, pgjobs.jobs_complete(c.id, c.lease_token);
+SELECT pgjobs.jobs_history_drop(pgjobs._utc_month(now())) = pgjobs._utc_month(now() - interval '1 month') AS dropped_last_month;
+SELECT id, task FROM pgjobs.job_history ORDER BY id;
+SELECT count(*) AS keys_left FROM pgjobs.job_keys WHERE idempotency_key = 'k:last';
+SELECT to_regclass('pgjobs.job_history_' || to_char(now() AT TIME ZONE 'UTC' - interval '1 month', 'YYYYMM')) AS dropped_partition;
+
+-- The current month cannot be dropped.
+SELECT regress.error_of('SELECT pgjobs.jobs_history_drop(''2999-01-01'')');
+
+-- Finding and counting.
+SELECT id, status, task FROM pgjobs.jobs_find(search => 'month') ORDER BY id;
+SELECT id FROM pgjobs.jobs_find(status => 'completed', limit_rows => 1, offset_rows => 1);
+SELECT id FROM pgjobs.jobs_find(month => (now() + interval '5 years')::date);
+SELECT * FROM pgjobs.jobs_counts();

@@ -1,0 +1,40 @@
+-- Leases: a heartbeat renews; a worker that stops renewing loses the job to the next claim,
+-- and the attempt counts; on the last attempt an expired lease fails the job.
+SELECT regress.reset();
+
+SELECT pgjobs.jobs_add('long', max_attempts => 2, lease => '10 seconds');
+CREATE TABLE regress.first AS SELECT * FROM pgjobs.jobs_claim('w1');
+SELECT f.id, f.attempt, s.locked_until - s.begin_time AS lease
+FROM regress.first f JOIN pgjobs.slices s ON s.job_id = f.id;
+
+SELECT h.lease_state, h.locked_until - statement_timestamp() AS lease
+FROM regress.first f, pgjobs.jobs_heartbeat(f.id, f.lease_token) h;
+SELECT h.lease_state, h.locked_until - statement_timestamp() AS lease
+FROM regress.first f, pgjobs.jobs_heartbeat(f.id, f.lease_token, lease => '2 minutes') h;
+
+-- w1 dies: its lease runs out, and the next claim takes the job again.
+SELECT regress.expire_lease(1);
+CREATE TABLE regress.second AS SELECT * FROM pgjobs.jobs_claim('w2');
+SELECT id, attempt, lease_token <> (SELECT lease_token FROM regress.first) AS new_token FROM regress.second;
+SELECT errors -> 0 ->> 'error' AS logged FROM pgjobs.slices WHERE job_id = 1;
+
+-- w1 comes back: its heartbeat says lost, its completion and failure are refused and change nothing.
+SELECT regress.fingerprint() AS before \gset
+SELECT h.lease_state, h.locked_until FROM regress.first f, pgjobs.jobs_heartbeat(f.id, f.lease_token) h;
+SELECT regress.error_of(format('SELECT pgjobs.jobs_complete(%s, %L)', id, lease_token)) FROM regress.first;
+SELECT regress.error_of(format('SELECT pgjobs.jobs_fail(%s, %L, %L)', id, lease_token, 'x')) FROM regress.first;
+SELECT regress.fingerprint() = :'before' AS unchanged;
+
+-- w2 dies too, on the last attempt: the next claim finds nothing and the job has failed.
+SELECT regress.expire_lease(1);
+SELECT count(*) AS claimed FROM pgjobs.jobs_claim('w3');
+SELECT id, status, attempts, result, locked_by FROM pgjobs.job_history;
+
+-- Expired leases are rescued by any claim, whatever queue it names.
+SELECT pgjobs.jobs_add('other', queue => 'q2');
+SELECT count(*) FROM pgjobs.jobs_claim('w4', ARRAY['q2']);
+SELECT regress.expire_lease(2);
+SELECT count(*) AS claimed FROM pgjobs.jobs_claim('w5', ARRAY['default']);
+SELECT job_id, status, attempt, locked_by FROM pgjobs.slices;
+
+DROP TABLE regress.first, regress.second;

@@ -1,0 +1,50 @@
+-- Shared by every test of this suite: the extension and a few helpers in schema regress.
+CREATE EXTENSION pg_jobs;
+SELECT name, setting, unit FROM pg_settings WHERE name LIKE 'pg_jobs.%' ORDER BY name;
+
+CREATE SCHEMA regress;
+
+-- The error a statement raises, as SQLSTATE: message (hint), or 'no error'.
+CREATE FUNCTION regress.error_of(statement text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    state text;
+    message text;
+    hint text;
+BEGIN
+    EXECUTE statement;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
+    RETURN state || ': ' || message || CASE WHEN hint <> '' THEN ' (hint: ' || hint || ')' ELSE '' END;
+END
+$$;
+
+-- A fingerprint of every row the queue keeps, to show that a refused call changed nothing.
+CREATE FUNCTION regress.fingerprint() RETURNS text
+LANGUAGE sql AS $$
+    SELECT md5(concat_ws('|',
+        (SELECT string_agg(j::text, ',' ORDER BY j.id) FROM pgjobs.jobs j),
+        (SELECT string_agg(s::text, ',' ORDER BY s.job_id) FROM pgjobs.slices s),
+        (SELECT string_agg(k::text, ',' ORDER BY k.idempotency_key) FROM pgjobs.job_keys k),
+        (SELECT string_agg(h::text, ',' ORDER BY h.id) FROM pgjobs.job_history h)))
+$$;
+
+-- Empties the queue, so each test starts from job 1.
+CREATE FUNCTION regress.reset() RETURNS void
+LANGUAGE sql AS $$
+    TRUNCATE pgjobs.slices, pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history;
+    ALTER TABLE pgjobs.jobs ALTER COLUMN id RESTART;
+$$;
+
+-- Makes a waiting job due now, as if its backoff had passed.
+CREATE FUNCTION regress.make_due(job bigint) RETURNS void
+LANGUAGE sql AS $$
+    UPDATE pgjobs.slices SET run_at = now() - interval '1 second' WHERE job_id = job;
+$$;
+
+-- Makes a lease run out, as if its worker had died.
+CREATE FUNCTION regress.expire_lease(job bigint) RETURNS void
+LANGUAGE sql AS $$
+    UPDATE pgjobs.slices SET locked_until = now() - interval '1 second' WHERE job_id = job;
+$$;

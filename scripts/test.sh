@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Sets everything up and runs every suite: pure Rust unit tests, #[pg_test]s, the pg_regress
+# suite and the isolation specs against one cluster. Ends with "N passed, N failed" and exits
+# non-zero if anything failed.
+source "$(dirname "$0")/lib.sh"
+PORT=28816
+OUT="$ROOT/target/test-results"
+
+"$ROOT/scripts/setup.sh"
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+passed=0
+failed=0
+count() { passed=$((passed + $1)); failed=$((failed + $2)); }
+
+# cargo's "test result: ok. X passed; Y failed" lines, summed.
+count_cargo() {
+    local p f
+    p=$(grep -o '[0-9]* passed' "$1" | awk '{s+=$1} END {print s+0}')
+    f=$(grep -o '[0-9]* failed' "$1" | awk '{s+=$1} END {print s+0}')
+    count "$p" "$f"
+}
+
+log "unit tests (no PostgreSQL)"
+if ! cargo test -p pg_jobs_core 2>&1 | tee "$OUT/unit.log"; then
+    grep -q 'test result' "$OUT/unit.log" || count 0 1
+fi
+count_cargo "$OUT/unit.log"
+
+log "#[pg_test]s"
+pgrx_data=$(cluster_dir pgrx-test)
+if ! cargo pgrx test pg15 --runas postgres --pgdata "$pgrx_data/data" 2>&1 | tee "$OUT/pg_test.log"; then
+    grep -q 'test result' "$OUT/pg_test.log" || count 0 1
+fi
+count_cargo "$OUT/pg_test.log"
+
+# `cargo pgrx test` installed its test build; the SQL suites run against the release build.
+"$ROOT/scripts/setup.sh"
+stop_cluster test
+start_cluster test "$PORT" >/dev/null
+trap 'stop_cluster test' EXIT
+
+# pg_regress's per-test lines ("name ... ok" / "... FAILED"), counted.
+count_regress() {
+    local p f
+    p=$(grep -cE '\.\.\. ok' "$1" || true)
+    f=$(grep -cE '\.\.\. FAILED|\.\.\. failed' "$1" || true)
+    count "$p" "$f"
+}
+
+log "SQL regression suite"
+"$PGXS_TEST/regress/pg_regress" --host=localhost --port="$PORT" --user=postgres \
+    --inputdir="$ROOT/pg_test/regress" --outputdir="$OUT/regress" \
+    --schedule="$ROOT/pg_test/regress/schedule" --dbname=pg_jobs_regress 2>&1 | tee "$OUT/regress.log" || true
+count_regress "$OUT/regress.log"
+
+log "isolation specs"
+"$PGXS_TEST/isolation/pg_isolation_regress" --host=localhost --port="$PORT" --user=postgres \
+    --inputdir="$ROOT/pg_test/isolation" --outputdir="$OUT/isolation" \
+    --schedule="$ROOT/pg_test/isolation/schedule" --dbname=pg_jobs_isolation 2>&1 | tee "$OUT/isolation.log" || true
+count_regress "$OUT/isolation.log"
+
+for diffs in "$OUT"/regress/regression.diffs "$OUT"/isolation/regression.diffs; do
+    [ -s "$diffs" ] && { echo "--- $diffs"; cat "$diffs"; }
+done
+
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ] && [ "$passed" -gt 0 ]
