@@ -23,13 +23,15 @@ cluster_dir() {
         dir="/var/tmp/pg_jobs-$(printf %s "$ROOT" | md5sum | cut -c1-8)/$name"
     fi
     mkdir -p "$dir"
-    [ "$(id -u)" = 0 ] && chown postgres:postgres "$dir" "$(dirname "$dir")"
+    [ "$(id -u)" = 0 ] && chown postgres:postgres "$dir"
     printf %s "$dir"
 }
 
-# start_cluster NAME PORT: a cluster with pg_jobs preloaded, made on first use.
+# start_cluster NAME PORT [PRELOAD]: a cluster made on first use, with pg_jobs preloaded unless
+# PRELOAD is "no".
 start_cluster() {
-    local dir port=$2
+    local dir port=$2 preload="shared_preload_libraries = 'pg_jobs'"
+    [ "${3:-yes}" = no ] && preload="# pg_jobs deliberately not preloaded"
     dir=$(cluster_dir "$1")
     if [ ! -f "$dir/data/PG_VERSION" ]; then
         as_db_user "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log"
@@ -37,7 +39,7 @@ start_cluster() {
 port = $port
 listen_addresses = 'localhost'
 unix_socket_directories = '/tmp'
-shared_preload_libraries = 'pg_jobs'
+$preload
 max_connections = 200
 log_min_messages = warning
 CONF

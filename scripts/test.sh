@@ -39,7 +39,7 @@ count_cargo "$OUT/pg_test.log"
 "$ROOT/scripts/setup.sh"
 stop_cluster test
 start_cluster test "$PORT" >/dev/null
-trap 'stop_cluster test' EXIT
+trap 'stop_cluster test; stop_cluster nopreload' EXIT
 
 # pg_regress's per-test lines ("name ... ok" / "... FAILED"), counted.
 count_regress() {
@@ -60,6 +60,21 @@ log "isolation specs"
     --inputdir="$ROOT/pg_test/isolation" --outputdir="$OUT/isolation" \
     --schedule="$ROOT/pg_test/isolation/schedule" --dbname=pg_jobs_isolation 2>&1 | tee "$OUT/isolation.log" || true
 count_regress "$OUT/isolation.log"
+
+log "preload check"
+stop_cluster nopreload
+start_cluster nopreload $((PORT + 10)) no >/dev/null
+refusal=$("$PG_BIN/psql" -X -h localhost -p $((PORT + 10)) -U postgres -d postgres \
+    -c "CREATE EXTENSION pg_jobs" 2>&1 || true)
+stop_cluster nopreload
+if grep -q "must be loaded via shared_preload_libraries" <<<"$refusal" \
+   && grep -q "shared_preload_libraries = 'pg_jobs'" <<<"$refusal"; then
+    echo "CREATE EXTENSION without preloading ... ok"
+    count 1 0
+else
+    echo "CREATE EXTENSION without preloading ... FAILED: $refusal"
+    count 0 1
+fi
 
 for diffs in "$OUT"/regress/regression.diffs "$OUT"/isolation/regression.diffs; do
     [ -s "$diffs" ] && { echo "--- $diffs"; cat "$diffs"; }
