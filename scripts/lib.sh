@@ -27,11 +27,13 @@ cluster_dir() {
     printf %s "$dir"
 }
 
-# start_cluster NAME PORT [PRELOAD]: a cluster made on first use, with pg_jobs preloaded unless
-# PRELOAD is "no".
+# start_cluster NAME PORT [DATABASE]: a cluster made on first use, with pg_jobs preloaded and its
+# background worker in DATABASE (default pg_jobs); DATABASE "-" means not preloaded at all.
 start_cluster() {
-    local dir port=$2 preload="shared_preload_libraries = 'pg_jobs'"
-    [ "${3:-yes}" = no ] && preload="# pg_jobs deliberately not preloaded"
+    local dir port=$2 database=${3:-pg_jobs} preload
+    preload="shared_preload_libraries = 'pg_jobs'
+pg_jobs.database_name = '$database'"
+    [ "$database" = - ] && preload="# pg_jobs deliberately not preloaded"
     dir=$(cluster_dir "$1")
     if [ ! -f "$dir/data/PG_VERSION" ]; then
         as_db_user "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log"

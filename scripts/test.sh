@@ -3,6 +3,7 @@
 # suite and the isolation specs against one cluster. Ends with "N passed, N failed" and exits
 # non-zero if anything failed.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/live_tests.sh"
 PORT=28816
 OUT="$ROOT/target/test-results"
 
@@ -38,8 +39,11 @@ count_cargo "$OUT/pg_test.log"
 # `cargo pgrx test` installed its test build; the SQL suites run against the release build.
 "$ROOT/scripts/setup.sh"
 stop_cluster test
-start_cluster test "$PORT" >/dev/null
+start_cluster test "$PORT" pg_jobs_live >/dev/null
 trap 'stop_cluster test; stop_cluster nopreload' EXIT
+# The launcher of this cluster works in pg_jobs_live; making it now stops it restarting meanwhile.
+launcher_ready=no
+prepare_live_database && launcher_ready=yes
 
 # pg_regress's per-test lines ("name ... ok" / "... FAILED"), counted.
 count_regress() {
@@ -61,9 +65,19 @@ log "isolation specs"
     --schedule="$ROOT/pg_test/isolation/schedule" --dbname=pg_jobs_isolation 2>&1 | tee "$OUT/isolation.log" || true
 count_regress "$OUT/isolation.log"
 
+log "background worker"
+if [ "$launcher_ready" = yes ]; then
+    echo "background worker starts ... ok"
+    count 1 0
+    run_live_tests
+else
+    echo "background worker starts ... FAILED"
+    count 0 1
+fi
+
 log "preload check"
 stop_cluster nopreload
-start_cluster nopreload $((PORT + 10)) no >/dev/null
+start_cluster nopreload $((PORT + 10)) - >/dev/null
 refusal=$("$PG_BIN/psql" -X -h localhost -p $((PORT + 10)) -U postgres -d postgres \
     -c "CREATE EXTENSION pg_jobs" 2>&1 || true)
 stop_cluster nopreload

@@ -40,7 +40,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION _check_spec(spec job_spec, nth bigint) RETURNS void
+CREATE FUNCTION _check_spec(spec job_spec, nth bigint, reserved_ok boolean) RETURNS void
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
@@ -57,6 +57,10 @@ BEGIN
     END IF;
     IF spec.queue = '' THEN
         PERFORM _invalid('queue must not be empty' || at, 'Leave it out to use the queue ''default''.');
+    END IF;
+    IF spec.queue LIKE 'pg\_jobs.%' AND NOT reserved_ok THEN
+        PERFORM _invalid(format('queue %s is reserved for the extension', spec.queue) || at,
+            'Add SQL jobs with jobs_add_sql.');
     END IF;
     IF spec.max_attempts < 1 THEN
         PERFORM _invalid(format('max_attempts must be at least 1, not %s', spec.max_attempts) || at);
@@ -225,7 +229,8 @@ $$;
 
 CREATE TYPE _adding AS (id bigint, spec job_spec, rule key_rule, run_at timestamptz, added boolean);
 
-CREATE FUNCTION _add(specs job_spec[]) RETURNS SETOF bigint
+CREATE FUNCTION _add(specs job_spec[], reserved_ok boolean DEFAULT false, owner oid DEFAULT NULL)
+RETURNS SETOF bigint
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
@@ -238,7 +243,7 @@ DECLARE
 BEGIN
     FOREACH spec IN ARRAY coalesce(specs, '{}') LOOP
         nth := nth + 1;
-        PERFORM _check_spec(spec, CASE WHEN cardinality(specs) > 1 THEN nth END);
+        PERFORM _check_spec(spec, CASE WHEN cardinality(specs) > 1 THEN nth END, reserved_ok);
     END LOOP;
 
     -- Keys first: the primary key of job_keys decides which of two concurrent adds gets a key.
@@ -264,7 +269,7 @@ BEGIN
     ), new_jobs AS (
         INSERT INTO jobs (id, owner, task, queue, priority, max_attempts, backoff, max_backoff,
                           lease, idempotency_key, key_rule, due_at)
-        SELECT f.id, identity(), (f.spec).task, coalesce((f.spec).queue, 'default'),
+        SELECT f.id, coalesce(_add.owner, identity()), (f.spec).task, coalesce((f.spec).queue, 'default'),
                coalesce((f.spec).priority, 0),
                coalesce((f.spec).max_attempts, current_setting('pg_jobs.max_attempts')::integer),
                coalesce((f.spec).backoff, current_setting('pg_jobs.backoff')::interval),
@@ -355,6 +360,35 @@ $$;
 COMMENT ON FUNCTION jobs_add_batch IS
     'Adds many jobs in one call and returns their ids in the order given.';
 
+-- The claim itself, for every claimer: jobs_claim (checked input, public queues) and the
+-- background worker (the reserved queue of SQL jobs).
+CREATE FUNCTION _claim(worker text, queues text[], n integer, lease interval)
+RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
+               locked_until timestamptz)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM _rescue_expired();
+
+    RETURN QUERY
+    WITH ready AS (
+        SELECT s.job_id, s.slice_number FROM slices s
+        WHERE s.status = 'created' AND s.queue = ANY (queues) AND s.run_at <= statement_timestamp()
+        ORDER BY s.priority, s.run_at, s.job_id
+        LIMIT n
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE slices s
+    SET status = 'started', attempt = s.attempt + 1, lease_token = gen_random_uuid(),
+        locked_by = worker, begin_time = statement_timestamp(),
+        locked_until = statement_timestamp() + coalesce(_claim.lease, j.lease)
+    FROM ready r, jobs j
+    WHERE s.job_id = r.job_id AND s.slice_number = r.slice_number AND j.id = r.job_id
+    RETURNING s.job_id, s.attempt, s.lease_token, j.task, s.payload, s.locked_until;
+END
+$$;
+
 CREATE FUNCTION jobs_claim(
     worker text,
     queues text[] DEFAULT ARRAY['default'],
@@ -372,30 +406,17 @@ BEGIN
     IF queues IS NULL OR cardinality(queues) = 0 THEN
         PERFORM _invalid('queues must name at least one queue');
     END IF;
+    IF EXISTS (SELECT FROM unnest(queues) q WHERE q LIKE 'pg\_jobs.%') THEN
+        PERFORM _invalid('queues named pg_jobs.* are run by the extension''s background workers',
+            'SQL jobs (jobs_add_sql) are claimed by pg_jobs itself.');
+    END IF;
     IF n IS NULL OR n < 1 THEN
         PERFORM _invalid(format('n must be at least 1, not %s', coalesce(n::text, 'null')));
     END IF;
     IF lease <= '0' THEN
         PERFORM _invalid(format('lease must be positive, not %s', lease));
     END IF;
-
-    PERFORM _rescue_expired();
-
-    RETURN QUERY
-    WITH ready AS (
-        SELECT s.job_id, s.slice_number FROM slices s
-        WHERE s.status = 'created' AND s.queue = ANY (queues) AND s.run_at <= statement_timestamp()
-        ORDER BY s.priority, s.run_at, s.job_id
-        LIMIT n
-        FOR UPDATE SKIP LOCKED
-    )
-    UPDATE slices s
-    SET status = 'started', attempt = s.attempt + 1, lease_token = gen_random_uuid(),
-        locked_by = worker, begin_time = statement_timestamp(),
-        locked_until = statement_timestamp() + coalesce(jobs_claim.lease, j.lease)
-    FROM ready r, jobs j
-    WHERE s.job_id = r.job_id AND s.slice_number = r.slice_number AND j.id = r.job_id
-    RETURNING s.job_id, s.attempt, s.lease_token, j.task, s.payload, s.locked_until;
+    RETURN QUERY SELECT * FROM _claim(worker, queues, n, lease);
 END
 $$;
 COMMENT ON FUNCTION jobs_claim IS
@@ -568,6 +589,9 @@ BEGIN
 
     UPDATE slices s SET status = 'aborted' WHERE s.job_id = job AND s.status IN ('started', 'aborted');
     IF FOUND THEN
+        -- A SQL job is stopped as soon as the abort commits: its statement is cancelled and its
+        -- transaction rolls back.
+        PERFORM _cancel_executor_at_commit(_sql_job_pid(job));
         RETURN 'aborted';
     END IF;
 
@@ -753,6 +777,7 @@ END
 $$;
 
 -- Internal pieces are not for callers.
-REVOKE ALL ON FUNCTION _invalid(text, text), _check_spec(job_spec, bigint),
+REVOKE ALL ON FUNCTION _invalid(text, text), _check_spec(job_spec, bigint, boolean),
     _archive(slices[], job_status, bigint[], jsonb[], text[]), _lease_error(bigint, uuid),
-    _check_batch(bigint[], uuid[], anyarray), _rescue_expired(), _add(job_spec[]) FROM PUBLIC;
+    _check_batch(bigint[], uuid[], anyarray), _rescue_expired(), _add(job_spec[], boolean, oid),
+    _claim(text, text[], integer, interval) FROM PUBLIC;

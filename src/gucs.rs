@@ -3,6 +3,8 @@
 //! The queue's SQL reads them with `current_setting('pg_jobs.<name>')`, so a session or a role
 //! can override a default with `SET` or `ALTER ROLE ... SET` like any other setting.
 
+use std::ffi::CString;
+
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 
 pub static LEASE: GucSetting<i32> = GucSetting::<i32>::new(60);
@@ -10,6 +12,11 @@ pub static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(3);
 pub static BACKOFF: GucSetting<i32> = GucSetting::<i32>::new(10);
 pub static MAX_BACKOFF: GucSetting<i32> = GucSetting::<i32>::new(3600);
 pub static POLL_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(2);
+pub static DATABASE_NAME: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(Some(c"postgres"));
+pub static REFRESH_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(10);
+pub static MAX_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(4);
+pub static HISTORY_DAYS: GucSetting<i32> = GucSetting::<i32>::new(30);
 
 const ONE_DAY: i32 = 86_400;
 
@@ -63,5 +70,43 @@ pub fn init() {
         ONE_DAY,
         GucContext::Userset,
         GucFlags::UNIT_S,
+    );
+    GucRegistry::define_string_guc(
+        c"pg_jobs.database_name",
+        c"The database the background worker schedules and runs jobs in.",
+        c"The extension must be created in this database; elsewhere it only queues.",
+        &DATABASE_NAME,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_jobs.refresh_interval",
+        c"Longest time the background worker sleeps between two looks at schedules and leases.",
+        c"Changes made through the schedule functions wake it at once.",
+        &REFRESH_INTERVAL,
+        1,
+        ONE_DAY,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_jobs.max_workers",
+        c"SQL jobs run at once, each in its own background worker.",
+        c"Each counts against max_worker_processes, as does the launcher.",
+        &MAX_WORKERS,
+        0,
+        1024,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_jobs.history_days",
+        c"Days the background worker keeps the run history of SQL jobs.",
+        c"",
+        &HISTORY_DAYS,
+        1,
+        36_500,
+        GucContext::Sighup,
+        GucFlags::default(),
     );
 }

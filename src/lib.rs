@@ -1,17 +1,22 @@
 //! pg_jobs: the database is the job system.
 //!
 //! The schema and the queue's statements are SQL in `sql/`, loaded in file order; this crate
-//! adds the settings, the load-time checks, and the arithmetic that lives in `pg_jobs_core`.
+//! adds the settings, the load-time checks, the background workers, and the schedule and retry
+//! arithmetic that lives in `pg_jobs_core`.
 
 use pgrx::prelude::*;
 
+mod bgworker;
 mod gucs;
 mod queue;
+mod schedules;
 
 ::pgrx::pg_module_magic!(name, version);
 
 extension_sql_file!("../sql/001_schema.sql", name = "schema", bootstrap);
-extension_sql_file!("../sql/002_queue.sql", name = "queue", finalize);
+extension_sql_file!("../sql/002_queue.sql", name = "queue", requires = ["schema"]);
+// Last: its SQL-standard functions call the Rust functions of `schedules`.
+extension_sql_file!("../sql/003_scheduler.sql", name = "scheduler", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
@@ -30,6 +35,7 @@ pub extern "C-unwind" fn _PG_init() {
         .report(PgLogLevel::ERROR);
     }
     gucs::init();
+    bgworker::register_launcher();
 }
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -1,3 +1,4 @@
 //! The parts of pg_jobs that need no PostgreSQL, so they are tested with plain `cargo test`.
 
 pub mod retry;
+pub mod schedule;

@@ -1,0 +1,96 @@
+-- Cron schedules: the API, its checks, and firing driven at chosen times (the launcher calls
+-- the same _fire_schedules; it is not running in this database).
+SET TimeZone = 'UTC';
+SELECT regress.reset();
+TRUNCATE pgjobs.schedules;
+
+SELECT pgjobs.jobs_schedule('report', '*/15 * * * *', '{"task": "report", "payload": {"kind": "daily"}}') AS id;
+SELECT pgjobs.jobs_schedule('vacuum', '0 3 * * SUN', '{"sql": "VACUUM"}', '{"time_zone": "Europe/Berlin", "missed": "once"}') AS id;
+SELECT name, owner, schedule, time_zone, work, missed, enabled, next_slot > last_slot AS next_is_later
+FROM pgjobs.jobs_schedules ORDER BY name;
+
+-- Firing at chosen times: each slot once, with the key scheduled_job:<id>:<slot>.
+UPDATE pgjobs.schedules SET last_slot = '2026-01-01 00:00Z', next_slot = '2026-01-01 00:15Z' WHERE name = 'report';
+SELECT pgjobs._fire_schedules('2026-01-01 00:15:00.2Z') AS fired;
+SELECT pgjobs._fire_schedules('2026-01-01 00:15:00.4Z') AS fired_again;
+-- A second scheduler that missed the update fires the same slot again: the key makes its add a
+-- no-op, and the slot still has one job.
+UPDATE pgjobs.schedules SET last_slot = '2026-01-01 00:00Z', next_slot = '2026-01-01 00:15Z' WHERE name = 'report';
+SELECT pgjobs._fire_schedules('2026-01-01 00:15:00.6Z') AS fired_by_second;
+SELECT id, task, payload, run_at, idempotency_key FROM pgjobs.job_list ORDER BY id;
+SELECT name, last_slot, next_slot, last_job_id FROM pgjobs.jobs_schedules WHERE name = 'report';
+
+-- Missed slots. skip: slots older than pg_jobs.refresh_interval (10 s) are passed over.
+SELECT regress.reset();
+UPDATE pgjobs.schedules SET last_slot = '2026-01-01 00:00Z', next_slot = '2026-01-01 00:15Z' WHERE name = 'report';
+SELECT pgjobs._fire_schedules('2026-01-01 01:20Z') AS fired_skip;
+SELECT pgjobs._fire_schedules('2026-01-01 01:30:03Z') AS fired_on_time;
+SELECT run_at FROM pgjobs.job_list ORDER BY run_at;
+-- once: one catch-up run for the latest missed slot.
+SELECT regress.reset();
+SELECT pgjobs.jobs_alter_schedule('report', options => '{"missed": "once"}');
+UPDATE pgjobs.schedules SET last_slot = '2026-01-01 00:00Z', next_slot = '2026-01-01 00:15Z' WHERE name = 'report';
+SELECT pgjobs._fire_schedules('2026-01-01 01:20Z') AS fired_once;
+SELECT run_at FROM pgjobs.job_list ORDER BY run_at;
+-- all: every missed slot, the latest max_catch_up of them.
+SELECT regress.reset();
+SELECT pgjobs.jobs_alter_schedule('report', options => '{"missed": "all", "max_catch_up": 3}');
+UPDATE pgjobs.schedules SET last_slot = '2026-01-01 00:00Z', next_slot = '2026-01-01 00:15Z' WHERE name = 'report';
+SELECT pgjobs._fire_schedules('2026-01-01 01:20Z') AS fired_all;
+SELECT run_at FROM pgjobs.job_list ORDER BY run_at;
+
+-- Disabled schedules do not fire; enabling starts from where it stood.
+SELECT regress.reset();
+SELECT pgjobs.jobs_disable_schedule('report');
+SELECT pgjobs._fire_schedules('2026-01-01 02:00:01Z') AS fired_disabled;
+SELECT pgjobs.jobs_enable_schedule('report');
+SELECT enabled FROM pgjobs.jobs_schedules WHERE name = 'report';
+
+-- SQL work becomes a SQL job in the reserved queue, owned by the schedule's owner.
+UPDATE pgjobs.schedules SET last_slot = '2026-03-01 01:00Z', next_slot = '2026-03-01 02:00Z' WHERE name = 'vacuum';
+SELECT pgjobs._fire_schedules('2026-03-01 02:00:01Z') AS fired_sql;
+SELECT task, queue, payload, owner FROM pgjobs.job_list WHERE queue = 'pg_jobs.sql';
+
+-- Time zones: 03:00 on Sundays in Berlin is 02:00 UTC in winter and 01:00 UTC in summer.
+SELECT pgjobs.schedule_next_slot('0 3 * * SUN', 'Europe/Berlin', '2026-03-20Z') AS winter,
+       pgjobs.schedule_next_slot('0 3 * * SUN', 'Europe/Berlin', '2026-03-30Z') AS summer;
+-- A local time skipped by the spring change fires once, right after the gap.
+SELECT pgjobs.schedule_next_slot('30 2 * * *', 'Europe/Berlin', '2026-03-28 12:00Z') AS in_the_gap;
+
+-- A broken schedule (here: its job cannot be added) records its error and the others still fire.
+SELECT regress.reset();
+SELECT pgjobs.jobs_schedule('other', 'every 10 seconds', '{"task": "other"}');
+UPDATE pgjobs.schedules SET work = '{"task": ""}', last_slot = '2026-01-01 00:00Z', next_slot = '2026-01-01 00:15Z' WHERE name = 'report';
+UPDATE pgjobs.schedules SET last_slot = '2026-01-01 00:14:50Z', next_slot = '2026-01-01 00:15Z' WHERE name = 'other';
+SELECT pgjobs._fire_schedules('2026-01-01 00:15:01Z') AS fired;
+SELECT name, last_error FROM pgjobs.jobs_schedules WHERE name IN ('report', 'other') ORDER BY name;
+SELECT task, run_at FROM pgjobs.job_list;
+
+-- Bad input: SQLSTATE, message, nothing changed.
+SELECT regress.fingerprint() AS before \gset
+SELECT count(*) AS schedules FROM pgjobs.schedules \gset
+SELECT statement, regress.error_of(statement) AS error FROM (VALUES
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''61 * * * *'', ''{"task": "t"}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''* * *'', ''{"task": "t"}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''0 0 * * FUNDAY'', ''{"task": "t"}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''every 5 fortnights'', ''{"task": "t"}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t"}'', ''{"time_zone": "Mars/Olympus"}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t", "sql": "SELECT 1"}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"job": "t"}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t"}'', ''{"mised": "all"}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t"}'', ''{"missed": "some"}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t", "queue": "pg_jobs.sql"}'')'),
+    ('SELECT pgjobs.jobs_schedule(''report'', ''@hourly'', ''{"task": "t"}'')'),
+    ('SELECT pgjobs.jobs_schedule(NULL, ''@hourly'', ''{"task": "t"}'')'),
+    ('SELECT pgjobs.jobs_alter_schedule(''nope'', ''@daily'')'),
+    ('SELECT pgjobs.jobs_alter_schedule(''report'', ''@dailyish'')'),
+    ('SELECT pgjobs.jobs_unschedule(''nope'')'),
+    ('SELECT pgjobs.jobs_add_sql('''')'),
+    ('SELECT pgjobs.jobs_add_sql(''SELECT 1'', timeout => ''0 seconds'')'),
+    ('SELECT pgjobs.jobs_add(''t'', queue => ''pg_jobs.sql'')'),
+    ('SELECT pgjobs.jobs_claim(''w'', ARRAY[''pg_jobs.sql''])')
+) AS t(statement);
+SELECT regress.fingerprint() = :'before' AS unchanged, count(*) = :schedules AS same_schedules FROM pgjobs.schedules;
+
+SELECT pgjobs.jobs_unschedule('report'), pgjobs.jobs_unschedule('vacuum'), pgjobs.jobs_unschedule('other');
+SELECT count(*) AS left FROM pgjobs.schedules;

@@ -1,0 +1,168 @@
+# The background worker against a real cluster: schedules firing in time, SQL jobs run by
+# executors, crashes, abort, and a standby. Sourced by test.sh after the SQL suites, since it
+# kills server processes. Each test prints "name ... ok" or "name ... FAILED" and is counted.
+
+LIVE_DB=pg_jobs_live
+
+live_sql() { "$PG_BIN/psql" -X -q -tA -v ON_ERROR_STOP=1 -h localhost -p "${2:-$PORT}" -U postgres -d "$LIVE_DB" -c "$1"; }
+
+# wait_until SECONDS SQL [PORT]: polls until SQL returns t; false when time runs out.
+wait_until() {
+    local deadline=$((SECONDS + $1))
+    while [ $SECONDS -le $deadline ]; do
+        [ "$(live_sql "$2" "${3:-$PORT}" 2>/dev/null)" = t ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+wait_ready() {
+    local deadline=$((SECONDS + 60))
+    until "$PG_BIN/pg_isready" -q -h localhost -p "${1:-$PORT}" && live_sql "SELECT 1" "${1:-$PORT}" >/dev/null 2>&1; do
+        [ $SECONDS -le $deadline ] || return 1
+        sleep 0.2
+    done
+}
+
+verdict() {
+    local name=$1
+    shift
+    if "$@"; then
+        echo "$name ... ok"
+        count 1 0
+    else
+        echo "$name ... FAILED"
+        count 0 1
+    fi
+}
+
+launcher_pid() { live_sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'pg_jobs launcher'" "${1:-$PORT}"; }
+
+prepare_live_database() {
+    "$PG_BIN/psql" -X -q -h localhost -p "$PORT" -U postgres -d postgres \
+        -c "DROP DATABASE IF EXISTS $LIVE_DB WITH (FORCE)" -c "CREATE DATABASE $LIVE_DB" >/dev/null
+    live_sql "CREATE EXTENSION pg_jobs; CREATE TABLE live_effects (v integer)" >/dev/null
+    wait_until 15 "SELECT alive FROM pgjobs.launcher"
+}
+
+# Every slot of a per-second schedule runs exactly once over 20 s, though the launcher is
+# killed with SIGKILL (and the postmaster restarts every backend) in the middle.
+test_seconds_fire_once_per_slot_across_sigkill() {
+    local start end
+    live_sql "SELECT pgjobs.jobs_schedule('live-seconds', 'every 1 second', '{\"task\": \"tick\", \"queue\": \"live\"}', '{\"missed\": \"all\"}')" >/dev/null
+    start=$(live_sql "SELECT now()")
+    sleep 8
+    kill -9 "$(launcher_pid)"
+    sleep 1
+    wait_ready || return 1
+    sleep 11
+    end=$(live_sql "SELECT now()")
+    live_sql "SELECT pgjobs.jobs_disable_schedule('live-seconds')" >/dev/null
+    live_sql "
+        WITH slots AS (
+            SELECT generate_series(date_trunc('second', '$start'::timestamptz) + interval '1 second',
+                                   date_trunc('second', '$end'::timestamptz) - interval '2 seconds',
+                                   interval '1 second') AS slot),
+        fired AS (SELECT run_at FROM pgjobs.job_list WHERE task = 'tick')
+        SELECT (SELECT count(*) FROM fired) = (SELECT count(DISTINCT run_at) FROM fired)
+           AND NOT EXISTS (SELECT FROM slots WHERE slot NOT IN (SELECT run_at FROM fired))
+           AND (SELECT count(*) FROM slots) >= 15" | grep -qx t
+}
+
+# A SQL job's effects and its completion commit together: kill -9 of its executor leaves neither.
+test_sql_job_effects_and_completion_are_atomic() {
+    local done_job killed_job pid
+    done_job=$(live_sql "SELECT pgjobs.jobs_add_sql('INSERT INTO live_effects VALUES (1)')")
+    killed_job=$(live_sql "SELECT pgjobs.jobs_add_sql('INSERT INTO live_effects VALUES (2); SELECT pg_sleep(30)', max_attempts => 1)")
+    wait_until 10 "SELECT status = 'completed' FROM pgjobs.job_list WHERE id = $done_job" || return 1
+    wait_until 10 "SELECT EXISTS (SELECT FROM pgjobs.job_runs WHERE job_id = $killed_job AND status = 'running')" || return 1
+    pid=$(live_sql "SELECT pid FROM pgjobs.job_runs WHERE job_id = $killed_job AND status = 'running'")
+    kill -9 "$pid"
+    sleep 1
+    wait_ready || return 1
+    wait_until 20 "SELECT status = 'failed' FROM pgjobs.job_list WHERE id = $killed_job" || return 1
+    live_sql "SELECT array_agg(v ORDER BY v) = ARRAY[1]
+                     AND (SELECT status FROM pgjobs.job_runs WHERE job_id = $killed_job) = 'lost'
+              FROM live_effects" | grep -qx t
+}
+
+# jobs_abort stops a running pg_sleep(60) within 2 s: the statement is cancelled and rolled back.
+test_abort_stops_a_running_sql_job() {
+    local job
+    job=$(live_sql "SELECT pgjobs.jobs_add_sql('INSERT INTO live_effects VALUES (3); SELECT pg_sleep(60)')")
+    wait_until 10 "SELECT EXISTS (SELECT FROM pgjobs.job_runs WHERE job_id = $job AND status = 'running')" || return 1
+    live_sql "SELECT pgjobs.jobs_abort($job)" >/dev/null
+    wait_until 2 "SELECT (SELECT status FROM pgjobs.job_list WHERE id = $job) = 'aborted'
+                         AND (SELECT status FROM pgjobs.job_runs WHERE job_id = $job) = 'aborted'" || return 1
+    live_sql "SELECT NOT EXISTS (SELECT FROM live_effects WHERE v = 3)" | grep -qx t
+}
+
+# A failing SQL job is retried after 1 s, then 2 s, and fails for good after its third attempt.
+test_failing_sql_job_follows_the_backoff() {
+    local job
+    job=$(live_sql "SELECT pgjobs.jobs_add_sql('SELECT 1/0', max_attempts => 3, backoff => '1 second')")
+    wait_until 20 "SELECT status = 'failed' FROM pgjobs.job_list WHERE id = $job" || return 1
+    live_sql "
+        WITH runs AS (
+            SELECT attempt, status, message,
+                   started_at - lag(started_at) OVER (ORDER BY attempt) AS gap
+            FROM pgjobs.job_runs WHERE job_id = $job)
+        SELECT count(*) = 3
+           AND bool_and(status = 'failed' AND message = 'division by zero')
+           AND bool_and(gap IS NULL OR (attempt = 2 AND gap >= interval '1 second')
+                                    OR (attempt = 3 AND gap >= interval '2 seconds'))
+           AND (SELECT result ->> 'error' FROM pgjobs.job_history WHERE id = $job) = 'division by zero'
+        FROM runs" | grep -qx t
+}
+
+# A SQL job runs as its owner: it cannot read what the owner cannot, nor switch back to a superuser.
+test_sql_job_runs_with_its_owners_rights() {
+    local reader escalator
+    live_sql "CREATE ROLE live_alice; CREATE TABLE live_secret (v integer); INSERT INTO live_secret VALUES (42);
+              CREATE TABLE live_alice_out (v integer); GRANT INSERT ON live_alice_out TO live_alice"
+    reader=$(live_sql "SELECT pgjobs.jobs_add_sql('INSERT INTO live_alice_out SELECT v FROM live_secret', max_attempts => 1, run_at => now() + interval '1 day')")
+    escalator=$(live_sql "SELECT pgjobs.jobs_add_sql('RESET ROLE; INSERT INTO live_alice_out SELECT v FROM live_secret', max_attempts => 1, run_at => now() + interval '1 day')")
+    # Until the access model lands, a role cannot add jobs itself: hand them to alice.
+    live_sql "UPDATE pgjobs.jobs SET owner = 'live_alice'::regrole WHERE id IN ($reader, $escalator);
+              UPDATE pgjobs.slices SET run_at = now() WHERE job_id IN ($reader, $escalator);
+              SELECT pgjobs._wake_launcher()" >/dev/null
+    wait_until 20 "SELECT count(*) = 2 FROM pgjobs.job_history WHERE id IN ($reader, $escalator)" || return 1
+    live_sql "SELECT (SELECT result ->> 'error' FROM pgjobs.job_history WHERE id = $reader) = 'permission denied for table live_secret'
+                 AND (SELECT result ->> 'error' FROM pgjobs.job_history WHERE id = $escalator)
+                     = 'cannot set parameter \"role\" within security-restricted operation'
+                 AND NOT EXISTS (SELECT FROM live_alice_out)" | grep -qx t
+}
+
+# On a streaming standby made with pg_basebackup nothing fires; after pg_ctl promote it does.
+# Stops the primary, so it runs last.
+test_standby_is_idle_until_promoted() {
+    local standby standby_port=$((PORT + 2)) promoted_at
+    live_sql "SELECT pgjobs.jobs_schedule('live-standby', 'every 1 second', '{\"task\": \"standby-tick\", \"queue\": \"live\"}')" >/dev/null
+    standby=$(cluster_dir standby)
+    rm -rf "$standby/data"
+    as_db_user "$PG_BIN/pg_basebackup" -h localhost -p "$PORT" -U postgres -D "$standby/data" -R -X stream -c fast || return 1
+    echo "port = $standby_port" >>"$standby/data/postgresql.conf"
+    as_db_user "$PG_BIN/pg_ctl" -D "$standby/data" -l "$standby/server.log" -w start >/dev/null || return 1
+    wait_ready "$standby_port" || return 1
+    sleep 2
+    local idle
+    idle=$(live_sql "SELECT pg_is_in_recovery() AND NOT EXISTS (
+                         SELECT FROM pg_stat_activity WHERE backend_type = 'pg_jobs launcher')" "$standby_port")
+    stop_cluster test
+    promoted_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+    as_db_user "$PG_BIN/pg_ctl" -D "$standby/data" -w promote >/dev/null
+    local fired=f
+    wait_until 15 "SELECT EXISTS (SELECT FROM pgjobs.job_list WHERE task = 'standby-tick' AND run_at > '$promoted_at'::timestamptz + interval '1 second')" "$standby_port" && fired=t
+    as_db_user "$PG_BIN/pg_ctl" -D "$standby/data" -m fast -w stop >/dev/null
+    rm -rf "$standby"
+    [ "$idle" = t ] && [ "$fired" = t ]
+}
+
+run_live_tests() {
+    verdict "per-second schedule fires once per slot across a SIGKILL" test_seconds_fire_once_per_slot_across_sigkill
+    verdict "SQL job effects and completion commit together" test_sql_job_effects_and_completion_are_atomic
+    verdict "abort stops a running SQL job within 2 s" test_abort_stops_a_running_sql_job
+    verdict "failing SQL job follows the backoff" test_failing_sql_job_follows_the_backoff
+    verdict "SQL job runs with its owner's rights" test_sql_job_runs_with_its_owners_rights
+    verdict "standby is idle until promoted" test_standby_is_idle_until_promoted
+}

@@ -1,0 +1,473 @@
+-- The background worker's side: SQL jobs, cron schedules, the launcher's heartbeat and its tick.
+--
+-- The launcher (src/bgworker.rs) calls _launcher_tick() in a transaction of its own, then hands
+-- ready SQL jobs to dynamic workers. Everything it does is SQL here, so a regression test can
+-- drive a tick at a chosen time and see exactly what it would do.
+
+-- SQL jobs -------------------------------------------------------------------------------------
+
+CREATE FUNCTION jobs_add_sql(
+    sql text,
+    run_at timestamptz DEFAULT NULL,
+    priority integer DEFAULT 0,
+    max_attempts integer DEFAULT NULL,
+    backoff interval DEFAULT NULL,
+    max_backoff interval DEFAULT NULL,
+    timeout interval DEFAULT '1 hour',
+    key text DEFAULT NULL,
+    on_conflict text DEFAULT 'skip'
+) RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    id bigint;
+BEGIN
+    IF sql IS NULL OR btrim(sql) = '' THEN
+        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'sql must not be empty',
+            HINT = 'Pass the statements the job runs, for example ''VACUUM ANALYZE orders''.';
+    END IF;
+    IF timeout IS NULL OR timeout <= '0' THEN
+        PERFORM _invalid(format('timeout must be positive, not %s', coalesce(timeout::text, 'null')));
+    END IF;
+    -- The lease outlives the statement timeout, so a slow job is cancelled before anyone else
+    -- could take it.
+    SELECT a INTO id FROM _add(ARRAY[ROW(
+        'sql', jsonb_build_object('sql', sql, 'timeout_ms', (extract(epoch FROM timeout) * 1000)::bigint),
+        'pg_jobs.sql', priority, run_at, max_attempts, backoff, max_backoff,
+        timeout + interval '1 minute', key, on_conflict)::job_spec], reserved_ok => true) a;
+    PERFORM _wake_launcher();
+    RETURN id;
+END
+$$;
+COMMENT ON FUNCTION jobs_add_sql IS
+    'Adds a job that the background worker runs in the database, as the job''s owner, with a statement timeout.';
+
+-- One row per run of a SQL job (start, end, status, message), kept pg_jobs.history_days days.
+CREATE TABLE job_runs (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job_id      bigint NOT NULL,
+    attempt     integer NOT NULL,
+    pid         integer NOT NULL,
+    status      text NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'succeeded', 'failed', 'aborted', 'lost')),
+    message     text,
+    started_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    ended_at    timestamptz,
+    duration    interval GENERATED ALWAYS AS (ended_at - started_at) STORED
+);
+CREATE INDEX job_runs_job ON job_runs (job_id);
+CREATE INDEX job_runs_started ON job_runs (started_at);
+CREATE INDEX job_runs_running ON job_runs (pid) WHERE status = 'running';
+
+-- What the executor of a SQL job needs, checked against its lease.
+CREATE FUNCTION _sql_job_start(job bigint, token uuid, pid integer,
+    OUT sql text, OUT timeout_ms bigint, OUT owner oid, OUT run_id bigint)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    attempt integer;
+BEGIN
+    SELECT s.payload ->> 'sql', (s.payload ->> 'timeout_ms')::bigint, j.owner, s.attempt
+    INTO sql, timeout_ms, owner, attempt
+    FROM slices s JOIN jobs j ON j.id = s.job_id
+    WHERE s.job_id = job AND s.lease_token = token AND s.status = 'started';
+    IF NOT FOUND THEN
+        PERFORM _lease_error(job, token);
+    END IF;
+    UPDATE slices s SET locked_by = format('pg_jobs sql executor %s', pid)
+    WHERE s.job_id = job AND s.lease_token = token;
+    INSERT INTO job_runs (job_id, attempt, pid) VALUES (job, attempt, pid) RETURNING id INTO run_id;
+END
+$$;
+
+CREATE FUNCTION _sql_job_end(run bigint, outcome text, message text DEFAULT NULL) RETURNS void
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    UPDATE job_runs r SET status = outcome, message = _sql_job_end.message, ended_at = clock_timestamp()
+    WHERE r.id = run;
+END;
+
+-- A SQL job whose statements raised: its attempt fails (or ends aborted), and the run says why.
+CREATE FUNCTION _sql_job_failed(run bigint, job bigint, token uuid, message text) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    ended job_status;
+BEGIN
+    BEGIN
+        PERFORM jobs_fail(job, token, message);
+    EXCEPTION WHEN object_not_in_prerequisite_state THEN
+        message := message || ' (and the lease was lost, so the job was not reported)';
+    END;
+    SELECT h.status INTO ended FROM job_history h WHERE h.id = job;
+    PERFORM _sql_job_end(run, CASE WHEN ended = 'aborted' THEN 'aborted' ELSE 'failed' END, message);
+END
+$$;
+
+-- The pid of the executor running a SQL job, if one does.
+CREATE FUNCTION _sql_job_pid(job bigint) RETURNS integer
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT r.pid FROM job_runs r WHERE r.job_id = job AND r.status = 'running'
+    ORDER BY r.id DESC LIMIT 1;
+END;
+
+-- Schedules -------------------------------------------------------------------------------------
+
+CREATE TABLE schedules (
+    id          bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    name        text NOT NULL UNIQUE CHECK (name <> ''),
+    owner       oid NOT NULL,
+    schedule    text NOT NULL,
+    time_zone   text NOT NULL,
+    work        jsonb NOT NULL,
+    options     jsonb NOT NULL,
+    missed      text NOT NULL CHECK (missed IN ('skip', 'once', 'all')),
+    max_catch_up integer NOT NULL CHECK (max_catch_up >= 1),
+    enabled     boolean NOT NULL DEFAULT true,
+    last_slot   timestamptz NOT NULL,
+    next_slot   timestamptz,
+    last_job_id bigint,
+    last_error  text,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX schedules_due ON schedules (next_slot) WHERE enabled;
+CREATE INDEX schedules_owner ON schedules (owner);
+COMMENT ON COLUMN schedules.last_slot IS 'Slots up to this instant have been fired or passed over.';
+
+-- Slots, as epoch seconds so that the Rust side needs no date types.
+CREATE FUNCTION schedule_next_slot(schedule text, time_zone text, after timestamptz)
+RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN to_timestamp(_schedule_next_epoch(schedule, time_zone, extract(epoch FROM after)::float8));
+COMMENT ON FUNCTION schedule_next_slot IS 'The first slot of a schedule strictly after a given time; null if none within 8 years.';
+
+CREATE FUNCTION _schedule_slots(schedule text, time_zone text, after timestamptz,
+                                until timestamptz, max_slots integer)
+RETURNS timestamptz[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN ARRAY(SELECT to_timestamp(e) FROM unnest(_schedule_latest_slots_epoch(
+    schedule, time_zone, extract(epoch FROM after)::float8, extract(epoch FROM until)::float8,
+    max_slots)) e);
+
+CREATE FUNCTION _check_schedule_options(options jsonb, work jsonb) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    unknown text;
+BEGIN
+    IF jsonb_typeof(work) IS DISTINCT FROM 'object' OR (work ? 'task') = (work ? 'sql') THEN
+        PERFORM _invalid('work must be {"task": ..., "payload": ..., "queue": ...} or {"sql": ...}',
+            'A schedule adds a queued task for your workers, or runs SQL in the database.');
+    END IF;
+    SELECT k INTO unknown FROM jsonb_object_keys(work) k
+    WHERE k NOT IN ('task', 'payload', 'queue', 'sql') LIMIT 1;
+    IF FOUND THEN
+        PERFORM _invalid(format('unknown key "%s" in work', unknown), 'work takes task, payload and queue, or sql.');
+    END IF;
+    IF jsonb_typeof(options) IS DISTINCT FROM 'object' THEN
+        PERFORM _invalid('options must be a JSON object');
+    END IF;
+    SELECT k INTO unknown FROM jsonb_object_keys(options) k
+    WHERE k NOT IN ('time_zone', 'missed', 'max_catch_up', 'enabled', 'priority', 'max_attempts',
+                    'backoff', 'max_backoff', 'lease', 'timeout') LIMIT 1;
+    IF FOUND THEN
+        PERFORM _invalid(format('unknown option "%s"', unknown),
+            'Options are time_zone, missed, max_catch_up, enabled, priority, max_attempts, backoff, max_backoff, lease and timeout.');
+    END IF;
+    IF options ? 'missed' AND options ->> 'missed' NOT IN ('skip', 'once', 'all') THEN
+        PERFORM _invalid(format('unknown missed-slot rule "%s"', options ->> 'missed'),
+            'missed is skip (a slot nobody fired is skipped), once (one catch-up run) or all (every missed slot, up to max_catch_up).');
+    END IF;
+    -- The job's own checks run now, so that a schedule never fires a job that cannot be added.
+    PERFORM _check_spec(_scheduled_spec(work, options, now(), 'check'), NULL, work ? 'sql');
+END
+$$;
+
+-- The job a schedule adds for one slot.
+CREATE FUNCTION _scheduled_spec(work jsonb, options jsonb, slot timestamptz, key text)
+RETURNS job_spec
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN ROW(
+    coalesce(work ->> 'task', 'sql'),
+    CASE WHEN work ? 'sql'
+         THEN jsonb_build_object('sql', work ->> 'sql', 'timeout_ms',
+              (extract(epoch FROM coalesce((options ->> 'timeout')::interval, interval '1 hour')) * 1000)::bigint)
+         ELSE coalesce(work -> 'payload', '{}') END,
+    CASE WHEN work ? 'sql' THEN 'pg_jobs.sql' ELSE coalesce(work ->> 'queue', 'default') END,
+    (options ->> 'priority')::integer,
+    slot,
+    (options ->> 'max_attempts')::integer,
+    (options ->> 'backoff')::interval,
+    (options ->> 'max_backoff')::interval,
+    CASE WHEN work ? 'sql'
+         THEN coalesce((options ->> 'timeout')::interval, interval '1 hour') + interval '1 minute'
+         ELSE (options ->> 'lease')::interval END,
+    key,
+    'skip')::job_spec;
+
+CREATE FUNCTION _check_schedule(schedule text, time_zone text) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem text := _schedule_problem(schedule, time_zone);
+BEGIN
+    IF problem IS NOT NULL THEN
+        PERFORM _invalid(format('invalid schedule "%s": %s', schedule, problem),
+            'Use five cron fields (minute hour day month weekday), six with seconds first, '
+            'a macro such as @hourly, or an interval such as ''every 10 seconds''.');
+    END IF;
+END
+$$;
+
+CREATE FUNCTION _schedule_row(schedule_name text) RETURNS schedules
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    existing schedules;
+BEGIN
+    SELECT * INTO existing FROM schedules s WHERE s.name = schedule_name FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'no_data_found',
+            MESSAGE = format('schedule "%s" does not exist', schedule_name),
+            HINT = 'SELECT name FROM pgjobs.jobs_schedules lists the schedules.';
+    END IF;
+    RETURN existing;
+END
+$$;
+
+CREATE FUNCTION jobs_schedule(name text, schedule text, work jsonb, options jsonb DEFAULT '{}')
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    zone text := coalesce(options ->> 'time_zone', 'UTC');
+    id bigint;
+BEGIN
+    IF name IS NULL OR name = '' OR schedule IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
+            MESSAGE = 'a schedule needs a name and a schedule';
+    END IF;
+    PERFORM _check_schedule(schedule, zone);
+    PERFORM _check_schedule_options(coalesce(options, '{}'), work);
+    IF EXISTS (SELECT FROM schedules s WHERE s.name = jobs_schedule.name) THEN
+        RAISE EXCEPTION USING ERRCODE = 'unique_violation',
+            MESSAGE = format('schedule "%s" already exists', name),
+            HINT = 'Change it with jobs_alter_schedule, or remove it with jobs_unschedule.';
+    END IF;
+    INSERT INTO schedules (name, owner, schedule, time_zone, work, options, missed, max_catch_up,
+                           enabled, last_slot, next_slot)
+    VALUES (name, identity(), schedule, zone, work, coalesce(options, '{}'),
+            coalesce(options ->> 'missed', 'skip'), coalesce((options ->> 'max_catch_up')::integer, 100),
+            coalesce((options ->> 'enabled')::boolean, true), statement_timestamp(),
+            schedule_next_slot(schedule, zone, statement_timestamp()))
+    RETURNING schedules.id INTO id;
+    PERFORM _wake_launcher();
+    RETURN id;
+END
+$$;
+COMMENT ON FUNCTION jobs_schedule IS
+    'Adds a job once per slot of a cron schedule. work: {"task", "payload", "queue"} or {"sql"}. '
+    'options: time_zone, missed (skip|once|all), max_catch_up, enabled, priority, max_attempts, backoff, max_backoff, lease, timeout.';
+
+CREATE FUNCTION jobs_alter_schedule(name text, schedule text DEFAULT NULL, work jsonb DEFAULT NULL,
+                                    options jsonb DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    old schedules := _schedule_row(name);
+    new_options jsonb := old.options || coalesce(options, '{}');
+    new_schedule text := coalesce(schedule, old.schedule);
+    zone text := coalesce(new_options ->> 'time_zone', 'UTC');
+BEGIN
+    PERFORM _check_schedule(new_schedule, zone);
+    PERFORM _check_schedule_options(new_options, coalesce(work, old.work));
+    UPDATE schedules s
+    SET schedule = new_schedule, time_zone = zone, work = coalesce(jobs_alter_schedule.work, s.work),
+        options = new_options, missed = coalesce(new_options ->> 'missed', 'skip'),
+        max_catch_up = coalesce((new_options ->> 'max_catch_up')::integer, 100),
+        enabled = coalesce((new_options ->> 'enabled')::boolean, true),
+        -- A new timing starts from now: no slot of the old one is fired late.
+        last_slot = CASE WHEN new_schedule <> old.schedule OR zone <> old.time_zone
+                         THEN statement_timestamp() ELSE s.last_slot END,
+        next_slot = schedule_next_slot(new_schedule, zone,
+                        greatest(statement_timestamp(), s.last_slot)),
+        updated_at = statement_timestamp()
+    WHERE s.id = old.id;
+    PERFORM _wake_launcher();
+END
+$$;
+
+CREATE FUNCTION jobs_enable_schedule(name text) RETURNS void
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT jobs_alter_schedule(name, options => '{"enabled": true}');
+END;
+
+CREATE FUNCTION jobs_disable_schedule(name text) RETURNS void
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT jobs_alter_schedule(name, options => '{"enabled": false}');
+END;
+
+CREATE FUNCTION jobs_unschedule(name text) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    doomed schedules := _schedule_row(name);
+BEGIN
+    DELETE FROM schedules s WHERE s.id = doomed.id;
+    PERFORM _wake_launcher();
+END
+$$;
+
+CREATE VIEW jobs_schedules AS
+SELECT s.name, s.owner::regrole AS owner, s.schedule, s.time_zone, s.work, s.options, s.missed,
+       s.enabled, s.last_slot, s.next_slot, s.last_job_id, l.status AS last_status, s.last_error
+FROM schedules s LEFT JOIN LATERAL (
+    SELECT l.status FROM job_list l WHERE l.id = s.last_job_id) l ON true;
+
+-- Fires every schedule due at `at`. Slots within pg_jobs.refresh_interval of `at` are on time;
+-- older ones were missed (no scheduler ran) and follow the schedule's rule. Each slot's job
+-- carries the key scheduled_job:<id>:<slot>, so however many schedulers fire, a slot runs once.
+CREATE FUNCTION _fire_schedules(at timestamptz DEFAULT statement_timestamp()) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    s schedules;
+    grace interval := current_setting('pg_jobs.refresh_interval')::interval;
+    due timestamptz[];
+    firing timestamptz[];
+    slot timestamptz;
+    job bigint;
+    fired integer := 0;
+BEGIN
+    FOR s IN SELECT * FROM schedules x WHERE x.enabled AND x.next_slot <= at
+             ORDER BY x.next_slot FOR UPDATE SKIP LOCKED
+    LOOP
+        BEGIN
+            due := _schedule_slots(s.schedule, s.time_zone, s.last_slot, at, s.max_catch_up + 1);
+            firing := CASE s.missed
+                WHEN 'all' THEN due[greatest(1, cardinality(due) - s.max_catch_up + 1):]
+                WHEN 'once' THEN ARRAY(SELECT d FROM unnest(due) d WHERE d > at - grace
+                                       UNION SELECT max(d) FROM unnest(due) d WHERE d <= at - grace
+                                       ORDER BY 1)
+                ELSE ARRAY(SELECT d FROM unnest(due) d WHERE d > at - grace ORDER BY 1)
+            END;
+            FOREACH slot IN ARRAY firing LOOP
+                CONTINUE WHEN slot IS NULL;
+                job := _add(ARRAY[_scheduled_spec(s.work, s.options, slot,
+                    format('scheduled_job:%s:%s', s.id, to_char(slot AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')))],
+                    reserved_ok => true, owner => s.owner);
+                fired := fired + 1;
+            END LOOP;
+            UPDATE schedules x
+            SET last_slot = coalesce(due[cardinality(due)], x.last_slot),
+                next_slot = schedule_next_slot(x.schedule, x.time_zone, at),
+                last_job_id = coalesce(job, x.last_job_id), last_error = NULL
+            WHERE x.id = s.id;
+        EXCEPTION WHEN OTHERS THEN
+            -- One broken schedule must not stop the others; it retries at its next slot.
+            UPDATE schedules x
+            SET last_error = SQLERRM, last_slot = at,
+                next_slot = schedule_next_slot(x.schedule, x.time_zone, at)
+            WHERE x.id = s.id;
+        END;
+        job := NULL;
+    END LOOP;
+    RETURN fired;
+END
+$$;
+
+-- The launcher ---------------------------------------------------------------------------------
+
+CREATE TABLE launcher_state (
+    singleton    boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    pid          integer NOT NULL,
+    started_at   timestamptz NOT NULL,
+    heartbeat_at timestamptz NOT NULL,
+    doing        text NOT NULL
+);
+
+CREATE VIEW launcher AS
+SELECT l.pid, l.started_at AS since, l.heartbeat_at, l.doing,
+       a.pid IS NOT NULL
+       AND l.heartbeat_at > now() - 2 * current_setting('pg_jobs.refresh_interval')::interval AS alive,
+       pg_is_in_recovery() AS standby
+FROM launcher_state l
+LEFT JOIN pg_stat_activity a ON a.pid = l.pid AND a.backend_type = 'pg_jobs launcher';
+COMMENT ON VIEW launcher IS 'The background worker: whether it is alive, since when, and what it is doing.';
+
+CREATE FUNCTION _launcher_heartbeat(pid integer, started_at timestamptz, doing text) RETURNS void
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    INSERT INTO launcher_state AS l (pid, started_at, heartbeat_at, doing)
+    VALUES (pid, started_at, clock_timestamp(), doing)
+    ON CONFLICT (singleton) DO UPDATE
+    SET pid = excluded.pid, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
+        doing = excluded.doing;
+END;
+
+-- One round of the launcher's work; returns when it wants to be woken next.
+CREATE FUNCTION _launcher_tick(at timestamptz DEFAULT statement_timestamp()) RETURNS timestamptz
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    lost record;
+BEGIN
+    -- Executors that died (a crash, kill -9) left runs marked running: their leases are over.
+    FOR lost IN
+        UPDATE job_runs r SET status = 'lost', ended_at = clock_timestamp(),
+                              message = 'the executor stopped without reporting'
+        WHERE r.status = 'running'
+          AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = r.pid)
+        RETURNING r.job_id, r.pid
+    LOOP
+        UPDATE slices s SET locked_until = least(s.locked_until, at - interval '1 microsecond')
+        WHERE s.job_id = lost.job_id AND s.locked_by = format('pg_jobs sql executor %s', lost.pid);
+    END LOOP;
+
+    PERFORM _rescue_expired();
+    PERFORM _fire_schedules(at);
+
+    DELETE FROM job_runs r
+    WHERE r.started_at < at - make_interval(days => current_setting('pg_jobs.history_days')::integer);
+    PERFORM jobs_history_prepare();
+
+    RETURN least(
+        (SELECT min(s.next_slot) FROM schedules s WHERE s.enabled),
+        (SELECT min(s.run_at) FROM slices s WHERE s.queue = 'pg_jobs.sql' AND s.status = 'created'),
+        (SELECT min(s.locked_until) FROM slices s WHERE s.status <> 'created'),
+        at + current_setting('pg_jobs.refresh_interval')::interval);
+END
+$$;
+
+REVOKE ALL ON FUNCTION _sql_job_start(bigint, uuid, integer), _sql_job_end(bigint, text, text),
+    _sql_job_failed(bigint, bigint, uuid, text),
+    _sql_job_pid(bigint), _check_schedule_options(jsonb, jsonb),
+    _scheduled_spec(jsonb, jsonb, timestamptz, text), _check_schedule(text, text),
+    _schedule_row(text), _fire_schedules(timestamptz), _launcher_heartbeat(integer, timestamptz, text),
+    _launcher_tick(timestamptz), _schedule_slots(text, text, timestamptz, timestamptz, integer)
+    FROM PUBLIC;
+REVOKE ALL ON FUNCTION _wake_launcher(), _cancel_executor_at_commit(integer) FROM PUBLIC;
