@@ -37,3 +37,16 @@ SELECT id, pgjobs.jobs_abort(id) FROM pgjobs.jobs_find(queue => 'maintenance');
 SELECT id, task, status, attempts, result, tableoid::regclass AS partition
 FROM pgjobs.job_history ORDER BY id;
 SELECT * FROM pgjobs.jobs_counts();
+
+\echo '-- The background worker: a schedule fires every second, and a SQL job runs in the database.'
+DROP TABLE IF EXISTS demo_ticks;
+CREATE TABLE demo_ticks (at timestamptz, source text);
+SELECT pgjobs.jobs_schedule('demo-every-second', 'every 1 second',
+    '{"sql": "INSERT INTO demo_ticks VALUES (now(), ''schedule'')"}') AS schedule;
+SELECT pgjobs.jobs_add_sql($$INSERT INTO demo_ticks VALUES (now(), 'one-off')$$) AS sql_job;
+SELECT pg_sleep(3.5) \g /dev/null
+SELECT pgjobs.jobs_disable_schedule('demo-every-second');
+SELECT source, count(*) FROM demo_ticks GROUP BY source ORDER BY source;
+SELECT name, schedule, last_slot, last_status FROM pgjobs.jobs_schedules;
+SELECT alive, doing, standby FROM pgjobs.launcher;
+SELECT job_id, status, duration FROM pgjobs.job_runs ORDER BY id DESC LIMIT 3;
