@@ -38,7 +38,9 @@ count_cargo "$OUT/pg_test.log"
 
 # `cargo pgrx test` installed its test build; the SQL suites run against the release build.
 "$ROOT/scripts/setup.sh"
+# A new cluster every run: roles are cluster-wide, and tests create some.
 stop_cluster test
+rm -rf "$(cluster_dir test)/data"
 start_cluster test "$PORT" pg_jobs_live >/dev/null
 trap 'stop_cluster test; stop_cluster nopreload' EXIT
 # The launcher of this cluster works in pg_jobs_live; making it now stops it restarting meanwhile.

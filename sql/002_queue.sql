@@ -40,6 +40,25 @@ BEGIN
 END
 $$;
 
+-- The identity behind a ticket (see src/identity.rs), and whether it may act on what an owner owns.
+CREATE FUNCTION _caller(ticket bigint) RETURNS oid
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    role oid := _redeem(ticket);
+BEGIN
+    RETURN coalesce((SELECT p.root FROM proxies p WHERE p.proxy = role), role);
+END
+$$;
+
+CREATE FUNCTION _is_admin(caller oid) RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.oid = caller), false);
+END;
+
 CREATE FUNCTION _check_spec(spec job_spec, nth bigint, reserved_ok boolean) RETURNS void
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -106,7 +125,7 @@ BEGIN
     INSERT INTO job_history (
         id, opaque_id, owner, status, task, queue, priority, payload, result, errors, attempts,
         max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
-        name, description, link)
+        name, description, link, listed, compute)
     SELECT j.id, j.opaque_id, j.owner, f.final, j.task, j.queue, j.priority, f.payload,
            CASE WHEN f.final = 'failed' AND f.error IS NOT NULL
                 THEN jsonb_build_object('error', f.error) ELSE f.result END,
@@ -114,17 +133,24 @@ BEGIN
                 ELSE f.errors || jsonb_build_object('attempt', f.attempt,
                                                     'at', statement_timestamp(), 'error', f.error) END,
            f.attempt, j.max_attempts, j.idempotency_key, j.key_rule, f.locked_by,
-           j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link
+           j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed,
+           nullif(jsonb_strip_nulls(to_jsonb(j) - ARRAY[
+               'id', 'opaque_id', 'owner', 'task', 'queue', 'priority', 'max_attempts', 'backoff',
+               'max_backoff', 'lease', 'idempotency_key', 'key_rule', 'due_at', 'start_time',
+               'last_update', 'name', 'description', 'link', 'listed', 'duplication_level',
+               'flags', 'need_capabilities']), '{}')
     FROM j JOIN f ON f.job_id = j.id;
 END
 $$;
 
--- Raises the error that explains why `token` does not hold the lease on job `job`.
-CREATE FUNCTION _lease_error(job bigint, token uuid) RETURNS void
+-- Raises the error that explains why `token` does not hold the lease on job `job`. A job the
+-- caller may not act on is reported as missing, so that nobody learns others' job ids.
+CREATE FUNCTION _lease_error(job bigint, token uuid, caller oid) RETURNS void
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
+    admin boolean := _is_admin(caller);
     live slices;
     done job_history;
 BEGIN
@@ -132,7 +158,7 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
             MESSAGE = 'job id and lease token must not be null';
     END IF;
-    SELECT * INTO live FROM slices s WHERE s.job_id = job;
+    SELECT * INTO live FROM slices s WHERE s.job_id = job AND (s.owner = caller OR admin);
     IF FOUND AND live.status = 'aborted' AND live.lease_token = token THEN
         RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
             MESSAGE = format('job %s was aborted', job),
@@ -145,7 +171,7 @@ BEGIN
                                  ELSE ', last claimed by ' || live.locked_by END),
             HINT = 'The lease may have run out and the job been requeued; roll back this attempt''s work.';
     END IF;
-    SELECT * INTO done FROM job_history h WHERE h.id = job;
+    SELECT * INTO done FROM job_history h WHERE h.id = job AND (h.owner = caller OR admin);
     IF FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
             MESSAGE = format('lease on job %s is not held by this token', job),
@@ -229,8 +255,7 @@ $$;
 
 CREATE TYPE _adding AS (id bigint, spec job_spec, rule key_rule, run_at timestamptz, added boolean);
 
-CREATE FUNCTION _add(specs job_spec[], reserved_ok boolean DEFAULT false, owner oid DEFAULT NULL)
-RETURNS SETOF bigint
+CREATE FUNCTION _add(specs job_spec[], reserved_ok boolean, owner oid) RETURNS SETOF bigint
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
@@ -269,7 +294,7 @@ BEGIN
     ), new_jobs AS (
         INSERT INTO jobs (id, owner, task, queue, priority, max_attempts, backoff, max_backoff,
                           lease, idempotency_key, key_rule, due_at)
-        SELECT f.id, coalesce(_add.owner, identity()), (f.spec).task, coalesce((f.spec).queue, 'default'),
+        SELECT f.id, _add.owner, (f.spec).task, coalesce((f.spec).queue, 'default'),
                coalesce((f.spec).priority, 0),
                coalesce((f.spec).max_attempts, current_setting('pg_jobs.max_attempts')::integer),
                coalesce((f.spec).backoff, current_setting('pg_jobs.backoff')::interval),
@@ -277,10 +302,11 @@ BEGIN
                coalesce((f.spec).lease, current_setting('pg_jobs.lease')::interval),
                (f.spec).key, CASE WHEN (f.spec).key IS NOT NULL THEN f.rule END, f.run_at
         FROM fresh f
-        RETURNING id, queue, priority, due_at
+        RETURNING jobs.id, jobs.owner, jobs.queue, jobs.priority, jobs.due_at
     ), new_slices AS (
-        INSERT INTO slices (job_id, queue, priority, run_at, payload)
-        SELECT n.id, n.queue, n.priority, n.due_at, coalesce((f.spec).payload, '{}')
+        INSERT INTO slices (job_id, owner, claimable_by, queue, priority, run_at, payload)
+        SELECT n.id, n.owner, CASE WHEN n.queue LIKE 'pg\_jobs.%' THEN 0 ELSE n.owner END,
+               n.queue, n.priority, n.due_at, coalesce((f.spec).payload, '{}')
         FROM new_jobs n JOIN fresh f ON f.id = n.id
         RETURNING queue, run_at
     )
@@ -304,7 +330,7 @@ BEGIN
                 queue = coalesce((contested.spec).queue, 'default'),
                 priority = coalesce((contested.spec).priority, 0),
                 run_at = coalesce((contested.spec).run_at, statement_timestamp())
-            WHERE s.job_id = contested.holder AND s.status = 'created'
+            WHERE s.job_id = contested.holder AND s.status = 'created' AND s.owner = _add.owner
             RETURNING s.job_id, s.queue, s.priority
         )
         UPDATE jobs j
@@ -322,6 +348,13 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION _jobs_add(ticket bigint, specs job_spec[]) RETURNS SETOF bigint
+LANGUAGE sql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT _add(specs, false, _caller(ticket));
+END;
+
 CREATE FUNCTION jobs_add(
     task text,
     payload jsonb DEFAULT '{}',
@@ -336,16 +369,15 @@ CREATE FUNCTION jobs_add(
     on_conflict text DEFAULT 'skip'
 ) RETURNS bigint
 LANGUAGE sql
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT _add(ARRAY[ROW(task, payload, queue, priority, run_at, max_attempts, backoff,
-                          max_backoff, lease, key, on_conflict)::job_spec]);
+    SELECT _jobs_add(_ticket(), ARRAY[ROW(task, payload, queue, priority, run_at, max_attempts,
+                                          backoff, max_backoff, lease, key, on_conflict)::job_spec]);
 END;
 COMMENT ON FUNCTION jobs_add IS
     'Adds a job and returns its id; with a key already in use, returns the id of the job that holds it.';
 
-CREATE FUNCTION jobs_add_batch(jobs jsonb) RETURNS SETOF bigint
-LANGUAGE plpgsql
+CREATE FUNCTION _jobs_add_batch(ticket bigint, jobs jsonb) RETURNS SETOF bigint
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 BEGIN
@@ -354,15 +386,22 @@ BEGIN
             'Each object takes the parameters of jobs_add: [{"task": "t", "payload": {}}, ...].');
     END IF;
     RETURN QUERY SELECT _add(ARRAY(
-        SELECT jsonb_populate_record(NULL::job_spec, e.value) FROM jsonb_array_elements(jobs) e));
+        SELECT jsonb_populate_record(NULL::job_spec, e.value) FROM jsonb_array_elements(jobs) e),
+        false, _caller(ticket));
 END
 $$;
+
+CREATE FUNCTION jobs_add_batch(jobs jsonb) RETURNS SETOF bigint
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _jobs_add_batch(_ticket(), jobs);
+END;
 COMMENT ON FUNCTION jobs_add_batch IS
     'Adds many jobs in one call and returns their ids in the order given.';
 
--- The claim itself, for every claimer: jobs_claim (checked input, public queues) and the
--- background worker (the reserved queue of SQL jobs).
-CREATE FUNCTION _claim(worker text, queues text[], n integer, lease interval)
+-- The claim itself, for every claimer: a worker claims what its identity may claim, and the
+-- background worker claims the reserved queue of SQL jobs (claimable by 0, the extension).
+CREATE FUNCTION _claim(worker text, queues text[], n integer, lease interval, claimant oid)
 RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
                locked_until timestamptz)
 LANGUAGE plpgsql
@@ -374,7 +413,8 @@ BEGIN
     RETURN QUERY
     WITH ready AS (
         SELECT s.job_id, s.slice_number FROM slices s
-        WHERE s.status = 'created' AND s.queue = ANY (queues) AND s.run_at <= statement_timestamp()
+        WHERE s.status = 'created' AND s.claimable_by = claimant AND s.queue = ANY (queues)
+          AND s.run_at <= statement_timestamp()
         ORDER BY s.priority, s.run_at, s.job_id
         LIMIT n
         FOR UPDATE SKIP LOCKED
@@ -389,14 +429,10 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION jobs_claim(
-    worker text,
-    queues text[] DEFAULT ARRAY['default'],
-    n integer DEFAULT 1,
-    lease interval DEFAULT NULL
-) RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
-                 locked_until timestamptz)
-LANGUAGE plpgsql
+CREATE FUNCTION _jobs_claim(ticket bigint, worker text, queues text[], n integer, lease interval)
+RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
+               locked_until timestamptz)
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 BEGIN
@@ -416,56 +452,80 @@ BEGIN
     IF lease <= '0' THEN
         PERFORM _invalid(format('lease must be positive, not %s', lease));
     END IF;
-    RETURN QUERY SELECT * FROM _claim(worker, queues, n, lease);
+    RETURN QUERY SELECT * FROM _claim(worker, queues, n, lease, _caller(ticket));
 END
 $$;
-COMMENT ON FUNCTION jobs_claim IS
-    'Claims up to n ready jobs of the given queues, by priority (lowest first) then age; '
-    'expired leases are requeued first.';
 
-CREATE FUNCTION jobs_heartbeat(id bigint, token uuid, lease interval DEFAULT NULL,
-                               OUT lease_state text, OUT locked_until timestamptz)
-LANGUAGE plpgsql
+CREATE FUNCTION jobs_claim(
+    worker text,
+    queues text[] DEFAULT ARRAY['default'],
+    n integer DEFAULT 1,
+    lease interval DEFAULT NULL
+) RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
+                 locked_until timestamptz)
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT * FROM _jobs_claim(_ticket(), worker, queues, n, lease);
+END;
+COMMENT ON FUNCTION jobs_claim IS
+    'Claims up to n ready jobs of the caller''s identity in the given queues, by priority '
+    '(lowest first) then age; expired leases are requeued first.';
+
+CREATE FUNCTION _jobs_heartbeat(ticket bigint, id bigint, token uuid, lease interval,
+                                OUT lease_state text, OUT locked_until timestamptz)
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
     job bigint := id;
+    caller oid := _caller(ticket);
+    admin boolean := _is_admin(caller);
     state job_status;
 BEGIN
     IF lease <= '0' THEN
         PERFORM _invalid(format('lease must be positive, not %s', lease));
     END IF;
     UPDATE slices s
-    SET locked_until = statement_timestamp() + coalesce(jobs_heartbeat.lease, j.lease)
+    SET locked_until = statement_timestamp() + coalesce(_jobs_heartbeat.lease, j.lease)
     FROM jobs j
     WHERE s.job_id = job AND j.id = job AND s.lease_token = token AND s.status IN ('started', 'aborted')
+      AND (s.owner = caller OR admin)
     RETURNING s.status, s.locked_until INTO state, locked_until;
     IF FOUND THEN
         lease_state := CASE state WHEN 'aborted' THEN 'aborted' ELSE 'held' END;
         RETURN;
     END IF;
     IF job IS NULL OR token IS NULL THEN
-        PERFORM _lease_error(job, token);
+        PERFORM _lease_error(job, token, caller);
     END IF;
-    IF EXISTS (SELECT FROM slices s WHERE s.job_id = job)
-       OR EXISTS (SELECT FROM job_history h WHERE h.id = job) THEN
+    IF EXISTS (SELECT FROM slices s WHERE s.job_id = job AND (s.owner = caller OR admin))
+       OR EXISTS (SELECT FROM job_history h WHERE h.id = job AND (h.owner = caller OR admin)) THEN
         lease_state := 'lost';
         locked_until := NULL;
         RETURN;
     END IF;
-    PERFORM _lease_error(job, token);
+    PERFORM _lease_error(job, token, caller);
 END
 $$;
+
+CREATE FUNCTION jobs_heartbeat(id bigint, token uuid, lease interval DEFAULT NULL,
+                               OUT lease_state text, OUT locked_until timestamptz)
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT * FROM _jobs_heartbeat(_ticket(), id, token, lease);
+END;
 COMMENT ON FUNCTION jobs_heartbeat IS
     'Renews a lease. lease_state: held (keep working), aborted (stop, roll back, report with '
     'jobs_fail), lost (another worker holds the job or it has finished: roll back).';
 
-CREATE FUNCTION jobs_complete(ids bigint[], tokens uuid[], results jsonb[] DEFAULT NULL)
+CREATE FUNCTION _jobs_complete(ticket bigint, ids bigint[], tokens uuid[], results jsonb[])
 RETURNS void
-LANGUAGE plpgsql
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
+    caller oid := _caller(ticket);
+    admin boolean := _is_admin(caller);
     done slices[];
     stale record;
 BEGIN
@@ -475,6 +535,7 @@ BEGIN
     ), gone AS (
         DELETE FROM slices s USING given g
         WHERE s.job_id = g.job_id AND s.lease_token = g.token AND s.status = 'started'
+          AND (s.owner = caller OR admin)
         RETURNING s.*
     )
     SELECT array_agg(x) INTO done FROM gone x;
@@ -484,27 +545,35 @@ BEGIN
         FROM unnest(ids, tokens) AS g(job_id, token)
         WHERE g.job_id IS NULL OR g.job_id NOT IN (SELECT d.job_id FROM unnest(done) d)
         LIMIT 1;
-        PERFORM _lease_error(stale.job_id, stale.token);
+        PERFORM _lease_error(stale.job_id, stale.token, caller);
     END IF;
 
     PERFORM _archive(done, 'completed', ids, results);
 END
 $$;
 
+CREATE FUNCTION jobs_complete(ids bigint[], tokens uuid[], results jsonb[] DEFAULT NULL)
+RETURNS void
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _jobs_complete(_ticket(), ids, tokens, results);
+END;
+
 CREATE FUNCTION jobs_complete(id bigint, token uuid, result jsonb DEFAULT NULL) RETURNS void
 LANGUAGE sql
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT jobs_complete(ARRAY[id], ARRAY[token], ARRAY[result]);
+    SELECT _jobs_complete(_ticket(), ARRAY[id], ARRAY[token], ARRAY[result]);
 END;
 COMMENT ON FUNCTION jobs_complete(bigint, uuid, jsonb) IS
     'Completes a job whose lease this token holds, in the caller''s transaction.';
 
-CREATE FUNCTION jobs_fail(ids bigint[], tokens uuid[], errors text[]) RETURNS void
-LANGUAGE plpgsql
+CREATE FUNCTION _jobs_fail(ticket bigint, ids bigint[], tokens uuid[], errors text[]) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
+    caller oid := _caller(ticket);
+    admin boolean := _is_admin(caller);
     retried bigint[];
     done slices[];
     stale record;
@@ -513,7 +582,7 @@ BEGIN
 
     -- Attempts left: back to created, due after the backoff.
     WITH given AS (
-        SELECT * FROM unnest(ids, tokens, jobs_fail.errors) AS g(job_id, token, error)
+        SELECT * FROM unnest(ids, tokens, _jobs_fail.errors) AS g(job_id, token, error)
     ), retry AS (
         UPDATE slices s
         SET status = 'created', lease_token = NULL, locked_until = NULL,
@@ -524,7 +593,7 @@ BEGIN
                 'attempt', s.attempt, 'at', statement_timestamp(), 'error', g.error)
         FROM given g, jobs j
         WHERE s.job_id = g.job_id AND j.id = g.job_id AND s.lease_token = g.token
-          AND s.status = 'started' AND s.attempt < j.max_attempts
+          AND s.status = 'started' AND s.attempt < j.max_attempts AND (s.owner = caller OR admin)
         RETURNING s.job_id
     )
     SELECT array_agg(r.job_id) INTO retried FROM retry r;
@@ -536,6 +605,7 @@ BEGIN
     ), gone AS (
         DELETE FROM slices s USING given g
         WHERE s.job_id = g.job_id AND s.lease_token = g.token AND s.status IN ('started', 'aborted')
+          AND (s.owner = caller OR admin)
         RETURNING s.*
     )
     SELECT array_agg(x) INTO done FROM gone x;
@@ -547,7 +617,7 @@ BEGIN
            OR NOT (g.job_id = ANY (coalesce(retried, '{}'))
                    OR g.job_id IN (SELECT d.job_id FROM unnest(done) d))
         LIMIT 1;
-        PERFORM _lease_error(stale.job_id, stale.token);
+        PERFORM _lease_error(stale.job_id, stale.token, caller);
     END IF;
 
     IF done IS NOT NULL THEN
@@ -556,22 +626,29 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION jobs_fail(ids bigint[], tokens uuid[], errors text[]) RETURNS void
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _jobs_fail(_ticket(), ids, tokens, errors);
+END;
+
 CREATE FUNCTION jobs_fail(id bigint, token uuid, error text) RETURNS void
 LANGUAGE sql
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT jobs_fail(ARRAY[id], ARRAY[token], ARRAY[error]);
+    SELECT _jobs_fail(_ticket(), ARRAY[id], ARRAY[token], ARRAY[error]);
 END;
 COMMENT ON FUNCTION jobs_fail(bigint, uuid, text) IS
     'Reports a failed attempt: retried after backoff × 2^(attempt-1), capped at max_backoff, '
     'until max_attempts; then failed, with result {"error": error}.';
 
-CREATE FUNCTION jobs_abort(id bigint) RETURNS job_status
-LANGUAGE plpgsql
+CREATE FUNCTION _jobs_abort(ticket bigint, id bigint) RETURNS job_status
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
     job bigint := id;
+    caller oid := _caller(ticket);
+    admin boolean := _is_admin(caller);
     waiting slices[];
     outcome job_status;
 BEGIN
@@ -579,7 +656,8 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'job id must not be null';
     END IF;
     WITH gone AS (
-        DELETE FROM slices s WHERE s.job_id = job AND s.status = 'created' RETURNING s.*
+        DELETE FROM slices s WHERE s.job_id = job AND s.status = 'created' AND (s.owner = caller OR admin)
+        RETURNING s.*
     )
     SELECT array_agg(g) INTO waiting FROM gone g;
     IF waiting IS NOT NULL THEN
@@ -587,7 +665,8 @@ BEGIN
         RETURN 'aborted';
     END IF;
 
-    UPDATE slices s SET status = 'aborted' WHERE s.job_id = job AND s.status IN ('started', 'aborted');
+    UPDATE slices s SET status = 'aborted'
+    WHERE s.job_id = job AND s.status IN ('started', 'aborted') AND (s.owner = caller OR admin);
     IF FOUND THEN
         -- A SQL job is stopped as soon as the abort commits: its statement is cancelled and its
         -- transaction rolls back.
@@ -595,19 +674,25 @@ BEGIN
         RETURN 'aborted';
     END IF;
 
-    SELECT h.status INTO outcome FROM job_history h WHERE h.id = job;
+    SELECT h.status INTO outcome FROM job_history h WHERE h.id = job AND (h.owner = caller OR admin);
     IF FOUND THEN
         RETURN outcome;
     END IF;
     RAISE EXCEPTION USING ERRCODE = 'no_data_found', MESSAGE = format('job %s does not exist', job);
 END
 $$;
+
+CREATE FUNCTION jobs_abort(id bigint) RETURNS job_status
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _jobs_abort(_ticket(), id);
+END;
 COMMENT ON FUNCTION jobs_abort IS
     'Aborts a job: a waiting one at once, a running one at its worker''s next heartbeat. '
     'Returns the job''s status afterwards (completed or failed if it had already finished).';
 
 -- Every job, live or finished, in one shape.
-CREATE VIEW job_list AS
+CREATE VIEW job_list WITH (security_invoker = true) AS
 SELECT j.id, j.opaque_id, j.owner::regrole AS owner, s.status, j.task, j.queue, j.priority,
        s.payload, NULL::jsonb AS result, s.errors, s.attempt, j.max_attempts, s.run_at,
        j.idempotency_key, j.key_rule, s.locked_by, s.locked_until, j.due_at, j.start_time,
@@ -777,7 +862,4 @@ END
 $$;
 
 -- Internal pieces are not for callers.
-REVOKE ALL ON FUNCTION _invalid(text, text), _check_spec(job_spec, bigint, boolean),
-    _archive(slices[], job_status, bigint[], jsonb[], text[]), _lease_error(bigint, uuid),
-    _check_batch(bigint[], uuid[], anyarray), _rescue_expired(), _add(job_spec[], boolean, oid),
-    _claim(text, text[], integer, interval) FROM PUBLIC;
+-- Who may call what is granted once, at the end of the last file (003_scheduler.sql).

@@ -106,7 +106,7 @@ fn start_sql_jobs(executors: &mut Vec<DynamicBackgroundWorker>) {
             };
             client
                 .update(
-                    "SELECT id, lease_token::text FROM pgjobs._claim($1, ARRAY['pg_jobs.sql'], $2, NULL)",
+                    "SELECT id, lease_token::text FROM pgjobs._claim($1, ARRAY['pg_jobs.sql'], $2, NULL, 0)",
                     None,
                     &[LAUNCHER_TYPE.into(), (free as i32).into()],
                 )

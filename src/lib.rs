@@ -8,13 +8,19 @@ use pgrx::prelude::*;
 
 mod bgworker;
 mod gucs;
+mod identity;
 mod queue;
 mod schedules;
 
 ::pgrx::pg_module_magic!(name, version);
 
 extension_sql_file!("../sql/001_schema.sql", name = "schema", bootstrap);
-extension_sql_file!("../sql/002_queue.sql", name = "queue", requires = ["schema"]);
+// The wrappers' SQL-standard bodies are bound when created, so the Rust functions they call come first.
+extension_sql_file!(
+    "../sql/002_queue.sql",
+    name = "queue",
+    requires = ["schema", identity::_ticket, identity::_redeem]
+);
 // Last: its SQL-standard functions call the Rust functions of `schedules`.
 extension_sql_file!("../sql/003_scheduler.sql", name = "scheduler", finalize);
 

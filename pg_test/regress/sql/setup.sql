@@ -1,6 +1,6 @@
 -- Shared by every test of this suite: the extension and a few helpers in schema regress.
 CREATE EXTENSION pg_jobs;
-SELECT name, setting, unit FROM pg_settings WHERE name LIKE 'pg_jobs.%' ORDER BY name;
+SELECT name, boot_val, unit FROM pg_settings WHERE name LIKE 'pg_jobs.%' ORDER BY name;
 
 CREATE SCHEMA regress;
 
