@@ -527,5 +527,7 @@ GRANT EXECUTE ON FUNCTION
     jobs_schedule(text, text, jsonb, jsonb), _jobs_schedule(bigint, text, text, jsonb, jsonb),
     jobs_alter_schedule(text, text, jsonb, jsonb), _jobs_alter_schedule(bigint, text, text, jsonb, jsonb),
     jobs_enable_schedule(text), jobs_disable_schedule(text),
-    jobs_unschedule(text), _jobs_unschedule(bigint, text)
+    jobs_unschedule(text), _jobs_unschedule(bigint, text),
+    jobs_add_proxy(regrole, regrole), _jobs_add_proxy(bigint, regrole, regrole),
+    jobs_remove_proxy(regrole), _jobs_remove_proxy(bigint, regrole)
 TO pgjobs_user;

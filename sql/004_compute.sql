@@ -1,0 +1,1020 @@
+-- The compute scheduler's tables (seed 000) around `jobs`: what a job measured, paid, produced
+-- and was given; the compute groups jobs are deployed into and workers join; and the workers.
+--
+-- Who may see a row is decided by one column. Every table carries `owner`, the identity the row
+-- belongs to: a job's tables carry the job's owner, a group's tables the group's owner, a
+-- worker's tables the worker's owner. The extension copies it from the parent row whenever a row
+-- is written (see the _owner_from_* triggers), so a policy compares one indexed column with
+-- (SELECT identity()) and never has to join to find out whose a row is. Rows hold no foreign key
+-- to jobs: a finished job moves to job_history under the same id and its rows stay where they are.
+--
+-- Policies apply TO pgjobs_user, so a role outside that group meets no policy at all and every
+-- row stays hidden even if someone grants it a table by mistake.
+
+-- A URI is a scheme and a colon first: data:, https:, s3: ...; a bare path is refused.
+CREATE DOMAIN uri AS text CHECK (VALUE ~ '^[a-zA-Z][a-zA-Z0-9+.-]*:');
+COMMENT ON DOMAIN uri IS 'Text that starts like a URI (scheme:), for example data:,42 or https://host/x.';
+
+-- Flag words are named here once, so nobody decodes bits by hand. A bit without a name comes out
+-- as 'bit N' rather than disappearing.
+CREATE FUNCTION job_flag_names(flags integer) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN ARRAY(
+    SELECT coalesce((ARRAY['localExec', 'open', 'workerConsole', 'greedyEstimation', 'discrete',
+                           'useStrict', 'nsf'])[b + 1], 'bit ' || b)
+    FROM generate_series(0, 31) b WHERE flags & (1 << b) <> 0 ORDER BY b);
+COMMENT ON FUNCTION job_flag_names IS
+    'Names the bits of jobs.flags: 1 localExec, 2 open (slices can still be added), 4 workerConsole, '
+    '8 greedyEstimation, 16 discrete, 32 useStrict, 64 nsf (insufficient funds).';
+
+CREATE FUNCTION capability_names(need integer) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN ARRAY(
+    SELECT coalesce((ARRAY['v8', 'spidermonkey', 'browser', 'offscreenCanvas', 'fdlibm', 'webgpu',
+                           'KVINv9'])[b + 1], 'bit ' || b)
+    FROM generate_series(0, 31) b WHERE need & (1 << b) <> 0 ORDER BY b);
+COMMENT ON FUNCTION capability_names IS
+    'Names the bits of a capability set such as jobs.need_capabilities: 1 v8, 2 spidermonkey, '
+    '4 browser, 8 offscreenCanvas, 16 fdlibm, 32 webgpu, 64 KVINv9.';
+
+CREATE FUNCTION worker_flag_names(flags integer) RETURNS text[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN ARRAY(
+    SELECT coalesce((ARRAY['portal'])[b + 1], 'bit ' || b)
+    FROM generate_series(0, 31) b WHERE flags & (1 << b) <> 0 ORDER BY b);
+COMMENT ON FUNCTION worker_flag_names IS 'Names the bits of workers.flags: 1 portal (a Portal worker).';
+
+-- The owner copies. They run as the extension's owner because the writer may not be allowed to
+-- read the parent (a worker owner adding an origin to a group it does not own must be refused by
+-- the policy, which needs the parent's real owner in the row to do so). When the parent is
+-- unknown the row keeps the owner it was given, and the policies refuse it if that is not the
+-- caller's.
+CREATE FUNCTION _owner_from_job() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    NEW.owner := coalesce((SELECT j.owner FROM jobs j WHERE j.id = NEW.job_id),
+                          (SELECT h.owner FROM job_history h WHERE h.id = NEW.job_id LIMIT 1),
+                          NEW.owner);
+    RETURN NEW;
+END
+$$;
+
+CREATE FUNCTION _owner_from_group() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    NEW.owner := coalesce((SELECT g.owner FROM compute_groups g WHERE g.id = NEW.compute_group_id),
+                          NEW.owner);
+    RETURN NEW;
+END
+$$;
+
+CREATE FUNCTION _owner_from_worker() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NEW.worker_opaque_id IS NOT NULL THEN
+        NEW.owner := coalesce((SELECT w.owner FROM workers w WHERE w.opaque_id = NEW.worker_opaque_id),
+                              NEW.owner);
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE FUNCTION _owner_from_creds_list() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    NEW.owner := coalesce((SELECT l.owner FROM creds_list l WHERE l.id = NEW.creds_list_id), NEW.owner);
+    RETURN NEW;
+END
+$$;
+
+-- The seed's autoNow: last_update follows every change, whoever makes it.
+CREATE FUNCTION _touch_last_update() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    NEW.last_update := now();
+    RETURN NEW;
+END
+$$;
+
+-- ---------------------------------------------------------------------------------------------
+-- Via job: read by the job's owner. The scheduler writes these rows; the owner may only repoint
+-- the value of a result or an input.
+
+CREATE TABLE job_perf_data (
+    job_id                       bigint PRIMARY KEY,
+    owner                        oid NOT NULL DEFAULT identity(),
+    last_update                  timestamptz NOT NULL DEFAULT now(),
+    estimation_slices_remaining  bigint NOT NULL DEFAULT 3 CHECK (estimation_slices_remaining >= 0),
+    measured_slices              integer NOT NULL DEFAULT 0,
+    task_count                   integer NOT NULL DEFAULT 0,
+    return_count                 integer NOT NULL DEFAULT 0,
+    retasked_count               integer NOT NULL DEFAULT 0,
+    too_slow_count               integer NOT NULL DEFAULT 0,
+    no_progress_count            integer NOT NULL DEFAULT 0,
+    uncaught_count               integer NOT NULL DEFAULT 0,
+    -- Moving averages and their moving variances; null until a result has been measured.
+    slice_cpu_time               double precision,
+    slice_gpu_time               double precision,
+    slice_in_data_size           double precision,
+    slice_out_data_size          double precision,
+    slice_cpu_density            double precision,
+    slice_gpu_density            double precision,
+    task_distribution            double precision,
+    slice_cpu_time_variance      double precision,
+    slice_gpu_time_variance      double precision,
+    slice_in_data_size_variance  double precision,
+    slice_out_data_size_variance double precision,
+    slice_cpu_density_variance   double precision,
+    slice_gpu_density_variance   double precision,
+    task_distribution_variance   double precision,
+    total_cpu_time               bigint NOT NULL DEFAULT 0,
+    total_gpu_time               bigint NOT NULL DEFAULT 0,
+    total_in_data_size           bigint NOT NULL DEFAULT 0,
+    total_out_data_size          bigint NOT NULL DEFAULT 0
+);
+COMMENT ON TABLE job_perf_data IS
+    'What a job''s slices cost, one row per job. Averages are exponential with '
+    'alpha = min(0.5, unreported / total), so a small job''s figures move fast and a large job''s '
+    'settle; the square root of a *_variance is a usable standard deviation. Times are '
+    'milliseconds, sizes bytes; wall time per slice is slice_cpu_time / slice_cpu_density.';
+COMMENT ON COLUMN job_perf_data.estimation_slices_remaining IS
+    'Estimation slices not yet handed out; the job leaves estimation when this reaches 0.';
+COMMENT ON COLUMN job_perf_data.measured_slices IS 'Results that fed the averages, duplicates included.';
+COMMENT ON COLUMN job_perf_data.return_count IS 'Slices given back by workers without being worked on.';
+COMMENT ON COLUMN job_perf_data.retasked_count IS 'Slices re-issued by the watchdog.';
+COMMENT ON COLUMN job_perf_data.task_distribution IS
+    'Fraction of a task''s nominal duration this job''s slices took, on requests where the job '
+    'was eligible; long slices can exceed 1.';
+
+-- The money a job's slices earned, as the scheduler records it. job_fin_data is how it is read.
+CREATE TABLE job_fin_totals (
+    job_id                      bigint PRIMARY KEY,
+    owner                       oid NOT NULL DEFAULT identity(),
+    slice_work_payment_total    numeric NOT NULL DEFAULT 0 CHECK (slice_work_payment_total >= 0),
+    slice_work_payment_pending  numeric NOT NULL DEFAULT 0 CHECK (slice_work_payment_pending >= 0),
+    last_update                 timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE job_fin_totals IS
+    'DCC paid out for a job''s slices, and DCC held in escrow for slices handed out but not '
+    'finished. Kept after the job finishes; read it through job_fin_data.';
+
+CREATE TABLE job_results (
+    job_id        bigint NOT NULL,
+    slice_number  integer NOT NULL CHECK (slice_number >= 1),
+    owner         oid NOT NULL DEFAULT identity(),
+    value         uri NOT NULL,
+    completed_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (job_id, slice_number)
+);
+COMMENT ON TABLE job_results IS
+    'One row per completed slice; count(*) for a job is its finished slices, and completed_at '
+    'gives completion over time without sampling.';
+COMMENT ON COLUMN job_results.value IS
+    'The result: a data: URI for a small one, a URL into the result store for a large one. '
+    'The owner may change it, to move a result to other storage.';
+
+CREATE TABLE job_data (
+    job_id        bigint NOT NULL,
+    slice_number  integer NOT NULL CHECK (slice_number >= 1),
+    owner         oid NOT NULL DEFAULT identity(),
+    value         uri NOT NULL,
+    PRIMARY KEY (job_id, slice_number)
+);
+COMMENT ON TABLE job_data IS
+    'One input datum per slice. The owner may change value, to point a slice that has not '
+    'started at a new remote URI.';
+
+CREATE TABLE job_arguments (
+    job_id     bigint NOT NULL,
+    arg_index  integer NOT NULL CHECK (arg_index >= 0),
+    owner      oid NOT NULL DEFAULT identity(),
+    value      uri NOT NULL,
+    PRIMARY KEY (job_id, arg_index)
+);
+COMMENT ON TABLE job_arguments IS 'The arguments every slice of the job is given, in order. value is changeable.';
+
+CREATE TABLE work_functions (
+    job_id        bigint PRIMARY KEY,
+    owner         oid NOT NULL DEFAULT identity(),
+    value         uri NOT NULL,
+    require_path  text[],
+    module_path   text[],
+    dependencies  jsonb
+);
+COMMENT ON TABLE work_functions IS
+    'The job''s work function: value is the function as a data: URI or a URL to it. Read-only.';
+
+CREATE TABLE work_reject_history (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job_id            bigint NOT NULL,
+    owner             oid NOT NULL DEFAULT identity(),
+    slice_number      integer NOT NULL,
+    worker_opaque_id  uuid,
+    rejected_at       timestamptz NOT NULL DEFAULT now(),
+    reason            text,
+    error_msg         text,
+    retries           integer
+);
+CREATE INDEX work_reject_history_job ON work_reject_history (job_id, rejected_at);
+COMMENT ON TABLE work_reject_history IS
+    'Each time a worker refused a job outright (work.reject(), an unmet requirement): which '
+    'slice triggered it, which worker, why (reason such as EWORKREJECT, error_msg the message '
+    'or top of the stack), after how many retries.';
+
+CREATE INDEX job_perf_data_owner ON job_perf_data (owner);
+CREATE INDEX job_fin_totals_owner ON job_fin_totals (owner);
+CREATE INDEX job_results_owner ON job_results (owner);
+CREATE INDEX job_data_owner ON job_data (owner);
+CREATE INDEX job_arguments_owner ON job_arguments (owner);
+CREATE INDEX work_functions_owner ON work_functions (owner);
+CREATE INDEX work_reject_history_owner ON work_reject_history (owner);
+
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON job_perf_data
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON job_fin_totals
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON job_results
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON job_data
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON job_arguments
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON work_functions
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON work_reject_history
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
+CREATE TRIGGER touch BEFORE UPDATE ON job_perf_data
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+CREATE TRIGGER touch BEFORE UPDATE ON job_fin_totals
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+
+-- Every job, live or finished, has a row: the seed's table lost the rows of finished, paid jobs.
+-- Amounts are what job_fin_totals recorded, 0 where nothing was; a finished job holds nothing in
+-- escrow, so its pending amount is 0 whatever was recorded last.
+CREATE VIEW job_fin_data WITH (security_invoker = true) AS
+SELECT j.id AS job_id, j.owner::regrole AS owner, j.finished,
+       coalesce(t.slice_work_payment_total, 0) AS slice_work_payment_total,
+       CASE WHEN j.finished THEN 0 ELSE coalesce(t.slice_work_payment_pending, 0) END
+           AS slice_work_payment_pending,
+       t.last_update
+FROM (SELECT id, owner, false AS finished FROM jobs
+      UNION ALL
+      SELECT id, owner, true FROM job_history) j
+LEFT JOIN job_fin_totals t ON t.job_id = j.id;
+COMMENT ON VIEW job_fin_data IS
+    'DCC paid out (slice_work_payment_total) and held in escrow for handed-out, unfinished slices '
+    '(slice_work_payment_pending) for each of the caller''s jobs, finished ones included.';
+
+ALTER TABLE job_perf_data ENABLE ROW LEVEL SECURITY;
+ALTER TABLE job_fin_totals ENABLE ROW LEVEL SECURITY;
+ALTER TABLE job_results ENABLE ROW LEVEL SECURITY;
+ALTER TABLE job_data ENABLE ROW LEVEL SECURITY;
+ALTER TABLE job_arguments ENABLE ROW LEVEL SECURITY;
+ALTER TABLE work_functions ENABLE ROW LEVEL SECURITY;
+ALTER TABLE work_reject_history ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_owner_reads ON job_perf_data FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON job_fin_totals FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON job_results FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON job_data FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON job_arguments FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON work_functions FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON work_reject_history FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_changes_value ON job_results FOR UPDATE TO pgjobs_user
+    USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
+CREATE POLICY job_owner_changes_value ON job_data FOR UPDATE TO pgjobs_user
+    USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
+CREATE POLICY job_owner_changes_value ON job_arguments FOR UPDATE TO pgjobs_user
+    USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
+GRANT SELECT ON job_perf_data, job_fin_totals, job_fin_data, job_results, job_data, job_arguments,
+    work_functions, work_reject_history TO pgjobs_user;
+GRANT UPDATE (value) ON job_results, job_data, job_arguments TO pgjobs_user;
+
+-- ---------------------------------------------------------------------------------------------
+-- Compute groups: read by the group's owner, who may rename a group, change its join
+-- credentials and list it publicly, and manages the origins its workers may contact.
+
+CREATE TABLE compute_groups (
+    id                        bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    opaque_id                 uuid NOT NULL DEFAULT gen_random_uuid() UNIQUE,
+    owner                     oid NOT NULL DEFAULT identity(),
+    name                      text,
+    description               text,
+    -- Public (in compute_groups_public) only when the owner says so.
+    listed                    boolean NOT NULL DEFAULT false,
+    join_key                  text,
+    join_hash                 text CHECK (join_hash ~ '^\$2[abxy]?\$'),
+    join_address              text,
+    commission_rate           numeric CHECK (commission_rate BETWEEN 0 AND 1),
+    commission_account        text,
+    deploy_fee                numeric CHECK (deploy_fee >= 0),
+    add_job_fee               numeric CHECK (add_job_fee >= 0),
+    deploy_access             text NOT NULL DEFAULT 'owner' CHECK (deploy_access IN ('owner', 'join')),
+    -- Limits; null means unlimited.
+    max_total_payment         numeric CHECK (max_total_payment >= 0),
+    max_concurrent_jobs       integer CHECK (max_concurrent_jobs >= 0),
+    max_concurrent_workers    integer CHECK (max_concurrent_workers >= 0),
+    max_concurrent_sandboxes  integer CHECK (max_concurrent_sandboxes >= 0),
+    max_concurrent_cpus       integer CHECK (max_concurrent_cpus >= 0),
+    max_concurrent_gpus       integer CHECK (max_concurrent_gpus >= 0),
+    max_concurrent_escrow     numeric CHECK (max_concurrent_escrow >= 0),
+    creation_time             timestamptz NOT NULL DEFAULT now(),
+    last_update               timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE compute_groups IS
+    'Where jobs are deployed and workers join. A worker joins with join_key and the secret whose '
+    'bcrypt hash is join_hash (set with compute_group_set_secret), or by a signature of join_address.';
+COMMENT ON COLUMN compute_groups.join_hash IS
+    'A salted bcrypt hash of the join secret; the secret itself is never stored.';
+COMMENT ON COLUMN compute_groups.commission_rate IS 'Fraction of each slice payment taken as commission.';
+COMMENT ON COLUMN compute_groups.commission_account IS 'Where the commission goes: an opaque account identifier.';
+COMMENT ON COLUMN compute_groups.deploy_access IS 'Who may deploy into the group: its owner, or anyone who can join it.';
+
+CREATE TABLE compute_group_jobs (
+    compute_group_id  bigint NOT NULL REFERENCES compute_groups ON DELETE CASCADE,
+    job_id            bigint NOT NULL,
+    owner             oid NOT NULL DEFAULT identity(),
+    -- The job's owner sees the membership too, through compute_groups_jobs_by_job.
+    job_owner         oid NOT NULL,
+    last_update       timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (compute_group_id, job_id)
+);
+CREATE INDEX compute_group_jobs_job ON compute_group_jobs (job_id);
+CREATE INDEX compute_group_jobs_job_owner ON compute_group_jobs (job_owner);
+COMMENT ON TABLE compute_group_jobs IS 'Which jobs are in which group. owner is the group''s owner.';
+
+CREATE TABLE compute_group_accounting_data (
+    compute_group_id         bigint PRIMARY KEY REFERENCES compute_groups ON DELETE CASCADE,
+    owner                    oid NOT NULL DEFAULT identity(),
+    -- Remaining budgets; null means unlimited.
+    remaining_cpu_time       bigint,
+    remaining_gpu_time       bigint,
+    remaining_jobs           integer,
+    remaining_in_data_size   bigint,
+    remaining_out_data_size  bigint,
+    last_update              timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE compute_group_accounting_data IS
+    'What a group may still spend: milliseconds of CPU and GPU, jobs, bytes in and out.';
+
+CREATE TABLE compute_group_worker_origins (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    compute_group_id  bigint NOT NULL REFERENCES compute_groups ON DELETE CASCADE,
+    owner             oid NOT NULL DEFAULT identity(),
+    origin            uri NOT NULL,
+    type              text NOT NULL DEFAULT 'any'
+                      CHECK (type IN ('any', 'fetchWorkFunctions', 'fetchArguments', 'fetchData', 'sendResults')),
+    last_update       timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (compute_group_id, origin, type)
+);
+COMMENT ON TABLE compute_group_worker_origins IS
+    'URL origins the group''s workers may contact, and for what (any, or one kind of fetch or send).';
+
+CREATE TABLE compute_group_job_period_stats (
+    compute_group_id              bigint NOT NULL REFERENCES compute_groups ON DELETE CASCADE,
+    job_id                        bigint NOT NULL,
+    period_start                  timestamptz NOT NULL,
+    period_length                 interval NOT NULL CHECK (period_length > '0'),
+    owner                         oid NOT NULL DEFAULT identity(),
+    task_eligible_count           bigint NOT NULL DEFAULT 0,
+    no_slice_task_count           bigint NOT NULL DEFAULT 0,
+    tasked_slice_count            bigint NOT NULL DEFAULT 0,
+    total_earnings                numeric NOT NULL DEFAULT 0,
+    total_cpu_time                bigint NOT NULL DEFAULT 0,
+    total_gpu_time                bigint NOT NULL DEFAULT 0,
+    total_in_data_size            bigint NOT NULL DEFAULT 0,
+    total_out_data_size           bigint NOT NULL DEFAULT 0,
+    slice_cpu_time                double precision,
+    slice_gpu_time                double precision,
+    slice_in_data_size            double precision,
+    slice_out_data_size           double precision,
+    slice_cpu_density             double precision,
+    slice_gpu_density             double precision,
+    slice_cpu_time_variance       double precision,
+    slice_gpu_time_variance       double precision,
+    slice_in_data_size_variance   double precision,
+    slice_out_data_size_variance  double precision,
+    slice_cpu_density_variance    double precision,
+    slice_gpu_density_variance    double precision,
+    earnings_per_cpu_ms           numeric GENERATED ALWAYS AS (total_earnings / nullif(total_cpu_time, 0)) STORED,
+    PRIMARY KEY (compute_group_id, job_id, period_start, period_length)
+);
+COMMENT ON TABLE compute_group_job_period_stats IS
+    'What happened to one job in one group during one period: the record any market rate is '
+    'computed from. task_eligible_count counts task requests from eligible workers, '
+    'no_slice_task_count those that got no slice of the job; averages are as in job_perf_data, '
+    'scoped to the group.';
+COMMENT ON COLUMN compute_group_job_period_stats.earnings_per_cpu_ms IS
+    'The realised rate: DCC earned per CPU millisecond for this job, group and period.';
+
+CREATE TABLE compute_group_worker_period_stats (
+    compute_group_id  bigint NOT NULL REFERENCES compute_groups ON DELETE CASCADE,
+    worker_opaque_id  uuid NOT NULL,
+    period_start      timestamptz NOT NULL,
+    period_length     interval NOT NULL CHECK (period_length > '0'),
+    owner             oid NOT NULL DEFAULT identity(),
+    task_count        bigint NOT NULL DEFAULT 0,
+    slice_count       bigint NOT NULL DEFAULT 0,
+    cpu_time          bigint NOT NULL DEFAULT 0,
+    gpu_time          bigint NOT NULL DEFAULT 0,
+    in_data_size      bigint NOT NULL DEFAULT 0,
+    out_data_size     bigint NOT NULL DEFAULT 0,
+    earnings          numeric NOT NULL DEFAULT 0,
+    PRIMARY KEY (compute_group_id, worker_opaque_id, period_start, period_length)
+);
+COMMENT ON TABLE compute_group_worker_period_stats IS
+    'What one worker supplied to one group during one period: tasks fetched, slices finished, '
+    'milliseconds of CPU and GPU, bytes in and out, and DCC earned.';
+
+CREATE INDEX compute_groups_owner ON compute_groups (owner);
+CREATE INDEX compute_group_jobs_owner ON compute_group_jobs (owner);
+CREATE INDEX compute_group_accounting_data_owner ON compute_group_accounting_data (owner);
+CREATE INDEX compute_group_worker_origins_owner ON compute_group_worker_origins (owner);
+CREATE INDEX compute_group_job_period_stats_owner ON compute_group_job_period_stats (owner);
+CREATE INDEX compute_group_worker_period_stats_owner ON compute_group_worker_period_stats (owner);
+
+-- A membership row has two owners: the group's, and the job's for the job's side of it.
+CREATE FUNCTION _compute_group_job_owners() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    NEW.owner := coalesce((SELECT g.owner FROM compute_groups g WHERE g.id = NEW.compute_group_id),
+                          NEW.owner);
+    NEW.job_owner := coalesce((SELECT j.owner FROM jobs j WHERE j.id = NEW.job_id),
+                              (SELECT h.owner FROM job_history h WHERE h.id = NEW.job_id LIMIT 1),
+                              NEW.job_owner);
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER owners BEFORE INSERT OR UPDATE OF compute_group_id, job_id, owner, job_owner ON compute_group_jobs
+    FOR EACH ROW EXECUTE FUNCTION _compute_group_job_owners();
+CREATE TRIGGER owner_from_group BEFORE INSERT OR UPDATE OF compute_group_id, owner ON compute_group_accounting_data
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_group();
+CREATE TRIGGER owner_from_group BEFORE INSERT OR UPDATE OF compute_group_id, owner ON compute_group_worker_origins
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_group();
+CREATE TRIGGER owner_from_group BEFORE INSERT OR UPDATE OF compute_group_id, owner ON compute_group_job_period_stats
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_group();
+CREATE TRIGGER owner_from_group BEFORE INSERT OR UPDATE OF compute_group_id, owner ON compute_group_worker_period_stats
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_group();
+CREATE TRIGGER touch BEFORE UPDATE ON compute_groups
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+CREATE TRIGGER touch BEFORE UPDATE ON compute_group_jobs
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+CREATE TRIGGER touch BEFORE UPDATE ON compute_group_accounting_data
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+CREATE TRIGGER touch BEFORE UPDATE ON compute_group_worker_origins
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+
+-- The job's side of compute_group_jobs, for the job's owner, who does not own the groups. It
+-- carries each group's opaque id (which the seed's view left out) so that compute_group_public
+-- can name the group.
+CREATE VIEW compute_groups_jobs_by_job WITH (security_barrier = true) AS
+SELECT m.job_id, m.compute_group_id, g.opaque_id AS compute_group_opaque_id, m.last_update
+FROM compute_group_jobs m JOIN compute_groups g ON g.id = m.compute_group_id
+WHERE m.job_owner = (SELECT identity());
+COMMENT ON VIEW compute_groups_jobs_by_job IS 'The groups each of the caller''s jobs is in.';
+
+-- What anyone may know about a group. Listing every group to whoever asks was the seed's
+-- defect: only groups their owner listed appear here; any other is found by its opaque id.
+CREATE VIEW compute_groups_public WITH (security_barrier = true) AS
+SELECT g.opaque_id, g.name, g.description FROM compute_groups g WHERE g.listed;
+COMMENT ON VIEW compute_groups_public IS
+    'The public fields of the groups their owners chose to list. compute_group_public(opaque_id) '
+    'finds any group by its id.';
+
+CREATE FUNCTION compute_group_public(opaque_id uuid) RETURNS SETOF compute_groups_public
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT g.opaque_id, g.name, g.description FROM compute_groups g
+    WHERE g.opaque_id = compute_group_public.opaque_id;
+END;
+COMMENT ON FUNCTION compute_group_public IS
+    'The public fields (opaque_id, name, description) of one group, listed or not; no row if '
+    'there is no such group.';
+
+-- Join secrets are hashed here and nowhere else. These bodies are bound to pgcrypto's functions
+-- when the extension is created, so the pinned search_path of their callers needs no pgcrypto.
+CREATE FUNCTION _join_hash(secret text) RETURNS text
+LANGUAGE sql VOLATILE STRICT
+RETURN crypt(secret, gen_salt('bf'));
+
+CREATE FUNCTION _join_hash_matches(secret text, hash text) RETURNS boolean
+LANGUAGE sql STABLE STRICT
+RETURN crypt(secret, hash) = hash;
+
+CREATE FUNCTION _compute_group_set_secret(ticket bigint, group_opaque_id uuid, secret text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _caller(ticket);
+    group_id bigint;
+BEGIN
+    SELECT g.id INTO group_id FROM compute_groups g
+    WHERE g.opaque_id = group_opaque_id AND g.owner = caller
+    FOR UPDATE;
+    -- Another owner's group gets the same answer as no group, so ids cannot be probed.
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'no_data_found',
+            MESSAGE = format('compute group %s does not exist', coalesce(group_opaque_id::text, 'null'));
+    END IF;
+    IF secret = '' THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'a join secret must not be empty',
+            HINT = 'Pass null to remove the secret, so that nobody can join with one.';
+    END IF;
+    UPDATE compute_groups SET join_hash = _join_hash(secret) WHERE id = group_id;
+END
+$$;
+
+CREATE FUNCTION compute_group_set_secret(group_opaque_id uuid, secret text) RETURNS void
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _compute_group_set_secret(_ticket(), group_opaque_id, secret);
+END;
+COMMENT ON FUNCTION compute_group_set_secret IS
+    'Sets the join secret of one of the caller''s groups; only its salted hash is kept. '
+    'null removes it.';
+
+CREATE FUNCTION compute_group_check_secret(group_opaque_id uuid, join_key text, secret text)
+RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    g compute_groups;
+    hash_matches boolean;
+BEGIN
+    SELECT * INTO g FROM compute_groups c WHERE c.opaque_id = group_opaque_id;
+    -- The hash is computed whether or not the group, key and hash are there, so the time taken
+    -- does not tell which of them was wrong.
+    hash_matches := _join_hash_matches(coalesce(secret, ''),
+                                       coalesce(g.join_hash, _join_hash(coalesce(secret, ''))));
+    RETURN coalesce(g.join_hash IS NOT NULL AND g.join_key = compute_group_check_secret.join_key
+                    AND hash_matches, false);
+END
+$$;
+COMMENT ON FUNCTION compute_group_check_secret IS
+    'Whether join_key and secret are the join credentials of the group: true or false, and false '
+    'as well for a group that does not exist or has no secret.';
+
+ALTER TABLE compute_groups ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_group_jobs ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_group_accounting_data ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_group_worker_origins ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_group_job_period_stats ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_group_worker_period_stats ENABLE ROW LEVEL SECURITY;
+CREATE POLICY group_owner_reads ON compute_groups FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY group_owner_changes ON compute_groups FOR UPDATE TO pgjobs_user
+    USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
+CREATE POLICY group_owner_reads ON compute_group_jobs FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY group_owner_reads ON compute_group_accounting_data FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY group_owner_reads ON compute_group_job_period_stats FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY group_owner_reads ON compute_group_worker_period_stats FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+-- An origin row names its group, and the group must be the caller's.
+CREATE POLICY group_owner_manages ON compute_group_worker_origins FOR ALL TO pgjobs_user
+    USING (owner = (SELECT identity()))
+    WITH CHECK (owner = (SELECT identity())
+                AND EXISTS (SELECT FROM compute_groups g
+                            WHERE g.id = compute_group_worker_origins.compute_group_id
+                              AND g.owner = (SELECT identity())));
+GRANT SELECT ON compute_groups, compute_groups_public, compute_group_jobs, compute_groups_jobs_by_job,
+    compute_group_accounting_data, compute_group_worker_origins, compute_group_job_period_stats,
+    compute_group_worker_period_stats TO pgjobs_user;
+GRANT UPDATE (name, description, join_key, join_address, listed) ON compute_groups TO pgjobs_user;
+GRANT INSERT, UPDATE, DELETE ON compute_group_worker_origins TO pgjobs_user;
+
+-- ---------------------------------------------------------------------------------------------
+-- Workers: read and changed by the worker's registered owner. The worker itself, acting as its
+-- own identity, reads only worker_self and worker_self_config.
+
+CREATE TABLE workers (
+    opaque_id      uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    owner          oid NOT NULL DEFAULT identity(),
+    -- The worker's own role. Unique, so a role is at most one worker and worker_self one row.
+    identity       oid NOT NULL UNIQUE,
+    label          text,
+    transfer_lock  boolean NOT NULL DEFAULT false,
+    flags          integer NOT NULL DEFAULT 0 CHECK (flags >= 0)
+);
+COMMENT ON TABLE workers IS
+    'Registered workers. An owner registers only a role it is a member of (one it could act as), '
+    'so nobody can make another role read their worker''s settings or take its name.';
+COMMENT ON COLUMN workers.label IS 'Usually the host name.';
+COMMENT ON COLUMN workers.transfer_lock IS 'true: the worker cannot be re-registered to another owner.';
+COMMENT ON COLUMN workers.flags IS 'Bit flags; worker_flag_names(flags) names them.';
+
+CREATE TABLE worker_run_info (
+    worker_opaque_id        uuid PRIMARY KEY REFERENCES workers ON DELETE CASCADE,
+    owner                   oid NOT NULL DEFAULT identity(),
+    type                    text CHECK (type IN ('browser', 'dcp-worker')),
+    os                      text,
+    arch                    text,
+    version                 jsonb,
+    browser                 text,
+    browser_version         text,
+    hostname                text,
+    username                text,
+    local_ip_address        text,
+    mac_address             text,
+    pid                     integer,
+    cpu_type                text,
+    cpu_cores               double precision,
+    gpu_type                text,
+    gpu_cores               double precision,
+    ram                     double precision,
+    cpu_target_utilization  double precision,
+    gpu_target_utilization  double precision,
+    max_sandboxes           double precision,
+    earnings_account        text,
+    earnings                numeric NOT NULL DEFAULT 0,
+    status                  text CHECK (status IN ('running', 'end')),
+    last_start_time         timestamptz,
+    last_update             timestamptz NOT NULL DEFAULT now(),
+    last_error              jsonb,
+    last_error_timestamp    timestamptz
+);
+COMMENT ON TABLE worker_run_info IS
+    'What a worker runs on and how much of the machine it uses, rewritten at every start and '
+    'config change. ram is in MB. The owner may change earnings_account only.';
+COMMENT ON COLUMN worker_run_info.earnings_account IS 'Where the worker is paid: an opaque account identifier.';
+COMMENT ON COLUMN worker_run_info.earnings IS 'DCC earned since the last reset.';
+
+-- The seed's averageBusySandboxes* and averageIdleSandboxes* are marked not to be used and are left out.
+CREATE TABLE worker_task_info (
+    worker_opaque_id  uuid PRIMARY KEY REFERENCES workers ON DELETE CASCADE,
+    owner             oid NOT NULL DEFAULT identity(),
+    task_time         timestamptz,
+    current_task      jsonb,
+    serial            integer
+);
+COMMENT ON TABLE worker_task_info IS
+    'Written at every task fetch: when (task_time), what (current_task), and serial, the '
+    'position in the ring buffer.';
+
+CREATE TABLE dcp_worker_app_config (
+    id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    owner               oid NOT NULL DEFAULT identity(),
+    worker_opaque_id    uuid REFERENCES workers ON DELETE CASCADE,
+    type                text NOT NULL DEFAULT 'active' CHECK (type IN ('active', 'template')),
+    syslog_url          uri,
+    enable_syslog       boolean,
+    enable_event_log    boolean,
+    startup_delay       double precision,
+    startup_delay_type  text,
+    last_update         timestamptz NOT NULL DEFAULT now()
+);
+-- One active configuration per worker, and one for all of an owner's workers.
+CREATE UNIQUE INDEX dcp_worker_app_config_active ON dcp_worker_app_config (owner, worker_opaque_id)
+    NULLS NOT DISTINCT WHERE type = 'active';
+COMMENT ON TABLE dcp_worker_app_config IS
+    'Application settings pushed to workers. A null worker_opaque_id applies to all the owner''s '
+    'workers, a worker''s own row overrides it; a template is kept, not applied.';
+
+CREATE TABLE worker_config_value (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    owner             oid NOT NULL DEFAULT identity(),
+    worker_opaque_id  uuid REFERENCES workers ON DELETE CASCADE,
+    type              text NOT NULL DEFAULT 'active' CHECK (type IN ('active', 'template')),
+    key_path          text NOT NULL CHECK (key_path <> ''),
+    value             jsonb,
+    last_update       timestamptz NOT NULL DEFAULT now(),
+    UNIQUE NULLS NOT DISTINCT (owner, worker_opaque_id, type, key_path)
+);
+COMMENT ON TABLE worker_config_value IS
+    'Single dcpConfig.worker values pushed to workers, by key path. A null worker_opaque_id '
+    'applies to all the owner''s workers, a worker''s own row overrides it; a template is kept, '
+    'not applied.';
+
+CREATE TABLE creds_list (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    owner        oid NOT NULL DEFAULT identity(),
+    type         text NOT NULL DEFAULT 'cg-join' CHECK (type IN ('cg-join')),
+    label        text,
+    last_update  timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE creds_list IS 'A named set of credentials handed to workers; cg-join lists hold compute group joins.';
+
+CREATE TABLE credential (
+    id                       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    creds_list_id            bigint NOT NULL REFERENCES creds_list ON DELETE CASCADE,
+    owner                    oid NOT NULL DEFAULT identity(),
+    type                     text NOT NULL DEFAULT 'cg' CHECK (type IN ('cg')),
+    compute_group_opaque_id  uuid,
+    identifier               text NOT NULL,
+    secret                   text,
+    last_update              timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE credential IS
+    'One credential of a list. For a compute group (type cg): identifier is the join key and '
+    'secret what the worker presents to compute_group_check_secret. Readable by the list''s owner only.';
+
+CREATE TABLE worker_creds (
+    worker_opaque_id  uuid NOT NULL REFERENCES workers ON DELETE CASCADE,
+    creds_list_id     bigint NOT NULL REFERENCES creds_list ON DELETE CASCADE,
+    owner             oid NOT NULL DEFAULT identity(),
+    PRIMARY KEY (worker_opaque_id, creds_list_id)
+);
+COMMENT ON TABLE worker_creds IS 'Which credential lists a worker is given.';
+
+CREATE TABLE worker_notifications (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    worker_opaque_id  uuid NOT NULL REFERENCES workers ON DELETE CASCADE,
+    owner             oid NOT NULL DEFAULT identity(),
+    event             text NOT NULL CHECK (event <> ''),
+    signature         text,
+    created_at        timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE worker_notifications IS 'Events queued for a worker, each with the signature that vouches for it.';
+
+CREATE TABLE register_worker_directive (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    owner        oid NOT NULL DEFAULT identity(),
+    directive    jsonb NOT NULL DEFAULT '{}',
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    last_update  timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE register_worker_directive IS
+    'Instructions applied when a worker registers with one of the owner''s registration keys.';
+
+CREATE INDEX workers_owner ON workers (owner);
+CREATE INDEX worker_run_info_owner ON worker_run_info (owner);
+CREATE INDEX worker_task_info_owner ON worker_task_info (owner);
+CREATE INDEX dcp_worker_app_config_owner ON dcp_worker_app_config (owner);
+CREATE INDEX worker_config_value_owner ON worker_config_value (owner);
+CREATE INDEX creds_list_owner ON creds_list (owner);
+CREATE INDEX credential_owner ON credential (owner);
+CREATE INDEX credential_list ON credential (creds_list_id);
+CREATE INDEX worker_creds_owner ON worker_creds (owner);
+CREATE INDEX worker_creds_list ON worker_creds (creds_list_id);
+CREATE INDEX worker_notifications_owner ON worker_notifications (owner);
+CREATE INDEX worker_notifications_worker ON worker_notifications (worker_opaque_id);
+CREATE INDEX register_worker_directive_owner ON register_worker_directive (owner);
+
+CREATE TRIGGER owner_from_worker BEFORE INSERT OR UPDATE OF worker_opaque_id, owner ON worker_run_info
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_worker();
+CREATE TRIGGER owner_from_worker BEFORE INSERT OR UPDATE OF worker_opaque_id, owner ON worker_task_info
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_worker();
+CREATE TRIGGER owner_from_worker BEFORE INSERT OR UPDATE OF worker_opaque_id, owner ON dcp_worker_app_config
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_worker();
+CREATE TRIGGER owner_from_worker BEFORE INSERT OR UPDATE OF worker_opaque_id, owner ON worker_config_value
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_worker();
+CREATE TRIGGER owner_from_worker BEFORE INSERT OR UPDATE OF worker_opaque_id, owner ON worker_creds
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_worker();
+CREATE TRIGGER owner_from_worker BEFORE INSERT OR UPDATE OF worker_opaque_id, owner ON worker_notifications
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_worker();
+CREATE TRIGGER owner_from_creds_list BEFORE INSERT OR UPDATE OF creds_list_id, owner ON credential
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_creds_list();
+CREATE TRIGGER touch BEFORE UPDATE ON worker_run_info
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+CREATE TRIGGER touch BEFORE UPDATE ON dcp_worker_app_config
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+CREATE TRIGGER touch BEFORE UPDATE ON worker_config_value
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+CREATE TRIGGER touch BEFORE UPDATE ON creds_list
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+CREATE TRIGGER touch BEFORE UPDATE ON credential
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+CREATE TRIGGER touch BEFORE UPDATE ON register_worker_directive
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+
+-- Re-registering a worker to another owner (an administrator's act: an owner cannot give rows
+-- away) is refused while it is transfer-locked. Otherwise the new owner gets its run and task
+-- information, and the old owner's settings, credentials and notifications for it are dropped.
+CREATE FUNCTION _worker_owner_changes() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NEW.owner = OLD.owner THEN
+        RETURN NEW;
+    END IF;
+    IF TG_WHEN = 'BEFORE' THEN
+        IF OLD.transfer_lock THEN
+            RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+                MESSAGE = format('worker %s is transfer-locked to its owner', OLD.opaque_id),
+                HINT = 'Its owner must clear transfer_lock before it can be re-registered.';
+        END IF;
+        RETURN NEW;
+    END IF;
+    UPDATE worker_run_info SET owner = NEW.owner WHERE worker_opaque_id = NEW.opaque_id;
+    UPDATE worker_task_info SET owner = NEW.owner WHERE worker_opaque_id = NEW.opaque_id;
+    DELETE FROM dcp_worker_app_config WHERE worker_opaque_id = NEW.opaque_id;
+    DELETE FROM worker_config_value WHERE worker_opaque_id = NEW.opaque_id;
+    DELETE FROM worker_creds WHERE worker_opaque_id = NEW.opaque_id;
+    DELETE FROM worker_notifications WHERE worker_opaque_id = NEW.opaque_id;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER refuse_locked_transfer BEFORE UPDATE OF owner ON workers
+    FOR EACH ROW EXECUTE FUNCTION _worker_owner_changes();
+CREATE TRIGGER owner_moves AFTER UPDATE OF owner ON workers
+    FOR EACH ROW EXECUTE FUNCTION _worker_owner_changes();
+
+-- Everything about the caller's workers in one row each. running: the worker said it started
+-- and has been heard from (a start, a config change or a task fetch) in the last 5 minutes, the
+-- longest a working worker may stay silent.
+CREATE VIEW worker_snapshot WITH (security_invoker = true) AS
+SELECT w.opaque_id, w.owner::regrole AS owner, w.identity::regrole AS identity, w.label,
+       w.transfer_lock, w.flags, worker_flag_names(w.flags) AS flag_names,
+       r.type, r.os, r.arch, r.version, r.browser, r.browser_version, r.hostname, r.username,
+       r.local_ip_address, r.mac_address, r.pid, r.cpu_type, r.cpu_cores, r.gpu_type, r.gpu_cores,
+       r.ram, r.cpu_target_utilization, r.gpu_target_utilization, r.max_sandboxes,
+       r.earnings_account, r.earnings, r.status, r.last_start_time, r.last_update, r.last_error,
+       r.last_error_timestamp,
+       t.task_time, t.current_task, t.serial,
+       c.syslog_url, c.enable_syslog, c.enable_event_log, c.startup_delay, c.startup_delay_type,
+       coalesce(r.status = 'running'
+                AND greatest(r.last_update, t.task_time) > now() - interval '5 minutes', false) AS running
+FROM workers w
+LEFT JOIN worker_run_info r ON r.worker_opaque_id = w.opaque_id
+LEFT JOIN worker_task_info t ON t.worker_opaque_id = w.opaque_id
+LEFT JOIN LATERAL (
+    SELECT a.* FROM dcp_worker_app_config a
+    WHERE a.owner = w.owner AND a.type = 'active'
+      AND (a.worker_opaque_id = w.opaque_id OR a.worker_opaque_id IS NULL)
+    ORDER BY a.worker_opaque_id NULLS LAST
+    LIMIT 1
+) c ON true;
+COMMENT ON VIEW worker_snapshot IS
+    'Each of the caller''s workers with its registration, run and task information and the '
+    'application settings that apply to it. running: it started and was heard from in the last 5 minutes.';
+
+-- What a worker's own role may read about itself: no earnings, no earnings account, no other
+-- worker. Owned by the extension and filtered here, since the worker owns none of these rows.
+CREATE VIEW worker_self WITH (security_barrier = true) AS
+SELECT w.opaque_id, w.owner::regrole AS owner, w.label, w.transfer_lock, w.flags,
+       r.type, r.os, r.arch, r.version, r.browser, r.browser_version, r.hostname, r.username,
+       r.local_ip_address, r.mac_address, r.pid, r.cpu_type, r.cpu_cores, r.gpu_type, r.gpu_cores,
+       r.ram, r.cpu_target_utilization, r.gpu_target_utilization, r.max_sandboxes, r.status,
+       r.last_start_time, r.last_update, r.last_error, r.last_error_timestamp,
+       c.syslog_url, c.enable_syslog, c.enable_event_log, c.startup_delay, c.startup_delay_type
+FROM workers w
+LEFT JOIN worker_run_info r ON r.worker_opaque_id = w.opaque_id
+LEFT JOIN LATERAL (
+    SELECT a.* FROM dcp_worker_app_config a
+    WHERE a.owner = w.owner AND a.type = 'active'
+      AND (a.worker_opaque_id = w.opaque_id OR a.worker_opaque_id IS NULL)
+    ORDER BY a.worker_opaque_id NULLS LAST
+    LIMIT 1
+) c ON true
+WHERE w.identity = (SELECT identity());
+COMMENT ON VIEW worker_self IS
+    'For a worker''s own role: its registration, run information and the application settings that apply to it.';
+
+CREATE VIEW worker_self_config WITH (security_barrier = true) AS
+SELECT DISTINCT ON (v.key_path) v.key_path, v.value, v.worker_opaque_id IS NULL AS for_all_workers,
+       v.last_update
+FROM workers w
+JOIN worker_config_value v
+  ON v.owner = w.owner AND v.type = 'active'
+ AND (v.worker_opaque_id = w.opaque_id OR v.worker_opaque_id IS NULL)
+WHERE w.identity = (SELECT identity())
+ORDER BY v.key_path, v.worker_opaque_id NULLS LAST;
+COMMENT ON VIEW worker_self_config IS
+    'For a worker''s own role: the config values that apply to it, its own overriding those its '
+    'owner set for all workers (for_all_workers).';
+
+ALTER TABLE workers ENABLE ROW LEVEL SECURITY;
+ALTER TABLE worker_run_info ENABLE ROW LEVEL SECURITY;
+ALTER TABLE worker_task_info ENABLE ROW LEVEL SECURITY;
+ALTER TABLE dcp_worker_app_config ENABLE ROW LEVEL SECURITY;
+ALTER TABLE worker_config_value ENABLE ROW LEVEL SECURITY;
+ALTER TABLE creds_list ENABLE ROW LEVEL SECURITY;
+ALTER TABLE credential ENABLE ROW LEVEL SECURITY;
+ALTER TABLE worker_creds ENABLE ROW LEVEL SECURITY;
+ALTER TABLE worker_notifications ENABLE ROW LEVEL SECURITY;
+ALTER TABLE register_worker_directive ENABLE ROW LEVEL SECURITY;
+CREATE POLICY worker_owner_manages ON workers FOR ALL TO pgjobs_user
+    USING (owner = (SELECT identity()))
+    WITH CHECK (owner = (SELECT identity())
+                AND pg_has_role((SELECT identity()), workers.identity, 'MEMBER'));
+CREATE POLICY worker_owner_reads ON worker_run_info FOR SELECT TO pgjobs_user
+    USING (owner = (SELECT identity()));
+CREATE POLICY worker_owner_changes_earnings_account ON worker_run_info FOR UPDATE TO pgjobs_user
+    USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
+CREATE POLICY worker_owner_reads ON worker_task_info FOR SELECT TO pgjobs_user
+    USING (owner = (SELECT identity()));
+-- A row naming a worker must name one of the caller's.
+CREATE POLICY worker_owner_manages ON dcp_worker_app_config FOR ALL TO pgjobs_user
+    USING (owner = (SELECT identity()))
+    WITH CHECK (owner = (SELECT identity())
+                AND (dcp_worker_app_config.worker_opaque_id IS NULL
+                     OR EXISTS (SELECT FROM workers w
+                                WHERE w.opaque_id = dcp_worker_app_config.worker_opaque_id
+                                  AND w.owner = (SELECT identity()))));
+CREATE POLICY worker_owner_manages ON worker_config_value FOR ALL TO pgjobs_user
+    USING (owner = (SELECT identity()))
+    WITH CHECK (owner = (SELECT identity())
+                AND (worker_config_value.worker_opaque_id IS NULL
+                     OR EXISTS (SELECT FROM workers w
+                                WHERE w.opaque_id = worker_config_value.worker_opaque_id
+                                  AND w.owner = (SELECT identity()))));
+CREATE POLICY worker_owner_manages ON creds_list FOR ALL TO pgjobs_user
+    USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
+CREATE POLICY worker_owner_manages ON credential FOR ALL TO pgjobs_user
+    USING (owner = (SELECT identity()))
+    WITH CHECK (owner = (SELECT identity())
+                AND EXISTS (SELECT FROM creds_list l
+                            WHERE l.id = credential.creds_list_id AND l.owner = (SELECT identity())));
+CREATE POLICY worker_owner_manages ON worker_creds FOR ALL TO pgjobs_user
+    USING (owner = (SELECT identity()))
+    WITH CHECK (owner = (SELECT identity())
+                AND EXISTS (SELECT FROM workers w
+                            WHERE w.opaque_id = worker_creds.worker_opaque_id AND w.owner = (SELECT identity()))
+                AND EXISTS (SELECT FROM creds_list l
+                            WHERE l.id = worker_creds.creds_list_id AND l.owner = (SELECT identity())));
+CREATE POLICY worker_owner_manages ON worker_notifications FOR ALL TO pgjobs_user
+    USING (owner = (SELECT identity()))
+    WITH CHECK (owner = (SELECT identity())
+                AND EXISTS (SELECT FROM workers w
+                            WHERE w.opaque_id = worker_notifications.worker_opaque_id
+                              AND w.owner = (SELECT identity())));
+CREATE POLICY worker_owner_manages ON register_worker_directive FOR ALL TO pgjobs_user
+    USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
+GRANT SELECT, INSERT, UPDATE, DELETE ON workers, dcp_worker_app_config, worker_config_value,
+    creds_list, credential, worker_creds, worker_notifications, register_worker_directive TO pgjobs_user;
+GRANT SELECT ON worker_run_info, worker_task_info, worker_snapshot, worker_self, worker_self_config
+    TO pgjobs_user;
+GRANT UPDATE (earnings_account) ON worker_run_info TO pgjobs_user;
+
+-- ---------------------------------------------------------------------------------------------
+-- Not exposed: the scheduler's own bookkeeping. No grants and no policies, so every role but the
+-- extension's owner is refused, pgjobs_user members included.
+
+CREATE TABLE consensus_results (
+    job_id            bigint NOT NULL,
+    slice_number      integer NOT NULL,
+    worker_opaque_id  uuid NOT NULL,
+    owner             oid NOT NULL DEFAULT identity(),
+    value_hash        text NOT NULL,
+    reported_at       timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (job_id, slice_number, worker_opaque_id)
+);
+COMMENT ON TABLE consensus_results IS
+    'The results of duplicated slices of a consensus job, by worker, until they agree.';
+
+CREATE TABLE reliable_events (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    owner       oid NOT NULL DEFAULT identity(),
+    event       text NOT NULL,
+    payload     jsonb NOT NULL DEFAULT '{}',
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE reliable_events IS 'Events the scheduler must deliver at least once.';
+
+CREATE INDEX consensus_results_owner ON consensus_results (owner);
+CREATE INDEX reliable_events_owner ON reliable_events (owner);
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON consensus_results
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
+ALTER TABLE consensus_results ENABLE ROW LEVEL SECURITY;
+ALTER TABLE reliable_events ENABLE ROW LEVEL SECURITY;
+
+-- ---------------------------------------------------------------------------------------------
+
+REVOKE ALL ON FUNCTION job_flag_names(integer), capability_names(integer), worker_flag_names(integer),
+    _owner_from_job(), _owner_from_group(), _owner_from_worker(), _owner_from_creds_list(),
+    _touch_last_update(), _compute_group_job_owners(), _worker_owner_changes(),
+    compute_group_public(uuid), _join_hash(text), _join_hash_matches(text, text),
+    _compute_group_set_secret(bigint, uuid, text), compute_group_set_secret(uuid, text),
+    compute_group_check_secret(uuid, text, text) FROM PUBLIC;
+-- The public function passes its caller's ticket to the definer, which checks it; so both are granted.
+GRANT EXECUTE ON FUNCTION job_flag_names(integer), capability_names(integer), worker_flag_names(integer),
+    compute_group_public(uuid), compute_group_set_secret(uuid, text),
+    _compute_group_set_secret(bigint, uuid, text), compute_group_check_secret(uuid, text, text)
+    TO pgjobs_user;
+
+-- pg_dump keeps the rows of these tables, and where their identity columns have got to.
+DO $$
+DECLARE
+    t regclass;
+    s text;
+BEGIN
+    FOR t IN SELECT unnest(ARRAY[
+        'job_perf_data', 'job_fin_totals', 'job_results', 'job_data', 'job_arguments',
+        'work_functions', 'work_reject_history', 'compute_groups', 'compute_group_jobs',
+        'compute_group_accounting_data', 'compute_group_worker_origins',
+        'compute_group_job_period_stats', 'compute_group_worker_period_stats', 'workers',
+        'worker_run_info', 'worker_task_info', 'dcp_worker_app_config', 'worker_config_value',
+        'creds_list', 'credential', 'worker_creds', 'worker_notifications',
+        'register_worker_directive', 'consensus_results', 'reliable_events']::regclass[])
+    LOOP
+        PERFORM pg_extension_config_dump(t, '');
+        FOR s IN SELECT pg_get_serial_sequence(t::text, a.attname)
+                 FROM pg_attribute a WHERE a.attrelid = t AND a.attidentity <> '' LOOP
+            PERFORM pg_extension_config_dump(s::regclass, '');
+        END LOOP;
+    END LOOP;
+END
+$$;
