@@ -41,7 +41,7 @@ launcher_pid() { live_sql "SELECT pid FROM pg_stat_activity WHERE backend_type =
 prepare_live_database() {
     "$PG_BIN/psql" -X -q -h localhost -p "$PORT" -U postgres -d postgres \
         -c "DROP DATABASE IF EXISTS $LIVE_DB WITH (FORCE)" -c "CREATE DATABASE $LIVE_DB" >/dev/null
-    live_sql "CREATE EXTENSION pg_jobs; CREATE TABLE live_effects (v integer)" >/dev/null
+    live_sql "CREATE EXTENSION pg_jobs CASCADE; CREATE TABLE live_effects (v integer)" >/dev/null
     wait_until 15 "SELECT alive FROM pgjobs.launcher"
 }
 

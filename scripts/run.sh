@@ -10,7 +10,7 @@ psql_run() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U 
 if ! psql_run -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'pg_jobs'" | grep -q 1; then
     psql_run -d postgres -c "CREATE DATABASE pg_jobs"
 fi
-psql_run -d pg_jobs -c "SET client_min_messages = warning" -c "DROP EXTENSION IF EXISTS pg_jobs CASCADE" -c "CREATE EXTENSION pg_jobs"
+psql_run -d pg_jobs -c "SET client_min_messages = warning" -c "DROP EXTENSION IF EXISTS pg_jobs CASCADE" -c "CREATE EXTENSION pg_jobs CASCADE"
 
 log "demo"
 psql_run -d pg_jobs -f "$ROOT/scripts/demo.sql"

@@ -81,7 +81,7 @@ log "preload check"
 stop_cluster nopreload
 start_cluster nopreload $((PORT + 10)) - >/dev/null
 refusal=$("$PG_BIN/psql" -X -h localhost -p $((PORT + 10)) -U postgres -d postgres \
-    -c "CREATE EXTENSION pg_jobs" 2>&1 || true)
+    -c "CREATE EXTENSION pg_jobs CASCADE" 2>&1 || true)
 stop_cluster nopreload
 if grep -q "must be loaded via shared_preload_libraries" <<<"$refusal" \
    && grep -q "shared_preload_libraries = 'pg_jobs'" <<<"$refusal"; then

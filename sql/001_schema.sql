@@ -41,9 +41,8 @@ CREATE INDEX proxies_root ON proxies (root);
 CREATE FUNCTION identity() RETURNS oid
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-RETURN (SELECT coalesce(p.root, r.oid)
-        FROM pg_catalog.pg_roles r LEFT JOIN @extschema@.proxies p ON p.proxy = r.oid
-        WHERE r.rolname = current_user);
+RETURN coalesce((SELECT p.root FROM @extschema@.proxies p WHERE p.proxy = @extschema@._current_role()),
+                @extschema@._current_role());
 COMMENT ON FUNCTION identity() IS
     'The identity of the current role: its root if it is a registered proxy, else itself. '
     'It owns what the current role creates.';
@@ -192,6 +191,6 @@ CREATE POLICY owner_reads ON slices FOR SELECT USING (owner = (SELECT identity()
 CREATE POLICY owner_reads ON job_history FOR SELECT USING (owner = (SELECT identity()));
 -- Not through identity(), which reads this table: a role sees the rows naming it.
 CREATE POLICY root_and_proxy_read ON proxies FOR SELECT
-    USING ((SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user) IN (root, proxy));
+    USING ((SELECT _current_role()) IN (root, proxy));
 GRANT SELECT ON jobs, slices, job_history, proxies TO pgjobs_user;
 GRANT UPDATE (name, description, link, listed) ON jobs TO pgjobs_user;

@@ -58,13 +58,6 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION _is_admin(caller oid) RETURNS boolean
-LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-BEGIN ATOMIC
-    SELECT coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.oid = caller), false);
-END;
-
 -- Proxies: registered by their root (who must be a member of the proxy role, so that nobody
 -- takes over what another role creates) or by an administrator.
 CREATE FUNCTION _jobs_add_proxy(ticket bigint, proxy regrole, root regrole) RETURNS void

@@ -49,3 +49,15 @@ fn _redeem(ticket: i64) -> pg_sys::Oid {
         );
     })
 }
+
+/// The current role, as `current_user` but without a catalog query.
+#[pg_extern(stable, parallel_safe)]
+fn _current_role() -> pg_sys::Oid {
+    unsafe { pg_sys::GetUserId() }
+}
+
+/// Whether a role is a superuser: one syscache lookup, not a query of `pg_roles`.
+#[pg_extern(stable, parallel_safe)]
+fn _is_admin(role: pg_sys::Oid) -> bool {
+    unsafe { pg_sys::superuser_arg(role) }
+}

@@ -14,14 +14,16 @@ mod schedules;
 
 ::pgrx::pg_module_magic!(name, version);
 
-extension_sql_file!("../sql/001_schema.sql", name = "schema", bootstrap);
+// identity() and the policies call _current_role.
+extension_sql_file!("../sql/001_schema.sql", name = "schema", requires = [identity::_current_role]);
 // The wrappers' SQL-standard bodies are bound when created, so the Rust functions they call come first.
 extension_sql_file!(
     "../sql/002_queue.sql",
     name = "queue",
-    requires = ["schema", identity::_ticket, identity::_redeem]
+    requires = ["schema", identity::_ticket, identity::_redeem, identity::_is_admin]
 );
-// Last: its SQL-standard functions call the Rust functions of `schedules`.
+extension_sql_file!("../sql/004_compute.sql", name = "compute", requires = ["queue"]);
+// Last: its SQL-standard functions call the Rust functions of `schedules`, and it grants.
 extension_sql_file!("../sql/003_scheduler.sql", name = "scheduler", finalize);
 
 #[pg_guard]

@@ -378,7 +378,8 @@ SET ROLE regress_worker;
 SELECT label, owner, flags, hostname, status, syslog_url, enable_syslog FROM pgjobs.worker_self;
 SELECT key_path, value, for_all_workers FROM pgjobs.worker_self_config ORDER BY key_path;
 SELECT regress.error_of('SELECT earnings_account FROM pgjobs.worker_self');
-SELECT regress.error_of('UPDATE pgjobs.worker_self SET label = ''x''');
+WITH u AS (UPDATE pgjobs.worker_run_info SET earnings_account = 'acct:thief' RETURNING 1)
+SELECT count(*) AS earnings_account_changed FROM u;
 WITH u AS (UPDATE pgjobs.workers SET label = 'mine' RETURNING 1) SELECT count(*) AS workers_changed FROM u;
 RESET ROLE;
 

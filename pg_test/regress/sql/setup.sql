@@ -1,5 +1,5 @@
 -- Shared by every test of this suite: the extension and a few helpers in schema regress.
-CREATE EXTENSION pg_jobs;
+CREATE EXTENSION pg_jobs CASCADE;
 SELECT name, boot_val, unit FROM pg_settings WHERE name LIKE 'pg_jobs.%' ORDER BY name;
 
 CREATE SCHEMA regress;
