@@ -503,6 +503,32 @@ COMMENT ON FUNCTION compute_group_public IS
     'The public fields (opaque_id, name, description) of one group, listed or not; no row if '
     'there is no such group.';
 
+-- The same for jobs, live or finished: only listed jobs appear; any one is found by its id.
+CREATE VIEW jobs_public WITH (security_barrier = true) AS
+SELECT j.opaque_id, j.name, j.description, j.link FROM jobs j WHERE j.listed
+UNION ALL
+SELECT h.opaque_id, h.name, h.description, h.link FROM job_history h WHERE h.listed;
+COMMENT ON VIEW jobs_public IS
+    'The public fields of the jobs their owners chose to list. jobs_public_lookup(opaque_id) '
+    'finds any job by its id.';
+
+CREATE FUNCTION jobs_public_lookup(opaque_id uuid) RETURNS SETOF jobs_public
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT j.opaque_id, j.name, j.description, j.link FROM jobs j
+    WHERE j.opaque_id = jobs_public_lookup.opaque_id
+    UNION ALL
+    SELECT h.opaque_id, h.name, h.description, h.link FROM job_history h
+    WHERE h.opaque_id = jobs_public_lookup.opaque_id;
+END;
+COMMENT ON FUNCTION jobs_public_lookup IS
+    'The public fields (opaque_id, name, description, link) of one job, listed or not; no row if '
+    'there is no such job.';
+CREATE INDEX job_history_opaque_id ON job_history (opaque_id);
+GRANT SELECT ON jobs_public TO pgjobs_user;
+GRANT EXECUTE ON FUNCTION jobs_public_lookup(uuid) TO pgjobs_user;
+
 -- Join secrets are hashed here and nowhere else. These bodies are bound to pgcrypto's functions
 -- when the extension is created, so the pinned search_path of their callers needs no pgcrypto.
 CREATE FUNCTION _join_hash(secret text) RETURNS text

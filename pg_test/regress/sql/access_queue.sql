@@ -119,6 +119,20 @@ SELECT regress.as_role('regress_proxy', $$SELECT count(*) FROM pgjobs.job_list$$
 SELECT regress.as_role('regress_proxy', $$SELECT pgjobs.jobs_add('now_mine')$$) IS NOT NULL AS proxy_added_own;
 SELECT owner, task FROM pgjobs.job_list WHERE task = 'now_mine';
 
+-- Public fields: every role reads listed jobs, and any job by its opaque id, and never more
+-- than opaque id, name, description and link.
+UPDATE pgjobs.jobs SET name = 'public job', description = 'for everyone', listed = true WHERE id = 1;
+UPDATE pgjobs.job_history SET name = 'unlisted' WHERE id = 2;
+SELECT opaque_id AS job_2_opaque FROM pgjobs.job_list WHERE id = 2 \gset
+SELECT role, regress.as_role(role, $$SELECT string_agg(name, ',') FROM pgjobs.jobs_public$$) AS listed,
+       regress.as_role(role, format($$SELECT name FROM pgjobs.jobs_public_lookup(%L)$$, :'job_2_opaque')) AS by_id,
+       regress.as_role(role, $$SELECT count(*) FROM pgjobs.jobs_public_lookup('00000000-0000-0000-0000-000000000000')$$) AS no_such_job
+FROM (VALUES ('regress_owner'), ('regress_other'), ('regress_worker'), ('regress_nobody')) AS r(role);
+SELECT table_name, string_agg(column_name::text, ', ' ORDER BY ordinal_position) AS columns
+FROM information_schema.columns WHERE table_schema = 'pgjobs' AND table_name = 'jobs_public'
+GROUP BY table_name;
+SELECT pg_get_function_result('pgjobs.jobs_public_lookup'::regproc) AS lookup_returns;
+
 -- A hostile search_path: look-alike functions and an always-true operator planted in a schema
 -- before pgjobs change nothing about what the functions check.
 CREATE SCHEMA regress_evil AUTHORIZATION regress_other;
