@@ -518,6 +518,7 @@ GRANT EXECUTE ON FUNCTION
     jobs_heartbeat(bigint, uuid, interval), _jobs_heartbeat(bigint, bigint, uuid, interval),
     jobs_complete(bigint[], uuid[], jsonb[]), jobs_complete(bigint, uuid, jsonb),
     _jobs_complete(bigint, bigint[], uuid[], jsonb[]),
+    jobs_complete_and_claim(bigint[], uuid[], jsonb[], text, text[], integer, interval),
     jobs_fail(bigint[], uuid[], text[]), jobs_fail(bigint, uuid, text),
     _jobs_fail(bigint, bigint[], uuid[], text[]),
     jobs_abort(bigint), _jobs_abort(bigint, bigint),

@@ -61,14 +61,15 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
         executors.retain(|executor| {
             !matches!(executor.pid(), Err(BackgroundWorkerStatus::Stopped | BackgroundWorkerStatus::PostmasterDied))
         });
-        sleep = BackgroundWorker::transaction(|| tick(&started_at));
+        let running = executors.len();
+        sleep = BackgroundWorker::transaction(|| tick(&started_at, running));
         start_sql_jobs(&mut executors);
     }
     log!("{LAUNCHER_TYPE} stopped");
 }
 
 /// One round of `_launcher_tick`; returns how long to sleep before the next.
-fn tick(started_at: &str) -> Duration {
+fn tick(started_at: &str, running_sql_jobs: usize) -> Duration {
     let refresh = Duration::from_secs(gucs::REFRESH_INTERVAL.get().max(1) as u64);
     let installed = Spi::get_one::<bool>(
         "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_jobs')",
@@ -76,9 +77,10 @@ fn tick(started_at: &str) -> Duration {
     if !matches!(installed, Ok(Some(true))) {
         return refresh;
     }
+    let doing = format!("scheduling; {running_sql_jobs} SQL jobs running");
     Spi::run_with_args(
-        "SELECT pgjobs._launcher_heartbeat(pg_backend_pid(), $1::timestamptz, 'scheduling')",
-        &[started_at.into()],
+        "SELECT pgjobs._launcher_heartbeat(pg_backend_pid(), $1::timestamptz, $2)",
+        &[started_at.into(), doing.as_str().into()],
     )
     .expect("heartbeat");
     let seconds = Spi::get_one::<f64>(

@@ -38,3 +38,18 @@ SELECT count(*) AS completed FROM pgjobs.jobs_complete(
     ARRAY['{"n": 1}', NULL, '{"n": 3}', '{"n": 4}']::jsonb[]);
 SELECT id, task, status, result FROM pgjobs.job_history ORDER BY id;
 SELECT job_id, status FROM pgjobs.slices ORDER BY job_id;
+
+-- Complete and claim in one call: the finished job and the next claim commit together; with
+-- empty arrays it only claims.
+SELECT pgjobs.jobs_add('next_' || i) FROM generate_series(1, 2) i;
+CREATE TABLE regress.held AS SELECT * FROM pgjobs.jobs_complete_and_claim('{}', '{}', '{}', 'w4');
+SELECT id, attempt, task FROM regress.held;
+SELECT c.id, c.task FROM regress.held h,
+    pgjobs.jobs_complete_and_claim(ARRAY[h.id], ARRAY[h.lease_token], ARRAY['{"ok": 1}'::jsonb], 'w4') c;
+SELECT id, status, result FROM pgjobs.job_history WHERE task LIKE 'next_%';
+SELECT job_id, status, locked_by FROM pgjobs.slices WHERE job_id IN (SELECT id FROM pgjobs.jobs WHERE task LIKE 'next_%');
+-- A stale token in the completion: the claim does not happen either.
+SELECT regress.fingerprint() AS before \gset
+SELECT regress.error_of($$SELECT * FROM pgjobs.jobs_complete_and_claim(ARRAY[8], ARRAY[gen_random_uuid()], '{NULL}', 'w4')$$);
+SELECT regress.fingerprint() = :'before' AS unchanged;
+DROP TABLE regress.held;
