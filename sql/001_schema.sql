@@ -162,9 +162,7 @@ CREATE TABLE job_history (
     name            text,
     description     text,
     link            text,
-    listed          boolean NOT NULL,
-    -- The compute scheduler's columns, as they were when the job finished.
-    compute         jsonb
+    listed          boolean NOT NULL
 ) PARTITION BY RANGE (due_at);
 CREATE INDEX job_history_id ON job_history (id);
 CREATE INDEX job_history_owner ON job_history (owner);

@@ -199,7 +199,7 @@ BEGIN
     INSERT INTO job_history (
         id, opaque_id, owner, status, task, queue, priority, payload, result, errors, attempts,
         max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
-        name, description, link, listed, compute)
+        name, description, link, listed)
     SELECT j.id, j.opaque_id, j.owner, f.final, j.task, j.queue, j.priority, f.payload,
            CASE WHEN f.final = 'failed' AND f.error IS NOT NULL
                 THEN jsonb_build_object('error', f.error) ELSE f.result END,
@@ -207,12 +207,7 @@ BEGIN
                 ELSE f.errors || jsonb_build_object('attempt', f.attempt,
                                                     'at', statement_timestamp(), 'error', f.error) END,
            f.attempt, j.max_attempts, j.idempotency_key, j.key_rule, f.locked_by,
-           j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed,
-           nullif(jsonb_strip_nulls(to_jsonb(j) - ARRAY[
-               'id', 'opaque_id', 'owner', 'task', 'queue', 'priority', 'max_attempts', 'backoff',
-               'max_backoff', 'lease', 'idempotency_key', 'key_rule', 'due_at', 'start_time',
-               'last_update', 'name', 'description', 'link', 'listed', 'duplication_level',
-               'flags', 'need_capabilities']), '{}')
+           j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed
     FROM j JOIN f ON f.job_id = j.id;
 END
 $$;
@@ -343,6 +338,7 @@ DECLARE
     spec job_spec;
     nth bigint := 0;
     adding _adding[];
+    taken bigint;
     woken text[];
     contested record;
 BEGIN
@@ -366,8 +362,9 @@ BEGIN
     )
     SELECT array_agg((w.id, w.spec, w.rule, w.run_at,
                       (w.spec).key IS NULL OR w.id IN (SELECT c.job_id FROM claimed c))::_adding
-                     ORDER BY w.ord)
-    INTO adding FROM wanted w;
+                     ORDER BY w.ord),
+           count(*) FILTER (WHERE (w.spec).key IS NOT NULL AND w.id NOT IN (SELECT c.job_id FROM claimed c))
+    INTO adding, taken FROM wanted w;
 
     WITH fresh AS (
         SELECT a.* FROM unnest(adding) a WHERE a.added
@@ -392,36 +389,40 @@ BEGIN
     )
     SELECT array_agg(DISTINCT s.queue) FILTER (WHERE s.run_at <= statement_timestamp())
     INTO woken FROM new_slices s;
-    PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
+    IF woken IS NOT NULL THEN
+        PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
+    END IF;
 
-    -- A key that was taken: the statement above could not see a holder that committed while
-    -- it waited on the key; this statement, with a new snapshot, can.
-    FOR contested IN
-        SELECT a.ord, a.spec, a.rule, k.job_id AS holder
-        FROM unnest(adding) WITH ORDINALITY AS a(id, spec, rule, run_at, added, ord)
-        JOIN job_keys k ON k.idempotency_key = (a.spec).key
-        WHERE NOT a.added
-    LOOP
-        adding[contested.ord].id := contested.holder;
-        CONTINUE WHEN contested.rule <> 'replace';
-        WITH waiting AS (
-            UPDATE slices s
-            SET payload = coalesce((contested.spec).payload, '{}'),
-                queue = coalesce((contested.spec).queue, 'default'),
-                priority = coalesce((contested.spec).priority, 0),
-                run_at = coalesce((contested.spec).run_at, statement_timestamp())
-            WHERE s.job_id = contested.holder AND s.status = 'created' AND s.owner = _add.owner
-            RETURNING s.job_id, s.queue, s.priority
-        )
-        UPDATE jobs j
-        SET task = (contested.spec).task, queue = w.queue, priority = w.priority,
-            max_attempts = coalesce((contested.spec).max_attempts, j.max_attempts),
-            backoff = coalesce((contested.spec).backoff, j.backoff),
-            max_backoff = coalesce((contested.spec).max_backoff, j.max_backoff),
-            lease = coalesce((contested.spec).lease, j.lease),
-            last_update = statement_timestamp()
-        FROM waiting w WHERE j.id = w.job_id;
-    END LOOP;
+    IF taken > 0 THEN
+        -- A key that was taken: the statement above could not see a holder that committed while
+        -- it waited on the key; this statement, with a new snapshot, can.
+        FOR contested IN
+            SELECT a.ord, a.spec, a.rule, k.job_id AS holder
+            FROM unnest(adding) WITH ORDINALITY AS a(id, spec, rule, run_at, added, ord)
+            JOIN job_keys k ON k.idempotency_key = (a.spec).key
+            WHERE NOT a.added
+        LOOP
+            adding[contested.ord].id := contested.holder;
+            CONTINUE WHEN contested.rule <> 'replace';
+            WITH waiting AS (
+                UPDATE slices s
+                SET payload = coalesce((contested.spec).payload, '{}'),
+                    queue = coalesce((contested.spec).queue, 'default'),
+                    priority = coalesce((contested.spec).priority, 0),
+                    run_at = coalesce((contested.spec).run_at, statement_timestamp())
+                WHERE s.job_id = contested.holder AND s.status = 'created' AND s.owner = _add.owner
+                RETURNING s.job_id, s.queue, s.priority
+            )
+            UPDATE jobs j
+            SET task = (contested.spec).task, queue = w.queue, priority = w.priority,
+                max_attempts = coalesce((contested.spec).max_attempts, j.max_attempts),
+                backoff = coalesce((contested.spec).backoff, j.backoff),
+                max_backoff = coalesce((contested.spec).max_backoff, j.max_backoff),
+                lease = coalesce((contested.spec).lease, j.lease),
+                last_update = statement_timestamp()
+            FROM waiting w WHERE j.id = w.job_id;
+        END LOOP;
+    END IF;
 
     RETURN QUERY SELECT a.id FROM unnest(adding) WITH ORDINALITY AS a(id, spec, rule, run_at, added, ord)
                  ORDER BY a.ord;
