@@ -3,6 +3,8 @@
 source "$(dirname "$0")/lib.sh"
 PORT=28815
 
+# Stopped first: installing a new build under a running server that preloads it can crash it.
+stop_cluster run
 "$ROOT/scripts/setup.sh"
 log "starting the cluster on port $PORT"
 dir=$(start_cluster run "$PORT")

@@ -489,7 +489,8 @@ BEGIN
 
     RETURN least(
         (SELECT min(s.next_slot) FROM schedules s WHERE s.enabled),
-        (SELECT min(s.run_at) FROM slices s WHERE s.queue = 'pg_jobs.sql' AND s.status = 'created'),
+        (SELECT min(s.run_at) FROM slices s
+         WHERE s.claimable_by = 0 AND s.queue = 'pg_jobs.sql' AND s.status = 'created'),
         (SELECT min(s.locked_until) FROM slices s WHERE s.status <> 'created'),
         at + current_setting('pg_jobs.refresh_interval')::interval);
 END
