@@ -377,56 +377,106 @@ SELECT s.name, s.owner::regrole AS owner, s.schedule, s.time_zone, s.work, s.opt
 FROM schedules s LEFT JOIN LATERAL (
     SELECT l.status FROM job_list l WHERE l.id = s.last_job_id) l ON true;
 
--- Fires every schedule due at `at`. Slots within pg_jobs.refresh_interval of `at` are on time;
--- older ones were missed (no scheduler ran) and follow the schedule's rule. Each slot's job
--- carries the key scheduled_job:<id>:<slot>, so however many schedulers fire, a slot runs once.
+-- The slots of `due` (a schedule's slots since it last fired, oldest first) to fire at `at`.
+-- Slots within `grace` of `at` are on time; older ones were missed (no scheduler ran) and
+-- follow the schedule's rule.
+CREATE FUNCTION _slots_to_fire(due timestamptz[], missed text, max_catch_up integer,
+                               at timestamptz, grace interval)
+RETURNS timestamptz[]
+LANGUAGE sql IMMUTABLE
+BEGIN ATOMIC
+    SELECT CASE missed
+        WHEN 'all' THEN due[greatest(1, cardinality(due) - max_catch_up + 1):]
+        WHEN 'once' THEN ARRAY(SELECT d FROM unnest(due) d WHERE d > at - grace
+                               UNION SELECT max(d) FROM unnest(due) d WHERE d <= at - grace
+                               HAVING max(d) IS NOT NULL
+                               ORDER BY 1)
+        ELSE ARRAY(SELECT d FROM unnest(due) d WHERE d > at - grace ORDER BY 1)
+    END;
+END;
+
+CREATE TYPE _firing AS (schedule_id bigint, owner oid, spec job_spec);
+
+-- Fires every schedule due at `at`. Each slot's job carries the key
+-- scheduled_job:<id>:<slot>, so however many schedulers fire, a slot runs once. The jobs of
+-- all due schedules of one owner are added in one call, which is what lets thousands of
+-- schedules fire within their second; if that call fails, that owner's schedules are fired one
+-- by one, so that one broken schedule records its error and stops none of the others.
 CREATE FUNCTION _fire_schedules(at timestamptz DEFAULT statement_timestamp()) RETURNS integer
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    s schedules;
     grace interval := current_setting('pg_jobs.refresh_interval')::interval;
-    due timestamptz[];
-    firing timestamptz[];
-    slot timestamptz;
-    job bigint;
-    fired integer := 0;
+    due_ids bigint[];
+    latest_slots timestamptz[];
+    firings _firing[];
+    batch record;
+    one record;
+    ids bigint[];
+    failed bigint[] := '{}';
+    messages text[] := '{}';
 BEGIN
-    FOR s IN SELECT * FROM schedules x WHERE x.enabled AND x.next_slot <= at
-             ORDER BY x.next_slot FOR UPDATE SKIP LOCKED
+    WITH due AS (
+        SELECT x.id, x.owner, x.work, x.options, x.last_slot,
+               _schedule_slots(x.schedule, x.time_zone, x.last_slot, at, x.max_catch_up + 1) AS slots,
+               x.missed, x.max_catch_up
+        FROM schedules x
+        WHERE x.enabled AND x.next_slot <= at
+        FOR UPDATE SKIP LOCKED
+    )
+    SELECT array_agg(d.id), array_agg(coalesce(d.slots[cardinality(d.slots)], d.last_slot)),
+           (SELECT array_agg((e.id, e.owner, _scheduled_spec(e.work, e.options, f.slot,
+                   format('scheduled_job:%s:%s', e.id,
+                          to_char(f.slot AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))))::_firing
+                   ORDER BY e.id, f.slot)
+            FROM due e, unnest(_slots_to_fire(e.slots, e.missed, e.max_catch_up, at, grace)) AS f(slot))
+    INTO due_ids, latest_slots, firings
+    FROM due d;
+    IF due_ids IS NULL THEN
+        RETURN 0;
+    END IF;
+
+    FOR batch IN
+        SELECT f.owner, array_agg(f.schedule_id ORDER BY f.n) AS schedule_ids,
+               array_agg(f.spec ORDER BY f.n) AS specs
+        FROM unnest(firings) WITH ORDINALITY AS f(schedule_id, owner, spec, n)
+        GROUP BY f.owner
     LOOP
         BEGIN
-            due := _schedule_slots(s.schedule, s.time_zone, s.last_slot, at, s.max_catch_up + 1);
-            firing := CASE s.missed
-                WHEN 'all' THEN due[greatest(1, cardinality(due) - s.max_catch_up + 1):]
-                WHEN 'once' THEN ARRAY(SELECT d FROM unnest(due) d WHERE d > at - grace
-                                       UNION SELECT max(d) FROM unnest(due) d WHERE d <= at - grace
-                                       ORDER BY 1)
-                ELSE ARRAY(SELECT d FROM unnest(due) d WHERE d > at - grace ORDER BY 1)
-            END;
-            FOREACH slot IN ARRAY firing LOOP
-                CONTINUE WHEN slot IS NULL;
-                job := _add(ARRAY[_scheduled_spec(s.work, s.options, slot,
-                    format('scheduled_job:%s:%s', s.id, to_char(slot AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')))],
-                    true, s.owner);
-                fired := fired + 1;
-            END LOOP;
-            UPDATE schedules x
-            SET last_slot = coalesce(due[cardinality(due)], x.last_slot),
-                next_slot = schedule_next_slot(x.schedule, x.time_zone, at),
-                last_job_id = coalesce(job, x.last_job_id), last_error = NULL
-            WHERE x.id = s.id;
+            ids := ARRAY(SELECT _add(batch.specs, true, batch.owner));
+            UPDATE schedules x SET last_job_id = m.job
+            FROM (SELECT DISTINCT ON (u.schedule_id) u.schedule_id, u.job
+                  FROM unnest(batch.schedule_ids, ids) WITH ORDINALITY AS u(schedule_id, job, n)
+                  ORDER BY u.schedule_id, u.n DESC) m
+            WHERE x.id = m.schedule_id;
         EXCEPTION WHEN OTHERS THEN
-            -- One broken schedule must not stop the others; it retries at its next slot.
-            UPDATE schedules x
-            SET last_error = SQLERRM, last_slot = at,
-                next_slot = schedule_next_slot(x.schedule, x.time_zone, at)
-            WHERE x.id = s.id;
+            FOR one IN
+                SELECT batch.schedule_ids[i] AS schedule_id, array_agg(batch.specs[i] ORDER BY i) AS specs
+                FROM generate_subscripts(batch.schedule_ids, 1) AS i
+                GROUP BY batch.schedule_ids[i]
+            LOOP
+                BEGIN
+                    ids := ARRAY(SELECT _add(one.specs, true, batch.owner));
+                    UPDATE schedules x SET last_job_id = ids[cardinality(ids)] WHERE x.id = one.schedule_id;
+                EXCEPTION WHEN OTHERS THEN
+                    failed := failed || one.schedule_id;
+                    messages := messages || SQLERRM;
+                END;
+            END LOOP;
         END;
-        job := NULL;
     END LOOP;
-    RETURN fired;
+
+    -- A failed schedule retries at its next slot; the slots it could not fire are passed over.
+    UPDATE schedules x
+    SET last_slot = CASE WHEN e.message IS NULL THEN d.latest_slot ELSE at END,
+        next_slot = schedule_next_slot(x.schedule, x.time_zone, at),
+        last_error = e.message
+    FROM unnest(due_ids, latest_slots) AS d(id, latest_slot)
+    LEFT JOIN unnest(failed, messages) AS e(id, message) ON e.id = d.id
+    WHERE x.id = d.id;
+    RETURN coalesce(cardinality(firings), 0) - (
+        SELECT count(*) FROM unnest(firings) f WHERE f.schedule_id = ANY (failed));
 END
 $$;
 
