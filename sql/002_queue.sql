@@ -385,10 +385,17 @@ BEGIN
         SELECT n.id, n.owner, CASE WHEN n.queue LIKE 'pg\_jobs.%' THEN 0 ELSE n.owner END,
                n.queue, n.priority, n.due_at, coalesce((f.spec).payload, '{}')
         FROM new_jobs n JOIN fresh f ON f.id = n.id
-        RETURNING queue, run_at
+        RETURNING claimable_by, queue, run_at
     )
-    SELECT array_agg(DISTINCT s.queue) FILTER (WHERE s.run_at <= statement_timestamp())
-    INTO woken FROM new_slices s;
+    -- NOTIFY takes a lock that every notifying commit in the cluster waits for, so it is sent only
+    -- where a worker may be asleep: a queue that had no ready job before this one. Where jobs are
+    -- waiting, workers are claiming anyway (and poll every pg_jobs.poll_interval regardless).
+    SELECT array_agg(DISTINCT s.queue) INTO woken
+    FROM new_slices s
+    WHERE s.run_at <= statement_timestamp()
+      AND NOT EXISTS (SELECT FROM slices o
+                      WHERE o.status = 'created' AND o.claimable_by = s.claimable_by
+                        AND o.queue = s.queue AND o.run_at <= statement_timestamp());
     IF woken IS NOT NULL THEN
         PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
     END IF;
