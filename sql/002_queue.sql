@@ -825,6 +825,21 @@ SELECT h.id, h.opaque_id, h.owner::regrole, h.status, h.task, h.queue, h.priorit
 FROM job_history h;
 COMMENT ON VIEW job_list IS 'Live jobs (created, started, aborting) and finished ones together.';
 
+-- A count of rows to take or skip, refused when negative.
+CREATE FUNCTION _row_count(n integer, name text) RETURNS integer
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF n < 0 THEN
+        PERFORM _invalid(format('%s must not be negative', name));
+    END IF;
+    RETURN n;
+END
+$$;
+
+-- SQL without a SET clause, so that it is inlined into the caller's query and planned with its
+-- arguments; as PL/pgSQL it cost as much again as the query it runs.
 CREATE FUNCTION jobs_find(
     status job_status DEFAULT NULL,
     queue text DEFAULT NULL,
@@ -834,27 +849,20 @@ CREATE FUNCTION jobs_find(
     limit_rows integer DEFAULT 100,
     offset_rows integer DEFAULT 0
 ) RETURNS SETOF job_list
-LANGUAGE plpgsql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF limit_rows < 0 OR offset_rows < 0 THEN
-        PERFORM _invalid('limit_rows and offset_rows must not be negative');
-    END IF;
-    RETURN QUERY
+LANGUAGE sql STABLE
+BEGIN ATOMIC
     SELECT l.* FROM job_list l
     WHERE (jobs_find.status IS NULL OR l.status = jobs_find.status)
       AND (jobs_find.queue IS NULL OR l.queue = jobs_find.queue)
       AND (jobs_find.key IS NULL OR l.idempotency_key = jobs_find.key)
       AND (jobs_find.month IS NULL OR _utc_month(l.due_at) = date_trunc('month', jobs_find.month)::date)
-      AND (search IS NULL OR l.task ILIKE '%' || search || '%'
-           OR l.idempotency_key ILIKE '%' || search || '%'
-           OR l.payload::text ILIKE '%' || search || '%'
-           OR l.result::text ILIKE '%' || search || '%')
+      AND (jobs_find.search IS NULL OR l.task ILIKE '%' || jobs_find.search || '%'
+           OR l.idempotency_key ILIKE '%' || jobs_find.search || '%'
+           OR l.payload::text ILIKE '%' || jobs_find.search || '%'
+           OR l.result::text ILIKE '%' || jobs_find.search || '%')
     ORDER BY l.id DESC
-    LIMIT limit_rows OFFSET offset_rows;
-END
-$$;
+    LIMIT _row_count(limit_rows, 'limit_rows') OFFSET _row_count(offset_rows, 'offset_rows');
+END;
 COMMENT ON FUNCTION jobs_find IS
     'Finds jobs, newest first, by status, queue, key, month due, and text in task, key, payload or result.';
 
