@@ -1,0 +1,566 @@
+"""What row-level security costs pg_jobs' callers: the claim path and an owner's read of its
+jobs, done by a role under RLS, against the same work done by the table owner (a superuser,
+which bypasses RLS), with 100,100 jobs of 1,001 owners queued. Prints one Markdown table of
+ratios (time per operation under RLS ÷ as the table owner) and writes it to
+target/bench/access.md; the plans of every statement on both sides go to
+target/bench/access-plans.txt. It measures and reports; it asserts nothing about the figures.
+
+It starts a cluster of its own (target/accessbench, port 28860, pg_jobs preloaded, by
+scripts/lib.sh's start_cluster), makes database `bench` there anew, creates 1,000 NOLOGIN roles
+bench_owner_0001..1000 (members of pgjobs_user) with 100 jobs each, each added as that role, and
+1,000 proxies bench_proxy_NNNN of them; at the end it drops the roles and stops the cluster.
+Takes about 4 minutes (on 2 CPUs, longer when the machine is busy with other work):
+
+    target/bench-venv/bin/python bench/access.py
+
+Two measures for every figure, both with prepared statements:
+- throughput: pgbench, CLIENTS clients, the two sides run in turn RUN_SECONDS at a time,
+  ROUNDS times each (RLS, owner, owner, RLS, ...); the ratio is the median over the pairs of
+  runs side by side, so that other work on the machine, which comes and goes within seconds,
+  falls on both sides alike;
+- server CPU: one connection per side calling in a loop, the backend's CPU time read from
+  /proc/PID/schedstat (the script runs on the server's machine): no client or network in it,
+  though other load still moves it (caches, and in a VM, time stolen by the host).
+
+ACCESS_ROUNDS, ACCESS_RUN_SECONDS change the throughput runs; ACCESS_KEEP=1 leaves the cluster
+running and the roles in place, to look further. ACCESS_WHAT_IF=1 then measures the read figures
+again with candidate changes to pg_jobs' SQL applied inside this throwaway database (nothing of
+pg_jobs' own files changes): 6 minutes more, or up to 15 on a busy machine.
+"""
+
+import datetime
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTPUT = ROOT / "target" / "bench" / "access.md"
+PLANS_OUTPUT = ROOT / "target" / "bench" / "access-plans.txt"
+CLUSTER = "accessbench"
+PORT = 28860
+PGBENCH = "/usr/lib/postgresql/15/bin/pgbench"
+PGBENCH_CONNECTION = ["-h", "localhost", "-p", str(PORT), "-U", "postgres", "bench"]
+
+OWNERS = 1000
+JOBS_PER_OWNER = 100
+CLIENTS = 4
+THREADS = 2
+RUN_SECONDS = int(os.environ.get("ACCESS_RUN_SECONDS", "1"))
+ROUNDS = int(os.environ.get("ACCESS_ROUNDS", "10"))
+# Server CPU: CPU_ROUNDS turns per side of CPU_SECONDS of calls each, after CPU_WARMUP calls.
+CPU_ROUNDS = 8
+CPU_SECONDS = 0.4
+CPU_WARMUP = 50
+TARGET = 1.10  # the issue's target: at most 10 % overhead
+
+OWNER = "bench_owner_0042"  # the role measured
+PROXY = "bench_proxy_0042"  # a proxy acting for it
+
+
+def log(message):
+    print(f"==> {message}", file=sys.stderr, flush=True)
+
+
+def lib_sh(command):
+    """Runs a function of scripts/lib.sh (start_cluster, stop_cluster)."""
+    return subprocess.run(["bash", "-c", f'source "{ROOT}/scripts/lib.sh"; {command}'],
+                          check=True, capture_output=True, text=True).stdout
+
+
+def connect(dbname="bench", role=None):
+    """A connection as postgres; with `role`, every statement runs as that role (the startup
+    option `role`, as SET ROLE would make it), which is how pgbench's side connects too."""
+    options = {"options": f"-c role={role}"} if role else {}
+    return psycopg.connect(f"host=localhost port={PORT} user=postgres dbname={dbname}",
+                           autocommit=True, **options)
+
+
+# --- Setting up ----------------------------------------------------------------------------
+
+def drop_roles(conn):
+    """Drops the bench roles, and first what they own or were granted in this database (roles
+    are cluster-wide; `bench` is the only database where they hold anything)."""
+    roles = [name for (name,) in conn.execute(
+        "SELECT rolname FROM pg_roles WHERE rolname ~ '^bench_(owner|proxy)_[0-9]{4}$' ORDER BY 1")]
+    for start in range(0, len(roles), 200):
+        names = sql.SQL(", ").join(sql.Identifier(r) for r in roles[start:start + 200])
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(names))
+        conn.execute(sql.SQL("DROP ROLE {}").format(names))
+    return len(roles)
+
+
+def create_database():
+    with connect("postgres") as conn:
+        conn.execute("SET client_min_messages = warning")
+        conn.execute("DROP DATABASE IF EXISTS bench WITH (FORCE)")
+        # Left by a run that stopped half-way: their database is gone, so they own nothing.
+        drop_roles(conn)
+        conn.execute("CREATE DATABASE bench")
+    for attempt in range(1, 7):
+        try:
+            with connect() as conn:
+                conn.execute("SET client_min_messages = warning")
+                conn.execute("CREATE EXTENSION pg_jobs CASCADE")
+            return
+        except psycopg.Error as error:
+            # The installed extension's SQL may be being replaced right now; it settles.
+            if attempt == 6:
+                raise
+            log(f"CREATE EXTENSION failed ({str(error).strip().splitlines()[0]}); retrying in 10 s")
+            time.sleep(10)
+
+
+def populate():
+    """1,000 owner roles with 100 jobs each, added by each role itself; a proxy role for each
+    owner; 100 jobs of the superuser's own (its side of the claim). Returns the owner's oid."""
+    log(f"creating {OWNERS:,} owner roles and {OWNERS:,} proxies of them")
+    with connect() as conn:
+        conn.execute(f"""
+            DO $$
+            BEGIN
+                FOR i IN 1..{OWNERS} LOOP
+                    EXECUTE format('CREATE ROLE %I NOLOGIN IN ROLE pgjobs_user', 'bench_owner_' || lpad(i::text, 4, '0'));
+                    EXECUTE format('CREATE ROLE %I NOLOGIN IN ROLE pgjobs_user', 'bench_proxy_' || lpad(i::text, 4, '0'));
+                END LOOP;
+            END
+            $$""")
+        conn.execute(f"""
+            SELECT pgjobs.jobs_add_proxy(('bench_proxy_' || lpad(i::text, 4, '0'))::regrole,
+                                         ('bench_owner_' || lpad(i::text, 4, '0'))::regrole)
+            FROM generate_series(1, {OWNERS}) i""")
+
+    log(f"adding {JOBS_PER_OWNER} jobs for each owner, as itself, and {JOBS_PER_OWNER} for the superuser")
+
+    def batch(i):
+        return json.dumps([{"task": "noop", "payload": {"owner": i, "n": n}} for n in range(JOBS_PER_OWNER)])
+
+    with connect() as conn:
+        with conn.pipeline():
+            for i in range(1, OWNERS + 1):
+                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(f"bench_owner_{i:04d}")))
+                conn.execute("SELECT count(*) FROM pgjobs.jobs_add_batch(%s::jsonb)", [batch(i)])
+                conn.execute("RESET ROLE")
+        conn.execute("SELECT count(*) FROM pgjobs.jobs_add_batch(%s::jsonb)", [batch(0)])
+        conn.execute("VACUUM ANALYZE")
+        conn.execute("CHECKPOINT")
+        [(jobs, slices, owners, proxies)] = conn.execute(
+            "SELECT (SELECT count(*) FROM pgjobs.jobs), (SELECT count(*) FROM pgjobs.slices), "
+            "(SELECT count(DISTINCT owner) FROM pgjobs.jobs), (SELECT count(*) FROM pgjobs.proxies)").fetchall()
+        expected = (OWNERS + 1) * JOBS_PER_OWNER
+        if (jobs, slices, owners, proxies) != (expected, expected, OWNERS + 1, OWNERS):
+            raise RuntimeError(f"expected {expected:,} jobs and slices of {OWNERS + 1} owners and "
+                               f"{OWNERS} proxies; found {jobs} jobs, {slices} slices, {owners} owners, "
+                               f"{proxies} proxies")
+        [(oid,)] = conn.execute("SELECT %s::regrole::oid", [OWNER]).fetchall()
+        return int(oid)
+
+
+# --- What is measured ----------------------------------------------------------------------
+
+CLAIM = ["BEGIN", "SELECT * FROM pgjobs.jobs_claim('w', ARRAY['default'], 1)", "ROLLBACK"]
+
+
+def figures(oid):
+    """(figure, role under RLS, its statements, the table owner's statements doing the same
+    work: the owner filter that RLS adds written out)."""
+    count_rls = ["SELECT count(*), max(id) FROM pgjobs.jobs"]
+    count_owner = [f"SELECT count(*), max(id) FROM pgjobs.jobs WHERE owner = {oid}"]
+    find_rls = ["SELECT * FROM pgjobs.jobs_find(limit_rows => 20)"]
+    list_rls = ["SELECT * FROM pgjobs.job_list ORDER BY id DESC LIMIT 20"]
+    list_owner = [f"SELECT * FROM pgjobs.job_list WHERE owner = '{OWNER}'::regrole ORDER BY id DESC LIMIT 20"]
+    return [
+        ("Owner's read: `SELECT count(*), max(id) FROM pgjobs.jobs` (its 100 of 100,100); "
+         "owner: `... WHERE owner = <oid>`", OWNER, count_rls, count_owner),
+        ("the same, as a proxy of the owner", PROXY, count_rls, count_owner),
+        ("Owner's read: `jobs_find(limit_rows => 20)`; owner: "
+         "`SELECT * FROM job_list WHERE owner = '...'::regrole ORDER BY id DESC LIMIT 20`",
+         OWNER, find_rls, list_owner),
+        ("the same, as a proxy of the owner", PROXY, find_rls, list_owner),
+        ("Owner's read without jobs_find's wrapper: `SELECT * FROM job_list ORDER BY id DESC LIMIT 20`; "
+         "owner: as above", OWNER, list_rls, list_owner),
+        ("Claim path: `BEGIN; jobs_claim('w', ARRAY['default'], 1); ROLLBACK`; "
+         "owner: the same call by the superuser (its own 100 jobs)", OWNER, CLAIM, CLAIM),
+        ("the same, as a proxy of the owner", PROXY, CLAIM, CLAIM),
+    ]
+
+
+def run_statements(conn, statements):
+    rows = None
+    for statement in statements:
+        rows = conn.execute(statement, prepare=True).fetchall() if statement.startswith("SELECT") \
+            else conn.execute(statement, prepare=True)
+    return rows
+
+
+def check(figure_list):
+    """Both sides of every figure do the same work: same rows read, one job claimed each."""
+    with connect() as owner_conn:
+        for figure, role, rls, owner in figure_list:
+            with connect(role=role) as rls_conn:
+                if rls is CLAIM:
+                    for conn, who in ((rls_conn, OWNER), (owner_conn, "postgres")):
+                        conn.execute("BEGIN")
+                        claimed = conn.execute(CLAIM[1]).fetchall()
+                        conn.execute("ROLLBACK")
+                        [(owner_of,)] = owner_conn.execute(
+                            "SELECT owner::regrole::text FROM pgjobs.jobs WHERE id = %s", [claimed[0][0]]).fetchall() \
+                            if len(claimed) == 1 else [(None,)]
+                        if owner_of != who:
+                            raise RuntimeError(f"{figure}: claimed {claimed!r}, expected one job of {who}")
+                    continue
+                got, expected = run_statements(rls_conn, rls), run_statements(owner_conn, owner)
+                if got != expected or not got:
+                    raise RuntimeError(f"{figure} as {role}: the two sides differ:\n{got!r}\n{expected!r}")
+
+
+# --- Throughput: pgbench --------------------------------------------------------------------
+
+def pgbench(script_path, role, seconds):
+    """Runs a script for `seconds` with CLIENTS clients; returns (transactions, seconds)."""
+    env = {name: value for name, value in os.environ.items() if name != "PGOPTIONS"}
+    if role:
+        env["PGOPTIONS"] = f"-c role={role}"
+    args = [PGBENCH, "-n", "-M", "prepared", "-c", str(CLIENTS), "-j", str(THREADS),
+            "-T", str(seconds), "-f", str(script_path), *PGBENCH_CONNECTION]
+    run = subprocess.run(args, capture_output=True, text=True, env=env)
+    failed = re.search(r"number of failed transactions: (\d+)", run.stdout)
+    processed = re.search(r"number of transactions actually processed: (\d+)", run.stdout)
+    tps = re.search(r"tps = ([\d.]+) \(without initial connection time\)", run.stdout)
+    if run.returncode != 0 or not failed or failed.group(1) != "0" or not processed or not tps:
+        raise RuntimeError(f"pgbench {script_path.name} as {role or 'postgres'} failed "
+                           f"(exit {run.returncode}):\n{run.stdout}{run.stderr}")
+    transactions = int(processed.group(1))
+    return transactions, transactions / float(tps.group(1))
+
+
+def vacuum_slices():
+    """A rolled-back claim leaves a dead row version; every claim run starts without them."""
+    with connect() as conn:
+        conn.execute("VACUUM pgjobs.slices")
+
+
+def throughput(scripts, name, role, rls_statements, owner_statements):
+    """Returns each side's transactions per second over all its runs, and the ratio of every
+    pair of runs side by side (owner's tx/s ÷ RLS tx/s = time per transaction RLS ÷ owner)."""
+    paths = {}
+    for side, statements in (("rls", rls_statements), ("owner", owner_statements)):
+        paths[side] = Path(scripts) / f"{name}-{side}.sql"
+        paths[side].write_text("".join(f"{s};\n" for s in statements))
+    totals = {"rls": [0, 0.0], "owner": [0, 0.0]}
+    ratios = []
+    for r in range(ROUNDS):
+        tps = {}
+        for side in (("rls", "owner") if r % 2 == 0 else ("owner", "rls")):
+            if rls_statements is CLAIM:
+                vacuum_slices()
+            done, elapsed = pgbench(paths[side], role if side == "rls" else None, RUN_SECONDS)
+            totals[side][0] += done
+            totals[side][1] += elapsed
+            tps[side] = done / elapsed
+        ratios.append(tps["owner"] / tps["rls"])
+    return totals["rls"][0] / totals["rls"][1], totals["owner"][0] / totals["owner"][1], ratios
+
+
+# --- Server CPU: the backend's own CPU time ----------------------------------------------------
+
+def backend_cpu_ns(conn):
+    with open(f"/proc/{conn.info.backend_pid}/schedstat") as schedstat:
+        return int(schedstat.read().split()[0])
+
+
+def server_cpu(role, rls_statements, owner_statements):
+    """Microseconds of backend CPU per call on each side, over all turns, and the ratio of every
+    pair of turns side by side: one connection per side, calls in a loop, CPU_ROUNDS turns of
+    CPU_SECONDS each, alternating."""
+    return server_cpu_as(role, rls_statements, None, owner_statements)
+
+
+def server_cpu_as(role, rls_statements, owner_role, owner_statements):
+    with connect(role=role) as rls_conn, connect(role=owner_role) as owner_conn:
+        sides = {"rls": (rls_conn, rls_statements), "owner": (owner_conn, owner_statements)}
+        used = {"rls": [0, 0], "owner": [0, 0]}
+        ratios = []
+        for conn, statements in sides.values():
+            for _ in range(CPU_WARMUP):
+                run_statements(conn, statements)
+        for r in range(CPU_ROUNDS):
+            per_call = {}
+            for side in (("rls", "owner") if r % 2 == 0 else ("owner", "rls")):
+                conn, statements = sides[side]
+                if statements is CLAIM:
+                    vacuum_slices()
+                calls, before = 0, backend_cpu_ns(conn)
+                deadline = time.monotonic() + CPU_SECONDS
+                while time.monotonic() < deadline:
+                    run_statements(conn, statements)
+                    calls += 1
+                spent = backend_cpu_ns(conn) - before
+                used[side][0] += spent
+                used[side][1] += calls
+                per_call[side] = spent / calls
+            ratios.append(per_call["rls"] / per_call["owner"])
+    return (*(used[side][0] / used[side][1] / 1000 for side in ("rls", "owner")), ratios)
+
+
+# --- Where the time goes ---------------------------------------------------------------------
+
+def plans(role, statements):
+    """The plans of one call, nested statements included (auto_explain, ANALYZE, VERBOSE),
+    after warming up as the benchmark does (prepared statements, generic plans)."""
+    notices = []
+    with connect() as conn:
+        conn.add_notice_handler(lambda diagnostic: notices.append(diagnostic.message_primary))
+        # Superuser-only settings, so made before SET ROLE; what the warm-up logs is dropped.
+        for setting in ("LOAD 'auto_explain'", "SET auto_explain.log_nested_statements = on",
+                        "SET auto_explain.log_analyze = on", "SET auto_explain.log_buffers = on",
+                        "SET auto_explain.log_verbose = on", "SET auto_explain.log_level = notice",
+                        "SET auto_explain.log_min_duration = 0"):
+            conn.execute(setting)
+        if role:
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+        for _ in range(10):
+            run_statements(conn, statements)
+        notices.clear()
+        run_statements(conn, statements)
+        return list(notices)
+
+
+def summarize(notices):
+    """What the plans of one call did: SQL-function bodies planned and run for it (identity(),
+    _identity_of(): their plans have no query text), identity() evaluations, indexes used."""
+    text = "\n".join(notices)
+    bodies = sum(1 for n in notices if re.search(r"Query Text: \n", n) and "proxies" in n)
+    identity = len(re.findall(r"Output: (?:pgjobs\.)?identity\(\)$", text, re.MULTILINE))
+    indexes = sorted(set(re.findall(r"Index (?:Only )?Scan(?: Backward)? using (\w+)", text)))
+    seq = sorted(set(re.findall(r"Seq Scan on (?:pgjobs\.)?(\w+)", text)) - {"proxies"})
+    return bodies, identity, indexes, seq
+
+
+def diagnostics(oid):
+    """Server CPU of the pieces, each against what it adds to (median ratio of turns)."""
+    found = []
+    for what, role, statements, against in (
+            ("`SELECT pgjobs.identity()` alone, against `SELECT <oid>`", OWNER,
+             ["SELECT pgjobs.identity()"], [f"SELECT {oid}::oid"]),
+            ("the same as the proxy", PROXY, ["SELECT pgjobs.identity()"], [f"SELECT {oid}::oid"]),
+            ("the superuser (no RLS) counting its own jobs with `WHERE owner = (SELECT pgjobs.identity())`, "
+             "against `WHERE owner = 10`", None,
+             ["SELECT count(*), max(id) FROM pgjobs.jobs WHERE owner = (SELECT pgjobs.identity())"],
+             ["SELECT count(*), max(id) FROM pgjobs.jobs WHERE owner = 10"]),
+            ("`jobs_find(limit_rows => 20)` against `SELECT * FROM job_list ORDER BY id DESC LIMIT 20`, "
+             "both as the owner under RLS: jobs_find's PL/pgSQL wrapper", OWNER,
+             ["SELECT * FROM pgjobs.jobs_find(limit_rows => 20)"],
+             ["SELECT * FROM pgjobs.job_list ORDER BY id DESC LIMIT 20"])):
+        if role is None:
+            a, b, ratios = server_cpu_as(None, statements, None, against)
+        else:
+            a, b, ratios = server_cpu_as(role, statements, role, against)
+        found.append(f"- {what} (as `{role or 'postgres'}`): {a:,.1f} against {b:,.1f} µs of server CPU, "
+                     f"+{a - b:,.1f} µs, ratio {statistics.median(ratios):.2f}")
+    return found
+
+
+# --- What would close it (ACCESS_WHAT_IF=1) ------------------------------------------------------
+
+LOOKUP = ("(SELECT coalesce((SELECT p.root FROM pgjobs.proxies p WHERE p.proxy = pgjobs._current_role()), "
+          "pgjobs._current_role()))")
+# Changes made to this throwaway database only, never to pg_jobs' files: each variant is what
+# pg_jobs' SQL would say instead. (figure numbers to measure again, 1-based)
+WHAT_IF = [
+    ("identity() in PL/pgSQL (same body, same SET search_path): its query planned once per session",
+     ["""CREATE OR REPLACE FUNCTION pgjobs.identity() RETURNS oid
+         LANGUAGE plpgsql STABLE PARALLEL SAFE
+         SET search_path = pg_catalog, pg_temp
+         AS $$ BEGIN
+             RETURN coalesce((SELECT p.root FROM pgjobs.proxies p WHERE p.proxy = pgjobs._current_role()),
+                             pgjobs._current_role());
+         END $$"""],
+     (1, 2, 3, 5)),
+    ("the policies of jobs, slices and job_history with identity()'s lookup written out: "
+     f"`owner = {LOOKUP}`, planned with the statement",
+     [f"ALTER POLICY owner_reads ON pgjobs.{table} USING (owner = {LOOKUP})"
+      for table in ("jobs", "slices", "job_history")],
+     (1, 2, 3, 5)),
+    ("the policies as in the row above, and jobs_find in LANGUAGE sql (BEGIN ATOMIC, STABLE, no SET: "
+     "its body is bound when created) so that it is inlined into the caller's query and planned with "
+     "its arguments; its check of a negative limit is left out here (LIMIT -1 would raise 2201W instead)",
+     [f"ALTER POLICY owner_reads ON pgjobs.{table} USING (owner = {LOOKUP})"
+      for table in ("jobs", "slices", "job_history")] + ["""
+        CREATE OR REPLACE FUNCTION pgjobs.jobs_find(
+            status pgjobs.job_status DEFAULT NULL, queue text DEFAULT NULL, key text DEFAULT NULL,
+            search text DEFAULT NULL, month date DEFAULT NULL, limit_rows integer DEFAULT 100,
+            offset_rows integer DEFAULT 0)
+        RETURNS SETOF pgjobs.job_list LANGUAGE sql STABLE
+        BEGIN ATOMIC
+            SELECT l.* FROM pgjobs.job_list l
+            WHERE (jobs_find.status IS NULL OR l.status = jobs_find.status)
+              AND (jobs_find.queue IS NULL OR l.queue = jobs_find.queue)
+              AND (jobs_find.key IS NULL OR l.idempotency_key = jobs_find.key)
+              AND (jobs_find.month IS NULL
+                   OR pgjobs._utc_month(l.due_at) = date_trunc('month', jobs_find.month)::date)
+              AND (jobs_find.search IS NULL OR l.task ILIKE '%' || jobs_find.search || '%'
+                   OR l.idempotency_key ILIKE '%' || jobs_find.search || '%'
+                   OR l.payload::text ILIKE '%' || jobs_find.search || '%'
+                   OR l.result::text ILIKE '%' || jobs_find.search || '%')
+            ORDER BY l.id DESC
+            LIMIT limit_rows OFFSET offset_rows;
+        END"""],
+     (3, 4)),
+    ("a bound, not a fix: the policies compare with the current role only, `owner = (SELECT "
+     "pgjobs._current_role())` (no proxies: what no lookup at all would cost)",
+     [f"ALTER POLICY owner_reads ON pgjobs.{table} USING (owner = (SELECT pgjobs._current_role()))"
+      for table in ("jobs", "slices", "job_history")],
+     (1, 3, 5)),
+]
+
+
+def what_if(scripts):
+    """Measures the read figures again after each change; every variant starts from pg_jobs as
+    installed (the database and roles are made anew)."""
+    rows = []
+    for name, statements, numbers in WHAT_IF:
+        log(f"what if: {name}")
+        create_database()
+        oid = populate()
+        figure_list = figures(oid)
+        with connect() as conn:
+            for statement in statements:
+                conn.execute(statement)
+        chosen = [figure_list[n - 1] for n in numbers]
+        check(chosen)
+        for n, (figure, role, rls, owner) in zip(numbers, chosen):
+            rls_tps, owner_tps, ratios = throughput(scripts, f"w{n}", role, rls, owner)
+            _, _, cpu_ratios = server_cpu(role, rls, owner)
+            log(f"  {n}: throughput ratio {statistics.median(ratios):.2f}, "
+                f"server CPU ratio {statistics.median(cpu_ratios):.2f}")
+            rows.append((name, n, role, ratios, cpu_ratios))
+    return rows
+
+
+# --- The report -------------------------------------------------------------------------------
+
+def environment():
+    with connect() as conn:
+        [(version, fsync, shared_buffers, jit)] = conn.execute(
+            "SELECT current_setting('server_version'), current_setting('fsync'), "
+            "current_setting('shared_buffers'), current_setting('jit')").fetchall()
+    with open("/proc/cpuinfo") as cpuinfo:
+        model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")),
+                     "unknown model")
+    revision = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
+                              capture_output=True, text=True).stdout.strip() or "unknown"
+    return [
+        f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; pg_jobs {revision}",
+        f"- Server: PostgreSQL {version}, cluster target/{CLUSTER} (port {PORT}), stock settings: "
+        f"fsync {fsync}, shared_buffers {shared_buffers}, jit {jit}",
+        f"- Machine: {len(os.sched_getaffinity(0))} CPUs, {model}; load average "
+        f"{os.getloadavg()[0]:.2f} at the start (other work on the machine moves every figure: "
+        f"compare ratios, and their ranges)",
+        f"- Data: {(OWNERS + 1) * JOBS_PER_OWNER:,} jobs queued, {JOBS_PER_OWNER} for each of {OWNERS:,} "
+        f"NOLOGIN roles (members of pgjobs_user, each adding its own with jobs_add_batch) and "
+        f"{JOBS_PER_OWNER} of the superuser; {OWNERS:,} proxies (bench_proxy_N for bench_owner_N); "
+        f"VACUUM ANALYZE after loading; measured as {OWNER} and its proxy {PROXY}",
+    ]
+
+
+def main():
+    log(f"starting cluster {CLUSTER} on port {PORT}")
+    lib_sh(f"start_cluster {CLUSTER} {PORT} bench >/dev/null")
+    try:
+        header = environment()
+        create_database()
+        oid = populate()
+        figure_list = figures(oid)
+        check(figure_list)
+        rows, plan_text, findings = [], [], []
+        with tempfile.TemporaryDirectory() as scripts:
+            for n, (figure, role, rls, owner) in enumerate(figure_list):
+                log(f"{figure} [{role}]")
+                rls_tps, owner_tps, ratios = throughput(scripts, f"f{n}", role, rls, owner)
+                rls_cpu, owner_cpu, cpu_ratios = server_cpu(role, rls, owner)
+                rows.append((figure, role, rls_tps, owner_tps, ratios, rls_cpu, owner_cpu, cpu_ratios))
+                log(f"  throughput {rls_tps:,.0f} vs {owner_tps:,.0f} tx/s, median ratio "
+                    f"{statistics.median(ratios):.2f}; server CPU {rls_cpu:.1f} vs {owner_cpu:.1f} µs, "
+                    f"median ratio {statistics.median(cpu_ratios):.2f}")
+                for side, side_role, statements in (("under RLS", role, rls), ("table owner", None, owner)):
+                    notices = plans(side_role, statements)
+                    plan_text.append(f"===== {figure}\n===== {side}, as {side_role or 'postgres'}: "
+                                     f"{'; '.join(statements)}\n\n" + "\n\n".join(notices) + "\n")
+                    findings.append((n, side, side_role or "postgres", *summarize(notices)))
+        log("where the time goes")
+        pieces = diagnostics(oid)
+        what_if_rows = []
+        if os.environ.get("ACCESS_WHAT_IF") == "1":
+            with tempfile.TemporaryDirectory() as scripts:
+                what_if_rows = what_if(scripts)
+
+        table = ["| Figure | under RLS (role) | table owner | ratio |", "|---|---:|---:|---:|"]
+        above = 0
+        for n, (figure, role, rls_tps, owner_tps, ratios, rls_cpu, owner_cpu, cpu_ratios) in enumerate(rows, 1):
+            median, cpu_median = statistics.median(ratios), statistics.median(cpu_ratios)
+            above += (median > TARGET) + (cpu_median > TARGET)
+            table.append(f"| {n}. {figure}; as `{role}`: throughput | {rls_tps:,.0f} tx/s | {owner_tps:,.0f} tx/s "
+                         f"| **{median:.2f}** ({min(ratios):.2f}–{max(ratios):.2f}) |")
+            table.append(f"| ↳ server CPU per call | {rls_cpu:,.1f} µs | {owner_cpu:,.1f} µs "
+                         f"| **{cpu_median:.2f}** ({min(cpu_ratios):.2f}–{max(cpu_ratios):.2f}) |")
+        settings = (
+            f"Settings: pgbench `-M prepared -c {CLIENTS} -j {THREADS}`, {ROUNDS} runs of {RUN_SECONDS} s per side, "
+            f"taken in turn (RLS, owner, owner, RLS, ...); throughput ratio = owner's tx/s ÷ RLS tx/s "
+            f"(time per transaction RLS ÷ owner), median over the {ROUNDS} pairs of runs side by side, "
+            f"their range in brackets. Server CPU: one connection per side, prepared statements, "
+            f"{CPU_WARMUP} calls to warm up, then {CPU_ROUNDS} turns of {CPU_SECONDS} s per side in turn; the backend's "
+            f"CPU time (/proc/PID/schedstat) ÷ calls, ratio = median over the pairs of turns (range). RLS side: connections as postgres with `-c role=<role>`; "
+            f"owner side: postgres. Target: ratio ≤ {TARGET:.2f}; {above} of {2 * len(rows)} ratios are above it.")
+        where = [
+            "Where the time goes (plans of one warm call, in target/bench/access-plans.txt):",
+            "",
+            *pieces,
+            "",
+            "Per call, from the plans: SQL-function bodies run (identity(), _identity_of(): LANGUAGE sql, "
+            "not inlinable, so PostgreSQL 15 plans the body anew in every execution of a query that calls it), "
+            "`identity()` initplans in the plan (one per table with a policy; one not run when its table "
+            "has no rows), and the indexes and sequential scans used:",
+            "",
+            "| Figure | side | as | SQL-function bodies run | `identity()` initplans | indexes | seq scans |",
+            "|---|---|---|---:|---:|---|---|",
+        ]
+        for n, side, who, bodies, identity, indexes, seq in findings:
+            where.append(f"| {n + 1} | {side} | `{who}` | {bodies} | {identity} | {', '.join(indexes) or '—'} "
+                         f"| {', '.join(seq) or '—'} |")
+        if what_if_rows:
+            where += ["", "What would close it: the same figures with pg_jobs' SQL changed in the benchmark's "
+                      "own database (ACCESS_WHAT_IF=1; not pg_jobs as installed):", "",
+                      "| Change | Figure | as | throughput ratio | server CPU ratio |", "|---|---:|---|---:|---:|"]
+            for name, n, role, ratios, cpu_ratios in what_if_rows:
+                where.append(f"| {name} | {n} | `{role}` | {statistics.median(ratios):.2f} "
+                             f"({min(ratios):.2f}–{max(ratios):.2f}) | {statistics.median(cpu_ratios):.2f} "
+                             f"({min(cpu_ratios):.2f}–{max(cpu_ratios):.2f}) |")
+        report = "\n".join([*header, "", *table, "", settings, "", *where]) + "\n"
+        OUTPUT.parent.mkdir(parents=True, exist_ok=True)
+        OUTPUT.write_text(report)
+        PLANS_OUTPUT.write_text("\n".join(plan_text))
+        print(report)
+        log(f"written to {OUTPUT} and {PLANS_OUTPUT}")
+    finally:
+        if os.environ.get("ACCESS_KEEP") == "1":
+            log("ACCESS_KEEP=1: the cluster keeps running and the roles stay")
+        else:
+            try:
+                with connect() as conn:
+                    log(f"dropped {drop_roles(conn)} bench roles")
+            finally:
+                lib_sh(f"stop_cluster {CLUSTER}")
+                log(f"stopped cluster {CLUSTER}")
+
+
+if __name__ == "__main__":
+    main()
