@@ -100,7 +100,10 @@ COMMENT ON TABLE jobs IS 'Jobs that have not finished. Finished ones are in job_
 COMMENT ON COLUMN jobs.due_at IS 'When the job was first due; picks its month in job_history.';
 
 CREATE TABLE slices (
-    job_id          bigint NOT NULL REFERENCES jobs ON DELETE CASCADE,
+    -- No foreign key: the functions add and remove a job's rows together, and the key's check,
+    -- planned once per session, went on scanning every queued job when a session had first
+    -- seen the table empty.
+    job_id          bigint NOT NULL,
     slice_number    integer NOT NULL DEFAULT 1,
     owner           oid NOT NULL,
     -- The identity whose workers may claim the slice; 0 for the queues the extension runs itself.
