@@ -1,11 +1,26 @@
-"""pg_jobs' throughput and latency, as one Markdown table; run by scripts/bench.sh.
+"""pg_jobs beside its peers, in one run on one cluster, as one Markdown table; run by
+scripts/bench.sh.
 
-Expects the cluster that scripts/bench.sh starts (port 28817) with a fresh database `bench` in
-which pg_jobs is created. Prints the table and writes it to target/bench/latest.md.
-BENCH_QUICK=1 measures the claim with 100,000 jobs queued instead of 1,000,000.
+Expects the cluster that scripts/bench.sh starts (port 28817) with fresh databases: `bench` with
+pg_jobs created in it, and empty `bench_sql`, `bench_graphile`, `bench_pgboss` and
+`bench_procrastinate` for the peers, whose packages bench.sh has installed under target/
+(graphile-worker and pg-boss from npm in target/bench-peers/node, procrastinate in the venv that
+runs this script). Prints the table and writes it to target/bench/latest.md.
+
+The systems:
+- pg_jobs, driven by pgbench (bench/*.sql) as a worker written in SQL would drive it.
+- hand-written SQL: a plain table and one `... FOR UPDATE SKIP LOCKED` claim-and-delete
+  statement, driven by pgbench at the same batch sizes: the floor any queue in Postgres sits on.
+- graphile-worker, pg-boss and procrastinate, each by its own worker with a no-op handler
+  (bench/peers/): graphile-worker's `run`, pg-boss's `work()`, procrastinate's `run_worker_async`.
+
+BENCH_QUICK=1 shortens every measurement, drains 4,000 jobs instead of 8,000, measures the
+claim with 100,000 jobs queued instead of 1,000,000, and tries fewer graphile-worker
+configurations.
 """
 
 import datetime
+import importlib.metadata
 import json
 import os
 import queue
@@ -13,113 +28,106 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 BENCH_DIR = Path(__file__).resolve().parent
-OUTPUT = BENCH_DIR.parent / "target" / "bench" / "latest.md"
+ROOT = BENCH_DIR.parent
+OUTPUT = ROOT / "target" / "bench" / "latest.md"
+NODE_MODULES = ROOT / "target" / "bench-peers" / "node" / "node_modules"
 PGBENCH = "/usr/lib/postgresql/15/bin/pgbench"
-CONNINFO = "host=localhost port=28817 user=postgres dbname=bench"
-PGBENCH_CONNECTION = ["-h", "localhost", "-p", "28817", "-U", "postgres", "bench"]
+PORT = 28817
 
+QUICK = os.environ.get("BENCH_QUICK") == "1"
 CLIENTS = 8
 THREADS = 2
-SECONDS = 10
+SECONDS = 5 if QUICK else 10
 FILL_CHUNK = 10_000
 FILL_CONNECTIONS = 2
 
-# Every claim size drains a queue of the same size, exactly: each pgbench client runs
-# DRAIN_JOBS / (CLIENTS × batch) claims, so the figures differ in nothing but the claim size.
-# Large claims drain it in about a second; rounds repeat until DRAIN_SECONDS were timed.
-DRAIN_JOBS = 8_000
+# Every system drains the same backlog of no-op jobs. pgbench clients each run exactly
+# DRAIN_JOBS / (CLIENTS × batch) claims, so the figures differ in nothing but the claim size;
+# pgbench drains repeat (refilled) until DRAIN_SECONDS were timed or DRAIN_ROUNDS were run.
+# A peer's worker drains it once per configuration.
+DRAIN_JOBS = 4_000 if QUICK else 8_000
 DRAIN_BATCHES = (1, 10, 100)
-DRAIN_SECONDS = 10
+DRAIN_SECONDS = 4 if QUICK else 10
+DRAIN_ROUNDS = 2 if QUICK else 5
+# How often the table is looked at, at the start and the end of a peer's drain: when the first
+# job is gone the clock starts, when the last is, it stops (in between, at most 10 times a second).
+DRAIN_POLL = 0.01
+DRAIN_TIMEOUT = 120
 
-PICKUP_JOBS = 300
+# graphile-worker has no batch: its best configuration of processes × concurrency is reported.
+GRAPHILE_CONFIGS = ((1, 8), (2, 4)) if QUICK else ((1, 8), (1, 16), (2, 4), (2, 8))
+# pg-boss's work() fetches, runs the handler, then sleeps out the rest of its polling interval
+# even when it found jobs, so 8 workers take at most 8 × batch jobs per interval: draining
+# 8,000 jobs at batch 1 would take minutes. Its rate is measured over a window instead, at its
+# smallest polling interval (the default is 2 s).
+PGBOSS_POLLING_SECONDS = 0.5
+PGBOSS_WINDOW = 4 if QUICK else 8
+
+PICKUP_JOBS = 100 if QUICK else 300
+PGBOSS_PICKUP_JOBS = 20 if QUICK else 40  # half a polling interval each, on average
 
 # A claim that sorts the whole queue (as pg_jobs' first one did) takes most of a second with a
 # million jobs queued; the time limit keeps such a run within minutes, and the table says how
 # many claims were timed.
 CLAIM_ITERATIONS = 2000
 CLAIM_SECONDS = 60
-QUICK = os.environ.get("BENCH_QUICK") == "1"
 QUEUE_SIZES = (10_000, 100_000 if QUICK else 1_000_000)
 
 CLAIM_ONE = "SELECT * FROM pgjobs.jobs_claim('b', ARRAY['default'], 1)"
+
+SYSTEMS = ("pg_jobs", "sql", "graphile", "pgboss", "procrastinate")
+NAMES = {"pg_jobs": "pg_jobs", "sql": "hand-written SQL", "graphile": "graphile-worker",
+         "pgboss": "pg-boss", "procrastinate": "procrastinate"}
+DATABASES = {"pg_jobs": "bench", "sql": "bench_sql", "graphile": "bench_graphile",
+             "pgboss": "bench_pgboss", "procrastinate": "bench_procrastinate"}
+# The job systems pg_jobs is compared with in the last column (hand-written SQL is the floor
+# they all stand on, not an alternative with retries, leases and schedules).
+PEERS = ("graphile", "pgboss", "procrastinate")
 
 
 def log(message):
     print(f"==> {message}", file=sys.stderr, flush=True)
 
 
-def connect():
-    return psycopg.connect(CONNINFO, autocommit=True)
+def conninfo(system="pg_jobs"):
+    return f"host=localhost port={PORT} user=postgres dbname={DATABASES[system]}"
 
 
-def execute(statement):
-    with connect() as conn:
+def connect(system="pg_jobs"):
+    return psycopg.connect(conninfo(system), autocommit=True)
+
+
+def execute(statement, system="pg_jobs"):
+    with connect(system) as conn:
         conn.execute(statement)
 
 
-def query(statement):
-    with connect() as conn:
-        return conn.execute(statement).fetchall()
+def query(statement, system="pg_jobs", params=None):
+    with connect(system) as conn:
+        return conn.execute(statement, params).fetchall()
 
 
-def settle():
+def settle(system="pg_jobs"):
     """Starts a measurement from the same state: no garbage, fresh statistics, and no
     checkpoint's flush left over from the load that came before it."""
-    with connect() as conn:
+    with connect(system) as conn:
         conn.execute("VACUUM ANALYZE")
         conn.execute("CHECKPOINT")
 
 
-def reset_queue():
-    execute("TRUNCATE pgjobs.slices, pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history")
-
-
 def noop_jobs(count):
     return json.dumps([{"task": "noop"}] * count)
-
-
-def fill_queue(count):
-    """Adds `count` no-op jobs, in chunks of FILL_CHUNK from FILL_CONNECTIONS connections."""
-    chunks = queue.SimpleQueue()
-    for start in range(0, count, FILL_CHUNK):
-        chunks.put(min(FILL_CHUNK, count - start))
-
-    def add_chunks():
-        with connect() as conn:
-            while True:
-                try:
-                    size = chunks.get_nowait()
-                except queue.Empty:
-                    return
-                conn.execute("SELECT count(*) FROM pgjobs.jobs_add_batch(%s::jsonb)", [noop_jobs(size)])
-
-    with ThreadPoolExecutor(FILL_CONNECTIONS) as pool:
-        for adder in [pool.submit(add_chunks) for _ in range(FILL_CONNECTIONS)]:
-            adder.result()
-
-
-def pgbench(script, *, seconds=None, transactions=None, defines=()):
-    """Runs a script from bench/ with CLIENTS clients, for `seconds` or for `transactions` per
-    client; returns its transactions per second."""
-    length = ["-T", str(seconds)] if seconds else ["-t", str(transactions)]
-    args = [PGBENCH, "-n", "-M", "prepared", "-c", str(CLIENTS), "-j", str(THREADS), *length,
-            "-f", str(BENCH_DIR / script)]
-    for name, value in defines:
-        args += ["-D", f"{name}={value}"]
-    run = subprocess.run(args + PGBENCH_CONNECTION, capture_output=True, text=True)
-    failed = re.search(r"number of failed transactions: (\d+)", run.stdout)
-    if run.returncode != 0 or not failed or failed.group(1) != "0":
-        raise RuntimeError(f"pgbench {script} failed (exit {run.returncode}):\n{run.stdout}{run.stderr}")
-    return float(re.search(r"tps = ([\d.]+) \(without initial connection time\)", run.stdout).group(1))
 
 
 def percentile(samples, fraction):
@@ -127,8 +135,339 @@ def percentile(samples, fraction):
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def in_ms(nanoseconds):
-    return f"{nanoseconds / 1e6:.2f}"
+# --- pgbench -------------------------------------------------------------------------------
+
+@dataclass
+class PgbenchRun:
+    tps: float           # transactions per second, without the initial connection time
+    transactions: int
+
+    @property
+    def seconds(self):
+        return self.transactions / self.tps
+
+
+def pgbench(script, *, system="pg_jobs", seconds=None, transactions=None, defines=()):
+    """Runs a script from bench/ with CLIENTS clients, for `seconds` or for `transactions` per
+    client."""
+    length = ["-T", str(seconds)] if seconds else ["-t", str(transactions)]
+    args = [PGBENCH, "-n", "-M", "prepared", "-c", str(CLIENTS), "-j", str(THREADS), *length,
+            "-f", str(BENCH_DIR / script)]
+    for name, value in defines:
+        args += ["-D", f"{name}={value}"]
+    args += ["-h", "localhost", "-p", str(PORT), "-U", "postgres", DATABASES[system]]
+    run = subprocess.run(args, capture_output=True, text=True)
+    failed = re.search(r"number of failed transactions: (\d+)", run.stdout)
+    if run.returncode != 0 or not failed or failed.group(1) != "0":
+        raise RuntimeError(f"pgbench {script} failed (exit {run.returncode}):\n{run.stdout}{run.stderr}")
+    return PgbenchRun(
+        float(re.search(r"tps = ([\d.]+) \(without initial connection time\)", run.stdout).group(1)),
+        int(re.search(r"number of transactions actually processed: (\d+)", run.stdout).group(1)))
+
+
+# --- the peers' drivers (bench/peers/) ------------------------------------------------------
+
+def driver_command(system, command, options):
+    if system == "procrastinate":
+        return [sys.executable, str(BENCH_DIR / "peers" / "procrastinate_driver.py"), command,
+                json.dumps({"conninfo": conninfo(system), **options})]
+    script = {"graphile": "graphile.js", "pgboss": "pgboss.js"}[system]
+    return ["node", str(BENCH_DIR / "peers" / script), command,
+            json.dumps({"connectionString": f"postgres://postgres@localhost:{PORT}/{DATABASES[system]}",
+                        **options})]
+
+
+def driver_env():
+    return {**os.environ, "NODE_PATH": str(NODE_MODULES)}
+
+
+def driver(system, command, **options):
+    """Runs one command of a peer's driver to its end; returns the JSON it prints."""
+    run = subprocess.run(driver_command(system, command, options), capture_output=True, text=True,
+                         env=driver_env(), stdin=subprocess.DEVNULL)
+    if run.returncode != 0:
+        raise RuntimeError(f"{NAMES[system]} {command} failed (exit {run.returncode}):\n{run.stderr}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+class Workers:
+    """Peer worker processes that run until their stdin is closed."""
+
+    def __init__(self, system, command, count=1, **options):
+        self.system = system
+        self.errors = [tempfile.TemporaryFile("w+") for _ in range(count)]
+        self.processes = [
+            subprocess.Popen(driver_command(system, command, options), stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=errors, text=True, env=driver_env())
+            for errors in self.errors]
+
+    def check_alive(self):
+        for process, errors in zip(self.processes, self.errors):
+            if process.poll() is not None:
+                errors.seek(0)
+                raise RuntimeError(f"a {NAMES[self.system]} worker exited ({process.returncode}):\n{errors.read()}")
+
+    def stop(self):
+        """Closes every worker's stdin, waits for it, and returns what each printed."""
+        for process in self.processes:
+            process.stdin.close()
+        results = []
+        for process, errors in zip(self.processes, self.errors):
+            out = process.stdout.read()
+            process.wait(timeout=60)
+            errors.seek(0)
+            if process.returncode != 0:
+                raise RuntimeError(f"a {NAMES[self.system]} worker failed ({process.returncode}):\n{errors.read()}")
+            results.append(json.loads(out.strip().splitlines()[-1]))
+        return results
+
+
+# --- the systems ----------------------------------------------------------------------------
+
+def pgboss_partition():
+    [(partition,)] = query("SELECT partition_name FROM pgboss.queue WHERE name = 'noop'", "pgboss")
+    return partition
+
+
+class System:
+    """What the benchmark does with one system: the queue tables, how to empty and fill them,
+    and how many jobs are still to do."""
+    key = ""
+
+    def queue_tables(self):
+        raise NotImplementedError
+
+    def reset(self):
+        raise NotImplementedError
+
+    def fill(self, count):
+        raise NotImplementedError
+
+    def left_sql(self):
+        """Jobs not yet done."""
+        raise NotImplementedError
+
+    def count_sql(self):
+        """Every job in the queue tables, done or not."""
+        raise NotImplementedError
+
+    def count(self):
+        return query(self.count_sql(), self.key)[0][0]
+
+
+class PgJobs(System):
+    key = "pg_jobs"
+
+    def queue_tables(self):
+        return [("pgjobs", "slices"), ("pgjobs", "jobs")]
+
+    def count_sql(self):
+        return "SELECT (SELECT count(*) FROM pgjobs.slices) + (SELECT count(*) FROM pgjobs.job_history)"
+
+    def reset(self):
+        execute("TRUNCATE pgjobs.slices, pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history")
+
+    def fill(self, count):
+        """Adds `count` no-op jobs, in chunks of FILL_CHUNK from FILL_CONNECTIONS connections."""
+        chunks = queue.SimpleQueue()
+        for start in range(0, count, FILL_CHUNK):
+            chunks.put(min(FILL_CHUNK, count - start))
+
+        def add_chunks():
+            with connect() as conn:
+                while True:
+                    try:
+                        size = chunks.get_nowait()
+                    except queue.Empty:
+                        return
+                    conn.execute("SELECT count(*) FROM pgjobs.jobs_add_batch(%s::jsonb)", [noop_jobs(size)])
+
+        with ThreadPoolExecutor(FILL_CONNECTIONS) as pool:
+            for adder in [pool.submit(add_chunks) for _ in range(FILL_CONNECTIONS)]:
+                adder.result()
+
+    def check_drained(self, what):
+        [(completed, finished_otherwise, slices_left, jobs_left)] = query("""
+            SELECT (SELECT count(*) FROM pgjobs.job_history WHERE status = 'completed'),
+                   (SELECT count(*) FROM pgjobs.job_history WHERE status <> 'completed'),
+                   (SELECT count(*) FROM pgjobs.slices),
+                   (SELECT count(*) FROM pgjobs.jobs)""")
+        if (completed, finished_otherwise, slices_left, jobs_left) != (DRAIN_JOBS, 0, 0, 0):
+            raise RuntimeError(
+                f"pg_jobs: {what} did not complete every job: of {DRAIN_JOBS}, {completed} "
+                f"completed, {finished_otherwise} finished otherwise, {slices_left} slices and "
+                f"{jobs_left} jobs left")
+
+
+class HandWritten(System):
+    key = "sql"
+
+    def queue_tables(self):
+        return [("public", "q")]
+
+    def reset(self):
+        execute("TRUNCATE q", "sql")
+
+    def fill(self, count):
+        execute(f"INSERT INTO q (payload) SELECT '{{\"task\": \"noop\"}}' FROM generate_series(1, {count})", "sql")
+
+    def left_sql(self):
+        return "SELECT count(*) FROM q"
+
+    def count_sql(self):
+        return self.left_sql()
+
+
+class Graphile(System):
+    key = "graphile"
+
+    def queue_tables(self):
+        return [("graphile_worker", "_private_jobs")]
+
+    def reset(self):
+        execute("TRUNCATE graphile_worker._private_jobs, graphile_worker._private_job_queues", "graphile")
+
+    def fill(self, count):
+        execute(f"""SELECT count(*) FROM graphile_worker.add_jobs(ARRAY(
+                        SELECT ROW('noop', '{{}}', NULL, NULL, NULL, NULL, NULL, NULL)::graphile_worker.job_spec
+                        FROM generate_series(1, {count})))""", "graphile")
+
+    def left_sql(self):
+        # A finished job is deleted; one that failed stays, and counts as not done.
+        return "SELECT count(*) FROM graphile_worker._private_jobs"
+
+    def count_sql(self):
+        return self.left_sql()
+
+
+class PgBoss(System):
+    key = "pgboss"
+
+    def queue_tables(self):
+        return [("pgboss", pgboss_partition())]
+
+    def reset(self):
+        execute("TRUNCATE pgboss.job, pgboss.archive", "pgboss")
+
+    def fill(self, count):
+        driver("pgboss", "fill", jobs=count)
+
+    def left_sql(self):
+        return "SELECT count(*) FROM pgboss.job WHERE name = 'noop' AND state <> 'completed'"
+
+    def count_sql(self):
+        return "SELECT count(*) FROM pgboss.job WHERE name = 'noop'"
+
+
+class Procrastinate(System):
+    key = "procrastinate"
+
+    def queue_tables(self):
+        return [("public", "procrastinate_jobs")]
+
+    def reset(self):
+        execute("TRUNCATE procrastinate_jobs, procrastinate_events, procrastinate_periodic_defers, "
+                "procrastinate_workers", "procrastinate")
+
+    def fill(self, count):
+        driver("procrastinate", "fill", jobs=count)
+
+    def left_sql(self):
+        return "SELECT count(*) FROM procrastinate_jobs WHERE status <> 'succeeded'"
+
+    def count_sql(self):
+        return "SELECT count(*) FROM procrastinate_jobs"
+
+
+PG_JOBS, SQL, GRAPHILE, PGBOSS, PROCRASTINATE = PgJobs(), HandWritten(), Graphile(), PgBoss(), Procrastinate()
+
+
+def setup_peers():
+    """The peers' schemas, in their own databases: the hand-written table, and what
+    graphile-worker, pg-boss and procrastinate make themselves."""
+    log("making the peers' schemas")
+    execute("CREATE TABLE q (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload jsonb NOT NULL)", "sql")
+    driver("graphile", "migrate")
+    driver("pgboss", "setup")
+    driver("procrastinate", "setup")
+
+
+# --- dead tuples ----------------------------------------------------------------------------
+
+class AutovacuumOff:
+    """Autovacuum off on a system's queue tables for the length of a drain, so that the dead
+    tuples it leaves can be counted before autovacuum removes them (its naptime is a minute,
+    and a drain of 8,000 jobs passes its threshold)."""
+
+    def __init__(self, system):
+        self.system = system
+        self.tables = ", ".join(f"{schema}.{table}" for schema, table in SYSTEM_OBJECTS[system].queue_tables())
+
+    def alter(self, change):
+        with connect(self.system) as conn:
+            for table in self.tables.split(", "):
+                conn.execute(f"ALTER TABLE {table} {change}")
+
+    def __enter__(self):
+        self.alter("SET (autovacuum_enabled = false)")
+
+    def __exit__(self, *_):
+        self.alter("RESET (autovacuum_enabled)")
+
+
+@dataclass
+class Aftermath:
+    dead: dict           # queue table → n_dead_tup
+    vacuumed: bool       # whether autovacuum ran on them during the drain all the same
+    wal_per_job: float   # bytes of WAL the cluster wrote during the drain, per job done
+
+
+def before_drain(system):
+    """What dead_tuples compares with: autovacuum counts and the WAL position."""
+    with connect(system) as conn:
+        counts = {(schema, table): count for schema, table, count in conn.execute(
+            "SELECT schemaname, relname, autovacuum_count FROM pg_stat_user_tables").fetchall()}
+        [(lsn,)] = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchall()
+    return counts, lsn
+
+
+def dead_tuples(system, before, jobs):
+    """n_dead_tup of the system's queue tables, once every client of its database is gone (a
+    backend reports its counts when it exits), whether autovacuum ran on them since `before`
+    (what before_drain returned), and the WAL written since then per job of `jobs`."""
+    before, lsn = before
+    deadline = time.monotonic() + 10
+    while query("""SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+                   AND backend_type = 'client backend' AND pid <> pg_backend_pid()""", system)[0][0]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{NAMES[system]}: clients still connected 10 s after the drain")
+        time.sleep(0.05)
+    # A backend leaves pg_stat_activity just before it flushes its statistics.
+    time.sleep(0.5)
+    tables = SYSTEM_OBJECTS[system].queue_tables()
+    rows = {(schema, table): (dead, autovacuums) for schema, table, dead, autovacuums in query(
+        "SELECT schemaname, relname, n_dead_tup, autovacuum_count FROM pg_stat_user_tables", system)}
+    dead = {table: rows[(schema, table)][0] for schema, table in tables}
+    vacuumed = any(rows[key][1] != before.get(key, 0) for key in tables)
+    [(wal,)] = query("SELECT pg_current_wal_insert_lsn() - %s::pg_lsn", system, [lsn])
+    return Aftermath(dead, vacuumed, float(wal) / max(jobs, 1))
+
+
+# --- measurements ---------------------------------------------------------------------------
+
+@dataclass
+class Figure:
+    value: float
+    note: str = ""       # shown after the value, in the cell
+
+
+@dataclass
+class Row:
+    figure: str
+    unit: str
+    better: str          # "higher", "lower", or "" for no ratio
+    values: dict = field(default_factory=dict)   # system → Figure
+    digits: int = 0
 
 
 def reference_commit_rate():
@@ -136,99 +475,315 @@ def reference_commit_rate():
     execute("CREATE TABLE ref (id integer PRIMARY KEY, n bigint NOT NULL DEFAULT 0)")
     execute("INSERT INTO ref (id) SELECT generate_series(1, 10000)")
     settle()
-    return pgbench("reference.sql", seconds=SECONDS)
+    return pgbench("reference.sql", seconds=SECONDS).tps
+
+
+def enqueue_backlog(system, fresh):
+    """Enqueues are measured on a queue that holds a backlog of DRAIN_JOBS jobs, vacuumed and
+    analyzed, not on an empty one: a session that first plans a foreign-key check while the
+    referenced table is empty and vacuumed (0 pages) keeps a sequential scan for it until the
+    next ANALYZE, and pg_jobs (slices → jobs) and procrastinate (events → jobs) would then scan
+    their whole queue for every job added (see the notes)."""
+    if fresh:
+        SYSTEM_OBJECTS[system].reset()
+        SYSTEM_OBJECTS[system].fill(DRAIN_JOBS)
+    settle(system)
+
+
+def check_added(system, before, added):
+    """The jobs counted as added are in the queue tables, no more and no fewer."""
+    after = SYSTEM_OBJECTS[system].count()
+    if after - before != added:
+        raise RuntimeError(f"{NAMES[system]}: {added} jobs counted as added, but the queue grew by {after - before}")
 
 
 def enqueue_rates():
-    """Jobs added per second, one per transaction and 100 per transaction."""
-    log(f"enqueue: jobs_add, {CLIENTS} clients, {SECONDS} s")
-    reset_queue()
-    settle()
-    single = pgbench("enqueue_single.sql", seconds=SECONDS)
-    log(f"enqueue: jobs_add_batch of 100, {CLIENTS} clients, {SECONDS} s")
-    reset_queue()
-    settle()
-    batched = 100 * pgbench("enqueue_batch.sql", seconds=SECONDS, defines=[("jobs", noop_jobs(100))])
+    """Jobs added per second by CLIENTS clients: one per transaction, and 100 per transaction."""
+    single, batched = {}, {}
+    hundred = noop_jobs(100)
+    for system, script_single, script_batch, defines in (
+            ("pg_jobs", "enqueue_single.sql", "enqueue_batch.sql", [("jobs", hundred)]),
+            ("sql", "sql_enqueue_single.sql", "sql_enqueue_batch.sql", [("jobs", hundred)]),
+            ("graphile", "graphile_enqueue_single.sql", "graphile_enqueue_batch.sql",
+             [("specs", query("""SELECT array_agg(ROW('noop', '{}', NULL, NULL, NULL, NULL, NULL, NULL)
+                                                   ::graphile_worker.job_spec)::text
+                                 FROM generate_series(1, 100)""", "graphile")[0][0])])):
+        for results, script, per_transaction, extra in ((single, script_single, 1, []),
+                                                        (batched, script_batch, 100, defines)):
+            log(f"enqueue: {NAMES[system]}, {per_transaction} per transaction, {CLIENTS} clients, {SECONDS} s")
+            enqueue_backlog(system, fresh=per_transaction == 1)
+            before = SYSTEM_OBJECTS[system].count()
+            run = pgbench(script, system=system, seconds=SECONDS, defines=extra)
+            check_added(system, before, per_transaction * run.transactions)
+            results[system] = Figure(per_transaction * run.tps)
+    for system in ("pgboss", "procrastinate"):
+        for results, batch in ((single, 1), (batched, 100)):
+            log(f"enqueue: {NAMES[system]}, {batch} per call, {CLIENTS} concurrent callers, {SECONDS} s")
+            enqueue_backlog(system, fresh=batch == 1)
+            before = SYSTEM_OBJECTS[system].count()
+            added = driver(system, "enqueue", clients=CLIENTS, seconds=SECONDS, batch=batch)
+            check_added(system, before, added["jobs"])
+            results[system] = Figure(added["jobs"] / added["seconds"])
     return single, batched
 
 
-def check_drained(batch):
-    [(completed, finished_otherwise, slices_left, jobs_left)] = query("""
-        SELECT (SELECT count(*) FROM pgjobs.job_history WHERE status = 'completed'),
-               (SELECT count(*) FROM pgjobs.job_history WHERE status <> 'completed'),
-               (SELECT count(*) FROM pgjobs.slices),
-               (SELECT count(*) FROM pgjobs.jobs)""")
-    if (completed, finished_otherwise, slices_left, jobs_left) != (DRAIN_JOBS, 0, 0, 0):
-        raise RuntimeError(
-            f"draining at batch {batch} did not complete every job: of {DRAIN_JOBS}, {completed} "
-            f"completed, {finished_otherwise} finished otherwise, {slices_left} slices and "
-            f"{jobs_left} jobs left")
-
-
-def drain_rate(batch):
-    """Jobs completed per second by CLIENTS workers claiming `batch` at a time."""
-    log(f"drain: {CLIENTS} workers claiming {batch} at a time from {DRAIN_JOBS} jobs")
-    completed = 0
-    elapsed = 0.0
-    while elapsed < DRAIN_SECONDS:
-        reset_queue()
-        fill_queue(DRAIN_JOBS)
-        settle()
-        started = time.monotonic()
-        pgbench("drain.sql", transactions=DRAIN_JOBS // (CLIENTS * batch), defines=[("batch", batch)])
-        elapsed += time.monotonic() - started
-        check_drained(batch)
+def pgbench_drain(system, script, batch, transactions, defines=()):
+    """Drains DRAIN_JOBS jobs with pgbench, refilled and repeated until DRAIN_SECONDS were
+    timed or DRAIN_ROUNDS were run; jobs per second, and the dead tuples after the first
+    round."""
+    target = SYSTEM_OBJECTS[system]
+    completed, elapsed, rounds, dead = 0, 0.0, 0, None
+    while rounds < DRAIN_ROUNDS and (rounds == 0 or elapsed < DRAIN_SECONDS):
+        target.reset()
+        target.fill(DRAIN_JOBS)
+        settle(system)
+        with AutovacuumOff(system):
+            before = before_drain(system)
+            run = pgbench(script, system=system, transactions=transactions, defines=defines)
+            if dead is None:
+                dead = dead_tuples(system, before, DRAIN_JOBS)
+        elapsed += run.seconds
         completed += DRAIN_JOBS
-    dead = query("""SELECT relname, n_dead_tup FROM pg_stat_user_tables
-                    WHERE schemaname = 'pgjobs' AND relname IN ('jobs', 'slices') ORDER BY relname""")
-    log(f"  {completed // DRAIN_JOBS} rounds in {elapsed:.1f} s; dead tuples after the last: "
-        + ", ".join(f"{name} {n}" for name, n in dead))
-    return completed / elapsed
+        rounds += 1
+        if system == "pg_jobs":
+            PG_JOBS.check_drained(f"{script} at batch {batch}")
+        else:
+            [(left,)] = query(target.left_sql(), system)
+            if left:
+                raise RuntimeError(f"{NAMES[system]}: {script} at batch {batch} left {left} of {DRAIN_JOBS} jobs")
+    log(f"  {rounds} rounds in {elapsed:.1f} s: {completed / elapsed:,.0f} jobs/s; after the first: "
+        + describe(dead))
+    return completed / elapsed, dead
 
 
-def pickup_latency():
+def worker_drain(system, command, count=1, window=None, **options):
+    """Fills the queue with DRAIN_JOBS jobs and lets `count` peer worker processes drain it.
+    The clock starts when the first job is gone and stops when the last is (or after `window`
+    seconds); returns jobs per second, the jobs done in all, and the dead tuples left."""
+    target = SYSTEM_OBJECTS[system]
+    target.reset()
+    target.fill(DRAIN_JOBS)
+    settle(system)
+    with AutovacuumOff(system):
+        before = before_drain(system)
+        rate, done, dead = worker_drain_timed(system, target, command, count, window, before, options)
+    return rate, done, dead
+
+
+def poll_interval(first, now, left, window):
+    """Looks often (DRAIN_POLL) near the start and the end of a drain, and at most 10 times a
+    second in between, so that counting what is left costs the server little."""
+    if first is None or now <= first[0] or first[1] <= left:
+        return DRAIN_POLL
+    remaining = left / ((first[1] - left) / (now - first[0]))
+    if window:
+        remaining = min(remaining, first[0] + window - now)
+    return min(0.1, max(DRAIN_POLL, remaining / 2))
+
+
+def worker_drain_timed(system, target, command, count, window, before, options):
+    workers = Workers(system, command, count, **options)
+    try:
+        with connect(system) as conn:
+            started = time.monotonic()
+            first = None  # (time, jobs left) when the first job was seen gone
+            while True:
+                [(left,)] = conn.execute(target.left_sql()).fetchall()
+                now = time.monotonic()
+                if first is None and left < DRAIN_JOBS:
+                    first = (now, left)
+                if left == 0 or (first and window and now - first[0] >= window):
+                    break
+                if now - started > DRAIN_TIMEOUT:
+                    raise RuntimeError(f"{NAMES[system]}: {left} of {DRAIN_JOBS} jobs left after {DRAIN_TIMEOUT} s")
+                workers.check_alive()
+                time.sleep(poll_interval(first, now, left, window))
+    finally:
+        results = workers.stop()
+    rate = (first[1] - left) / (now - first[0])
+    handled = sum(result["handled"] for result in results)
+    [(left_after,)] = query(target.left_sql(), system)
+    if handled != DRAIN_JOBS - left_after:
+        raise RuntimeError(f"{NAMES[system]}: its handler ran {handled} times but {DRAIN_JOBS - left_after} "
+                           f"of {DRAIN_JOBS} jobs are done")
+    dead = dead_tuples(system, before, DRAIN_JOBS - left_after)
+    log(f"  {DRAIN_JOBS - left_after} of {DRAIN_JOBS} jobs done, {rate:,.0f} jobs/s over {now - first[0]:.1f} s; "
+        + describe(dead))
+    return rate, DRAIN_JOBS - left_after, dead
+
+
+def describe(aftermath):
+    return ("dead tuples " + ", ".join(f"{table} {n}" for table, n in aftermath.dead.items())
+            + (" (autovacuum ran)" if aftermath.vacuumed else "") + f"; {aftermath.wal_per_job:,.0f} B of WAL per job")
+
+
+def transactions_per_client(batch):
+    return DRAIN_JOBS // (CLIENTS * batch)
+
+
+def drain_rates():
+    """Rows for the drains: every system at batch 1, 10 and 100 where it has a batch, pg_jobs
+    also completing and claiming in one call; and the dead tuples after the batch-1 drains."""
+    drains = {batch: {} for batch in DRAIN_BATCHES}
+    one_trip = {}
+    dead = {}
+    pgboss_fetch = {}
+    notes = []
+
+    for batch in DRAIN_BATCHES:
+        log(f"drain: pg_jobs, {CLIENTS} workers claiming {batch} at a time, then completing, from {DRAIN_JOBS:,} jobs")
+        rate, tuples = pgbench_drain("pg_jobs", "drain.sql", batch, transactions_per_client(batch),
+                                     [("batch", batch)])
+        drains[batch]["pg_jobs"] = Figure(rate)
+        if batch == 1:
+            dead["pg_jobs"] = tuples
+    log(f"drain: pg_jobs, {CLIENTS} workers calling jobs_complete_and_claim for 1 job, from {DRAIN_JOBS:,} jobs")
+    claims = transactions_per_client(1)
+    rate, _ = pgbench_drain("pg_jobs", "drain_complete_and_claim.sql", 1, claims + 1,
+                            [("claims", claims), ("ids", "{}"), ("tokens", "{}")])
+    one_trip["pg_jobs"] = Figure(rate)
+
+    for batch in DRAIN_BATCHES:
+        log(f"drain: hand-written SQL, {CLIENTS} clients claiming and deleting {batch} at a time, from {DRAIN_JOBS:,} jobs")
+        rate, tuples = pgbench_drain("sql", "sql_drain.sql", batch, transactions_per_client(batch), [("batch", batch)])
+        drains[batch]["sql"] = Figure(rate)
+        if batch == 1:
+            dead["sql"] = tuples
+
+    best = None
+    tried = []
+    for processes, concurrency in GRAPHILE_CONFIGS:
+        log(f"drain: graphile-worker, {processes} process(es) × concurrency {concurrency}, from {DRAIN_JOBS:,} jobs")
+        rate, done, tuples = worker_drain("graphile", "drain", processes, concurrency=concurrency)
+        tried.append(f"{processes}×{concurrency}: {rate:,.0f}")
+        if best is None or rate > best[0]:
+            best = (rate, f"{processes}×{concurrency}", tuples)
+    drains[1]["graphile"] = Figure(best[0], best[1])
+    dead["graphile"] = best[2]
+    notes.append("- graphile-worker has no batch (one `get_job` and one `complete_job` per job); processes × "
+                 "concurrency tried: " + "; ".join(tried) + " jobs/s. The table shows the best.")
+
+    for batch in DRAIN_BATCHES:
+        log(f"drain: pg-boss, {CLIENTS} work() workers, batchSize {batch}, polling every "
+            f"{PGBOSS_POLLING_SECONDS} s, at most {PGBOSS_WINDOW} s")
+        rate, done, _ = worker_drain("pgboss", "drain", window=PGBOSS_WINDOW, workers=CLIENTS, batch=batch,
+                                     mode="work", pollingIntervalSeconds=PGBOSS_POLLING_SECONDS)
+        drains[batch]["pgboss"] = Figure(rate, "" if done == DRAIN_JOBS else f"{done:,} done in {PGBOSS_WINDOW} s")
+        log(f"drain: pg-boss, {CLIENTS} loops of fetch() and complete(), batchSize {batch}")
+        rate, done, tuples = worker_drain("pgboss", "drain", workers=CLIENTS, batch=batch, mode="fetch")
+        pgboss_fetch[batch] = Figure(rate)
+        if batch == 1:
+            dead["pgboss"] = tuples
+
+    log(f"drain: procrastinate, one worker with concurrency {CLIENTS}, from {DRAIN_JOBS:,} jobs")
+    rate, done, tuples = worker_drain("procrastinate", "drain", concurrency=CLIENTS)
+    drains[1]["procrastinate"] = Figure(rate)
+    dead["procrastinate"] = tuples
+
+    rows = []
+    for batch in DRAIN_BATCHES:
+        values = dict(drains[batch])
+        if batch == 1:
+            rows.append(Row(f"Drain {DRAIN_JOBS:,} jobs, {CLIENTS} workers, 1 job at a time "
+                            "(pg_jobs: jobs_claim, then jobs_complete: two round trips per job)",
+                            "jobs/s", "higher", values))
+            rows.append(Row("Drain, 1 job at a time, pg_jobs in one round trip per job "
+                            "(jobs_complete_and_claim); peers as above",
+                            "jobs/s", "higher", {**values, "pg_jobs": one_trip["pg_jobs"]}))
+        else:
+            rows.append(Row(f"Drain {DRAIN_JOBS:,} jobs, {CLIENTS} workers, {batch} jobs at a time",
+                            "jobs/s", "higher", values))
+    for batch in DRAIN_BATCHES:
+        rows.append(Row(f"Drain, {batch} at a time, pg-boss by fetch() and complete() loops instead of work()",
+                        "jobs/s", "higher",
+                        {"pg_jobs": drains[batch]["pg_jobs"], "pgboss": pgboss_fetch[batch]}))
+    dead_values, wal_values = {}, {}
+    for system, aftermath in dead.items():
+        parts = " + ".join(f"{table} {n:,}" for table, n in aftermath.dead.items())
+        note = (parts if len(aftermath.dead) > 1 else "") + (" (autovacuum ran during the drain)" if aftermath.vacuumed else "")
+        dead_values[system] = Figure(sum(aftermath.dead.values()), note.strip())
+        wal_values[system] = Figure(aftermath.wal_per_job)
+    rows.append(Row(f"Dead tuples left in the queue tables after draining {DRAIN_JOBS:,} jobs 1 at a time "
+                    "(n_dead_tup)", "tuples", "lower", dead_values))
+    rows.append(Row("WAL written per job in that drain (claim and completion)", "bytes", "lower", wal_values))
+    return rows, notes
+
+
+def pickup_latency(listen, add, claim, complete=None, samples=PICKUP_JOBS, system="pg_jobs"):
     """p50 and p99, in ns, from just before a job is added until an idle worker, woken by
-    NOTIFY, has claimed it. One job at a time, so the worker is always idle when it arrives."""
-    log(f"pickup latency: {PICKUP_JOBS} jobs, one at a time, to a LISTENing worker")
-    reset_queue()
-    settle()
+    NOTIFY, has claimed it. One job at a time, so the worker is always idle when it arrives.
+    `add` takes the payload {"t": ...}; `claim` returns one row whose payload column is named
+    `payload`; `complete`, if any, takes the claimed row."""
     listening = threading.Event()
     latencies = queue.SimpleQueue()
 
     def worker():
-        with connect() as conn:
-            conn.execute("LISTEN pgjobs_ready")
+        with connect(system) as conn:
+            conn.execute(f"LISTEN {listen}")
             listening.set()
-            for _ in range(PICKUP_JOBS):
+            for _ in range(samples):
                 # The next job is added only after this one is handed back below, and nothing
                 # runs on this connection from then until here, so no command can swallow the
                 # notification: it waits in the socket if it comes early.
                 if not list(conn.notifies(timeout=10, stop_after=1)):
-                    raise RuntimeError("no notification on pgjobs_ready within 10 s of an add")
-                claimed = conn.execute(CLAIM_ONE).fetchall()
+                    raise RuntimeError(f"no notification on {listen} within 10 s of an add")
+                cursor = conn.execute(claim)
+                claimed = cursor.fetchall()
                 claimed_at = time.perf_counter_ns()
                 if len(claimed) != 1:
                     raise RuntimeError(f"the woken worker claimed {len(claimed)} jobs, not 1")
-                [(job, _, token, _, payload, _)] = claimed
-                conn.execute("SELECT pgjobs.jobs_complete(%s, %s)", [job, token])
-                latencies.put(claimed_at - payload["t"])
+                row = dict(zip([column.name for column in cursor.description], claimed[0]))
+                if complete:
+                    conn.execute(complete, row)
+                latencies.put(claimed_at - row["payload"]["t"])
 
-    with ThreadPoolExecutor(1) as pool, connect() as producer:
+    with ThreadPoolExecutor(1) as pool, connect(system) as producer:
         listener = pool.submit(worker)
         if not listening.wait(10):
             listener.result(timeout=0)
-        samples = []
-        for _ in range(PICKUP_JOBS):
+        results = []
+        for _ in range(samples):
             # Random gaps, so that adds do not fall in step with anything periodic on the server.
             time.sleep(random.uniform(0.005, 0.025))
-            producer.execute("SELECT pgjobs.jobs_add('noop', %s)", [Jsonb({"t": time.perf_counter_ns()})])
+            producer.execute(add, [Jsonb({"t": time.perf_counter_ns()})])
             try:
-                samples.append(latencies.get(timeout=15))
+                results.append(latencies.get(timeout=15))
             except queue.Empty:
                 listener.result(timeout=0)
                 raise
         listener.result()
-    return percentile(samples, 0.50), percentile(samples, 0.99)
+    return results
+
+
+def pickup_latencies():
+    """Rows for pickup latency: every system's idle worker, one job at a time."""
+    samples = {}
+    log(f"pickup latency: pg_jobs, {PICKUP_JOBS} jobs, one at a time, to a LISTENing worker")
+    PG_JOBS.reset()
+    settle()
+    samples["pg_jobs"] = pickup_latency(
+        "pgjobs_ready", "SELECT pgjobs.jobs_add('noop', %s)", CLAIM_ONE,
+        "SELECT pgjobs.jobs_complete(%(id)s, %(lease_token)s)")
+    log(f"pickup latency: hand-written SQL, {PICKUP_JOBS} jobs, one at a time, to a LISTENing worker")
+    SQL.reset()
+    settle("sql")
+    samples["sql"] = pickup_latency(
+        "q_ready", "WITH i AS (INSERT INTO q (payload) VALUES (%s) RETURNING id) SELECT pg_notify('q_ready', '') FROM i",
+        "WITH c AS (SELECT id FROM q ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) "
+        "DELETE FROM q USING c WHERE q.id = c.id RETURNING q.*", system="sql")
+    for system, count, options in (("graphile", PICKUP_JOBS, {}),
+                                   ("procrastinate", PICKUP_JOBS, {}),
+                                   ("pgboss", PGBOSS_PICKUP_JOBS, {"pollingIntervalSeconds": PGBOSS_POLLING_SECONDS})):
+        log(f"pickup latency: {NAMES[system]}, {count} jobs, one at a time, to its idle worker")
+        SYSTEM_OBJECTS[system].reset()
+        settle(system)
+        samples[system] = driver(system, "pickup", samples=count, **options)["latencies_ns"]
+    rows = []
+    for name, fraction in (("p50", 0.50), ("p99", 0.99)):
+        rows.append(Row(f"Pickup latency of an idle worker, add to claim, {name}", "ms", "lower",
+                        {system: Figure(percentile(values, fraction) / 1e6) for system, values in samples.items()},
+                        digits=2))
+    return rows
 
 
 def claim_latency():
@@ -248,23 +803,96 @@ def claim_latency():
 
 def claim_latencies():
     """Claim latency for each of QUEUE_SIZES jobs queued, the queue grown from one to the next."""
-    reset_queue()
+    PG_JOBS.reset()
     results = {}
     for size in QUEUE_SIZES:
-        log(f"claim latency: filling the queue to {size} jobs")
+        log(f"claim latency: filling pg_jobs' queue to {size:,} jobs")
         [(queued,)] = query("SELECT count(*) FROM pgjobs.slices")
-        fill_queue(size - queued)
+        PG_JOBS.fill(size - queued)
         settle()
-        log(f"claim latency: up to {CLAIM_ITERATIONS} claims or {CLAIM_SECONDS} s with {size} jobs queued")
+        log(f"claim latency: up to {CLAIM_ITERATIONS} claims or {CLAIM_SECONDS} s with {size:,} jobs queued")
         results[size] = claim_latency()
-    return results
+    rows = []
+    for size, (p50, p99, timed) in results.items():
+        rows.append(Row(f"Claim latency, {size:,} jobs queued, p50 of {timed:,} claims", "ms", "",
+                        {"pg_jobs": Figure(p50 / 1e6)}, digits=2))
+        rows.append(Row(f"Claim latency, {size:,} jobs queued, p99 of {timed:,} claims", "ms", "",
+                        {"pg_jobs": Figure(p99 / 1e6)}, digits=2))
+    small, large = QUEUE_SIZES
+    for name, at in (("p50", 0), ("p99", 1)):
+        rows.append(Row(f"Claim latency {name}, {large:,} vs {small:,} jobs queued", "×", "",
+                        {"pg_jobs": Figure(results[large][at] / results[small][at])}, digits=1))
+    return rows
+
+
+SYSTEM_OBJECTS = {"pg_jobs": PG_JOBS, "sql": SQL, "graphile": GRAPHILE, "pgboss": PGBOSS,
+                  "procrastinate": PROCRASTINATE}
+
+
+# --- the table ------------------------------------------------------------------------------
+
+def number(value, digits):
+    return f"{value:,.{digits}f}"
+
+
+def ratio_text(ratio):
+    return f"{ratio:.2f}" if ratio < 10 else f"{ratio:,.0f}"
+
+
+def render(rows):
+    arrows = {"higher": " ↑", "lower": " ↓", "": ""}
+    head = ["Figure", "Unit", *(NAMES[s] for s in SYSTEMS), "pg_jobs ÷ best peer"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(SYSTEMS) + 1)]
+    for row in rows:
+        ours = row.values.get("pg_jobs")
+        cells = []
+        for system in SYSTEMS:
+            figure = row.values.get(system)
+            if figure is None:
+                cells.append("—")
+                continue
+            text = number(figure.value, row.digits)
+            extras = []
+            if system != "pg_jobs" and row.better and ours is not None and figure.value > 0:
+                extras.append(ratio_text(ours.value / figure.value))
+            if figure.note:
+                extras.append(figure.note)
+            cells.append(text + (f" ({'; '.join(extras)})" if extras else ""))
+        peers = [(system, row.values[system].value) for system in PEERS if system in row.values]
+        best = "—"
+        if row.better and ours is not None and peers:
+            pick = max if row.better == "higher" else min
+            system, value = pick(peers, key=lambda item: item[1])
+            if value > 0:
+                best = f"{ratio_text(ours.value / value)} ({NAMES[system]})"
+        lines.append(f"| {row.figure} | {row.unit}{arrows[row.better]} | " + " | ".join(cells) + f" | {best} |")
+    return lines
+
+
+def versions():
+    def npm_version(package):
+        return json.loads((NODE_MODULES / package / "package.json").read_text())["version"]
+
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+    return (f"graphile-worker {npm_version('graphile-worker')} and pg-boss {npm_version('pg-boss')} "
+            f"(Node {node}, node-postgres {npm_version('pg')}); procrastinate "
+            f"{importlib.metadata.version('procrastinate')} (Python {sys.version.split()[0]}, psycopg "
+            f"{importlib.metadata.version('psycopg')})")
 
 
 def environment():
-    [(version, fsync, synchronous_commit, shared_buffers, max_connections)] = query("""
-        SELECT current_setting('server_version'), current_setting('fsync'),
-               current_setting('synchronous_commit'), current_setting('shared_buffers'),
-               current_setting('max_connections')""")
+    [(version,)] = query("SELECT current_setting('server_version')")
+    shown = ("fsync", "synchronous_commit", "full_page_writes", "wal_level", "shared_buffers", "work_mem",
+             "max_wal_size", "checkpoint_timeout", "autovacuum", "autovacuum_naptime", "max_connections")
+    settings = dict(query("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY (%s)",
+                          params=[list(shown)]))
+    # What differs from initdb's postgresql.conf and the built-in defaults.
+    changed = [f"{name} = {value}" for name, value in query(
+        """SELECT name, setting FROM pg_settings
+           WHERE source = 'configuration file'
+             AND name IN ('port', 'listen_addresses', 'unix_socket_directories', 'shared_preload_libraries',
+                          'pg_jobs.database_name', 'max_connections', 'log_min_messages')
+           ORDER BY name""")]
     with open("/proc/cpuinfo") as cpuinfo:
         model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")),
                      "unknown model")
@@ -273,38 +901,75 @@ def environment():
     # Anything else busy on the machine skews every figure; the load average shows it.
     load = os.getloadavg()[0]
     return [
-        f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; pg_jobs {revision}",
-        f"- Server: PostgreSQL {version}; fsync {fsync}, synchronous_commit {synchronous_commit}, "
-        f"shared_buffers {shared_buffers}, max_connections {max_connections}",
+        f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; pg_jobs {revision}; "
+        f"{versions()}",
+        f"- Server: PostgreSQL {version}, one cluster for every system, each in its own database; "
+        "initdb's settings except " + ", ".join(changed) + ". In force: "
+        + ", ".join(f"{name} {settings[name]}" for name in shown),
         f"- Machine: {len(os.sched_getaffinity(0))} CPUs, {model}; load average {load:.2f} at the start",
-        f"- Load: pgbench with {CLIENTS} clients and {THREADS} threads, prepared statements; "
-        f"claim latency with up to {QUEUE_SIZES[-1]:,} jobs queued{' (BENCH_QUICK=1)' if QUICK else ''}",
+    ]
+
+
+def notes(extra):
+    return [
+        f"- pg_jobs and hand-written SQL are driven by pgbench ({CLIENTS} clients, {THREADS} threads, "
+        "prepared statements, autocommit); graphile-worker's adds too (`graphile_worker.add_job`, "
+        "`add_jobs`), with its `run` worker in Node. pg-boss (`send()`, `insert()`, `work()`) and "
+        f"procrastinate (`defer_async()`, `batch_defer_async()`, `run_worker_async`) through their own "
+        f"APIs, {CLIENTS} concurrent callers in one process, which shares the 2 CPUs with the server.",
+        "- Hand-written SQL: a table `q (id identity primary key, payload jsonb)`, "
+        "`INSERT`, `INSERT ... SELECT FROM jsonb_array_elements($1)` of the same 100-job JSON as pg_jobs', and "
+        "`WITH c AS (SELECT id FROM q ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED) DELETE FROM q USING c "
+        "WHERE q.id = c.id RETURNING q.*`: one round trip per claim, no lease, no retry, no history; its "
+        "pickup worker LISTENs on a `pg_notify` sent by the add.",
+        f"- Enqueues add to a queue already holding {DRAIN_JOBS:,} jobs, vacuumed and analyzed (the batch "
+        "run follows the single one). From an empty, vacuumed queue, pg_jobs' adds are much slower for a "
+        "while: each new session plans the foreign-key check of `slices.job_id` against an empty `jobs` as "
+        "a sequential scan and keeps that plan until `jobs` is next analyzed, so every add scans every "
+        "queued job (procrastinate's `procrastinate_events` → `procrastinate_jobs` key does the same).",
+        f"- Drains: every system starts from {DRAIN_JOBS:,} no-op jobs, vacuumed and checkpointed. pgbench "
+        f"drains are repeated (up to {DRAIN_ROUNDS} rounds, until {DRAIN_SECONDS} s were timed); a peer's is "
+        "timed from the first job gone to the last, looking at its table every "
+        f"{DRAIN_POLL * 1000:.0f} ms near both, and every count is checked against its handler's.",
+        f"- pg-boss's `work()` waits out its polling interval ({PGBOSS_POLLING_SECONDS} s here, its minimum; "
+        "2 s by default) after every fetch, even a full one, so its drain rate is at most workers × batch ÷ "
+        f"interval; where it could not finish in {PGBOSS_WINDOW} s, the rate is over that window. The "
+        "fetch()/complete() rows show what its SQL does without that wait. Its pickup latency is that "
+        "polling (no LISTEN); jobs arrive at random phases of the interval.",
+        "- procrastinate has no batch claim (one `procrastinate_fetch_job_v2` per job) and keeps finished jobs "
+        "(status `succeeded`, its default `delete_jobs=never`); graphile-worker deletes them; pg-boss keeps "
+        "them (`completed`) until its maintenance archives them; pg_jobs moves them to `job_history`.",
+        "- Dead tuples: n_dead_tup of the queue tables (pg_jobs: `slices` + `jobs`; graphile-worker: "
+        "`_private_jobs`; pg-boss: the queue's partition of `pgboss.job`; procrastinate: "
+        "`procrastinate_jobs`; hand-written: `q`), read after the drain's clients disconnected. Autovacuum "
+        "is off on the queue tables during every drain (`autovacuum_enabled = false`, reset after), so "
+        "that it cannot remove them first; the drains start vacuumed. pg-boss's come from the "
+        "fetch()/complete() drain, which finishes.",
+        "- Each peer's cell: its value (pg_jobs ÷ it). ↑: higher is better, so a ratio above 1 favours "
+        "pg_jobs; ↓: lower is better, a ratio below 1 favours pg_jobs. Best peer: the best of "
+        "graphile-worker, pg-boss and procrastinate. Compare ratios within one run; this machine is noisy.",
+        *extra,
     ]
 
 
 def main():
     header = environment()
-    rows = [("Reference: one-row UPDATE commits", f"{reference_commit_rate():,.0f}", "tx/s")]
+    started = time.monotonic()
+    setup_peers()
+    rows = [Row("Reference: one-row UPDATE commits", "tx/s", "", {"pg_jobs": Figure(reference_commit_rate())})]
     single, batched = enqueue_rates()
-    rows.append(("Enqueue, jobs_add, 1 job per transaction", f"{single:,.0f}", "jobs/s"))
-    rows.append(("Enqueue, jobs_add_batch, 100 jobs per transaction", f"{batched:,.0f}", "jobs/s"))
-    for batch in DRAIN_BATCHES:
-        rows.append((f"Drain, {CLIENTS} workers claiming {batch} at a time, {DRAIN_JOBS:,} jobs queued",
-                     f"{drain_rate(batch):,.0f}", "jobs/s"))
-    p50, p99 = pickup_latency()
-    rows.append(("Pickup latency, idle LISTENing worker, p50", in_ms(p50), "ms"))
-    rows.append(("Pickup latency, idle LISTENing worker, p99", in_ms(p99), "ms"))
-    claims = claim_latencies()
-    for size, (p50, p99, timed) in claims.items():
-        rows.append((f"Claim latency, {size:,} jobs queued, p50 of {timed:,} claims", in_ms(p50), "ms"))
-        rows.append((f"Claim latency, {size:,} jobs queued, p99 of {timed:,} claims", in_ms(p99), "ms"))
-    small, large = QUEUE_SIZES
-    for name, at in (("p50", 0), ("p99", 1)):
-        rows.append((f"Claim latency {name}, {large:,} vs {small:,} jobs queued",
-                     f"{claims[large][at] / claims[small][at]:.1f}", "×"))
+    rows.append(Row("Enqueue, 1 job per transaction (pg_jobs: jobs_add)", "jobs/s", "higher", single))
+    rows.append(Row("Enqueue, 100 jobs per transaction (pg_jobs: jobs_add_batch)", "jobs/s", "higher", batched))
+    drain_rows, drain_notes = drain_rates()
+    rows += drain_rows
+    rows += pickup_latencies()
+    rows += claim_latencies()
+    elapsed = time.monotonic() - started
 
-    table = "\n".join([*header, "", "| Figure | Value | Unit |", "|---|---:|---|",
-                       *(f"| {figure} | {value} | {unit} |" for figure, value, unit in rows)]) + "\n"
+    table = "\n".join([
+        *header,
+        f"- Measured in {elapsed / 60:.1f} minutes{' (BENCH_QUICK=1)' if QUICK else ''}",
+        "", *render(rows), "", *notes(drain_notes)]) + "\n"
     OUTPUT.parent.mkdir(parents=True, exist_ok=True)
     OUTPUT.write_text(table)
     print(table)

@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# Benchmarks pg_jobs on a cluster of its own and prints one Markdown table, also written to
-# target/bench/latest.md. Takes a few minutes; BENCH_QUICK=1 shrinks the largest queue measured.
+# Benchmarks pg_jobs beside its peers (hand-written SKIP LOCKED SQL, graphile-worker, pg-boss,
+# procrastinate) on a cluster of its own and prints one Markdown table, also written to
+# target/bench/latest.md; then the background worker beside pg_cron (target/bench/scheduler.md)
+# and row-level security against the table owner (target/bench/access.md). About 20 minutes on
+# 2 cores; BENCH_QUICK=1 shortens the queue part.
+# The peers are installed here, under target/, and nowhere else: the Node packages into
+# target/bench-peers/node, procrastinate into the Python environment target/bench-venv.
 source "$(dirname "$0")/lib.sh"
 PORT=28817
 VENV="$ROOT/target/bench-venv"
+NODE_PEERS="$ROOT/target/bench-peers/node"
+# Versions that run on Node 20 (graphile-worker 0.17 and pg-boss 11 want Node 22).
+NODE_PACKAGES=(graphile-worker@0.16.6 pg-boss@10.4.2)
+PROCRASTINATE='procrastinate>=3,<4'
 
 # Stopped before setup.sh reinstalls pg_jobs: a running server would keep the old library, or
 # crash when the file it has mapped is overwritten.
@@ -13,9 +22,12 @@ log "starting the cluster on port $PORT"
 # pg_jobs' background worker works in the database benchmarked, as it would in production.
 start_cluster bench "$PORT" bench >/dev/null
 psql_bench() { "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres "$@"; }
-# A new database every run, so that no run inherits another's tables, bloat or statistics.
-psql_bench -d postgres -c "SET client_min_messages = warning" \
-    -c "DROP DATABASE IF EXISTS bench WITH (FORCE)" -c "CREATE DATABASE bench"
+# New databases every run, so that no run inherits another's tables, bloat or statistics: pg_jobs
+# in `bench` (where its background worker works), each peer in a database of its own.
+for db in bench bench_sql bench_graphile bench_pgboss bench_procrastinate; do
+    psql_bench -d postgres -c "SET client_min_messages = warning" \
+        -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
+done
 psql_bench -d bench -c "CREATE EXTENSION pg_jobs CASCADE"
 
 if ! "$VENV/bin/python" -c "import psycopg" 2>/dev/null; then
@@ -28,7 +40,39 @@ if ! "$VENV/bin/python" -c "import psycopg" 2>/dev/null; then
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install -q 'psycopg[binary]'
 fi
+if ! "$VENV/bin/python" -c "import procrastinate, sys; sys.exit(procrastinate.__version__.split('.')[0] != '3')" 2>/dev/null; then
+    log "installing procrastinate 3 into $VENV"
+    "$VENV/bin/pip" install -q "$PROCRASTINATE"
+fi
 
-log "benchmarking"
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    log "installing Node.js and npm (Debian packages)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
+if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
+    echo "pg-boss 10 needs Node 20 or later; this is Node $(node --version)" >&2
+    exit 1
+fi
+node_installed() {  # PACKAGE@VERSION
+    local package=${1%@*} version=${1##*@}
+    [ "$(node -p "require('$NODE_PEERS/node_modules/$package/package.json').version" 2>/dev/null)" = "$version" ]
+}
+for package in "${NODE_PACKAGES[@]}"; do
+    if ! node_installed "$package"; then
+        log "installing ${NODE_PACKAGES[*]} into $NODE_PEERS"
+        mkdir -p "$NODE_PEERS"
+        npm install --prefix "$NODE_PEERS" --no-audit --no-fund --loglevel=error "${NODE_PACKAGES[@]}" >/dev/null
+        break
+    fi
+done
+
+log "benchmarking the queue"
 "$VENV/bin/python" "$ROOT/bench/bench.py"
+# The background worker beside pg_cron, and row-level security against the table owner: each on
+# a cluster of its own (ports 28850 and 28860), stopped when done.
+log "benchmarking the background worker"
+"$VENV/bin/python" "$ROOT/bench/scheduler.py"
+log "benchmarking row-level security"
+"$VENV/bin/python" "$ROOT/bench/access.py"
 echo "Written to $ROOT/target/bench/latest.md; the cluster keeps running until make stop."
