@@ -480,10 +480,10 @@ def reference_commit_rate():
 
 def enqueue_backlog(system, fresh):
     """Enqueues are measured on a queue that holds a backlog of DRAIN_JOBS jobs, vacuumed and
-    analyzed, not on an empty one: a session that first plans a foreign-key check while the
-    referenced table is empty and vacuumed (0 pages) keeps a sequential scan for it until the
-    next ANALYZE, and pg_jobs (slices → jobs) and procrastinate (events → jobs) would then scan
-    their whole queue for every job added (see the notes)."""
+    analyzed: the steady state of a busy queue, not an empty one. (A session that first plans a
+    foreign-key check while the referenced table is empty and vacuumed, 0 pages, keeps a
+    sequential scan for it until the next ANALYZE: procrastinate's procrastinate_events →
+    procrastinate_jobs key would then scan the whole queue for every job added.)"""
     if fresh:
         SYSTEM_OBJECTS[system].reset()
         SYSTEM_OBJECTS[system].fill(DRAIN_JOBS)
@@ -923,10 +923,12 @@ def notes(extra):
         "WHERE q.id = c.id RETURNING q.*`: one round trip per claim, no lease, no retry, no history; its "
         "pickup worker LISTENs on a `pg_notify` sent by the add.",
         f"- Enqueues add to a queue already holding {DRAIN_JOBS:,} jobs, vacuumed and analyzed (the batch "
-        "run follows the single one). From an empty, vacuumed queue, pg_jobs' adds are much slower for a "
-        "while: each new session plans the foreign-key check of `slices.job_id` against an empty `jobs` as "
-        "a sequential scan and keeps that plan until `jobs` is next analyzed, so every add scans every "
-        "queued job (procrastinate's `procrastinate_events` → `procrastinate_jobs` key does the same).",
+        "run follows the single one): a busy queue's steady state. There pg_jobs' adds send no NOTIFY (it "
+        "notifies only a queue that had no ready job, as every notifying commit in the cluster waits on one "
+        "lock), while graphile-worker's `add_job`/`add_jobs` and procrastinate's insert trigger notify on "
+        "every add; pg-boss never notifies. From an empty, vacuumed queue procrastinate's adds are slower for "
+        "a while: a new session plans its `procrastinate_events.job_id` foreign-key check as a sequential "
+        "scan of `procrastinate_jobs` and keeps that plan until the table is next analyzed.",
         f"- Drains: every system starts from {DRAIN_JOBS:,} no-op jobs, vacuumed and checkpointed. pgbench "
         f"drains are repeated (up to {DRAIN_ROUNDS} rounds, until {DRAIN_SECONDS} s were timed); a peer's is "
         "timed from the first job gone to the last, looking at its table every "
