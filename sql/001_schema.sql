@@ -38,13 +38,17 @@ CREATE TABLE proxies (
 );
 CREATE INDEX proxies_root ON proxies (root);
 
--- No SET clause, so that the planner inlines it into every policy: a SET would make each
--- statement run it as a separate function, which cost several times the query it guards. Its
--- names are bound when it is created, so the caller's search_path cannot redirect them.
+-- The identity of a role: its root if it is a registered proxy, else itself. Neither function
+-- has a SET clause, so that the planner inlines them into every policy: a SET would make each
+-- statement run them as separate functions, which cost several times the query they guard.
+-- Their names are bound when they are created, so the caller's search_path cannot redirect them.
+CREATE FUNCTION _identity_of(role oid) RETURNS oid
+LANGUAGE sql STABLE PARALLEL SAFE
+RETURN coalesce((SELECT p.root FROM @extschema@.proxies p WHERE p.proxy = role), role);
+
 CREATE FUNCTION identity() RETURNS oid
 LANGUAGE sql STABLE PARALLEL SAFE
-RETURN coalesce((SELECT p.root FROM @extschema@.proxies p WHERE p.proxy = @extschema@._current_role()),
-                @extschema@._current_role());
+RETURN @extschema@._identity_of(@extschema@._current_role());
 COMMENT ON FUNCTION identity() IS
     'The identity of the current role: its root if it is a registered proxy, else itself. '
     'It owns what the current role creates.';

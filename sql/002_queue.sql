@@ -40,15 +40,7 @@ BEGIN
 END
 $$;
 
--- The identity of a role (its root if it is a proxy), and of the caller behind a ticket (see
--- src/identity.rs).
-CREATE FUNCTION _identity_of(role oid) RETURNS oid
-LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-BEGIN ATOMIC
-    SELECT coalesce((SELECT p.root FROM proxies p WHERE p.proxy = role), role);
-END;
-
+-- The identity of the caller behind a ticket (see src/identity.rs).
 CREATE FUNCTION _caller(ticket bigint) RETURNS oid
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp

@@ -559,7 +559,7 @@ GRANT SELECT ON schedules, job_runs, jobs_schedules, job_list, launcher TO pgjob
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @extschema@ FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    identity(), _current_role(), _ticket(), _invalid(text, text), _row_count(integer, text), _utc_month(timestamptz), _utc_midnight(date),
+    identity(), _identity_of(oid), _current_role(), _ticket(), _invalid(text, text), _row_count(integer, text), _utc_month(timestamptz), _utc_midnight(date),
     retry_delay_seconds(integer, double precision, double precision),
     schedule_next_slot(text, text, timestamptz), _schedule_next_epoch(text, text, double precision),
     jobs_add(text, jsonb, text, integer, timestamptz, integer, interval, interval, interval, text, text),
