@@ -23,9 +23,7 @@ Two measures for every figure, both with prepared statements:
   though other load still moves it (caches, and in a VM, time stolen by the host).
 
 ACCESS_ROUNDS, ACCESS_RUN_SECONDS change the throughput runs; ACCESS_KEEP=1 leaves the cluster
-running and the roles in place, to look further. ACCESS_WHAT_IF=1 then measures the read figures
-again with candidate changes to pg_jobs' SQL applied inside this throwaway database (nothing of
-pg_jobs' own files changes): 6 minutes more, or up to 15 on a busy machine.
+running and the roles in place, to look further.
 """
 
 import datetime
@@ -335,14 +333,12 @@ def plans(role, statements):
 
 
 def summarize(notices):
-    """What the plans of one call did: SQL-function bodies planned and run for it (identity(),
-    _identity_of(): their plans have no query text), identity() evaluations, indexes used."""
+    """What the plans of one call did: identity() evaluations, indexes and sequential scans."""
     text = "\n".join(notices)
-    bodies = sum(1 for n in notices if re.search(r"Query Text: \n", n) and "proxies" in n)
     identity = len(re.findall(r"Output: (?:pgjobs\.)?identity\(\)$", text, re.MULTILINE))
     indexes = sorted(set(re.findall(r"Index (?:Only )?Scan(?: Backward)? using (\w+)", text)))
-    seq = sorted(set(re.findall(r"Seq Scan on (?:pgjobs\.)?(\w+)", text)) - {"proxies"})
-    return bodies, identity, indexes, seq
+    seq = sorted(set(re.findall(r"Seq Scan on (?:pgjobs\.)?(\w+)", text)))
+    return identity, indexes, seq
 
 
 def diagnostics(oid):
@@ -367,83 +363,6 @@ def diagnostics(oid):
         found.append(f"- {what} (as `{role or 'postgres'}`): {a:,.1f} against {b:,.1f} µs of server CPU, "
                      f"+{a - b:,.1f} µs, ratio {statistics.median(ratios):.2f}")
     return found
-
-
-# --- What would close it (ACCESS_WHAT_IF=1) ------------------------------------------------------
-
-LOOKUP = ("(SELECT coalesce((SELECT p.root FROM pgjobs.proxies p WHERE p.proxy = pgjobs._current_role()), "
-          "pgjobs._current_role()))")
-# Changes made to this throwaway database only, never to pg_jobs' files: each variant is what
-# pg_jobs' SQL would say instead. (figure numbers to measure again, 1-based)
-WHAT_IF = [
-    ("identity() in PL/pgSQL (same body, same SET search_path): its query planned once per session",
-     ["""CREATE OR REPLACE FUNCTION pgjobs.identity() RETURNS oid
-         LANGUAGE plpgsql STABLE PARALLEL SAFE
-         SET search_path = pg_catalog, pg_temp
-         AS $$ BEGIN
-             RETURN coalesce((SELECT p.root FROM pgjobs.proxies p WHERE p.proxy = pgjobs._current_role()),
-                             pgjobs._current_role());
-         END $$"""],
-     (1, 2, 3, 5)),
-    ("the policies of jobs, slices and job_history with identity()'s lookup written out: "
-     f"`owner = {LOOKUP}`, planned with the statement",
-     [f"ALTER POLICY owner_reads ON pgjobs.{table} USING (owner = {LOOKUP})"
-      for table in ("jobs", "slices", "job_history")],
-     (1, 2, 3, 5)),
-    ("the policies as in the row above, and jobs_find in LANGUAGE sql (BEGIN ATOMIC, STABLE, no SET: "
-     "its body is bound when created) so that it is inlined into the caller's query and planned with "
-     "its arguments; its check of a negative limit is left out here (LIMIT -1 would raise 2201W instead)",
-     [f"ALTER POLICY owner_reads ON pgjobs.{table} USING (owner = {LOOKUP})"
-      for table in ("jobs", "slices", "job_history")] + ["""
-        CREATE OR REPLACE FUNCTION pgjobs.jobs_find(
-            status pgjobs.job_status DEFAULT NULL, queue text DEFAULT NULL, key text DEFAULT NULL,
-            search text DEFAULT NULL, month date DEFAULT NULL, limit_rows integer DEFAULT 100,
-            offset_rows integer DEFAULT 0)
-        RETURNS SETOF pgjobs.job_list LANGUAGE sql STABLE
-        BEGIN ATOMIC
-            SELECT l.* FROM pgjobs.job_list l
-            WHERE (jobs_find.status IS NULL OR l.status = jobs_find.status)
-              AND (jobs_find.queue IS NULL OR l.queue = jobs_find.queue)
-              AND (jobs_find.key IS NULL OR l.idempotency_key = jobs_find.key)
-              AND (jobs_find.month IS NULL
-                   OR pgjobs._utc_month(l.due_at) = date_trunc('month', jobs_find.month)::date)
-              AND (jobs_find.search IS NULL OR l.task ILIKE '%' || jobs_find.search || '%'
-                   OR l.idempotency_key ILIKE '%' || jobs_find.search || '%'
-                   OR l.payload::text ILIKE '%' || jobs_find.search || '%'
-                   OR l.result::text ILIKE '%' || jobs_find.search || '%')
-            ORDER BY l.id DESC
-            LIMIT limit_rows OFFSET offset_rows;
-        END"""],
-     (3, 4)),
-    ("a bound, not a fix: the policies compare with the current role only, `owner = (SELECT "
-     "pgjobs._current_role())` (no proxies: what no lookup at all would cost)",
-     [f"ALTER POLICY owner_reads ON pgjobs.{table} USING (owner = (SELECT pgjobs._current_role()))"
-      for table in ("jobs", "slices", "job_history")],
-     (1, 3, 5)),
-]
-
-
-def what_if(scripts):
-    """Measures the read figures again after each change; every variant starts from pg_jobs as
-    installed (the database and roles are made anew)."""
-    rows = []
-    for name, statements, numbers in WHAT_IF:
-        log(f"what if: {name}")
-        create_database()
-        oid = populate()
-        figure_list = figures(oid)
-        with connect() as conn:
-            for statement in statements:
-                conn.execute(statement)
-        chosen = [figure_list[n - 1] for n in numbers]
-        check(chosen)
-        for n, (figure, role, rls, owner) in zip(numbers, chosen):
-            rls_tps, owner_tps, ratios = throughput(scripts, f"w{n}", role, rls, owner)
-            _, _, cpu_ratios = server_cpu(role, rls, owner)
-            log(f"  {n}: throughput ratio {statistics.median(ratios):.2f}, "
-                f"server CPU ratio {statistics.median(cpu_ratios):.2f}")
-            rows.append((name, n, role, ratios, cpu_ratios))
-    return rows
 
 
 # --- The report -------------------------------------------------------------------------------
@@ -476,8 +395,8 @@ def main():
     log(f"starting cluster {CLUSTER} on port {PORT}")
     lib_sh(f"start_cluster {CLUSTER} {PORT} bench >/dev/null")
     try:
-        header = environment()
         create_database()
+        header = environment()
         oid = populate()
         figure_list = figures(oid)
         check(figure_list)
@@ -498,10 +417,6 @@ def main():
                     findings.append((n, side, side_role or "postgres", *summarize(notices)))
         log("where the time goes")
         pieces = diagnostics(oid)
-        what_if_rows = []
-        if os.environ.get("ACCESS_WHAT_IF") == "1":
-            with tempfile.TemporaryDirectory() as scripts:
-                what_if_rows = what_if(scripts)
 
         table = ["| Figure | under RLS (role) | table owner | ratio |", "|---|---:|---:|---:|"]
         above = 0
@@ -525,25 +440,15 @@ def main():
             "",
             *pieces,
             "",
-            "Per call, from the plans: SQL-function bodies run (identity(), _identity_of(): LANGUAGE sql, "
-            "not inlinable, so PostgreSQL 15 plans the body anew in every execution of a query that calls it), "
-            "`identity()` initplans in the plan (one per table with a policy; one not run when its table "
-            "has no rows), and the indexes and sequential scans used:",
+            "Per call, from the plans: `identity()` initplans (one per table with a policy; one not run "
+            "when its table has no rows), and the indexes and sequential scans used:",
             "",
-            "| Figure | side | as | SQL-function bodies run | `identity()` initplans | indexes | seq scans |",
-            "|---|---|---|---:|---:|---|---|",
+            "| Figure | side | as | `identity()` initplans | indexes | seq scans |",
+            "|---|---|---|---:|---|---|",
         ]
-        for n, side, who, bodies, identity, indexes, seq in findings:
-            where.append(f"| {n + 1} | {side} | `{who}` | {bodies} | {identity} | {', '.join(indexes) or '—'} "
+        for n, side, who, identity, indexes, seq in findings:
+            where.append(f"| {n + 1} | {side} | `{who}` | {identity} | {', '.join(indexes) or '—'} "
                          f"| {', '.join(seq) or '—'} |")
-        if what_if_rows:
-            where += ["", "What would close it: the same figures with pg_jobs' SQL changed in the benchmark's "
-                      "own database (ACCESS_WHAT_IF=1; not pg_jobs as installed):", "",
-                      "| Change | Figure | as | throughput ratio | server CPU ratio |", "|---|---:|---|---:|---:|"]
-            for name, n, role, ratios, cpu_ratios in what_if_rows:
-                where.append(f"| {name} | {n} | `{role}` | {statistics.median(ratios):.2f} "
-                             f"({min(ratios):.2f}–{max(ratios):.2f}) | {statistics.median(cpu_ratios):.2f} "
-                             f"({min(cpu_ratios):.2f}–{max(cpu_ratios):.2f}) |")
         report = "\n".join([*header, "", *table, "", settings, "", *where]) + "\n"
         OUTPUT.parent.mkdir(parents=True, exist_ok=True)
         OUTPUT.write_text(report)

@@ -83,6 +83,8 @@ PGBOSS_PICKUP_JOBS = 20 if QUICK else 40  # half a polling interval each, on ave
 CLAIM_ITERATIONS = 2000
 CLAIM_SECONDS = 60
 QUEUE_SIZES = (10_000, 100_000 if QUICK else 1_000_000)
+# autovacuum_naptime is a minute; a visit can take a while to start on a busy machine.
+AUTOVACUUM_WAIT = 300
 
 CLAIM_ONE = "SELECT * FROM pgjobs.jobs_claim('b', ARRAY['default'], 1)"
 
@@ -822,7 +824,58 @@ def claim_latencies():
     for name, at in (("p50", 0), ("p99", 1)):
         rows.append(Row(f"Claim latency {name}, {large:,} vs {small:,} jobs queued", "×", "",
                         {"pg_jobs": Figure(results[large][at] / results[small][at])}, digits=1))
-    return rows
+    return rows + size_after_drain(large)
+
+
+def claimable_pages():
+    """Heap pages of the claimable table and of jobs, and their pages with indexes."""
+    [(heap, total)] = query("""
+        SELECT sum(pg_relation_size(t)) / 8192, sum(pg_total_relation_size(t)) / 8192
+        FROM unnest(ARRAY['pgjobs.slices', 'pgjobs.jobs']::regclass[]) t""")
+    return int(heap), int(total)
+
+
+def size_after_drain(queued):
+    """Drains the `queued` jobs claim_latencies left, at batch 100, waits for autovacuum to
+    visit both tables once, and compares their size with that of the empty tables."""
+    [(left,)] = query("SELECT count(*) FROM pgjobs.slices")
+    if left != queued:
+        raise RuntimeError(f"pg_jobs: {queued:,} jobs expected in the queue, {left:,} found")
+    with connect() as conn:
+        conn.execute("CREATE TEMP TABLE empty_slices (LIKE pgjobs.slices INCLUDING ALL)")
+        conn.execute("CREATE TEMP TABLE empty_jobs (LIKE pgjobs.jobs INCLUDING ALL)")
+        [(empty_heap, empty_total)] = conn.execute("""
+            SELECT sum(pg_relation_size(t)) / 8192, sum(pg_total_relation_size(t)) / 8192
+            FROM unnest(ARRAY['empty_slices', 'empty_jobs']::regclass[]) t""").fetchall()
+    before = {table: count for table, count in query(
+        "SELECT relname, autovacuum_count FROM pg_stat_user_tables WHERE schemaname = 'pgjobs' "
+        "AND relname IN ('slices', 'jobs')")}
+    log(f"size after a drain: draining {queued:,} jobs at batch 100, then waiting for autovacuum")
+    started = time.monotonic()
+    pgbench("drain.sql", transactions=-(-queued // (CLIENTS * 100)) + 1, defines=[("batch", 100)])
+    drained = time.monotonic() - started
+    [(left,)] = query("SELECT count(*) FROM pgjobs.slices")
+    if left:
+        raise RuntimeError(f"pg_jobs: the drain of {queued:,} jobs left {left:,}")
+    full_heap, full_total = claimable_pages()
+    deadline = time.monotonic() + AUTOVACUUM_WAIT
+    while True:
+        counts = dict(query("SELECT relname, autovacuum_count FROM pg_stat_user_tables "
+                            "WHERE schemaname = 'pgjobs' AND relname IN ('slices', 'jobs')"))
+        if all(counts[table] > before[table] for table in before):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"pg_jobs: autovacuum did not visit slices and jobs within {AUTOVACUUM_WAIT} s")
+        time.sleep(1)
+    heap, total = claimable_pages()
+    note = f"{queued:,} drained in {drained:.0f} s at batch 100"
+    return [
+        Row(f"Claimable tables (slices + jobs) after draining {queued:,} jobs and one autovacuum, "
+            "heap pages", "pages", "", {"pg_jobs": Figure(heap, f"empty: {empty_heap}; at the end of the "
+                                                      f"drain: {full_heap:,}; {note}")}),
+        Row("The same with their indexes", "pages", "",
+            {"pg_jobs": Figure(total, f"empty: {empty_total}; at the end of the drain: {full_total:,}")}),
+    ]
 
 
 SYSTEM_OBJECTS = {"pg_jobs": PG_JOBS, "sql": SQL, "graphile": GRAPHILE, "pgboss": PGBOSS,

@@ -42,13 +42,8 @@ $$;
 
 -- The identity of the caller behind a ticket (see src/identity.rs).
 CREATE FUNCTION _caller(ticket bigint) RETURNS oid
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN _identity_of(_redeem(ticket));
-END
-$$;
+LANGUAGE sql
+RETURN _identity_of(_redeem(ticket));
 
 -- Proxies: registered by their root (who must be a member of the proxy role, so that nobody
 -- takes over what another role creates) or by an administrator.
@@ -125,44 +120,39 @@ BEGIN ATOMIC
 END;
 COMMENT ON FUNCTION jobs_remove_proxy IS 'Ends a proxy: from its next statement on it sees nothing of its root''s.';
 
-CREATE FUNCTION _check_spec(spec job_spec, nth bigint, reserved_ok boolean) RETURNS void
+-- What is wrong with a job to add, as {SQLSTATE, message, hint}, or null. Plain SQL, inlined
+-- into the query that checks a whole batch at once.
+CREATE FUNCTION _spec_problem(spec job_spec, reserved_ok boolean) RETURNS text[]
+LANGUAGE sql STABLE
+RETURN CASE
+    WHEN spec.task IS NULL THEN
+        ARRAY['22004', 'task must not be null', 'Name the task that a worker will run, for example ''send_email''.']
+    WHEN spec.task = '' THEN ARRAY['22023', 'task must not be empty', NULL]
+    WHEN spec.queue = '' THEN ARRAY['22023', 'queue must not be empty', 'Leave it out to use the queue ''default''.']
+    WHEN spec.queue LIKE 'pg\_jobs.%' AND NOT reserved_ok THEN
+        ARRAY['22023', format('queue %s is reserved for the extension', spec.queue), 'Add SQL jobs with jobs_add_sql.']
+    WHEN spec.max_attempts < 1 THEN
+        ARRAY['22023', format('max_attempts must be at least 1, not %s', spec.max_attempts), NULL]
+    WHEN spec.backoff < '0' OR spec.max_backoff < '0' THEN
+        ARRAY['22023', 'backoff and max_backoff must not be negative', NULL]
+    WHEN spec.lease <= '0' THEN
+        ARRAY['22023', format('lease must be positive, not %s', spec.lease),
+              'A lease is how long a worker may hold the job without a heartbeat, for example ''60 seconds''.']
+    WHEN spec.on_conflict NOT IN ('skip', 'replace') THEN
+        ARRAY['22023', format('unknown conflict rule "%s"', spec.on_conflict),
+              'on_conflict is skip (keep the first job with the key) or replace (replace the job still waiting).']
+    WHEN spec.key = '' THEN
+        ARRAY['22023', 'key must not be empty', 'Leave it out (null) for a job without a key.']
+END;
+
+-- Raises what _spec_problem found, if anything; `at` says which job of a batch it was.
+CREATE FUNCTION _refuse(problem text[], at text DEFAULT '') RETURNS void
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
-DECLARE
-    at text := CASE WHEN nth IS NULL THEN '' ELSE format(' (job %s of the batch)', nth) END;
 BEGIN
-    IF spec.task IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
-            MESSAGE = 'task must not be null' || at,
-            HINT = 'Name the task that a worker will run, for example ''send_email''.';
-    END IF;
-    IF spec.task = '' THEN
-        PERFORM _invalid('task must not be empty' || at);
-    END IF;
-    IF spec.queue = '' THEN
-        PERFORM _invalid('queue must not be empty' || at, 'Leave it out to use the queue ''default''.');
-    END IF;
-    IF spec.queue LIKE 'pg\_jobs.%' AND NOT reserved_ok THEN
-        PERFORM _invalid(format('queue %s is reserved for the extension', spec.queue) || at,
-            'Add SQL jobs with jobs_add_sql.');
-    END IF;
-    IF spec.max_attempts < 1 THEN
-        PERFORM _invalid(format('max_attempts must be at least 1, not %s', spec.max_attempts) || at);
-    END IF;
-    IF spec.backoff < '0' OR spec.max_backoff < '0' THEN
-        PERFORM _invalid('backoff and max_backoff must not be negative' || at);
-    END IF;
-    IF spec.lease <= '0' THEN
-        PERFORM _invalid(format('lease must be positive, not %s', spec.lease) || at,
-            'A lease is how long a worker may hold the job without a heartbeat, for example ''60 seconds''.');
-    END IF;
-    IF spec.on_conflict IS NOT NULL AND spec.on_conflict NOT IN ('skip', 'replace') THEN
-        PERFORM _invalid(format('unknown conflict rule "%s"', spec.on_conflict) || at,
-            'on_conflict is skip (keep the first job with the key) or replace (replace the job still waiting).');
-    END IF;
-    IF spec.key = '' THEN
-        PERFORM _invalid('key must not be empty' || at, 'Leave it out (null) for a job without a key.');
+    IF problem IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = problem[1], MESSAGE = problem[2] || at, HINT = coalesce(problem[3], '');
     END IF;
 END
 $$;
@@ -273,10 +263,6 @@ DECLARE
     requeued integer;
     finals slices[];
 BEGIN
-    -- Every claim comes here; almost always nothing has expired, and one index probe says so.
-    IF NOT EXISTS (SELECT FROM slices s WHERE s.status <> 'created' AND s.locked_until < statement_timestamp()) THEN
-        RETURN 0;
-    END IF;
     WITH expired AS (
         SELECT s.job_id, s.slice_number
         FROM slices s JOIN jobs j ON j.id = s.job_id
@@ -327,17 +313,29 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    spec job_spec;
-    nth bigint := 0;
+    -- Read once, not once per job: each read parses the setting's text.
+    default_max_attempts integer := current_setting('pg_jobs.max_attempts');
+    default_backoff interval := current_setting('pg_jobs.backoff');
+    default_max_backoff interval := current_setting('pg_jobs.max_backoff');
+    default_lease interval := current_setting('pg_jobs.lease');
+    refused record;
     adding _adding[];
     taken bigint;
     woken text[];
     contested record;
 BEGIN
-    FOREACH spec IN ARRAY coalesce(specs, '{}') LOOP
-        nth := nth + 1;
-        PERFORM _check_spec(spec, CASE WHEN cardinality(specs) > 1 THEN nth END, reserved_ok);
-    END LOOP;
+    SELECT p.ord, p.problem INTO refused
+    FROM (SELECT u.ord, _spec_problem(ROW(u.task, u.payload, u.queue, u.priority, u.run_at, u.max_attempts,
+                                          u.backoff, u.max_backoff, u.lease, u.key, u.on_conflict)::job_spec,
+                                      reserved_ok) AS problem
+          FROM unnest(specs) WITH ORDINALITY AS u(task, payload, queue, priority, run_at, max_attempts,
+                                                  backoff, max_backoff, lease, key, on_conflict, ord)) p
+    WHERE p.problem IS NOT NULL
+    ORDER BY p.ord LIMIT 1;
+    IF FOUND THEN
+        PERFORM _refuse(refused.problem, CASE WHEN cardinality(specs) > 1
+                                              THEN format(' (job %s of the batch)', refused.ord) ELSE '' END);
+    END IF;
 
     -- Keys first: the primary key of job_keys decides which of two concurrent adds gets a key.
     -- unnest, not specs[i]: reaching element i of an array of composites walks the array from
@@ -348,7 +346,7 @@ BEGIN
         FROM unnest(specs) WITH ORDINALITY AS u(task, payload, queue, priority, run_at, max_attempts,
                                                 backoff, max_backoff, lease, key, on_conflict, ord)
     ), wanted AS (
-        SELECT g.ord, nextval(pg_get_serial_sequence('@extschema@.jobs', 'id')) AS id, g.spec,
+        SELECT g.ord, nextval('@extschema@.jobs_id_seq'::regclass) AS id, g.spec,
                coalesce((g.spec).on_conflict, 'skip')::key_rule AS rule,
                coalesce((g.spec).run_at, statement_timestamp()) AS run_at
         FROM given g
@@ -371,10 +369,9 @@ BEGIN
                           lease, idempotency_key, key_rule, due_at)
         SELECT f.id, _add.owner, (f.spec).task, coalesce((f.spec).queue, 'default'),
                coalesce((f.spec).priority, 0),
-               coalesce((f.spec).max_attempts, current_setting('pg_jobs.max_attempts')::integer),
-               coalesce((f.spec).backoff, current_setting('pg_jobs.backoff')::interval),
-               coalesce((f.spec).max_backoff, current_setting('pg_jobs.max_backoff')::interval),
-               coalesce((f.spec).lease, current_setting('pg_jobs.lease')::interval),
+               coalesce((f.spec).max_attempts, default_max_attempts),
+               coalesce((f.spec).backoff, default_backoff), coalesce((f.spec).max_backoff, default_max_backoff),
+               coalesce((f.spec).lease, default_lease),
                (f.spec).key, CASE WHEN (f.spec).key IS NOT NULL THEN f.rule END, f.run_at
         FROM fresh f
         RETURNING jobs.id, jobs.owner, jobs.queue, jobs.priority, jobs.due_at
@@ -388,12 +385,11 @@ BEGIN
     -- NOTIFY takes a lock that every notifying commit in the cluster waits for, so it is sent only
     -- where a worker may be asleep: a queue that had no ready job before this one. Where jobs are
     -- waiting, workers are claiming anyway (and poll every pg_jobs.poll_interval regardless).
-    SELECT array_agg(DISTINCT s.queue) INTO woken
-    FROM new_slices s
-    WHERE s.run_at <= statement_timestamp()
-      AND NOT EXISTS (SELECT FROM slices o
-                      WHERE o.status = 'created' AND o.claimable_by = s.claimable_by
-                        AND o.queue = s.queue AND o.run_at <= statement_timestamp());
+    SELECT array_agg(q.queue) INTO woken
+    FROM (SELECT DISTINCT s.claimable_by, s.queue FROM new_slices s WHERE s.run_at <= statement_timestamp()) q
+    WHERE NOT EXISTS (SELECT FROM slices o
+                      WHERE o.status = 'created' AND o.claimable_by = q.claimable_by
+                        AND o.queue = q.queue AND o.run_at <= statement_timestamp());
     IF woken IS NOT NULL THEN
         PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
     END IF;
@@ -494,7 +490,10 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM _rescue_expired();
+    -- Almost always nothing has expired, and one index probe says so.
+    IF EXISTS (SELECT FROM slices s WHERE s.status <> 'created' AND s.locked_until < statement_timestamp()) THEN
+        PERFORM _rescue_expired();
+    END IF;
 
     -- One index range per queue, read in index order: `queue = ANY (queues)` would make the
     -- planner sort every ready slice of those queues, which with a million queued is seconds.
@@ -548,6 +547,9 @@ BEGIN
 END
 $$;
 
+-- This wrapper and jobs_complete_and_claim's are PL/pgSQL, which keeps its plans: PostgreSQL 15
+-- plans the body of a set-returning SQL function on every call. Every name in them is
+-- qualified, as the caller's search_path is in force.
 CREATE FUNCTION jobs_claim(
     worker text,
     queues text[] DEFAULT ARRAY['default'],
@@ -555,10 +557,12 @@ CREATE FUNCTION jobs_claim(
     lease interval DEFAULT NULL
 ) RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
                  locked_until timestamptz)
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT * FROM _jobs_claim(_ticket(), worker, queues, n, lease);
-END;
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN QUERY SELECT * FROM @extschema@._jobs_claim(@extschema@._ticket(), worker, queues, n, lease);
+END
+$$;
 COMMENT ON FUNCTION jobs_claim IS
     'Claims up to n ready jobs of the caller''s identity in the given queues, by priority '
     '(lowest first) then age; expired leases are requeued first.';
@@ -671,11 +675,13 @@ CREATE FUNCTION jobs_complete_and_claim(
     lease interval DEFAULT NULL
 ) RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
                  locked_until timestamptz)
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_complete(_ticket(), ids, tokens, results);
-    SELECT * FROM _jobs_claim(_ticket(), worker, queues, n, lease);
-END;
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM @extschema@._jobs_complete(@extschema@._ticket(), ids, tokens, results);
+    RETURN QUERY SELECT * FROM @extschema@._jobs_claim(@extschema@._ticket(), worker, queues, n, lease);
+END
+$$;
 COMMENT ON FUNCTION jobs_complete_and_claim IS
     'Completes jobs (empty arrays for none) and claims the next ones, in one call and one transaction.';
 

@@ -200,7 +200,7 @@ BEGIN
             'missed is skip (a slot nobody fired is skipped), once (one catch-up run) or all (every missed slot, up to max_catch_up).');
     END IF;
     -- The job's own checks run now, so that a schedule never fires a job that cannot be added.
-    PERFORM _check_spec(_scheduled_spec(work, options, now(), 'check'), NULL, work ? 'sql');
+    PERFORM _refuse(_spec_problem(_scheduled_spec(work, options, now(), 'check'), work ? 'sql'));
 END
 $$;
 
@@ -559,7 +559,7 @@ GRANT SELECT ON schedules, job_runs, jobs_schedules, job_list, launcher TO pgjob
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @extschema@ FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    identity(), _identity_of(oid), _current_role(), _ticket(), _invalid(text, text), _row_count(integer, text), _utc_month(timestamptz), _utc_midnight(date),
+    identity(), _identity_of(oid), _current_role(), _ticket(), _opaque_id(), _invalid(text, text), _row_count(integer, text), _utc_month(timestamptz), _utc_midnight(date),
     retry_delay_seconds(integer, double precision, double precision),
     schedule_next_slot(text, text, timestamptz), _schedule_next_epoch(text, text, double precision),
     jobs_add(text, jsonb, text, integer, timestamptz, integer, interval, interval, interval, text, text),

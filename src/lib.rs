@@ -14,8 +14,18 @@ mod schedules;
 
 ::pgrx::pg_module_magic!(name, version);
 
-// identity() and the policies call _current_role.
-extension_sql_file!("../sql/001_schema.sql", name = "schema", requires = [identity::_current_role]);
+// The policies call identity() and _current_role().
+extension_sql_file!(
+    "../sql/001_schema.sql",
+    name = "schema",
+    requires = [
+        identity::_current_role,
+        identity::identity,
+        identity::_identity_of,
+        identity::_forget_identities,
+        queue::_opaque_id
+    ]
+);
 // The wrappers' SQL-standard bodies are bound when created, so the Rust functions they call come first.
 extension_sql_file!(
     "../sql/002_queue.sql",

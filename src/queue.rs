@@ -8,3 +8,16 @@ use pgrx::prelude::*;
 fn retry_delay_seconds(attempt: i32, backoff_seconds: f64, max_backoff_seconds: f64) -> f64 {
     pg_jobs_core::retry::retry_delay_seconds(attempt, backoff_seconds, max_backoff_seconds)
 }
+
+/// A new opaque id (see pg_jobs_core::opaque_id).
+#[pg_extern(volatile, parallel_safe)]
+fn _opaque_id() -> pgrx::Uuid {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64);
+    let mut random = [0u8; 10];
+    if !unsafe { pg_sys::pg_strong_random(random.as_mut_ptr().cast(), random.len()) } {
+        error!("pg_jobs: no strong random numbers available");
+    }
+    pgrx::Uuid::from_bytes(pg_jobs_core::opaque_id::time_ordered_uuid(millis, random))
+}
