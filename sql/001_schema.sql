@@ -132,7 +132,11 @@ CREATE TABLE slices (
 );
 CREATE INDEX slices_ready ON slices (claimable_by, queue, priority, run_at, job_id) WHERE status = 'created';
 CREATE INDEX slices_owner ON slices (owner);
-CREATE INDEX slices_leased ON slices (locked_until) WHERE status <> 'created';
+-- Leased slices (locked_until is set exactly while a worker holds one). Not "WHERE status <>
+-- 'created'": a completion's "status = 'started'" implies that predicate, and the planner, told
+-- by the last ANALYZE that this index is nearly empty, then scanned all of it (and the dead
+-- entries every completed slice leaves in it until VACUUM) instead of probing the primary key.
+CREATE INDEX slices_leased ON slices (locked_until) WHERE locked_until IS NOT NULL;
 COMMENT ON TABLE slices IS
     'The claimable table: every slice without a result. status aborted means the job was '
     'aborted while a worker held the slice; the slice leaves when the worker reports or its lease runs out.';

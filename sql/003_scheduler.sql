@@ -563,7 +563,7 @@ GRANT EXECUTE ON FUNCTION
     retry_delay_seconds(integer, double precision, double precision),
     schedule_next_slot(text, text, timestamptz), _schedule_next_epoch(text, text, double precision),
     jobs_add(text, jsonb, text, integer, timestamptz, integer, interval, interval, interval, text, text),
-    _jobs_add(bigint, job_spec[]),
+    _jobs_add(bigint, job_spec),
     jobs_add_batch(jsonb), _jobs_add_batch(bigint, jsonb),
     jobs_claim(text, text[], integer, interval), _jobs_claim(bigint, text, text[], integer, interval),
     jobs_heartbeat(bigint, uuid, interval), _jobs_heartbeat(bigint, bigint, uuid, interval),
