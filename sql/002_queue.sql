@@ -161,7 +161,10 @@ $$;
 -- This function and those that find slices by the ids they are given turn seq scans and hash
 -- joins off: with a batch of ids the planner, pricing every index probe as a disk read, chose
 -- to hash the batch and scan the whole table (1 ms for 100 jobs of 10,000 queued, growing with
--- the queue), where 100 probes of a primary key in memory take 0.1 ms. The caller has already removed
+-- the queue), where 100 probes of a primary key in memory take 0.1 ms.
+-- The queue's functions force generic plans: priced with their array arguments, the custom
+-- plans of these CTEs looked cheaper than the generic one, so PL/pgSQL planned every statement
+-- on every call, a third of a worker's time per job. The caller has already removed
 -- the slices from `slices` with a fenced DELETE and passes the rows it removed. results and
 -- errors are looked up by job id in `ids`; an error joins the slice's log of errors and, for a
 -- failed job, is its result. A slice that was aborted while leased finishes as aborted.
@@ -169,6 +172,7 @@ CREATE FUNCTION _archive(finished slices[], outcome job_status, ids bigint[] DEF
                          results jsonb[] DEFAULT NULL, errors text[] DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
 SET enable_hashjoin = off
 AS $$
@@ -205,6 +209,7 @@ $$;
 CREATE FUNCTION _lease_error(job bigint, token uuid, caller oid) RETURNS void
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     admin boolean := _is_admin(caller);
@@ -263,6 +268,7 @@ $$;
 CREATE FUNCTION _rescue_expired() RETURNS integer
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 -- See _archive.
 SET enable_seqscan = off
 SET enable_hashjoin = off
@@ -320,6 +326,10 @@ CREATE TYPE _adding AS (id bigint, spec job_spec, rule key_rule, run_at timestam
 CREATE FUNCTION _add(specs job_spec[], reserved_ok boolean, owner oid) RETURNS SETOF bigint
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+-- See _archive.
+SET enable_seqscan = off
+SET enable_hashjoin = off
 AS $$
 DECLARE
     -- Read once, not once per job: each read parses the setting's text.
@@ -442,6 +452,7 @@ $$;
 CREATE FUNCTION _jobs_add(ticket bigint, spec job_spec) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     RETURN (SELECT a FROM _add(ARRAY[spec], false, _caller(ticket)) a);
@@ -471,6 +482,7 @@ COMMENT ON FUNCTION jobs_add IS
 CREATE FUNCTION _jobs_add_batch(ticket bigint, jobs jsonb) RETURNS SETOF bigint
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     IF jobs IS NULL OR jsonb_typeof(jobs) <> 'array' THEN
@@ -483,11 +495,14 @@ BEGIN
 END
 $$;
 
+-- PL/pgSQL for the reason given at jobs_claim.
 CREATE FUNCTION jobs_add_batch(jobs jsonb) RETURNS SETOF bigint
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_add_batch(_ticket(), jobs);
-END;
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN QUERY SELECT @extschema@._jobs_add_batch(@extschema@._ticket(), jobs);
+END
+$$;
 COMMENT ON FUNCTION jobs_add_batch IS
     'Adds many jobs in one call and returns their ids in the order given.';
 
@@ -498,6 +513,7 @@ RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload 
                locked_until timestamptz)
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     -- Almost always nothing has expired, and one index probe says so.
@@ -535,6 +551,7 @@ RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload 
                locked_until timestamptz)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     IF worker IS NULL OR worker = '' THEN
@@ -557,9 +574,9 @@ BEGIN
 END
 $$;
 
--- This wrapper and jobs_complete_and_claim's are PL/pgSQL, which keeps its plans: PostgreSQL 15
--- plans the body of a set-returning SQL function on every call. Every name in them is
--- qualified, as the caller's search_path is in force.
+-- This wrapper (like those of jobs_add_batch and jobs_complete_and_claim) is PL/pgSQL, which
+-- keeps its plans: PostgreSQL 15 plans the body of a set-returning SQL function on every call.
+-- Every name in them is qualified, as the caller's search_path is in force.
 CREATE FUNCTION jobs_claim(
     worker text,
     queues text[] DEFAULT ARRAY['default'],
@@ -581,6 +598,7 @@ CREATE FUNCTION _jobs_heartbeat(ticket bigint, id bigint, token uuid, lease inte
                                 OUT lease_state text, OUT locked_until timestamptz)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     job bigint := id;
@@ -628,6 +646,7 @@ CREATE FUNCTION _jobs_complete(ticket bigint, ids bigint[], tokens uuid[], resul
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 -- See _archive.
 SET enable_seqscan = off
 SET enable_hashjoin = off
@@ -701,6 +720,7 @@ COMMENT ON FUNCTION jobs_complete_and_claim IS
 CREATE FUNCTION _jobs_fail(ticket bigint, ids bigint[], tokens uuid[], errors text[]) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 -- See _archive.
 SET enable_seqscan = off
 SET enable_hashjoin = off
@@ -778,6 +798,7 @@ COMMENT ON FUNCTION jobs_fail(bigint, uuid, text) IS
 CREATE FUNCTION _jobs_abort(ticket bigint, id bigint) RETURNS job_status
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     job bigint := id;
