@@ -157,17 +157,21 @@ BEGIN
 END
 $$;
 
--- Moves finished slices, and the jobs they end, to job_history.
--- This function and those that find slices by the ids they are given turn seq scans and hash
--- joins off: with a batch of ids the planner, pricing every index probe as a disk read, chose
--- to hash the batch and scan the whole table (1 ms for 100 jobs of 10,000 queued, growing with
--- the queue), where 100 probes of a primary key in memory take 0.1 ms.
--- The queue's functions force generic plans: priced with their array arguments, the custom
--- plans of these CTEs looked cheaper than the generic one, so PL/pgSQL planned every statement
--- on every call, a third of a worker's time per job. The caller has already removed
--- the slices from `slices` with a fenced DELETE and passes the rows it removed. results and
--- errors are looked up by job id in `ids`; an error joins the slice's log of errors and, for a
--- failed job, is its result. A slice that was aborted while leased finishes as aborted.
+-- Moves finished slices, and the jobs they end, to job_history. The caller has already removed
+-- the slices from `slices` with a fenced DELETE and passes the rows it removed, as RETURNING s
+-- (typed slices: the anonymous records of RETURNING s.* were converted to slices[] through
+-- text, every payload parsed again). results and errors are looked up by job id in `ids`; an
+-- error joins the slice's log of errors and, for a failed job, is its result. A slice that was
+-- aborted while leased finishes as aborted.
+--
+-- How the queue's functions are planned:
+-- - They force generic plans: priced with their array arguments, the custom plans of these CTEs
+--   looked cheaper than the generic ones, so PL/pgSQL planned every statement on every call, a
+--   third of a worker's time per job.
+-- - Those that find rows by the ids they are given turn seq scans and hash joins off: with a
+--   batch of ids the planner, pricing every index probe as a disk read, chose to hash the batch
+--   and scan the whole table (1 ms for 100 jobs of 10,000 queued, growing with the queue),
+--   where 100 probes of a primary key in memory take 0.1 ms.
 CREATE FUNCTION _archive(finished slices[], outcome job_status, ids bigint[] DEFAULT NULL,
                          results jsonb[] DEFAULT NULL, errors text[] DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql
@@ -269,7 +273,7 @@ CREATE FUNCTION _rescue_expired() RETURNS integer
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
--- See _archive.
+-- See the note above _archive.
 SET enable_seqscan = off
 SET enable_hashjoin = off
 AS $$
@@ -309,9 +313,9 @@ BEGIN
     ), gone AS (
         DELETE FROM slices s USING expired e
         WHERE s.job_id = e.job_id AND s.slice_number = e.slice_number
-        RETURNING s.*
+        RETURNING s
     )
-    SELECT array_agg(g) INTO finals FROM gone g;
+    SELECT array_agg(g.s) INTO finals FROM gone g;
     IF finals IS NOT NULL THEN
         PERFORM _archive(finals, 'failed', array_agg(f.job_id),
                          NULL, array_agg(format('lease expired: worker %s stopped renewing it', f.locked_by)))
@@ -327,7 +331,7 @@ CREATE FUNCTION _add(specs job_spec[], reserved_ok boolean, owner oid) RETURNS S
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
--- See _archive.
+-- See the note above _archive.
 SET enable_seqscan = off
 SET enable_hashjoin = off
 AS $$
@@ -647,7 +651,7 @@ RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
--- See _archive.
+-- See the note above _archive.
 SET enable_seqscan = off
 SET enable_hashjoin = off
 AS $$
@@ -664,9 +668,9 @@ BEGIN
         DELETE FROM slices s USING given g
         WHERE s.job_id = g.job_id AND s.lease_token = g.token AND s.status = 'started'
           AND (s.owner = caller OR admin)
-        RETURNING s.*
+        RETURNING s
     )
-    SELECT array_agg(x) INTO done FROM gone x;
+    SELECT array_agg(x.s) INTO done FROM gone x;
 
     IF coalesce(cardinality(done), 0) <> cardinality(ids) THEN
         SELECT g.job_id, g.token INTO stale
@@ -721,7 +725,7 @@ CREATE FUNCTION _jobs_fail(ticket bigint, ids bigint[], tokens uuid[], errors te
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
--- See _archive.
+-- See the note above _archive.
 SET enable_seqscan = off
 SET enable_hashjoin = off
 AS $$
@@ -760,9 +764,9 @@ BEGIN
         DELETE FROM slices s USING given g
         WHERE s.job_id = g.job_id AND s.lease_token = g.token AND s.status IN ('started', 'aborted')
           AND (s.owner = caller OR admin)
-        RETURNING s.*
+        RETURNING s
     )
-    SELECT array_agg(x) INTO done FROM gone x;
+    SELECT array_agg(x.s) INTO done FROM gone x;
 
     IF coalesce(cardinality(retried), 0) + coalesce(cardinality(done), 0) <> cardinality(ids) THEN
         SELECT g.job_id, g.token INTO stale
@@ -812,9 +816,9 @@ BEGIN
     END IF;
     WITH gone AS (
         DELETE FROM slices s WHERE s.job_id = job AND s.status = 'created' AND (s.owner = caller OR admin)
-        RETURNING s.*
+        RETURNING s
     )
-    SELECT array_agg(g) INTO waiting FROM gone g;
+    SELECT array_agg(g.s) INTO waiting FROM gone g;
     IF waiting IS NOT NULL THEN
         PERFORM _archive(waiting, 'aborted');
         RETURN 'aborted';
