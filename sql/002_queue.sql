@@ -518,6 +518,9 @@ RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload 
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
+-- See the note above _archive.
+SET enable_seqscan = off
+SET enable_hashjoin = off
 AS $$
 BEGIN
     -- Almost always nothing has expired, and one index probe says so.
@@ -527,8 +530,8 @@ BEGIN
 
     -- One index range per queue, read in index order: `queue = ANY (queues)` would make the
     -- planner sort every ready slice of those queues, which with a million queued is seconds.
-    -- The chosen rows are then updated by ctid and the job's columns read by primary key, so
-    -- that no plan, generic or custom, can turn this into a scan of the table.
+    -- The chosen rows are then updated by ctid and their jobs joined by primary key, so that no
+    -- plan can turn this into a scan of the table.
     RETURN QUERY
     WITH candidates AS (
         SELECT c.* FROM unnest(queues) AS q(queue), LATERAL (
@@ -542,11 +545,11 @@ BEGIN
     UPDATE slices s
     SET status = 'started', attempt = s.attempt + 1, lease_token = gen_random_uuid(),
         locked_by = worker, begin_time = statement_timestamp(),
-        locked_until = statement_timestamp()
-                       + coalesce(_claim.lease, (SELECT j.lease FROM jobs j WHERE j.id = s.job_id))
+        locked_until = statement_timestamp() + coalesce(_claim.lease, j.lease)
+    FROM jobs j
     WHERE s.ctid = ANY (ARRAY(SELECT c.tid FROM candidates c ORDER BY c.priority, c.run_at, c.job_id LIMIT n))
-    RETURNING s.job_id, s.attempt, s.lease_token, (SELECT j.task FROM jobs j WHERE j.id = s.job_id),
-              s.payload, s.locked_until;
+      AND j.id = s.job_id
+    RETURNING s.job_id, s.attempt, s.lease_token, j.task, s.payload, s.locked_until;
 END
 $$;
 
