@@ -270,6 +270,11 @@ BEGIN
 END
 $$;
 
+-- The error an expired lease records, in the slice's log of errors and as a failed job's result.
+CREATE FUNCTION _lease_expired(worker text) RETURNS text
+LANGUAGE sql STABLE
+RETURN format('lease expired: worker %s stopped renewing it', worker);
+
 -- Expired leases: a slice whose worker stopped renewing is requeued, its attempt counted; one
 -- that used its last attempt, or was aborted, finishes. Locked rows are skipped, so a worker
 -- completing right now is never overwritten.
@@ -299,7 +304,7 @@ BEGIN
             run_at = statement_timestamp(),
             errors = s.errors || jsonb_build_object(
                 'attempt', s.attempt, 'at', statement_timestamp(),
-                'error', format('lease expired: worker %s stopped renewing it', s.locked_by))
+                'error', _lease_expired(s.locked_by))
         FROM expired e
         WHERE s.job_id = e.job_id AND s.slice_number = e.slice_number
         RETURNING s.queue
@@ -323,7 +328,7 @@ BEGIN
     SELECT array_agg(g.s) INTO finals FROM gone g;
     IF finals IS NOT NULL THEN
         PERFORM _archive(finals, 'failed', array_agg(f.job_id),
-                         NULL, array_agg(format('lease expired: worker %s stopped renewing it', f.locked_by)))
+                         NULL, array_agg(_lease_expired(f.locked_by)))
         FROM unnest(finals) f;
     END IF;
     RETURN requeued + coalesce(cardinality(finals), 0);
