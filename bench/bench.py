@@ -250,8 +250,9 @@ class System:
         raise NotImplementedError
 
     def count_sql(self):
-        """Every job in the queue tables, done or not."""
-        raise NotImplementedError
+        """Every job in the queue tables, done or not: for a system that deletes finished jobs,
+        the jobs not yet done."""
+        return self.left_sql()
 
     def count(self):
         return query(self.count_sql(), self.key)[0][0]
@@ -316,9 +317,6 @@ class HandWritten(System):
     def left_sql(self):
         return "SELECT count(*) FROM q"
 
-    def count_sql(self):
-        return self.left_sql()
-
 
 class Graphile(System):
     key = "graphile"
@@ -337,9 +335,6 @@ class Graphile(System):
     def left_sql(self):
         # A finished job is deleted; one that failed stays, and counts as not done.
         return "SELECT count(*) FROM graphile_worker._private_jobs"
-
-    def count_sql(self):
-        return self.left_sql()
 
 
 class PgBoss(System):
@@ -827,12 +822,18 @@ def claim_latencies():
     return rows + size_after_drain(large)
 
 
-def claimable_pages():
-    """Heap pages of the claimable table and of jobs, and their pages with indexes."""
-    [(heap, total)] = query("""
+def pages(conn, tables):
+    """Heap pages of `tables`, and their pages with indexes."""
+    [(heap, total)] = conn.execute("""
         SELECT sum(pg_relation_size(t))::bigint / 8192, sum(pg_total_relation_size(t))::bigint / 8192
-        FROM unnest(ARRAY['pgjobs.slices', 'pgjobs.jobs']::regclass[]) t""")
+        FROM unnest(%s::regclass[]) t""", [tables]).fetchall()
     return heap, total
+
+
+def claimable_pages():
+    """Pages of the claimable table and of jobs (see pages)."""
+    with connect() as conn:
+        return pages(conn, ["pgjobs.slices", "pgjobs.jobs"])
 
 
 def size_after_drain(queued):
@@ -844,9 +845,7 @@ def size_after_drain(queued):
     with connect() as conn:
         conn.execute("CREATE TEMP TABLE empty_slices (LIKE pgjobs.slices INCLUDING ALL)")
         conn.execute("CREATE TEMP TABLE empty_jobs (LIKE pgjobs.jobs INCLUDING ALL)")
-        [(empty_heap, empty_total)] = conn.execute("""
-            SELECT sum(pg_relation_size(t))::bigint / 8192, sum(pg_total_relation_size(t))::bigint / 8192
-            FROM unnest(ARRAY['empty_slices', 'empty_jobs']::regclass[]) t""").fetchall()
+        empty_heap, empty_total = pages(conn, ["empty_slices", "empty_jobs"])
     log(f"size after a drain: draining {queued:,} jobs at batch 100, then waiting for autovacuum")
     started = time.monotonic()
     pgbench("drain.sql", transactions=-(-queued // (CLIENTS * 100)) + 1, defines=[("batch", 100)])

@@ -124,15 +124,23 @@ fn _identity_of(role: pg_sys::Oid) -> pg_sys::Oid {
     identity
 }
 
+/// The oid of a relation of the extension's schema, which must exist.
+fn pgjobs_relation(name: &std::ffi::CStr) -> pg_sys::Oid {
+    let relation = unsafe {
+        let schema = pg_sys::get_namespace_oid(c"pgjobs".as_ptr(), false);
+        pg_sys::get_relname_relid(name.as_ptr(), schema)
+    };
+    if relation == pg_sys::InvalidOid {
+        error!("pg_jobs: relation pgjobs.{} is missing", name.to_string_lossy());
+    }
+    relation
+}
+
 /// (the oid of pgjobs.proxies, the root of `role` or `role` itself)
 unsafe fn look_up_root(role: pg_sys::Oid) -> (pg_sys::Oid, pg_sys::Oid) {
+    let proxies = pgjobs_relation(c"proxies");
+    let proxies_pkey = pgjobs_relation(c"proxies_pkey");
     unsafe {
-        let schema = pg_sys::get_namespace_oid(c"pgjobs".as_ptr(), false);
-        let proxies = pg_sys::get_relname_relid(c"proxies".as_ptr(), schema);
-        let proxies_pkey = pg_sys::get_relname_relid(c"proxies_pkey".as_ptr(), schema);
-        if proxies == pg_sys::InvalidOid || proxies_pkey == pg_sys::InvalidOid {
-            error!("pg_jobs: table pgjobs.proxies or its primary key is missing");
-        }
         let table = pg_sys::table_open(proxies, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
         pg_sys::ScanKeyInit(
@@ -162,7 +170,5 @@ unsafe fn look_up_root(role: pg_sys::Oid) -> (pg_sys::Oid, pg_sys::Oid) {
 /// change commits (and this backend's at its next command).
 #[pg_extern(volatile, parallel_unsafe)]
 fn _forget_identities() {
-    let schema = unsafe { pg_sys::get_namespace_oid(c"pgjobs".as_ptr(), false) };
-    let proxies = unsafe { pg_sys::get_relname_relid(c"proxies".as_ptr(), schema) };
-    unsafe { pg_sys::CacheInvalidateRelcacheByRelid(proxies) };
+    unsafe { pg_sys::CacheInvalidateRelcacheByRelid(pgjobs_relation(c"proxies")) };
 }
