@@ -157,12 +157,12 @@ BEGIN
 END
 $$;
 
--- Moves finished slices, and the jobs they end, to job_history. The caller has already removed
--- the slices from `slices` with a fenced DELETE and passes the rows it removed, as RETURNING s
--- (typed slices: the anonymous records of RETURNING s.* were converted to slices[] through
--- text, every payload parsed again). results and errors are looked up by job id in `ids`; an
--- error joins the slice's log of errors and, for a failed job, is its result. A slice that was
--- aborted while leased finishes as aborted.
+-- Finishes jobs: removes each given job's slice from `slices` where it is in one of the
+-- `expected` statuses (and leased by the given token, when tokens are given) and the caller may
+-- act on it, and moves it, with the job it ends, to job_history, all in one statement. Returns
+-- the ids of the jobs finished, in no order; the caller compares them with what it asked for.
+-- An error joins the slice's log of errors and is a failed job's result. A slice aborted while
+-- leased finishes as aborted. A null caller is the extension itself, which acts on any job.
 --
 -- How the queue's functions are planned:
 -- - They force generic plans: priced with their array arguments, the custom plans of these CTEs
@@ -174,8 +174,9 @@ $$;
 --   batch of ids the planner, pricing every index probe as a disk read, chose to hash the batch
 --   and scan the whole table (1 ms for 100 jobs of 10,000 queued, growing with the queue),
 --   where 100 probes of a primary key in memory take 0.1 ms.
-CREATE FUNCTION _archive(finished slices[], outcome job_status, ids bigint[] DEFAULT NULL,
-                         results jsonb[] DEFAULT NULL, errors text[] DEFAULT NULL) RETURNS void
+CREATE FUNCTION _finish(ids bigint[], tokens uuid[], expected job_status[], outcome job_status,
+                        caller oid, results jsonb[] DEFAULT NULL, errors text[] DEFAULT NULL)
+RETURNS bigint[]
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
@@ -183,36 +184,48 @@ SET jit = off
 SET enable_seqscan = off
 SET enable_hashjoin = off
 AS $$
+DECLARE
+    anyone boolean := caller IS NULL OR _is_admin(caller);
+    finished bigint[];
 BEGIN
-    WITH f AS (
-        SELECT u.*, r.result, r.error,
-               CASE WHEN u.status = 'aborted' THEN 'aborted' ELSE outcome END AS final
-        FROM unnest(finished) AS u
-        LEFT JOIN unnest(_archive.ids, _archive.results, _archive.errors) AS r(job_id, result, error) ON r.job_id = u.job_id
+    WITH given AS (
+        SELECT * FROM unnest(ids, tokens, results, _finish.errors) AS g(job_id, token, result, error)
+    ), s AS (
+        DELETE FROM slices s USING given g
+        WHERE s.job_id = g.job_id AND s.status = ANY (expected)
+          AND (tokens IS NULL OR s.lease_token = g.token) AND (s.owner = caller OR anyone)
+        RETURNING s.job_id, s.status, s.attempt, s.payload, s.errors, s.locked_by, g.result, g.error
     ), j AS (
-        DELETE FROM jobs USING f WHERE jobs.id = f.job_id RETURNING jobs.*
+        DELETE FROM jobs j USING s WHERE j.id = s.job_id
+        RETURNING j.*, s.status AS slice_status, s.attempt, s.payload, s.errors AS slice_errors,
+                  s.locked_by, s.result, s.error
     ), freed_keys AS (
         DELETE FROM job_keys k USING j
         WHERE j.key_rule = 'replace' AND k.idempotency_key = j.idempotency_key AND k.job_id = j.id
+    ), archived AS (
+        INSERT INTO job_history (
+            id, opaque_id, owner, status, task, queue, priority, payload, result, errors, attempts,
+            max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
+            name, description, link, listed)
+        SELECT j.id, j.opaque_id, j.owner, f.final, j.task, j.queue, j.priority, j.payload,
+               CASE WHEN f.final = 'failed' AND j.error IS NOT NULL
+                    THEN jsonb_build_object('error', j.error) ELSE j.result END,
+               CASE WHEN j.error IS NULL THEN j.slice_errors
+                    ELSE j.slice_errors || jsonb_build_object('attempt', j.attempt,
+                                                              'at', statement_timestamp(), 'error', j.error) END,
+               j.attempt, j.max_attempts, j.idempotency_key, j.key_rule, j.locked_by,
+               j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed
+        FROM j, LATERAL (SELECT CASE WHEN j.slice_status = 'aborted' THEN 'aborted' ELSE outcome END AS final) f
+        RETURNING id
     )
-    INSERT INTO job_history (
-        id, opaque_id, owner, status, task, queue, priority, payload, result, errors, attempts,
-        max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
-        name, description, link, listed)
-    SELECT j.id, j.opaque_id, j.owner, f.final, j.task, j.queue, j.priority, f.payload,
-           CASE WHEN f.final = 'failed' AND f.error IS NOT NULL
-                THEN jsonb_build_object('error', f.error) ELSE f.result END,
-           CASE WHEN f.error IS NULL THEN f.errors
-                ELSE f.errors || jsonb_build_object('attempt', f.attempt,
-                                                    'at', statement_timestamp(), 'error', f.error) END,
-           f.attempt, j.max_attempts, j.idempotency_key, j.key_rule, f.locked_by,
-           j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed
-    FROM j JOIN f ON f.job_id = j.id;
+    SELECT array_agg(a.id) INTO finished FROM archived a;
+    RETURN finished;
 END
 $$;
 
 -- Raises the error that explains why `token` does not hold the lease on job `job`. A job the
 -- caller may not act on is reported as missing, so that nobody learns others' job ids.
+-- A null caller is the extension itself.
 CREATE FUNCTION _lease_error(job bigint, token uuid, caller oid) RETURNS void
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -220,7 +233,7 @@ SET plan_cache_mode = force_generic_plan
 SET jit = off
 AS $$
 DECLARE
-    admin boolean := _is_admin(caller);
+    admin boolean := caller IS NULL OR _is_admin(caller);
     live slices;
     done job_history;
 BEGIN
@@ -253,20 +266,36 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION _check_batch(ids bigint[], tokens uuid[], payloads anyarray) RETURNS void
+-- What is wrong with the arrays of a batch report (`payloads`: how many results or errors it
+-- has, if any), as _spec_problem says it, or null. Plain SQL, inlined: the check costs nothing
+-- on the way of every completion.
+CREATE FUNCTION _batch_problem(ids bigint[], tokens uuid[], payloads integer) RETURNS text[]
+LANGUAGE sql IMMUTABLE
+RETURN CASE
+    WHEN ids IS NULL OR tokens IS NULL OR cardinality(ids) <> cardinality(tokens)
+         OR payloads <> cardinality(ids) THEN
+        ARRAY['22023', 'ids, tokens and results (or errors) must be arrays of one length',
+              'Pass the i-th job''s id, lease token and result at position i of each array.']
+END;
+
+-- Raises the error of a batch report that did not apply to every job it named (`reported`
+-- are those it did apply to): a repeated id, else the first job whose lease the token does
+-- not hold. Looked for only then, so that a report that applies pays for no checks.
+CREATE FUNCTION _batch_error(ids bigint[], tokens uuid[], reported bigint[], caller oid) RETURNS void
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
+DECLARE
+    stale record;
 BEGIN
-    IF ids IS NULL OR tokens IS NULL
-       OR cardinality(ids) <> cardinality(tokens)
-       OR (payloads IS NOT NULL AND cardinality(payloads) <> cardinality(ids)) THEN
-        PERFORM _invalid('ids, tokens and results (or errors) must be arrays of one length',
-            'Pass the i-th job''s id, lease token and result at position i of each array.');
-    END IF;
-    IF cardinality(ids) <> (SELECT count(DISTINCT i) FROM unnest(ids) i) THEN
+    IF EXISTS (SELECT FROM unnest(ids) i WHERE i IS NOT NULL GROUP BY i HAVING count(*) > 1) THEN
         PERFORM _invalid('ids must not repeat a job');
     END IF;
+    SELECT g.job_id, g.token INTO stale
+    FROM unnest(ids, tokens) AS g(job_id, token)
+    WHERE g.job_id IS NULL OR g.job_id <> ALL (coalesce(reported, '{}'))
+    LIMIT 1;
+    PERFORM _lease_error(stale.job_id, stale.token, caller);
 END
 $$;
 
@@ -283,14 +312,14 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET jit = off
--- See the note above _archive.
+-- See the note above _finish.
 SET enable_seqscan = off
 SET enable_hashjoin = off
 AS $$
 DECLARE
     woken text[];
     requeued integer;
-    finals slices[];
+    finals bigint[];
 BEGIN
     WITH expired AS (
         SELECT s.job_id, s.slice_number
@@ -314,23 +343,14 @@ BEGIN
         PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
     END IF;
 
-    WITH expired AS (
-        SELECT s.job_id, s.slice_number
-        FROM slices s JOIN jobs j ON j.id = s.job_id
-        WHERE s.status IN ('started', 'aborted') AND s.locked_until < statement_timestamp()
-          AND (s.status = 'aborted' OR s.attempt >= j.max_attempts)
-        FOR UPDATE OF s SKIP LOCKED
-    ), gone AS (
-        DELETE FROM slices s USING expired e
-        WHERE s.job_id = e.job_id AND s.slice_number = e.slice_number
-        RETURNING s
-    )
-    SELECT array_agg(g.s) INTO finals FROM gone g;
-    IF finals IS NOT NULL THEN
-        PERFORM _archive(finals, 'failed', array_agg(f.job_id),
-                         NULL, array_agg(_lease_expired(f.locked_by)))
-        FROM unnest(finals) f;
-    END IF;
+    SELECT _finish(array_agg(e.job_id), array_agg(e.lease_token), '{started,aborted}', 'failed',
+                   NULL, NULL, array_agg(_lease_expired(e.locked_by)))
+    INTO finals
+    FROM (SELECT s.job_id, s.lease_token, s.locked_by
+          FROM slices s JOIN jobs j ON j.id = s.job_id
+          WHERE s.status IN ('started', 'aborted') AND s.locked_until < statement_timestamp()
+            AND (s.status = 'aborted' OR s.attempt >= j.max_attempts)
+          FOR UPDATE OF s SKIP LOCKED) e;
     RETURN requeued + coalesce(cardinality(finals), 0);
 END
 $$;
@@ -342,7 +362,7 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET jit = off
--- See the note above _archive.
+-- See the note above _finish.
 SET enable_seqscan = off
 SET enable_hashjoin = off
 AS $$
@@ -532,7 +552,7 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET jit = off
--- See the note above _archive.
+-- See the note above _finish.
 SET enable_seqscan = off
 SET enable_hashjoin = off
 AS $$
@@ -671,36 +691,21 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET jit = off
--- See the note above _archive.
+-- See the note above _finish.
 SET enable_seqscan = off
 SET enable_hashjoin = off
 AS $$
 DECLARE
     caller oid := _caller(ticket);
-    admin boolean := _is_admin(caller);
-    done slices[];
-    stale record;
+    done bigint[];
 BEGIN
-    PERFORM _check_batch(ids, tokens, results);
-    WITH given AS (
-        SELECT * FROM unnest(ids, tokens) WITH ORDINALITY AS g(job_id, token, ord)
-    ), gone AS (
-        DELETE FROM slices s USING given g
-        WHERE s.job_id = g.job_id AND s.lease_token = g.token AND s.status = 'started'
-          AND (s.owner = caller OR admin)
-        RETURNING s
-    )
-    SELECT array_agg(x.s) INTO done FROM gone x;
-
-    IF coalesce(cardinality(done), 0) <> cardinality(ids) THEN
-        SELECT g.job_id, g.token INTO stale
-        FROM unnest(ids, tokens) AS g(job_id, token)
-        WHERE g.job_id IS NULL OR g.job_id NOT IN (SELECT d.job_id FROM unnest(done) d)
-        LIMIT 1;
-        PERFORM _lease_error(stale.job_id, stale.token, caller);
+    IF _batch_problem(ids, tokens, cardinality(results)) IS NOT NULL THEN
+        PERFORM _refuse(_batch_problem(ids, tokens, cardinality(results)));
     END IF;
-
-    PERFORM _archive(done, 'completed', ids, results);
+    done := _finish(ids, tokens, '{started}', 'completed', caller, results);
+    IF coalesce(cardinality(done), 0) <> cardinality(ids) THEN
+        PERFORM _batch_error(ids, tokens, done, caller);
+    END IF;
 END
 $$;
 
@@ -746,7 +751,7 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
 SET jit = off
--- See the note above _archive.
+-- See the note above _finish.
 SET enable_seqscan = off
 SET enable_hashjoin = off
 AS $$
@@ -754,10 +759,11 @@ DECLARE
     caller oid := _caller(ticket);
     admin boolean := _is_admin(caller);
     retried bigint[];
-    done slices[];
-    stale record;
+    done bigint[];
 BEGIN
-    PERFORM _check_batch(ids, tokens, errors);
+    IF _batch_problem(ids, tokens, cardinality(errors)) IS NOT NULL THEN
+        PERFORM _refuse(_batch_problem(ids, tokens, cardinality(errors)));
+    END IF;
 
     -- Attempts left: back to created, due after the backoff.
     WITH given AS (
@@ -777,30 +783,10 @@ BEGIN
     )
     SELECT array_agg(r.job_id) INTO retried FROM retry r;
 
-    -- Last attempt used, or aborted meanwhile: finished.
-    WITH given AS (
-        SELECT * FROM unnest(ids, tokens) AS g(job_id, token)
-        WHERE g.job_id <> ALL (coalesce(retried, '{}'))
-    ), gone AS (
-        DELETE FROM slices s USING given g
-        WHERE s.job_id = g.job_id AND s.lease_token = g.token AND s.status IN ('started', 'aborted')
-          AND (s.owner = caller OR admin)
-        RETURNING s
-    )
-    SELECT array_agg(x.s) INTO done FROM gone x;
-
+    -- Last attempt used, or aborted meanwhile: finished. (The retried are no longer leased.)
+    done := _finish(ids, tokens, '{started,aborted}', 'failed', caller, NULL, errors);
     IF coalesce(cardinality(retried), 0) + coalesce(cardinality(done), 0) <> cardinality(ids) THEN
-        SELECT g.job_id, g.token INTO stale
-        FROM unnest(ids, tokens) AS g(job_id, token)
-        WHERE g.job_id IS NULL
-           OR NOT (g.job_id = ANY (coalesce(retried, '{}'))
-                   OR g.job_id IN (SELECT d.job_id FROM unnest(done) d))
-        LIMIT 1;
-        PERFORM _lease_error(stale.job_id, stale.token, caller);
-    END IF;
-
-    IF done IS NOT NULL THEN
-        PERFORM _archive(done, 'failed', ids, NULL, errors);
+        PERFORM _batch_error(ids, tokens, retried || done, caller);
     END IF;
 END
 $$;
@@ -830,19 +816,12 @@ DECLARE
     job bigint := id;
     caller oid := _caller(ticket);
     admin boolean := _is_admin(caller);
-    waiting slices[];
     outcome job_status;
 BEGIN
     IF job IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'job id must not be null';
     END IF;
-    WITH gone AS (
-        DELETE FROM slices s WHERE s.job_id = job AND s.status = 'created' AND (s.owner = caller OR admin)
-        RETURNING s
-    )
-    SELECT array_agg(g.s) INTO waiting FROM gone g;
-    IF waiting IS NOT NULL THEN
-        PERFORM _archive(waiting, 'aborted');
+    IF _finish(ARRAY[job], NULL, '{created}', 'aborted', caller) IS NOT NULL THEN
         RETURN 'aborted';
     END IF;
 

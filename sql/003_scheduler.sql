@@ -85,7 +85,7 @@ BEGIN
     FROM slices s JOIN jobs j ON j.id = s.job_id
     WHERE s.job_id = job AND s.lease_token = token AND s.status = 'started';
     IF NOT FOUND THEN
-        PERFORM _lease_error(job, token);
+        PERFORM _lease_error(job, token, NULL);
     END IF;
     UPDATE slices s SET locked_by = format('pg_jobs sql executor %s', pid)
     WHERE s.job_id = job AND s.lease_token = token;

@@ -45,4 +45,13 @@ SELECT regress.error_of(format('SELECT pgjobs.jobs_complete(ARRAY[1, 2], ARRAY[%
                                (SELECT lease_token FROM regress.claim WHERE id = 1)));
 SELECT regress.fingerprint() = :'before' AS unchanged;
 SELECT job_id, status FROM pgjobs.slices ORDER BY job_id;
+
+-- A job named twice with its valid token is refused, not completed (or failed) once.
+SELECT regress.error_of(format('SELECT pgjobs.jobs_complete(ARRAY[1, 1], ARRAY[%L, %L]::uuid[])', t, t)),
+       regress.error_of(format('SELECT pgjobs.jobs_fail(ARRAY[1, 1], ARRAY[%L, %L]::uuid[], ARRAY[''e'', ''e''])', t, t))
+FROM (SELECT lease_token AS t FROM regress.claim WHERE id = 1) c;
+SELECT regress.fingerprint() = :'before' AS unchanged;
 DROP TABLE regress.claim;
+
+-- The SQL job executor's check of its lease explains a job it cannot start.
+SELECT regress.error_of('SELECT pgjobs._sql_job_start(999, gen_random_uuid(), 0)');
