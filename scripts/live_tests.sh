@@ -1,10 +1,10 @@
-# The background worker against a real cluster: schedules firing in time, SQL jobs run by
-# executors, crashes, abort, and a standby. Sourced by test.sh after the SQL suites, since it
+# Against a real cluster: the background worker (schedules firing in time, SQL jobs run by
+# executors, crashes, abort, a standby) and pg_dump. Sourced by test.sh after the SQL suites, since it
 # kills server processes. Each test prints "name ... ok" or "name ... FAILED" and is counted.
 
 LIVE_DB=pg_jobs_live
 
-live_sql() { "$PG_BIN/psql" -X -q -tA -v ON_ERROR_STOP=1 -h localhost -p "${2:-$PORT}" -U postgres -d "$LIVE_DB" -c "$1"; }
+live_sql() { "$PG_BIN/psql" -X -q -tA -v ON_ERROR_STOP=1 -h localhost -p "${2:-$PORT}" -U postgres -d "${3:-$LIVE_DB}" -c "$1"; }
 
 # wait_until SECONDS SQL [PORT]: polls until SQL returns t; false when time runs out.
 wait_until() {
@@ -158,11 +158,48 @@ test_standby_is_idle_until_promoted() {
     [ "$idle" = t ] && [ "$fired" = t ]
 }
 
+# pg_dump and a restore into a new database keep every row of the queue, the history, the
+# schedules and the proxies, and where the ids have got to: the next job gets a new id.
+test_dump_and_restore_keep_every_row() {
+    local src=pg_jobs_dump_src dst=pg_jobs_dump_dst before after
+    "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d postgres \
+        -c "DROP DATABASE IF EXISTS $src WITH (FORCE)" -c "DROP DATABASE IF EXISTS $dst WITH (FORCE)" \
+        -c "CREATE DATABASE $src" -c "CREATE DATABASE $dst" \
+        -c "DROP ROLE IF EXISTS dump_root" -c "DROP ROLE IF EXISTS dump_proxy" \
+        -c "CREATE ROLE dump_root" -c "CREATE ROLE dump_proxy" >/dev/null || return 1
+    local rows="SELECT md5(concat_ws('|',
+        (SELECT string_agg(j::text, ',' ORDER BY j.id) FROM pgjobs.jobs j),
+        (SELECT string_agg(s::text, ',' ORDER BY s.job_id) FROM pgjobs.slices s),
+        (SELECT string_agg(k::text, ',' ORDER BY k.idempotency_key) FROM pgjobs.job_keys k),
+        (SELECT string_agg(h::text || h.tableoid::regclass::text, ',' ORDER BY h.id) FROM pgjobs.job_history h),
+        (SELECT string_agg(x::text, ',' ORDER BY x.id) FROM pgjobs.schedules x),
+        (SELECT string_agg(p::text, ',' ORDER BY p.proxy) FROM pgjobs.proxies p)))"
+    "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d "$src" <<'SQL' >/dev/null || return 1
+SET client_min_messages = warning;
+CREATE EXTENSION pg_jobs CASCADE;
+SELECT pgjobs.jobs_history_prepare();
+SELECT pgjobs.jobs_add('done', key => 'k:done'), pgjobs.jobs_add('waiting'),
+       pgjobs.jobs_add('later', run_at => now() + interval '5 years');
+SELECT pgjobs.jobs_complete(c.id, c.lease_token) FROM pgjobs.jobs_claim('w') c;
+SELECT pgjobs.jobs_schedule('nightly', '0 3 * * *', '{"sql": "SELECT 1"}');
+SELECT pgjobs.jobs_add_proxy('dump_proxy', 'dump_root');
+SQL
+    before=$(live_sql "$rows" "$PORT" "$src") || return 1
+    "$PG_BIN/pg_dump" -h localhost -p "$PORT" -U postgres "$src" >"$OUT/dump.sql" || return 1
+    "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d "$dst" \
+        -f "$OUT/dump.sql" >/dev/null 2>"$OUT/restore.log" || return 1
+    after=$(live_sql "$rows" "$PORT" "$dst") || return 1
+    [ "$before" = "$after" ] &&
+        live_sql "SELECT pgjobs.jobs_add('after') = 4 AND pgjobs.jobs_schedule('hourly', '0 * * * *', '{\"sql\": \"SELECT 1\"}') = 2" \
+            "$PORT" "$dst" | grep -qx t
+}
+
 run_live_tests() {
     verdict "per-second schedule fires once per slot across a SIGKILL" test_seconds_fire_once_per_slot_across_sigkill
     verdict "SQL job effects and completion commit together" test_sql_job_effects_and_completion_are_atomic
     verdict "abort stops a running SQL job within 2 s" test_abort_stops_a_running_sql_job
     verdict "failing SQL job follows the backoff" test_failing_sql_job_follows_the_backoff
     verdict "SQL job runs with its owner's rights" test_sql_job_runs_with_its_owners_rights
+    verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row
     verdict "standby is idle until promoted" test_standby_is_idle_until_promoted
 }

@@ -179,9 +179,6 @@ CREATE TABLE job_history (
     link            text,
     listed          boolean NOT NULL
 ) PARTITION BY RANGE (due_at);
-CREATE INDEX job_history_id ON job_history (id);
-CREATE INDEX job_history_owner ON job_history (owner);
-CREATE INDEX job_history_status ON job_history (status, queue);
 COMMENT ON TABLE job_history IS
     'Finished jobs, one partition per month of due_at; dropping a month is dropping a partition. '
     'result holds the outcome of a completed job and {"error": ...} of a failed one.';

@@ -950,6 +950,24 @@ COMMENT ON FUNCTION jobs_history_months IS
     'The months of job_history, each with its partition and job count; month is null for the '
     'partition that catches jobs due in a month that has none yet.';
 
+-- The indexes of one month of job_history (or of its catch-all partition). Made on each
+-- partition, not on job_history: pg_dump writes a month (an ordinary table) and attaches it
+-- before it makes the month's indexes, and an index on the extension's job_history would make
+-- them at the attach, so that the restore failed on the dump's own.
+CREATE FUNCTION _index_history(part regclass) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    columns text;
+BEGIN
+    FOREACH columns IN ARRAY ARRAY['id', 'opaque_id', 'owner', 'status, queue'] LOOP
+        EXECUTE format('CREATE INDEX ON %s (%s)', part, columns);
+    END LOOP;
+END
+$$;
+SELECT _index_history('job_history_other');
+
 CREATE FUNCTION jobs_history_prepare(months_ahead integer DEFAULT 3) RETURNS SETOF regclass
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -958,6 +976,7 @@ DECLARE
     this_month date := _utc_month(now());
     m date;
     part text;
+    made regclass;
 BEGIN
     IF months_ahead IS NULL OR months_ahead < 0 OR months_ahead > 120 THEN
         PERFORM _invalid('months_ahead must be between 0 and 120');
@@ -970,13 +989,15 @@ BEGIN
         CONTINUE WHEN to_regclass('@extschema@.' || part) IS NOT NULL;
         -- Jobs of this month already in the catch-all partition move into the new one.
         EXECUTE format('CREATE TABLE @extschema@.%I (LIKE @extschema@.job_history INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', part);
+        made := ('@extschema@.' || part)::regclass;
         EXECUTE format(
             'WITH moved AS (DELETE FROM @extschema@.job_history_other WHERE due_at >= %L AND due_at < %L RETURNING *) '
             'INSERT INTO @extschema@.%I SELECT * FROM moved',
             _utc_midnight(m), _utc_midnight((m + interval '1 month')::date), part);
+        PERFORM _index_history(made);
         EXECUTE format('ALTER TABLE @extschema@.job_history ATTACH PARTITION @extschema@.%I FOR VALUES FROM (%L) TO (%L)',
                        part, _utc_midnight(m), _utc_midnight((m + interval '1 month')::date));
-        RETURN NEXT ('@extschema@.' || part)::regclass;
+        RETURN NEXT made;
     END LOOP;
 END
 $$;
@@ -1003,11 +1024,6 @@ BEGIN
         DELETE FROM job_keys k
         WHERE _utc_month(k.due_at) = m.month
           AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = k.job_id);
-        -- The months made when the extension was created belong to it and must leave it first.
-        IF EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
-                   AND d.objid = m.partition AND d.deptype = 'e') THEN
-            EXECUTE format('ALTER EXTENSION pg_jobs DROP TABLE %s', m.partition);
-        END IF;
         EXECUTE format('DROP TABLE %s', m.partition);
         RETURN NEXT m.month;
     END LOOP;
@@ -1015,19 +1031,6 @@ END
 $$;
 COMMENT ON FUNCTION jobs_history_drop IS
     'Drops the months of job_history that end on or before the given date; returns the months dropped.';
-
--- pg_dump keeps the data of these tables (and of months made later, which are ordinary tables).
-DO $$
-DECLARE
-    t regclass;
-BEGIN
-    FOR t IN SELECT unnest(ARRAY['jobs', 'slices', 'job_keys', 'job_history_other']::regclass[])
-             UNION ALL SELECT jobs_history_prepare()
-    LOOP
-        PERFORM pg_extension_config_dump(t, '');
-    END LOOP;
-END
-$$;
 
 -- Internal pieces are not for callers.
 -- Who may call what is granted once, at the end of the last file (003_scheduler.sql).

@@ -583,3 +583,22 @@ GRANT EXECUTE ON FUNCTION
     jobs_add_proxy(regrole, regrole), _jobs_add_proxy(bigint, regrole, regrole),
     jobs_remove_proxy(regrole), _jobs_remove_proxy(bigint, regrole)
 TO pgjobs_user;
+
+-- pg_dump keeps the rows of every table of the extension and where every sequence has got to;
+-- not launcher_state, which says which process runs now. (The months of job_history are made
+-- by the launcher, after installation: ordinary tables, dumped whole. Made here, they would be
+-- the extension's, and a restore in another month would have no table for their rows.)
+DO $$
+DECLARE
+    member regclass;
+BEGIN
+    FOR member IN
+        SELECT c.oid::regclass FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
+        WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e'
+          AND d.refobjid = (SELECT e.oid FROM pg_extension e WHERE e.extname = 'pg_jobs')
+          AND c.relkind IN ('r', 'S') AND c.oid <> 'launcher_state'::regclass
+    LOOP
+        PERFORM pg_extension_config_dump(member, '');
+    END LOOP;
+END
+$$;

@@ -525,7 +525,6 @@ END;
 COMMENT ON FUNCTION jobs_public_lookup IS
     'The public fields (opaque_id, name, description, link) of one job, listed or not; no row if '
     'there is no such job.';
-CREATE INDEX job_history_opaque_id ON job_history (opaque_id);
 GRANT SELECT ON jobs_public TO pgjobs_user;
 GRANT EXECUTE ON FUNCTION jobs_public_lookup(uuid) TO pgjobs_user;
 
@@ -1020,27 +1019,3 @@ GRANT EXECUTE ON FUNCTION job_flag_names(integer), capability_names(integer), wo
     compute_group_public(uuid), compute_group_set_secret(uuid, text),
     _compute_group_set_secret(bigint, uuid, text), compute_group_check_secret(uuid, text, text)
     TO pgjobs_user;
-
--- pg_dump keeps the rows of these tables, and where their identity columns have got to.
-DO $$
-DECLARE
-    t regclass;
-    s text;
-BEGIN
-    FOR t IN SELECT unnest(ARRAY[
-        'job_perf_data', 'job_fin_totals', 'job_results', 'job_data', 'job_arguments',
-        'work_functions', 'work_reject_history', 'compute_groups', 'compute_group_jobs',
-        'compute_group_accounting_data', 'compute_group_worker_origins',
-        'compute_group_job_period_stats', 'compute_group_worker_period_stats', 'workers',
-        'worker_run_info', 'worker_task_info', 'dcp_worker_app_config', 'worker_config_value',
-        'creds_list', 'credential', 'worker_creds', 'worker_notifications',
-        'register_worker_directive', 'consensus_results', 'reliable_events']::regclass[])
-    LOOP
-        PERFORM pg_extension_config_dump(t, '');
-        FOR s IN SELECT pg_get_serial_sequence(t::text, a.attname)
-                 FROM pg_attribute a WHERE a.attrelid = t AND a.attidentity <> '' LOOP
-            PERFORM pg_extension_config_dump(s::regclass, '');
-        END LOOP;
-    END LOOP;
-END
-$$;

@@ -2,6 +2,13 @@
 -- even when they finish in a later month; months are made ahead, listed and dropped.
 SELECT regress.reset();
 
+-- Installed, job_history has only its catch-all partition; the launcher makes the months of the
+-- database it serves (this is not it), from last month to three ahead.
+SELECT month IS NOT NULL AS dated, count(*) AS partitions
+FROM pgjobs.jobs_history_months() GROUP BY 1 ORDER BY 1;
+SET client_min_messages = warning;
+SELECT count(*) AS made FROM pgjobs.jobs_history_prepare();
+RESET client_min_messages;
 SELECT month IS NOT NULL AS dated, count(*) AS partitions
 FROM pgjobs.jobs_history_months() GROUP BY 1 ORDER BY 1;
 
