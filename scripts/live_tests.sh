@@ -118,14 +118,10 @@ test_failing_sql_job_follows_the_backoff() {
 # A SQL job runs as its owner: it cannot read what the owner cannot, nor switch back to a superuser.
 test_sql_job_runs_with_its_owners_rights() {
     local reader escalator
-    live_sql "CREATE ROLE live_alice; CREATE TABLE live_secret (v integer); INSERT INTO live_secret VALUES (42);
+    live_sql "CREATE ROLE live_alice IN ROLE pgjobs_user; CREATE TABLE live_secret (v integer); INSERT INTO live_secret VALUES (42);
               CREATE TABLE live_alice_out (v integer); GRANT INSERT ON live_alice_out TO live_alice"
-    reader=$(live_sql "SELECT pgjobs.jobs_add_sql('INSERT INTO live_alice_out SELECT v FROM live_secret', max_attempts => 1, run_at => now() + interval '1 day')")
-    escalator=$(live_sql "SELECT pgjobs.jobs_add_sql('RESET ROLE; INSERT INTO live_alice_out SELECT v FROM live_secret', max_attempts => 1, run_at => now() + interval '1 day')")
-    # Until the access model lands, a role cannot add jobs itself: hand them to alice.
-    live_sql "UPDATE pgjobs.jobs SET owner = 'live_alice'::regrole WHERE id IN ($reader, $escalator);
-              UPDATE pgjobs.slices SET run_at = now() WHERE job_id IN ($reader, $escalator);
-              SELECT pgjobs._wake_launcher()" >/dev/null
+    reader=$(live_sql "SET ROLE live_alice; SELECT pgjobs.jobs_add_sql('INSERT INTO live_alice_out SELECT v FROM live_secret', max_attempts => 1)")
+    escalator=$(live_sql "SET ROLE live_alice; SELECT pgjobs.jobs_add_sql('RESET ROLE; INSERT INTO live_alice_out SELECT v FROM live_secret', max_attempts => 1)")
     wait_until 20 "SELECT count(*) = 2 FROM pgjobs.job_history WHERE id IN ($reader, $escalator)" || return 1
     live_sql "SELECT (SELECT result ->> 'error' FROM pgjobs.job_history WHERE id = $reader) = 'permission denied for table live_secret'
                  AND (SELECT result ->> 'error' FROM pgjobs.job_history WHERE id = $escalator)
