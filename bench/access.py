@@ -9,7 +9,7 @@ It starts a cluster of its own (target/accessbench, port 28860, pg_jobs preloade
 scripts/lib.sh's start_cluster), makes database `bench` there anew, creates 1,000 NOLOGIN roles
 bench_owner_0001..1000 (members of pgjobs_user) with 100 jobs each, each added as that role, and
 1,000 proxies bench_proxy_NNNN of them; at the end it drops the roles and stops the cluster.
-Takes about 4 minutes (on 2 CPUs, longer when the machine is busy with other work):
+Takes about 6 minutes (on 2 CPUs, longer when the machine is busy with other work):
 
     target/bench-venv/bin/python bench/access.py
 
@@ -53,9 +53,9 @@ JOBS_PER_OWNER = 100
 CLIENTS = 4
 THREADS = 2
 RUN_SECONDS = int(os.environ.get("ACCESS_RUN_SECONDS", "1"))
-ROUNDS = int(os.environ.get("ACCESS_ROUNDS", "10"))
+ROUNDS = int(os.environ.get("ACCESS_ROUNDS", "20"))
 # Server CPU: CPU_ROUNDS turns per side of CPU_SECONDS of calls each, after CPU_WARMUP calls.
-CPU_ROUNDS = 8
+CPU_ROUNDS = 16
 CPU_SECONDS = 0.4
 CPU_WARMUP = 50
 TARGET = 1.10  # the target: at most 10 % overhead
