@@ -355,8 +355,6 @@ BEGIN
 END
 $$;
 
-CREATE TYPE _adding AS (id bigint, spec job_spec, rule key_rule, run_at timestamptz, added boolean);
-
 CREATE FUNCTION _add(specs job_spec[], reserved_ok boolean, owner oid) RETURNS SETOF bigint
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -373,7 +371,8 @@ DECLARE
     default_max_backoff interval := current_setting('pg_jobs.max_backoff');
     default_lease interval := current_setting('pg_jobs.lease');
     refused record;
-    adding _adding[];
+    -- The id of each job of the batch, in its order; null where its key was taken.
+    ids bigint[];
     taken bigint;
     woken text[];
     contested record;
@@ -391,59 +390,51 @@ BEGIN
                                               THEN format(' (job %s of the batch)', refused.ord) ELSE '' END);
     END IF;
 
-    -- Keys first: the primary key of job_keys decides which of two concurrent adds gets a key.
+    -- One statement: the keys first, whose primary key decides which of two concurrent adds gets
+    -- a key, then the jobs whose keys were free (or that have none) and their slices.
     -- unnest, not specs[i]: reaching element i of an array of composites walks the array from
     -- its start, which made a batch of 10,000 take seconds.
     WITH given AS (
-        SELECT u.ord, (u.task, u.payload, u.queue, u.priority, u.run_at, u.max_attempts, u.backoff,
-                       u.max_backoff, u.lease, u.key, u.on_conflict)::job_spec AS spec
+        SELECT u.*, nextval('@extschema@.jobs_id_seq'::regclass) AS id,
+               coalesce(u.run_at, statement_timestamp()) AS due_at
         FROM unnest(specs) WITH ORDINALITY AS u(task, payload, queue, priority, run_at, max_attempts,
                                                 backoff, max_backoff, lease, key, on_conflict, ord)
-    ), wanted AS (
-        SELECT g.ord, nextval('@extschema@.jobs_id_seq'::regclass) AS id, g.spec,
-               coalesce((g.spec).on_conflict, 'skip')::key_rule AS rule,
-               coalesce((g.spec).run_at, statement_timestamp()) AS run_at
-        FROM given g
     ), claimed AS (
         INSERT INTO job_keys (idempotency_key, job_id, due_at)
-        SELECT (w.spec).key, w.id, w.run_at FROM wanted w WHERE (w.spec).key IS NOT NULL ORDER BY w.ord
+        SELECT g.key, g.id, g.due_at FROM given g WHERE g.key IS NOT NULL ORDER BY g.ord
         ON CONFLICT DO NOTHING
         RETURNING job_id
-    )
-    SELECT array_agg((w.id, w.spec, w.rule, w.run_at,
-                      (w.spec).key IS NULL OR w.id IN (SELECT c.job_id FROM claimed c))::_adding
-                     ORDER BY w.ord),
-           count(*) FILTER (WHERE (w.spec).key IS NOT NULL AND w.id NOT IN (SELECT c.job_id FROM claimed c))
-    INTO adding, taken FROM wanted w;
-
-    WITH fresh AS (
-        SELECT a.* FROM unnest(adding) a WHERE a.added
+    ), fresh AS (
+        SELECT g.* FROM given g WHERE g.key IS NULL OR g.id IN (SELECT c.job_id FROM claimed c)
     ), new_jobs AS (
         INSERT INTO jobs (id, owner, task, queue, priority, max_attempts, backoff, max_backoff,
                           lease, idempotency_key, key_rule, due_at)
-        SELECT f.id, _add.owner, (f.spec).task, coalesce((f.spec).queue, 'default'),
-               coalesce((f.spec).priority, 0),
-               coalesce((f.spec).max_attempts, default_max_attempts),
-               coalesce((f.spec).backoff, default_backoff), coalesce((f.spec).max_backoff, default_max_backoff),
-               coalesce((f.spec).lease, default_lease),
-               (f.spec).key, CASE WHEN (f.spec).key IS NOT NULL THEN f.rule END, f.run_at
+        SELECT f.id, _add.owner, f.task, coalesce(f.queue, 'default'), coalesce(f.priority, 0),
+               coalesce(f.max_attempts, default_max_attempts),
+               coalesce(f.backoff, default_backoff), coalesce(f.max_backoff, default_max_backoff),
+               coalesce(f.lease, default_lease),
+               f.key, CASE WHEN f.key IS NOT NULL THEN coalesce(f.on_conflict, 'skip')::key_rule END, f.due_at
         FROM fresh f
         RETURNING jobs.id, jobs.owner, jobs.queue, jobs.priority, jobs.due_at
     ), new_slices AS (
         INSERT INTO slices (job_id, owner, claimable_by, queue, priority, run_at, payload)
         SELECT n.id, n.owner, CASE WHEN n.queue LIKE 'pg\_jobs.%' THEN 0 ELSE n.owner END,
-               n.queue, n.priority, n.due_at, coalesce((f.spec).payload, '{}')
+               n.queue, n.priority, n.due_at, coalesce(f.payload, '{}')
         FROM new_jobs n JOIN fresh f ON f.id = n.id
         RETURNING claimable_by, queue, run_at
     )
-    -- NOTIFY takes a lock that every notifying commit in the cluster waits for, so it is sent only
-    -- where a worker may be asleep: a queue that had no ready job before this one. Where jobs are
-    -- waiting, workers are claiming anyway (and poll every pg_jobs.poll_interval regardless).
-    SELECT array_agg(q.queue) INTO woken
-    FROM (SELECT DISTINCT s.claimable_by, s.queue FROM new_slices s WHERE s.run_at <= statement_timestamp()) q
-    WHERE NOT EXISTS (SELECT FROM slices o
-                      WHERE o.status = 'created' AND o.claimable_by = q.claimable_by
-                        AND o.queue = q.queue AND o.run_at <= statement_timestamp());
+    SELECT (SELECT array_agg(CASE WHEN g.id IN (SELECT f.id FROM fresh f) THEN g.id END ORDER BY g.ord) FROM given g),
+           (SELECT count(*) FROM given g WHERE g.id NOT IN (SELECT f.id FROM fresh f)),
+           -- NOTIFY takes a lock that every notifying commit in the cluster waits for, so it is
+           -- sent only where a worker may be asleep: a queue that had no ready job before this
+           -- one. Where jobs are waiting, workers are claiming anyway (and poll every
+           -- pg_jobs.poll_interval regardless).
+           (SELECT array_agg(q.queue)
+            FROM (SELECT DISTINCT s.claimable_by, s.queue FROM new_slices s WHERE s.run_at <= statement_timestamp()) q
+            WHERE NOT EXISTS (SELECT FROM slices o
+                              WHERE o.status = 'created' AND o.claimable_by = q.claimable_by
+                                AND o.queue = q.queue AND o.run_at <= statement_timestamp()))
+    INTO ids, taken, woken;
     IF woken IS NOT NULL THEN
         PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
     END IF;
@@ -452,13 +443,15 @@ BEGIN
         -- A key that was taken: the statement above could not see a holder that committed while
         -- it waited on the key; this statement, with a new snapshot, can.
         FOR contested IN
-            SELECT a.ord, a.spec, a.rule, k.job_id AS holder
-            FROM unnest(adding) WITH ORDINALITY AS a(id, spec, rule, run_at, added, ord)
-            JOIN job_keys k ON k.idempotency_key = (a.spec).key
-            WHERE NOT a.added
+            SELECT a.ord, (a.task, a.payload, a.queue, a.priority, a.run_at, a.max_attempts, a.backoff,
+                           a.max_backoff, a.lease, a.key, a.on_conflict)::job_spec AS spec, k.job_id AS holder
+            FROM unnest(specs, ids) WITH ORDINALITY AS a(task, payload, queue, priority, run_at, max_attempts,
+                                                         backoff, max_backoff, lease, key, on_conflict, id, ord)
+            JOIN job_keys k ON k.idempotency_key = a.key
+            WHERE a.id IS NULL
         LOOP
-            adding[contested.ord].id := contested.holder;
-            CONTINUE WHEN contested.rule <> 'replace';
+            ids[contested.ord] := contested.holder;
+            CONTINUE WHEN (contested.spec).on_conflict IS DISTINCT FROM 'replace';
             WITH waiting AS (
                 UPDATE slices s
                 SET payload = coalesce((contested.spec).payload, '{}'),
@@ -479,8 +472,7 @@ BEGIN
         END LOOP;
     END IF;
 
-    RETURN QUERY SELECT a.id FROM unnest(adding) WITH ORDINALITY AS a(id, spec, rule, run_at, added, ord)
-                 ORDER BY a.ord;
+    RETURN QUERY SELECT a.id FROM unnest(ids) WITH ORDINALITY AS a(id, ord) ORDER BY a.ord;
 END
 $$;
 
