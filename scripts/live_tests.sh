@@ -1,6 +1,7 @@
 # Against a real cluster: the background worker (schedules firing in time, SQL jobs run by
-# executors, crashes, abort, a standby) and pg_dump. Sourced by test.sh after the SQL suites, since it
-# kills server processes. Each test prints "name ... ok" or "name ... FAILED" and is counted.
+# executors, crashes, abort, a standby) and pg_dump. Sourced by test.sh after the SQL suites,
+# since it kills server processes. Each test prints "name ... ok" or "name ... FAILED" and is
+# counted.
 
 LIVE_DB=pg_jobs_live
 
