@@ -23,9 +23,7 @@ thread_local! {
 #[pg_extern(volatile, parallel_unsafe)]
 fn _ticket() -> i64 {
     let mut bytes = [0u8; 8];
-    if !unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), bytes.len()) } {
-        error!("pg_jobs: no strong random numbers available");
-    }
+    crate::strong_random(&mut bytes);
     let ticket = i64::from_ne_bytes(bytes);
     let caller = unsafe { pg_sys::GetUserId() };
     TICKETS.with(|tickets| {

@@ -56,6 +56,13 @@ pub extern "C-unwind" fn _PG_init() {
     bgworker::register_launcher();
 }
 
+/// Fills `bytes` from the server's source of strong random numbers (tickets, opaque ids).
+fn strong_random(bytes: &mut [u8]) {
+    if !unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), bytes.len()) } {
+        error!("pg_jobs: no strong random numbers available");
+    }
+}
+
 #[cfg(any(test, feature = "pg_test"))]
 #[pg_schema]
 mod tests {

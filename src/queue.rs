@@ -16,8 +16,6 @@ fn _opaque_id() -> pgrx::Uuid {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_millis() as u64);
     let mut random = [0u8; 10];
-    if !unsafe { pg_sys::pg_strong_random(random.as_mut_ptr().cast(), random.len()) } {
-        error!("pg_jobs: no strong random numbers available");
-    }
+    crate::strong_random(&mut random);
     pgrx::Uuid::from_bytes(pg_jobs_core::opaque_id::time_ordered_uuid(millis, random))
 }
