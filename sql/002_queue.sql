@@ -443,21 +443,20 @@ BEGIN
         -- A key that was taken: the statement above could not see a holder that committed while
         -- it waited on the key; this statement, with a new snapshot, can.
         FOR contested IN
-            SELECT a.ord, (a.task, a.payload, a.queue, a.priority, a.run_at, a.max_attempts, a.backoff,
-                           a.max_backoff, a.lease, a.key, a.on_conflict)::job_spec AS spec, k.job_id AS holder
+            SELECT a.*, k.job_id AS holder
             FROM unnest(specs, ids) WITH ORDINALITY AS a(task, payload, queue, priority, run_at, max_attempts,
                                                          backoff, max_backoff, lease, key, on_conflict, id, ord)
             JOIN job_keys k ON k.idempotency_key = a.key
             WHERE a.id IS NULL
         LOOP
             ids[contested.ord] := contested.holder;
-            CONTINUE WHEN (contested.spec).on_conflict IS DISTINCT FROM 'replace';
+            CONTINUE WHEN contested.on_conflict IS DISTINCT FROM 'replace';
             WITH waiting AS (
                 UPDATE slices s
-                SET payload = coalesce((contested.spec).payload, '{}'),
-                    queue = coalesce((contested.spec).queue, 'default'),
-                    priority = coalesce((contested.spec).priority, 0),
-                    run_at = coalesce((contested.spec).run_at, statement_timestamp())
+                SET payload = coalesce(contested.payload, '{}'),
+                    queue = coalesce(contested.queue, 'default'),
+                    priority = coalesce(contested.priority, 0),
+                    run_at = coalesce(contested.run_at, statement_timestamp())
                 -- slice_number too: by job_id and status alone, a session that planned this
                 -- before slices had statistics scanned all of slices_ready (job_id is its last
                 -- column) per replaced job, 49 s for a batch of 10,000.
@@ -466,11 +465,11 @@ BEGIN
                 RETURNING s.job_id, s.queue, s.priority
             )
             UPDATE jobs j
-            SET task = (contested.spec).task, queue = w.queue, priority = w.priority,
-                max_attempts = coalesce((contested.spec).max_attempts, j.max_attempts),
-                backoff = coalesce((contested.spec).backoff, j.backoff),
-                max_backoff = coalesce((contested.spec).max_backoff, j.max_backoff),
-                lease = coalesce((contested.spec).lease, j.lease),
+            SET task = contested.task, queue = w.queue, priority = w.priority,
+                max_attempts = coalesce(contested.max_attempts, j.max_attempts),
+                backoff = coalesce(contested.backoff, j.backoff),
+                max_backoff = coalesce(contested.max_backoff, j.max_backoff),
+                lease = coalesce(contested.lease, j.lease),
                 last_update = statement_timestamp()
             FROM waiting w WHERE j.id = w.job_id;
         END LOOP;
@@ -973,6 +972,8 @@ DECLARE
     m date;
     part text;
     made regclass;
+    month_start timestamptz;
+    month_end timestamptz;
 BEGIN
     IF months_ahead IS NULL OR months_ahead < 0 OR months_ahead > 120 THEN
         PERFORM _invalid('months_ahead must be between 0 and 120');
@@ -983,16 +984,18 @@ BEGIN
     LOOP
         part := 'job_history_' || to_char(m, 'YYYYMM');
         CONTINUE WHEN to_regclass('@extschema@.' || part) IS NOT NULL;
+        month_start := _utc_midnight(m);
+        month_end := _utc_midnight((m + interval '1 month')::date);
         -- Jobs of this month already in the catch-all partition move into the new one.
         EXECUTE format('CREATE TABLE @extschema@.%I (LIKE @extschema@.job_history INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', part);
         made := ('@extschema@.' || part)::regclass;
         EXECUTE format(
             'WITH moved AS (DELETE FROM @extschema@.job_history_other WHERE due_at >= %L AND due_at < %L RETURNING *) '
             'INSERT INTO @extschema@.%I SELECT * FROM moved',
-            _utc_midnight(m), _utc_midnight((m + interval '1 month')::date), part);
+            month_start, month_end, part);
         PERFORM _index_history(made);
         EXECUTE format('ALTER TABLE @extschema@.job_history ATTACH PARTITION @extschema@.%I FOR VALUES FROM (%L) TO (%L)',
-                       part, _utc_midnight(m), _utc_midnight((m + interval '1 month')::date));
+                       part, month_start, month_end);
         RETURN NEXT made;
     END LOOP;
 END
