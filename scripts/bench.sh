@@ -50,6 +50,11 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
 fi
+if ! command -v valgrind >/dev/null; then
+    log "installing valgrind (Debian package; bench/access.py counts instructions with it)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
+fi
 if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
     echo "pg-boss 10 needs Node 20 or later; this is Node $(node --version)" >&2
     exit 1
