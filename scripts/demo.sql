@@ -1,4 +1,5 @@
--- What `make run` shows: jobs added, claimed, failed, retried and completed.
+-- What `make run` shows: jobs added, claimed, failed, retried and completed; a schedule and a
+-- SQL job run by the background worker; and who may see and change what.
 \pset footer off
 SET pg_jobs.backoff = '1s';
 
@@ -50,3 +51,44 @@ SELECT source, count(*) FROM demo_ticks GROUP BY source ORDER BY source;
 SELECT name, schedule, last_slot, last_status FROM pgjobs.jobs_schedules;
 SELECT alive, doing, standby FROM pgjobs.launcher;
 SELECT job_id, status, duration FROM pgjobs.job_runs ORDER BY id DESC LIMIT 3;
+
+\echo '-- Access control: every role sees only its identity''s jobs. alice_phone is a proxy of alice.'
+DO $$
+DECLARE
+    name text;
+BEGIN
+    FOREACH name IN ARRAY ARRAY['demo_alice', 'demo_alice_phone', 'demo_bob'] LOOP
+        IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = name) THEN
+            EXECUTE format('CREATE ROLE %I NOLOGIN IN ROLE pgjobs_user', name);
+        END IF;
+    END LOOP;
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'demo_nobody') THEN
+        CREATE ROLE demo_nobody NOLOGIN;
+    END IF;
+END
+$$;
+SELECT pgjobs.jobs_add_proxy('demo_alice_phone', 'demo_alice') \g /dev/null
+SET ROLE demo_alice_phone;
+SELECT pgjobs.jobs_add('send_invoice', '{"invoice": 7}') AS invoice \gset
+SET ROLE demo_alice;
+UPDATE pgjobs.jobs SET name = 'March invoice' RETURNING id, owner::regrole AS owner, task, name;
+SET ROLE demo_bob;
+SELECT pgjobs.jobs_add('send_report', '{}') AS bobs_job;
+SELECT id, owner, task FROM pgjobs.jobs_find();
+WITH renamed AS (UPDATE pgjobs.jobs SET name = 'mine now' WHERE id = :invoice RETURNING id)
+SELECT count(*) AS alices_jobs_bob_renamed FROM renamed;
+\echo '-- Denied: a column the owner may not change, and a role outside pgjobs_user.'
+\set ON_ERROR_STOP off
+SET ROLE demo_alice;
+UPDATE pgjobs.jobs SET priority = -10 WHERE id = :invoice;
+SET ROLE demo_nobody;
+SELECT count(*) FROM pgjobs.jobs;
+\set ON_ERROR_STOP on
+\echo '-- The proxy sees what alice sees, until it is removed: then its next statement sees nothing.'
+SET ROLE demo_alice_phone;
+SELECT count(*) AS the_phone_sees FROM pgjobs.jobs;
+RESET ROLE;
+SELECT pgjobs.jobs_remove_proxy('demo_alice_phone') \g /dev/null
+SET ROLE demo_alice_phone;
+SELECT count(*) AS the_phone_sees FROM pgjobs.jobs;
+RESET ROLE;
