@@ -578,7 +578,7 @@ BEGIN
     FROM jobs j
     WHERE s.ctid = ANY (ARRAY(SELECT c.tid FROM candidates c ORDER BY c.priority, c.run_at, c.job_id LIMIT n))
       AND j.id = s.job_id
-    RETURNING s.job_id, s.attempt, s.lease_token, j.task, s.payload, s.locked_until;
+    RETURNING s.job_id, s.attempt, s.lease_token, j.task::text, s.payload, s.locked_until;
 END
 $$;
 
