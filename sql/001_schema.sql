@@ -21,7 +21,8 @@ COMMENT ON TYPE key_rule IS
 -- CHECK constraints from their stored text again at every statement that writes the table (the
 -- eight of `jobs` were an eighth of the work of a jobs_add), while a domain's are parsed once per
 -- session and checked only where a value is assigned to the column. (Not for job_status: a
--- domain over an enum takes no `status = 'created'` without a cast.)
+-- domain over an enum takes no `status = 'created'` without a cast; its rules are functions, see
+-- src/queue.rs.)
 CREATE DOMAIN nonempty_text AS text CHECK (VALUE <> '');
 CREATE DOMAIN positive_integer AS integer CHECK (VALUE >= 1);
 CREATE DOMAIN nonnegative_interval AS interval CHECK (VALUE >= '0');
@@ -125,8 +126,7 @@ CREATE TABLE slices (
     owner           oid NOT NULL,
     -- The identity whose workers may claim the slice; 0 for the queues the extension runs itself.
     claimable_by    oid NOT NULL,
-    status          job_status NOT NULL DEFAULT 'created'
-                    CHECK (status IN ('created', 'started', 'aborted')),
+    status          job_status NOT NULL DEFAULT 'created',
     -- Copied from the job (with owner) so that the claim reads one index of one table.
     queue           text NOT NULL,
     priority        integer NOT NULL,
@@ -139,7 +139,8 @@ CREATE TABLE slices (
     begin_time      timestamptz,
     errors          jsonb NOT NULL DEFAULT '[]',
     PRIMARY KEY (job_id, slice_number),
-    CHECK ((status = 'created') = (lease_token IS NULL))
+    -- created exactly when no lease token is set; never completed or failed.
+    CONSTRAINT slices_live CHECK (_live_slice_ok(status::text, lease_token))
 );
 CREATE INDEX slices_ready ON slices (claimable_by, queue, priority, run_at, job_id) WHERE status = 'created';
 CREATE INDEX slices_owner ON slices (owner);
@@ -170,7 +171,7 @@ CREATE TABLE job_history (
     id              bigint NOT NULL,
     opaque_id       uuid NOT NULL,
     owner           oid NOT NULL,
-    status          job_status NOT NULL CHECK (status IN ('completed', 'failed', 'aborted')),
+    status          job_status NOT NULL CONSTRAINT job_history_finished CHECK (_finished_status_ok(status::text)),
     task            text NOT NULL,
     queue           text NOT NULL,
     priority        integer NOT NULL,

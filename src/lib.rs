@@ -23,7 +23,9 @@ extension_sql_file!(
         identity::identity,
         identity::_identity_of,
         identity::_forget_identities,
-        queue::_opaque_id
+        queue::_opaque_id,
+        queue::_live_slice_ok,
+        queue::_finished_status_ok
     ]
 );
 // The wrappers' SQL-standard bodies are bound when created, so the Rust functions they call come first.

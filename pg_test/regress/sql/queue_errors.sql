@@ -55,3 +55,33 @@ DROP TABLE regress.claim;
 
 -- The SQL job executor's check of its lease explains a job it cannot start.
 SELECT regress.error_of('SELECT pgjobs._sql_job_start(999, gen_random_uuid(), 0)');
+
+-- The tables keep their own rules, even against a superuser writing them directly: a waiting
+-- slice has no lease token, a leased one has one, none is finished; a job's task and queue are
+-- not empty, its attempts at least 1, its lease positive and its backoffs not negative; a
+-- finished job is completed, failed or aborted.
+SELECT regress.reset();
+SELECT pgjobs.jobs_add('rules') AS job \gset
+SELECT regress.fingerprint() AS before \gset
+SELECT statement, regress.error_of(statement) AS error FROM (VALUES
+    ('UPDATE pgjobs.slices SET lease_token = gen_random_uuid() WHERE job_id = ' || :job),
+    ('UPDATE pgjobs.slices SET status = ''started'' WHERE job_id = ' || :job),
+    ('UPDATE pgjobs.slices SET status = ''completed'', lease_token = gen_random_uuid() WHERE job_id = ' || :job),
+    ('UPDATE pgjobs.jobs SET task = '''' WHERE id = ' || :job),
+    ('UPDATE pgjobs.jobs SET queue = '''' WHERE id = ' || :job),
+    ('UPDATE pgjobs.jobs SET max_attempts = 0 WHERE id = ' || :job),
+    ('UPDATE pgjobs.jobs SET lease = ''0 seconds'' WHERE id = ' || :job),
+    ('UPDATE pgjobs.jobs SET backoff = ''-1 second'' WHERE id = ' || :job),
+    ('UPDATE pgjobs.jobs SET max_backoff = ''-1 second'' WHERE id = ' || :job),
+    ('UPDATE pgjobs.jobs SET duplication_type = ''first'' WHERE id = ' || :job)
+) AS s(statement);
+SELECT regress.fingerprint() = :'before' AS unchanged;
+-- What the rules allow: a lease with its token, and back.
+UPDATE pgjobs.slices SET status = 'started', lease_token = gen_random_uuid() WHERE job_id = :job;
+UPDATE pgjobs.slices SET status = 'created', lease_token = NULL WHERE job_id = :job;
+-- And every job in the history has finished.
+SELECT pgjobs.jobs_abort(:job);
+-- (The error names the month's partition, which the test hides.)
+SELECT regexp_replace(regress.error_of('UPDATE pgjobs.job_history SET status = ''started'' WHERE id = ' || :job),
+                      'job_history_[0-9]{6}', 'job_history_<month>') AS error;
+SELECT id, status FROM pgjobs.job_history WHERE id = :job;
