@@ -846,9 +846,9 @@ COMMENT ON FUNCTION jobs_abort IS
     'Aborts a job: a waiting one at once, a running one at its worker''s next heartbeat. '
     'Returns the job''s status afterwards (completed or failed if it had already finished).';
 
--- Every job, live or finished, in one shape. The domains of jobs' columns are cast to their base
--- types, those of job_history's: the planner flattens a UNION ALL into one append of its two
--- scans only when their column types are the same (it was 5 % more work without the casts).
+-- Every job, live or finished, in one shape. jobs' domain-typed columns are cast to the base types
+-- job_history has: the planner flattens a UNION ALL into one append of its two scans only when
+-- their column types are the same (reads were 5 % more work without the casts).
 CREATE VIEW job_list WITH (security_invoker = true) AS
 SELECT j.id, j.opaque_id, j.owner::regrole AS owner, s.status, j.task::text, j.queue::text, j.priority,
        s.payload, NULL::jsonb AS result, s.errors, s.attempt, j.max_attempts::integer, s.run_at,

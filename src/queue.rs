@@ -20,22 +20,17 @@ fn _opaque_id() -> pgrx::Uuid {
     pgrx::Uuid::from_bytes(pg_jobs_core::opaque_id::time_ordered_uuid(millis, random))
 }
 
-/// The rule of a live slice, checked by a CHECK constraint of `slices`: it waits (`created`)
-/// exactly when no lease token is set, and is never finished (finished jobs are in
-/// `job_history`). This and `_finished_status_ok` are functions rather than the same rules in
-/// SQL because PostgreSQL parses a table's CHECK expressions from their text at every statement
-/// that writes the table: the SQL form was a fifth of the work of a lease renewal.
+/// The rule of a live slice (see pg_jobs_core::status), checked by a CHECK constraint of
+/// `slices`. This and `_finished_status_ok` are functions rather than the same rules in SQL
+/// because PostgreSQL parses a table's CHECK expressions from their text at every statement that
+/// writes the table: the SQL form was a fifth of the work of a lease renewal.
 #[pg_extern(immutable, parallel_safe)]
 fn _live_slice_ok(status: &str, lease_token: Option<pgrx::Uuid>) -> bool {
-    match status {
-        "created" => lease_token.is_none(),
-        "started" | "aborted" => lease_token.is_some(),
-        _ => false,
-    }
+    pg_jobs_core::status::live_slice_ok(status, lease_token.is_some())
 }
 
-/// The rule of `job_history`'s status, checked by a CHECK constraint: every job there finished.
+/// The rule of `job_history`'s status, checked by a CHECK constraint.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _finished_status_ok(status: &str) -> bool {
-    matches!(status, "completed" | "failed" | "aborted")
+    pg_jobs_core::status::finished_status_ok(status)
 }

@@ -3,3 +3,4 @@
 pub mod opaque_id;
 pub mod retry;
 pub mod schedule;
+pub mod status;
