@@ -321,10 +321,15 @@ INSTRUCTION_CALLS = (20, 120)
 
 
 def snapshot_data():
-    """Stops the cluster, copies its data directory to SNAPSHOT (the state every count starts
-    from: the same rows, statistics and hint bits on both sides) and starts it again."""
+    """Stops the cluster, copies its data directory to `snapshot` beside it (the state every
+    count starts from: the same rows, statistics and hint bits on both sides) and starts it
+    again. drop_snapshot() removes it."""
     lib_sh(f'stop_cluster {CLUSTER}; dir=$(cluster_dir {CLUSTER}); rm -rf "$dir/snapshot"; '
            f'cp -a "$dir/data" "$dir/snapshot"; start_cluster {CLUSTER} {PORT} bench >/dev/null')
+
+
+def drop_snapshot():
+    lib_sh(f'rm -rf "$(cluster_dir {CLUSTER})/snapshot"')
 
 
 def instructions(role, statements, calls):
@@ -467,6 +472,7 @@ def main():
                    for _, role, rls, owner in figure_list]
         log("where the time goes")
         pieces = diagnostics(oid)
+        drop_snapshot()
 
         table = ["| Figure | under RLS (role) | table owner | ratio |", "|---|---:|---:|---:|"]
         above, above_in_time = 0, 0
