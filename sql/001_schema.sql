@@ -22,7 +22,7 @@ COMMENT ON TYPE key_rule IS
 -- eight of `jobs` were an eighth of the work of a jobs_add), while a domain's are parsed once per
 -- session and checked only where a value is assigned to the column. (Not for job_status: a
 -- domain over an enum takes no `status = 'created'` without a cast; its rules are functions, see
--- src/queue.rs.)
+-- core/src/status.rs.)
 CREATE DOMAIN nonempty_text AS text CHECK (VALUE <> '');
 CREATE DOMAIN positive_integer AS integer CHECK (VALUE >= 1);
 CREATE DOMAIN nonnegative_interval AS interval CHECK (VALUE >= '0');

@@ -61,15 +61,17 @@ pub extern "C-unwind" fn _PG_init() {
 /// Strong random bytes drawn from the server's source a block at a time: each draw costs about
 /// 8,500 instructions however few bytes it gives, and every add and claim takes 8 to 18 bytes.
 /// The block belongs to the process that drew it; a process forked after a draw draws its own.
+const RANDOM_BLOCK: usize = 4096;
+
 struct RandomBlock {
     pid: u32,
-    bytes: [u8; 4096],
+    bytes: [u8; RANDOM_BLOCK],
     used: usize,
 }
 
 thread_local! {
     static RANDOM: std::cell::RefCell<RandomBlock> =
-        const { std::cell::RefCell::new(RandomBlock { pid: 0, bytes: [0; 4096], used: 4096 }) };
+        const { std::cell::RefCell::new(RandomBlock { pid: 0, bytes: [0; RANDOM_BLOCK], used: RANDOM_BLOCK }) };
 }
 
 /// Fills `bytes` with strong random numbers (tickets, opaque ids).
@@ -118,8 +120,9 @@ mod tests {
 
     #[pg_test]
     fn strong_random_never_repeats_across_blocks() {
-        // 10 bytes at a time, as an opaque id takes them: 1,000 draws cross two blocks, and the
-        // last draw of a block is a short remainder, so a wrong refill shows up as a repeat.
+        // 10 bytes at a time, as an opaque id takes them: 1,000 draws cross at least two refills
+        // (4,096 is no multiple of 10, so each refill drops a tail), and a wrong one shows up as
+        // a repeat or as zeros.
         let mut seen = std::collections::HashSet::new();
         for _ in 0..1000 {
             let mut bytes = [0u8; 10];
