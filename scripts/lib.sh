@@ -2,9 +2,10 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PG_BIN=/usr/lib/postgresql/15/bin
+# PG_BIN may name another PostgreSQL 15 installation (a relocated copy, for instance).
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 PG_CONFIG=$PG_BIN/pg_config
-PGXS_TEST=/usr/lib/postgresql/15/lib/pgxs/src/test
+PGXS_TEST=$(cd "$PG_BIN/../lib/pgxs/src/test" && pwd)
 PGRX_VERSION=0.18.1
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
