@@ -157,15 +157,21 @@ COMMENT ON COLUMN slices.errors IS 'One entry per failed attempt: {attempt, at, 
 
 -- Keys ever used, each pointing at its job. A key row outlives its job under `skip` (until the
 -- job's month of history is dropped) and is removed when the job finishes under `replace`.
--- Its primary key is what makes two concurrent adds with one key agree.
+-- Its primary key is what makes two concurrent adds with one key agree. Keys belong to an
+-- identity: with one key space for everyone, a role could take the key another would use next
+-- (its adds then silently added nothing), hold it in an open transaction to make the other wait,
+-- or probe whether another holds a key.
 CREATE TABLE job_keys (
-    idempotency_key text PRIMARY KEY,
+    owner           oid NOT NULL,
+    idempotency_key text NOT NULL,
     job_id          bigint NOT NULL,
-    due_at          timestamptz NOT NULL
+    due_at          timestamptz NOT NULL,
+    PRIMARY KEY (owner, idempotency_key)
 );
 CREATE INDEX job_keys_due_at ON job_keys (due_at);
 COMMENT ON TABLE job_keys IS
-    'Keys are global, not per owner: a key names one piece of work however many roles post it.';
+    'Idempotency keys, one key space per identity. Keys starting scheduled_job: are the '
+    'extension''s own (one per slot of a schedule).';
 
 CREATE TABLE job_history (
     id              bigint NOT NULL,

@@ -14,24 +14,6 @@ GRANT pgjobs_user TO regress_owner, regress_proxy, regress_other, regress_worker
 -- The owner may register regress_proxy because it can already act as it.
 GRANT regress_proxy TO regress_owner;
 
--- Runs a statement as a role and reports the result or the error.
-CREATE FUNCTION regress.as_role(role text, statement text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-    result text;
-BEGIN
-    EXECUTE format('SET LOCAL ROLE %I', role);
-    BEGIN
-        EXECUTE statement INTO result;
-        result := coalesce(result, 'ok');
-    EXCEPTION WHEN OTHERS THEN
-        result := 'ERROR ' || SQLSTATE || ': ' || SQLERRM;
-    END;
-    RESET ROLE;
-    RETURN result;
-END
-$$;
-GRANT USAGE ON SCHEMA regress TO PUBLIC;
 
 -- The owner adds two jobs and registers its proxy; the proxy adds a third, owned by the owner.
 SELECT regress.as_role('regress_owner', $$SELECT pgjobs.jobs_add('owned', '{"secret": 1}')$$) AS job_1;
@@ -159,6 +141,5 @@ DROP SCHEMA regress_evil CASCADE;
 RESET client_min_messages;
 SELECT regress.reset();
 TRUNCATE pgjobs.schedules, pgjobs.proxies;
-DROP FUNCTION regress.as_role(text, text);
 DROP OWNED BY regress_owner, regress_proxy, regress_other, regress_worker, regress_nobody;
 DROP ROLE regress_owner, regress_proxy, regress_other, regress_worker, regress_nobody;
