@@ -477,17 +477,34 @@ CREATE TRIGGER touch BEFORE UPDATE ON compute_group_worker_origins
 
 -- The job's side of compute_group_jobs, for the job's owner, who does not own the groups. It
 -- carries each group's opaque id (which the seed's view left out) so that compute_group_public
--- can name the group.
-CREATE VIEW compute_groups_jobs_by_job WITH (security_barrier = true) AS
-SELECT m.job_id, m.compute_group_id, g.opaque_id AS compute_group_opaque_id, m.last_update
-FROM compute_group_jobs m JOIN compute_groups g ON g.id = m.compute_group_id
-WHERE m.job_owner = (SELECT identity());
+-- can name the group. A view over a function's rows, not over the join: a member's condition on
+-- compute_group_opaque_id, pushed into a security_barrier view, would filter compute_groups
+-- before the join to the caller's memberships, and EXPLAIN ANALYZE would count the groups of
+-- others in the probed range. Nothing is pushed into a function (SECURITY DEFINER, so never
+-- inlined), which returns the caller's rows only.
+CREATE FUNCTION _compute_groups_jobs_by_job(ticket bigint)
+RETURNS TABLE (job_id bigint, compute_group_id bigint, compute_group_opaque_id uuid, last_update timestamptz)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _caller(ticket);
+BEGIN
+    RETURN QUERY
+    SELECT m.job_id, m.compute_group_id, g.opaque_id, m.last_update
+    FROM compute_group_jobs m JOIN compute_groups g ON g.id = m.compute_group_id
+    WHERE m.job_owner = caller;
+END
+$$;
+CREATE VIEW compute_groups_jobs_by_job AS
+SELECT * FROM _compute_groups_jobs_by_job(_ticket());
 COMMENT ON VIEW compute_groups_jobs_by_job IS 'The groups each of the caller''s jobs is in.';
 
 -- What anyone may know about a group. Listing every group to whoever asks was the seed's
 -- defect: only groups their owner listed appear here; any other is found by its opaque id.
+-- _fence: a condition on opaque_id must not reach the unlisted groups' column (see 001_schema.sql).
 CREATE VIEW compute_groups_public WITH (security_barrier = true) AS
-SELECT g.opaque_id, g.name, g.description FROM compute_groups g WHERE g.listed;
+SELECT _fence(g.opaque_id) AS opaque_id, g.name, g.description FROM compute_groups g WHERE g.listed;
 COMMENT ON VIEW compute_groups_public IS
     'The public fields of the groups their owners chose to list. compute_group_public(opaque_id) '
     'finds any group by its id.';
@@ -504,10 +521,11 @@ COMMENT ON FUNCTION compute_group_public IS
     'there is no such group.';
 
 -- The same for jobs, live or finished: only listed jobs appear; any one is found by its id.
+-- _fence: a condition on opaque_id must not reach the unlisted jobs' column (see 001_schema.sql).
 CREATE VIEW jobs_public WITH (security_barrier = true) AS
-SELECT j.opaque_id, j.name, j.description, j.link FROM jobs j WHERE j.listed
+SELECT _fence(j.opaque_id) AS opaque_id, j.name, j.description, j.link FROM jobs j WHERE j.listed
 UNION ALL
-SELECT h.opaque_id, h.name, h.description, h.link FROM job_history h WHERE h.listed;
+SELECT _fence(h.opaque_id), h.name, h.description, h.link FROM job_history h WHERE h.listed;
 COMMENT ON VIEW jobs_public IS
     'The public fields of the jobs their owners chose to list. jobs_public_lookup(opaque_id) '
     'finds any job by its id.';
@@ -594,6 +612,12 @@ COMMENT ON FUNCTION compute_group_check_secret IS
     'Whether join_key and secret are the join credentials of the group: true or false, and false '
     'as well for a group that does not exist or has no secret.';
 
+-- The caller's own groups' opaque ids (to hand out with the join credentials, or for
+-- compute_group_set_secret), as job_opaque_ids for jobs.
+CREATE VIEW compute_group_opaque_ids WITH (security_barrier = true) AS
+SELECT g.id, _fence(g.opaque_id) AS opaque_id FROM compute_groups g WHERE g.owner = (SELECT identity());
+COMMENT ON VIEW compute_group_opaque_ids IS 'The opaque id of each of the caller''s compute groups.';
+
 ALTER TABLE compute_groups ENABLE ROW LEVEL SECURITY;
 ALTER TABLE compute_group_jobs ENABLE ROW LEVEL SECURITY;
 ALTER TABLE compute_group_accounting_data ENABLE ROW LEVEL SECURITY;
@@ -614,8 +638,15 @@ CREATE POLICY group_owner_manages ON compute_group_worker_origins FOR ALL TO pgj
                 AND EXISTS (SELECT FROM compute_groups g
                             WHERE g.id = compute_group_worker_origins.compute_group_id
                               AND g.owner = (SELECT identity())));
-GRANT SELECT ON compute_groups, compute_groups_public, compute_group_jobs, compute_groups_jobs_by_job,
-    compute_group_accounting_data, compute_group_worker_origins, compute_group_job_period_stats,
+-- compute_groups: every column but opaque_id, as for jobs (see 001_schema.sql); a group's owner
+-- reads its groups' ids in compute_group_opaque_ids.
+GRANT SELECT (id, owner, name, description, listed, join_key, join_hash, join_address, commission_rate,
+              commission_account, deploy_fee, add_job_fee, deploy_access, max_total_payment,
+              max_concurrent_jobs, max_concurrent_workers, max_concurrent_sandboxes,
+              max_concurrent_cpus, max_concurrent_gpus, max_concurrent_escrow, creation_time,
+              last_update) ON compute_groups TO pgjobs_user;
+GRANT SELECT ON compute_groups_public, compute_group_jobs, compute_groups_jobs_by_job,
+    compute_group_opaque_ids, compute_group_accounting_data, compute_group_worker_origins, compute_group_job_period_stats,
     compute_group_worker_period_stats TO pgjobs_user;
 GRANT UPDATE (name, description, join_key, join_address, listed) ON compute_groups TO pgjobs_user;
 -- Column-level, never table-level, write grants: LOCK TABLE accepts only a table-level INSERT,
@@ -1302,7 +1333,7 @@ REVOKE ALL ON FUNCTION job_flag_names(integer), capability_names(integer), worke
     _touch_last_update(), _compute_group_job_owners(), _worker_owner_changes(),
     compute_group_public(uuid), _join_hash(text), _join_hash_matches(text, text),
     _compute_group_set_secret(bigint, uuid, text), compute_group_set_secret(uuid, text),
-    compute_group_check_secret(uuid, text, text), _null_argument(text),
+    compute_group_check_secret(uuid, text, text), _null_argument(text), _compute_groups_jobs_by_job(bigint),
     compute_group_remove_origin(bigint, text, text), _compute_group_remove_origin(bigint, bigint, text, text),
     worker_remove(uuid), _worker_remove(bigint, uuid),
     worker_app_config_remove(bigint), _worker_app_config_remove(bigint, bigint),
@@ -1316,6 +1347,7 @@ REVOKE ALL ON FUNCTION job_flag_names(integer), capability_names(integer), worke
 GRANT EXECUTE ON FUNCTION job_flag_names(integer), capability_names(integer), worker_flag_names(integer),
     compute_group_public(uuid), compute_group_set_secret(uuid, text),
     _compute_group_set_secret(bigint, uuid, text), compute_group_check_secret(uuid, text, text),
+    _compute_groups_jobs_by_job(bigint),
     compute_group_remove_origin(bigint, text, text), _compute_group_remove_origin(bigint, bigint, text, text),
     worker_remove(uuid), _worker_remove(bigint, uuid),
     worker_app_config_remove(bigint), _worker_app_config_remove(bigint, bigint),
