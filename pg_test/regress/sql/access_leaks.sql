@@ -30,18 +30,28 @@ RETURNING id AS a_group, opaque_id AS a_group_id \gset
 INSERT INTO pgjobs.compute_group_jobs (compute_group_id, job_id) VALUES (:a_known_group, :b_job), (:a_group, :a_live);
 ANALYZE pgjobs.jobs, pgjobs.job_history, pgjobs.compute_groups, pgjobs.compute_group_jobs;
 
--- The plan of a query over the range [lo, hi] with the bounds taken out, or the SQLSTATE that
--- refused it. A decoy range of the same shape holds no row at all.
+-- The plans of a query over the range [lo, hi] with the bounds taken out, or the SQLSTATE that
+-- refused it; planned as it comes and with sequential scans off, as a prober would, so that an
+-- index on the column is used wherever it can be. No parallel plans (the workers launched vary
+-- from run to run) and no JIT (the cost of a disabled scan would make every plan compile, for
+-- seconds). A decoy range of the same shape holds no row.
 CREATE FUNCTION regress.probe(query text, lo uuid, hi uuid, options text DEFAULT 'ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF')
 RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
+    seqscan text;
     line text;
     plan text := '';
 BEGIN
-    FOR line IN EXECUTE format('EXPLAIN (%s) ', options) || format(query, lo, hi) LOOP
-        plan := plan || replace(replace(line, lo::text, 'LO'), hi::text, 'HI') || E'\n';
+    PERFORM set_config('max_parallel_workers_per_gather', '0', true);
+    PERFORM set_config('jit', 'off', true);
+    FOREACH seqscan IN ARRAY ARRAY['on', 'off'] LOOP
+        PERFORM set_config('enable_seqscan', seqscan, true);
+        FOR line IN EXECUTE format('EXPLAIN (%s) ', options) || format(query, lo, hi) LOOP
+            plan := plan || replace(replace(line, lo::text, 'LO'), hi::text, 'HI') || E'\n';
+        END LOOP;
     END LOOP;
+    PERFORM set_config('enable_seqscan', 'on', true);
     RETURN plan;
 EXCEPTION WHEN OTHERS THEN
     RETURN SQLSTATE;
