@@ -51,7 +51,7 @@ RESET ROLE;
 SELECT DISTINCT relation, relkind, may_select, taken, refused FROM locks ORDER BY relation;
 -- The rule itself: no line here.
 SELECT DISTINCT relation, taken FROM locks
-WHERE taken <> '' AND (taken <> 'ACCESS SHARE' OR NOT may_select);
+WHERE taken <> '' AND (taken <> 'ACCESS SHARE' OR NOT may_select) ORDER BY relation;
 SELECT count(*) FILTER (WHERE relation = 'job_history_<month>') > 1 AS partitions_checked FROM locks;
 
 DROP TABLE locks;
