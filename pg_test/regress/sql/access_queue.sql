@@ -105,7 +105,8 @@ SELECT owner, task FROM pgjobs.job_list WHERE task = 'now_mine';
 -- than opaque id, name, description and link.
 UPDATE pgjobs.jobs SET name = 'public job', description = 'for everyone', listed = true WHERE id = 1;
 UPDATE pgjobs.job_history SET name = 'unlisted' WHERE id = 2;
-SELECT opaque_id AS job_2_opaque FROM pgjobs.job_list WHERE id = 2 \gset
+-- The owner reads its job's opaque id (to share it) from job_opaque_ids.
+SELECT regress.as_role('regress_owner', $$SELECT opaque_id FROM pgjobs.job_opaque_ids WHERE id = 2$$) AS job_2_opaque \gset
 SELECT role, regress.as_role(role, $$SELECT string_agg(name, ',') FROM pgjobs.jobs_public$$) AS listed,
        regress.as_role(role, format($$SELECT name FROM pgjobs.jobs_public_lookup(%L)$$, :'job_2_opaque')) AS by_id,
        regress.as_role(role, $$SELECT count(*) FROM pgjobs.jobs_public_lookup('00000000-0000-0000-0000-000000000000')$$) AS no_such_job
