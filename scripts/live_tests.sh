@@ -130,6 +130,121 @@ test_sql_job_runs_with_its_owners_rights() {
                  AND NOT EXISTS (SELECT FROM live_alice_out)" | grep -qx t
 }
 
+# Nothing a SQL job leaves behind runs with the extension's rights (issue 11's attack): a
+# search_path into the member's schema, with a look-alike uuid type and casts, reached the
+# executor's completion, which resolved `$2::uuid` by it as the superuser; a deferred trigger
+# would have fired at the commit, after the executor had switched back to the superuser.
+test_sql_job_leaves_nothing_for_the_extension_to_run() {
+    live_sql "CREATE ROLE live_mallory IN ROLE pgjobs_user; GRANT CREATE ON DATABASE $LIVE_DB TO live_mallory;
+              CREATE TABLE live_ran_as (who text, what text); GRANT INSERT ON live_ran_as TO live_mallory" || return 1
+    live_sql "SET ROLE live_mallory;
+        CREATE SCHEMA m;
+        CREATE TYPE m.uuid AS (v text);
+        CREATE FUNCTION m.to_m(text) RETURNS m.uuid LANGUAGE plpgsql AS
+            \$\$BEGIN INSERT INTO public.live_ran_as VALUES (current_user, 'cast'); RETURN ROW(\$1); END\$\$;
+        CREATE CAST (text AS m.uuid) WITH FUNCTION m.to_m(text);
+        CREATE FUNCTION m.to_u(m.uuid) RETURNS pg_catalog.uuid LANGUAGE sql AS \$\$SELECT (\$1).v::pg_catalog.uuid\$\$;
+        CREATE CAST (m.uuid AS pg_catalog.uuid) WITH FUNCTION m.to_u(m.uuid) AS IMPLICIT;
+        CREATE TABLE m.t (x integer);
+        CREATE FUNCTION m.late() RETURNS trigger LANGUAGE plpgsql AS
+            \$\$BEGIN INSERT INTO public.live_ran_as VALUES (current_user, 'deferred trigger'); RETURN NULL; END\$\$;
+        CREATE CONSTRAINT TRIGGER late AFTER INSERT ON m.t DEFERRABLE INITIALLY DEFERRED
+            FOR EACH ROW EXECUTE FUNCTION m.late()" || return 1
+    local jobs
+    jobs=$(live_sql "SET ROLE live_mallory;
+        SELECT string_agg(pgjobs.jobs_add_sql(sql, max_attempts => 1)::text, ',')
+        FROM (VALUES ('SET search_path = m, pg_catalog; SELECT 1'),
+                     ('SET LOCAL search_path = m, pg_catalog; SET work_mem = ''64kB''; SELECT 1'),
+                     ('INSERT INTO m.t VALUES (1)')) AS s(sql)") || return 1
+    wait_until 20 "SELECT count(*) = 3 FROM pgjobs.job_history WHERE id IN ($jobs)" || return 1
+    # The deferred trigger may not fire at all: PostgreSQL refuses it inside the job's
+    # security-restricted operation, and the job fails.
+    live_sql "SELECT array_agg(status::text || ':' || coalesce(result ->> 'error', '') ORDER BY id)
+                     = ARRAY['completed:', 'completed:', 'failed:cannot fire deferred trigger within security-restricted operation']
+                 AND NOT EXISTS (SELECT FROM live_ran_as)
+              FROM pgjobs.job_history WHERE id IN ($jobs)" | grep -qx t
+}
+
+# A database owner who is no superuser cannot make the background workers run its code: they
+# resolve names with a pinned search_path, not the one the owner set for the database.
+test_database_settings_do_not_reach_the_background_workers() {
+    local old job
+    live_sql "CREATE ROLE live_db_owner; ALTER DATABASE $LIVE_DB OWNER TO live_db_owner;
+              CREATE TABLE live_pid_calls (who text); GRANT INSERT ON live_pid_calls TO live_db_owner" || return 1
+    live_sql "SET ROLE live_db_owner;
+        CREATE FUNCTION public.pg_backend_pid() RETURNS integer LANGUAGE sql
+            AS \$\$INSERT INTO public.live_pid_calls VALUES (current_user) RETURNING pg_catalog.pg_backend_pid()\$\$;
+        ALTER DATABASE $LIVE_DB SET search_path = public, pg_catalog" || return 1
+    # The launcher and every executor from now on connect with that setting.
+    old=$(launcher_pid)
+    live_sql "SELECT pg_catalog.pg_terminate_backend($old)" >/dev/null
+    wait_until 15 "SELECT alive AND pid <> $old FROM pgjobs.launcher" || return 1
+    job=$(live_sql "SELECT pgjobs.jobs_add_sql('SELECT 1')") || return 1
+    wait_until 15 "SELECT status = 'completed' FROM pgjobs.job_list WHERE id = $job" || return 1
+    local calls
+    calls=$(live_sql "SELECT count(*) FROM live_pid_calls")
+    live_sql "ALTER DATABASE $LIVE_DB RESET search_path; DROP FUNCTION public.pg_backend_pid();
+              ALTER DATABASE $LIVE_DB OWNER TO postgres" >/dev/null
+    [ "$calls" = 0 ]
+}
+
+# No member stops the launcher for everyone by holding rows in an open transaction: its own
+# schedule, and the row of its own job whose last lease has run out (the rescue waited for it,
+# and with it every schedule). Nor can it take the keys of the scheduler's slots, which let it
+# freeze the launcher on the key's lock. Another identity's per-second SQL job keeps running.
+test_a_member_holding_rows_does_not_stop_the_launcher() {
+    live_sql "CREATE ROLE live_holder IN ROLE pgjobs_user; CREATE ROLE live_victim IN ROLE pgjobs_user;
+              CREATE TABLE live_ticks (at timestamptz); GRANT INSERT ON live_ticks TO live_victim" || return 1
+    local held
+    held=$(live_sql "SET ROLE live_holder;
+        SELECT pgjobs.jobs_schedule('holder-daily', '@daily', '{\"task\": \"t\"}');
+        SELECT pgjobs.jobs_add('held', max_attempts => 1)") || return 1
+    held=$(tail -n1 <<<"$held")
+    live_sql "SET ROLE live_holder; SELECT count(*) FROM pgjobs.jobs_claim('holder-worker')" >/dev/null || return 1
+    live_sql "UPDATE pgjobs.slices SET locked_until = now() - interval '1 second' WHERE job_id = $held" || return 1
+    local refused
+    refused=$(live_sql "SET ROLE live_holder;
+        SELECT pgjobs.jobs_add('squat', key => 'scheduled_job:1:2030-01-01T00:00:00Z')" 2>&1 || true)
+    "$PG_BIN/psql" -X -q -h localhost -p "$PORT" -U postgres -d "$LIVE_DB" >/dev/null 2>&1 <<SQL &
+SET ROLE live_holder;
+BEGIN;
+SELECT pgjobs.jobs_alter_schedule('holder-daily', '@hourly');
+UPDATE pgjobs.jobs SET name = 'mine' WHERE id = $held;
+SELECT pg_sleep(12);
+COMMIT;
+SQL
+    local holder=$!
+    sleep 1
+    live_sql "SET ROLE live_victim;
+        SELECT pgjobs.jobs_schedule('victim-ticks', 'every 1 second', '{\"sql\": \"INSERT INTO live_ticks VALUES (now())\"}')" >/dev/null
+    local ticking=f
+    wait_until 8 "SELECT count(*) >= 3 FROM live_ticks" && ticking=t
+    live_sql "SET ROLE live_victim; SELECT pgjobs.jobs_unschedule('victim-ticks')" >/dev/null
+    wait "$holder"
+    # Once the holder commits, its job is rescued (its last attempt: failed).
+    wait_until 15 "SELECT status = 'failed' FROM pgjobs.job_history WHERE id = $held" || return 1
+    [ "$ticking" = t ] && grep -q "22023\|reserved for the scheduler" <<<"$refused"
+}
+
+# A SQL job that catches query_canceled outlived its timeout and jobs_abort and held an executor
+# for good. Now the launcher ends its process pg_jobs.cancel_grace (5 s) after the cancel and
+# records the run as timed out or aborted.
+test_sql_job_that_ignores_cancel_is_stopped() {
+    local stubborn='DO $x$ BEGIN LOOP BEGIN PERFORM pg_sleep(60); EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END $x$'
+    local timed aborted
+    timed=$(live_sql "SELECT pgjobs.jobs_add_sql(\$s\$$stubborn\$s\$, timeout => '1 second', max_attempts => 1)") || return 1
+    aborted=$(live_sql "SELECT pgjobs.jobs_add_sql(\$s\$$stubborn\$s\$, max_attempts => 1)") || return 1
+    wait_until 10 "SELECT EXISTS (SELECT FROM pgjobs.job_runs WHERE job_id = $aborted AND status = 'running')" || return 1
+    live_sql "SELECT pgjobs.jobs_abort($aborted)" >/dev/null
+    wait_until 20 "SELECT count(*) = 2 FROM pgjobs.job_history WHERE id IN ($timed, $aborted)" || return 1
+    wait_until 5 "SELECT NOT EXISTS (SELECT FROM pg_stat_activity a JOIN pgjobs.job_runs r ON r.pid = a.pid
+                                     WHERE r.job_id IN ($timed, $aborted))" || return 1
+    live_sql "SELECT (SELECT status FROM pgjobs.job_history WHERE id = $timed) = 'failed'
+                 AND (SELECT status FROM pgjobs.job_runs WHERE job_id = $timed) = 'timed out'
+                 AND (SELECT status FROM pgjobs.job_history WHERE id = $aborted) = 'aborted'
+                 AND (SELECT status FROM pgjobs.job_runs WHERE job_id = $aborted) = 'aborted'" | grep -qx t
+}
+
 # On a streaming standby made with pg_basebackup nothing fires; after pg_ctl promote it does.
 # Stops the primary, so it runs last.
 test_standby_is_idle_until_promoted() {
@@ -197,6 +312,10 @@ run_live_tests() {
     verdict "abort stops a running SQL job within 2 s" test_abort_stops_a_running_sql_job
     verdict "failing SQL job follows the backoff" test_failing_sql_job_follows_the_backoff
     verdict "SQL job runs with its owner's rights" test_sql_job_runs_with_its_owners_rights
+    verdict "SQL job leaves nothing for the extension to run" test_sql_job_leaves_nothing_for_the_extension_to_run
+    verdict "database settings do not reach the background workers" test_database_settings_do_not_reach_the_background_workers
+    verdict "a member holding rows does not stop the launcher" test_a_member_holding_rows_does_not_stop_the_launcher
+    verdict "SQL job that ignores cancel is stopped" test_sql_job_that_ignores_cancel_is_stopped
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row
     verdict "standby is idle until promoted" test_standby_is_idle_until_promoted
 }

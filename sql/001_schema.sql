@@ -157,15 +157,21 @@ COMMENT ON COLUMN slices.errors IS 'One entry per failed attempt: {attempt, at, 
 
 -- Keys ever used, each pointing at its job. A key row outlives its job under `skip` (until the
 -- job's month of history is dropped) and is removed when the job finishes under `replace`.
--- Its primary key is what makes two concurrent adds with one key agree.
+-- Its primary key is what makes two concurrent adds with one key agree. Keys belong to an
+-- identity: with one key space for everyone, a role could take the key another would use next
+-- (its adds then silently added nothing), hold it in an open transaction to make the other wait,
+-- or probe whether another holds a key.
 CREATE TABLE job_keys (
-    idempotency_key text PRIMARY KEY,
+    owner           oid NOT NULL,
+    idempotency_key text NOT NULL,
     job_id          bigint NOT NULL,
-    due_at          timestamptz NOT NULL
+    due_at          timestamptz NOT NULL,
+    PRIMARY KEY (owner, idempotency_key)
 );
 CREATE INDEX job_keys_due_at ON job_keys (due_at);
 COMMENT ON TABLE job_keys IS
-    'Keys are global, not per owner: a key names one piece of work however many roles post it.';
+    'Idempotency keys, one key space per identity. Keys starting scheduled_job: are the '
+    'extension''s own (one per slot of a schedule).';
 
 CREATE TABLE job_history (
     id              bigint NOT NULL,
@@ -214,5 +220,49 @@ CREATE POLICY owner_reads ON job_history FOR SELECT USING (owner = (SELECT ident
 -- Not through identity(), which reads this table: a role sees the rows naming it.
 CREATE POLICY root_and_proxy_read ON proxies FOR SELECT
     USING ((SELECT _current_role()) IN (root, proxy));
-GRANT SELECT ON jobs, slices, job_history, proxies TO pgjobs_user;
+-- Every column but opaque_id. An opaque id is a secret (whoever knows one reads the job's public
+-- fields), and a member that may name the column in a predicate finds another owner's by
+-- bisection, although row-level security hides the row: EXPLAIN ANALYZE counts the rows the
+-- policy removed (a leakproof range on the column's index runs before the policy), and the
+-- planner's estimates follow the column's statistics. So no member may name it at all: an owner
+-- reads its own ids in job_opaque_ids below.
+GRANT SELECT ON slices, proxies TO pgjobs_user;
+GRANT SELECT (id, owner, task, queue, priority, max_attempts, backoff, max_backoff, lease,
+              idempotency_key, key_rule, due_at, start_time, last_update, name, description, link,
+              listed, address, payment_account, last_slice_number, next_slice_number,
+              max_slices_per_task, absolute_slice_payment, mv_mult_slice_payment, duplication_level,
+              duplication_type, flags, need_capabilities, requirements, data_storage_type,
+              data_storage_details, result_storage_type, result_storage_details,
+              result_storage_params, worktime, worktime_version) ON jobs TO pgjobs_user;
+GRANT SELECT (id, owner, status, task, queue, priority, payload, result, errors, attempts,
+              max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time, name,
+              description, link, listed) ON job_history TO pgjobs_user;
 GRANT UPDATE (name, description, link, listed) ON jobs TO pgjobs_user;
+
+-- Shows a secret column through a view without letting a member's predicate reach the column
+-- itself. A security_barrier view still takes in a leakproof condition (uuid comparisons are
+-- leakproof) and runs it on every row of the table, as an index condition even, before the
+-- view's own filter: EXPLAIN ANALYZE then counts the rows of other owners in the probed range.
+-- Around this function, which is neither inlined (PL/pgSQL) nor leakproof, the condition has no
+-- index to use and no statistics: it joins the view's own filter on the rows the scan reads
+-- anyway, and the count of rows removed is the same whatever the range holds. That holds for a
+-- view over one table; a view that joins would let the condition filter the other table alone
+-- (compute_groups_jobs_by_job is a function's rows for that reason).
+CREATE FUNCTION _fence(value uuid) RETURNS uuid
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+BEGIN
+    RETURN value;
+END
+$$;
+-- Called by the views members query, so with the member's rights.
+GRANT EXECUTE ON FUNCTION _fence(uuid) TO pgjobs_user;
+
+-- The caller's own jobs' opaque ids, live and finished (to share a link, or to look a job up
+-- with jobs_public_lookup). Filtered by the caller's identity first; see _fence for the rest.
+CREATE VIEW job_opaque_ids WITH (security_barrier = true) AS
+SELECT j.id, _fence(j.opaque_id) AS opaque_id FROM jobs j WHERE j.owner = (SELECT identity())
+UNION ALL
+SELECT h.id, _fence(h.opaque_id) FROM job_history h WHERE h.owner = (SELECT identity());
+COMMENT ON VIEW job_opaque_ids IS 'The opaque id of each of the caller''s jobs, live or finished.';
+GRANT SELECT ON job_opaque_ids TO pgjobs_user;

@@ -121,15 +121,17 @@ END;
 COMMENT ON FUNCTION jobs_remove_proxy IS 'Ends a proxy: from its next statement on it sees nothing of its root''s.';
 
 -- What is wrong with a job to add, as {SQLSTATE, message, hint}, or null. Plain SQL, inlined
--- into the query that checks a whole batch at once.
-CREATE FUNCTION _spec_problem(spec job_spec, reserved_ok boolean) RETURNS text[]
+-- into the query that checks a whole batch at once. The reserved queues pg_jobs.* take only SQL
+-- jobs (`sql_job`), and keys starting scheduled_job: are the scheduler's (`scheduled`): a member
+-- who took the key of its own next slot in an open transaction would make the launcher wait.
+CREATE FUNCTION _spec_problem(spec job_spec, sql_job boolean, scheduled boolean) RETURNS text[]
 LANGUAGE sql STABLE
 RETURN CASE
     WHEN spec.task IS NULL THEN
         ARRAY['22004', 'task must not be null', 'Name the task that a worker will run, for example ''send_email''.']
     WHEN spec.task = '' THEN ARRAY['22023', 'task must not be empty', NULL]
     WHEN spec.queue = '' THEN ARRAY['22023', 'queue must not be empty', 'Leave it out to use the queue ''default''.']
-    WHEN spec.queue LIKE 'pg\_jobs.%' AND NOT reserved_ok THEN
+    WHEN spec.queue LIKE 'pg\_jobs.%' AND NOT sql_job THEN
         ARRAY['22023', format('queue %s is reserved for the extension', spec.queue), 'Add SQL jobs with jobs_add_sql.']
     WHEN spec.max_attempts < 1 THEN
         ARRAY['22023', format('max_attempts must be at least 1, not %s', spec.max_attempts), NULL]
@@ -143,6 +145,9 @@ RETURN CASE
               'on_conflict is skip (keep the first job with the key) or replace (replace the job still waiting).']
     WHEN spec.key = '' THEN
         ARRAY['22023', 'key must not be empty', 'Leave it out (null) for a job without a key.']
+    WHEN spec.key LIKE 'scheduled\_job:%' AND NOT scheduled THEN
+        ARRAY['22023', format('key %s is reserved for the scheduler', spec.key),
+              'Keys starting scheduled_job: name the slots of schedules; choose another prefix.']
 END;
 
 -- Raises what _spec_problem found, if anything; `at` says which job of a batch it was.
@@ -201,7 +206,8 @@ BEGIN
                   s.locked_by, s.result, s.error
     ), freed_keys AS (
         DELETE FROM job_keys k USING j
-        WHERE j.key_rule = 'replace' AND k.idempotency_key = j.idempotency_key AND k.job_id = j.id
+        WHERE j.key_rule = 'replace' AND k.owner = j.owner AND k.idempotency_key = j.idempotency_key
+          AND k.job_id = j.id
     ), archived AS (
         INSERT INTO job_history (
             id, opaque_id, owner, status, task, queue, priority, payload, result, errors, attempts,
@@ -299,6 +305,36 @@ BEGIN
 END
 $$;
 
+-- What a NOTIFY on channel pgjobs_ready says when a queue with no ready job gets one. Anyone
+-- may LISTEN (PostgreSQL checks no privilege there), so it is not the queue's name but a number
+-- only the queue's identity can ask for (jobs_ready_signal): a keyed hash of the identity and
+-- the queue, with a key made at installation that no member can read.
+CREATE TABLE ready_signal_key (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    key       bytea NOT NULL
+);
+INSERT INTO ready_signal_key (key) VALUES (uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()));
+
+CREATE FUNCTION _ready_signal(claimable_by oid, queue text) RETURNS text
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT left(encode(sha256(k.key || convert_to(claimable_by::text || '/' || queue, 'UTF8')), 'hex'), 16)
+    FROM ready_signal_key k;
+END;
+
+CREATE FUNCTION _jobs_ready_signal(ticket bigint, queue text) RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN _ready_signal(_caller(ticket), queue);
+
+CREATE FUNCTION jobs_ready_signal(queue text DEFAULT 'default') RETURNS text
+LANGUAGE sql
+RETURN _jobs_ready_signal(_ticket(), queue);
+COMMENT ON FUNCTION jobs_ready_signal IS
+    'The payload of the NOTIFY on channel pgjobs_ready that says ready work arrived in one of the '
+    'caller''s queues: compare it with the payloads a LISTENing worker receives.';
+
 -- The error an expired lease records, in the slice's log of errors and as a failed job's result.
 CREATE FUNCTION _lease_expired(worker text) RETURNS text
 LANGUAGE sql STABLE
@@ -306,7 +342,8 @@ RETURN format('lease expired: worker %s stopped renewing it', worker);
 
 -- Expired leases: a slice whose worker stopped renewing is requeued, its attempt counted; one
 -- that used its last attempt, or was aborted, finishes. Locked rows are skipped, so a worker
--- completing right now is never overwritten.
+-- completing right now is never overwritten, and an owner holding its job's row (a change of
+-- its public fields in an open transaction) delays only that job's rescue, not everyone's.
 CREATE FUNCTION _rescue_expired() RETURNS integer
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -336,9 +373,10 @@ BEGIN
                 'error', _lease_expired(s.locked_by))
         FROM expired e
         WHERE s.job_id = e.job_id AND s.slice_number = e.slice_number
-        RETURNING s.queue
+        RETURNING s.claimable_by, s.queue
     )
-    SELECT count(*), array_agg(DISTINCT r.queue) INTO requeued, woken FROM requeue r;
+    SELECT count(*), array_agg(DISTINCT _ready_signal(r.claimable_by, r.queue)) INTO requeued, woken
+    FROM requeue r;
     IF woken IS NOT NULL THEN
         PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
     END IF;
@@ -350,12 +388,15 @@ BEGIN
           FROM slices s JOIN jobs j ON j.id = s.job_id
           WHERE s.status IN ('started', 'aborted') AND s.locked_until < statement_timestamp()
             AND (s.status = 'aborted' OR s.attempt >= j.max_attempts)
-          FOR UPDATE OF s SKIP LOCKED) e;
+          FOR UPDATE OF s, j SKIP LOCKED) e;
     RETURN requeued + coalesce(cardinality(finals), 0);
 END
 $$;
 
-CREATE FUNCTION _add(specs job_spec[], reserved_ok boolean, owner oid) RETURNS SETOF bigint
+-- Adds jobs for `owner`. `sql_jobs`: SQL jobs may be among them; `scheduled`: they are the
+-- slots of schedules, with the scheduler's keys.
+CREATE FUNCTION _add(specs job_spec[], owner oid, sql_jobs boolean, scheduled boolean)
+RETURNS SETOF bigint
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
@@ -380,7 +421,7 @@ BEGIN
     SELECT p.ord, p.problem INTO refused
     FROM (SELECT u.ord, _spec_problem(ROW(u.task, u.payload, u.queue, u.priority, u.run_at, u.max_attempts,
                                           u.backoff, u.max_backoff, u.lease, u.key, u.on_conflict)::job_spec,
-                                      reserved_ok) AS problem
+                                      sql_jobs, scheduled) AS problem
           FROM unnest(specs) WITH ORDINALITY AS u(task, payload, queue, priority, run_at, max_attempts,
                                                   backoff, max_backoff, lease, key, on_conflict, ord)) p
     WHERE p.problem IS NOT NULL
@@ -400,8 +441,8 @@ BEGIN
         FROM unnest(specs) WITH ORDINALITY AS u(task, payload, queue, priority, run_at, max_attempts,
                                                 backoff, max_backoff, lease, key, on_conflict, ord)
     ), claimed AS (
-        INSERT INTO job_keys (idempotency_key, job_id, due_at)
-        SELECT g.key, g.id, g.due_at FROM given g WHERE g.key IS NOT NULL ORDER BY g.ord
+        INSERT INTO job_keys (owner, idempotency_key, job_id, due_at)
+        SELECT _add.owner, g.key, g.id, g.due_at FROM given g WHERE g.key IS NOT NULL ORDER BY g.ord
         ON CONFLICT DO NOTHING
         RETURNING job_id
     ), fresh AS (
@@ -429,7 +470,7 @@ BEGIN
            -- sent only where a worker may be asleep: a queue that had no ready job before this
            -- one. Where jobs are waiting, workers are claiming anyway (and poll every
            -- pg_jobs.poll_interval regardless).
-           (SELECT array_agg(q.queue)
+           (SELECT array_agg(_ready_signal(q.claimable_by, q.queue))
             FROM (SELECT DISTINCT s.claimable_by, s.queue FROM new_slices s WHERE s.run_at <= statement_timestamp()) q
             WHERE NOT EXISTS (SELECT FROM slices o
                               WHERE o.status = 'created' AND o.claimable_by = q.claimable_by
@@ -446,7 +487,7 @@ BEGIN
             SELECT a.*, k.job_id AS holder
             FROM unnest(specs, ids) WITH ORDINALITY AS a(task, payload, queue, priority, run_at, max_attempts,
                                                          backoff, max_backoff, lease, key, on_conflict, id, ord)
-            JOIN job_keys k ON k.idempotency_key = a.key
+            JOIN job_keys k ON k.owner = _add.owner AND k.idempotency_key = a.key
             WHERE a.id IS NULL
         LOOP
             ids[contested.ord] := contested.holder;
@@ -486,7 +527,7 @@ SET plan_cache_mode = force_generic_plan
 SET jit = off
 AS $$
 BEGIN
-    RETURN (SELECT a FROM _add(ARRAY[spec], false, _caller(ticket)) a);
+    RETURN (SELECT a FROM _add(ARRAY[spec], _caller(ticket), false, false) a);
 END
 $$;
 
@@ -523,7 +564,7 @@ BEGIN
     END IF;
     RETURN QUERY SELECT _add(ARRAY(
         SELECT jsonb_populate_record(NULL::job_spec, e.value) FROM jsonb_array_elements(jobs) e),
-        false, _caller(ticket));
+        _caller(ticket), false, false);
 END
 $$;
 
@@ -811,21 +852,26 @@ DECLARE
     job bigint := id;
     caller oid := _caller(ticket);
     admin boolean := _is_admin(caller);
+    live job_status;
     outcome job_status;
 BEGIN
     IF job IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'job id must not be null';
     END IF;
-    IF _finish(ARRAY[job], NULL, '{created}', 'aborted', caller) IS NOT NULL THEN
+    -- Decided from the locked row: a failure, a rescue or a completion committing meanwhile is
+    -- waited for and then seen (a requeued job is aborted at once, a finished one reported as it
+    -- ended), never mistaken for a job that does not exist.
+    SELECT s.status INTO live FROM slices s
+    WHERE s.job_id = job AND (s.owner = caller OR admin)
+    FOR UPDATE;
+    IF live = 'created' THEN
+        PERFORM _finish(ARRAY[job], NULL, '{created}', 'aborted', caller);
         RETURN 'aborted';
-    END IF;
-
-    UPDATE slices s SET status = 'aborted'
-    WHERE s.job_id = job AND s.status IN ('started', 'aborted') AND (s.owner = caller OR admin);
-    IF FOUND THEN
+    ELSIF FOUND THEN
+        UPDATE slices s SET status = 'aborted' WHERE s.job_id = job;
         -- A SQL job is stopped as soon as the abort commits: its statement is cancelled and its
         -- transaction rolls back.
-        PERFORM _cancel_executor_at_commit(_sql_job_pid(job));
+        PERFORM _cancel_sql_job(job);
         RETURN 'aborted';
     END IF;
 
@@ -848,15 +894,16 @@ COMMENT ON FUNCTION jobs_abort IS
 
 -- Every job, live or finished, in one shape. jobs' domain-typed columns are cast to the base types
 -- job_history has: the planner flattens a UNION ALL into one append of its two scans only when
--- their column types are the same (reads were 5 % more work without the casts).
+-- their column types are the same (reads were 5 % more work without the casts). No opaque_id:
+-- members may not read that column (see the grants in 001_schema.sql); job_opaque_ids has it.
 CREATE VIEW job_list WITH (security_invoker = true) AS
-SELECT j.id, j.opaque_id, j.owner::regrole AS owner, s.status, j.task::text, j.queue::text, j.priority,
+SELECT j.id, j.owner::regrole AS owner, s.status, j.task::text, j.queue::text, j.priority,
        s.payload, NULL::jsonb AS result, s.errors, s.attempt, j.max_attempts::integer, s.run_at,
        j.idempotency_key, j.key_rule, s.locked_by, s.locked_until, j.due_at, j.start_time,
        NULL::timestamptz AS end_time
 FROM jobs j JOIN slices s ON s.job_id = j.id
 UNION ALL
-SELECT h.id, h.opaque_id, h.owner::regrole, h.status, h.task, h.queue, h.priority, h.payload,
+SELECT h.id, h.owner::regrole, h.status, h.task, h.queue, h.priority, h.payload,
        h.result, h.errors, h.attempts, h.max_attempts, NULL, h.idempotency_key, h.key_rule,
        h.locked_by, NULL, h.due_at, h.start_time, h.end_time
 FROM job_history h;
@@ -980,11 +1027,16 @@ BEGIN
     IF months_ahead IS NULL OR months_ahead < 0 OR months_ahead > 120 THEN
         PERFORM _invalid('months_ahead must be between 0 and 120');
     END IF;
-    FOR m IN SELECT generate_series(this_month - interval '1 month',
-                                    this_month + make_interval(months => months_ahead),
-                                    interval '1 month')::date
+    FOR m IN SELECT g.month FROM generate_series(this_month - interval '1 month',
+                                                 this_month + make_interval(months => months_ahead),
+                                                 interval '1 month') AS g(month)
+             WHERE to_regclass('@extschema@.job_history_' || to_char(g.month, 'YYYYMM')) IS NULL
     LOOP
         part := 'job_history_' || to_char(m, 'YYYYMM');
+        -- Jobs finishing now wait until the month is attached: an insert routed to the default
+        -- partition before the attach would fail its new constraint after it (23514). Readers
+        -- do not wait.
+        LOCK TABLE @extschema@.job_history IN SHARE ROW EXCLUSIVE MODE;
         CONTINUE WHEN to_regclass('@extschema@.' || part) IS NOT NULL;
         month_start := _utc_midnight(m);
         month_end := _utc_midnight((m + interval '1 month')::date);

@@ -19,15 +19,13 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'sql must not be empty',
             HINT = 'Pass the statements the job runs, for example ''VACUUM ANALYZE orders''.';
     END IF;
-    IF timeout IS NULL OR timeout <= '0' THEN
-        PERFORM _invalid(format('timeout must be positive, not %s', coalesce(timeout::text, 'null')));
-    END IF;
+    PERFORM _check_timeout(timeout);
     -- The lease outlives the statement timeout, so a slow job is cancelled before anyone else
     -- could take it.
     SELECT a INTO id FROM _add(ARRAY[ROW(
         'sql', jsonb_build_object('sql', sql, 'timeout_ms', (extract(epoch FROM timeout) * 1000)::bigint),
         'pg_jobs.sql', priority, run_at, max_attempts, backoff, max_backoff,
-        timeout + interval '1 minute', key, on_conflict)::job_spec], true, _caller(ticket)) a;
+        timeout + interval '1 minute', key, on_conflict)::job_spec], _caller(ticket), true, false) a;
     PERFORM _wake_launcher();
     RETURN id;
 END
@@ -52,7 +50,23 @@ END;
 COMMENT ON FUNCTION jobs_add_sql IS
     'Adds a job that the background worker runs in the database, as the job''s owner, with a statement timeout.';
 
+-- A SQL job's statement timeout: what a statement timeout can hold (2^31 - 1 ms, 24 days).
+CREATE FUNCTION _check_timeout(timeout interval) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF timeout IS NULL OR timeout <= '0' OR timeout > '24 days' THEN
+        PERFORM _invalid(format('timeout must be positive and at most 24 days, not %s',
+                                coalesce(timeout::text, 'null')));
+    END IF;
+END
+$$;
+
 -- One row per run of a SQL job (start, end, status, message), kept pg_jobs.history_days days.
+-- A run still going at its deadline (its timeout, or an abort, plus pg_jobs.cancel_grace) did
+-- not stop when it was cancelled, for instance because it catches query_canceled: the launcher
+-- ends its process and records it as aborted or timed out.
 CREATE TABLE job_runs (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     job_id      bigint NOT NULL,
@@ -60,9 +74,10 @@ CREATE TABLE job_runs (
     attempt     integer NOT NULL,
     pid         integer NOT NULL,
     status      text NOT NULL DEFAULT 'running'
-                CHECK (status IN ('running', 'succeeded', 'failed', 'aborted', 'lost')),
+                CHECK (status IN ('running', 'succeeded', 'failed', 'aborted', 'timed out', 'lost')),
     message     text,
     started_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    deadline    timestamptz NOT NULL,
     ended_at    timestamptz,
     duration    interval GENERATED ALWAYS AS (ended_at - started_at) STORED
 );
@@ -89,7 +104,10 @@ BEGIN
     END IF;
     UPDATE slices s SET locked_by = format('pg_jobs sql executor %s', pid)
     WHERE s.job_id = job AND s.lease_token = token;
-    INSERT INTO job_runs (job_id, owner, attempt, pid) VALUES (job, owner, attempt, pid) RETURNING id INTO run_id;
+    INSERT INTO job_runs (job_id, owner, attempt, pid, deadline)
+    VALUES (job, owner, attempt, pid,
+            clock_timestamp() + make_interval(secs => timeout_ms / 1000.0) + _cancel_grace())
+    RETURNING id INTO run_id;
 END
 $$;
 
@@ -98,7 +116,7 @@ LANGUAGE sql
 SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     UPDATE job_runs r SET status = outcome, message = _sql_job_end.message, ended_at = clock_timestamp()
-    WHERE r.id = run;
+    WHERE r.id = run AND r.status = 'running';
 END;
 
 -- A SQL job whose statements raised: its attempt fails (or ends aborted), and the run says why.
@@ -119,14 +137,62 @@ BEGIN
 END
 $$;
 
--- The pid of the executor running a SQL job, if one does.
-CREATE FUNCTION _sql_job_pid(job bigint) RETURNS integer
+CREATE FUNCTION _cancel_grace() RETURNS interval
 LANGUAGE sql STABLE
+RETURN current_setting('pg_jobs.cancel_grace')::interval;
+
+-- Aborts a running SQL job: its statement is cancelled as soon as the abort commits, and if it
+-- has not stopped within pg_jobs.cancel_grace, the launcher ends its process.
+CREATE FUNCTION _cancel_sql_job(job bigint) RETURNS void
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
-BEGIN ATOMIC
-    SELECT r.pid FROM job_runs r WHERE r.job_id = job AND r.status = 'running'
-    ORDER BY r.id DESC LIMIT 1;
-END;
+AS $$
+DECLARE
+    pid integer;
+BEGIN
+    UPDATE job_runs r SET deadline = least(r.deadline, statement_timestamp() + _cancel_grace())
+    WHERE r.job_id = job AND r.status = 'running'
+    RETURNING r.pid INTO pid;
+    IF FOUND THEN
+        PERFORM _cancel_executor_at_commit(pid);
+    END IF;
+END
+$$;
+
+-- Runs still going at their deadline: recorded aborted (their job was aborted) or timed out,
+-- their jobs finished as aborted or failed (the attempt counts, as a timeout's does), and their
+-- executors' processes ended. A worker's completion after this is fenced by its lease token.
+CREATE FUNCTION _stop_overdue_sql_jobs(at timestamptz) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    overdue record;
+    stopped integer := 0;
+BEGIN
+    FOR overdue IN
+        SELECT r.id AS run, r.pid, s.job_id, s.lease_token, s.status
+        FROM job_runs r JOIN slices s ON s.job_id = r.job_id AND s.locked_by = format('pg_jobs sql executor %s', r.pid)
+        WHERE r.status = 'running' AND r.deadline < at
+        FOR UPDATE OF r, s SKIP LOCKED
+    LOOP
+        IF overdue.status = 'aborted' THEN
+            PERFORM _finish(ARRAY[overdue.job_id], ARRAY[overdue.lease_token], '{aborted}', 'aborted', NULL);
+            PERFORM _sql_job_end(overdue.run, 'aborted',
+                format('did not stop within %s s of its abort; its process was ended',
+                       extract(epoch FROM _cancel_grace())::integer));
+        ELSE
+            PERFORM _sql_job_end(overdue.run, 'timed out',
+                format('did not stop within %s s of its timeout; its process was ended',
+                       extract(epoch FROM _cancel_grace())::integer));
+            PERFORM jobs_fail(overdue.job_id, overdue.lease_token, 'timed out: the statement did not stop when cancelled');
+        END IF;
+        PERFORM pg_terminate_backend(overdue.pid);
+        stopped := stopped + 1;
+    END LOOP;
+    RETURN stopped;
+END
+$$;
 
 -- Schedules -------------------------------------------------------------------------------------
 
@@ -139,7 +205,7 @@ CREATE TABLE schedules (
     work        jsonb NOT NULL,
     options     jsonb NOT NULL,
     missed      text NOT NULL CHECK (missed IN ('skip', 'once', 'all')),
-    max_catch_up integer NOT NULL CHECK (max_catch_up >= 1),
+    max_catch_up integer NOT NULL CHECK (max_catch_up BETWEEN 1 AND 1000),
     enabled     boolean NOT NULL DEFAULT true,
     last_slot   timestamptz NOT NULL,
     next_slot   timestamptz,
@@ -199,8 +265,19 @@ BEGIN
         PERFORM _invalid(format('unknown missed-slot rule "%s"', options ->> 'missed'),
             'missed is skip (a slot nobody fired is skipped), once (one catch-up run) or all (every missed slot, up to max_catch_up).');
     END IF;
+    IF options ? 'max_catch_up' AND (options ->> 'max_catch_up' !~ '^[0-9]{1,4}$'
+                                     OR (options ->> 'max_catch_up')::integer NOT BETWEEN 1 AND 1000) THEN
+        PERFORM _invalid(format('max_catch_up must be a whole number from 1 to 1000, not %s', options -> 'max_catch_up'),
+            'With missed => all, at most this many of the latest missed slots are fired.');
+    END IF;
+    IF options ? 'enabled' AND jsonb_typeof(options -> 'enabled') IS DISTINCT FROM 'boolean' THEN
+        PERFORM _invalid(format('enabled must be true or false, not %s', options -> 'enabled'));
+    END IF;
+    IF options ? 'timeout' THEN
+        PERFORM _check_timeout((options ->> 'timeout')::interval);
+    END IF;
     -- The job's own checks run now, so that a schedule never fires a job that cannot be added.
-    PERFORM _refuse(_spec_problem(_scheduled_spec(work, options, now(), 'check'), work ? 'sql'));
+    PERFORM _refuse(_spec_problem(_scheduled_spec(work, options, now(), 'check'), work ? 'sql', true));
 END
 $$;
 
@@ -397,11 +474,37 @@ END;
 
 CREATE TYPE _firing AS (schedule_id bigint, owner oid, spec job_spec);
 
+-- The due schedules at `at` (all, or just `one_schedule`), locked, each with the latest of its slots
+-- since it last fired, and the jobs to add for them.
+CREATE FUNCTION _due_firings(at timestamptz, grace interval, one_schedule bigint,
+    OUT due_ids bigint[], OUT latest_slots timestamptz[], OUT firings _firing[])
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH due AS (
+        SELECT x.id, x.owner, x.work, x.options, x.last_slot,
+               _schedule_slots(x.schedule, x.time_zone, x.last_slot, at, x.max_catch_up + 1) AS slots,
+               x.missed, x.max_catch_up
+        FROM schedules x
+        WHERE x.enabled AND x.next_slot <= at AND (one_schedule IS NULL OR x.id = one_schedule)
+        FOR UPDATE SKIP LOCKED
+    )
+    SELECT array_agg(d.id), array_agg(coalesce(d.slots[cardinality(d.slots)], d.last_slot)),
+           (SELECT array_agg((e.id, e.owner, _scheduled_spec(e.work, e.options, f.slot,
+                   format('scheduled_job:%s:%s', e.id,
+                          to_char(f.slot AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))))::_firing
+                   ORDER BY e.id, f.slot)
+            FROM due e, unnest(_slots_to_fire(e.slots, e.missed, e.max_catch_up, at, grace)) AS f(slot))
+    FROM due d;
+END;
+
 -- Fires every schedule due at `at`. Each slot's job carries the key
 -- scheduled_job:<id>:<slot>, so however many schedulers fire, a slot runs once. The jobs of
 -- all due schedules of one owner are added in one call, which is what lets thousands of
--- schedules fire within their second; if that call fails, that owner's schedules are fired one
--- by one, so that one broken schedule records its error and stops none of the others.
+-- schedules fire within their second. Nothing one schedule holds stops the others: if the
+-- slots of all cannot be computed together, each is computed alone, and if one owner's adds
+-- fail, its schedules are fired one by one; a schedule that fails records its error in
+-- last_error and is tried again at its next slot.
 CREATE FUNCTION _fire_schedules(at timestamptz DEFAULT statement_timestamp()) RETURNS integer
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -411,31 +514,33 @@ DECLARE
     due_ids bigint[];
     latest_slots timestamptz[];
     firings _firing[];
+    alone record;
     batch record;
     one record;
     ids bigint[];
     failed bigint[] := '{}';
     messages text[] := '{}';
 BEGIN
-    WITH due AS (
-        SELECT x.id, x.owner, x.work, x.options, x.last_slot,
-               _schedule_slots(x.schedule, x.time_zone, x.last_slot, at, x.max_catch_up + 1) AS slots,
-               x.missed, x.max_catch_up
-        FROM schedules x
-        WHERE x.enabled AND x.next_slot <= at
-        FOR UPDATE SKIP LOCKED
-    )
-    SELECT array_agg(d.id), array_agg(coalesce(d.slots[cardinality(d.slots)], d.last_slot)),
-           (SELECT array_agg((e.id, e.owner, _scheduled_spec(e.work, e.options, f.slot,
-                   format('scheduled_job:%s:%s', e.id,
-                          to_char(f.slot AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))))::_firing
-                   ORDER BY e.id, f.slot)
-            FROM due e, unnest(_slots_to_fire(e.slots, e.missed, e.max_catch_up, at, grace)) AS f(slot))
-    INTO due_ids, latest_slots, firings
-    FROM due d;
-    IF due_ids IS NULL THEN
-        RETURN 0;
-    END IF;
+    BEGIN
+        SELECT * INTO due_ids, latest_slots, firings FROM _due_firings(at, grace, NULL);
+    EXCEPTION WHEN OTHERS THEN
+        due_ids := '{}';
+        latest_slots := '{}';
+        firings := '{}';
+        FOR one IN SELECT x.id FROM schedules x WHERE x.enabled AND x.next_slot <= at
+                   ORDER BY x.id FOR UPDATE SKIP LOCKED
+        LOOP
+            BEGIN
+                SELECT * INTO alone FROM _due_firings(at, grace, one.id);
+                due_ids := due_ids || alone.due_ids;
+                latest_slots := latest_slots || alone.latest_slots;
+                firings := firings || alone.firings;
+            EXCEPTION WHEN OTHERS THEN
+                failed := failed || one.id;
+                messages := messages || SQLERRM;
+            END;
+        END LOOP;
+    END;
 
     FOR batch IN
         SELECT f.owner, array_agg(f.schedule_id ORDER BY f.n) AS schedule_ids,
@@ -444,7 +549,7 @@ BEGIN
         GROUP BY f.owner
     LOOP
         BEGIN
-            ids := ARRAY(SELECT _add(batch.specs, true, batch.owner));
+            ids := ARRAY(SELECT _add(batch.specs, batch.owner, true, true));
             UPDATE schedules x SET last_job_id = m.job
             FROM (SELECT DISTINCT ON (u.schedule_id) u.schedule_id, u.job
                   FROM unnest(batch.schedule_ids, ids) WITH ORDINALITY AS u(schedule_id, job, n)
@@ -457,7 +562,7 @@ BEGIN
                 GROUP BY batch.schedule_ids[i]
             LOOP
                 BEGIN
-                    ids := ARRAY(SELECT _add(one.specs, true, batch.owner));
+                    ids := ARRAY(SELECT _add(one.specs, batch.owner, true, true));
                     UPDATE schedules x SET last_job_id = ids[cardinality(ids)] WHERE x.id = one.schedule_id;
                 EXCEPTION WHEN OTHERS THEN
                     failed := failed || one.schedule_id;
@@ -468,11 +573,16 @@ BEGIN
     END LOOP;
 
     -- A failed schedule retries at its next slot; the slots it could not fire are passed over.
+    -- One whose slots could not be computed has no next slot to compute either: it is tried
+    -- again after pg_jobs.refresh_interval.
     UPDATE schedules x
     SET last_slot = CASE WHEN e.message IS NULL THEN d.latest_slot ELSE at END,
-        next_slot = schedule_next_slot(x.schedule, x.time_zone, at),
+        next_slot = CASE WHEN d.latest_slot IS NULL THEN at + grace
+                         ELSE schedule_next_slot(x.schedule, x.time_zone, at) END,
         last_error = e.message
-    FROM unnest(due_ids, latest_slots) AS d(id, latest_slot)
+    FROM (SELECT u.id, u.latest_slot FROM unnest(due_ids, latest_slots) AS u(id, latest_slot)
+          UNION ALL
+          SELECT u.id, NULL FROM unnest(failed) AS u(id) WHERE u.id <> ALL (coalesce(due_ids, '{}'))) d
     LEFT JOIN unnest(failed, messages) AS e(id, message) ON e.id = d.id
     WHERE x.id = d.id;
     RETURN coalesce(cardinality(firings), 0) - (
@@ -510,41 +620,64 @@ BEGIN ATOMIC
         doing = excluded.doing;
 END;
 
--- One round of the launcher's work; returns when it wants to be woken next.
+-- One round of the launcher's work; returns when it wants to be woken next. Each part runs on
+-- its own: an error in one (a lock not had within the launcher's lock_timeout, a broken row) is
+-- reported and the others still run, this round and the next. Nothing here waits for a row a
+-- member can lock: such rows are taken with SKIP LOCKED and left for a later round.
 CREATE FUNCTION _launcher_tick(at timestamptz DEFAULT statement_timestamp()) RETURNS timestamptz
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    lost record;
+    part text;
 BEGIN
-    -- Executors that died (a crash, kill -9) left runs marked running: their leases are over.
-    FOR lost IN
-        UPDATE job_runs r SET status = 'lost', ended_at = clock_timestamp(),
-                              message = 'the executor stopped without reporting'
-        WHERE r.status = 'running'
-          AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = r.pid)
-        RETURNING r.job_id, r.pid
-    LOOP
-        UPDATE slices s SET locked_until = least(s.locked_until, at - interval '1 microsecond')
-        WHERE s.job_id = lost.job_id AND s.locked_by = format('pg_jobs sql executor %s', lost.pid);
+    FOREACH part IN ARRAY ARRAY['lost runs', 'overdue runs', 'expired leases', 'schedules',
+                                'run history', 'history months'] LOOP
+        BEGIN
+            CASE part
+            WHEN 'lost runs' THEN PERFORM _end_lost_runs(at);
+            WHEN 'overdue runs' THEN PERFORM _stop_overdue_sql_jobs(at);
+            WHEN 'expired leases' THEN PERFORM _rescue_expired();
+            WHEN 'schedules' THEN PERFORM _fire_schedules(at);
+            WHEN 'run history' THEN
+                DELETE FROM job_runs r
+                WHERE r.started_at < at - make_interval(days => current_setting('pg_jobs.history_days')::integer);
+            WHEN 'history months' THEN PERFORM jobs_history_prepare();
+            END CASE;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'pg_jobs launcher: % failed: %', part, SQLERRM;
+        END;
     END LOOP;
-
-    PERFORM _rescue_expired();
-    PERFORM _fire_schedules(at);
-
-    DELETE FROM job_runs r
-    WHERE r.started_at < at - make_interval(days => current_setting('pg_jobs.history_days')::integer);
-    PERFORM jobs_history_prepare();
 
     RETURN least(
         (SELECT min(s.next_slot) FROM schedules s WHERE s.enabled),
         (SELECT min(s.run_at) FROM slices s
          WHERE s.claimable_by = 0 AND s.queue = 'pg_jobs.sql' AND s.status = 'created'),
         (SELECT min(s.locked_until) FROM slices s WHERE s.status <> 'created'),
+        (SELECT min(r.deadline) FROM job_runs r WHERE r.status = 'running'),
         at + current_setting('pg_jobs.refresh_interval')::interval);
 END
 $$;
+
+-- Executors that died (a crash, kill -9) left runs marked running: their leases are over.
+CREATE FUNCTION _end_lost_runs(at timestamptz) RETURNS void
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH lost AS (
+        UPDATE job_runs r SET status = 'lost', ended_at = clock_timestamp(),
+                              message = 'the executor stopped without reporting'
+        WHERE r.status = 'running'
+          AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = r.pid)
+        RETURNING r.job_id, r.pid
+    ), leased AS (
+        SELECT s.job_id, s.slice_number FROM slices s JOIN lost l
+            ON s.job_id = l.job_id AND s.locked_by = format('pg_jobs sql executor %s', l.pid)
+        FOR UPDATE OF s SKIP LOCKED
+    )
+    UPDATE slices s SET locked_until = least(s.locked_until, at - interval '1 microsecond')
+    FROM leased l WHERE s.job_id = l.job_id AND s.slice_number = l.slice_number;
+END;
 
 -- Who may do what -------------------------------------------------------------------------------
 -- Nothing is granted to PUBLIC. Members of pgjobs_user read their own rows (row-level security)
@@ -559,7 +692,7 @@ GRANT SELECT ON schedules, job_runs, jobs_schedules, job_list, launcher TO pgjob
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @extschema@ FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    identity(), _identity_of(oid), _current_role(), _ticket(), _opaque_id(), _invalid(text, text), _row_count(integer, text), _utc_month(timestamptz), _utc_midnight(date),
+    identity(), _current_role(), _ticket(), _opaque_id(), _invalid(text, text), _row_count(integer, text), _utc_month(timestamptz), _utc_midnight(date),
     retry_delay_seconds(integer, double precision, double precision),
     schedule_next_slot(text, text, timestamptz), _schedule_next_epoch(text, text, double precision),
     jobs_add(text, jsonb, text, integer, timestamptz, integer, interval, interval, interval, text, text),
@@ -573,6 +706,7 @@ GRANT EXECUTE ON FUNCTION
     jobs_fail(bigint[], uuid[], text[]), jobs_fail(bigint, uuid, text),
     _jobs_fail(bigint, bigint[], uuid[], text[]),
     jobs_abort(bigint), _jobs_abort(bigint, bigint),
+    jobs_ready_signal(text), _jobs_ready_signal(bigint, text),
     jobs_find(job_status, text, text, text, date, integer, integer), jobs_counts(date),
     jobs_add_sql(text, timestamptz, integer, integer, interval, interval, interval, text, text),
     _jobs_add_sql(bigint, text, timestamptz, integer, integer, interval, interval, interval, text, text),
@@ -585,7 +719,8 @@ GRANT EXECUTE ON FUNCTION
 TO pgjobs_user;
 
 -- pg_dump keeps the rows of every table of the extension and where every sequence has got to;
--- not launcher_state, which says which process runs now. (The months of job_history are made
+-- not launcher_state, which says which process runs now, nor ready_signal_key, which each
+-- installation makes anew (workers ask jobs_ready_signal again after a restore). (The months of job_history are made
 -- by the launcher, after installation: ordinary tables, dumped whole. Made here, they would be
 -- the extension's, and a restore in another month would have no table for their rows.)
 DO $$
@@ -596,7 +731,7 @@ BEGIN
         SELECT c.oid::regclass FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
         WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e'
           AND d.refobjid = (SELECT e.oid FROM pg_extension e WHERE e.extname = 'pg_jobs')
-          AND c.relkind IN ('r', 'S') AND c.oid <> 'launcher_state'::regclass
+          AND c.relkind IN ('r', 'S') AND c.oid NOT IN ('launcher_state'::regclass, 'ready_signal_key'::regclass)
     LOOP
         PERFORM pg_extension_config_dump(member, '');
     END LOOP;

@@ -477,17 +477,34 @@ CREATE TRIGGER touch BEFORE UPDATE ON compute_group_worker_origins
 
 -- The job's side of compute_group_jobs, for the job's owner, who does not own the groups. It
 -- carries each group's opaque id (which the seed's view left out) so that compute_group_public
--- can name the group.
-CREATE VIEW compute_groups_jobs_by_job WITH (security_barrier = true) AS
-SELECT m.job_id, m.compute_group_id, g.opaque_id AS compute_group_opaque_id, m.last_update
-FROM compute_group_jobs m JOIN compute_groups g ON g.id = m.compute_group_id
-WHERE m.job_owner = (SELECT identity());
+-- can name the group. A view over a function's rows, not over the join: a member's condition on
+-- compute_group_opaque_id, pushed into a security_barrier view, would filter compute_groups
+-- before the join to the caller's memberships, and EXPLAIN ANALYZE would count the groups of
+-- others in the probed range. Nothing is pushed into a function (SECURITY DEFINER, so never
+-- inlined), which returns the caller's rows only.
+CREATE FUNCTION _compute_groups_jobs_by_job(ticket bigint)
+RETURNS TABLE (job_id bigint, compute_group_id bigint, compute_group_opaque_id uuid, last_update timestamptz)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _caller(ticket);
+BEGIN
+    RETURN QUERY
+    SELECT m.job_id, m.compute_group_id, g.opaque_id, m.last_update
+    FROM compute_group_jobs m JOIN compute_groups g ON g.id = m.compute_group_id
+    WHERE m.job_owner = caller;
+END
+$$;
+CREATE VIEW compute_groups_jobs_by_job AS
+SELECT * FROM _compute_groups_jobs_by_job(_ticket());
 COMMENT ON VIEW compute_groups_jobs_by_job IS 'The groups each of the caller''s jobs is in.';
 
 -- What anyone may know about a group. Listing every group to whoever asks was the seed's
 -- defect: only groups their owner listed appear here; any other is found by its opaque id.
+-- _fence: a condition on opaque_id must not reach the unlisted groups' column (see 001_schema.sql).
 CREATE VIEW compute_groups_public WITH (security_barrier = true) AS
-SELECT g.opaque_id, g.name, g.description FROM compute_groups g WHERE g.listed;
+SELECT _fence(g.opaque_id) AS opaque_id, g.name, g.description FROM compute_groups g WHERE g.listed;
 COMMENT ON VIEW compute_groups_public IS
     'The public fields of the groups their owners chose to list. compute_group_public(opaque_id) '
     'finds any group by its id.';
@@ -504,10 +521,11 @@ COMMENT ON FUNCTION compute_group_public IS
     'there is no such group.';
 
 -- The same for jobs, live or finished: only listed jobs appear; any one is found by its id.
+-- _fence: a condition on opaque_id must not reach the unlisted jobs' column (see 001_schema.sql).
 CREATE VIEW jobs_public WITH (security_barrier = true) AS
-SELECT j.opaque_id, j.name, j.description, j.link FROM jobs j WHERE j.listed
+SELECT _fence(j.opaque_id) AS opaque_id, j.name, j.description, j.link FROM jobs j WHERE j.listed
 UNION ALL
-SELECT h.opaque_id, h.name, h.description, h.link FROM job_history h WHERE h.listed;
+SELECT _fence(h.opaque_id), h.name, h.description, h.link FROM job_history h WHERE h.listed;
 COMMENT ON VIEW jobs_public IS
     'The public fields of the jobs their owners chose to list. jobs_public_lookup(opaque_id) '
     'finds any job by its id.';
@@ -594,6 +612,12 @@ COMMENT ON FUNCTION compute_group_check_secret IS
     'Whether join_key and secret are the join credentials of the group: true or false, and false '
     'as well for a group that does not exist or has no secret.';
 
+-- The caller's own groups' opaque ids (to hand out with the join credentials, or for
+-- compute_group_set_secret), as job_opaque_ids for jobs.
+CREATE VIEW compute_group_opaque_ids WITH (security_barrier = true) AS
+SELECT g.id, _fence(g.opaque_id) AS opaque_id FROM compute_groups g WHERE g.owner = (SELECT identity());
+COMMENT ON VIEW compute_group_opaque_ids IS 'The opaque id of each of the caller''s compute groups.';
+
 ALTER TABLE compute_groups ENABLE ROW LEVEL SECURITY;
 ALTER TABLE compute_group_jobs ENABLE ROW LEVEL SECURITY;
 ALTER TABLE compute_group_accounting_data ENABLE ROW LEVEL SECURITY;
@@ -614,11 +638,22 @@ CREATE POLICY group_owner_manages ON compute_group_worker_origins FOR ALL TO pgj
                 AND EXISTS (SELECT FROM compute_groups g
                             WHERE g.id = compute_group_worker_origins.compute_group_id
                               AND g.owner = (SELECT identity())));
-GRANT SELECT ON compute_groups, compute_groups_public, compute_group_jobs, compute_groups_jobs_by_job,
-    compute_group_accounting_data, compute_group_worker_origins, compute_group_job_period_stats,
+-- compute_groups: every column but opaque_id, as for jobs (see 001_schema.sql); a group's owner
+-- reads its groups' ids in compute_group_opaque_ids.
+GRANT SELECT (id, owner, name, description, listed, join_key, join_hash, join_address, commission_rate,
+              commission_account, deploy_fee, add_job_fee, deploy_access, max_total_payment,
+              max_concurrent_jobs, max_concurrent_workers, max_concurrent_sandboxes,
+              max_concurrent_cpus, max_concurrent_gpus, max_concurrent_escrow, creation_time,
+              last_update) ON compute_groups TO pgjobs_user;
+GRANT SELECT ON compute_groups_public, compute_group_jobs, compute_groups_jobs_by_job,
+    compute_group_opaque_ids, compute_group_accounting_data, compute_group_worker_origins, compute_group_job_period_stats,
     compute_group_worker_period_stats TO pgjobs_user;
 GRANT UPDATE (name, description, join_key, join_address, listed) ON compute_groups TO pgjobs_user;
-GRANT INSERT, UPDATE, DELETE ON compute_group_worker_origins TO pgjobs_user;
+-- Column-level, never table-level, write grants: LOCK TABLE accepts only a table-level INSERT,
+-- UPDATE, DELETE or TRUNCATE grant, so a member holding one could lock everyone out of the table.
+-- Deletes go through compute_group_remove_origin. ids and timestamps are the server's.
+GRANT INSERT (compute_group_id, owner, origin, type), UPDATE (compute_group_id, owner, origin, type)
+    ON compute_group_worker_origins TO pgjobs_user;
 
 -- ---------------------------------------------------------------------------------------------
 -- Workers: read and changed by the worker's registered owner. The worker itself, acting as its
@@ -968,11 +1003,296 @@ CREATE POLICY worker_owner_manages ON worker_notifications FOR ALL TO pgjobs_use
                               AND w.owner = (SELECT identity())));
 CREATE POLICY worker_owner_manages ON register_worker_directive FOR ALL TO pgjobs_user
     USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
-GRANT SELECT, INSERT, UPDATE, DELETE ON workers, dcp_worker_app_config, worker_config_value,
-    creds_list, credential, worker_creds, worker_notifications, register_worker_directive TO pgjobs_user;
+-- Writes by column, deletes through the *_remove functions, as for compute_group_worker_origins
+-- (a table-level write grant lets a member LOCK the table). owner stays writable: the policies
+-- hold it to the caller's identity and the triggers to the parent's. Not granted: generated ids,
+-- timestamps, and a worker's opaque_id (chosen by a member, its unique violation would tell
+-- whether another owner's worker has that id).
+GRANT SELECT ON workers, dcp_worker_app_config, worker_config_value, creds_list, credential,
+    worker_creds, worker_notifications, register_worker_directive TO pgjobs_user;
+GRANT INSERT (owner, identity, label, transfer_lock, flags),
+      UPDATE (owner, identity, label, transfer_lock, flags) ON workers TO pgjobs_user;
+GRANT INSERT (owner, worker_opaque_id, type, syslog_url, enable_syslog, enable_event_log,
+              startup_delay, startup_delay_type),
+      UPDATE (owner, worker_opaque_id, type, syslog_url, enable_syslog, enable_event_log,
+              startup_delay, startup_delay_type) ON dcp_worker_app_config TO pgjobs_user;
+GRANT INSERT (owner, worker_opaque_id, type, key_path, value),
+      UPDATE (owner, worker_opaque_id, type, key_path, value) ON worker_config_value TO pgjobs_user;
+GRANT INSERT (owner, type, label), UPDATE (owner, type, label) ON creds_list TO pgjobs_user;
+GRANT INSERT (creds_list_id, owner, type, compute_group_opaque_id, identifier, secret),
+      UPDATE (creds_list_id, owner, type, compute_group_opaque_id, identifier, secret)
+    ON credential TO pgjobs_user;
+GRANT INSERT (worker_opaque_id, creds_list_id, owner), UPDATE (worker_opaque_id, creds_list_id, owner)
+    ON worker_creds TO pgjobs_user;
+GRANT INSERT (worker_opaque_id, owner, event, signature),
+      UPDATE (worker_opaque_id, owner, event, signature) ON worker_notifications TO pgjobs_user;
+GRANT INSERT (owner, directive), UPDATE (owner, directive) ON register_worker_directive TO pgjobs_user;
 GRANT SELECT ON worker_run_info, worker_task_info, worker_snapshot, worker_self, worker_self_config
     TO pgjobs_user;
 GRANT UPDATE (earnings_account) ON worker_run_info TO pgjobs_user;
+
+-- ---------------------------------------------------------------------------------------------
+-- Deletes. A member deletes its rows of the shared tables through these functions, not with
+-- DELETE: a table-level DELETE grant would also let it LOCK the table and stop everyone (see the
+-- grants above). Each deletes only rows of the caller's identity, by a key the owner knows, and
+-- returns how many it deleted: 0 for a row of another identity exactly as for one that does not
+-- exist, as a DELETE under row-level security answers, so nothing can be probed.
+
+CREATE FUNCTION _null_argument(name text) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = format('%s must not be null', name);
+END
+$$;
+
+CREATE FUNCTION _compute_group_remove_origin(ticket bigint, group_id bigint, origin_uri text, origin_type text)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _caller(ticket);
+    removed integer;
+BEGIN
+    IF group_id IS NULL THEN
+        PERFORM _null_argument('group_id');
+    END IF;
+    IF origin_uri IS NULL THEN
+        PERFORM _null_argument('origin');
+    END IF;
+    IF origin_type NOT IN ('any', 'fetchWorkFunctions', 'fetchArguments', 'fetchData', 'sendResults') THEN
+        PERFORM _invalid(format('unknown origin type %L', origin_type),
+                         'Use any, fetchWorkFunctions, fetchArguments, fetchData or sendResults, or null for every type.');
+    END IF;
+    DELETE FROM compute_group_worker_origins o
+    WHERE o.compute_group_id = group_id AND o.origin = origin_uri
+      AND (origin_type IS NULL OR o.type = origin_type) AND o.owner = caller;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN removed;
+END
+$$;
+CREATE FUNCTION compute_group_remove_origin(group_id bigint, origin text, type text DEFAULT NULL)
+RETURNS integer
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _compute_group_remove_origin(_ticket(), group_id, origin, type);
+END;
+COMMENT ON FUNCTION compute_group_remove_origin IS
+    'Removes an origin from one of the caller''s groups, for one type or (null) every type; '
+    'returns how many rows went (0 for a group that is not the caller''s).';
+
+CREATE FUNCTION _worker_remove(ticket bigint, worker uuid) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _caller(ticket);
+    removed integer;
+BEGIN
+    IF worker IS NULL THEN
+        PERFORM _null_argument('worker');
+    END IF;
+    DELETE FROM workers w WHERE w.opaque_id = worker AND w.owner = caller;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN removed;
+END
+$$;
+CREATE FUNCTION worker_remove(worker uuid) RETURNS integer
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _worker_remove(_ticket(), worker);
+END;
+COMMENT ON FUNCTION worker_remove IS
+    'Unregisters one of the caller''s workers by its opaque id; its run and task information, settings, '
+    'credential lists and notifications go with it. Returns how many workers went (0 or 1).';
+
+CREATE FUNCTION _worker_app_config_remove(ticket bigint, config_id bigint) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _caller(ticket);
+    removed integer;
+BEGIN
+    IF config_id IS NULL THEN
+        PERFORM _null_argument('id');
+    END IF;
+    DELETE FROM dcp_worker_app_config c WHERE c.id = config_id AND c.owner = caller;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN removed;
+END
+$$;
+CREATE FUNCTION worker_app_config_remove(id bigint) RETURNS integer
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _worker_app_config_remove(_ticket(), id);
+END;
+COMMENT ON FUNCTION worker_app_config_remove IS
+    'Removes one of the caller''s dcp_worker_app_config rows by id; returns how many went (0 or 1).';
+
+CREATE FUNCTION _worker_config_remove(ticket bigint, path text, worker uuid, value_type text)
+RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _caller(ticket);
+    removed integer;
+BEGIN
+    IF path IS NULL THEN
+        PERFORM _null_argument('key_path');
+    END IF;
+    IF value_type IS NULL THEN
+        PERFORM _null_argument('type');
+    END IF;
+    IF value_type NOT IN ('active', 'template') THEN
+        PERFORM _invalid(format('unknown config type %L', value_type), 'Use active or template.');
+    END IF;
+    -- A null worker names the value set for all of the owner's workers, as in the table.
+    DELETE FROM worker_config_value v
+    WHERE v.key_path = path AND v.worker_opaque_id IS NOT DISTINCT FROM worker
+      AND v.type = value_type AND v.owner = caller;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN removed;
+END
+$$;
+CREATE FUNCTION worker_config_remove(key_path text, worker uuid DEFAULT NULL, type text DEFAULT 'active')
+RETURNS integer
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _worker_config_remove(_ticket(), key_path, worker, type);
+END;
+COMMENT ON FUNCTION worker_config_remove IS
+    'Removes one of the caller''s worker_config_value rows: a key path, for one worker or (null) '
+    'for all its workers, active or template. Returns how many went (0 or 1).';
+
+CREATE FUNCTION _creds_list_remove(ticket bigint, list_id bigint) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _caller(ticket);
+    removed integer;
+BEGIN
+    IF list_id IS NULL THEN
+        PERFORM _null_argument('id');
+    END IF;
+    DELETE FROM creds_list l WHERE l.id = list_id AND l.owner = caller;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN removed;
+END
+$$;
+CREATE FUNCTION creds_list_remove(id bigint) RETURNS integer
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _creds_list_remove(_ticket(), id);
+END;
+COMMENT ON FUNCTION creds_list_remove IS
+    'Removes one of the caller''s credential lists by id, with its credentials and its links to '
+    'workers; returns how many lists went (0 or 1).';
+
+CREATE FUNCTION _credential_remove(ticket bigint, credential_id bigint) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _caller(ticket);
+    removed integer;
+BEGIN
+    IF credential_id IS NULL THEN
+        PERFORM _null_argument('id');
+    END IF;
+    DELETE FROM credential c WHERE c.id = credential_id AND c.owner = caller;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN removed;
+END
+$$;
+CREATE FUNCTION credential_remove(id bigint) RETURNS integer
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _credential_remove(_ticket(), id);
+END;
+COMMENT ON FUNCTION credential_remove IS
+    'Removes one of the caller''s credentials by id; returns how many went (0 or 1).';
+
+CREATE FUNCTION _worker_creds_remove(ticket bigint, worker uuid, list_id bigint) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _caller(ticket);
+    removed integer;
+BEGIN
+    IF worker IS NULL THEN
+        PERFORM _null_argument('worker');
+    END IF;
+    IF list_id IS NULL THEN
+        PERFORM _null_argument('creds_list_id');
+    END IF;
+    DELETE FROM worker_creds c
+    WHERE c.worker_opaque_id = worker AND c.creds_list_id = list_id AND c.owner = caller;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN removed;
+END
+$$;
+CREATE FUNCTION worker_creds_remove(worker uuid, creds_list_id bigint) RETURNS integer
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _worker_creds_remove(_ticket(), worker, creds_list_id);
+END;
+COMMENT ON FUNCTION worker_creds_remove IS
+    'Stops giving one of the caller''s workers one of its credential lists; returns how many links '
+    'went (0 or 1).';
+
+CREATE FUNCTION _worker_notification_remove(ticket bigint, notification_id bigint) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _caller(ticket);
+    removed integer;
+BEGIN
+    IF notification_id IS NULL THEN
+        PERFORM _null_argument('id');
+    END IF;
+    DELETE FROM worker_notifications n WHERE n.id = notification_id AND n.owner = caller;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN removed;
+END
+$$;
+CREATE FUNCTION worker_notification_remove(id bigint) RETURNS integer
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _worker_notification_remove(_ticket(), id);
+END;
+COMMENT ON FUNCTION worker_notification_remove IS
+    'Removes one of the caller''s worker notifications by id; returns how many went (0 or 1).';
+
+CREATE FUNCTION _register_worker_directive_remove(ticket bigint, directive_id bigint) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _caller(ticket);
+    removed integer;
+BEGIN
+    IF directive_id IS NULL THEN
+        PERFORM _null_argument('id');
+    END IF;
+    DELETE FROM register_worker_directive d WHERE d.id = directive_id AND d.owner = caller;
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    RETURN removed;
+END
+$$;
+CREATE FUNCTION register_worker_directive_remove(id bigint) RETURNS integer
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _register_worker_directive_remove(_ticket(), id);
+END;
+COMMENT ON FUNCTION register_worker_directive_remove IS
+    'Removes one of the caller''s registration directives by id; returns how many went (0 or 1).';
 
 -- ---------------------------------------------------------------------------------------------
 -- Not exposed: the scheduler's own bookkeeping. No grants and no policies, so every role but the
@@ -1013,9 +1333,28 @@ REVOKE ALL ON FUNCTION job_flag_names(integer), capability_names(integer), worke
     _touch_last_update(), _compute_group_job_owners(), _worker_owner_changes(),
     compute_group_public(uuid), _join_hash(text), _join_hash_matches(text, text),
     _compute_group_set_secret(bigint, uuid, text), compute_group_set_secret(uuid, text),
-    compute_group_check_secret(uuid, text, text) FROM PUBLIC;
+    compute_group_check_secret(uuid, text, text), _null_argument(text), _compute_groups_jobs_by_job(bigint),
+    compute_group_remove_origin(bigint, text, text), _compute_group_remove_origin(bigint, bigint, text, text),
+    worker_remove(uuid), _worker_remove(bigint, uuid),
+    worker_app_config_remove(bigint), _worker_app_config_remove(bigint, bigint),
+    worker_config_remove(text, uuid, text), _worker_config_remove(bigint, text, uuid, text),
+    creds_list_remove(bigint), _creds_list_remove(bigint, bigint),
+    credential_remove(bigint), _credential_remove(bigint, bigint),
+    worker_creds_remove(uuid, bigint), _worker_creds_remove(bigint, uuid, bigint),
+    worker_notification_remove(bigint), _worker_notification_remove(bigint, bigint),
+    register_worker_directive_remove(bigint), _register_worker_directive_remove(bigint, bigint) FROM PUBLIC;
 -- The public function passes its caller's ticket to the definer, which checks it; so both are granted.
 GRANT EXECUTE ON FUNCTION job_flag_names(integer), capability_names(integer), worker_flag_names(integer),
     compute_group_public(uuid), compute_group_set_secret(uuid, text),
-    _compute_group_set_secret(bigint, uuid, text), compute_group_check_secret(uuid, text, text)
+    _compute_group_set_secret(bigint, uuid, text), compute_group_check_secret(uuid, text, text),
+    _compute_groups_jobs_by_job(bigint),
+    compute_group_remove_origin(bigint, text, text), _compute_group_remove_origin(bigint, bigint, text, text),
+    worker_remove(uuid), _worker_remove(bigint, uuid),
+    worker_app_config_remove(bigint), _worker_app_config_remove(bigint, bigint),
+    worker_config_remove(text, uuid, text), _worker_config_remove(bigint, text, uuid, text),
+    creds_list_remove(bigint), _creds_list_remove(bigint, bigint),
+    credential_remove(bigint), _credential_remove(bigint, bigint),
+    worker_creds_remove(uuid, bigint), _worker_creds_remove(bigint, uuid, bigint),
+    worker_notification_remove(bigint), _worker_notification_remove(bigint, bigint),
+    register_worker_directive_remove(bigint), _register_worker_directive_remove(bigint, bigint)
     TO pgjobs_user;

@@ -35,6 +35,37 @@ pub fn register_launcher() {
         .load();
 }
 
+/// What the background workers' own statements resolve names with, whatever the database's or
+/// the role's settings say: a database owner who set `search_path = public, pg_catalog` and made
+/// a `public.pg_backend_pid()` would have had them run it as the superuser. The statements
+/// qualify their relations and functions too; this covers operators and types. The launcher
+/// pins it for its whole session; an executor for each of its own transactions, since the job's
+/// statements run with the database's settings, as their owner would have them.
+const PINNED_SEARCH_PATH: &std::ffi::CStr = c"pg_catalog, pg_temp";
+
+/// The launcher's settings: the pinned search_path, and never a long wait for a lock (see
+/// `_launcher_tick`), so that no member can stop it for everyone by holding a row.
+fn pin_launcher_settings() {
+    for (name, value) in [(c"search_path", PINNED_SEARCH_PATH), (c"lock_timeout", c"1s")] {
+        unsafe {
+            pg_sys::SetConfigOption(
+                name.as_ptr(),
+                value.as_ptr(),
+                pg_sys::GucContext::PGC_SUSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+            )
+        };
+    }
+}
+
+/// The pinned search_path until the end of the executor's current transaction.
+fn pin_search_path_locally() {
+    Spi::run(&format!("SET LOCAL search_path = {}", PINNED_SEARCH_PATH.to_string_lossy())).expect("pin search_path");
+}
+
+const EXTENSION_INSTALLED: &str =
+    "SELECT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'pg_jobs')";
+
 fn database_name() -> String {
     gucs::DATABASE_NAME
         .get()
@@ -47,10 +78,11 @@ fn database_name() -> String {
 pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
     BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
     BackgroundWorker::connect_worker_to_spi(Some(&database_name()), None);
+    pin_launcher_settings();
     log!("{LAUNCHER_TYPE} started in database \"{}\"", database_name());
 
     let started_at = BackgroundWorker::transaction(|| {
-        Spi::get_one::<String>("SELECT now()::text").ok().flatten().unwrap_or_default()
+        Spi::get_one::<TimestampWithTimeZone>("SELECT pg_catalog.now()").ok().flatten()
     });
     let mut executors: Vec<DynamicBackgroundWorker> = Vec::new();
     let mut sleep = Duration::ZERO;
@@ -62,29 +94,30 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
             !matches!(executor.pid(), Err(BackgroundWorkerStatus::Stopped | BackgroundWorkerStatus::PostmasterDied))
         });
         let running = executors.len();
-        sleep = BackgroundWorker::transaction(|| tick(&started_at, running));
+        sleep = BackgroundWorker::transaction(|| tick(started_at, running));
         start_sql_jobs(&mut executors);
     }
+    // Exiting with 1 has the postmaster start it again a second later, unless the server is
+    // shutting down: a pg_terminate_backend or a DROP DATABASE ... WITH (FORCE) of its database
+    // must not leave the cluster without a launcher until the next restart (an exit with 0 would).
     log!("{LAUNCHER_TYPE} stopped");
+    unsafe { pg_sys::proc_exit(1) };
 }
 
 /// One round of `_launcher_tick`; returns how long to sleep before the next.
-fn tick(started_at: &str, running_sql_jobs: usize) -> Duration {
+fn tick(started_at: Option<TimestampWithTimeZone>, running_sql_jobs: usize) -> Duration {
     let refresh = Duration::from_secs(gucs::REFRESH_INTERVAL.get().max(1) as u64);
-    let installed = Spi::get_one::<bool>(
-        "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_jobs')",
-    );
-    if !matches!(installed, Ok(Some(true))) {
+    if !matches!(Spi::get_one::<bool>(EXTENSION_INSTALLED), Ok(Some(true))) {
         return refresh;
     }
     let doing = format!("scheduling; {running_sql_jobs} SQL jobs running");
     Spi::run_with_args(
-        "SELECT pgjobs._launcher_heartbeat(pg_backend_pid(), $1::timestamptz, $2)",
+        "SELECT pgjobs._launcher_heartbeat(pg_catalog.pg_backend_pid(), $1, $2)",
         &[started_at.into(), doing.as_str().into()],
     )
     .expect("heartbeat");
     let seconds = Spi::get_one::<f64>(
-        "SELECT extract(epoch FROM pgjobs._launcher_tick() - clock_timestamp())::float8",
+        "SELECT pg_catalog.date_part('epoch', pgjobs._launcher_tick() - pg_catalog.clock_timestamp())",
     )
     .expect("launcher tick")
     .unwrap_or(refresh.as_secs_f64());
@@ -98,31 +131,26 @@ fn start_sql_jobs(executors: &mut Vec<DynamicBackgroundWorker>) {
     if free == 0 {
         return;
     }
-    let claimed: Vec<(i64, String)> = BackgroundWorker::transaction(|| {
+    let claimed: Vec<(i64, pgrx::Uuid)> = BackgroundWorker::transaction(|| {
         Spi::connect_mut(|client| {
-            let Ok(Some(true)) = client
-                .select("SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_jobs')", None, &[])
-                .and_then(|rows| rows.first().get_one::<bool>())
+            let Ok(Some(true)) = client.select(EXTENSION_INSTALLED, None, &[]).and_then(|rows| rows.first().get_one::<bool>())
             else {
                 return Vec::new();
             };
             client
                 .update(
-                    "SELECT id, lease_token::text FROM pgjobs._claim($1, ARRAY['pg_jobs.sql'], $2, NULL, 0)",
+                    "SELECT id, lease_token FROM pgjobs._claim($1, ARRAY['pg_jobs.sql'], $2, NULL, 0)",
                     None,
                     &[LAUNCHER_TYPE.into(), (free as i32).into()],
                 )
                 .expect("claim SQL jobs")
-                .map(|row| {
-                    (
-                        row.get::<i64>(1).ok().flatten().unwrap_or_default(),
-                        row.get::<String>(2).ok().flatten().unwrap_or_default(),
-                    )
-                })
+                .filter_map(|row| Some((row.get::<i64>(1).ok()??, row.get::<pgrx::Uuid>(2).ok()??)))
                 .collect()
         })
     });
     for (job, token) in claimed {
+        // The token travels to the executor as 32 hex digits in the worker's extra bytes.
+        let token = format!("{:032x}", u128::from_be_bytes(*token.as_bytes()));
         let started = BackgroundWorkerBuilder::new(&format!("{EXECUTOR_TYPE} for job {job}"))
             .set_type(EXECUTOR_TYPE)
             .set_library("pg_jobs")
@@ -154,16 +182,20 @@ pub extern "C-unwind" fn pg_jobs_sql_executor_main(arg: pg_sys::Datum) {
     let Some(job) = (unsafe { i64::from_datum(arg, false) }) else {
         return;
     };
-    let token = BackgroundWorker::get_extra().to_string();
+    let Ok(token) = u128::from_str_radix(BackgroundWorker::get_extra(), 16) else {
+        return;
+    };
+    let token = pgrx::Uuid::from_bytes(token.to_be_bytes());
     BackgroundWorker::connect_worker_to_spi(Some(&database_name()), None);
 
     let (sql, timeout_ms, owner, run) = BackgroundWorker::transaction(|| {
+        pin_search_path_locally();
         Spi::connect_mut(|client| {
             let row = client
                 .update(
-                    "SELECT sql, timeout_ms, owner, run_id FROM pgjobs._sql_job_start($1, $2::uuid, pg_backend_pid())",
+                    "SELECT sql, timeout_ms, owner, run_id FROM pgjobs._sql_job_start($1, $2, pg_catalog.pg_backend_pid())",
                     Some(1),
-                    &[job.into(), token.as_str().into()],
+                    &[job.into(), token.into()],
                 )
                 .expect("start SQL job")
                 .first();
@@ -176,11 +208,12 @@ pub extern "C-unwind" fn pg_jobs_sql_executor_main(arg: pg_sys::Datum) {
         })
     });
 
-    if let Err(message) = run_as_owner_and_complete(job, &token, run, &sql, timeout_ms, owner) {
+    if let Err(message) = run_as_owner_and_complete(job, token, run, &sql, timeout_ms, owner) {
         BackgroundWorker::transaction(|| {
+            pin_search_path_locally();
             Spi::run_with_args(
-                "SELECT pgjobs._sql_job_failed($1, $2, $3::uuid, $4)",
-                &[run.into(), job.into(), token.as_str().into(), message.as_str().into()],
+                "SELECT pgjobs._sql_job_failed($1, $2, $3, $4)",
+                &[run.into(), job.into(), token.into(), message.as_str().into()],
             )
             .expect("report failed SQL job");
         });
@@ -189,7 +222,7 @@ pub extern "C-unwind" fn pg_jobs_sql_executor_main(arg: pg_sys::Datum) {
 
 fn run_as_owner_and_complete(
     job: i64,
-    token: &str,
+    token: pgrx::Uuid,
     run: i64,
     sql: &str,
     timeout_ms: i64,
@@ -202,18 +235,26 @@ fn run_as_owner_and_complete(
     }
     let outcome = PgTryBuilder::new(|| {
         let (mut superuser, mut context) = (pg_sys::InvalidOid, 0);
-        unsafe {
+        let settings = unsafe {
             pg_sys::GetUserIdAndSecContext(&mut superuser, &mut context);
             pg_sys::SetUserIdAndSecContext(owner, context | pg_sys::SECURITY_RESTRICTED_OPERATION as i32);
             enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms.clamp(1, i32::MAX as i64) as i32);
-        }
+            pg_sys::NewGUCNestLevel()
+        };
         Spi::run(sql).map_err(|error| error.to_string())?;
+        // Nothing the job left behind may run with the extension's rights. Its deferred
+        // triggers fire now, as its owner, not at the commit; every setting it changed (a
+        // search_path that would resolve the completion's names in its schema, for one) is
+        // undone, as at the end of a function with SET clauses.
+        Spi::run("SET CONSTRAINTS ALL IMMEDIATE").map_err(|error| error.to_string())?;
         unsafe {
             disable_timeout(STATEMENT_TIMEOUT, false);
+            pg_sys::AtEOXact_GUC(false, settings);
             pg_sys::SetUserIdAndSecContext(superuser, context);
         }
+        pin_search_path_locally();
         Spi::run_with_args(
-            "SELECT pgjobs.jobs_complete($1, $2::uuid), pgjobs._sql_job_end($3, 'succeeded')",
+            "SELECT pgjobs.jobs_complete($1, $2), pgjobs._sql_job_end($3, 'succeeded')",
             &[job.into(), token.into(), run.into()],
         )
         .map_err(|error| error.to_string())

@@ -17,6 +17,7 @@ pub static DATABASE_NAME: GucSetting<Option<CString>> =
 pub static REFRESH_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(10);
 pub static MAX_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(4);
 pub static HISTORY_DAYS: GucSetting<i32> = GucSetting::<i32>::new(30);
+pub static CANCEL_GRACE: GucSetting<i32> = GucSetting::<i32>::new(5);
 
 const ONE_DAY: i32 = 86_400;
 
@@ -108,5 +109,15 @@ pub fn init() {
         36_500,
         GucContext::Sighup,
         GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_jobs.cancel_grace",
+        c"Seconds a cancelled SQL job (timed out or aborted) has to stop before its process is ended.",
+        c"A job that catches query_canceled would otherwise run on and hold an executor.",
+        &CANCEL_GRACE,
+        1,
+        30,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
     );
 }

@@ -246,14 +246,16 @@ SELECT count(*) AS groups_changed FROM u;
 RESET ROLE;
 SELECT name, commission_rate, owner::regrole FROM pgjobs.compute_groups ORDER BY id;
 
--- Worker origins: the group owner adds, changes and deletes them; an owner named in a row is
--- replaced by the group's; nobody adds one to a group that is not theirs, and a group that is
--- not theirs looks like one that does not exist.
+-- Worker origins: the group owner adds and changes them, and deletes them with
+-- compute_group_remove_origin; an owner named in a row is replaced by the group's; nobody adds
+-- one to a group that is not theirs, and a group that is not theirs looks like one that does
+-- not exist.
 SET ROLE regress_group_owner;
 INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type)
 VALUES (:g2, 'https://results.example', 'sendResults');
 UPDATE pgjobs.compute_group_worker_origins SET type = 'any' WHERE origin = 'https://results.example';
-DELETE FROM pgjobs.compute_group_worker_origins WHERE origin = 'https://results.example';
+SELECT pgjobs.compute_group_remove_origin(:g2, 'https://results.example', 'sendResults') AS other_type,
+       pgjobs.compute_group_remove_origin(:g2, 'https://results.example') AS origins_removed;
 SELECT regress.error_of(format('INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type) VALUES (%s, ''https://x.example'', ''fetchAll'')', :g1));
 SELECT regress.error_of(format('INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin) VALUES (%s, ''not an origin'')', :g1));
 INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, owner, origin)
@@ -263,7 +265,8 @@ RESET ROLE;
 SET ROLE regress_owner;
 SELECT regress.error_of(format('INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin) VALUES (%s, ''https://x.example'')', :g1)) AS others_group;
 SELECT regress.error_of('INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin) VALUES (-1, ''https://x.example'')') AS missing_group;
-WITH d AS (DELETE FROM pgjobs.compute_group_worker_origins RETURNING 1) SELECT count(*) AS origins_deleted FROM d;
+SELECT pgjobs.compute_group_remove_origin(:g1, 'https://data.example') AS origins_deleted,
+       pgjobs.compute_group_remove_origin(-1, 'https://data.example') AS missing_group;
 RESET ROLE;
 SELECT count(*) AS origins FROM pgjobs.compute_group_worker_origins;
 
@@ -336,8 +339,8 @@ INSERT INTO pgjobs.worker_config_value (worker_opaque_id, key_path, value)
 VALUES (:'w1', 'cores.gpu', '1');
 INSERT INTO pgjobs.worker_notifications (worker_opaque_id, event) VALUES (:'w1', 'restart');
 INSERT INTO pgjobs.credential (creds_list_id, identifier, secret) VALUES (:list, 'hidden-key', 's');
-INSERT INTO pgjobs.register_worker_directive (directive) VALUES ('{}');
-DELETE FROM pgjobs.register_worker_directive WHERE directive = '{}';
+INSERT INTO pgjobs.register_worker_directive (directive) VALUES ('{}') RETURNING id AS directive \gset
+SELECT pgjobs.register_worker_directive_remove(:directive) AS directives_removed;
 SELECT count(*) AS notifications, (SELECT count(*) FROM pgjobs.credential) AS credentials
 FROM pgjobs.worker_notifications;
 -- A worker role the owner is not a member of cannot be registered.
@@ -345,8 +348,8 @@ SELECT regress.error_of('INSERT INTO pgjobs.workers (identity, label) VALUES (''
 RESET ROLE;
 -- The proxy acts as the owner: what it writes is the owner's.
 SET ROLE regress_owner_proxy;
-WITH d AS (DELETE FROM pgjobs.worker_notifications WHERE event = 'restart' RETURNING 1)
-SELECT count(*) AS notifications_deleted_by_proxy FROM d;
+SELECT pgjobs.worker_notification_remove(id) AS notifications_deleted_by_proxy
+FROM pgjobs.worker_notifications WHERE event = 'restart';
 INSERT INTO pgjobs.worker_config_value (key_path, value) VALUES ('set.by.proxy', 'true')
 RETURNING owner::regrole;
 RESET ROLE;
@@ -355,8 +358,8 @@ RESET ROLE;
 -- worker, list or group, and cannot tell the owner's worker from one that does not exist.
 SET ROLE regress_other;
 WITH u AS (UPDATE pgjobs.workers SET label = 'stolen' RETURNING 1) SELECT count(*) AS workers_changed FROM u;
-WITH d AS (DELETE FROM pgjobs.worker_config_value WHERE owner <> 'regress_other'::regrole RETURNING 1)
-SELECT count(*) AS config_deleted FROM d;
+SELECT pgjobs.worker_config_remove('cores.cpu') + pgjobs.worker_config_remove('maxWorkingSandboxes', :'w1')
+    AS config_deleted;
 SELECT regress.error_of(format('INSERT INTO pgjobs.worker_notifications (worker_opaque_id, event) VALUES (%L, ''pwned'')', :'w1')) AS owners_worker;
 SELECT regress.error_of('INSERT INTO pgjobs.worker_notifications (worker_opaque_id, event) VALUES (''00000000-0000-0000-0000-000000000000'', ''pwned'')') AS missing_worker;
 SELECT regress.error_of(format('INSERT INTO pgjobs.worker_config_value (worker_opaque_id, key_path, value) VALUES (%L, ''syslog'', ''1'')', :'w1'));
@@ -370,6 +373,91 @@ SELECT regress.error_of('INSERT INTO pgjobs.workers (owner, identity) VALUES (''
 RESET ROLE;
 SELECT label, flags FROM pgjobs.workers;
 SELECT count(*) AS config_values FROM pgjobs.worker_config_value;
+
+-- Deletes. No member may DELETE from a shared table (the grant would let it LOCK the table too):
+-- it calls a *_remove function, which deletes its own identity's rows by their key and answers
+-- 0 for another identity's row as for a missing one.
+SET ROLE regress_owner;
+SELECT relation, regress.error_of(format('DELETE FROM pgjobs.%I', relation)) AS direct_delete
+FROM unnest(ARRAY['compute_group_worker_origins', 'workers', 'dcp_worker_app_config',
+                  'worker_config_value', 'creds_list', 'credential', 'worker_creds',
+                  'worker_notifications', 'register_worker_directive']) relation;
+RESET ROLE;
+SELECT id AS app_config FROM pgjobs.dcp_worker_app_config \gset
+SELECT id AS credential FROM pgjobs.credential WHERE identifier = 'open-key' \gset
+SELECT id AS notification FROM pgjobs.worker_notifications WHERE event = 'reload' \gset
+SELECT id AS directive FROM pgjobs.register_worker_directive \gset
+SELECT md5(concat_ws('|', (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.workers t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.dcp_worker_app_config t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.worker_config_value t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.creds_list t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.credential t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.worker_creds t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.worker_notifications t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.register_worker_directive t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.compute_group_worker_origins t)))
+    AS before_others \gset
+SET ROLE regress_other;
+SELECT pgjobs.worker_remove(:'w1') AS workers,
+       pgjobs.worker_app_config_remove(:app_config) AS app_config,
+       pgjobs.worker_config_remove('maxWorkingSandboxes', :'w1') AS config_value,
+       pgjobs.creds_list_remove(:list) AS creds_list,
+       pgjobs.credential_remove(:credential) AS credential,
+       pgjobs.worker_creds_remove(:'w1', :list) AS worker_creds,
+       pgjobs.worker_notification_remove(:notification) AS notification,
+       pgjobs.register_worker_directive_remove(:directive) AS directive,
+       pgjobs.compute_group_remove_origin(:g1, 'https://data.example') AS origin;
+RESET ROLE;
+SET ROLE regress_worker;
+SELECT pgjobs.worker_remove(:'w1') AS own_registration, pgjobs.worker_config_remove('cores.cpu') AS config_value;
+RESET ROLE;
+SELECT md5(concat_ws('|', (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.workers t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.dcp_worker_app_config t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.worker_config_value t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.creds_list t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.credential t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.worker_creds t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.worker_notifications t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.register_worker_directive t),
+    (SELECT string_agg(t::text, ',' ORDER BY t::text) FROM pgjobs.compute_group_worker_origins t)))
+    = :'before_others' AS nothing_removed;
+SET ROLE regress_no_rights;
+SELECT regress.error_of(format('SELECT pgjobs.worker_remove(%L)', :'w1'));
+RESET ROLE;
+-- The owner, here through its proxy, removes its own rows; a second call finds nothing.
+SET ROLE regress_owner_proxy;
+INSERT INTO pgjobs.creds_list (label) VALUES ('spare') RETURNING id AS spare_list \gset
+INSERT INTO pgjobs.credential (creds_list_id, identifier) VALUES (:spare_list, 'spare-key')
+RETURNING id AS spare_credential \gset
+INSERT INTO pgjobs.worker_creds (worker_opaque_id, creds_list_id) VALUES (:'w1', :spare_list);
+INSERT INTO pgjobs.dcp_worker_app_config (type, syslog_url) VALUES ('template', 'udp://template.example')
+RETURNING id AS template \gset
+INSERT INTO pgjobs.worker_config_value (worker_opaque_id, type, key_path, value)
+VALUES (:'w1', 'template', 'to.remove', '1');
+SELECT pgjobs.credential_remove(:spare_credential) AS credential,
+       pgjobs.worker_creds_remove(:'w1', :spare_list) AS worker_creds,
+       pgjobs.creds_list_remove(:spare_list) AS creds_list,
+       pgjobs.worker_app_config_remove(:template) AS app_config,
+       pgjobs.worker_config_remove('to.remove', :'w1', 'template') AS config_value,
+       pgjobs.credential_remove(:spare_credential) AS credential_again;
+-- A list goes with its credentials and its links to workers.
+INSERT INTO pgjobs.creds_list (label) VALUES ('spare 2') RETURNING id AS spare_list \gset
+INSERT INTO pgjobs.credential (creds_list_id, identifier) VALUES (:spare_list, 'spare-key');
+INSERT INTO pgjobs.worker_creds (worker_opaque_id, creds_list_id) VALUES (:'w1', :spare_list);
+SELECT pgjobs.creds_list_remove(:spare_list) AS creds_list;
+SELECT (SELECT count(*) FROM pgjobs.credential WHERE creds_list_id = :spare_list) AS its_credentials,
+       (SELECT count(*) FROM pgjobs.worker_creds WHERE creds_list_id = :spare_list) AS its_worker_links;
+-- Null and bad arguments.
+SELECT regress.error_of('SELECT pgjobs.worker_remove(NULL)');
+SELECT regress.error_of('SELECT pgjobs.worker_creds_remove(NULL, 1)');
+SELECT regress.error_of('SELECT pgjobs.credential_remove(NULL)');
+SELECT regress.error_of(format('SELECT pgjobs.compute_group_remove_origin(%s, NULL)', :g1));
+SELECT regress.error_of(format('SELECT pgjobs.compute_group_remove_origin(%s, ''https://data.example'', ''fetchAll'')', :g1));
+SELECT regress.error_of('SELECT pgjobs.worker_config_remove(''x'', NULL, ''live'')');
+SELECT regress.error_of('SELECT pgjobs.worker_config_remove(''x'', NULL, NULL)');
+SELECT regress.error_of('SELECT pgjobs._worker_remove(12345, ''00000000-0000-0000-0000-000000000000'')') ~ 'ticket'
+    AS forged_ticket_refused;
+RESET ROLE;
 
 -- The worker's own role reads its registration, run information and the config that applies to
 -- it (its own value wins over the all-workers one; templates and other owners' rows do not
@@ -397,6 +485,15 @@ UPDATE pgjobs.workers SET owner = 'regress_other'::regrole;
 SELECT owner::regrole FROM pgjobs.worker_run_info;
 SELECT count(*) AS worker_specific_config FROM pgjobs.worker_config_value WHERE worker_opaque_id = :'w1';
 SELECT count(*) AS worker_creds FROM pgjobs.worker_creds;
+-- Unregistering: only by its owner of the moment, and its rows go with it.
+SET ROLE regress_owner;
+SELECT pgjobs.worker_remove(:'w1') AS former_owner;
+RESET ROLE;
+SET ROLE regress_other;
+SELECT pgjobs.worker_remove(:'w1') AS new_owner, pgjobs.worker_remove(:'w1') AS again;
+RESET ROLE;
+SELECT (SELECT count(*) FROM pgjobs.workers) AS workers, (SELECT count(*) FROM pgjobs.worker_run_info) AS run_info,
+       (SELECT count(*) FROM pgjobs.worker_task_info) AS task_info;
 
 -- Clean up: the jobs, every compute row, and the roles.
 SELECT pgjobs.jobs_abort(:live) AS live_status, pgjobs.jobs_abort(:other_job) AS other_status;

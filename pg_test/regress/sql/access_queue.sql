@@ -14,24 +14,6 @@ GRANT pgjobs_user TO regress_owner, regress_proxy, regress_other, regress_worker
 -- The owner may register regress_proxy because it can already act as it.
 GRANT regress_proxy TO regress_owner;
 
--- Runs a statement as a role and reports the result or the error.
-CREATE FUNCTION regress.as_role(role text, statement text) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-    result text;
-BEGIN
-    EXECUTE format('SET LOCAL ROLE %I', role);
-    BEGIN
-        EXECUTE statement INTO result;
-        result := coalesce(result, 'ok');
-    EXCEPTION WHEN OTHERS THEN
-        result := 'ERROR ' || SQLSTATE || ': ' || SQLERRM;
-    END;
-    RESET ROLE;
-    RETURN result;
-END
-$$;
-GRANT USAGE ON SCHEMA regress TO PUBLIC;
 
 -- The owner adds two jobs and registers its proxy; the proxy adds a third, owned by the owner.
 SELECT regress.as_role('regress_owner', $$SELECT pgjobs.jobs_add('owned', '{"secret": 1}')$$) AS job_1;
@@ -123,7 +105,8 @@ SELECT owner, task FROM pgjobs.job_list WHERE task = 'now_mine';
 -- than opaque id, name, description and link.
 UPDATE pgjobs.jobs SET name = 'public job', description = 'for everyone', listed = true WHERE id = 1;
 UPDATE pgjobs.job_history SET name = 'unlisted' WHERE id = 2;
-SELECT opaque_id AS job_2_opaque FROM pgjobs.job_list WHERE id = 2 \gset
+-- The owner reads its job's opaque id (to share it) from job_opaque_ids.
+SELECT regress.as_role('regress_owner', $$SELECT opaque_id FROM pgjobs.job_opaque_ids WHERE id = 2$$) AS job_2_opaque \gset
 SELECT role, regress.as_role(role, $$SELECT string_agg(name, ',') FROM pgjobs.jobs_public$$) AS listed,
        regress.as_role(role, format($$SELECT name FROM pgjobs.jobs_public_lookup(%L)$$, :'job_2_opaque')) AS by_id,
        regress.as_role(role, $$SELECT count(*) FROM pgjobs.jobs_public_lookup('00000000-0000-0000-0000-000000000000')$$) AS no_such_job
@@ -159,6 +142,5 @@ DROP SCHEMA regress_evil CASCADE;
 RESET client_min_messages;
 SELECT regress.reset();
 TRUNCATE pgjobs.schedules, pgjobs.proxies;
-DROP FUNCTION regress.as_role(text, text);
 DROP OWNED BY regress_owner, regress_proxy, regress_other, regress_worker, regress_nobody;
 DROP ROLE regress_owner, regress_proxy, regress_other, regress_worker, regress_nobody;

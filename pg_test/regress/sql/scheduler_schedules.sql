@@ -65,6 +65,20 @@ UPDATE pgjobs.schedules SET last_slot = '2026-01-01 00:14:50Z', next_slot = '202
 SELECT pgjobs._fire_schedules('2026-01-01 00:15:01Z') AS fired;
 SELECT name, last_error FROM pgjobs.jobs_schedules WHERE name IN ('report', 'other') ORDER BY name;
 SELECT task, run_at FROM pgjobs.job_list;
+-- A schedule whose slots cannot be computed at all (here a time zone broken by hand, as only a
+-- superuser could) failed the statement that fires every schedule, and with it every round of
+-- the launcher: now it records its error, is tried again after pg_jobs.refresh_interval, and
+-- the others fire.
+SELECT regress.reset();
+UPDATE pgjobs.schedules SET work = '{"task": "report"}', time_zone = 'Nowhere/Atlantis',
+       last_slot = '2026-01-01 00:00Z', next_slot = '2026-01-01 00:15Z' WHERE name = 'report';
+UPDATE pgjobs.schedules SET last_slot = '2026-01-01 00:14:50Z', next_slot = '2026-01-01 00:15Z' WHERE name = 'other';
+SELECT pgjobs._fire_schedules('2026-01-01 00:15:01Z') AS fired;
+SELECT name, last_error, last_slot, next_slot FROM pgjobs.jobs_schedules WHERE name IN ('report', 'other') ORDER BY name;
+SELECT task, run_at FROM pgjobs.job_list;
+SELECT pgjobs._launcher_tick('2026-01-01 00:15:20Z') IS NOT NULL AS round_ends;
+SELECT name, last_error, next_slot FROM pgjobs.jobs_schedules WHERE name IN ('report', 'other') ORDER BY name;
+UPDATE pgjobs.schedules SET time_zone = 'UTC' WHERE name = 'report';
 
 -- Bad input: SQLSTATE, message, nothing changed.
 SELECT regress.fingerprint() AS before \gset
@@ -79,6 +93,13 @@ SELECT statement, regress.error_of(statement) AS error FROM (VALUES
     ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"job": "t"}'')'),
     ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t"}'', ''{"mised": "all"}'')'),
     ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t"}'', ''{"missed": "some"}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''* * * * * *'', ''{"task": "t"}'', ''{"max_catch_up": 2147483647}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t"}'', ''{"max_catch_up": 0}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t"}'', ''{"max_catch_up": 2.5}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t"}'', ''{"enabled": "yes"}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"sql": "SELECT 1"}'', ''{"timeout": "30 days"}'')'),
+    ('SELECT pgjobs.jobs_alter_schedule(''report'', options => ''{"max_catch_up": 1001}'')'),
+    ('SELECT pgjobs.jobs_add_sql(''SELECT 1'', timeout => ''25 days'')'),
     ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t", "queue": "pg_jobs.sql"}'')'),
     ('SELECT pgjobs.jobs_schedule(''report'', ''@hourly'', ''{"task": "t"}'')'),
     ('SELECT pgjobs.jobs_schedule(NULL, ''@hourly'', ''{"task": "t"}'')'),

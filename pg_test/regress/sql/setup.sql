@@ -48,3 +48,22 @@ CREATE FUNCTION regress.expire_lease(job bigint) RETURNS void
 LANGUAGE sql AS $$
     UPDATE pgjobs.slices SET locked_until = now() - interval '1 second' WHERE job_id = job;
 $$;
+
+-- Runs a statement as a role and reports the result or the error (the access_* tests).
+CREATE FUNCTION regress.as_role(role text, statement text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    result text;
+BEGIN
+    EXECUTE format('SET LOCAL ROLE %I', role);
+    BEGIN
+        EXECUTE statement INTO result;
+        result := coalesce(result, 'ok');
+    EXCEPTION WHEN OTHERS THEN
+        result := 'ERROR ' || SQLSTATE || ': ' || SQLERRM;
+    END;
+    RESET ROLE;
+    RETURN result;
+END
+$$;
+GRANT USAGE ON SCHEMA regress TO PUBLIC;

@@ -1,0 +1,18 @@
+-- What a member may call. Every public function; of the internal ones (named _...), only those
+-- that policies and inlined SQL functions call as the caller, and the SECURITY DEFINER halves of
+-- the public functions, which take a ticket naming their caller. Nothing is granted to PUBLIC.
+-- A new grant shows up here: _identity_of, which lists every proxy's root, was granted once.
+SELECT p.oid::regprocedure AS internal_function_members_may_call
+FROM pg_proc p
+WHERE p.pronamespace = 'pgjobs'::regnamespace AND p.proname LIKE '\_%'
+  AND has_function_privilege('pgjobs_user', p.oid, 'EXECUTE')
+ORDER BY 1::text;
+SELECT p.oid::regprocedure AS granted_to_public
+FROM pg_proc p
+WHERE p.pronamespace = 'pgjobs'::regnamespace
+  AND (p.proacl IS NULL OR EXISTS (SELECT FROM aclexplode(p.proacl) a WHERE a.grantee = 0))
+ORDER BY 1::text;
+
+CREATE ROLE regress_member IN ROLE pgjobs_user;
+SELECT regress.as_role('regress_member', $$SELECT pgjobs._identity_of('postgres'::regrole)::text$$) AS identity_of_another;
+DROP ROLE regress_member;
