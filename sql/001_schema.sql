@@ -255,8 +255,16 @@ BEGIN
     RETURN value;
 END
 $$;
+-- The same for text (the join credentials of credential_secrets).
+CREATE FUNCTION _fence(value text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+BEGIN
+    RETURN value;
+END
+$$;
 -- Called by the views members query, so with the member's rights.
-GRANT EXECUTE ON FUNCTION _fence(uuid) TO pgjobs_user;
+GRANT EXECUTE ON FUNCTION _fence(uuid), _fence(text) TO pgjobs_user;
 
 -- The caller's own jobs' opaque ids, live and finished (to share a link, or to look a job up
 -- with jobs_public_lookup). Filtered by the caller's identity first; see _fence for the rest.

@@ -1008,8 +1008,21 @@ CREATE POLICY worker_owner_manages ON register_worker_directive FOR ALL TO pgjob
 -- hold it to the caller's identity and the triggers to the parent's. Not granted: generated ids,
 -- timestamps, and a worker's opaque_id (chosen by a member, its unique violation would tell
 -- whether another owner's worker has that id).
-GRANT SELECT ON workers, dcp_worker_app_config, worker_config_value, creds_list, credential,
+GRANT SELECT ON workers, dcp_worker_app_config, worker_config_value, creds_list,
     worker_creds, worker_notifications, register_worker_directive TO pgjobs_user;
+-- A credential's identifier, secret and group are join credentials in plain text. Text and uuid
+-- comparisons are leakproof, so with those columns readable the planner's estimates for a
+-- member's condition on them (taken from statistics of every owner's rows) gave other owners'
+-- secrets away once ANALYZE had sampled them. Members read the rest of the table, and their own
+-- credentials whole through credential_secrets.
+GRANT SELECT (id, creds_list_id, owner, type, last_update) ON credential TO pgjobs_user;
+CREATE VIEW credential_secrets WITH (security_barrier = true) AS
+SELECT c.id, c.creds_list_id, c.type, _fence(c.compute_group_opaque_id) AS compute_group_opaque_id,
+       _fence(c.identifier) AS identifier, _fence(c.secret) AS secret
+FROM credential c WHERE c.owner = (SELECT identity());
+COMMENT ON VIEW credential_secrets IS
+    'The caller''s credentials with their join key, secret and group (see _fence in 001_schema.sql).';
+GRANT SELECT ON credential_secrets TO pgjobs_user;
 GRANT INSERT (owner, identity, label, transfer_lock, flags),
       UPDATE (owner, identity, label, transfer_lock, flags) ON workers TO pgjobs_user;
 GRANT INSERT (owner, worker_opaque_id, type, syslog_url, enable_syslog, enable_event_log,

@@ -126,7 +126,32 @@ SELECT pgjobs.compute_group_check_secret(:'a_group_id', 'a-key', 'a secret') AS 
        (SELECT name FROM pgjobs.jobs_public_lookup(:'a_live_id')) AS job_by_link;
 RESET ROLE;
 
+-- A's join credentials in plain text (a worker presents them): B's estimates for a condition on
+-- them followed the statistics of A's rows too. Now B may not name those columns of credential,
+-- and credential_secrets shows B only its own rows, with no estimate or index for a condition.
+SET ROLE regress_leak_a;
+INSERT INTO pgjobs.creds_list (label) VALUES ('a joins') RETURNING id AS a_list \gset
+INSERT INTO pgjobs.credential (creds_list_id, compute_group_opaque_id, identifier, secret)
+SELECT :a_list, :'a_group_id', 'a-key-' || i, 'a-secret-' || i FROM generate_series(1, 50) i;
+RESET ROLE;
+ANALYZE pgjobs.credential;
+SET ROLE regress_leak_b;
+SELECT column_name, regress.error_of(format('EXPLAIN SELECT 1 FROM pgjobs.credential WHERE %I < ''m''', column_name)) AS refused
+FROM unnest(ARRAY['identifier', 'secret']) column_name;
+SELECT regress.error_of($$EXPLAIN SELECT 1 FROM pgjobs.credential WHERE compute_group_opaque_id IS NOT NULL$$) AS group_refused;
+SELECT count(*) AS own_credentials FROM pgjobs.credential_secrets;
+SELECT regress.probe($$SELECT * FROM pgjobs.credential_secrets WHERE secret BETWEEN %L::text AND %L::text$$,
+                     '00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff', 'COSTS ON')
+     = regress.probe($$SELECT * FROM pgjobs.credential_secrets WHERE secret BETWEEN %L::text AND %L::text$$,
+                     '00000000-0000-0000-0000-000000000000', '00000000-0000-0000-0000-000000000001', 'COSTS ON')
+       AS estimates_the_same;
+RESET ROLE;
+SET ROLE regress_leak_a;
+SELECT count(*) AS a_reads_its_secrets FROM pgjobs.credential_secrets WHERE secret LIKE 'a-secret-%';
+RESET ROLE;
+
 -- Clean up.
+DELETE FROM pgjobs.creds_list WHERE id = :a_list;
 SELECT pgjobs.jobs_abort(:a_live) AS a_live_status, pgjobs.jobs_abort(:b_job) AS b_status;
 DELETE FROM pgjobs.job_history WHERE id IN (:a_live, :a_done, :b_job);
 DELETE FROM pgjobs.compute_groups WHERE id IN (:a_known_group, :a_group);
