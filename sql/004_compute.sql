@@ -1121,7 +1121,9 @@ COMMENT ON FUNCTION worker_remove IS
     'Unregisters one of the caller''s workers by its opaque id; its run and task information, settings, '
     'credential lists and notifications go with it. Returns how many workers went (0 or 1).';
 
-CREATE FUNCTION _worker_app_config_remove(ticket bigint, config_id bigint) RETURNS integer
+-- The rows members delete by their id: one definer for all, which deletes only the caller's
+-- identity's row of one of these tables.
+CREATE FUNCTION _remove_own_row(ticket bigint, relation regclass, row_id bigint) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
@@ -1129,19 +1131,23 @@ DECLARE
     caller oid := _caller(ticket);
     removed integer;
 BEGIN
-    IF config_id IS NULL THEN
+    IF relation NOT IN ('dcp_worker_app_config'::regclass, 'creds_list'::regclass, 'credential'::regclass,
+                        'worker_notifications'::regclass, 'register_worker_directive'::regclass) THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('rows of %s are not removed by id', relation);
+    END IF;
+    IF row_id IS NULL THEN
         PERFORM _null_argument('id');
     END IF;
-    DELETE FROM dcp_worker_app_config c WHERE c.id = config_id AND c.owner = caller;
+    EXECUTE format('DELETE FROM %s WHERE id = $1 AND owner = $2', relation) USING row_id, caller;
     GET DIAGNOSTICS removed = ROW_COUNT;
     RETURN removed;
 END
 $$;
+
 CREATE FUNCTION worker_app_config_remove(id bigint) RETURNS integer
 LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _worker_app_config_remove(_ticket(), id);
-END;
+RETURN _remove_own_row(_ticket(), 'dcp_worker_app_config', id);
 COMMENT ON FUNCTION worker_app_config_remove IS
     'Removes one of the caller''s dcp_worker_app_config rows by id; returns how many went (0 or 1).';
 
@@ -1181,52 +1187,16 @@ COMMENT ON FUNCTION worker_config_remove IS
     'Removes one of the caller''s worker_config_value rows: a key path, for one worker or (null) '
     'for all its workers, active or template. Returns how many went (0 or 1).';
 
-CREATE FUNCTION _creds_list_remove(ticket bigint, list_id bigint) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    caller oid := _caller(ticket);
-    removed integer;
-BEGIN
-    IF list_id IS NULL THEN
-        PERFORM _null_argument('id');
-    END IF;
-    DELETE FROM creds_list l WHERE l.id = list_id AND l.owner = caller;
-    GET DIAGNOSTICS removed = ROW_COUNT;
-    RETURN removed;
-END
-$$;
 CREATE FUNCTION creds_list_remove(id bigint) RETURNS integer
 LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _creds_list_remove(_ticket(), id);
-END;
+RETURN _remove_own_row(_ticket(), 'creds_list', id);
 COMMENT ON FUNCTION creds_list_remove IS
     'Removes one of the caller''s credential lists by id, with its credentials and its links to '
     'workers; returns how many lists went (0 or 1).';
 
-CREATE FUNCTION _credential_remove(ticket bigint, credential_id bigint) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    caller oid := _caller(ticket);
-    removed integer;
-BEGIN
-    IF credential_id IS NULL THEN
-        PERFORM _null_argument('id');
-    END IF;
-    DELETE FROM credential c WHERE c.id = credential_id AND c.owner = caller;
-    GET DIAGNOSTICS removed = ROW_COUNT;
-    RETURN removed;
-END
-$$;
 CREATE FUNCTION credential_remove(id bigint) RETURNS integer
 LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _credential_remove(_ticket(), id);
-END;
+RETURN _remove_own_row(_ticket(), 'credential', id);
 COMMENT ON FUNCTION credential_remove IS
     'Removes one of the caller''s credentials by id; returns how many went (0 or 1).';
 
@@ -1259,51 +1229,15 @@ COMMENT ON FUNCTION worker_creds_remove IS
     'Stops giving one of the caller''s workers one of its credential lists; returns how many links '
     'went (0 or 1).';
 
-CREATE FUNCTION _worker_notification_remove(ticket bigint, notification_id bigint) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    caller oid := _caller(ticket);
-    removed integer;
-BEGIN
-    IF notification_id IS NULL THEN
-        PERFORM _null_argument('id');
-    END IF;
-    DELETE FROM worker_notifications n WHERE n.id = notification_id AND n.owner = caller;
-    GET DIAGNOSTICS removed = ROW_COUNT;
-    RETURN removed;
-END
-$$;
 CREATE FUNCTION worker_notification_remove(id bigint) RETURNS integer
 LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _worker_notification_remove(_ticket(), id);
-END;
+RETURN _remove_own_row(_ticket(), 'worker_notifications', id);
 COMMENT ON FUNCTION worker_notification_remove IS
     'Removes one of the caller''s worker notifications by id; returns how many went (0 or 1).';
 
-CREATE FUNCTION _register_worker_directive_remove(ticket bigint, directive_id bigint) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    caller oid := _caller(ticket);
-    removed integer;
-BEGIN
-    IF directive_id IS NULL THEN
-        PERFORM _null_argument('id');
-    END IF;
-    DELETE FROM register_worker_directive d WHERE d.id = directive_id AND d.owner = caller;
-    GET DIAGNOSTICS removed = ROW_COUNT;
-    RETURN removed;
-END
-$$;
 CREATE FUNCTION register_worker_directive_remove(id bigint) RETURNS integer
 LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _register_worker_directive_remove(_ticket(), id);
-END;
+RETURN _remove_own_row(_ticket(), 'register_worker_directive', id);
 COMMENT ON FUNCTION register_worker_directive_remove IS
     'Removes one of the caller''s registration directives by id; returns how many went (0 or 1).';
 
@@ -1349,13 +1283,13 @@ REVOKE ALL ON FUNCTION job_flag_names(integer), capability_names(integer), worke
     compute_group_check_secret(uuid, text, text), _null_argument(text), _compute_groups_jobs_by_job(bigint),
     compute_group_remove_origin(bigint, text, text), _compute_group_remove_origin(bigint, bigint, text, text),
     worker_remove(uuid), _worker_remove(bigint, uuid),
-    worker_app_config_remove(bigint), _worker_app_config_remove(bigint, bigint),
+    worker_app_config_remove(bigint),
     worker_config_remove(text, uuid, text), _worker_config_remove(bigint, text, uuid, text),
-    creds_list_remove(bigint), _creds_list_remove(bigint, bigint),
-    credential_remove(bigint), _credential_remove(bigint, bigint),
+    creds_list_remove(bigint),
+    credential_remove(bigint),
     worker_creds_remove(uuid, bigint), _worker_creds_remove(bigint, uuid, bigint),
-    worker_notification_remove(bigint), _worker_notification_remove(bigint, bigint),
-    register_worker_directive_remove(bigint), _register_worker_directive_remove(bigint, bigint) FROM PUBLIC;
+    worker_notification_remove(bigint),
+    register_worker_directive_remove(bigint), _remove_own_row(bigint, regclass, bigint) FROM PUBLIC;
 -- The public function passes its caller's ticket to the definer, which checks it; so both are granted.
 GRANT EXECUTE ON FUNCTION job_flag_names(integer), capability_names(integer), worker_flag_names(integer),
     compute_group_public(uuid), compute_group_set_secret(uuid, text),
@@ -1363,11 +1297,11 @@ GRANT EXECUTE ON FUNCTION job_flag_names(integer), capability_names(integer), wo
     _compute_groups_jobs_by_job(bigint),
     compute_group_remove_origin(bigint, text, text), _compute_group_remove_origin(bigint, bigint, text, text),
     worker_remove(uuid), _worker_remove(bigint, uuid),
-    worker_app_config_remove(bigint), _worker_app_config_remove(bigint, bigint),
+    worker_app_config_remove(bigint),
     worker_config_remove(text, uuid, text), _worker_config_remove(bigint, text, uuid, text),
-    creds_list_remove(bigint), _creds_list_remove(bigint, bigint),
-    credential_remove(bigint), _credential_remove(bigint, bigint),
+    creds_list_remove(bigint),
+    credential_remove(bigint),
     worker_creds_remove(uuid, bigint), _worker_creds_remove(bigint, uuid, bigint),
-    worker_notification_remove(bigint), _worker_notification_remove(bigint, bigint),
-    register_worker_directive_remove(bigint), _register_worker_directive_remove(bigint, bigint)
+    worker_notification_remove(bigint),
+    register_worker_directive_remove(bigint), _remove_own_row(bigint, regclass, bigint)
     TO pgjobs_user;

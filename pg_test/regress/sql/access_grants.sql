@@ -15,4 +15,6 @@ ORDER BY 1::text;
 
 CREATE ROLE regress_member IN ROLE pgjobs_user;
 SELECT regress.as_role('regress_member', $$SELECT pgjobs._identity_of('postgres'::regrole)::text$$) AS identity_of_another;
+-- The definer behind the *_remove functions deletes from its own few tables only.
+SELECT regress.as_role('regress_member', $$SELECT pgjobs._remove_own_row(pgjobs._ticket(), 'pgjobs.jobs', 1)::text$$) AS remove_a_job;
 DROP ROLE regress_member;
