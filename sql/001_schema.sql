@@ -248,15 +248,7 @@ GRANT UPDATE (name, description, link, listed) ON jobs TO pgjobs_user;
 -- anyway, and the count of rows removed is the same whatever the range holds. That holds for a
 -- view over one table; a view that joins would let the condition filter the other table alone
 -- (compute_groups_jobs_by_job is a function's rows for that reason).
-CREATE FUNCTION _fence(value uuid) RETURNS uuid
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
-AS $$
-BEGIN
-    RETURN value;
-END
-$$;
--- The same for text (the join credentials of credential_secrets).
-CREATE FUNCTION _fence(value text) RETURNS text
+CREATE FUNCTION _fence(value anyelement) RETURNS anyelement
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 BEGIN
@@ -264,7 +256,7 @@ BEGIN
 END
 $$;
 -- Called by the views members query, so with the member's rights.
-GRANT EXECUTE ON FUNCTION _fence(uuid), _fence(text) TO pgjobs_user;
+GRANT EXECUTE ON FUNCTION _fence(anyelement) TO pgjobs_user;
 
 -- The caller's own jobs' opaque ids, live and finished (to share a link, or to look a job up
 -- with jobs_public_lookup). Filtered by the caller's identity first; see _fence for the rest.
