@@ -35,8 +35,11 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 BEGIN
-    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = message,
-        HINT = coalesce(hint, '');
+    -- Without a hint, no HINT line at all (an empty one is still printed).
+    IF hint IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = message;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = message, HINT = hint;
 END
 $$;
 
@@ -156,8 +159,10 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF problem IS NOT NULL THEN
-        RAISE EXCEPTION USING ERRCODE = problem[1], MESSAGE = problem[2] || at, HINT = coalesce(problem[3], '');
+    IF problem[3] IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = problem[1], MESSAGE = problem[2] || at, HINT = problem[3];
+    ELSIF problem IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = problem[1], MESSAGE = problem[2] || at;
     END IF;
 END
 $$;

@@ -311,6 +311,10 @@ AS $$
 DECLARE
     problem text := _schedule_problem(schedule, time_zone);
 BEGIN
+    IF _time_zone_problem(time_zone) IS NOT NULL THEN
+        PERFORM _invalid(_time_zone_problem(time_zone),
+            'Name a zone of pg_timezone_names, such as ''UTC'' or ''Europe/Berlin'' (names are case-sensitive).');
+    END IF;
     IF problem IS NOT NULL THEN
         PERFORM _invalid(format('invalid schedule "%s": %s', schedule, problem),
             'Use five cron fields (minute hour day month weekday), six with seconds first, '

@@ -188,25 +188,13 @@ pub extern "C-unwind" fn pg_jobs_sql_executor_main(arg: pg_sys::Datum) {
     let token = pgrx::Uuid::from_bytes(token.to_be_bytes());
     BackgroundWorker::connect_worker_to_spi(Some(&database_name()), None);
 
-    let (sql, timeout_ms, owner, run) = BackgroundWorker::transaction(|| {
+    let started = BackgroundWorker::transaction(|| {
         pin_search_path_locally();
-        Spi::connect_mut(|client| {
-            let row = client
-                .update(
-                    "SELECT sql, timeout_ms, owner, run_id FROM pgjobs._sql_job_start($1, $2, pg_catalog.pg_backend_pid())",
-                    Some(1),
-                    &[job.into(), token.into()],
-                )
-                .expect("start SQL job")
-                .first();
-            (
-                row.get::<String>(1).ok().flatten().unwrap_or_default(),
-                row.get::<i64>(2).ok().flatten().unwrap_or(3_600_000),
-                row.get::<pg_sys::Oid>(3).ok().flatten().unwrap_or(pg_sys::InvalidOid),
-                row.get::<i64>(4).ok().flatten().unwrap_or_default(),
-            )
-        })
+        start_sql_job(job, token)
     });
+    // The lease stays with this executor until it runs out; then the job is retried.
+    let SqlJob { sql, timeout_ms, owner, run } =
+        started.unwrap_or_else(|problem| error!("pg_jobs: SQL job {job} cannot start: {problem}"));
 
     if let Err(message) = run_as_owner_and_complete(job, token, run, &sql, timeout_ms, owner) {
         BackgroundWorker::transaction(|| {
@@ -218,6 +206,54 @@ pub extern "C-unwind" fn pg_jobs_sql_executor_main(arg: pg_sys::Datum) {
             .expect("report failed SQL job");
         });
     }
+}
+
+/// What an executor needs to run one SQL job, read under its lease.
+struct SqlJob {
+    sql: String,
+    timeout_ms: i64,
+    owner: pg_sys::Oid,
+    run: i64,
+}
+
+#[derive(Debug)]
+enum StartError {
+    Spi(pgrx::spi::Error),
+    Missing(&'static str),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Spi(error) => write!(f, "{error}"),
+            StartError::Missing(column) => write!(f, "_sql_job_start returned no {column}"),
+        }
+    }
+}
+
+impl From<pgrx::spi::Error> for StartError {
+    fn from(error: pgrx::spi::Error) -> Self {
+        StartError::Spi(error)
+    }
+}
+
+/// Checks the lease, records the run and reads the job (`_sql_job_start`).
+fn start_sql_job(job: i64, token: pgrx::Uuid) -> Result<SqlJob, StartError> {
+    Spi::connect_mut(|client| {
+        let row = client
+            .update(
+                "SELECT sql, timeout_ms, owner, run_id FROM pgjobs._sql_job_start($1, $2, pg_catalog.pg_backend_pid())",
+                Some(1),
+                &[job.into(), token.into()],
+            )?
+            .first();
+        Ok(SqlJob {
+            sql: row.get::<String>(1)?.ok_or(StartError::Missing("sql"))?,
+            timeout_ms: row.get::<i64>(2)?.ok_or(StartError::Missing("timeout_ms"))?,
+            owner: row.get::<pg_sys::Oid>(3)?.ok_or(StartError::Missing("owner"))?,
+            run: row.get::<i64>(4)?.ok_or(StartError::Missing("run_id"))?,
+        })
+    })
 }
 
 fn run_as_owner_and_complete(

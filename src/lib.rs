@@ -101,24 +101,6 @@ mod tests {
     use pgrx::prelude::*;
 
     #[pg_test]
-    fn settings_have_the_documented_defaults() {
-        for (name, expected) in [
-            ("pg_jobs.lease", "60"),
-            ("pg_jobs.max_attempts", "3"),
-            ("pg_jobs.backoff", "10"),
-            ("pg_jobs.max_backoff", "3600"),
-            ("pg_jobs.poll_interval", "2"),
-        ] {
-            let setting = Spi::get_one_with_args::<String>(
-                "SELECT setting FROM pg_settings WHERE name = $1",
-                &[name.into()],
-            )
-            .unwrap();
-            assert_eq!(setting.as_deref(), Some(expected), "{name}");
-        }
-    }
-
-    #[pg_test]
     fn strong_random_never_repeats_across_blocks() {
         // 10 bytes at a time, as an opaque id takes them: 1,000 draws cross at least two refills
         // (4,096 is no multiple of 10, so each refill drops a tail), and a wrong one shows up as
@@ -130,49 +112,6 @@ mod tests {
             assert_ne!(bytes, [0u8; 10]);
             assert!(seen.insert(bytes), "repeated random bytes {bytes:?}");
         }
-    }
-
-    #[pg_test]
-    fn a_job_goes_from_add_to_claim_to_complete() {
-        let id = Spi::get_one::<i64>("SELECT pgjobs.jobs_add('pg_test.roundtrip', '{\"n\": 1}')")
-            .unwrap()
-            .unwrap();
-        let token = Spi::get_one::<pgrx::Uuid>(
-            "SELECT lease_token FROM pgjobs.jobs_claim('pg_test', ARRAY['default'], 1)",
-        )
-        .unwrap()
-        .unwrap();
-        Spi::run_with_args(
-            "SELECT pgjobs.jobs_complete($1, $2, '{\"ok\": true}')",
-            &[id.into(), token.into()],
-        )
-        .unwrap();
-        let status = Spi::get_one_with_args::<String>(
-            "SELECT status::text FROM pgjobs.job_history WHERE id = $1",
-            &[id.into()],
-        )
-        .unwrap();
-        assert_eq!(status.as_deref(), Some("completed"));
-    }
-
-    #[pg_test]
-    fn a_stale_token_cannot_complete() {
-        let id = Spi::get_one::<i64>("SELECT pgjobs.jobs_add('pg_test.stale')").unwrap().unwrap();
-        Spi::run("SELECT * FROM pgjobs.jobs_claim('pg_test', ARRAY['default'], 1)").unwrap();
-        Spi::run(&format!(
-            "DO $$ BEGIN
-                PERFORM pgjobs.jobs_complete({id}, gen_random_uuid(), '{{}}');
-                RAISE EXCEPTION 'a stale token completed job {id}';
-             EXCEPTION WHEN object_not_in_prerequisite_state THEN NULL;
-             END $$"
-        ))
-        .unwrap();
-        let live = Spi::get_one_with_args::<String>(
-            "SELECT status::text FROM pgjobs.slices WHERE job_id = $1",
-            &[id.into()],
-        )
-        .unwrap();
-        assert_eq!(live.as_deref(), Some("started"));
     }
 }
 

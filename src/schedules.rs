@@ -29,6 +29,12 @@ fn _schedule_problem(schedule: &str, time_zone: &str) -> Option<String> {
     Schedule::parse(schedule, time_zone).err().map(|problem| problem.to_string())
 }
 
+/// Why a time zone name is unknown, or null when it is known.
+#[pg_extern(immutable, parallel_safe)]
+fn _time_zone_problem(time_zone: &str) -> Option<String> {
+    pg_jobs_core::schedule::parse_time_zone(time_zone).err().map(|problem| problem.to_string())
+}
+
 #[pg_extern(immutable, parallel_safe)]
 fn _schedule_next_epoch(schedule: &str, time_zone: &str, after: f64) -> Option<f64> {
     parse(schedule, time_zone).next_after(instant(after)?).map(epoch_seconds)

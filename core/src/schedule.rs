@@ -105,6 +105,11 @@ impl fmt::Display for ScheduleError {
 
 impl std::error::Error for ScheduleError {}
 
+/// An IANA time zone by its case-sensitive name, such as `"UTC"` or `"Europe/Berlin"`.
+pub fn parse_time_zone(name: &str) -> Result<Tz, ScheduleError> {
+    name.parse::<Tz>().map_err(|_| ScheduleError::new(format!("unknown time zone \"{name}\"")))
+}
+
 impl Schedule {
     /// Parses `text` (see the module docs for the syntax) for the IANA zone `time_zone`, such as
     /// `"UTC"` or `"Europe/Berlin"`; zone names are case-sensitive.
@@ -117,10 +122,7 @@ impl Schedule {
             }
             _ => Rule::Calendar(CalendarRule::parse(&words)?),
         };
-        let time_zone = time_zone
-            .parse::<Tz>()
-            .map_err(|_| ScheduleError::new(format!("unknown time zone \"{time_zone}\"")))?;
-        Ok(Schedule { rule, time_zone })
+        Ok(Schedule { rule, time_zone: parse_time_zone(time_zone)? })
     }
 
     /// True when a slot can fall on a second other than :00, so the caller must check more often

@@ -85,3 +85,10 @@ SELECT pgjobs.jobs_abort(:job);
 SELECT regexp_replace(regress.error_of('UPDATE pgjobs.job_history SET status = ''started'' WHERE id = ' || :job),
                       'job_history_[0-9]{6}', 'job_history_<month>') AS error;
 SELECT id, status FROM pgjobs.job_history WHERE id = :job;
+
+-- As psql prints them: a hint only where one helps, and no empty HINT line otherwise.
+\set SHOW_CONTEXT never
+SELECT pgjobs.jobs_add('', '{}');
+SELECT pgjobs.jobs_add(NULL);
+SELECT pgjobs.jobs_schedule('tz', '@hourly', '{"task": "t"}', '{"time_zone": "utc"}');
+\set SHOW_CONTEXT errors
