@@ -187,7 +187,9 @@ BEGIN
                        extract(epoch FROM _cancel_grace())::integer));
             PERFORM jobs_fail(overdue.job_id, overdue.lease_token, 'timed out: the statement did not stop when cancelled');
         END IF;
-        PERFORM pg_terminate_backend(overdue.pid);
+        -- Only an executor: a pid whose executor died may belong to another process by now.
+        PERFORM pg_terminate_backend(a.pid) FROM pg_stat_activity a
+        WHERE a.pid = overdue.pid AND a.backend_type = 'pg_jobs sql executor';
         stopped := stopped + 1;
     END LOOP;
     RETURN stopped;
@@ -672,7 +674,8 @@ BEGIN ATOMIC
         UPDATE job_runs r SET status = 'lost', ended_at = clock_timestamp(),
                               message = 'the executor stopped without reporting'
         WHERE r.status = 'running'
-          AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = r.pid)
+          AND NOT EXISTS (SELECT FROM pg_stat_activity a
+                          WHERE a.pid = r.pid AND a.backend_type = 'pg_jobs sql executor')
         RETURNING r.job_id, r.pid
     ), leased AS (
         SELECT s.job_id, s.slice_number FROM slices s JOIN lost l
