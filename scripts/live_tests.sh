@@ -227,7 +227,8 @@ fault_producer() {
             SELECT pgjobs.jobs_add('fault', jsonb_build_object('doomed', d), queue => 'fault',
                                    max_attempts => CASE WHEN d THEN 2 ELSE 50 END,
                                    backoff => '0.2 seconds', lease => '3 seconds'), d
-            FROM (SELECT random() < 0.05 AS d FROM generate_series(1, 2)) g" -c "$last" || sleep 0.3
+            FROM (SELECT random() < 0.05 AS d FROM generate_series(1, 2)) g" -c "$last" \
+            && { [ $last = COMMIT ] || echo 2 >>"$FAULT_DIR/rolled-back"; } || sleep 0.3
         sleep 0.3
     done
 }
@@ -383,7 +384,7 @@ fault_run() {
     wait_loops 20 "${FAULT_PID[@]}" || { echo "fault test: workers did not stop" >&2; return 1; }
 
     # Each check is named; those that do not hold are printed.
-    local killed_list failures summary
+    local killed_list failures summary rolled_back
     killed_list=$(printf "'%s'," "${killed[@]}" "none")
     killed_list=${killed_list%,}
     failures=$(live_sql "
@@ -421,7 +422,8 @@ fault_run() {
         SELECT name FROM checks WHERE ok IS NOT TRUE") || return 1
     summary=$(live_sql "
         SELECT format('%s jobs, %s completed, %s failed (doomed), %s retried, '
-                      '%s leases expired (%s of killed workers, %s of slow ones)',
+                      '%s leases expired (%s of killed workers, %s of slow ones), '
+                      '%s completions accepted after the lease ran out (nobody else held the job)',
                       count(*), count(*) FILTER (WHERE status = 'completed'),
                       count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE attempts > 1),
                       (SELECT count(*) FROM pgjobs.job_history h2, jsonb_array_elements(h2.errors) e
@@ -431,9 +433,11 @@ fault_run() {
                            SELECT format('lease expired: worker %s stopped renewing it', k)
                            FROM unnest(ARRAY[$killed_list]) k)),
                       (SELECT count(*) FROM pgjobs.job_history h2, jsonb_array_elements(h2.errors) e
-                       WHERE h2.queue = 'fault' AND e ->> 'error' LIKE '%/slow stopped%'))
+                       WHERE h2.queue = 'fault' AND e ->> 'error' LIKE '%/slow stopped%'),
+                      (SELECT count(*) FROM fault_effects WHERE worker LIKE '%/slow'))
         FROM pgjobs.job_history WHERE queue = 'fault'") || return 1
-    echo "fault test: $summary; $process_kills worker processes and $backend_kills backends killed, $restarts immediate restart, $((SECONDS - started)) s" >&2
+    rolled_back=$(awk '{n += $1} END {print n + 0}' "$FAULT_DIR/rolled-back" 2>/dev/null || echo 0)
+    echo "fault test: $summary; $rolled_back adds rolled back; $process_kills worker processes and $backend_kills backends killed, $restarts immediate restart, $((SECONDS - started)) s" >&2
     if [ -n "$failures" ]; then
         echo "fault test: these do not hold:" >&2
         sed 's/^/  - /' <<<"$failures" >&2
