@@ -203,8 +203,14 @@ FAULT_SECONDS=${FAULT_SECONDS:-60}
 FAULT_WORKERS=5
 FAULT_PRODUCERS=2
 
-# The command a trap runs for SIGNAL, or nothing.
-trap_command() { local t; t=$(trap -p "$1"); [ -n "$t" ] || return 0; eval "set -- $t"; printf %s "$3"; }
+# trap_command VAR SIGNAL: sets VAR to the command a trap runs for SIGNAL, or to nothing. (Not
+# for use inside $(...): a nested command substitution no longer sees the shell's traps.)
+trap_command() {
+    local var=$1 t
+    t=$(trap -p "$2")
+    [ -n "$t" ] && eval "set -- $t" || set -- "" "" ""
+    printf -v "$var" %s "$3"
+}
 
 # fault_psql NAME ARGS...: psql as a client named NAME (its application_name), never waiting long.
 fault_psql() {
@@ -271,19 +277,23 @@ fault_start_worker() {
     FAULT_PID[$slot]=$!
 }
 
-# SIGKILL of a background loop and of the psql it is running (stopped first, so it forks no more).
+# A process and its descendants (a loop's psql runs in a subshell of the loop).
+process_tree() { local child; for child in $(pgrep -P "$1"); do process_tree "$child"; done; echo "$1"; }
+
+# SIGKILL of a background loop and of every process under it (stopped first, so that none forks
+# meanwhile).
 fault_kill_loop() {
     local pid=$1
-    kill -STOP "$pid" 2>/dev/null || return 0
-    pkill -9 -P "$pid" 2>/dev/null
-    kill -9 "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    return 0
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -STOP $(process_tree "$pid") 2>/dev/null || true
+    kill -9 $(process_tree "$pid") 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
 }
 
+# Also run by the traps, where errexit is in force: nothing in it may fail.
 fault_cleanup() {
     local pid
-    [ -n "${FAULT_DIR:-}" ] && touch "$FAULT_DIR/stop-producers" "$FAULT_DIR/stop-workers" 2>/dev/null
+    if [ -n "${FAULT_DIR:-}" ]; then touch "$FAULT_DIR/stop-producers" "$FAULT_DIR/stop-workers" 2>/dev/null || true; fi
     for pid in "${FAULT_PID[@]}" "${FAULT_PRODUCER_PID[@]}"; do
         fault_kill_loop "$pid"
     done
@@ -300,16 +310,16 @@ wait_loops() {
             [ $SECONDS -le $deadline ] || return 1
             sleep 0.1
         done
-        wait "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null || true
     done
     return 0
 }
 
 test_fault_jobs_survive_kills_and_restart() {
     local prev_exit prev_int prev_term rc
-    prev_exit=$(trap_command EXIT)
-    prev_int=$(trap_command INT)
-    prev_term=$(trap_command TERM)
+    trap_command prev_exit EXIT
+    trap_command prev_int INT
+    trap_command prev_term TERM
     trap "fault_cleanup; $prev_exit" EXIT
     trap 'fault_cleanup; exit 130' INT TERM
     fault_run
@@ -322,7 +332,7 @@ test_fault_jobs_survive_kills_and_restart() {
 }
 
 fault_run() {
-    local slot i end victim pid data started=$SECONDS
+    local slot i end victim tries data started=$SECONDS
     local process_kills=0 backend_kills=0 restarts=0 killed=()
     FAULT_DIR="$OUT/fault"
     rm -rf "$FAULT_DIR"
@@ -361,10 +371,16 @@ fault_run() {
             fault_start_worker "$slot"
             process_kills=$((process_kills + 1))
         else
-            # A backend inside a transaction if there is one (a claim or a completion under way).
-            victim=$(live_sql "SELECT pid || ' ' || application_name FROM pg_stat_activity
-                               WHERE application_name LIKE 'fault-worker-%'
-                               ORDER BY state <> 'active', random() LIMIT 1" 2>/dev/null) || victim=
+            # A worker's backend, busy if one is (a claim or a completion under way); workers
+            # connect for each statement, so there may be none for a moment.
+            victim=
+            for ((tries = 0; tries < 20; tries++)); do
+                victim=$(live_sql "SELECT pid || ' ' || application_name FROM pg_stat_activity
+                                   WHERE application_name LIKE 'fault-worker-%'
+                                   ORDER BY state <> 'active', random() LIMIT 1" 2>/dev/null) || victim=
+                [ -z "$victim" ] || break
+                sleep 0.05
+            done
             if [ -n "$victim" ]; then
                 kill -9 "${victim%% *}" 2>/dev/null && backend_kills=$((backend_kills + 1))
                 killed+=("${victim#* }")
