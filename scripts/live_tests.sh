@@ -423,6 +423,9 @@ fault_run() {
           ('no attempt beyond its maximum',
            NOT EXISTS (SELECT FROM pgjobs.job_list l WHERE l.queue = 'fault'
                        AND (l.attempt > l.max_attempts OR l.attempt < 1))),
+          ('every attempt counted: each but a completed one''s last left an error',
+           NOT EXISTS (SELECT FROM h WHERE h.attempts <> jsonb_array_length(h.errors)
+                                                        + CASE WHEN h.status = 'completed' THEN 1 ELSE 0 END)),
           ('one effect per completed job: none completed twice',
            (SELECT count(*) = count(DISTINCT job_id)
                    AND count(*) = (SELECT count(*) FROM h WHERE status = 'completed')
