@@ -306,6 +306,282 @@ SQL
             "$PORT" "$dst" | grep -qx t
 }
 
+# The fault test (issue 11): producers and workers run for a minute while workers and their
+# backends are killed with SIGKILL and the server is stopped once with -m immediate and started
+# again. Producers record each job they add in fault_produced, in the transaction of its
+# jobs_add; workers write the job's effect in fault_effects (no unique constraint: a second
+# completion would show as a second row) in the transaction of its jobs_complete. Afterwards
+# every produced job has finished as it should, exactly once, within its attempts, and every
+# effect of a completing transaction is there exactly once. One job in about twenty is "doomed":
+# max_attempts 2, its worker always fails it, so it must end failed after exactly 2 attempts.
+FAULT_SECONDS=${FAULT_SECONDS:-60}
+FAULT_WORKERS=5
+FAULT_PRODUCERS=2
+
+# trap_command VAR SIGNAL: sets VAR to the command a trap runs for SIGNAL, or to nothing. (Not
+# for use inside $(...): a nested command substitution no longer sees the shell's traps.)
+trap_command() {
+    local var=$1 t
+    t=$(trap -p "$2")
+    [ -n "$t" ] && eval "set -- $t" || set -- "" "" ""
+    printf -v "$var" %s "$3"
+}
+
+# fault_psql NAME ARGS...: psql as a client named NAME (its application_name), never waiting long.
+fault_psql() {
+    PGAPPNAME=$1 PGCONNECT_TIMEOUT=3 PGOPTIONS="-c statement_timeout=10s -c lock_timeout=10s" \
+        "$PG_BIN/psql" -X -q -tA -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d "$LIVE_DB" "${@:2}"
+}
+
+# fault_producer N: adds 2 jobs a transaction, about 5 a second (one transaction in ten rolled
+# back), until told to stop or its time is up; connection errors (kills, the restart) are shrugged
+# off.
+fault_producer() {
+    set +e
+    local name="fault-producer-$1" end=$((SECONDS + FAULT_SECONDS + 60)) last
+    RANDOM=$((BASHPID + $1))
+    while [ $SECONDS -lt $end ] && [ ! -e "$FAULT_DIR/stop-producers" ]; do
+        last=COMMIT
+        [ $((RANDOM % 10)) = 0 ] && last=ROLLBACK
+        fault_psql "$name" -c BEGIN -c "
+            INSERT INTO fault_produced (job_id, doomed)
+            SELECT pgjobs.jobs_add('fault', jsonb_build_object('doomed', d), queue => 'fault',
+                                   max_attempts => CASE WHEN d THEN 2 ELSE 50 END,
+                                   backoff => '0.2 seconds', lease => '3 seconds'), d
+            FROM (SELECT random() < 0.05 AS d FROM generate_series(1, 2)) g" -c "$last" \
+            && { [ $last = COMMIT ] || echo 2 >>"$FAULT_DIR/rolled-back"; } || sleep 0.3
+        sleep 0.3
+    done
+}
+
+# fault_worker NAME: claims one job at a time with a 3 s lease and completes it in one
+# transaction with its effect, after a random pause; fails doomed jobs and one job in 25; and one
+# claim in 25 (claimed as NAME/slow) sleeps past its lease before trying to complete.
+fault_worker() {
+    set +e
+    local name=$1 end=$((SECONDS + FAULT_SECONDS + 90)) me row id token doomed
+    RANDOM=$((BASHPID + ${#name}))
+    while [ $SECONDS -lt $end ] && [ ! -e "$FAULT_DIR/stop-workers" ]; do
+        me=$name
+        [ $((RANDOM % 25)) = 0 ] && me="$name/slow"
+        row=$(fault_psql "$name" -c "SELECT id, lease_token, payload ->> 'doomed'
+                                     FROM pgjobs.jobs_claim('$me', ARRAY['fault'], 1, '3 seconds')") \
+            || { sleep 0.3; continue; }
+        [ -n "$row" ] || { sleep 0.1; continue; }
+        IFS='|' read -r id token doomed <<<"$row"
+        if [ "$doomed" = true ] || [ $((RANDOM % 25)) = 0 ]; then
+            fault_psql "$name" -c "SELECT pgjobs.jobs_fail($id, '$token', 'fault test: $me fails it')" >/dev/null
+            continue
+        fi
+        if [ "$me" != "$name" ]; then
+            sleep 3.5
+        else
+            case $((RANDOM % 4)) in 0) sleep "0.$((RANDOM % 10))" ;; esac
+        fi
+        fault_psql "$name" -c BEGIN -c "INSERT INTO fault_effects VALUES ($id, '$me')" \
+            -c "SELECT pg_sleep(random() * 0.05)" -c "SELECT pgjobs.jobs_complete($id, '$token', '{}')" \
+            -c COMMIT >/dev/null
+    done
+}
+
+# fault_start_worker SLOT: a new incarnation of the worker in SLOT, named fault-worker-SLOT.GEN.
+fault_start_worker() {
+    local slot=$1
+    FAULT_GEN[$slot]=$((${FAULT_GEN[$slot]:--1} + 1))
+    fault_worker "fault-worker-$slot.${FAULT_GEN[$slot]}" 2>>"$FAULT_DIR/worker-$slot.log" &
+    FAULT_PID[$slot]=$!
+}
+
+# A process and its descendants (a loop's psql runs in a subshell of the loop).
+process_tree() { local child; for child in $(pgrep -P "$1"); do process_tree "$child"; done; echo "$1"; }
+
+# SIGKILL of a background loop and of every process under it (stopped first, so that none forks
+# meanwhile).
+fault_kill_loop() {
+    local pid=$1
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -STOP $(process_tree "$pid") 2>/dev/null || true
+    kill -9 $(process_tree "$pid") 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+# Also run by the traps, where errexit is in force: nothing in it may fail.
+fault_cleanup() {
+    local pid
+    if [ -n "${FAULT_DIR:-}" ]; then touch "$FAULT_DIR/stop-producers" "$FAULT_DIR/stop-workers" 2>/dev/null || true; fi
+    for pid in "${FAULT_PID[@]}" "${FAULT_PRODUCER_PID[@]}"; do
+        fault_kill_loop "$pid"
+    done
+    FAULT_PID=()
+    FAULT_PRODUCER_PID=()
+}
+
+# wait_loops SECONDS PID...: waits for loops that were told to stop; false if one is still running.
+wait_loops() {
+    local deadline=$((SECONDS + $1)) pid
+    shift
+    for pid in "$@"; do
+        while kill -0 "$pid" 2>/dev/null; do
+            [ $SECONDS -le $deadline ] || return 1
+            sleep 0.1
+        done
+        wait "$pid" 2>/dev/null || true
+    done
+    return 0
+}
+
+test_fault_jobs_survive_kills_and_restart() {
+    local prev_exit prev_int prev_term rc
+    trap_command prev_exit EXIT
+    trap_command prev_int INT
+    trap_command prev_term TERM
+    trap "fault_cleanup; $prev_exit" EXIT
+    trap 'fault_cleanup; exit 130' INT TERM
+    fault_run
+    rc=$?
+    fault_cleanup
+    if [ -n "$prev_exit" ]; then trap "$prev_exit" EXIT; else trap - EXIT; fi
+    if [ -n "$prev_int" ]; then trap "$prev_int" INT; else trap - INT; fi
+    if [ -n "$prev_term" ]; then trap "$prev_term" TERM; else trap - TERM; fi
+    return $rc
+}
+
+fault_run() {
+    local slot i end victim tries data started=$SECONDS
+    local process_kills=0 backend_kills=0 restarts=0 killed=()
+    FAULT_DIR="$OUT/fault"
+    rm -rf "$FAULT_DIR"
+    mkdir -p "$FAULT_DIR"
+    FAULT_PID=()
+    FAULT_GEN=()
+    FAULT_PRODUCER_PID=()
+    data="$(cluster_dir test)/data"
+    live_sql "CREATE TABLE fault_produced (job_id bigint NOT NULL, doomed boolean NOT NULL);
+              CREATE TABLE fault_effects (job_id bigint NOT NULL, worker text NOT NULL)" || return 1
+
+    for ((i = 1; i <= FAULT_PRODUCERS; i++)); do
+        fault_producer "$i" 2>>"$FAULT_DIR/producer-$i.log" &
+        FAULT_PRODUCER_PID[$i]=$!
+    done
+    for ((slot = 1; slot <= FAULT_WORKERS; slot++)); do
+        fault_start_worker "$slot"
+    done
+
+    # A fault every 4 s: a worker process killed (and started again), a worker's backend killed
+    # (the postmaster then restarts every backend), and halfway the immediate stop and a start.
+    # Halfway by the clock, not by count: each crash's recovery takes seconds (more in a cluster
+    # with many databases, as after the SQL suites), so rounds take longer than 4 s.
+    end=$((SECONDS + FAULT_SECONDS))
+    i=0
+    while [ $SECONDS -lt $((end - 4)) ]; do
+        sleep 4
+        i=$((i + 1))
+        if [ $restarts = 0 ] && [ $SECONDS -ge $((end - FAULT_SECONDS / 2)) ]; then
+            as_db_user "$PG_BIN/pg_ctl" -D "$data" -m immediate -w stop >/dev/null || return 1
+            sleep 1
+            as_db_user "$PG_BIN/pg_ctl" -D "$data" -l "$(cluster_dir test)/server.log" -w start >/dev/null || return 1
+            restarts=$((restarts + 1))
+        elif [ $((i % 2)) = 1 ]; then
+            slot=$((RANDOM % FAULT_WORKERS + 1))
+            killed+=("fault-worker-$slot.${FAULT_GEN[$slot]}")
+            fault_kill_loop "${FAULT_PID[$slot]}"
+            fault_start_worker "$slot"
+            process_kills=$((process_kills + 1))
+        else
+            # A worker's backend, busy if one is (a claim or a completion under way); workers
+            # connect for each statement, so there may be none for a moment.
+            victim=
+            for ((tries = 0; tries < 20; tries++)); do
+                victim=$(live_sql "SELECT pid || ' ' || application_name FROM pg_stat_activity
+                                   WHERE application_name LIKE 'fault-worker-%'
+                                   ORDER BY state <> 'active', random() LIMIT 1" 2>/dev/null) || victim=
+                [ -z "$victim" ] || break
+                sleep 0.05
+            done
+            if [ -n "$victim" ]; then
+                kill -9 "${victim%% *}" 2>/dev/null && backend_kills=$((backend_kills + 1))
+                killed+=("${victim#* }")
+            fi
+        fi
+        wait_ready || return 1
+    done
+    while [ $SECONDS -lt $end ]; do sleep 0.5; done
+
+    # No more jobs; the workers finish those left (expired leases come back to them).
+    touch "$FAULT_DIR/stop-producers"
+    wait_loops 20 "${FAULT_PRODUCER_PID[@]}" || { echo "fault test: producers did not stop" >&2; return 1; }
+    wait_until 45 "SELECT NOT EXISTS (SELECT FROM pgjobs.slices WHERE queue = 'fault')
+                      AND NOT EXISTS (SELECT FROM pgjobs.jobs WHERE queue = 'fault')" \
+        || { echo "fault test: jobs left in the queue: $(live_sql "SELECT count(*) FROM pgjobs.slices WHERE queue = 'fault'")" >&2; return 1; }
+    touch "$FAULT_DIR/stop-workers"
+    wait_loops 20 "${FAULT_PID[@]}" || { echo "fault test: workers did not stop" >&2; return 1; }
+
+    # Each check is named; those that do not hold are printed.
+    local killed_list failures summary rolled_back
+    killed_list=$(printf "'%s'," "${killed[@]}" "none")
+    killed_list=${killed_list%,}
+    failures=$(live_sql "
+        WITH h AS (SELECT * FROM pgjobs.job_history WHERE queue = 'fault'),
+        checks(name, ok) AS (VALUES
+          ('a produced job is recorded once',
+           (SELECT count(*) = count(DISTINCT job_id) FROM fault_produced)),
+          ('every job produced finished: no job lost',
+           NOT EXISTS (SELECT FROM fault_produced p WHERE NOT EXISTS (SELECT FROM h WHERE h.id = p.job_id))),
+          ('no job that was not produced (rolled-back adds leave none)',
+           NOT EXISTS (SELECT FROM pgjobs.job_list l WHERE l.queue = 'fault'
+                       AND l.id NOT IN (SELECT job_id FROM fault_produced))),
+          ('a job finished once', (SELECT count(*) = count(DISTINCT id) FROM h)),
+          ('every job not doomed completed',
+           NOT EXISTS (SELECT FROM fault_produced p JOIN h ON h.id = p.job_id
+                       WHERE NOT p.doomed AND h.status <> 'completed')),
+          ('every doomed job failed after exactly its 2 attempts',
+           NOT EXISTS (SELECT FROM fault_produced p JOIN h ON h.id = p.job_id
+                       WHERE p.doomed AND (h.status <> 'failed' OR h.attempts <> 2 OR h.max_attempts <> 2))),
+          ('no attempt beyond its maximum',
+           NOT EXISTS (SELECT FROM pgjobs.job_list l WHERE l.queue = 'fault'
+                       AND (l.attempt > l.max_attempts OR l.attempt < 1))),
+          ('every attempt counted: each but a completed one''s last left an error',
+           NOT EXISTS (SELECT FROM h WHERE h.attempts <> jsonb_array_length(h.errors)
+                                                        + CASE WHEN h.status = 'completed' THEN 1 ELSE 0 END)),
+          ('one effect per completed job: none completed twice',
+           (SELECT count(*) = count(DISTINCT job_id)
+                   AND count(*) = (SELECT count(*) FROM h WHERE status = 'completed')
+            FROM fault_effects)),
+          ('no effect of a job that did not complete',
+           NOT EXISTS (SELECT FROM fault_effects e WHERE NOT EXISTS (
+                           SELECT FROM h WHERE h.id = e.job_id AND h.status = 'completed'))),
+          ('at least 200 jobs completed', (SELECT count(*) >= 200 FROM h WHERE status = 'completed')),
+          ('a lease held when a worker or the server was killed expired and its job was retried',
+           EXISTS (SELECT FROM h, jsonb_array_elements(h.errors) e
+                   WHERE e ->> 'error' LIKE 'lease expired%' AND e ->> 'error' NOT LIKE '%/slow stopped%'))
+        )
+        SELECT name FROM checks WHERE ok IS NOT TRUE") || return 1
+    summary=$(live_sql "
+        SELECT format('%s jobs, %s completed, %s failed (doomed), %s retried, '
+                      '%s leases expired (%s of killed workers, %s of slow ones), '
+                      '%s completions accepted after the lease ran out (nobody else held the job)',
+                      count(*), count(*) FILTER (WHERE status = 'completed'),
+                      count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE attempts > 1),
+                      (SELECT count(*) FROM pgjobs.job_history h2, jsonb_array_elements(h2.errors) e
+                       WHERE h2.queue = 'fault' AND e ->> 'error' LIKE 'lease expired%'),
+                      (SELECT count(*) FROM pgjobs.job_history h2, jsonb_array_elements(h2.errors) e
+                       WHERE h2.queue = 'fault' AND e ->> 'error' IN (
+                           SELECT format('lease expired: worker %s stopped renewing it', k)
+                           FROM unnest(ARRAY[$killed_list]) k)),
+                      (SELECT count(*) FROM pgjobs.job_history h2, jsonb_array_elements(h2.errors) e
+                       WHERE h2.queue = 'fault' AND e ->> 'error' LIKE '%/slow stopped%'),
+                      (SELECT count(*) FROM fault_effects WHERE worker LIKE '%/slow'))
+        FROM pgjobs.job_history WHERE queue = 'fault'") || return 1
+    rolled_back=$(awk '{n += $1} END {print n + 0}' "$FAULT_DIR/rolled-back" 2>/dev/null || echo 0)
+    echo "fault test: $summary; $rolled_back adds rolled back; $process_kills worker processes and $backend_kills backends killed, $restarts immediate restart, $((SECONDS - started)) s" >&2
+    if [ -n "$failures" ]; then
+        echo "fault test: these do not hold:" >&2
+        sed 's/^/  - /' <<<"$failures" >&2
+        return 1
+    fi
+    [ "$process_kills" -ge 1 ] && [ "$backend_kills" -ge 1 ] && [ "$restarts" = 1 ]
+}
+
 run_live_tests() {
     verdict "per-second schedule fires once per slot across a SIGKILL" test_seconds_fire_once_per_slot_across_sigkill
     verdict "SQL job effects and completion commit together" test_sql_job_effects_and_completion_are_atomic
@@ -317,5 +593,6 @@ run_live_tests() {
     verdict "a member holding rows does not stop the launcher" test_a_member_holding_rows_does_not_stop_the_launcher
     verdict "SQL job that ignores cancel is stopped" test_sql_job_that_ignores_cancel_is_stopped
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row
+    verdict "jobs survive a minute of SIGKILLs and an immediate restart" test_fault_jobs_survive_kills_and_restart
     verdict "standby is idle until promoted" test_standby_is_idle_until_promoted
 }
