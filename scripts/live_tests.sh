@@ -271,7 +271,8 @@ test_standby_is_idle_until_promoted() {
 }
 
 # pg_dump and a restore into a new database keep every row of the queue, the history, the
-# schedules and the proxies, and where the ids have got to: the next job gets a new id.
+# schedules, the proxies and a compute job's own row (compute_jobs), and where the ids have got
+# to: the next job gets a new id.
 test_dump_and_restore_keep_every_row() {
     local src=pg_jobs_dump_src dst=pg_jobs_dump_dst before after
     "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d postgres \
@@ -285,7 +286,8 @@ test_dump_and_restore_keep_every_row() {
         (SELECT string_agg(k::text, ',' ORDER BY k.idempotency_key) FROM pgjobs.job_keys k),
         (SELECT string_agg(h::text || h.tableoid::regclass::text, ',' ORDER BY h.id) FROM pgjobs.job_history h),
         (SELECT string_agg(x::text, ',' ORDER BY x.id) FROM pgjobs.schedules x),
-        (SELECT string_agg(p::text, ',' ORDER BY p.proxy) FROM pgjobs.proxies p)))"
+        (SELECT string_agg(p::text, ',' ORDER BY p.proxy) FROM pgjobs.proxies p),
+        (SELECT string_agg(c::text, ',' ORDER BY c.job_id) FROM pgjobs.compute_jobs c)))"
     "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d "$src" <<'SQL' >/dev/null || return 1
 SET client_min_messages = warning;
 CREATE EXTENSION pg_jobs CASCADE;
@@ -295,6 +297,8 @@ SELECT pgjobs.jobs_add('done', key => 'k:done'), pgjobs.jobs_add('waiting'),
 SELECT pgjobs.jobs_complete(c.id, c.lease_token) FROM pgjobs.jobs_claim('w') c;
 SELECT pgjobs.jobs_schedule('nightly', '0 3 * * *', '{"sql": "SELECT 1"}');
 SELECT pgjobs.jobs_add_proxy('dump_proxy', 'dump_root');
+INSERT INTO pgjobs.compute_jobs (job_id, address, duplication_type, flags, need_capabilities, requirements)
+SELECT id, 'acct:escrow', 'consensus', 2, 4, '{"gpu": true}' FROM pgjobs.jobs WHERE task = 'later';
 SQL
     before=$(live_sql "$rows" "$PORT" "$src") || return 1
     "$PG_BIN/pg_dump" -h localhost -p "$PORT" -U postgres "$src" >"$OUT/dump.sql" || return 1

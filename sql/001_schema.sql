@@ -4,7 +4,9 @@
 -- of `slices` (the units that are claimed, leased, retried and completed). A queued job has
 -- exactly one slice. Both tables hold unfinished work only, so the claim always scans a small
 -- table; a finished job moves, in the transaction that finishes it, to `job_history`, which is
--- partitioned by the month the job was first due.
+-- partitioned by the month the job was first due. What only the compute scheduler reads about a
+-- job (payment, slicing, duplication, storage) is in compute_jobs (004_compute.sql), one row per
+-- compute job and none for a queued one, so a queued job's row carries the queue's columns only.
 
 CREATE TYPE job_status AS ENUM ('created', 'started', 'completed', 'failed', 'aborted');
 COMMENT ON TYPE job_status IS
@@ -27,7 +29,6 @@ CREATE DOMAIN nonempty_text AS text CHECK (VALUE <> '');
 CREATE DOMAIN positive_integer AS integer CHECK (VALUE >= 1);
 CREATE DOMAIN nonnegative_interval AS interval CHECK (VALUE >= '0');
 CREATE DOMAIN positive_interval AS interval CHECK (VALUE > '0');
-CREATE DOMAIN duplication_type AS text CHECK (VALUE IN ('race', 'consensus'));
 
 -- Who may use pg_jobs. A role is cluster-wide: CREATE EXTENSION makes it if it is missing, and
 -- DROP EXTENSION leaves it. Grant it to the roles that add, claim or schedule jobs.
@@ -88,32 +89,9 @@ CREATE TABLE jobs (
     description     text,
     link            text,
     listed          boolean NOT NULL DEFAULT false,
-    -- The compute scheduler's job (seed 000); a queued job leaves them at their defaults.
-    address         text,
-    payment_account text,
-    last_slice_number bigint,
-    next_slice_number bigint,
-    max_slices_per_task integer,
-    absolute_slice_payment numeric,
-    mv_mult_slice_payment numeric,
-    duplication_level double precision NOT NULL DEFAULT 1.0,
-    duplication_type duplication_type,
-    flags           integer NOT NULL DEFAULT 0,
-    need_capabilities integer NOT NULL DEFAULT 0,
-    requirements    jsonb,
-    data_storage_type text,
-    data_storage_details text,
-    result_storage_type text,
-    result_storage_details text,
-    result_storage_params jsonb,
-    worktime        text,
-    worktime_version text,
     CHECK ((idempotency_key IS NULL) = (key_rule IS NULL))
 );
 CREATE INDEX jobs_owner ON jobs (owner);
-COMMENT ON COLUMN jobs.address IS 'The job''s escrow account: an opaque account identifier.';
-COMMENT ON COLUMN jobs.flags IS 'Bit flags; job_flag_names(flags) names them.';
-COMMENT ON COLUMN jobs.need_capabilities IS 'Bit flags; capability_names(need_capabilities) names them.';
 COMMENT ON TABLE jobs IS 'Jobs that have not finished. Finished ones are in job_history.';
 COMMENT ON COLUMN jobs.due_at IS 'When the job was first due; picks its month in job_history.';
 
@@ -229,11 +207,7 @@ CREATE POLICY root_and_proxy_read ON proxies FOR SELECT
 GRANT SELECT ON slices, proxies TO pgjobs_user;
 GRANT SELECT (id, owner, task, queue, priority, max_attempts, backoff, max_backoff, lease,
               idempotency_key, key_rule, due_at, start_time, last_update, name, description, link,
-              listed, address, payment_account, last_slice_number, next_slice_number,
-              max_slices_per_task, absolute_slice_payment, mv_mult_slice_payment, duplication_level,
-              duplication_type, flags, need_capabilities, requirements, data_storage_type,
-              data_storage_details, result_storage_type, result_storage_details,
-              result_storage_params, worktime, worktime_version) ON jobs TO pgjobs_user;
+              listed) ON jobs TO pgjobs_user;
 GRANT SELECT (id, owner, status, task, queue, priority, payload, result, errors, attempts,
               max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time, name,
               description, link, listed) ON job_history TO pgjobs_user;

@@ -1,5 +1,6 @@
--- The compute scheduler's tables (seed 000) around `jobs`: what a job measured, paid, produced
--- and was given; the compute groups jobs are deployed into and workers join; and the workers.
+-- The compute scheduler's tables (seed 000) around `jobs`: a compute job's own columns
+-- (compute_jobs), what it measured, paid, produced and was given; the compute groups jobs are
+-- deployed into and workers join; and the workers.
 --
 -- Who may see a row is decided by one column. Every table carries `owner`, the identity the row
 -- belongs to: a job's tables carry the job's owner, a group's tables the group's owner, a
@@ -15,6 +16,9 @@
 CREATE DOMAIN uri AS text CHECK (VALUE ~ '^[a-zA-Z][a-zA-Z0-9+.-]*:');
 COMMENT ON DOMAIN uri IS 'Text that starts like a URI (scheme:), for example data:,42 or https://host/x.';
 
+CREATE DOMAIN duplication_type AS text CHECK (VALUE IN ('race', 'consensus'));
+COMMENT ON DOMAIN duplication_type IS 'How a compute job''s duplicated slices are resolved: race or consensus.';
+
 -- Flag words are named here once, so nobody decodes bits by hand. A bit without a name comes out
 -- as 'bit N' rather than disappearing.
 CREATE FUNCTION job_flag_names(flags integer) RETURNS text[]
@@ -24,7 +28,7 @@ RETURN ARRAY(
                            'useStrict', 'nsf'])[b + 1], 'bit ' || b)
     FROM generate_series(0, 31) b WHERE flags & (1 << b) <> 0 ORDER BY b);
 COMMENT ON FUNCTION job_flag_names IS
-    'Names the bits of jobs.flags: 1 localExec, 2 open (slices can still be added), 4 workerConsole, '
+    'Names the bits of compute_jobs.flags: 1 localExec, 2 open (slices can still be added), 4 workerConsole, '
     '8 greedyEstimation, 16 discrete, 32 useStrict, 64 nsf (insufficient funds).';
 
 CREATE FUNCTION capability_names(need integer) RETURNS text[]
@@ -34,7 +38,7 @@ RETURN ARRAY(
                            'KVINv9'])[b + 1], 'bit ' || b)
     FROM generate_series(0, 31) b WHERE need & (1 << b) <> 0 ORDER BY b);
 COMMENT ON FUNCTION capability_names IS
-    'Names the bits of a capability set such as jobs.need_capabilities: 1 v8, 2 spidermonkey, '
+    'Names the bits of a capability set such as compute_jobs.need_capabilities: 1 v8, 2 spidermonkey, '
     '4 browser, 8 offscreenCanvas, 16 fdlibm, 32 webgpu, 64 KVINv9.';
 
 CREATE FUNCTION worker_flag_names(flags integer) RETURNS text[]
@@ -109,6 +113,40 @@ $$;
 -- ---------------------------------------------------------------------------------------------
 -- Via job: read by the job's owner. The scheduler writes these rows; the owner may only repoint
 -- the value of a result or an input.
+
+-- The compute scheduler's side of a job, which the queue never reads: one row per compute job,
+-- none for a plain queued job, so that a queued job's live row carries the queue's columns only.
+CREATE TABLE compute_jobs (
+    job_id                  bigint PRIMARY KEY,
+    owner                   oid NOT NULL DEFAULT identity(),
+    address                 text,
+    payment_account         text,
+    last_slice_number       bigint,
+    next_slice_number       bigint,
+    max_slices_per_task     integer,
+    absolute_slice_payment  numeric,
+    mv_mult_slice_payment   numeric,
+    duplication_level       double precision NOT NULL DEFAULT 1.0,
+    duplication_type        duplication_type,
+    flags                   integer NOT NULL DEFAULT 0,
+    need_capabilities       integer NOT NULL DEFAULT 0,
+    requirements            jsonb,
+    data_storage_type       text,
+    data_storage_details    text,
+    result_storage_type     text,
+    result_storage_details  text,
+    result_storage_params   jsonb,
+    worktime                text,
+    worktime_version        text
+);
+COMMENT ON TABLE compute_jobs IS
+    'A compute job''s own columns (seed 000): escrow and payment, slice numbering and payment per '
+    'slice, duplication, flags, the capabilities and requirements a worker needs, where data and '
+    'results are stored, and the worktime. One row per compute job, none for a queued job; kept '
+    'after the job finishes, like the job''s other rows. Read-only for its owner.';
+COMMENT ON COLUMN compute_jobs.address IS 'The job''s escrow account: an opaque account identifier.';
+COMMENT ON COLUMN compute_jobs.flags IS 'Bit flags; job_flag_names(flags) names them.';
+COMMENT ON COLUMN compute_jobs.need_capabilities IS 'Bit flags; capability_names(need_capabilities) names them.';
 
 CREATE TABLE job_perf_data (
     job_id                       bigint PRIMARY KEY,
@@ -231,6 +269,7 @@ COMMENT ON TABLE work_reject_history IS
     'slice triggered it, which worker, why (reason such as EWORKREJECT, error_msg the message '
     'or top of the stack), after how many retries.';
 
+CREATE INDEX compute_jobs_owner ON compute_jobs (owner);
 CREATE INDEX job_perf_data_owner ON job_perf_data (owner);
 CREATE INDEX job_fin_totals_owner ON job_fin_totals (owner);
 CREATE INDEX job_results_owner ON job_results (owner);
@@ -239,6 +278,8 @@ CREATE INDEX job_arguments_owner ON job_arguments (owner);
 CREATE INDEX work_functions_owner ON work_functions (owner);
 CREATE INDEX work_reject_history_owner ON work_reject_history (owner);
 
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON compute_jobs
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
 CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON job_perf_data
     FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
 CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON job_fin_totals
@@ -275,6 +316,7 @@ COMMENT ON VIEW job_fin_data IS
     'DCC paid out (slice_work_payment_total) and held in escrow for handed-out, unfinished slices '
     '(slice_work_payment_pending) for each of the caller''s jobs, finished ones included.';
 
+ALTER TABLE compute_jobs ENABLE ROW LEVEL SECURITY;
 ALTER TABLE job_perf_data ENABLE ROW LEVEL SECURITY;
 ALTER TABLE job_fin_totals ENABLE ROW LEVEL SECURITY;
 ALTER TABLE job_results ENABLE ROW LEVEL SECURITY;
@@ -282,6 +324,7 @@ ALTER TABLE job_data ENABLE ROW LEVEL SECURITY;
 ALTER TABLE job_arguments ENABLE ROW LEVEL SECURITY;
 ALTER TABLE work_functions ENABLE ROW LEVEL SECURITY;
 ALTER TABLE work_reject_history ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_owner_reads ON compute_jobs FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
 CREATE POLICY job_owner_reads ON job_perf_data FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
 CREATE POLICY job_owner_reads ON job_fin_totals FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
 CREATE POLICY job_owner_reads ON job_results FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
@@ -295,8 +338,8 @@ CREATE POLICY job_owner_changes_value ON job_data FOR UPDATE TO pgjobs_user
     USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
 CREATE POLICY job_owner_changes_value ON job_arguments FOR UPDATE TO pgjobs_user
     USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
-GRANT SELECT ON job_perf_data, job_fin_totals, job_fin_data, job_results, job_data, job_arguments,
-    work_functions, work_reject_history TO pgjobs_user;
+GRANT SELECT ON compute_jobs, job_perf_data, job_fin_totals, job_fin_data, job_results, job_data,
+    job_arguments, work_functions, work_reject_history TO pgjobs_user;
 GRANT UPDATE (value) ON job_results, job_data, job_arguments TO pgjobs_user;
 
 -- ---------------------------------------------------------------------------------------------

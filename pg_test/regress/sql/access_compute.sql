@@ -44,6 +44,14 @@ INSERT INTO pgjobs.job_results (job_id, slice_number, owner, value) VALUES
     (:done, 1, 'regress_owner'::regrole, 'data:,done');
 SELECT job_id = :live AS live, slice_number, owner::regrole, value, completed_at IS NOT NULL AS completed_at
 FROM pgjobs.job_results ORDER BY job_id, slice_number;
+-- A compute job's own columns: the owner given here is wrong too.
+INSERT INTO pgjobs.compute_jobs (job_id, owner, address, payment_account, last_slice_number,
+    next_slice_number, duplication_level, duplication_type, flags, need_capabilities, worktime,
+    worktime_version) VALUES
+    (:live, 'regress_other'::regrole, 'acct:escrow', 'acct:bank', 10, 3, 2.0, 'consensus', 1 | 2, 4,
+     'map-basic', '^1.0.0'),
+    (:done, 'regress_other'::regrole, 'acct:escrow-done', 'acct:bank', 2, 3, 1.0, 'race', 0, 1,
+     'pyodide', '^0.23');
 INSERT INTO pgjobs.job_perf_data (job_id, measured_slices, slice_cpu_time, slice_cpu_time_variance)
 VALUES (:live, 2, 120.5, 4.0);
 INSERT INTO pgjobs.job_fin_totals (job_id, slice_work_payment_total, slice_work_payment_pending)
@@ -100,6 +108,7 @@ UNION ALL SELECT 'worker_creds', owner::regrole FROM pgjobs.worker_creds
 UNION ALL SELECT 'worker_notifications', owner::regrole FROM pgjobs.worker_notifications
 UNION ALL SELECT 'worker_run_info', owner::regrole FROM pgjobs.worker_run_info
 UNION ALL SELECT 'job_perf_data', owner::regrole FROM pgjobs.job_perf_data
+UNION ALL SELECT 'compute_jobs', owner::regrole FROM pgjobs.compute_jobs
 UNION ALL SELECT 'compute_group_worker_origins', owner::regrole FROM pgjobs.compute_group_worker_origins;
 
 -- The read matrix: the rows of each relation each role sees, or the SQLSTATE it gets.
@@ -112,7 +121,7 @@ DECLARE
     n bigint;
 BEGIN
     FOREACH relation IN ARRAY ARRAY[
-        'job_perf_data', 'job_fin_totals', 'job_fin_data', 'job_results', 'job_data',
+        'compute_jobs', 'job_perf_data', 'job_fin_totals', 'job_fin_data', 'job_results', 'job_data',
         'job_arguments', 'work_functions', 'work_reject_history', 'compute_groups_jobs_by_job',
         'compute_groups', 'compute_groups_public', 'compute_group_jobs',
         'compute_group_accounting_data', 'compute_group_worker_origins',
@@ -224,6 +233,73 @@ SELECT count(*) AS results_changed FROM u;
 RESET ROLE;
 SELECT slice_number, value FROM pgjobs.job_results WHERE job_id = :live ORDER BY slice_number;
 SELECT value FROM pgjobs.job_data WHERE job_id = :live ORDER BY slice_number;
+
+-- compute_jobs (the compute scheduler's columns of a job). The owner and its proxy read their
+-- compute jobs' rows, the finished job's too; the read matrix above shows everyone else's 0.
+SET ROLE regress_owner;
+SELECT job_id = :live AS live, owner::regrole, address, payment_account, last_slice_number,
+       next_slice_number, duplication_level, duplication_type,
+       pgjobs.job_flag_names(flags) AS flags, pgjobs.capability_names(need_capabilities) AS capabilities,
+       worktime, worktime_version
+FROM pgjobs.compute_jobs ORDER BY job_id;
+RESET ROLE;
+SET ROLE regress_owner_proxy;
+SELECT job_id = :live AS live, owner::regrole, address, duplication_type FROM pgjobs.compute_jobs ORDER BY job_id;
+RESET ROLE;
+-- Nobody but the scheduler writes them: every write, by every role, is refused before a row is
+-- looked at, and no role may lock the table for writing (see access_locks).
+SELECT md5(string_agg(c::text, ',' ORDER BY c.job_id)) AS compute_jobs_before FROM pgjobs.compute_jobs c \gset
+CREATE TABLE regress.compute_job_writes (role text, statement text, refused text, ord bigint);
+GRANT INSERT ON regress.compute_job_writes TO regress_owner, regress_owner_proxy, regress_other,
+    regress_worker, regress_group_owner, regress_no_rights;
+CREATE FUNCTION regress.compute_job_write_attempts() RETURNS TABLE (statement text, refused text)
+LANGUAGE plpgsql AS $$
+BEGIN
+    FOREACH statement IN ARRAY ARRAY[
+        'UPDATE pgjobs.compute_jobs SET flags = 64',
+        'UPDATE pgjobs.compute_jobs SET address = ''acct:thief'', payment_account = ''acct:thief''',
+        'UPDATE pgjobs.compute_jobs SET owner = 0',
+        'INSERT INTO pgjobs.compute_jobs (job_id) VALUES (1)',
+        'DELETE FROM pgjobs.compute_jobs',
+        'TRUNCATE pgjobs.compute_jobs',
+        'LOCK TABLE pgjobs.compute_jobs IN ROW EXCLUSIVE MODE NOWAIT']
+    LOOP
+        refused := regress.error_of(statement);
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+SET ROLE regress_owner;
+INSERT INTO regress.compute_job_writes SELECT current_user, * FROM regress.compute_job_write_attempts() WITH ORDINALITY;
+RESET ROLE;
+SET ROLE regress_owner_proxy;
+INSERT INTO regress.compute_job_writes SELECT current_user, * FROM regress.compute_job_write_attempts() WITH ORDINALITY;
+RESET ROLE;
+SET ROLE regress_other;
+INSERT INTO regress.compute_job_writes SELECT current_user, * FROM regress.compute_job_write_attempts() WITH ORDINALITY;
+RESET ROLE;
+SET ROLE regress_worker;
+INSERT INTO regress.compute_job_writes SELECT current_user, * FROM regress.compute_job_write_attempts() WITH ORDINALITY;
+RESET ROLE;
+SET ROLE regress_group_owner;
+INSERT INTO regress.compute_job_writes SELECT current_user, * FROM regress.compute_job_write_attempts() WITH ORDINALITY;
+RESET ROLE;
+SET ROLE regress_no_rights;
+INSERT INTO regress.compute_job_writes SELECT current_user, * FROM regress.compute_job_write_attempts() WITH ORDINALITY;
+RESET ROLE;
+SELECT statement,
+       max(left(refused, 5)) FILTER (WHERE role = 'regress_owner') AS owner,
+       max(left(refused, 5)) FILTER (WHERE role = 'regress_owner_proxy') AS proxy,
+       max(left(refused, 5)) FILTER (WHERE role = 'regress_other') AS other,
+       max(left(refused, 5)) FILTER (WHERE role = 'regress_worker') AS worker,
+       max(left(refused, 5)) FILTER (WHERE role = 'regress_group_owner') AS group_owner,
+       max(left(refused, 5)) FILTER (WHERE role = 'regress_no_rights') AS no_rights
+FROM regress.compute_job_writes GROUP BY statement ORDER BY min(ord);
+SELECT refused, count(*) AS attempts FROM regress.compute_job_writes GROUP BY refused ORDER BY refused;
+SELECT md5(string_agg(c::text, ',' ORDER BY c.job_id)) = :'compute_jobs_before' AS compute_jobs_unchanged
+FROM pgjobs.compute_jobs c;
+DROP TABLE regress.compute_job_writes;
+DROP FUNCTION regress.compute_job_write_attempts();
 
 -- Compute groups. The group owner reads its groups and changes name, description, join
 -- credentials and listing; the rest is the scheduler's.
@@ -498,8 +574,8 @@ SELECT (SELECT count(*) FROM pgjobs.workers) AS workers, (SELECT count(*) FROM p
 -- Clean up: the jobs, every compute row, and the roles.
 SELECT pgjobs.jobs_abort(:live) AS live_status, pgjobs.jobs_abort(:other_job) AS other_status;
 DELETE FROM pgjobs.job_history WHERE id IN (:live, :done, :other_job);
-TRUNCATE pgjobs.job_perf_data, pgjobs.job_fin_totals, pgjobs.job_results, pgjobs.job_data,
-    pgjobs.job_arguments, pgjobs.work_functions, pgjobs.work_reject_history,
+TRUNCATE pgjobs.compute_jobs, pgjobs.job_perf_data, pgjobs.job_fin_totals, pgjobs.job_results,
+    pgjobs.job_data, pgjobs.job_arguments, pgjobs.work_functions, pgjobs.work_reject_history,
     pgjobs.compute_groups, pgjobs.compute_group_jobs, pgjobs.compute_group_accounting_data,
     pgjobs.compute_group_worker_origins, pgjobs.compute_group_job_period_stats,
     pgjobs.compute_group_worker_period_stats, pgjobs.workers, pgjobs.worker_run_info,

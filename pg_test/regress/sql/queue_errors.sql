@@ -62,6 +62,8 @@ SELECT regress.error_of('SELECT pgjobs._sql_job_start(999, gen_random_uuid(), 0)
 -- finished job is completed, failed or aborted.
 SELECT regress.reset();
 SELECT pgjobs.jobs_add('rules') AS job \gset
+-- The rule of duplication_type is compute_jobs', so the job gets a row there too.
+INSERT INTO pgjobs.compute_jobs (job_id) VALUES (:job);
 SELECT regress.fingerprint() AS before \gset
 SELECT statement, regress.error_of(statement) AS error FROM (VALUES
     ('UPDATE pgjobs.slices SET lease_token = gen_random_uuid() WHERE job_id = ' || :job),
@@ -73,9 +75,10 @@ SELECT statement, regress.error_of(statement) AS error FROM (VALUES
     ('UPDATE pgjobs.jobs SET lease = ''0 seconds'' WHERE id = ' || :job),
     ('UPDATE pgjobs.jobs SET backoff = ''-1 second'' WHERE id = ' || :job),
     ('UPDATE pgjobs.jobs SET max_backoff = ''-1 second'' WHERE id = ' || :job),
-    ('UPDATE pgjobs.jobs SET duplication_type = ''first'' WHERE id = ' || :job)
+    ('UPDATE pgjobs.compute_jobs SET duplication_type = ''first'' WHERE job_id = ' || :job)
 ) AS s(statement);
 SELECT regress.fingerprint() = :'before' AS unchanged;
+DELETE FROM pgjobs.compute_jobs WHERE job_id = :job;
 -- What the rules allow: a lease with its token, and back.
 UPDATE pgjobs.slices SET status = 'started', lease_token = gen_random_uuid() WHERE job_id = :job;
 UPDATE pgjobs.slices SET status = 'created', lease_token = NULL WHERE job_id = :job;
