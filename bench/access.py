@@ -158,14 +158,13 @@ def populate():
         conn.execute("SELECT count(*) FROM pgjobs.jobs_add_batch(%s::jsonb)", [batch(0)])
         conn.execute("VACUUM ANALYZE")
         conn.execute("CHECKPOINT")
-        [(jobs, slices, owners, proxies)] = conn.execute(
-            "SELECT (SELECT count(*) FROM pgjobs.jobs), (SELECT count(*) FROM pgjobs.slices), "
+        [(jobs, owners, proxies)] = conn.execute(
+            "SELECT (SELECT count(*) FROM pgjobs.jobs), "
             "(SELECT count(DISTINCT owner) FROM pgjobs.jobs), (SELECT count(*) FROM pgjobs.proxies)").fetchall()
         expected = (OWNERS + 1) * JOBS_PER_OWNER
-        if (jobs, slices, owners, proxies) != (expected, expected, OWNERS + 1, OWNERS):
-            raise RuntimeError(f"expected {expected:,} jobs and slices of {OWNERS + 1} owners and "
-                               f"{OWNERS} proxies; found {jobs} jobs, {slices} slices, {owners} owners, "
-                               f"{proxies} proxies")
+        if (jobs, owners, proxies) != (expected, OWNERS + 1, OWNERS):
+            raise RuntimeError(f"expected {expected:,} jobs of {OWNERS + 1} owners and "
+                               f"{OWNERS} proxies; found {jobs} jobs, {owners} owners, {proxies} proxies")
         [(oid,)] = conn.execute("SELECT %s::regrole::oid", [OWNER]).fetchall()
         return int(oid)
 
@@ -248,10 +247,10 @@ def pgbench(script_path, role, seconds):
     return transactions, transactions / float(tps.group(1))
 
 
-def vacuum_slices():
+def vacuum_jobs():
     """A rolled-back claim leaves a dead row version; every claim run starts without them."""
     with connect() as conn:
-        conn.execute("VACUUM pgjobs.slices")
+        conn.execute("VACUUM pgjobs.jobs")
 
 
 def throughput(scripts, name, role, rls_statements, owner_statements):
@@ -267,7 +266,7 @@ def throughput(scripts, name, role, rls_statements, owner_statements):
         tps = {}
         for side in (("rls", "owner") if r % 2 == 0 else ("owner", "rls")):
             if rls_statements is CLAIM:
-                vacuum_slices()
+                vacuum_jobs()
             done, elapsed = pgbench(paths[side], role if side == "rls" else None, RUN_SECONDS)
             totals[side][0] += done
             totals[side][1] += elapsed
@@ -299,7 +298,7 @@ def server_cpu(role, rls_statements, owner_statements):
             for side in (("rls", "owner") if r % 2 == 0 else ("owner", "rls")):
                 conn, statements = sides[side]
                 if statements is CLAIM:
-                    vacuum_slices()
+                    vacuum_jobs()
                 calls, before = 0, backend_cpu_ns(conn)
                 deadline = time.monotonic() + CPU_SECONDS
                 while time.monotonic() < deadline:

@@ -262,13 +262,13 @@ class PgJobs(System):
     key = "pg_jobs"
 
     def queue_tables(self):
-        return [("pgjobs", "slices"), ("pgjobs", "jobs")]
+        return [("pgjobs", "jobs")]
 
     def count_sql(self):
-        return "SELECT (SELECT count(*) FROM pgjobs.slices) + (SELECT count(*) FROM pgjobs.job_history)"
+        return "SELECT (SELECT count(*) FROM pgjobs.jobs) + (SELECT count(*) FROM pgjobs.job_history)"
 
     def reset(self):
-        execute("TRUNCATE pgjobs.slices, pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history")
+        execute("TRUNCATE pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history")
 
     def fill(self, count):
         """Adds `count` no-op jobs, in chunks of FILL_CHUNK from FILL_CONNECTIONS connections."""
@@ -290,16 +290,14 @@ class PgJobs(System):
                 adder.result()
 
     def check_drained(self, what):
-        [(completed, finished_otherwise, slices_left, jobs_left)] = query("""
+        [(completed, finished_otherwise, jobs_left)] = query("""
             SELECT (SELECT count(*) FROM pgjobs.job_history WHERE status = 'completed'),
                    (SELECT count(*) FROM pgjobs.job_history WHERE status <> 'completed'),
-                   (SELECT count(*) FROM pgjobs.slices),
                    (SELECT count(*) FROM pgjobs.jobs)""")
-        if (completed, finished_otherwise, slices_left, jobs_left) != (DRAIN_JOBS, 0, 0, 0):
+        if (completed, finished_otherwise, jobs_left) != (DRAIN_JOBS, 0, 0):
             raise RuntimeError(
                 f"pg_jobs: {what} did not complete every job: of {DRAIN_JOBS}, {completed} "
-                f"completed, {finished_otherwise} finished otherwise, {slices_left} slices and "
-                f"{jobs_left} jobs left")
+                f"completed, {finished_otherwise} finished otherwise, {jobs_left} jobs left")
 
 
 class HandWritten(System):
@@ -804,7 +802,7 @@ def claim_latencies():
     results = {}
     for size in QUEUE_SIZES:
         log(f"claim latency: filling pg_jobs' queue to {size:,} jobs")
-        [(queued,)] = query("SELECT count(*) FROM pgjobs.slices")
+        [(queued,)] = query("SELECT count(*) FROM pgjobs.jobs")
         PG_JOBS.fill(size - queued)
         settle()
         log(f"claim latency: up to {CLAIM_ITERATIONS} claims or {CLAIM_SECONDS} s with {size:,} jobs queued")
@@ -831,33 +829,32 @@ def pages(conn, tables):
 
 
 def claimable_pages():
-    """Pages of the claimable table and of jobs (see pages)."""
+    """Pages of the claimable table (see pages)."""
     with connect() as conn:
-        return pages(conn, ["pgjobs.slices", "pgjobs.jobs"])
+        return pages(conn, ["pgjobs.jobs"])
 
 
 def size_after_drain(queued):
     """Drains the `queued` jobs claim_latencies left, at batch 100, waits for autovacuum to
-    visit both tables once, and compares their size with that of the empty tables."""
-    [(left,)] = query("SELECT count(*) FROM pgjobs.slices")
+    visit the claimable table once, and compares its size with that of the empty table."""
+    [(left,)] = query("SELECT count(*) FROM pgjobs.jobs")
     if left != queued:
         raise RuntimeError(f"pg_jobs: {queued:,} jobs expected in the queue, {left:,} found")
     with connect() as conn:
-        conn.execute("CREATE TEMP TABLE empty_slices (LIKE pgjobs.slices INCLUDING ALL)")
         conn.execute("CREATE TEMP TABLE empty_jobs (LIKE pgjobs.jobs INCLUDING ALL)")
-        empty_heap, empty_total = pages(conn, ["empty_slices", "empty_jobs"])
+        empty_heap, empty_total = pages(conn, ["empty_jobs"])
     log(f"size after a drain: draining {queued:,} jobs at batch 100, then waiting for autovacuum")
     started = time.monotonic()
     pgbench("drain.sql", transactions=-(-queued // (CLIENTS * 100)) + 1, defines=[("batch", 100)])
     drained = time.monotonic() - started
-    [(left,)] = query("SELECT count(*) FROM pgjobs.slices")
+    [(left,)] = query("SELECT count(*) FROM pgjobs.jobs")
     if left:
         raise RuntimeError(f"pg_jobs: the drain of {queued:,} jobs left {left:,}")
     full_heap, full_total = claimable_pages()
     # A visit that began during the drain does not count (it cannot remove what the drain's last
     # transactions left): the cycle waited for is the next visit that starts after the drain.
     # Counting the visits that end after it counted those, and once measured 28,699 pages left.
-    tables = "t.relid = ANY ('{pgjobs.slices,pgjobs.jobs}'::regclass[])"
+    tables = "t.relid = 'pgjobs.jobs'::regclass"
     [(baseline,)] = query(f"""
         SELECT jsonb_object_agg(t.relid::regclass::text, t.autovacuum_count + (p.pid IS NOT NULL)::integer)
         FROM pg_stat_user_tables t LEFT JOIN pg_stat_progress_vacuum p ON p.relid = t.relid
@@ -876,7 +873,7 @@ def size_after_drain(queued):
     if visited < 2:
         note += f"; autovacuum had not visited both tables {AUTOVACUUM_WAIT} s after the drain"
     return [
-        Row(f"Claimable tables (slices + jobs) after draining {queued:,} jobs and one autovacuum, "
+        Row(f"Claimable table (jobs) after draining {queued:,} jobs and one autovacuum, "
             "heap pages", "pages", "", {"pg_jobs": Figure(heap, f"empty: {empty_heap}; at the end of the "
                                                       f"drain: {full_heap:,}; {note}")}),
         Row("The same with their indexes", "pages", "",
@@ -1000,7 +997,7 @@ def notes(extra):
         "- procrastinate has no batch claim (one `procrastinate_fetch_job_v2` per job) and keeps finished jobs "
         "(status `succeeded`, its default `delete_jobs=never`); graphile-worker deletes them; pg-boss keeps "
         "them (`completed`) until its maintenance archives them; pg_jobs moves them to `job_history`.",
-        "- Dead tuples: n_dead_tup of the queue tables (pg_jobs: `slices` + `jobs`; graphile-worker: "
+        "- Dead tuples: n_dead_tup of the queue tables (pg_jobs: `jobs`; graphile-worker: "
         "`_private_jobs`; pg-boss: the queue's partition of `pgboss.job`; procrastinate: "
         "`procrastinate_jobs`; hand-written: `q`), read after the drain's clients disconnected. Autovacuum "
         "is off on the queue tables during every drain (`autovacuum_enabled = false`, reset after), so "

@@ -125,7 +125,7 @@ def unschedule_pg_jobs(prefix):
 
 
 def reset_pg_jobs():
-    execute("TRUNCATE pgjobs.slices, pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history, pgjobs.job_runs")
+    execute("TRUNCATE pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history, pgjobs.job_runs")
 
 
 # Setup ------------------------------------------------------------------------------------------

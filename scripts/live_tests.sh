@@ -201,7 +201,7 @@ test_a_member_holding_rows_does_not_stop_the_launcher() {
         SELECT pgjobs.jobs_add('held', max_attempts => 1)") || return 1
     held=$(tail -n1 <<<"$held")
     live_sql "SET ROLE live_holder; SELECT count(*) FROM pgjobs.jobs_claim('holder-worker')" >/dev/null || return 1
-    live_sql "UPDATE pgjobs.slices SET locked_until = now() - interval '1 second' WHERE job_id = $held" || return 1
+    live_sql "UPDATE pgjobs.jobs SET locked_until = now() - interval '1 second' WHERE id = $held" || return 1
     local refused
     refused=$(live_sql "SET ROLE live_holder;
         SELECT pgjobs.jobs_add('squat', key => 'scheduled_job:1:2030-01-01T00:00:00Z')" 2>&1 || true)
@@ -282,7 +282,6 @@ test_dump_and_restore_keep_every_row() {
         -c "CREATE ROLE dump_root" -c "CREATE ROLE dump_proxy" >/dev/null || return 1
     local rows="SELECT md5(concat_ws('|',
         (SELECT string_agg(j::text, ',' ORDER BY j.id) FROM pgjobs.jobs j),
-        (SELECT string_agg(s::text, ',' ORDER BY s.job_id) FROM pgjobs.slices s),
         (SELECT string_agg(k::text, ',' ORDER BY k.idempotency_key) FROM pgjobs.job_keys k),
         (SELECT string_agg(h::text || h.tableoid::regclass::text, ',' ORDER BY h.id) FROM pgjobs.job_history h),
         (SELECT string_agg(x::text, ',' ORDER BY x.id) FROM pgjobs.schedules x),
@@ -514,9 +513,9 @@ fault_run() {
     # No more jobs; the workers finish those left (expired leases come back to them).
     touch "$FAULT_DIR/stop-producers"
     wait_loops 20 "${FAULT_PRODUCER_PID[@]}" || { echo "fault test: producers did not stop" >&2; return 1; }
-    wait_until 45 "SELECT NOT EXISTS (SELECT FROM pgjobs.slices WHERE queue = 'fault')
+    wait_until 45 "SELECT NOT EXISTS (SELECT FROM pgjobs.jobs WHERE queue = 'fault')
                       AND NOT EXISTS (SELECT FROM pgjobs.jobs WHERE queue = 'fault')" \
-        || { echo "fault test: jobs left in the queue: $(live_sql "SELECT count(*) FROM pgjobs.slices WHERE queue = 'fault'")" >&2; return 1; }
+        || { echo "fault test: jobs left in the queue: $(live_sql "SELECT count(*) FROM pgjobs.jobs WHERE queue = 'fault'")" >&2; return 1; }
     touch "$FAULT_DIR/stop-workers"
     wait_loops 20 "${FAULT_PID[@]}" || { echo "fault test: workers did not stop" >&2; return 1; }
 

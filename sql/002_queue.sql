@@ -1,7 +1,7 @@
 -- The lease queue: add, claim, heartbeat, complete, fail, abort, and what psql needs to look.
 --
 -- Every transition names the state it expects (and, for a worker, its lease token) in the
--- WHERE clause of the statement that makes it, so two transitions racing for one slice
+-- WHERE clause of the statement that makes it, so two transitions racing for one job
 -- serialise on its row lock and the loser finds its condition false. Lease times use
 -- statement_timestamp(): a worker that heartbeats from a long transaction still renews from the
 -- time of the call, not from when its transaction began.
@@ -167,12 +167,12 @@ BEGIN
 END
 $$;
 
--- Finishes jobs: removes each given job's slice from `slices` where it is in one of the
+-- Finishes jobs: moves each given job from `jobs` to job_history where it is in one of the
 -- `expected` statuses (and leased by the given token, when tokens are given) and the caller may
--- act on it, and moves it, with the job it ends, to job_history, all in one statement. Returns
--- the ids of the jobs finished, in no order; the caller compares them with what it asked for.
--- An error joins the slice's log of errors and is a failed job's result. A slice aborted while
--- leased finishes as aborted. A null caller is the extension itself, which acts on any job.
+-- act on it, in one statement. Returns the ids of the jobs finished, in no order; the caller
+-- compares them with what it asked for. An error joins the job's log of errors and is a failed
+-- job's result. A job aborted while leased finishes as aborted. A null caller is the extension
+-- itself, which acts on any job.
 --
 -- How the queue's functions are planned:
 -- - They force generic plans: priced with their array arguments, the custom plans of these CTEs
@@ -200,15 +200,11 @@ DECLARE
 BEGIN
     WITH given AS (
         SELECT * FROM unnest(ids, tokens, results, _finish.errors) AS g(job_id, token, result, error)
-    ), s AS (
-        DELETE FROM slices s USING given g
-        WHERE s.job_id = g.job_id AND s.status = ANY (expected)
-          AND (tokens IS NULL OR s.lease_token = g.token) AND (s.owner = caller OR anyone)
-        RETURNING s.job_id, s.status, s.attempt, s.payload, s.errors, s.locked_by, g.result, g.error
     ), j AS (
-        DELETE FROM jobs j USING s WHERE j.id = s.job_id
-        RETURNING j.*, s.status AS slice_status, s.attempt, s.payload, s.errors AS slice_errors,
-                  s.locked_by, s.result, s.error
+        DELETE FROM jobs j USING given g
+        WHERE j.id = g.job_id AND j.status = ANY (expected)
+          AND (tokens IS NULL OR j.lease_token = g.token) AND (j.owner = caller OR anyone)
+        RETURNING j.*, g.result, g.error
     ), freed_keys AS (
         DELETE FROM job_keys k USING j
         WHERE j.key_rule = 'replace' AND k.owner = j.owner AND k.idempotency_key = j.idempotency_key
@@ -221,12 +217,12 @@ BEGIN
         SELECT j.id, j.opaque_id, j.owner, f.final, j.task, j.queue, j.priority, j.payload,
                CASE WHEN f.final = 'failed' AND j.error IS NOT NULL
                     THEN jsonb_build_object('error', j.error) ELSE j.result END,
-               CASE WHEN j.error IS NULL THEN j.slice_errors
-                    ELSE j.slice_errors || jsonb_build_object('attempt', j.attempt,
+               CASE WHEN j.error IS NULL THEN j.errors
+                    ELSE j.errors || jsonb_build_object('attempt', j.attempt,
                                                               'at', statement_timestamp(), 'error', j.error) END,
                j.attempt, j.max_attempts, j.idempotency_key, j.key_rule, j.locked_by,
                j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed
-        FROM j, LATERAL (SELECT CASE WHEN j.slice_status = 'aborted' THEN 'aborted' ELSE outcome END AS final) f
+        FROM j, LATERAL (SELECT CASE WHEN j.status = 'aborted' THEN 'aborted' ELSE outcome END AS final) f
         RETURNING id
     )
     SELECT array_agg(a.id) INTO finished FROM archived a;
@@ -245,14 +241,14 @@ SET jit = off
 AS $$
 DECLARE
     admin boolean := caller IS NULL OR _is_admin(caller);
-    live slices;
+    live jobs;
     done job_history;
 BEGIN
     IF job IS NULL OR token IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
             MESSAGE = 'job id and lease token must not be null';
     END IF;
-    SELECT * INTO live FROM slices s WHERE s.job_id = job AND (s.owner = caller OR admin);
+    SELECT * INTO live FROM jobs j WHERE j.id = job AND (j.owner = caller OR admin);
     IF FOUND AND live.status = 'aborted' AND live.lease_token = token THEN
         RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
             MESSAGE = format('job %s was aborted', job),
@@ -340,12 +336,12 @@ COMMENT ON FUNCTION jobs_ready_signal IS
     'The payload of the NOTIFY on channel pgjobs_ready that says ready work arrived in one of the '
     'caller''s queues: compare it with the payloads a LISTENing worker receives.';
 
--- The error an expired lease records, in the slice's log of errors and as a failed job's result.
+-- The error an expired lease records, in the job's log of errors and as a failed job's result.
 CREATE FUNCTION _lease_expired(worker text) RETURNS text
 LANGUAGE sql STABLE
 RETURN format('lease expired: worker %s stopped renewing it', worker);
 
--- Expired leases: a slice whose worker stopped renewing is requeued, its attempt counted; one
+-- Expired leases: a job whose worker stopped renewing is requeued, its attempt counted; one
 -- that used its last attempt, or was aborted, finishes. Locked rows are skipped, so a worker
 -- completing right now is never overwritten, and an owner holding its job's row (a change of
 -- its public fields in an open transaction) delays only that job's rescue, not everyone's.
@@ -364,21 +360,20 @@ DECLARE
     finals bigint[];
 BEGIN
     WITH expired AS (
-        SELECT s.job_id, s.slice_number
-        FROM slices s JOIN jobs j ON j.id = s.job_id
-        WHERE s.status = 'started' AND s.locked_until < statement_timestamp()
-          AND s.attempt < j.max_attempts
-        FOR UPDATE OF s SKIP LOCKED
+        SELECT j.id FROM jobs j
+        WHERE j.status = 'started' AND j.locked_until < statement_timestamp()
+          AND j.attempt < j.max_attempts
+        FOR UPDATE SKIP LOCKED
     ), requeue AS (
-        UPDATE slices s
+        UPDATE jobs j
         SET status = 'created', lease_token = NULL, locked_until = NULL,
             run_at = statement_timestamp(),
-            errors = s.errors || jsonb_build_object(
-                'attempt', s.attempt, 'at', statement_timestamp(),
-                'error', _lease_expired(s.locked_by))
+            errors = j.errors || jsonb_build_object(
+                'attempt', j.attempt, 'at', statement_timestamp(),
+                'error', _lease_expired(j.locked_by))
         FROM expired e
-        WHERE s.job_id = e.job_id AND s.slice_number = e.slice_number
-        RETURNING s.claimable_by, s.queue
+        WHERE j.id = e.id
+        RETURNING j.claimable_by, j.queue
     )
     SELECT count(*), array_agg(DISTINCT _ready_signal(r.claimable_by, r.queue)) INTO requeued, woken
     FROM requeue r;
@@ -389,11 +384,11 @@ BEGIN
     SELECT _finish(array_agg(e.job_id), array_agg(e.lease_token), '{started,aborted}', 'failed',
                    NULL, NULL, array_agg(_lease_expired(e.locked_by)))
     INTO finals
-    FROM (SELECT s.job_id, s.lease_token, s.locked_by
-          FROM slices s JOIN jobs j ON j.id = s.job_id
-          WHERE s.status IN ('started', 'aborted') AND s.locked_until < statement_timestamp()
-            AND (s.status = 'aborted' OR s.attempt >= j.max_attempts)
-          FOR UPDATE OF s, j SKIP LOCKED) e;
+    FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
+          FROM jobs j
+          WHERE j.status IN ('started', 'aborted') AND j.locked_until < statement_timestamp()
+            AND (j.status = 'aborted' OR j.attempt >= j.max_attempts)
+          FOR UPDATE SKIP LOCKED) e;
     RETURN requeued + coalesce(cardinality(finals), 0);
 END
 $$;
@@ -437,7 +432,7 @@ BEGIN
     END IF;
 
     -- One statement: the keys first, whose primary key decides which of two concurrent adds gets
-    -- a key, then the jobs whose keys were free (or that have none) and their slices.
+    -- a key, then the jobs whose keys were free (or that have none).
     -- unnest, not specs[i]: reaching element i of an array of composites walks the array from
     -- its start, which made a batch of 10,000 take seconds.
     WITH given AS (
@@ -453,21 +448,16 @@ BEGIN
     ), fresh AS (
         SELECT g.* FROM given g WHERE g.key IS NULL OR g.id IN (SELECT c.job_id FROM claimed c)
     ), new_jobs AS (
-        INSERT INTO jobs (id, owner, task, queue, priority, max_attempts, backoff, max_backoff,
-                          lease, idempotency_key, key_rule, due_at)
-        SELECT f.id, _add.owner, f.task, coalesce(f.queue, 'default'), coalesce(f.priority, 0),
+        INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts,
+                          backoff, max_backoff, lease, payload, idempotency_key, key_rule, due_at)
+        SELECT f.id, _add.owner, CASE WHEN f.queue LIKE 'pg\_jobs.%' THEN 0 ELSE _add.owner END,
+               f.task, coalesce(f.queue, 'default'), coalesce(f.priority, 0), f.due_at,
                coalesce(f.max_attempts, default_max_attempts),
                coalesce(f.backoff, default_backoff), coalesce(f.max_backoff, default_max_backoff),
-               coalesce(f.lease, default_lease),
+               coalesce(f.lease, default_lease), coalesce(f.payload, '{}'),
                f.key, CASE WHEN f.key IS NOT NULL THEN coalesce(f.on_conflict, 'skip')::key_rule END, f.due_at
         FROM fresh f
-        RETURNING jobs.id, jobs.owner, jobs.queue, jobs.priority, jobs.due_at
-    ), new_slices AS (
-        INSERT INTO slices (job_id, owner, claimable_by, queue, priority, run_at, payload)
-        SELECT n.id, n.owner, CASE WHEN n.queue LIKE 'pg\_jobs.%' THEN 0 ELSE n.owner END,
-               n.queue, n.priority, n.due_at, coalesce(f.payload, '{}')
-        FROM new_jobs n JOIN fresh f ON f.id = n.id
-        RETURNING claimable_by, queue, run_at
+        RETURNING jobs.claimable_by, jobs.queue, jobs.run_at
     )
     SELECT (SELECT array_agg(CASE WHEN g.id IN (SELECT f.id FROM fresh f) THEN g.id END ORDER BY g.ord) FROM given g),
            (SELECT count(*) FROM given g WHERE g.id NOT IN (SELECT f.id FROM fresh f)),
@@ -476,8 +466,8 @@ BEGIN
            -- one. Where jobs are waiting, workers are claiming anyway (and poll every
            -- pg_jobs.poll_interval regardless).
            (SELECT array_agg(_ready_signal(q.claimable_by, q.queue))
-            FROM (SELECT DISTINCT s.claimable_by, s.queue FROM new_slices s WHERE s.run_at <= statement_timestamp()) q
-            WHERE NOT EXISTS (SELECT FROM slices o
+            FROM (SELECT DISTINCT n.claimable_by, n.queue FROM new_jobs n WHERE n.run_at <= statement_timestamp()) q
+            WHERE NOT EXISTS (SELECT FROM jobs o
                               WHERE o.status = 'created' AND o.claimable_by = q.claimable_by
                                 AND o.queue = q.queue AND o.run_at <= statement_timestamp()))
     INTO ids, taken, woken;
@@ -497,27 +487,16 @@ BEGIN
         LOOP
             ids[contested.ord] := contested.holder;
             CONTINUE WHEN contested.on_conflict IS DISTINCT FROM 'replace';
-            WITH waiting AS (
-                UPDATE slices s
-                SET payload = coalesce(contested.payload, '{}'),
-                    queue = coalesce(contested.queue, 'default'),
-                    priority = coalesce(contested.priority, 0),
-                    run_at = coalesce(contested.run_at, statement_timestamp())
-                -- slice_number too: by job_id and status alone, a session that planned this
-                -- before slices had statistics scanned all of slices_ready (job_id is its last
-                -- column) per replaced job, 49 s for a batch of 10,000.
-                WHERE s.job_id = contested.holder AND s.slice_number = 1 AND s.status = 'created'
-                  AND s.owner = _add.owner
-                RETURNING s.job_id, s.queue, s.priority
-            )
             UPDATE jobs j
-            SET task = contested.task, queue = w.queue, priority = w.priority,
+            SET task = contested.task, payload = coalesce(contested.payload, '{}'),
+                queue = coalesce(contested.queue, 'default'), priority = coalesce(contested.priority, 0),
+                run_at = coalesce(contested.run_at, statement_timestamp()),
                 max_attempts = coalesce(contested.max_attempts, j.max_attempts),
                 backoff = coalesce(contested.backoff, j.backoff),
                 max_backoff = coalesce(contested.max_backoff, j.max_backoff),
                 lease = coalesce(contested.lease, j.lease),
                 last_update = statement_timestamp()
-            FROM waiting w WHERE j.id = w.job_id;
+            WHERE j.id = contested.holder AND j.status = 'created' AND j.owner = _add.owner;
         END LOOP;
     END IF;
 
@@ -599,32 +578,30 @@ SET enable_hashjoin = off
 AS $$
 BEGIN
     -- Almost always nothing has expired, and one index probe says so.
-    IF EXISTS (SELECT FROM slices s WHERE s.status <> 'created' AND s.locked_until < statement_timestamp()) THEN
+    IF EXISTS (SELECT FROM jobs j WHERE j.status <> 'created' AND j.locked_until < statement_timestamp()) THEN
         PERFORM _rescue_expired();
     END IF;
 
     -- One index range per queue, read in index order: `queue = ANY (queues)` would make the
-    -- planner sort every ready slice of those queues, which with a million queued is seconds.
-    -- The chosen rows are then updated by ctid and their jobs joined by primary key, so that no
-    -- plan can turn this into a scan of the table.
+    -- planner sort every ready job of those queues, which with a million queued is seconds.
+    -- The chosen rows are then updated by ctid, so that no plan can turn this into a scan of
+    -- the table.
     RETURN QUERY
     WITH candidates AS (
         SELECT c.* FROM unnest(queues) AS q(queue), LATERAL (
-            SELECT s.ctid AS tid, s.priority, s.run_at, s.job_id FROM slices s
-            WHERE s.status = 'created' AND s.claimable_by = claimant AND s.queue = q.queue
-              AND s.run_at <= statement_timestamp()
-            ORDER BY s.priority, s.run_at, s.job_id
+            SELECT j.ctid AS tid, j.priority, j.run_at, j.id FROM jobs j
+            WHERE j.status = 'created' AND j.claimable_by = claimant AND j.queue = q.queue
+              AND j.run_at <= statement_timestamp()
+            ORDER BY j.priority, j.run_at, j.id
             LIMIT n
             FOR UPDATE SKIP LOCKED) c
     )
-    UPDATE slices s
-    SET status = 'started', attempt = s.attempt + 1, lease_token = gen_random_uuid(),
+    UPDATE jobs j
+    SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
         locked_by = worker, begin_time = statement_timestamp(),
         locked_until = statement_timestamp() + coalesce(_claim.lease, j.lease)
-    FROM jobs j
-    WHERE s.ctid = ANY (ARRAY(SELECT c.tid FROM candidates c ORDER BY c.priority, c.run_at, c.job_id LIMIT n))
-      AND j.id = s.job_id
-    RETURNING s.job_id, s.attempt, s.lease_token, j.task::text, s.payload, s.locked_until;
+    WHERE j.ctid = ANY (ARRAY(SELECT c.tid FROM candidates c ORDER BY c.priority, c.run_at, c.id LIMIT n))
+    RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until;
 END
 $$;
 
@@ -693,12 +670,11 @@ BEGIN
     IF lease <= '0' THEN
         PERFORM _invalid(format('lease must be positive, not %s', lease));
     END IF;
-    UPDATE slices s
+    UPDATE jobs j
     SET locked_until = statement_timestamp() + coalesce(_jobs_heartbeat.lease, j.lease)
-    FROM jobs j
-    WHERE s.job_id = job AND j.id = job AND s.lease_token = token AND s.status IN ('started', 'aborted')
-      AND (s.owner = caller OR admin)
-    RETURNING s.status, s.locked_until INTO state, locked_until;
+    WHERE j.id = job AND j.lease_token = token AND j.status IN ('started', 'aborted')
+      AND (j.owner = caller OR admin)
+    RETURNING j.status, j.locked_until INTO state, locked_until;
     IF FOUND THEN
         lease_state := CASE state WHEN 'aborted' THEN 'aborted' ELSE 'held' END;
         RETURN;
@@ -706,7 +682,7 @@ BEGIN
     IF job IS NULL OR token IS NULL THEN
         PERFORM _lease_error(job, token, caller);
     END IF;
-    IF EXISTS (SELECT FROM slices s WHERE s.job_id = job AND (s.owner = caller OR admin))
+    IF EXISTS (SELECT FROM jobs j WHERE j.id = job AND (j.owner = caller OR admin))
        OR EXISTS (SELECT FROM job_history h WHERE h.id = job AND (h.owner = caller OR admin)) THEN
         lease_state := 'lost';
         locked_until := NULL;
@@ -810,17 +786,17 @@ BEGIN
     WITH given AS (
         SELECT * FROM unnest(ids, tokens, _jobs_fail.errors) AS g(job_id, token, error)
     ), retry AS (
-        UPDATE slices s
+        UPDATE jobs j
         SET status = 'created', lease_token = NULL, locked_until = NULL,
             run_at = statement_timestamp() + make_interval(secs => retry_delay_seconds(
-                s.attempt, extract(epoch FROM j.backoff)::float8,
+                j.attempt, extract(epoch FROM j.backoff)::float8,
                 extract(epoch FROM j.max_backoff)::float8)),
-            errors = s.errors || jsonb_build_object(
-                'attempt', s.attempt, 'at', statement_timestamp(), 'error', g.error)
-        FROM given g, jobs j
-        WHERE s.job_id = g.job_id AND j.id = g.job_id AND s.lease_token = g.token
-          AND s.status = 'started' AND s.attempt < j.max_attempts AND (s.owner = caller OR admin)
-        RETURNING s.job_id
+            errors = j.errors || jsonb_build_object(
+                'attempt', j.attempt, 'at', statement_timestamp(), 'error', g.error)
+        FROM given g
+        WHERE j.id = g.job_id AND j.lease_token = g.token
+          AND j.status = 'started' AND j.attempt < j.max_attempts AND (j.owner = caller OR admin)
+        RETURNING j.id AS job_id
     )
     SELECT array_agg(r.job_id) INTO retried FROM retry r;
 
@@ -866,14 +842,14 @@ BEGIN
     -- Decided from the locked row: a failure, a rescue or a completion committing meanwhile is
     -- waited for and then seen (a requeued job is aborted at once, a finished one reported as it
     -- ended), never mistaken for a job that does not exist.
-    SELECT s.status INTO live FROM slices s
-    WHERE s.job_id = job AND (s.owner = caller OR admin)
+    SELECT j.status INTO live FROM jobs j
+    WHERE j.id = job AND (j.owner = caller OR admin)
     FOR UPDATE;
     IF live = 'created' THEN
         PERFORM _finish(ARRAY[job], NULL, '{created}', 'aborted', caller);
         RETURN 'aborted';
     ELSIF FOUND THEN
-        UPDATE slices s SET status = 'aborted' WHERE s.job_id = job;
+        UPDATE jobs j SET status = 'aborted' WHERE j.id = job;
         -- A SQL job is stopped as soon as the abort commits: its statement is cancelled and its
         -- transaction rolls back.
         PERFORM _cancel_sql_job(job);
@@ -902,11 +878,11 @@ COMMENT ON FUNCTION jobs_abort IS
 -- their column types are the same (reads were 5 % more work without the casts). No opaque_id:
 -- members may not read that column (see the grants in 001_schema.sql); job_opaque_ids has it.
 CREATE VIEW job_list WITH (security_invoker = true) AS
-SELECT j.id, j.owner::regrole AS owner, s.status, j.task::text, j.queue::text, j.priority,
-       s.payload, NULL::jsonb AS result, s.errors, s.attempt, j.max_attempts::integer, s.run_at,
-       j.idempotency_key, j.key_rule, s.locked_by, s.locked_until, j.due_at, j.start_time,
+SELECT j.id, j.owner::regrole AS owner, j.status, j.task::text, j.queue::text, j.priority,
+       j.payload, NULL::jsonb AS result, j.errors, j.attempt, j.max_attempts::integer, j.run_at,
+       j.idempotency_key, j.key_rule, j.locked_by, j.locked_until, j.due_at, j.start_time,
        NULL::timestamptz AS end_time
-FROM jobs j JOIN slices s ON s.job_id = j.id
+FROM jobs j
 UNION ALL
 SELECT h.id, h.owner::regrole, h.status, h.task, h.queue, h.priority, h.payload,
        h.result, h.errors, h.attempts, h.max_attempts, NULL, h.idempotency_key, h.key_rule,
@@ -961,7 +937,7 @@ LANGUAGE sql STABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     SELECT c.queue, c.status, count(*)
-    FROM (SELECT s.queue, s.status FROM slices s
+    FROM (SELECT j.queue::text, j.status FROM jobs j
           UNION ALL
           SELECT h.queue, h.status FROM job_history h
           WHERE _utc_month(h.due_at) = coalesce(date_trunc('month', month)::date, _utc_month(now()))) c

@@ -95,15 +95,13 @@ AS $$
 DECLARE
     attempt integer;
 BEGIN
-    SELECT s.payload ->> 'sql', (s.payload ->> 'timeout_ms')::bigint, j.owner, s.attempt
-    INTO sql, timeout_ms, owner, attempt
-    FROM slices s JOIN jobs j ON j.id = s.job_id
-    WHERE s.job_id = job AND s.lease_token = token AND s.status = 'started';
+    UPDATE jobs j SET locked_by = format('pg_jobs sql executor %s', pid)
+    WHERE j.id = job AND j.lease_token = token AND j.status = 'started'
+    RETURNING j.payload ->> 'sql', (j.payload ->> 'timeout_ms')::bigint, j.owner, j.attempt
+    INTO sql, timeout_ms, owner, attempt;
     IF NOT FOUND THEN
         PERFORM _lease_error(job, token, NULL);
     END IF;
-    UPDATE slices s SET locked_by = format('pg_jobs sql executor %s', pid)
-    WHERE s.job_id = job AND s.lease_token = token;
     INSERT INTO job_runs (job_id, owner, attempt, pid, deadline)
     VALUES (job, owner, attempt, pid,
             clock_timestamp() + make_interval(secs => timeout_ms / 1000.0) + _cancel_grace())
@@ -171,8 +169,8 @@ DECLARE
     stopped integer := 0;
 BEGIN
     FOR overdue IN
-        SELECT r.id AS run, r.pid, s.job_id, s.lease_token, s.status
-        FROM job_runs r JOIN slices s ON s.job_id = r.job_id AND s.locked_by = format('pg_jobs sql executor %s', r.pid)
+        SELECT r.id AS run, r.pid, s.id AS job_id, s.lease_token, s.status
+        FROM job_runs r JOIN jobs s ON s.id = r.job_id AND s.locked_by = format('pg_jobs sql executor %s', r.pid)
         WHERE r.status = 'running' AND r.deadline < at
         FOR UPDATE OF r, s SKIP LOCKED
     LOOP
@@ -657,9 +655,9 @@ BEGIN
 
     RETURN least(
         (SELECT min(s.next_slot) FROM schedules s WHERE s.enabled),
-        (SELECT min(s.run_at) FROM slices s
+        (SELECT min(s.run_at) FROM jobs s
          WHERE s.claimable_by = 0 AND s.queue = 'pg_jobs.sql' AND s.status = 'created'),
-        (SELECT min(s.locked_until) FROM slices s WHERE s.status <> 'created'),
+        (SELECT min(s.locked_until) FROM jobs s WHERE s.status <> 'created'),
         (SELECT min(r.deadline) FROM job_runs r WHERE r.status = 'running'),
         at + current_setting('pg_jobs.refresh_interval')::interval);
 END
@@ -678,12 +676,12 @@ BEGIN ATOMIC
                           WHERE a.pid = r.pid AND a.backend_type = 'pg_jobs sql executor')
         RETURNING r.job_id, r.pid
     ), leased AS (
-        SELECT s.job_id, s.slice_number FROM slices s JOIN lost l
-            ON s.job_id = l.job_id AND s.locked_by = format('pg_jobs sql executor %s', l.pid)
-        FOR UPDATE OF s SKIP LOCKED
+        SELECT j.id FROM jobs j JOIN lost l
+            ON j.id = l.job_id AND j.locked_by = format('pg_jobs sql executor %s', l.pid)
+        FOR UPDATE OF j SKIP LOCKED
     )
-    UPDATE slices s SET locked_until = least(s.locked_until, at - interval '1 microsecond')
-    FROM leased l WHERE s.job_id = l.job_id AND s.slice_number = l.slice_number;
+    UPDATE jobs j SET locked_until = least(j.locked_until, at - interval '1 microsecond')
+    FROM leased l WHERE j.id = l.id;
 END;
 
 -- Who may do what -------------------------------------------------------------------------------

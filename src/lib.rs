@@ -24,7 +24,7 @@ extension_sql_file!(
         identity::_identity_of,
         identity::_forget_identities,
         queue::_opaque_id,
-        queue::_live_slice_ok,
+        queue::_live_job_ok,
         queue::_finished_status_ok
     ]
 );

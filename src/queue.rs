@@ -20,13 +20,13 @@ fn _opaque_id() -> pgrx::Uuid {
     pgrx::Uuid::from_bytes(pg_jobs_core::opaque_id::time_ordered_uuid(millis, random))
 }
 
-/// The rule of a live slice (see pg_jobs_core::status), checked by a CHECK constraint of
-/// `slices`. This and `_finished_status_ok` are functions rather than the same rules in SQL
-/// because PostgreSQL parses a table's CHECK expressions from their text at every statement that
-/// writes the table: the SQL form was a fifth of the work of a lease renewal.
+/// The rule of a live job (see pg_jobs_core::status), checked by a CHECK constraint of `jobs`.
+/// This and `_finished_status_ok` are functions rather than the same rules in SQL because
+/// PostgreSQL parses a table's CHECK expressions from their text at every statement that writes
+/// the table: the SQL form was a fifth of the work of a lease renewal.
 #[pg_extern(immutable, parallel_safe)]
-fn _live_slice_ok(status: &str, lease_token: Option<pgrx::Uuid>) -> bool {
-    pg_jobs_core::status::live_slice_ok(status, lease_token.is_some())
+fn _live_job_ok(status: &str, lease_token: Option<pgrx::Uuid>, has_key: bool, has_key_rule: bool) -> bool {
+    pg_jobs_core::status::live_job_ok(status, lease_token.is_some(), has_key, has_key_rule)
 }
 
 /// The rule of `job_history`'s status, checked by a CHECK constraint.

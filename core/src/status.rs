@@ -1,13 +1,15 @@
 //! Which statuses a job may have where it is stored, as the tables' CHECK constraints enforce.
 
-/// A live slice waits (`created`) exactly when it holds no lease token, and is never finished:
-/// finished jobs are in `job_history`.
-pub fn live_slice_ok(status: &str, has_lease_token: bool) -> bool {
-    match status {
-        "created" => !has_lease_token,
-        "started" | "aborted" => has_lease_token,
-        _ => false,
-    }
+/// A live job waits (`created`) exactly when it holds no lease token, and is never finished:
+/// finished jobs are in `job_history`. It has an idempotency key exactly when it has the key's
+/// rule (skip or replace).
+pub fn live_job_ok(status: &str, has_lease_token: bool, has_key: bool, has_key_rule: bool) -> bool {
+    let leased = match status {
+        "created" => false,
+        "started" | "aborted" => true,
+        _ => return false,
+    };
+    leased == has_lease_token && has_key == has_key_rule
 }
 
 /// Every job in `job_history` has finished.
@@ -20,20 +22,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_waiting_slice_has_no_token_and_a_leased_one_has_one() {
-        assert!(live_slice_ok("created", false));
-        assert!(!live_slice_ok("created", true));
+    fn a_waiting_job_has_no_token_and_a_leased_one_has_one() {
+        assert!(live_job_ok("created", false, false, false));
+        assert!(!live_job_ok("created", true, false, false));
         for leased in ["started", "aborted"] {
-            assert!(live_slice_ok(leased, true), "{leased}");
-            assert!(!live_slice_ok(leased, false), "{leased}");
+            assert!(live_job_ok(leased, true, false, false), "{leased}");
+            assert!(!live_job_ok(leased, false, false, false), "{leased}");
         }
     }
 
     #[test]
-    fn no_slice_is_finished_and_every_history_row_is() {
+    fn a_key_comes_with_its_rule() {
+        assert!(live_job_ok("created", false, true, true));
+        assert!(!live_job_ok("created", false, true, false));
+        assert!(!live_job_ok("started", true, false, true));
+    }
+
+    #[test]
+    fn no_live_job_is_finished_and_every_history_row_is() {
         for finished in ["completed", "failed"] {
-            assert!(!live_slice_ok(finished, true), "{finished}");
-            assert!(!live_slice_ok(finished, false), "{finished}");
+            assert!(!live_job_ok(finished, true, false, false), "{finished}");
+            assert!(!live_job_ok(finished, false, false, false), "{finished}");
             assert!(finished_status_ok(finished), "{finished}");
         }
         assert!(finished_status_ok("aborted"));

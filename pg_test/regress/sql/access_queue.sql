@@ -27,7 +27,7 @@ SELECT id, owner, task FROM pgjobs.job_list ORDER BY id;
 SELECT role, object,
        regress.as_role(role, format('SELECT coalesce(string_agg(x::text, '','' ORDER BY x), ''nothing'') FROM (SELECT %s AS x FROM pgjobs.%s) r', key, object)) AS sees
 FROM (VALUES ('regress_owner'), ('regress_proxy'), ('regress_other'), ('regress_worker'), ('regress_nobody')) AS r(role),
-     (VALUES ('jobs', 'id'), ('slices', 'job_id'), ('job_history', 'id'), ('job_list', 'id'),
+     (VALUES ('jobs', 'id'), ('job_history', 'id'), ('job_list', 'id'),
              ('schedules', 'name'), ('jobs_schedules', 'name'), ('job_runs', 'job_id'),
              ('proxies', 'proxy::regrole'), ('job_keys', 'job_id'), ('launcher_state', 'pid')) AS o(object, key)
 ORDER BY object, role;
@@ -42,9 +42,9 @@ FROM (VALUES ('regress_owner'), ('regress_proxy'), ('regress_other'), ('regress_
      (VALUES ($$UPDATE pgjobs.jobs SET name = 'renamed', link = 'https://example.org' WHERE id = 1 RETURNING name$$),
              ($$UPDATE pgjobs.jobs SET task = 'hijacked' WHERE id = 1 RETURNING task$$),
              ($$UPDATE pgjobs.jobs SET owner = 10 WHERE id = 1 RETURNING owner$$),
-             ($$UPDATE pgjobs.slices SET payload = '{}' WHERE job_id = 1 RETURNING job_id$$),
-             ($$INSERT INTO pgjobs.jobs (owner, task, queue, priority, max_attempts, backoff, max_backoff, lease, due_at)
-                VALUES (10, 't', 'q', 0, 1, '1s', '1s', '1s', now()) RETURNING id$$),
+             ($$UPDATE pgjobs.jobs SET payload = '{}' WHERE id = 1 RETURNING id$$),
+             ($$INSERT INTO pgjobs.jobs (owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff, max_backoff, lease, payload, due_at)
+                VALUES (10, 10, 't', 'q', 0, now(), 1, '1s', '1s', '1s', '{}', now()) RETURNING id$$),
              ($$DELETE FROM pgjobs.jobs WHERE id = 1 RETURNING id$$),
              ($$DELETE FROM pgjobs.job_history RETURNING id$$)) AS s(statement)
 ORDER BY role, statement;
@@ -59,7 +59,7 @@ SELECT regress.as_role('regress_nobody', $$SELECT string_agg(id::text, ',') FROM
 -- Every function that acts with more rights than its caller refuses a wrong owner, with the
 -- error of a job that does not exist, and changes nothing; a stolen token is no use either.
 SELECT regress.fingerprint() AS before \gset
-SELECT format('%s', lease_token) AS token_3 FROM pgjobs.slices WHERE job_id = 3 \gset
+SELECT format('%s', lease_token) AS token_3 FROM pgjobs.jobs WHERE id = 3 \gset
 SELECT role, replace(statement, :'token_3', '<token of job 3>') AS statement, regress.as_role(role, statement) AS result
 FROM (VALUES ('regress_other'), ('regress_worker'), ('regress_nobody')) AS r(role),
      (VALUES ($$SELECT pgjobs.jobs_abort(2)$$),

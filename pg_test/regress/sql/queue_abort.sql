@@ -10,7 +10,7 @@ SELECT pgjobs.jobs_add('running');
 CREATE TABLE regress.claim AS SELECT * FROM pgjobs.jobs_claim('w');
 SELECT pgjobs.jobs_abort(2);
 SELECT pgjobs.jobs_abort(2) AS again;
-SELECT job_id, status FROM pgjobs.slices;
+SELECT id AS job_id, status FROM pgjobs.jobs;
 SELECT lease_state FROM regress.claim c, pgjobs.jobs_heartbeat(c.id, c.lease_token);
 
 SELECT regress.fingerprint() AS before \gset

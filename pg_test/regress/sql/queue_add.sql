@@ -13,10 +13,9 @@ RESET pg_jobs.max_attempts;
 RESET pg_jobs.lease;
 
 SELECT id, owner::regrole, task, queue, priority, max_attempts, backoff, max_backoff, lease,
-       due_at = start_time AS due_now
+       due_at = start_time AS due_now, status, attempt, payload, lease_token IS NULL AS unleased,
+       run_at = due_at AS runs_when_due
 FROM pgjobs.jobs ORDER BY id;
-SELECT job_id, slice_number, status, queue, priority, attempt, payload, lease_token IS NULL AS unleased
-FROM pgjobs.slices ORDER BY job_id;
 
 -- A batch keeps the order it was given in.
 SELECT * FROM pgjobs.jobs_add_batch('[

@@ -18,26 +18,26 @@ FROM pgjobs.jobs_claim('w2', n => 10, lease => '5 minutes') ORDER BY id;
 SELECT count(*) AS claimed FROM pgjobs.jobs_claim('w3', ARRAY['default'], 10);
 SELECT id, task FROM pgjobs.jobs_claim('w3', ARRAY['default', 'reports'], 10);
 
-SELECT job_id, status, attempt, locked_by FROM pgjobs.slices ORDER BY job_id;
+SELECT id AS job_id, status, attempt, locked_by FROM pgjobs.jobs ORDER BY job_id;
 
 -- Tokens are distinct.
 SELECT count(DISTINCT lease_token) AS tokens, count(*) AS leased
-FROM pgjobs.slices WHERE status = 'started';
+FROM pgjobs.jobs WHERE status = 'started';
 
 -- A completed job leaves the claimable table, and its result is kept.
 SELECT count(*) AS completed
-FROM pgjobs.slices s, pgjobs.jobs_complete(s.job_id, s.lease_token, '{"rows": 3}')
-WHERE s.job_id = 4;
+FROM pgjobs.jobs s, pgjobs.jobs_complete(s.id, s.lease_token, '{"rows": 3}')
+WHERE s.id = 4;
 SELECT id, status, attempts, result, locked_by FROM pgjobs.job_history ORDER BY id;
-SELECT count(*) AS left_in_slices FROM pgjobs.slices WHERE job_id = 4;
+SELECT count(*) AS left_in_jobs FROM pgjobs.jobs WHERE id = 4;
 
 -- Batch completion, and a completion without a result.
 SELECT count(*) AS completed FROM pgjobs.jobs_complete(
-    ARRAY(SELECT job_id FROM pgjobs.slices WHERE status = 'started' ORDER BY job_id),
-    ARRAY(SELECT lease_token FROM pgjobs.slices WHERE status = 'started' ORDER BY job_id),
+    ARRAY(SELECT id FROM pgjobs.jobs WHERE status = 'started' ORDER BY id),
+    ARRAY(SELECT lease_token FROM pgjobs.jobs WHERE status = 'started' ORDER BY id),
     ARRAY['{"n": 1}', NULL, '{"n": 3}', '{"n": 4}']::jsonb[]);
 SELECT id, task, status, result FROM pgjobs.job_history ORDER BY id;
-SELECT job_id, status FROM pgjobs.slices ORDER BY job_id;
+SELECT id AS job_id, status FROM pgjobs.jobs ORDER BY job_id;
 
 -- Complete and claim in one call: the finished job and the next claim commit together; with
 -- empty arrays it only claims.
@@ -47,7 +47,7 @@ SELECT id, attempt, task FROM regress.held;
 SELECT c.id, c.task FROM regress.held h,
     pgjobs.jobs_complete_and_claim(ARRAY[h.id], ARRAY[h.lease_token], ARRAY['{"ok": 1}'::jsonb], 'w4') c;
 SELECT id, status, result FROM pgjobs.job_history WHERE task LIKE 'next_%';
-SELECT job_id, status, locked_by FROM pgjobs.slices WHERE job_id IN (SELECT id FROM pgjobs.jobs WHERE task LIKE 'next_%');
+SELECT id AS job_id, status, locked_by FROM pgjobs.jobs WHERE task LIKE 'next_%';
 -- A stale token in the completion: the claim does not happen either.
 SELECT regress.fingerprint() AS before \gset
 SELECT regress.error_of($$SELECT * FROM pgjobs.jobs_complete_and_claim(ARRAY[8], ARRAY[gen_random_uuid()], '{NULL}', 'w4')$$);

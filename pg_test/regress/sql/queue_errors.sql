@@ -44,7 +44,7 @@ SELECT regress.fingerprint() AS before \gset
 SELECT regress.error_of(format('SELECT pgjobs.jobs_complete(ARRAY[1, 2], ARRAY[%L, gen_random_uuid()]::uuid[])',
                                (SELECT lease_token FROM regress.claim WHERE id = 1)));
 SELECT regress.fingerprint() = :'before' AS unchanged;
-SELECT job_id, status FROM pgjobs.slices ORDER BY job_id;
+SELECT id AS job_id, status FROM pgjobs.jobs ORDER BY job_id;
 
 -- A job named twice with its valid token is refused, not completed (or failed) once.
 SELECT regress.error_of(format('SELECT pgjobs.jobs_complete(ARRAY[1, 1], ARRAY[%L, %L]::uuid[])', t, t)),
@@ -66,9 +66,9 @@ SELECT pgjobs.jobs_add('rules') AS job \gset
 INSERT INTO pgjobs.compute_jobs (job_id) VALUES (:job);
 SELECT regress.fingerprint() AS before \gset
 SELECT statement, regress.error_of(statement) AS error FROM (VALUES
-    ('UPDATE pgjobs.slices SET lease_token = gen_random_uuid() WHERE job_id = ' || :job),
-    ('UPDATE pgjobs.slices SET status = ''started'' WHERE job_id = ' || :job),
-    ('UPDATE pgjobs.slices SET status = ''completed'', lease_token = gen_random_uuid() WHERE job_id = ' || :job),
+    ('UPDATE pgjobs.jobs SET lease_token = gen_random_uuid() WHERE id = ' || :job),
+    ('UPDATE pgjobs.jobs SET status = ''started'' WHERE id = ' || :job),
+    ('UPDATE pgjobs.jobs SET status = ''completed'', lease_token = gen_random_uuid() WHERE id = ' || :job),
     ('UPDATE pgjobs.jobs SET task = '''' WHERE id = ' || :job),
     ('UPDATE pgjobs.jobs SET queue = '''' WHERE id = ' || :job),
     ('UPDATE pgjobs.jobs SET max_attempts = 0 WHERE id = ' || :job),
@@ -80,8 +80,8 @@ SELECT statement, regress.error_of(statement) AS error FROM (VALUES
 SELECT regress.fingerprint() = :'before' AS unchanged;
 DELETE FROM pgjobs.compute_jobs WHERE job_id = :job;
 -- What the rules allow: a lease with its token, and back.
-UPDATE pgjobs.slices SET status = 'started', lease_token = gen_random_uuid() WHERE job_id = :job;
-UPDATE pgjobs.slices SET status = 'created', lease_token = NULL WHERE job_id = :job;
+UPDATE pgjobs.jobs SET status = 'started', lease_token = gen_random_uuid() WHERE id = :job;
+UPDATE pgjobs.jobs SET status = 'created', lease_token = NULL WHERE id = :job;
 -- And every job in the history has finished.
 SELECT pgjobs.jobs_abort(:job);
 -- (The error names the month's partition, which the test hides.)

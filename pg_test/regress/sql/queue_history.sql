@@ -16,7 +16,7 @@ SELECT pgjobs.jobs_add('last_month', run_at => date_trunc('month', now(), 'UTC')
 SELECT pgjobs.jobs_add('this_month');
 SELECT pgjobs.jobs_add('far_future', run_at => now() + interval '5 years');
 SELECT count(*) FROM pgjobs.jobs_claim('w', n => 10) c, pgjobs.jobs_complete(c.id, c.lease_token);
-UPDATE pgjobs.slices SET run_at = now() WHERE job_id = 3;
+UPDATE pgjobs.jobs SET run_at = now() WHERE id = 3;
 SELECT count(*) FROM pgjobs.jobs_claim('w', n => 10) c, pgjobs.jobs_complete(c.id, c.lease_token);
 
 SELECT h.id, h.task,

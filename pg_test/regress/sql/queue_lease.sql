@@ -5,7 +5,7 @@ SELECT regress.reset();
 SELECT pgjobs.jobs_add('long', max_attempts => 2, lease => '10 seconds');
 CREATE TABLE regress.first AS SELECT * FROM pgjobs.jobs_claim('w1');
 SELECT f.id, f.attempt, s.locked_until - s.begin_time AS lease
-FROM regress.first f JOIN pgjobs.slices s ON s.job_id = f.id;
+FROM regress.first f JOIN pgjobs.jobs s ON s.id = f.id;
 
 SELECT h.lease_state, h.locked_until - statement_timestamp() AS lease
 FROM regress.first f, pgjobs.jobs_heartbeat(f.id, f.lease_token) h;
@@ -16,7 +16,7 @@ FROM regress.first f, pgjobs.jobs_heartbeat(f.id, f.lease_token, lease => '2 min
 SELECT regress.expire_lease(1);
 CREATE TABLE regress.second AS SELECT * FROM pgjobs.jobs_claim('w2');
 SELECT id, attempt, lease_token <> (SELECT lease_token FROM regress.first) AS new_token FROM regress.second;
-SELECT errors -> 0 ->> 'error' AS logged FROM pgjobs.slices WHERE job_id = 1;
+SELECT errors -> 0 ->> 'error' AS logged FROM pgjobs.jobs WHERE id = 1;
 
 -- w1 comes back: its heartbeat says lost, its completion and failure are refused and change nothing.
 SELECT regress.fingerprint() AS before \gset
@@ -35,6 +35,6 @@ SELECT pgjobs.jobs_add('other', queue => 'q2');
 SELECT count(*) FROM pgjobs.jobs_claim('w4', ARRAY['q2']);
 SELECT regress.expire_lease(2);
 SELECT count(*) AS claimed FROM pgjobs.jobs_claim('w5', ARRAY['default']);
-SELECT job_id, status, attempt, locked_by FROM pgjobs.slices;
+SELECT id AS job_id, status, attempt, locked_by FROM pgjobs.jobs;
 
 DROP TABLE regress.first, regress.second;

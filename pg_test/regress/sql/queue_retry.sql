@@ -18,7 +18,7 @@ BEGIN
         PERFORM pgjobs.jobs_fail(claim.id, claim.lease_token, 'boom ' || claim.attempt);
         INSERT INTO regress.delays
         SELECT claim.attempt, s.run_at - (s.errors -> -1 ->> 'at')::timestamptz, s.status
-        FROM pgjobs.slices s WHERE s.job_id = 1;
+        FROM pgjobs.jobs s WHERE s.id = 1;
     END LOOP;
 END
 $$;
@@ -27,7 +27,7 @@ SELECT * FROM regress.delays ORDER BY attempt;
 SELECT id, status, attempts, max_attempts, result FROM pgjobs.job_history;
 SELECT jsonb_array_length(errors) AS errors_kept, errors -> 0 ->> 'error' AS first, errors -> 4 ->> 'error' AS last
 FROM pgjobs.job_history;
-SELECT count(*) AS live FROM pgjobs.slices;
+SELECT count(*) AS live FROM pgjobs.jobs;
 
 -- A failed retry is not claimable before its time.
 SELECT pgjobs.jobs_add('waits', backoff => '1 hour');

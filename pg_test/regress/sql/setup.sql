@@ -25,7 +25,6 @@ CREATE FUNCTION regress.fingerprint() RETURNS text
 LANGUAGE sql AS $$
     SELECT md5(concat_ws('|',
         (SELECT string_agg(j::text, ',' ORDER BY j.id) FROM pgjobs.jobs j),
-        (SELECT string_agg(s::text, ',' ORDER BY s.job_id) FROM pgjobs.slices s),
         (SELECT string_agg(k::text, ',' ORDER BY k.idempotency_key) FROM pgjobs.job_keys k),
         (SELECT string_agg(h::text, ',' ORDER BY h.id) FROM pgjobs.job_history h)))
 $$;
@@ -33,20 +32,20 @@ $$;
 -- Empties the queue, so each test starts from job 1.
 CREATE FUNCTION regress.reset() RETURNS void
 LANGUAGE sql AS $$
-    TRUNCATE pgjobs.slices, pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history;
+    TRUNCATE pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history;
     ALTER TABLE pgjobs.jobs ALTER COLUMN id RESTART;
 $$;
 
 -- Makes a waiting job due now, as if its backoff had passed.
 CREATE FUNCTION regress.make_due(job bigint) RETURNS void
 LANGUAGE sql AS $$
-    UPDATE pgjobs.slices SET run_at = now() - interval '1 second' WHERE job_id = job;
+    UPDATE pgjobs.jobs SET run_at = now() - interval '1 second' WHERE id = job;
 $$;
 
 -- Makes a lease run out, as if its worker had died.
 CREATE FUNCTION regress.expire_lease(job bigint) RETURNS void
 LANGUAGE sql AS $$
-    UPDATE pgjobs.slices SET locked_until = now() - interval '1 second' WHERE job_id = job;
+    UPDATE pgjobs.jobs SET locked_until = now() - interval '1 second' WHERE id = job;
 $$;
 
 -- Runs a statement as a role and reports the result or the error (the access_* tests).
