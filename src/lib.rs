@@ -14,29 +14,39 @@ mod schedules;
 
 ::pgrx::pg_module_magic!(name, version);
 
-// The policies call identity() and _current_role().
+// The schema and the SQL API, one file per domain in load order. A file names the Rust functions
+// its SQL-standard bodies, policies, defaults and constraints call: those are bound when created.
+extension_sql_file!("../sql/010_types.sql", name = "types");
 extension_sql_file!(
-    "../sql/001_schema.sql",
-    name = "schema",
+    "../sql/020_identity.sql",
+    name = "identity",
     requires = [
-        identity::_current_role,
+        "types",
         identity::identity,
+        identity::_current_role,
         identity::_identity_of,
         identity::_forget_identities,
-        queue::_opaque_id,
-        queue::_live_job_ok,
-        queue::_finished_status_ok
+        identity::_ticket,
+        identity::_redeem,
+        identity::_is_admin
     ]
 );
-// The wrappers' SQL-standard bodies are bound when created, so the Rust functions they call come first.
 extension_sql_file!(
-    "../sql/002_queue.sql",
+    "../sql/030_queue.sql",
     name = "queue",
-    requires = ["schema", identity::_ticket, identity::_redeem, identity::_is_admin]
+    requires = ["identity", queue::_opaque_id, queue::_live_job_ok]
 );
-extension_sql_file!("../sql/004_compute.sql", name = "compute", requires = ["queue"]);
-// Last: its SQL-standard functions call the Rust functions of `schedules`, and it grants.
-extension_sql_file!("../sql/003_scheduler.sql", name = "scheduler", finalize);
+extension_sql_file!("../sql/040_history.sql", name = "history", requires = ["queue", queue::_finished_status_ok]);
+extension_sql_file!("../sql/050_sql_jobs.sql", name = "sql_jobs", requires = ["history"]);
+extension_sql_file!(
+    "../sql/060_schedules.sql",
+    name = "schedules",
+    requires = ["sql_jobs", schedules::_schedule_next_epoch, schedules::_schedule_latest_slots_epoch]
+);
+extension_sql_file!("../sql/070_launcher.sql", name = "launcher", requires = ["schedules"]);
+extension_sql_file!("../sql/080_compute.sql", name = "compute", requires = ["launcher"]);
+// Last: it grants every function, Rust's included, and marks the tables for pg_dump.
+extension_sql_file!("../sql/090_grants.sql", name = "grants", finalize);
 
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {

@@ -1,4 +1,4 @@
-//! The queue's arithmetic, exposed to the SQL in `sql/002_queue.sql`.
+//! The queue's arithmetic, exposed to the SQL in `sql/030_queue.sql` and `sql/040_history.sql`.
 
 use pgrx::prelude::*;
 

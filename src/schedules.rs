@@ -1,4 +1,4 @@
-//! Cron schedules, exposed to the SQL in `sql/003_scheduler.sql`. Times cross the boundary as
+//! Cron schedules, exposed to the SQL in `sql/060_schedules.sql`. Times cross the boundary as
 //! Unix epoch seconds, so the parser in `pg_jobs_core` needs no PostgreSQL date types.
 
 use chrono::{DateTime, TimeDelta, Utc};

@@ -1,5 +1,5 @@
 -- Who may read, change, add and delete what in the compute scheduler's tables
--- (sql/004_compute.sql), checked as each kind of role: allowed cells and refused ones.
+-- (sql/080_compute.sql), checked as each kind of role: allowed cells and refused ones.
 
 CREATE ROLE regress_owner;        -- owns jobs, a worker, credentials
 CREATE ROLE regress_owner_proxy;  -- acts for regress_owner

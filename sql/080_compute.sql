@@ -545,7 +545,7 @@ COMMENT ON VIEW compute_groups_jobs_by_job IS 'The groups each of the caller''s 
 
 -- What anyone may know about a group. Listing every group to whoever asks was the seed's
 -- defect: only groups their owner listed appear here; any other is found by its opaque id.
--- _fence: a condition on opaque_id must not reach the unlisted groups' column (see 001_schema.sql).
+-- _fence: a condition on opaque_id must not reach the unlisted groups' column (see 010_types.sql).
 CREATE VIEW compute_groups_public WITH (security_barrier = true) AS
 SELECT _fence(g.opaque_id) AS opaque_id, g.name, g.description FROM compute_groups g WHERE g.listed;
 COMMENT ON VIEW compute_groups_public IS
@@ -564,7 +564,7 @@ COMMENT ON FUNCTION compute_group_public IS
     'there is no such group.';
 
 -- The same for jobs, live or finished: only listed jobs appear; any one is found by its id.
--- _fence: a condition on opaque_id must not reach the unlisted jobs' column (see 001_schema.sql).
+-- _fence: a condition on opaque_id must not reach the unlisted jobs' column (see 010_types.sql).
 CREATE VIEW jobs_public WITH (security_barrier = true) AS
 SELECT _fence(j.opaque_id) AS opaque_id, j.name, j.description, j.link FROM jobs j WHERE j.listed
 UNION ALL
@@ -681,7 +681,7 @@ CREATE POLICY group_owner_manages ON compute_group_worker_origins FOR ALL TO pgj
                 AND EXISTS (SELECT FROM compute_groups g
                             WHERE g.id = compute_group_worker_origins.compute_group_id
                               AND g.owner = (SELECT identity())));
--- compute_groups: every column but opaque_id, as for jobs (see 001_schema.sql); a group's owner
+-- compute_groups: every column but opaque_id, as for jobs (see 030_queue.sql); a group's owner
 -- reads its groups' ids in compute_group_opaque_ids.
 GRANT SELECT (id, owner, name, description, listed, join_key, join_hash, join_address, commission_rate,
               commission_account, deploy_fee, add_job_fee, deploy_access, max_total_payment,
@@ -1064,7 +1064,7 @@ SELECT c.id, c.creds_list_id, c.type, _fence(c.compute_group_opaque_id) AS compu
        _fence(c.identifier) AS identifier, _fence(c.secret) AS secret
 FROM credential c WHERE c.owner = (SELECT identity());
 COMMENT ON VIEW credential_secrets IS
-    'The caller''s credentials with their join key, secret and group (see _fence in 001_schema.sql).';
+    'The caller''s credentials with their join key, secret and group (see _fence in 010_types.sql).';
 GRANT SELECT ON credential_secrets TO pgjobs_user;
 GRANT INSERT (owner, identity, label, transfer_lock, flags),
       UPDATE (owner, identity, label, transfer_lock, flags) ON workers TO pgjobs_user;

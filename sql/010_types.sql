@@ -1,0 +1,103 @@
+-- Types, the role of pg_jobs' users, and small helpers every domain uses. Loaded first.
+
+CREATE TYPE job_status AS ENUM ('created', 'started', 'completed', 'failed', 'aborted');
+COMMENT ON TYPE job_status IS
+    'created: waiting (queued, or waiting for its next attempt); started: claimed and leased; '
+    'completed, failed, aborted: finished, in job_history.';
+
+CREATE TYPE key_rule AS ENUM ('skip', 'replace');
+COMMENT ON TYPE key_rule IS
+    'What adding a job with a key already in use does. skip: nothing, the first job stands, '
+    'finished or not; replace: the job still waiting takes the new work, one already started is '
+    'left alone, and once it has finished the key is free again.';
+
+-- The rules of single columns are domains, not CHECK constraints: PostgreSQL parses a table's
+-- CHECK constraints from their stored text again at every statement that writes the table (the
+-- eight of `jobs` were an eighth of the work of a jobs_add), while a domain's are parsed once per
+-- session and checked only where a value is assigned to the column. (Not for job_status: a
+-- domain over an enum takes no `status = 'created'` without a cast; its rules are functions, see
+-- core/src/status.rs.)
+CREATE DOMAIN nonempty_text AS text CHECK (VALUE <> '');
+CREATE DOMAIN positive_integer AS integer CHECK (VALUE >= 1);
+CREATE DOMAIN nonnegative_interval AS interval CHECK (VALUE >= '0');
+CREATE DOMAIN positive_interval AS interval CHECK (VALUE > '0');
+
+-- What one job to add is; jobs_add's parameters, and the keys of jobs_add_batch's objects.
+CREATE TYPE job_spec AS (
+    task         text,
+    payload      jsonb,
+    queue        text,
+    priority     integer,
+    run_at       timestamptz,
+    max_attempts integer,
+    backoff      interval,
+    max_backoff  interval,
+    lease        interval,
+    key          text,
+    on_conflict  text
+);
+
+-- Who may use pg_jobs. A role is cluster-wide: CREATE EXTENSION makes it if it is missing, and
+-- DROP EXTENSION leaves it. Grant it to the roles that add, claim or schedule jobs.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'pgjobs_user') THEN
+        CREATE ROLE pgjobs_user NOLOGIN;
+    END IF;
+END
+$$;
+GRANT USAGE ON SCHEMA @extschema@ TO pgjobs_user;
+
+CREATE FUNCTION _invalid(message text, hint text DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- Without a hint, no HINT line at all (an empty one is still printed).
+    IF hint IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = message;
+    END IF;
+    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = message, HINT = hint;
+END
+$$;
+
+-- A count of rows to take or skip, refused when negative.
+CREATE FUNCTION _row_count(n integer, name text) RETURNS integer
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF n < 0 THEN
+        PERFORM _invalid(format('%s must not be negative', name));
+    END IF;
+    RETURN n;
+END
+$$;
+
+-- Months are UTC months: a job's month in job_history is the UTC month of its due_at.
+CREATE FUNCTION _utc_month(t timestamptz) RETURNS date
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN (date_trunc('month', t, 'UTC') AT TIME ZONE 'UTC')::date;
+
+CREATE FUNCTION _utc_midnight(d date) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN d::timestamp AT TIME ZONE 'UTC';
+
+-- Shows a secret column through a view without letting a member's predicate reach the column
+-- itself. A security_barrier view still takes in a leakproof condition (uuid comparisons are
+-- leakproof) and runs it on every row of the table, as an index condition even, before the
+-- view's own filter: EXPLAIN ANALYZE then counts the rows of other owners in the probed range.
+-- Around this function, which is neither inlined (PL/pgSQL) nor leakproof, the condition has no
+-- index to use and no statistics: it joins the view's own filter on the rows the scan reads
+-- anyway, and the count of rows removed is the same whatever the range holds. That holds for a
+-- view over one table; a view that joins would let the condition filter the other table alone
+-- (compute_groups_jobs_by_job is a function's rows for that reason).
+CREATE FUNCTION _fence(value anyelement) RETURNS anyelement
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+BEGIN
+    RETURN value;
+END
+$$;
+-- Called by the views members query, so with the member's rights.
+GRANT EXECUTE ON FUNCTION _fence(anyelement) TO pgjobs_user;

@@ -1,0 +1,193 @@
+-- SQL jobs: jobs the background worker runs in the database (src/bgworker.rs), as their owner.
+
+CREATE FUNCTION _jobs_add_sql(ticket bigint, sql text, run_at timestamptz, priority integer,
+    max_attempts integer, backoff interval, max_backoff interval, timeout interval, key text,
+    on_conflict text) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    id bigint;
+BEGIN
+    IF sql IS NULL OR btrim(sql) = '' THEN
+        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'sql must not be empty',
+            HINT = 'Pass the statements the job runs, for example ''VACUUM ANALYZE orders''.';
+    END IF;
+    PERFORM _check_timeout(timeout);
+    -- The lease outlives the statement timeout, so a slow job is cancelled before anyone else
+    -- could take it.
+    SELECT a INTO id FROM _add(ARRAY[ROW(
+        'sql', jsonb_build_object('sql', sql, 'timeout_ms', (extract(epoch FROM timeout) * 1000)::bigint),
+        'pg_jobs.sql', priority, run_at, max_attempts, backoff, max_backoff,
+        timeout + interval '1 minute', key, on_conflict)::job_spec], _caller(ticket), true, false) a;
+    PERFORM _wake_launcher();
+    RETURN id;
+END
+$$;
+
+CREATE FUNCTION jobs_add_sql(
+    sql text,
+    run_at timestamptz DEFAULT NULL,
+    priority integer DEFAULT 0,
+    max_attempts integer DEFAULT NULL,
+    backoff interval DEFAULT NULL,
+    max_backoff interval DEFAULT NULL,
+    timeout interval DEFAULT '1 hour',
+    key text DEFAULT NULL,
+    on_conflict text DEFAULT 'skip'
+) RETURNS bigint
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _jobs_add_sql(_ticket(), sql, run_at, priority, max_attempts, backoff, max_backoff,
+                         timeout, key, on_conflict);
+END;
+COMMENT ON FUNCTION jobs_add_sql IS
+    'Adds a job that the background worker runs in the database, as the job''s owner, with a statement timeout.';
+
+-- A SQL job's statement timeout: what a statement timeout can hold (2^31 - 1 ms, 24 days).
+CREATE FUNCTION _check_timeout(timeout interval) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF timeout IS NULL OR timeout <= '0' OR timeout > '24 days' THEN
+        PERFORM _invalid(format('timeout must be positive and at most 24 days, not %s',
+                                coalesce(timeout::text, 'null')));
+    END IF;
+END
+$$;
+
+-- One row per run of a SQL job (start, end, status, message), kept pg_jobs.history_days days.
+-- A run still going at its deadline (its timeout, or an abort, plus pg_jobs.cancel_grace) did
+-- not stop when it was cancelled, for instance because it catches query_canceled: the launcher
+-- ends its process and records it as aborted or timed out.
+CREATE TABLE job_runs (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job_id      bigint NOT NULL,
+    owner       oid NOT NULL,
+    attempt     integer NOT NULL,
+    pid         integer NOT NULL,
+    status      text NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'succeeded', 'failed', 'aborted', 'timed out', 'lost')),
+    message     text,
+    started_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    deadline    timestamptz NOT NULL,
+    ended_at    timestamptz,
+    duration    interval GENERATED ALWAYS AS (ended_at - started_at) STORED
+);
+CREATE INDEX job_runs_job ON job_runs (job_id);
+CREATE INDEX job_runs_owner ON job_runs (owner);
+CREATE INDEX job_runs_started ON job_runs (started_at);
+CREATE INDEX job_runs_running ON job_runs (pid) WHERE status = 'running';
+
+-- What the executor of a SQL job needs, checked against its lease.
+CREATE FUNCTION _sql_job_start(job bigint, token uuid, pid integer,
+    OUT sql text, OUT timeout_ms bigint, OUT owner oid, OUT run_id bigint)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    attempt integer;
+BEGIN
+    UPDATE jobs j SET locked_by = format('pg_jobs sql executor %s', pid)
+    WHERE j.id = job AND j.lease_token = token AND j.status = 'started'
+    RETURNING j.payload ->> 'sql', (j.payload ->> 'timeout_ms')::bigint, j.owner, j.attempt
+    INTO sql, timeout_ms, owner, attempt;
+    IF NOT FOUND THEN
+        PERFORM _lease_error(job, token, NULL);
+    END IF;
+    INSERT INTO job_runs (job_id, owner, attempt, pid, deadline)
+    VALUES (job, owner, attempt, pid,
+            clock_timestamp() + make_interval(secs => timeout_ms / 1000.0) + _cancel_grace())
+    RETURNING id INTO run_id;
+END
+$$;
+
+CREATE FUNCTION _sql_job_end(run bigint, outcome text, message text DEFAULT NULL) RETURNS void
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    UPDATE job_runs r SET status = outcome, message = _sql_job_end.message, ended_at = clock_timestamp()
+    WHERE r.id = run AND r.status = 'running';
+END;
+
+-- A SQL job whose statements raised: its attempt fails (or ends aborted), and the run says why.
+CREATE FUNCTION _sql_job_failed(run bigint, job bigint, token uuid, message text) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    ended job_status;
+BEGIN
+    BEGIN
+        PERFORM jobs_fail(job, token, message);
+    EXCEPTION WHEN object_not_in_prerequisite_state THEN
+        message := message || ' (and the lease was lost, so the job was not reported)';
+    END;
+    SELECT h.status INTO ended FROM job_history h WHERE h.id = job;
+    PERFORM _sql_job_end(run, CASE WHEN ended = 'aborted' THEN 'aborted' ELSE 'failed' END, message);
+END
+$$;
+
+CREATE FUNCTION _cancel_grace() RETURNS interval
+LANGUAGE sql STABLE
+RETURN current_setting('pg_jobs.cancel_grace')::interval;
+
+-- Aborts a running SQL job: its statement is cancelled as soon as the abort commits, and if it
+-- has not stopped within pg_jobs.cancel_grace, the launcher ends its process.
+CREATE FUNCTION _cancel_sql_job(job bigint) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    pid integer;
+BEGIN
+    UPDATE job_runs r SET deadline = least(r.deadline, statement_timestamp() + _cancel_grace())
+    WHERE r.job_id = job AND r.status = 'running'
+    RETURNING r.pid INTO pid;
+    IF FOUND THEN
+        PERFORM _cancel_executor_at_commit(pid);
+    END IF;
+END
+$$;
+
+-- Runs still going at their deadline: recorded aborted (their job was aborted) or timed out,
+-- their jobs finished as aborted or failed (the attempt counts, as a timeout's does), and their
+-- executors' processes ended. A worker's completion after this is fenced by its lease token.
+CREATE FUNCTION _stop_overdue_sql_jobs(at timestamptz) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    overdue record;
+    stopped integer := 0;
+BEGIN
+    FOR overdue IN
+        SELECT r.id AS run, r.pid, s.id AS job_id, s.lease_token, s.status
+        FROM job_runs r JOIN jobs s ON s.id = r.job_id AND s.locked_by = format('pg_jobs sql executor %s', r.pid)
+        WHERE r.status = 'running' AND r.deadline < at
+        FOR UPDATE OF r, s SKIP LOCKED
+    LOOP
+        IF overdue.status = 'aborted' THEN
+            PERFORM _finish(ARRAY[overdue.job_id], ARRAY[overdue.lease_token], '{aborted}', 'aborted', NULL);
+            PERFORM _sql_job_end(overdue.run, 'aborted',
+                format('did not stop within %s s of its abort; its process was ended',
+                       extract(epoch FROM _cancel_grace())::integer));
+        ELSE
+            PERFORM _sql_job_end(overdue.run, 'timed out',
+                format('did not stop within %s s of its timeout; its process was ended',
+                       extract(epoch FROM _cancel_grace())::integer));
+            PERFORM jobs_fail(overdue.job_id, overdue.lease_token, 'timed out: the statement did not stop when cancelled');
+        END IF;
+        -- Only an executor: a pid whose executor died may belong to another process by now.
+        PERFORM pg_terminate_backend(a.pid) FROM pg_stat_activity a
+        WHERE a.pid = overdue.pid AND a.backend_type = 'pg_jobs sql executor';
+        stopped := stopped + 1;
+    END LOOP;
+    RETURN stopped;
+END
+$$;
+
+ALTER TABLE job_runs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON job_runs FOR SELECT USING (owner = (SELECT identity()));
+GRANT SELECT ON job_runs TO pgjobs_user;
