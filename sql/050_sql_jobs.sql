@@ -18,7 +18,7 @@ BEGIN
     -- could take it.
     SELECT a INTO id FROM _add(ARRAY[ROW(
         'sql', jsonb_build_object('sql', sql, 'timeout_ms', (extract(epoch FROM timeout) * 1000)::bigint),
-        'pg_jobs.sql', priority, run_at, max_attempts, backoff, max_backoff,
+        _sql_queue(), priority, run_at, max_attempts, backoff, max_backoff,
         timeout + interval '1 minute', key, on_conflict)::job_spec], _caller(ticket), true, false) a;
     PERFORM _wake_launcher();
     RETURN id;

@@ -97,7 +97,7 @@ RETURN ROW(
          THEN jsonb_build_object('sql', work ->> 'sql', 'timeout_ms',
               (extract(epoch FROM coalesce((options ->> 'timeout')::interval, interval '1 hour')) * 1000)::bigint)
          ELSE coalesce(work -> 'payload', '{}') END,
-    CASE WHEN work ? 'sql' THEN 'pg_jobs.sql' ELSE coalesce(work ->> 'queue', 'default') END,
+    CASE WHEN work ? 'sql' THEN _sql_queue() ELSE coalesce(work ->> 'queue', 'default') END,
     (options ->> 'priority')::integer,
     slot,
     (options ->> 'max_attempts')::integer,

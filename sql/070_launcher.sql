@@ -61,7 +61,7 @@ BEGIN
     RETURN least(
         (SELECT min(s.next_slot) FROM schedules s WHERE s.enabled),
         (SELECT min(s.run_at) FROM jobs s
-         WHERE s.claimable_by = 0 AND s.queue = 'pg_jobs.sql' AND s.status = 'created'),
+         WHERE s.claimable_by = _extension_claimant() AND s.queue = _sql_queue() AND s.status = 'created'),
         (SELECT min(s.locked_until) FROM jobs s WHERE s.status <> 'created'),
         (SELECT min(r.deadline) FROM job_runs r WHERE r.status = 'running'),
         at + current_setting('pg_jobs.refresh_interval')::interval);

@@ -139,7 +139,7 @@ fn start_sql_jobs(executors: &mut Vec<DynamicBackgroundWorker>) {
             };
             client
                 .update(
-                    "SELECT id, lease_token FROM pgjobs._claim($1, ARRAY['pg_jobs.sql'], $2, NULL, 0)",
+                    "SELECT id, lease_token FROM pgjobs._claim($1, ARRAY[pgjobs._sql_queue()], $2, NULL, pgjobs._extension_claimant())",
                     None,
                     &[LAUNCHER_TYPE.into(), (free as i32).into()],
                 )
