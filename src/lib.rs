@@ -6,11 +6,10 @@
 
 use pgrx::prelude::*;
 
+mod api;
 mod bgworker;
 mod gucs;
-mod identity;
-mod queue;
-mod schedules;
+
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -22,26 +21,26 @@ extension_sql_file!(
     name = "identity",
     requires = [
         "types",
-        identity::identity,
-        identity::_current_role,
-        identity::_identity_of,
-        identity::_forget_identities,
-        identity::_ticket,
-        identity::_redeem,
-        identity::_is_admin
+        api::identity::identity,
+        api::identity::_current_role,
+        api::identity::_identity_of,
+        api::identity::_forget_identities,
+        api::identity::_ticket,
+        api::identity::_redeem,
+        api::identity::_is_admin
     ]
 );
 extension_sql_file!(
     "../sql/030_queue.sql",
     name = "queue",
-    requires = ["identity", queue::_opaque_id, queue::_live_job_ok]
+    requires = ["identity", api::queue::_opaque_id, api::queue::_live_job_ok]
 );
-extension_sql_file!("../sql/040_history.sql", name = "history", requires = ["queue", queue::_finished_status_ok]);
+extension_sql_file!("../sql/040_history.sql", name = "history", requires = ["queue", api::queue::_finished_status_ok]);
 extension_sql_file!("../sql/050_sql_jobs.sql", name = "sql_jobs", requires = ["history"]);
 extension_sql_file!(
     "../sql/060_schedules.sql",
     name = "schedules",
-    requires = ["sql_jobs", schedules::_schedule_next_epoch, schedules::_schedule_latest_slots_epoch]
+    requires = ["sql_jobs", api::schedules::_schedule_next_epoch, api::schedules::_schedule_latest_slots_epoch]
 );
 extension_sql_file!("../sql/070_launcher.sql", name = "launcher", requires = ["schedules"]);
 extension_sql_file!("../sql/080_compute.sql", name = "compute", requires = ["launcher"]);

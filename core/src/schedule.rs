@@ -107,7 +107,8 @@ impl std::error::Error for ScheduleError {}
 
 /// An IANA time zone by its case-sensitive name, such as `"UTC"` or `"Europe/Berlin"`.
 pub fn parse_time_zone(name: &str) -> Result<Tz, ScheduleError> {
-    name.parse::<Tz>().map_err(|_| ScheduleError::new(format!("unknown time zone \"{name}\"")))
+    name.parse::<Tz>()
+        .map_err(|_| ScheduleError::new(format!("unknown time zone \"{name}\"")))
 }
 
 impl Schedule {
@@ -122,7 +123,10 @@ impl Schedule {
             }
             _ => Rule::Calendar(CalendarRule::parse(&words)?),
         };
-        Ok(Schedule { rule, time_zone: parse_time_zone(time_zone)? })
+        Ok(Schedule {
+            rule,
+            time_zone: parse_time_zone(time_zone)?,
+        })
     }
 
     /// True when a slot can fall on a second other than :00, so the caller must check more often

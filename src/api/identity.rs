@@ -102,19 +102,30 @@ unsafe extern "C-unwind" fn forget_on_invalidation(_arg: pg_sys::Datum, relid: p
 fn _identity_of(role: pg_sys::Oid) -> pg_sys::Oid {
     unsafe {
         if !WATCHING.get() {
-            pg_sys::CacheRegisterRelcacheCallback(Some(forget_on_invalidation), pg_sys::Datum::from(0));
+            pg_sys::CacheRegisterRelcacheCallback(
+                Some(forget_on_invalidation),
+                pg_sys::Datum::from(0),
+            );
             WATCHING.set(true);
         }
         pg_sys::AcceptInvalidationMessages();
     }
-    let cached = IDENTITIES.with(|cache| cache.borrow().as_ref().and_then(|c| c.roots.get(&role).copied()));
+    let cached = IDENTITIES.with(|cache| {
+        cache
+            .borrow()
+            .as_ref()
+            .and_then(|c| c.roots.get(&role).copied())
+    });
     if let Some(identity) = cached {
         return identity;
     }
     let (proxies, identity) = unsafe { look_up_root(role) };
     IDENTITIES.with(|cache| {
         let mut cache = cache.borrow_mut();
-        let entry = cache.get_or_insert_with(|| Identities { proxies, roots: HashMap::new() });
+        let entry = cache.get_or_insert_with(|| Identities {
+            proxies,
+            roots: HashMap::new(),
+        });
         if entry.proxies == proxies {
             entry.roots.insert(role, identity);
         }
@@ -129,7 +140,10 @@ fn pgjobs_relation(name: &std::ffi::CStr) -> pg_sys::Oid {
         pg_sys::get_relname_relid(name.as_ptr(), schema)
     };
     if relation == pg_sys::InvalidOid {
-        error!("pg_jobs: relation pgjobs.{} is missing", name.to_string_lossy());
+        error!(
+            "pg_jobs: relation pgjobs.{} is missing",
+            name.to_string_lossy()
+        );
     }
     relation
 }
@@ -148,7 +162,14 @@ unsafe fn look_up_root(role: pg_sys::Oid) -> (pg_sys::Oid, pg_sys::Oid) {
             pg_sys::Oid::from(pg_sys::F_OIDEQ),
             role.into(),
         );
-        let scan = pg_sys::systable_beginscan(table, proxies_pkey, true, pg_sys::GetLatestSnapshot(), 1, &mut key);
+        let scan = pg_sys::systable_beginscan(
+            table,
+            proxies_pkey,
+            true,
+            pg_sys::GetLatestSnapshot(),
+            1,
+            &mut key,
+        );
         let tuple = pg_sys::systable_getnext(scan);
         let mut root = role;
         if !tuple.is_null() {

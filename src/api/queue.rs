@@ -25,7 +25,12 @@ fn _opaque_id() -> pgrx::Uuid {
 /// PostgreSQL parses a table's CHECK expressions from their text at every statement that writes
 /// the table: the SQL form was a fifth of the work of a lease renewal.
 #[pg_extern(immutable, parallel_safe)]
-fn _live_job_ok(status: &str, lease_token: Option<pgrx::Uuid>, has_key: bool, has_key_rule: bool) -> bool {
+fn _live_job_ok(
+    status: &str,
+    lease_token: Option<pgrx::Uuid>,
+    has_key: bool,
+    has_key_rule: bool,
+) -> bool {
     pg_jobs_core::status::live_job_ok(status, lease_token.is_some(), has_key, has_key_rule)
 }
 

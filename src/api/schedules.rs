@@ -26,18 +26,24 @@ fn epoch_seconds(instant: DateTime<Utc>) -> f64 {
 /// Why a schedule is invalid, or null when it is valid.
 #[pg_extern(immutable, parallel_safe)]
 fn _schedule_problem(schedule: &str, time_zone: &str) -> Option<String> {
-    Schedule::parse(schedule, time_zone).err().map(|problem| problem.to_string())
+    Schedule::parse(schedule, time_zone)
+        .err()
+        .map(|problem| problem.to_string())
 }
 
 /// Why a time zone name is unknown, or null when it is known.
 #[pg_extern(immutable, parallel_safe)]
 fn _time_zone_problem(time_zone: &str) -> Option<String> {
-    pg_jobs_core::schedule::parse_time_zone(time_zone).err().map(|problem| problem.to_string())
+    pg_jobs_core::schedule::parse_time_zone(time_zone)
+        .err()
+        .map(|problem| problem.to_string())
 }
 
 #[pg_extern(immutable, parallel_safe)]
 fn _schedule_next_epoch(schedule: &str, time_zone: &str, after: f64) -> Option<f64> {
-    parse(schedule, time_zone).next_after(instant(after)?).map(epoch_seconds)
+    parse(schedule, time_zone)
+        .next_after(instant(after)?)
+        .map(epoch_seconds)
 }
 
 /// The latest `max_slots` slots in `(after, until]`, oldest first. Looks back through widening
@@ -56,8 +62,17 @@ fn _schedule_latest_slots_epoch(
         return Vec::new();
     };
     let wanted = max_slots.max(0) as usize;
-    let windows = [TimeDelta::hours(1), TimeDelta::days(1), TimeDelta::days(31), TimeDelta::days(366)];
-    for from in windows.map(|window| (until - window).max(after)).into_iter().chain([after]) {
+    let windows = [
+        TimeDelta::hours(1),
+        TimeDelta::days(1),
+        TimeDelta::days(31),
+        TimeDelta::days(366),
+    ];
+    for from in windows
+        .map(|window| (until - window).max(after))
+        .into_iter()
+        .chain([after])
+    {
         let slots = schedule.slots_between(from, until, usize::MAX);
         if slots.len() >= wanted || from == after {
             let latest = &slots[slots.len().saturating_sub(wanted)..];

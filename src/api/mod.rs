@@ -1,0 +1,6 @@
+//! The functions SQL calls, by domain: identities and the callers' tickets, the queue's rules and
+//! arithmetic, and cron schedules.
+
+pub mod identity;
+pub mod queue;
+pub mod schedules;

@@ -1,0 +1,135 @@
+//! The launcher: its rounds (`_launcher_tick`, sql/070_launcher.sql) and the SQL jobs it hands
+//! to executors.
+
+use std::time::Duration;
+
+use pgrx::bgworkers::*;
+use pgrx::prelude::*;
+
+use super::{database_name, EXECUTOR_TYPE, EXTENSION_INSTALLED, LAUNCHER_TYPE, PINNED_SEARCH_PATH};
+use crate::gucs;
+
+/// The launcher's settings: the pinned search_path, and never a long wait for a lock (see
+/// `_launcher_tick`), so that no member can stop it for everyone by holding a row.
+fn pin_launcher_settings() {
+    for (name, value) in [
+        (c"search_path", PINNED_SEARCH_PATH),
+        (c"lock_timeout", c"1s"),
+    ] {
+        unsafe {
+            pg_sys::SetConfigOption(
+                name.as_ptr(),
+                value.as_ptr(),
+                pg_sys::GucContext::PGC_SUSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+            )
+        };
+    }
+}
+
+#[pg_guard]
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    BackgroundWorker::connect_worker_to_spi(Some(&database_name()), None);
+    pin_launcher_settings();
+    log!(
+        "{LAUNCHER_TYPE} started in database \"{}\"",
+        database_name()
+    );
+
+    let started_at = BackgroundWorker::transaction(|| {
+        Spi::get_one::<TimestampWithTimeZone>("SELECT pg_catalog.now()")
+            .ok()
+            .flatten()
+    });
+    let mut executors: Vec<DynamicBackgroundWorker> = Vec::new();
+    let mut sleep = Duration::ZERO;
+    while BackgroundWorker::wait_latch(Some(sleep)) {
+        if BackgroundWorker::sighup_received() {
+            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        }
+        executors.retain(|executor| {
+            !matches!(
+                executor.pid(),
+                Err(BackgroundWorkerStatus::Stopped | BackgroundWorkerStatus::PostmasterDied)
+            )
+        });
+        let running = executors.len();
+        sleep = BackgroundWorker::transaction(|| tick(started_at, running));
+        start_sql_jobs(&mut executors);
+    }
+    // Exiting with 1 has the postmaster start it again a second later, unless the server is
+    // shutting down: a pg_terminate_backend or a DROP DATABASE ... WITH (FORCE) of its database
+    // must not leave the cluster without a launcher until the next restart (an exit with 0 would).
+    log!("{LAUNCHER_TYPE} stopped");
+    unsafe { pg_sys::proc_exit(1) };
+}
+
+/// One round of `_launcher_tick`; returns how long to sleep before the next.
+fn tick(started_at: Option<TimestampWithTimeZone>, running_sql_jobs: usize) -> Duration {
+    let refresh = Duration::from_secs(gucs::REFRESH_INTERVAL.get().max(1) as u64);
+    if !matches!(Spi::get_one::<bool>(EXTENSION_INSTALLED), Ok(Some(true))) {
+        return refresh;
+    }
+    let doing = format!("scheduling; {running_sql_jobs} SQL jobs running");
+    Spi::run_with_args(
+        "SELECT pgjobs._launcher_heartbeat(pg_catalog.pg_backend_pid(), $1, $2)",
+        &[started_at.into(), doing.as_str().into()],
+    )
+    .expect("heartbeat");
+    let seconds = Spi::get_one::<f64>(
+        "SELECT pg_catalog.date_part('epoch', pgjobs._launcher_tick() - pg_catalog.clock_timestamp())",
+    )
+    .expect("launcher tick")
+    .unwrap_or(refresh.as_secs_f64());
+    Duration::from_secs_f64(seconds.clamp(0.0, refresh.as_secs_f64()))
+}
+
+/// Claims ready SQL jobs for the free executor slots and starts one executor per job. A job
+/// whose executor cannot start stays claimed until its lease runs out, then it is requeued.
+fn start_sql_jobs(executors: &mut Vec<DynamicBackgroundWorker>) {
+    let free = (gucs::MAX_WORKERS.get().max(0) as usize).saturating_sub(executors.len());
+    if free == 0 {
+        return;
+    }
+    let claimed: Vec<(i64, pgrx::Uuid)> = BackgroundWorker::transaction(|| {
+        Spi::connect_mut(|client| {
+            let Ok(Some(true)) = client
+                .select(EXTENSION_INSTALLED, None, &[])
+                .and_then(|rows| rows.first().get_one::<bool>())
+            else {
+                return Vec::new();
+            };
+            client
+                .update(
+                    "SELECT id, lease_token FROM pgjobs._claim($1, ARRAY[pgjobs._sql_queue()], $2, NULL, pgjobs._extension_claimant())",
+                    None,
+                    &[LAUNCHER_TYPE.into(), (free as i32).into()],
+                )
+                .expect("claim SQL jobs")
+                .filter_map(|row| Some((row.get::<i64>(1).ok()??, row.get::<pgrx::Uuid>(2).ok()??)))
+                .collect()
+        })
+    });
+    for (job, token) in claimed {
+        // The token travels to the executor as 32 hex digits in the worker's extra bytes.
+        let token = format!("{:032x}", u128::from_be_bytes(*token.as_bytes()));
+        let started = BackgroundWorkerBuilder::new(&format!("{EXECUTOR_TYPE} for job {job}"))
+            .set_type(EXECUTOR_TYPE)
+            .set_library("pg_jobs")
+            .set_function("pg_jobs_sql_executor_main")
+            .enable_spi_access()
+            .set_argument(job.into_datum())
+            .set_extra(&token)
+            .set_notify_pid(unsafe { pg_sys::MyProcPid })
+            .load_dynamic();
+        match started {
+            Ok(executor) => executors.push(executor),
+            Err(_) => warning!(
+                "pg_jobs: no background worker slot for SQL job {job}; it is retried when its lease runs out \
+                 (raise max_worker_processes or lower pg_jobs.max_workers)"
+            ),
+        }
+    }
+}
