@@ -115,10 +115,10 @@ RETURN CASE
         ARRAY['22023', format('queue %s is reserved for the extension', spec.queue), 'Add SQL jobs with jobs_add_sql.']
     WHEN spec.max_attempts < 1 THEN
         ARRAY['22023', format('max_attempts must be at least 1, not %s', spec.max_attempts), NULL]
-    WHEN spec.backoff < '0' OR spec.max_backoff < '0' THEN
-        ARRAY['22023', 'backoff and max_backoff must not be negative', NULL]
-    WHEN spec.lease <= '0' THEN
-        ARRAY['22023', format('lease must be positive, not %s', spec.lease),
+    WHEN spec.backoff < '0' OR spec.max_backoff < '0' OR spec.backoff > '1 year' OR spec.max_backoff > '1 year' THEN
+        ARRAY['22023', 'backoff and max_backoff must be from 0 to 1 year', NULL]
+    WHEN spec.lease <= '0' OR spec.lease > '1 year' THEN
+        ARRAY['22023', format('lease must be positive and at most 1 year, not %s', spec.lease),
               'A lease is how long a worker may hold the job without a heartbeat, for example ''60 seconds''.']
     WHEN spec.on_conflict NOT IN ('skip', 'replace') THEN
         ARRAY['22023', format('unknown conflict rule "%s"', spec.on_conflict),
@@ -604,8 +604,8 @@ BEGIN
     IF n IS NULL OR n < 1 THEN
         PERFORM _invalid(format('n must be at least 1, not %s', coalesce(n::text, 'null')));
     END IF;
-    IF lease <= '0' THEN
-        PERFORM _invalid(format('lease must be positive, not %s', lease));
+    IF lease <= '0' OR lease > '1 year' THEN
+        PERFORM _invalid(format('lease must be positive and at most 1 year, not %s', lease));
     END IF;
     RETURN QUERY SELECT * FROM _claim(worker, queues, n, lease, _caller(ticket));
 END
@@ -644,8 +644,8 @@ DECLARE
     admin boolean := _is_admin(caller);
     state job_status;
 BEGIN
-    IF lease <= '0' THEN
-        PERFORM _invalid(format('lease must be positive, not %s', lease));
+    IF lease <= '0' OR lease > '1 year' THEN
+        PERFORM _invalid(format('lease must be positive and at most 1 year, not %s', lease));
     END IF;
     UPDATE jobs j
     SET locked_until = statement_timestamp() + coalesce(_jobs_heartbeat.lease, j.lease)

@@ -168,17 +168,24 @@ BEGIN
         WHERE r.status = 'running' AND r.deadline < at
         FOR UPDATE OF r, s SKIP LOCKED
     LOOP
-        IF overdue.status = 'aborted' THEN
-            PERFORM _finish(ARRAY[overdue.job_id], ARRAY[overdue.lease_token], '{aborted}', 'aborted', NULL);
-            PERFORM _sql_job_end(overdue.run, 'aborted',
-                format('did not stop within %s s of its abort; its process was ended',
-                       extract(epoch FROM _cancel_grace())::integer));
-        ELSE
-            PERFORM _sql_job_end(overdue.run, 'timed out',
-                format('did not stop within %s s of its timeout; its process was ended',
-                       extract(epoch FROM _cancel_grace())::integer));
-            PERFORM jobs_fail(overdue.job_id, overdue.lease_token, 'timed out: the statement did not stop when cancelled');
-        END IF;
+        BEGIN
+            IF overdue.status = 'aborted' THEN
+                PERFORM _finish(ARRAY[overdue.job_id], ARRAY[overdue.lease_token], '{aborted}', 'aborted', NULL);
+                PERFORM _sql_job_end(overdue.run, 'aborted',
+                    format('did not stop within %s s of its abort; its process was ended',
+                           extract(epoch FROM _cancel_grace())::integer));
+            ELSE
+                PERFORM _sql_job_end(overdue.run, 'timed out',
+                    format('did not stop within %s s of its timeout; its process was ended',
+                           extract(epoch FROM _cancel_grace())::integer));
+                PERFORM jobs_fail(overdue.job_id, overdue.lease_token, 'timed out: the statement did not stop when cancelled');
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            -- One job that cannot be finished must not keep the others' executors running: its
+            -- process is ended all the same, and the rescue takes the job when its lease runs out.
+            PERFORM _sql_job_end(overdue.run, CASE WHEN overdue.status = 'aborted' THEN 'aborted' ELSE 'timed out' END,
+                format('its process was ended; the job is left to its lease (%s)', SQLERRM));
+        END;
         -- Only an executor: a pid whose executor died may belong to another process by now.
         PERFORM pg_terminate_backend(a.pid) FROM pg_stat_activity a
         WHERE a.pid = overdue.pid AND a.backend_type = 'pg_jobs sql executor';

@@ -12,6 +12,8 @@ SELECT statement, regress.error_of(statement) AS error FROM (VALUES
     ('SELECT pgjobs.jobs_add(''t'', lease => ''-5 seconds'')'),
     ('SELECT pgjobs.jobs_add(''t'', max_attempts => 0)'),
     ('SELECT pgjobs.jobs_add(''t'', backoff => ''-1 second'')'),
+    ('SELECT pgjobs.jobs_add(''t'', max_backoff => ''100000 years'')'),
+    ('SELECT pgjobs.jobs_add(''t'', lease => ''2 years'')'),
     ('SELECT pgjobs.jobs_add(''t'', key => ''k'', on_conflict => ''overwrite'')'),
     ('SELECT pgjobs.jobs_add(''t'', key => '''')'),
     ('SELECT pgjobs.jobs_add_batch(''{"task": "t"}'')'),
@@ -19,6 +21,7 @@ SELECT statement, regress.error_of(statement) AS error FROM (VALUES
     ('SELECT pgjobs.jobs_claim(''w'', n => 0)'),
     ('SELECT pgjobs.jobs_claim(''w'', n => -1)'),
     ('SELECT pgjobs.jobs_claim(''w'', lease => ''0 seconds'')'),
+    ('SELECT pgjobs.jobs_claim(''w'', lease => ''2 years'')'),
     ('SELECT pgjobs.jobs_claim(''w'', ARRAY[]::text[])'),
     ('SELECT pgjobs.jobs_claim('''')'),
     ('SELECT pgjobs.jobs_complete(999, gen_random_uuid())'),
@@ -57,7 +60,7 @@ DROP TABLE regress.claim;
 SELECT regress.error_of('SELECT pgjobs._sql_job_start(999, gen_random_uuid(), 0)');
 
 -- The tables keep their own rules, even against a superuser writing them directly: a waiting
--- slice has no lease token, a leased one has one, none is finished; a job's task and queue are
+-- job has no lease token, a leased one has one, none is finished; a job's task and queue are
 -- not empty, its attempts at least 1, its lease positive and its backoffs not negative; a
 -- finished job is completed, failed or aborted.
 SELECT regress.reset();
