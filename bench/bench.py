@@ -1204,8 +1204,8 @@ def notes(extra):
         "pickup worker LISTENs on a `pg_notify` sent by the add.",
         f"- Enqueues add to a queue already holding {DRAIN_JOBS:,} jobs, vacuumed and analyzed (the batch "
         "run follows the single one): a busy queue's steady state. There pg_jobs' adds send no NOTIFY (it "
-        "notifies only a queue that had no ready job, as every notifying commit in the cluster waits on one "
-        "lock), while graphile-worker's `add_job`/`add_jobs` and procrastinate's insert trigger notify on "
+        "notifies a queue only when a claim has looked at it since its last notification, or a second has "
+        "passed, as every notifying commit in the cluster waits on one lock), while graphile-worker's `add_job`/`add_jobs` and procrastinate's insert trigger notify on "
         "every add; pg-boss never notifies. From an empty, vacuumed queue procrastinate's adds are slower for "
         "a while: a new session plans its `procrastinate_events.job_id` foreign-key check as a sequential "
         "scan of `procrastinate_jobs` and keeps that plan until the table is next analyzed.",

@@ -55,6 +55,7 @@ pub extern "C-unwind" fn _PG_init() {
         .report(PgLogLevel::ERROR);
     }
     gucs::init();
+    queue::init_ready_state();
     bgworker::register_launcher();
 }
 
