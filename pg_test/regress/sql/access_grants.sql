@@ -6,12 +6,12 @@ SELECT p.oid::regprocedure AS internal_function_members_may_call
 FROM pg_proc p
 WHERE p.pronamespace = 'pgjobs'::regnamespace AND p.proname LIKE '\_%'
   AND has_function_privilege('pgjobs_user', p.oid, 'EXECUTE')
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text COLLATE "C";
 SELECT p.oid::regprocedure AS granted_to_public
 FROM pg_proc p
 WHERE p.pronamespace = 'pgjobs'::regnamespace
   AND (p.proacl IS NULL OR EXISTS (SELECT FROM aclexplode(p.proacl) a WHERE a.grantee = 0))
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text COLLATE "C";
 
 CREATE ROLE regress_member IN ROLE pgjobs_user;
 SELECT regress.as_role('regress_member', $$SELECT pgjobs._identity_of('postgres'::regrole)::text$$) AS identity_of_another;
