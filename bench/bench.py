@@ -14,9 +14,15 @@ The systems:
 - graphile-worker, pg-boss and procrastinate, each by its own worker with a no-op handler
   (bench/peers/): graphile-worker's `run`, pg-boss's `work()`, procrastinate's `run_worker_async`.
 
+Then the long-transaction scenario (see long_transaction), written to
+target/bench/long_transaction.md; `--only long-transaction` runs it alone, `--only pickup` the
+pickup latency of pg_jobs and hand-written SQL alone, and `--long-transaction 30,90,30` shortens
+its phases.
+
 BENCH_QUICK=1 shortens every measurement, drains 4,000 jobs instead of 8,000, measures the
-claim with 100,000 jobs queued instead of 1,000,000, and tries fewer graphile-worker
-configurations.
+claim with 100,000 jobs queued instead of 1,000,000, tries fewer graphile-worker
+configurations, and holds the long transaction's snapshot for 90 s (30 s before and after)
+instead of 180 s (60 s before and after).
 """
 
 import datetime
@@ -42,8 +48,10 @@ BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 OUTPUT = ROOT / "target" / "bench" / "latest.md"
 NODE_MODULES = ROOT / "target" / "bench-peers" / "node" / "node_modules"
-PGBENCH = "/usr/lib/postgresql/15/bin/pgbench"
-PORT = 28817
+# PG_BIN and BENCH_PORT let a run use another PostgreSQL installation and cluster (a relocated
+# copy, a port of one's own); scripts/bench.sh uses the defaults.
+PGBENCH = str(Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")) / "pgbench")
+PORT = int(os.environ.get("BENCH_PORT", "28817"))
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 CLIENTS = 8
@@ -881,6 +889,220 @@ def size_after_drain(queued):
     ]
 
 
+# --- a long transaction -----------------------------------------------------------------------
+
+# Producers at up to LONG_RATE jobs/s in all (LONG_PRODUCERS pgbench clients, one job per
+# transaction, -R), LONG_WORKERS workers completing their last batch and claiming up to
+# LONG_BATCH jobs in one round trip (a worker that got nothing waits LONG_IDLE seconds, as a
+# polling worker does), and one REPEATABLE READ transaction that takes its snapshot after
+# LONG_PHASES[0] seconds and commits LONG_PHASES[1] seconds later; the run goes on
+# LONG_PHASES[2] seconds more. Every dead row version and index entry made while the snapshot
+# is held must stay, so each read of the head of the queue reads through them.
+LONG_RATE = 1500
+LONG_PRODUCERS = 2
+LONG_WORKERS = 4
+LONG_BATCH = 10
+LONG_IDLE = 0.01
+LONG_PHASES = (30, 90, 30) if QUICK else (60, 180, 60)
+LONG_BUCKET = 10
+LONG_OUTPUT = ROOT / "target" / "bench" / "long_transaction.md"
+LONG_SYSTEMS = {
+    # system: (producer script, worker statement, jobs waiting)
+    "pg_jobs": ("enqueue_single.sql",
+                "SELECT id, lease_token FROM pgjobs.jobs_complete_and_claim(%s::bigint[], %s::uuid[], NULL, 'w', "
+                f"ARRAY['default'], {LONG_BATCH})",
+                "SELECT count(*) FROM pgjobs.jobs WHERE status = 'created' AND run_at <= now()"),
+    "sql": ("sql_enqueue_single.sql",
+            f"WITH c AS (SELECT id FROM q ORDER BY id LIMIT {LONG_BATCH} FOR UPDATE SKIP LOCKED) "
+            "DELETE FROM q USING c WHERE q.id = c.id RETURNING q.id",
+            "SELECT count(*) FROM q"),
+}
+
+
+def long_worker(system, statement, deadline, samples):
+    """One worker until `deadline` (time.time()): appends (when, round trip in ms) per call."""
+    ids, tokens = [], []
+    with connect(system) as conn:
+        while time.time() < deadline:
+            started = time.perf_counter_ns()
+            rows = conn.execute(statement, [ids, tokens] if system == "pg_jobs" else None,
+                                prepare=True).fetchall()
+            samples.append((time.time(), (time.perf_counter_ns() - started) / 1e6))
+            if system == "pg_jobs":
+                ids, tokens = [row[0] for row in rows], [row[1] for row in rows]
+            if not rows:
+                time.sleep(LONG_IDLE)
+
+
+def long_transaction_run(system, phases):
+    """One system through the scenario; per LONG_BUCKET seconds: worker round trips (count,
+    p50, p99 in ms), jobs waiting at the bucket's end, and the producers' achieved rate."""
+    producer, statement, waiting_sql = LONG_SYSTEMS[system]
+    total = sum(phases)
+    SYSTEM_OBJECTS[system].reset()
+    settle(system)
+    waiting = {}
+    samples = []
+    with tempfile.TemporaryDirectory() as logs, connect(system) as sampler, connect(system) as pin, \
+            ThreadPoolExecutor(LONG_WORKERS) as pool:
+        started = time.time()
+        args = [PGBENCH, "-n", "-M", "prepared", "-c", str(LONG_PRODUCERS), "-j", str(LONG_PRODUCERS),
+                "-T", str(total), "-R", str(LONG_RATE), "-l", f"--aggregate-interval={LONG_BUCKET}",
+                "--log-prefix=p", "-f", str(BENCH_DIR / producer),
+                "-h", "localhost", "-p", str(PORT), "-U", "postgres", DATABASES[system]]
+        producers = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=logs)
+        workers = [pool.submit(long_worker, system, statement, started + total, samples)
+                   for _ in range(LONG_WORKERS)]
+        pinned = None
+        for bucket in range(1, total // LONG_BUCKET + 1):
+            while True:
+                now = time.time() - started
+                if pinned is None and now >= phases[0]:
+                    # The snapshot is taken by the first query and held until COMMIT.
+                    pin.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                    pin.execute("SELECT count(*) FROM pg_class").fetchall()
+                    pinned = now
+                    log(f"  {system}: snapshot taken at {now:.1f} s")
+                elif pinned not in (None, False) and now >= phases[0] + phases[1]:
+                    pin.execute("COMMIT")
+                    log(f"  {system}: long transaction committed at {now:.1f} s")
+                    pinned = False
+                target = bucket * LONG_BUCKET
+                if now >= target:
+                    break
+                next_event = target
+                if pinned is None:
+                    next_event = min(next_event, phases[0])
+                elif pinned is not False:
+                    next_event = min(next_event, phases[0] + phases[1])
+                time.sleep(max(0.01, min(1.0, next_event - now)))
+            [(count,)] = sampler.execute(waiting_sql).fetchall()
+            waiting[bucket] = count
+            log(f"  {system}: {bucket * LONG_BUCKET} s, {count:,} jobs waiting")
+        out, err = producers.communicate(timeout=120)
+        failed = re.search(r"number of failed transactions: (\d+)", out)
+        if producers.returncode != 0 or not failed or failed.group(1) != "0":
+            raise RuntimeError(f"pgbench {producer} failed (exit {producers.returncode}):\n{out}{err}")
+        for worker in workers:
+            worker.result()
+        added = {}
+        for path in Path(logs).iterdir():
+            with open(path) as lines:
+                for line in lines:
+                    # interval start (epoch s), transactions, ...
+                    fields = line.split()
+                    at = int(fields[0]) - started
+                    bucket = int(round(at / LONG_BUCKET)) + 1
+                    added[bucket] = added.get(bucket, 0) + int(fields[1])
+    latencies = {}
+    for at, latency in samples:
+        latencies.setdefault(int((at - started) // LONG_BUCKET) + 1, []).append(latency)
+    buckets = []
+    for bucket in range(1, total // LONG_BUCKET + 1):
+        values = latencies.get(bucket, [])
+        buckets.append({
+            "end": bucket * LONG_BUCKET,
+            "round_trips": len(values),
+            "p50": percentile(values, 0.50) if values else None,
+            "p99": percentile(values, 0.99) if values else None,
+            "waiting": waiting.get(bucket),
+            "rate": added[bucket] / LONG_BUCKET if bucket in added else None,
+        })
+    return buckets
+
+
+def long_phase(end, phases):
+    if end <= phases[0]:
+        return "before"
+    if end <= phases[0] + phases[1]:
+        return "pinned"
+    return "after"
+
+
+def long_transaction(phases=LONG_PHASES):
+    """pg_jobs beside the hand-written queue while a long transaction holds its snapshot: a
+    Markdown table per LONG_BUCKET seconds and a summary of each phase."""
+    if any(phase % LONG_BUCKET for phase in phases):
+        raise ValueError(f"each phase must be a multiple of {LONG_BUCKET} s")
+    execute("CREATE TABLE IF NOT EXISTS q (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload jsonb NOT NULL)",
+            "sql")
+    started = time.monotonic()
+    load = os.getloadavg()[0]
+    results = {}
+    for system in LONG_SYSTEMS:
+        log(f"long transaction: {NAMES[system]}, {LONG_PRODUCERS} producers at up to {LONG_RATE} jobs/s, "
+            f"{LONG_WORKERS} workers at batch {LONG_BATCH}, snapshot held from {phases[0]} s to "
+            f"{phases[0] + phases[1]} s of {sum(phases)} s")
+        results[system] = long_transaction_run(system, phases)
+
+    def ms(value):
+        return "—" if value is None else f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
+
+    def count(value):
+        return "—" if value is None else f"{value:,.0f}"
+
+    lines = [
+        f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; pg_jobs "
+        + subprocess.run(["git", "-C", str(BENCH_DIR), "describe", "--always", "--dirty"],
+                         capture_output=True, text=True).stdout.strip()
+        + f"; load average {load:.2f} at the start; measured in {(time.monotonic() - started) / 60:.1f} minutes",
+        f"- Producers: {LONG_PRODUCERS} pgbench clients adding one job per transaction at up to {LONG_RATE:,} "
+        f"jobs/s in all (`-R`; pg_jobs: `jobs_add`, hand-written: `INSERT`). Workers: {LONG_WORKERS} "
+        f"connections (threads of bench.py, prepared statements), each completing its last batch and claiming up "
+        f"to {LONG_BATCH} in one round trip (pg_jobs: `jobs_complete_and_claim`, hand-written: the "
+        f"claim-and-delete), again at once if it got any, after {LONG_IDLE * 1000:.0f} ms if it got none. A "
+        f"REPEATABLE READ transaction takes its snapshot at {phases[0]} s and commits at "
+        f"{phases[0] + phases[1]} s; the run ends at {sum(phases)} s.",
+        f"- Per {LONG_BUCKET} s ending at the time shown: the workers' round trips (their count, p50 and p99 "
+        "latency, timed by the client), the jobs waiting (ready and unclaimed) at its end, and the "
+        "producers' achieved rate (pgbench's aggregated log).",
+        "",
+        "| s | phase | pg_jobs round trips | pg_jobs p50 ms | pg_jobs p99 ms | pg_jobs waiting | pg_jobs adds/s "
+        "| hand-written round trips | hand-written p50 ms | hand-written p99 ms | hand-written waiting "
+        "| hand-written adds/s | p50 pg_jobs ÷ hand-written |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    ours, theirs = results["pg_jobs"], results["sql"]
+    for a, b in zip(ours, theirs):
+        ratio = f"{a['p50'] / b['p50']:.2f}" if a["p50"] and b["p50"] else "—"
+        lines.append(f"| {a['end']} | {long_phase(a['end'], phases)} | {count(a['round_trips'])} | {ms(a['p50'])} "
+                     f"| {ms(a['p99'])} | {count(a['waiting'])} | {count(a['rate'])} | {count(b['round_trips'])} "
+                     f"| {ms(b['p50'])} | {ms(b['p99'])} | {count(b['waiting'])} | {count(b['rate'])} | {ratio} |")
+    lines += ["", "| Phase | figure | pg_jobs | hand-written |", "|---|---|---:|---:|"]
+    summary = {}
+    for system, buckets in results.items():
+        for phase in ("before", "pinned", "after"):
+            chosen = [b for b in buckets if long_phase(b["end"], phases) == phase]
+            if phase == "before":
+                chosen = chosen[1:] or chosen  # the first bucket includes the connections' start
+            p50s = [b["p50"] for b in chosen if b["p50"] is not None]
+            p99s = [b["p99"] for b in chosen if b["p99"] is not None]
+            rates = [b["rate"] for b in chosen if b["rate"] is not None]
+            summary[(system, phase)] = {
+                "worst p50": max(p50s) if p50s else None,
+                "worst p99": max(p99s) if p99s else None,
+                "most waiting": max((b["waiting"] or 0) for b in chosen),
+                "adds/s": sum(rates) / len(rates) if rates else None,
+            }
+    base = {system: summary[(system, "before")]["worst p50"] for system in results}
+    for phase in ("before", "pinned", "after"):
+        for name in ("worst p50", "worst p99", "most waiting", "adds/s"):
+            cells = []
+            for system in ("pg_jobs", "sql"):
+                value = summary[(system, phase)][name]
+                text = count(value) if name in ("most waiting", "adds/s") else ms(value)
+                if name == "worst p50" and phase != "before" and value and base[system]:
+                    text += f" ({value / base[system]:.1f}× before)"
+                cells.append(text)
+            unit = " ms" if "p" in name.split()[-1][:1] and name.startswith("worst") else ""
+            lines.append(f"| {phase} | {name}{unit} per {LONG_BUCKET} s | {cells[0]} | {cells[1]} |")
+    table = "\n".join(lines) + "\n"
+    LONG_OUTPUT.parent.mkdir(parents=True, exist_ok=True)
+    LONG_OUTPUT.write_text(table)
+    print(table)
+    return table
+
+
 SYSTEM_OBJECTS = {"pg_jobs": PG_JOBS, "sql": SQL, "graphile": GRAPHILE, "pgboss": PGBOSS,
                   "procrastinate": PROCRASTINATE}
 
@@ -980,8 +1202,8 @@ def notes(extra):
         "pickup worker LISTENs on a `pg_notify` sent by the add.",
         f"- Enqueues add to a queue already holding {DRAIN_JOBS:,} jobs, vacuumed and analyzed (the batch "
         "run follows the single one): a busy queue's steady state. There pg_jobs' adds send no NOTIFY (it "
-        "notifies only a queue that had no ready job, as every notifying commit in the cluster waits on one "
-        "lock), while graphile-worker's `add_job`/`add_jobs` and procrastinate's insert trigger notify on "
+        "notifies a queue only when a claim has looked at it since its last notification, or a second has "
+        "passed, as every notifying commit in the cluster waits on one lock), while graphile-worker's `add_job`/`add_jobs` and procrastinate's insert trigger notify on "
         "every add; pg-boss never notifies. From an empty, vacuumed queue procrastinate's adds are slower for "
         "a while: a new session plans its `procrastinate_events.job_id` foreign-key check as a sequential "
         "scan of `procrastinate_jobs` and keeps that plan until the table is next analyzed.",
@@ -1010,7 +1232,47 @@ def notes(extra):
     ]
 
 
+def pickup_only():
+    """Pickup latency of pg_jobs and the hand-written queue alone (`--only pickup`)."""
+    execute("CREATE TABLE IF NOT EXISTS q (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload jsonb NOT NULL)",
+            "sql")
+    samples = {}
+    for system, listen, add, claim, complete in (
+            ("pg_jobs", "pgjobs_ready", "SELECT pgjobs.jobs_add('noop', %s)", CLAIM_ONE,
+             "SELECT pgjobs.jobs_complete(%(id)s, %(lease_token)s)"),
+            ("sql", "q_ready",
+             "WITH i AS (INSERT INTO q (payload) VALUES (%s) RETURNING id) SELECT pg_notify('q_ready', '') FROM i",
+             "WITH c AS (SELECT id FROM q ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) "
+             "DELETE FROM q USING c WHERE q.id = c.id RETURNING q.*", None)):
+        log(f"pickup latency: {NAMES[system]}, {PICKUP_JOBS} jobs, one at a time, to a LISTENing worker")
+        SYSTEM_OBJECTS[system].reset()
+        settle(system)
+        samples[system] = pickup_latency(listen, add, claim, complete, system=system)
+    lines = ["| Pickup latency, add to claim | pg_jobs | hand-written SQL | pg_jobs ÷ hand-written |",
+             "|---|---:|---:|---:|"]
+    for name, fraction in (("p50", 0.50), ("p99", 0.99)):
+        ours, theirs = (percentile(samples[s], fraction) / 1e6 for s in ("pg_jobs", "sql"))
+        lines.append(f"| {name}, ms | {ours:.2f} | {theirs:.2f} | {ours / theirs:.2f} |")
+    print("\n".join(lines))
+
+
 def main():
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", choices=("long-transaction", "pickup"),
+                        help="measure this alone (pickup: pg_jobs and hand-written SQL only)")
+    parser.add_argument("--long-transaction", metavar="BEFORE,PINNED,AFTER",
+                        default=",".join(map(str, LONG_PHASES)),
+                        help="seconds before the snapshot is taken, held, and after it is released "
+                             "(multiples of 10; default %(default)s)")
+    args = parser.parse_args()
+    phases = tuple(int(part) for part in args.long_transaction.split(","))
+    if args.only == "long-transaction":
+        long_transaction(phases)
+        return
+    if args.only == "pickup":
+        pickup_only()
+        return
     header = environment()
     started = time.monotonic()
     setup_peers()
@@ -1031,6 +1293,7 @@ def main():
     OUTPUT.parent.mkdir(parents=True, exist_ok=True)
     OUTPUT.write_text(table)
     print(table)
+    long_transaction(phases)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Benchmarks pg_jobs beside its peers (hand-written SKIP LOCKED SQL, graphile-worker, pg-boss,
 # procrastinate) on a cluster of its own and prints one Markdown table, also written to
-# target/bench/latest.md; then the background worker beside pg_cron (target/bench/scheduler.md)
-# and row-level security against the table owner (target/bench/access.md). About 20 minutes on
+# target/bench/latest.md, and a long transaction beside a steady queue (target/bench/long_transaction.md,
+# about 10 minutes); then the background worker beside pg_cron (target/bench/scheduler.md)
+# and row-level security against the table owner (target/bench/access.md). About 30 minutes on
 # 2 cores; BENCH_QUICK=1 shortens the queue part.
 # The peers are installed here, under target/, and nowhere else: the Node packages into
 # target/bench-peers/node, procrastinate into the Python environment target/bench-venv.

@@ -439,14 +439,14 @@ BEGIN
     SELECT (SELECT array_agg(CASE WHEN g.id IN (SELECT f.id FROM fresh f) THEN g.id END ORDER BY g.ord) FROM given g),
            (SELECT count(*) FROM given g WHERE g.id NOT IN (SELECT f.id FROM fresh f)),
            -- NOTIFY takes a lock that every notifying commit in the cluster waits for, so it is
-           -- sent only where a worker may be asleep: a queue that had no ready job before this
-           -- one. Where jobs are waiting, workers are claiming anyway (and poll every
-           -- pg_jobs.poll_interval regardless).
+           -- sent only where a worker may be asleep: a queue that a claim looked at since its
+           -- last notification (_ready_wanted, in shared memory: src/api/queue.rs). Where no worker
+           -- looked, workers are busy or already woken (and poll every pg_jobs.poll_interval
+           -- regardless). An add reads nothing of the queue: that read went through every dead
+           -- index entry a long transaction's snapshot kept, and slowed every add with it.
            (SELECT array_agg(_ready_signal(q.claimable_by, q.queue))
             FROM (SELECT DISTINCT n.claimable_by, n.queue FROM new_jobs n WHERE n.run_at <= statement_timestamp()) q
-            WHERE NOT EXISTS (SELECT FROM jobs o
-                              WHERE o.status = 'created' AND o.claimable_by = q.claimable_by
-                                AND o.queue = q.queue AND o.run_at <= statement_timestamp()))
+            WHERE _ready_wanted(q.claimable_by, q.queue))
     INTO ids, taken, woken;
     IF woken IS NOT NULL THEN
         PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
@@ -554,6 +554,9 @@ SET enable_seqscan = off
 SET enable_hashjoin = off
 AS $$
 BEGIN
+    -- Before the claim reads the queues (in a statement of its own, so before the claim's
+    -- snapshot): its worker may sleep on what it finds, so the next add notifies.
+    PERFORM _ready_looking(claimant, queues);
     -- Almost always nothing has expired, and one index probe says so.
     IF EXISTS (SELECT FROM jobs j WHERE j.status <> 'created' AND j.locked_until < statement_timestamp()) THEN
         PERFORM _rescue_expired();

@@ -64,6 +64,7 @@ pub extern "C-unwind" fn _PG_init() {
         .report(PgLogLevel::ERROR);
     }
     gucs::init();
+    api::queue::init_ready_state();
     bgworker::register_launcher();
 }
 
