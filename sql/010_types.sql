@@ -75,6 +75,15 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION _null_argument(name text) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = format('%s must not be null', name);
+END
+$$;
+
 -- A count of rows to take or skip, refused when negative.
 CREATE FUNCTION _row_count(n integer, name text) RETURNS integer
 LANGUAGE plpgsql IMMUTABLE

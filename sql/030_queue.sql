@@ -817,7 +817,7 @@ DECLARE
     outcome job_status;
 BEGIN
     IF job IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'job id must not be null';
+        PERFORM _null_argument('job id');
     END IF;
     -- Decided from the locked row: a failure, a rescue or a completion committing meanwhile is
     -- waited for and then seen (a requeued job is aborted at once, a finished one reported as it

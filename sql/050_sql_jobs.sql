@@ -89,7 +89,7 @@ AS $$
 DECLARE
     attempt integer;
 BEGIN
-    UPDATE jobs j SET locked_by = format('pg_jobs sql executor %s', pid)
+    UPDATE jobs j SET locked_by = _executor_name(pid)
     WHERE j.id = job AND j.lease_token = token AND j.status = 'started'
     RETURNING j.payload ->> 'sql', (j.payload ->> 'timeout_ms')::bigint, j.owner, j.attempt
     INTO sql, timeout_ms, owner, attempt;
@@ -102,6 +102,16 @@ BEGIN
     RETURNING id INTO run_id;
 END
 $$;
+
+-- The name an executor holds a job's lease by (src/bgworker/executor.rs starts it under the same
+-- type), and whether a pid is still one: a pid whose executor died may belong to another process.
+CREATE FUNCTION _executor_name(pid integer) RETURNS text
+LANGUAGE sql IMMUTABLE
+RETURN format('pg_jobs sql executor %s', pid);
+
+CREATE FUNCTION _is_executor(pid integer) RETURNS boolean
+LANGUAGE sql STABLE
+RETURN EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = _is_executor.pid AND a.backend_type = 'pg_jobs sql executor');
 
 CREATE FUNCTION _sql_job_end(run bigint, outcome text, message text DEFAULT NULL) RETURNS void
 LANGUAGE sql
@@ -160,35 +170,35 @@ SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
     overdue record;
+    outcome text;
     stopped integer := 0;
 BEGIN
     FOR overdue IN
         SELECT r.id AS run, r.pid, s.id AS job_id, s.lease_token, s.status
-        FROM job_runs r JOIN jobs s ON s.id = r.job_id AND s.locked_by = format('pg_jobs sql executor %s', r.pid)
+        FROM job_runs r JOIN jobs s ON s.id = r.job_id AND s.locked_by = _executor_name(r.pid)
         WHERE r.status = 'running' AND r.deadline < at
         FOR UPDATE OF r, s SKIP LOCKED
     LOOP
+        outcome := CASE WHEN overdue.status = 'aborted' THEN 'aborted' ELSE 'timed out' END;
         BEGIN
-            IF overdue.status = 'aborted' THEN
+            PERFORM _sql_job_end(overdue.run, outcome,
+                format('did not stop within %s s of its %s; its process was ended',
+                       extract(epoch FROM _cancel_grace())::integer,
+                       CASE outcome WHEN 'aborted' THEN 'abort' ELSE 'timeout' END));
+            IF outcome = 'aborted' THEN
                 PERFORM _finish(ARRAY[overdue.job_id], ARRAY[overdue.lease_token], '{aborted}', 'aborted', NULL);
-                PERFORM _sql_job_end(overdue.run, 'aborted',
-                    format('did not stop within %s s of its abort; its process was ended',
-                           extract(epoch FROM _cancel_grace())::integer));
             ELSE
-                PERFORM _sql_job_end(overdue.run, 'timed out',
-                    format('did not stop within %s s of its timeout; its process was ended',
-                           extract(epoch FROM _cancel_grace())::integer));
                 PERFORM jobs_fail(overdue.job_id, overdue.lease_token, 'timed out: the statement did not stop when cancelled');
             END IF;
         EXCEPTION WHEN OTHERS THEN
             -- One job that cannot be finished must not keep the others' executors running: its
             -- process is ended all the same, and the rescue takes the job when its lease runs out.
-            PERFORM _sql_job_end(overdue.run, CASE WHEN overdue.status = 'aborted' THEN 'aborted' ELSE 'timed out' END,
+            PERFORM _sql_job_end(overdue.run, outcome,
                 format('its process was ended; the job is left to its lease (%s)', SQLERRM));
         END;
-        -- Only an executor: a pid whose executor died may belong to another process by now.
-        PERFORM pg_terminate_backend(a.pid) FROM pg_stat_activity a
-        WHERE a.pid = overdue.pid AND a.backend_type = 'pg_jobs sql executor';
+        IF _is_executor(overdue.pid) THEN
+            PERFORM pg_terminate_backend(overdue.pid);
+        END IF;
         stopped := stopped + 1;
     END LOOP;
     RETURN stopped;

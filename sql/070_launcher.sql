@@ -77,12 +77,11 @@ BEGIN ATOMIC
         UPDATE job_runs r SET status = 'lost', ended_at = clock_timestamp(),
                               message = 'the executor stopped without reporting'
         WHERE r.status = 'running'
-          AND NOT EXISTS (SELECT FROM pg_stat_activity a
-                          WHERE a.pid = r.pid AND a.backend_type = 'pg_jobs sql executor')
+          AND NOT _is_executor(r.pid)
         RETURNING r.job_id, r.pid
     ), leased AS (
         SELECT j.id FROM jobs j JOIN lost l
-            ON j.id = l.job_id AND j.locked_by = format('pg_jobs sql executor %s', l.pid)
+            ON j.id = l.job_id AND j.locked_by = _executor_name(l.pid)
         FOR UPDATE OF j SKIP LOCKED
     )
     UPDATE jobs j SET locked_until = least(j.locked_until, at - interval '1 microsecond')

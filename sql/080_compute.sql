@@ -1094,15 +1094,6 @@ GRANT UPDATE (earnings_account) ON worker_run_info TO pgjobs_user;
 -- returns how many it deleted: 0 for a row of another identity exactly as for one that does not
 -- exist, as a DELETE under row-level security answers, so nothing can be probed.
 
-CREATE FUNCTION _null_argument(name text) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = format('%s must not be null', name);
-END
-$$;
-
 CREATE FUNCTION _compute_group_remove_origin(ticket bigint, group_id bigint, origin_uri text, origin_type text)
 RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER

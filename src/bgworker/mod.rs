@@ -4,8 +4,9 @@
 //! The launcher starts only once recovery has finished, so a standby runs nothing and a promoted
 //! standby starts scheduling. Each round it calls `pgjobs._launcher_tick()` (heartbeat, rescue of
 //! expired leases, due schedules, retention) and then hands ready SQL jobs to executors, at most
-//! `pg_jobs.max_workers` at once. A failing round ends the process; the postmaster starts it
-//! again a second later, and the leases and keys in the tables make the restart harmless.
+//! `pg_jobs.max_workers` at once. A part of a round that fails is a WARNING and the others go on
+//! (sql/070_launcher.sql); an error outside them ends the process, and the postmaster starts it
+//! again a second later: the leases and keys in the tables make the restart harmless.
 
 mod executor;
 mod launcher;
