@@ -34,19 +34,14 @@ CREATE POLICY root_and_proxy_read ON proxies FOR SELECT
     USING ((SELECT _current_role()) IN (root, proxy));
 GRANT SELECT ON proxies TO pgjobs_user;
 
--- The identity of the caller behind a ticket (see src/identity.rs).
-CREATE FUNCTION _caller(ticket bigint) RETURNS oid
-LANGUAGE sql
-RETURN _identity_of(_redeem(ticket));
-
 -- Proxies: registered by their root (who must be a member of the proxy role, so that nobody
 -- takes over what another role creates) or by an administrator.
-CREATE FUNCTION _jobs_add_proxy(ticket bigint, proxy regrole, root regrole) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
+-- (Run as the extension's owner by jobs_add_proxy, src/api/identity.rs.)
+CREATE FUNCTION _add_proxy(caller_role oid, proxy regrole, root regrole) RETURNS void
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    caller_role oid := _redeem(ticket);
     caller oid := _identity_of(caller_role);
     admin boolean := _is_admin(caller_role);
     new_root oid := coalesce(root::oid, caller);
@@ -67,10 +62,10 @@ BEGIN
     IF proxy::oid = new_root OR EXISTS (SELECT FROM proxies p WHERE p.proxy = new_root) THEN
         PERFORM _invalid(format('%s cannot act for %s: a root identity cannot be a proxy', proxy, new_root::regrole));
     END IF;
-    IF _is_admin(proxy::oid) OR EXISTS (SELECT FROM proxies p WHERE p.root = _jobs_add_proxy.proxy::oid) THEN
+    IF _is_admin(proxy::oid) OR EXISTS (SELECT FROM proxies p WHERE p.root = _add_proxy.proxy::oid) THEN
         PERFORM _invalid(format('%s cannot be a proxy: it is a superuser or has proxies of its own', proxy));
     END IF;
-    SELECT p.root INTO current_root FROM proxies p WHERE p.proxy = _jobs_add_proxy.proxy::oid;
+    SELECT p.root INTO current_root FROM proxies p WHERE p.proxy = _add_proxy.proxy::oid;
     IF current_root IS NOT NULL AND current_root <> new_root THEN
         RAISE EXCEPTION USING ERRCODE = 'unique_violation',
             MESSAGE = format('%s is already a proxy of another identity', proxy),
@@ -82,24 +77,20 @@ END
 $$;
 
 CREATE FUNCTION jobs_add_proxy(proxy regrole, root regrole DEFAULT NULL) RETURNS void
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_add_proxy(_ticket(), proxy, root);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add_proxy';
 COMMENT ON FUNCTION jobs_add_proxy IS
     'Registers a role as acting for a root identity (default: the caller''s): what it creates is '
     'the root''s, and it sees what the root sees.';
 
-CREATE FUNCTION _jobs_remove_proxy(ticket bigint, proxy regrole) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
+CREATE FUNCTION _remove_proxy(caller_role oid, proxy regrole) RETURNS void
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    caller_role oid := _redeem(ticket);
     caller oid := _identity_of(caller_role);
 BEGIN
     DELETE FROM proxies p
-    WHERE p.proxy = _jobs_remove_proxy.proxy::oid AND (p.root = caller OR _is_admin(caller_role));
+    WHERE p.proxy = _remove_proxy.proxy::oid AND (p.root = caller OR _is_admin(caller_role));
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'no_data_found',
             MESSAGE = format('%s is not a proxy of yours', proxy);
@@ -108,8 +99,9 @@ END
 $$;
 
 CREATE FUNCTION jobs_remove_proxy(proxy regrole) RETURNS void
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_remove_proxy(_ticket(), proxy);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_remove_proxy';
 COMMENT ON FUNCTION jobs_remove_proxy IS 'Ends a proxy: from its next statement on it sees nothing of its root''s.';
+
+CREATE FUNCTION _caller(ticket bigint) RETURNS oid
+LANGUAGE sql
+RETURN _identity_of(_redeem(ticket));

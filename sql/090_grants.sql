@@ -29,8 +29,8 @@ GRANT EXECUTE ON FUNCTION
     jobs_alter_schedule(text, text, jsonb, jsonb), _jobs_alter_schedule(bigint, text, text, jsonb, jsonb),
     jobs_enable_schedule(text), jobs_disable_schedule(text),
     jobs_unschedule(text), _jobs_unschedule(bigint, text),
-    jobs_add_proxy(regrole, regrole), _jobs_add_proxy(bigint, regrole, regrole),
-    jobs_remove_proxy(regrole), _jobs_remove_proxy(bigint, regrole)
+    jobs_add_proxy(regrole, regrole),
+    jobs_remove_proxy(regrole)
 TO pgjobs_user;
 
 -- pg_dump keeps the rows of every table of the extension and where every sequence has got to;

@@ -1,52 +1,22 @@
-//! Who is calling.
-//!
-//! The API's SECURITY DEFINER functions run as the extension's owner and cannot see who called
-//! them, and trusting the session's role would let any other SECURITY DEFINER function act for
-//! whoever calls it. So each public function is a SECURITY INVOKER wrapper that passes a ticket
-//! to its definer: `_ticket()` remembers the current user in this backend under a random number,
-//! and the definer `_redeem`s it once. A ticket can only name the role that made it, so minting
-//! one by hand gains nothing.
+//! Who is calling: identities, the cache every policy asks, and the proxies' functions.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use pgrx::prelude::*;
 
-// Tickets are redeemed by the statement that made them; a statement that failed in between
-// leaves one behind, so the map is emptied now and then rather than allowed to grow.
-const MAX_OUTSTANDING: usize = 1024;
+use super::call::{call_as_owner, Parameters, Planning, Statement};
+use crate::entry;
 
-thread_local! {
-    static TICKETS: RefCell<HashMap<i64, pg_sys::Oid>> = RefCell::new(HashMap::new());
-}
+const STATEMENTS: &str = include_str!("identity.sql");
 
-#[pg_extern(volatile, parallel_unsafe)]
-fn _ticket() -> i64 {
-    let mut bytes = [0u8; 8];
-    crate::strong_random(&mut bytes);
-    let ticket = i64::from_ne_bytes(bytes);
-    let caller = unsafe { pg_sys::GetUserId() };
-    TICKETS.with(|tickets| {
-        let mut tickets = tickets.borrow_mut();
-        if tickets.len() >= MAX_OUTSTANDING {
-            tickets.clear();
-        }
-        tickets.insert(ticket, caller);
-    });
-    ticket
-}
+static ADD_PROXY: Statement =
+    Statement::new(STATEMENTS, "add_proxy", Parameters::CallerThenArguments, Planning::Default);
+static REMOVE_PROXY: Statement =
+    Statement::new(STATEMENTS, "remove_proxy", Parameters::CallerThenArguments, Planning::Default);
 
-#[pg_extern(volatile, parallel_unsafe)]
-fn _redeem(ticket: i64) -> pg_sys::Oid {
-    TICKETS.with(|tickets| tickets.borrow_mut().remove(&ticket)).unwrap_or_else(|| {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            "unknown caller ticket",
-            "Call the public pgjobs functions; the ones whose names start with _jobs_ take a ticket from _ticket()."
-        );
-    })
-}
+entry!(jobs_add_proxy, pg_finfo_jobs_add_proxy, |fcinfo| call_as_owner(fcinfo, &ADD_PROXY));
+entry!(jobs_remove_proxy, pg_finfo_jobs_remove_proxy, |fcinfo| call_as_owner(fcinfo, &REMOVE_PROXY));
 
 /// The current role, as `current_user` but without a catalog query.
 #[pg_extern(stable, parallel_safe)]
@@ -99,7 +69,7 @@ unsafe extern "C-unwind" fn forget_on_invalidation(_arg: pg_sys::Datum, relid: p
 /// commits later and its invalidation clears the entry. (The latest snapshot is not available
 /// in parallel workers, hence parallel restricted.)
 #[pg_extern(stable, parallel_restricted)]
-fn _identity_of(role: pg_sys::Oid) -> pg_sys::Oid {
+pub(crate) fn _identity_of(role: pg_sys::Oid) -> pg_sys::Oid {
     unsafe {
         if !WATCHING.get() {
             pg_sys::CacheRegisterRelcacheCallback(

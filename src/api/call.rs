@@ -1,0 +1,453 @@
+//! The boundary of the API.
+//!
+//! Every public function is a C function of this library, declared in `sql/` (`LANGUAGE c`) and
+//! written once, here in `src/api/`. It reads its caller with `GetUserId()` at entry, checks its
+//! arguments, and runs its statements as the owner of the function only for as long as they run,
+//! the way pg_cron's functions do: `SetUserIdAndSecContext(owner, SECURITY_LOCAL_USERID_CHANGE)`
+//! around SPI, restored on the way out, error or not (and by PostgreSQL itself when the
+//! (sub)transaction aborts). Nothing else runs with the owner's rights: no SECURITY DEFINER
+//! function, no ticket naming the caller.
+//!
+//! The statements are kept in `.sql` files by domain beside the code that runs them, one named
+//! statement each (`-- name: claim`), prepared once per backend and kept: a generic plan, planned
+//! without JIT, with the search path pinned to the extension's schema and `pg_catalog` while it
+//! is planned and run, so no name in it can be taken over by the caller's search path.
+
+use std::ffi::{c_char, c_int, CString};
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use pgrx::pg_sys::{self, Datum, Oid};
+use pgrx::prelude::*;
+use pgrx::FromDatum;
+
+/// Who called: the current role at entry, and the identity it acts for.
+#[derive(Clone, Copy)]
+pub struct Caller {
+    pub role: Oid,
+    pub identity: Oid,
+}
+
+impl Caller {
+    pub fn current() -> Self {
+        let role = unsafe { pg_sys::GetUserId() };
+        Caller { role, identity: super::identity::_identity_of(role) }
+    }
+
+    /// Whether the caller acts on every identity's rows: its identity is a superuser.
+    pub fn admin(&self) -> bool {
+        unsafe { pg_sys::superuser_arg(self.identity) }
+    }
+}
+
+/// How a statement is planned besides generically and without JIT.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Planning {
+    /// As PostgreSQL would.
+    Default,
+    /// Rows found by the ids or keys given, never by scanning or hashing: with a batch of ids,
+    /// the planner, pricing every index probe as a disk read, chose to hash the batch and scan
+    /// the whole table (1 ms for 100 jobs of 10,000 queued, growing with the queue), where 100
+    /// probes of a primary key in memory take 0.1 ms.
+    Probes,
+}
+
+/// The parameters of a statement.
+pub enum Parameters {
+    Of(&'static [Oid]),
+    /// The calling role, then the arguments of the function that runs it, by their declared
+    /// types (see [`call_as_owner`]).
+    CallerThenArguments,
+}
+
+/// One named statement of a domain's file of statements.
+pub struct Statement {
+    source: &'static str,
+    name: &'static str,
+    parameters: Parameters,
+    planning: Planning,
+    plan: AtomicPtr<pg_sys::_SPI_plan>,
+}
+
+impl Statement {
+    pub const fn new(
+        source: &'static str,
+        name: &'static str,
+        parameters: Parameters,
+        planning: Planning,
+    ) -> Self {
+        Statement { source, name, parameters, planning, plan: AtomicPtr::new(std::ptr::null_mut()) }
+    }
+
+    /// The text under `-- name: <name>`, up to the next name.
+    fn text(&self) -> &'static str {
+        let marker = format!("-- name: {}\n", self.name);
+        let start = self
+            .source
+            .find(&marker)
+            .unwrap_or_else(|| error!("pg_jobs: no statement named {}", self.name))
+            + marker.len();
+        let rest = &self.source[start..];
+        &rest[..rest.find("-- name: ").unwrap_or(rest.len())]
+    }
+
+    /// The kept plan; prepared on first use in this backend, inside a [`Section`].
+    fn plan(&self, function: Oid) -> pg_sys::SPIPlanPtr {
+        let kept = self.plan.load(Ordering::Relaxed);
+        if !kept.is_null() {
+            return kept;
+        }
+        let mut types: Vec<Oid> = match self.parameters {
+            Parameters::Of(types) => types.to_vec(),
+            Parameters::CallerThenArguments => {
+                let mut types = vec![pg_sys::OIDOID];
+                unsafe {
+                    let mut arguments: *mut Oid = std::ptr::null_mut();
+                    let mut count: c_int = 0;
+                    pg_sys::get_func_signature(function, &mut arguments, &mut count);
+                    types.extend_from_slice(std::slice::from_raw_parts(arguments, count as usize));
+                }
+                types
+            }
+        };
+        let text = CString::new(self.text()).expect("statements contain no NUL");
+        let plan = unsafe {
+            let _planner = PlannerSettings::pin(self.planning);
+            pg_sys::SPI_prepare_cursor(
+                text.as_ptr(),
+                types.len() as c_int,
+                types.as_mut_ptr(),
+                pg_sys::CURSOR_OPT_GENERIC_PLAN as c_int,
+            )
+        };
+        if plan.is_null() || unsafe { pg_sys::SPI_keepplan(plan) } != 0 {
+            error!("pg_jobs: could not prepare statement {}", self.name);
+        }
+        self.plan.store(plan, Ordering::Relaxed);
+        plan
+    }
+}
+
+/// The planner settings a statement is planned with, for as long as it runs: it may be planned
+/// anew whenever it is run (after an invalidation). Set on the settings' variables directly, as
+/// a function's SET clause costs a GUC nesting level on every call; nothing that can change
+/// them runs meanwhile, and they are restored on the way out, error or not.
+struct PlannerSettings {
+    jit: bool,
+    seqscan: bool,
+    hashjoin: bool,
+}
+
+impl PlannerSettings {
+    /// No JIT, ever: a generic plan prices LIMIT n as a tenth of the queue, which with a million
+    /// queued passed jit_above_cost and compiled the claim (10 ms) on every call.
+    fn pin(planning: Planning) -> Self {
+        unsafe {
+            let saved = PlannerSettings {
+                jit: pg_sys::jit_enabled,
+                seqscan: pg_sys::enable_seqscan,
+                hashjoin: pg_sys::enable_hashjoin,
+            };
+            pg_sys::jit_enabled = false;
+            if planning == Planning::Probes {
+                pg_sys::enable_seqscan = false;
+                pg_sys::enable_hashjoin = false;
+            }
+            saved
+        }
+    }
+}
+
+impl Drop for PlannerSettings {
+    fn drop(&mut self) {
+        unsafe {
+            pg_sys::jit_enabled = self.jit;
+            pg_sys::enable_seqscan = self.seqscan;
+            pg_sys::enable_hashjoin = self.hashjoin;
+        }
+    }
+}
+
+/// An SPI connection with the search path pinned and, for a caller's call, the function's owner
+/// as the current user. Everything is undone when it is dropped, also while an error unwinds.
+pub struct Section {
+    function: Oid,
+    saved_user: Option<(Oid, c_int)>,
+}
+
+impl Section {
+    /// For a call of the public function of `fcinfo` by a member: runs as the function's owner,
+    /// as SECURITY DEFINER would, but only for the statements of this section.
+    pub fn as_owner(fcinfo: pg_sys::FunctionCallInfo) -> Self {
+        let function = unsafe { (*(*fcinfo).flinfo).fn_oid };
+        let (owner, schema) = owner_and_schema(function);
+        Self::enter(function, Some(owner), schema)
+    }
+
+    /// For the extension's own work (the background workers, internal functions): as the
+    /// current user.
+    pub fn as_current_user() -> Self {
+        let schema = unsafe { pg_sys::get_namespace_oid(c"pgjobs".as_ptr(), false) };
+        Self::enter(pg_sys::InvalidOid, None, schema)
+    }
+
+    fn enter(function: Oid, owner: Option<Oid>, schema: Oid) -> Self {
+        unsafe {
+            if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as c_int {
+                error!("pg_jobs: SPI_connect failed");
+            }
+            let saved_user = owner.map(|owner| {
+                let mut user = pg_sys::InvalidOid;
+                let mut context: c_int = 0;
+                pg_sys::GetUserIdAndSecContext(&mut user, &mut context);
+                pg_sys::SetUserIdAndSecContext(
+                    owner,
+                    context | pg_sys::SECURITY_LOCAL_USERID_CHANGE as c_int,
+                );
+                (user, context)
+            });
+            let mut path = pg_sys::OverrideSearchPath {
+                schemas: pg_sys::lappend_oid(
+                    pg_sys::lappend_oid(std::ptr::null_mut(), schema),
+                    Oid::from(pg_sys::PG_CATALOG_NAMESPACE),
+                ),
+                addCatalog: false,
+                addTemp: false,
+                generation: 0,
+            };
+            pg_sys::PushOverrideSearchPath(&mut path);
+            Section { function, saved_user }
+        }
+    }
+
+    /// Runs a statement; `arguments` are its parameters, None for null.
+    pub fn run(&self, statement: &'static Statement, arguments: &[Option<Datum>]) -> Rows {
+        let plan = statement.plan(self.function);
+        let mut values: Vec<Datum> =
+            arguments.iter().map(|a| a.unwrap_or(Datum::from(0))).collect();
+        let nulls: Vec<c_char> =
+            arguments.iter().map(|a| if a.is_some() { b' ' } else { b'n' } as c_char).collect();
+        unsafe {
+            let _planner = PlannerSettings::pin(statement.planning);
+            let status =
+                pg_sys::SPI_execute_plan(plan, values.as_mut_ptr(), nulls.as_ptr(), false, 0);
+            if status < 0 {
+                error!("pg_jobs: statement {} failed ({status})", statement.name);
+            }
+            Rows { table: pg_sys::SPI_tuptable, count: pg_sys::SPI_processed as usize }
+        }
+    }
+
+    /// A copy of a value of the section's results that outlives the section.
+    pub fn keep(&self, datum: Datum, type_oid: Oid) -> Datum {
+        unsafe {
+            let mut length: i16 = 0;
+            let mut by_value = false;
+            pg_sys::get_typlenbyval(type_oid, &mut length, &mut by_value);
+            pg_sys::SPI_datumTransfer(datum, by_value, c_int::from(length))
+        }
+    }
+}
+
+impl Drop for Section {
+    fn drop(&mut self) {
+        unsafe {
+            pg_sys::PopOverrideSearchPath();
+            if let Some((user, context)) = self.saved_user {
+                pg_sys::SetUserIdAndSecContext(user, context);
+            }
+            // While an error unwinds, the (sub)transaction's abort closes the connection.
+            if !std::thread::panicking() {
+                pg_sys::SPI_finish();
+            }
+        }
+    }
+}
+
+/// The owner and the schema of a function: one lookup of the system cache.
+fn owner_and_schema(function: Oid) -> (Oid, Oid) {
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::PROCOID as c_int,
+            Datum::from(function),
+        );
+        if tuple.is_null() {
+            error!("pg_jobs: function {function:?} is missing");
+        }
+        let proc = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_proc>(tuple);
+        let found = ((*proc).proowner, (*proc).pronamespace);
+        pg_sys::ReleaseSysCache(tuple);
+        found
+    }
+}
+
+/// The rows a statement returned; valid until its section ends.
+pub struct Rows {
+    table: *mut pg_sys::SPITupleTable,
+    count: usize,
+}
+
+impl Rows {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Column `column` (from 0) of row `row`, None for null.
+    pub fn datum(&self, row: usize, column: usize) -> Option<Datum> {
+        assert!(row < self.count);
+        unsafe {
+            let mut is_null = false;
+            let tuple = *(*self.table).vals.add(row);
+            let datum = pg_sys::SPI_getbinval(
+                tuple,
+                (*self.table).tupdesc,
+                (column + 1) as c_int,
+                &mut is_null,
+            );
+            (!is_null).then_some(datum)
+        }
+    }
+
+    pub fn get<T: FromDatum>(&self, row: usize, column: usize) -> Option<T> {
+        self.datum(row, column).and_then(|datum| unsafe { T::from_datum(datum, false) })
+    }
+
+    /// Every column of row `row`, as values and null flags for a tuple.
+    fn row(&self, row: usize) -> (Vec<Datum>, Vec<bool>) {
+        let columns = unsafe { (*(*self.table).tupdesc).natts as usize };
+        (0..columns)
+            .map(|column| match self.datum(row, column) {
+                Some(datum) => (datum, false),
+                None => (Datum::from(0), true),
+            })
+            .unzip()
+    }
+
+    /// Appends every row to the result of a set-returning function (see [`materialize`]).
+    pub fn return_all(&self, fcinfo: pg_sys::FunctionCallInfo) {
+        unsafe {
+            let result = (*fcinfo).resultinfo.cast::<pg_sys::ReturnSetInfo>();
+            for row in 0..self.count {
+                let (mut values, mut nulls) = self.row(row);
+                pg_sys::tuplestore_putvalues(
+                    (*result).setResult,
+                    (*result).setDesc,
+                    values.as_mut_ptr(),
+                    nulls.as_mut_ptr(),
+                );
+            }
+        }
+    }
+}
+
+/// Makes a set-returning function's result a tuple store, filled with [`Rows::return_all`].
+/// Called before its section begins: the store belongs to the caller's query.
+pub fn materialize(fcinfo: pg_sys::FunctionCallInfo) {
+    unsafe { pg_sys::InitMaterializedSRF(fcinfo, 0) };
+}
+
+/// Argument `n` of a call, None when null.
+pub fn argument(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> Option<Datum> {
+    unsafe {
+        let argument = *(*fcinfo).args.as_slice((*fcinfo).nargs as usize).get(n)?;
+        (!argument.isnull).then_some(argument.value)
+    }
+}
+
+/// Argument `n` of a call as a Rust value, None when null.
+pub fn value<T: FromDatum>(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> Option<T> {
+    argument(fcinfo, n).and_then(|datum| unsafe { T::from_datum(datum, false) })
+}
+
+/// The null result of a call.
+pub fn null(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    unsafe {
+        (*fcinfo).isnull = true;
+    }
+    Datum::from(0)
+}
+
+/// Raises an error: a SQLSTATE, a message naming the argument and the rule, a hint only when
+/// it helps. Nothing of the call has been written, or it is rolled back with the statement.
+pub fn refuse(code: PgSqlErrorCode, message: impl Into<String>, hint: Option<&str>) -> ! {
+    refuse_with_detail(code, message, None, hint)
+}
+
+pub fn refuse_with_detail(
+    code: PgSqlErrorCode,
+    message: impl Into<String>,
+    detail: Option<String>,
+    hint: Option<&str>,
+) -> ! {
+    let mut report = pgrx::pg_sys::panic::ErrorReport::new(code, message.into(), "pg_jobs");
+    if let Some(detail) = detail {
+        report = report.set_detail(detail);
+    }
+    if let Some(hint) = hint {
+        report = report.set_hint(hint);
+    }
+    report.report(PgLogLevel::ERROR);
+    unreachable!("ERROR returns no control")
+}
+
+/// `invalid_parameter_value` (22023), the error of most bad arguments.
+pub fn invalid(message: impl Into<String>, hint: Option<&str>) -> ! {
+    refuse(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, message, hint)
+}
+
+/// `null_value_not_allowed` (22004) for an argument that must be given.
+pub fn required(name: &str) -> ! {
+    refuse(
+        PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+        format!("{name} must not be null"),
+        None,
+    )
+}
+
+/// A public function whose body is still SQL: runs `statement` as the function's owner with the
+/// calling role as $1 and the call's arguments as $2, $3, ..., and returns its result (its
+/// first column of its first row, or every row of a set-returning function).
+pub fn call_as_owner(fcinfo: pg_sys::FunctionCallInfo, statement: &'static Statement) -> Datum {
+    let caller = Caller::current();
+    let returns_set = unsafe { (*(*fcinfo).flinfo).fn_retset };
+    if returns_set {
+        materialize(fcinfo);
+    }
+    let mut arguments = vec![Some(Datum::from(caller.role))];
+    arguments.extend((0..unsafe { (*fcinfo).nargs } as usize).map(|n| argument(fcinfo, n)));
+    let section = Section::as_owner(fcinfo);
+    let rows = section.run(statement, &arguments);
+    if returns_set {
+        rows.return_all(fcinfo);
+        return Datum::from(0);
+    }
+    let returns = unsafe { pg_sys::get_func_rettype((*(*fcinfo).flinfo).fn_oid) };
+    if returns == pg_sys::VOIDOID {
+        return Datum::from(0);
+    }
+    match (rows.len() > 0).then(|| rows.datum(0, 0)).flatten() {
+        Some(datum) => section.keep(datum, returns),
+        None => null(fcinfo),
+    }
+}
+
+/// Declares a C function of the API (see `sql/`) by the name PostgreSQL looks it up by, and its
+/// info record: `entry!(jobs_add, pg_finfo_jobs_add, |fcinfo| body)`.
+#[macro_export]
+macro_rules! entry {
+    ($name:ident, $finfo:ident, |$fcinfo:ident| $body:expr) => {
+        #[no_mangle]
+        #[doc(hidden)]
+        pub extern "C" fn $finfo() -> &'static ::pgrx::pg_sys::Pg_finfo_record {
+            const V1: ::pgrx::pg_sys::Pg_finfo_record =
+                ::pgrx::pg_sys::Pg_finfo_record { api_version: 1 };
+            &V1
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C-unwind" fn $name(
+            $fcinfo: ::pgrx::pg_sys::FunctionCallInfo,
+        ) -> ::pgrx::pg_sys::Datum {
+            unsafe { ::pgrx::pg_sys::submodules::panic::pgrx_extern_c_guard(|| $body) }
+        }
+    };
+}
