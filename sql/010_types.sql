@@ -48,16 +48,7 @@ END
 $$;
 GRANT USAGE ON SCHEMA @extschema@ TO pgjobs_user;
 
--- Queues named pg_jobs.* are the extension's own: the queue of SQL jobs, which only the
--- background worker claims, as the extension's claimant (no role has oid 0).
-CREATE FUNCTION _reserved_queue(queue text) RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN queue LIKE 'pg\_jobs.%';
-
-CREATE FUNCTION _sql_queue() RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN 'pg_jobs.sql';
-
+-- The claimant of the extension's own queues (src/api/queue.rs): no role has oid 0.
 CREATE FUNCTION _extension_claimant() RETURNS oid
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN 0;

@@ -100,189 +100,6 @@ GRANT SELECT (id, owner, claimable_by, status, task, queue, priority, run_at, at
               link, listed) ON jobs TO pgjobs_user;
 GRANT UPDATE (name, description, link, listed) ON jobs TO pgjobs_user;
 
--- What is wrong with a job to add, as {SQLSTATE, message, hint}, or null. Plain SQL, inlined
--- into the query that checks a whole batch at once. The reserved queues pg_jobs.* take only SQL
--- jobs (`sql_job`), and keys starting scheduled_job: are the scheduler's (`scheduled`): a member
--- who took the key of its own next slot in an open transaction would make the launcher wait.
-CREATE FUNCTION _spec_problem(spec job_spec, sql_job boolean, scheduled boolean) RETURNS text[]
-LANGUAGE sql STABLE
-RETURN CASE
-    WHEN spec.task IS NULL THEN
-        ARRAY['22004', 'task must not be null', 'Name the task that a worker will run, for example ''send_email''.']
-    WHEN spec.task = '' THEN ARRAY['22023', 'task must not be empty', NULL]
-    WHEN spec.queue = '' THEN ARRAY['22023', 'queue must not be empty', 'Leave it out to use the queue ''default''.']
-    WHEN _reserved_queue(spec.queue) AND NOT sql_job THEN
-        ARRAY['22023', format('queue %s is reserved for the extension', spec.queue), 'Add SQL jobs with jobs_add_sql.']
-    WHEN spec.max_attempts < 1 THEN
-        ARRAY['22023', format('max_attempts must be at least 1, not %s', spec.max_attempts), NULL]
-    WHEN spec.backoff < '0' OR spec.max_backoff < '0' OR spec.backoff > '1 year' OR spec.max_backoff > '1 year' THEN
-        ARRAY['22023', 'backoff and max_backoff must be from 0 to 1 year', NULL]
-    WHEN spec.lease <= '0' OR spec.lease > '1 year' THEN
-        ARRAY['22023', format('lease must be positive and at most 1 year, not %s', spec.lease),
-              'A lease is how long a worker may hold the job without a heartbeat, for example ''60 seconds''.']
-    WHEN spec.on_conflict NOT IN ('skip', 'replace') THEN
-        ARRAY['22023', format('unknown conflict rule "%s"', spec.on_conflict),
-              'on_conflict is skip (keep the first job with the key) or replace (replace the job still waiting).']
-    WHEN spec.key = '' THEN
-        ARRAY['22023', 'key must not be empty', 'Leave it out (null) for a job without a key.']
-    WHEN spec.key LIKE 'scheduled\_job:%' AND NOT scheduled THEN
-        ARRAY['22023', format('key %s is reserved for the scheduler', spec.key),
-              'Keys starting scheduled_job: name the slots of schedules; choose another prefix.']
-END;
-
--- Raises what _spec_problem found, if anything; `at` says which job of a batch it was.
-CREATE FUNCTION _refuse(problem text[], at text DEFAULT '') RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF problem[3] IS NOT NULL THEN
-        RAISE EXCEPTION USING ERRCODE = problem[1], MESSAGE = problem[2] || at, HINT = problem[3];
-    ELSIF problem IS NOT NULL THEN
-        RAISE EXCEPTION USING ERRCODE = problem[1], MESSAGE = problem[2] || at;
-    END IF;
-END
-$$;
-
--- Finishes jobs: moves each given job from `jobs` to job_history where it is in one of the
--- `expected` statuses (and leased by the given token, when tokens are given) and the caller may
--- act on it, in one statement. Returns the ids of the jobs finished, in no order; the caller
--- compares them with what it asked for. An error joins the job's log of errors and is a failed
--- job's result. A job aborted while leased finishes as aborted. A null caller is the extension
--- itself, which acts on any job.
---
--- How the queue's functions are planned:
--- - They force generic plans: priced with their array arguments, the custom plans of these CTEs
---   looked cheaper than the generic ones, so PL/pgSQL planned every statement on every call, a
---   third of a worker's time per job. And no JIT: a generic plan prices LIMIT n as a tenth of
---   the queue, which with a million queued passed jit_above_cost and compiled the claim (10 ms)
---   on every call.
--- - Those that find rows by the ids they are given turn seq scans and hash joins off: with a
---   batch of ids the planner, pricing every index probe as a disk read, chose to hash the batch
---   and scan the whole table (1 ms for 100 jobs of 10,000 queued, growing with the queue),
---   where 100 probes of a primary key in memory take 0.1 ms.
-CREATE FUNCTION _finish(ids bigint[], tokens uuid[], expected job_status[], outcome job_status,
-                        caller oid, results jsonb[] DEFAULT NULL, errors text[] DEFAULT NULL)
-RETURNS bigint[]
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
-SET enable_seqscan = off
-SET enable_hashjoin = off
-AS $$
-DECLARE
-    anyone boolean := caller IS NULL OR _is_admin(caller);
-    finished bigint[];
-BEGIN
-    WITH given AS (
-        SELECT * FROM unnest(ids, tokens, results, _finish.errors) AS g(job_id, token, result, error)
-    ), j AS (
-        DELETE FROM jobs j USING given g
-        WHERE j.id = g.job_id AND j.status = ANY (expected)
-          AND (tokens IS NULL OR j.lease_token = g.token) AND (j.owner = caller OR anyone)
-        RETURNING j.*, g.result, g.error
-    ), freed_keys AS (
-        DELETE FROM job_keys k USING j
-        WHERE j.key_rule = 'replace' AND k.owner = j.owner AND k.idempotency_key = j.idempotency_key
-          AND k.job_id = j.id
-    ), archived AS (
-        INSERT INTO job_history (
-            id, opaque_id, owner, status, task, queue, priority, payload, result, errors, attempts,
-            max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
-            name, description, link, listed)
-        SELECT j.id, j.opaque_id, j.owner, f.final, j.task, j.queue, j.priority, j.payload,
-               CASE WHEN f.final = 'failed' AND j.error IS NOT NULL
-                    THEN jsonb_build_object('error', j.error) ELSE j.result END,
-               CASE WHEN j.error IS NULL THEN j.errors
-                    ELSE j.errors || jsonb_build_object('attempt', j.attempt,
-                                                              'at', statement_timestamp(), 'error', j.error) END,
-               j.attempt, j.max_attempts, j.idempotency_key, j.key_rule, j.locked_by,
-               j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed
-        FROM j, LATERAL (SELECT CASE WHEN j.status = 'aborted' THEN 'aborted' ELSE outcome END AS final) f
-        RETURNING id
-    )
-    SELECT array_agg(a.id) INTO finished FROM archived a;
-    RETURN finished;
-END
-$$;
-
--- Raises the error that explains why `token` does not hold the lease on job `job`. A job the
--- caller may not act on is reported as missing, so that nobody learns others' job ids.
--- A null caller is the extension itself.
-CREATE FUNCTION _lease_error(job bigint, token uuid, caller oid) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
-AS $$
-DECLARE
-    admin boolean := caller IS NULL OR _is_admin(caller);
-    live jobs;
-    done job_history;
-BEGIN
-    IF job IS NULL OR token IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
-            MESSAGE = 'job id and lease token must not be null';
-    END IF;
-    SELECT * INTO live FROM jobs j WHERE j.id = job AND (j.owner = caller OR admin);
-    IF FOUND AND live.status = 'aborted' AND live.lease_token = token THEN
-        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
-            MESSAGE = format('job %s was aborted', job),
-            HINT = 'Roll back the job''s work and report it with jobs_fail, or let the lease run out.';
-    ELSIF FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
-            MESSAGE = format('lease on job %s is not held by this token', job),
-            DETAIL = format('The job is %s, attempt %s of it%s.', live.status, live.attempt,
-                            CASE WHEN live.locked_by IS NULL THEN ''
-                                 ELSE ', last claimed by ' || live.locked_by END),
-            HINT = 'The lease may have run out and the job been requeued; roll back this attempt''s work.';
-    END IF;
-    SELECT * INTO done FROM job_history h WHERE h.id = job AND (h.owner = caller OR admin);
-    IF FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
-            MESSAGE = format('lease on job %s is not held by this token', job),
-            DETAIL = format('The job has finished: %s after %s attempts.', done.status, done.attempts),
-            HINT = 'Roll back this attempt''s work; the job needs nothing more.';
-    END IF;
-    RAISE EXCEPTION USING ERRCODE = 'no_data_found',
-        MESSAGE = format('job %s does not exist', job);
-END
-$$;
-
--- What is wrong with the arrays of a batch report (`payloads`: how many results or errors it
--- has, if any), as _spec_problem says it, or null. Plain SQL, inlined: the check costs nothing
--- on the way of every completion.
-CREATE FUNCTION _batch_problem(ids bigint[], tokens uuid[], payloads integer) RETURNS text[]
-LANGUAGE sql IMMUTABLE
-RETURN CASE
-    WHEN ids IS NULL OR tokens IS NULL OR cardinality(ids) <> cardinality(tokens)
-         OR payloads <> cardinality(ids) THEN
-        ARRAY['22023', 'ids, tokens and results (or errors) must be arrays of one length',
-              'Pass the i-th job''s id, lease token and result at position i of each array.']
-END;
-
--- Raises the error of a batch report that did not apply to every job it named (`reported`
--- are those it did apply to): a repeated id, else the first job whose lease the token does
--- not hold. Looked for only then, so that a report that applies pays for no checks.
-CREATE FUNCTION _batch_error(ids bigint[], tokens uuid[], reported bigint[], caller oid) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    stale record;
-BEGIN
-    IF EXISTS (SELECT FROM unnest(ids) i WHERE i IS NOT NULL GROUP BY i HAVING count(*) > 1) THEN
-        PERFORM _invalid('ids must not repeat a job');
-    END IF;
-    SELECT g.job_id, g.token INTO stale
-    FROM unnest(ids, tokens) AS g(job_id, token)
-    WHERE g.job_id IS NULL OR g.job_id <> ALL (coalesce(reported, '{}'))
-    LIMIT 1;
-    PERFORM _lease_error(stale.job_id, stale.token, caller);
-END
-$$;
-
 -- What a NOTIFY on channel pgjobs_ready says when a queue with no ready job gets one. Anyone
 -- may LISTEN (PostgreSQL checks no privilege there), so it is not the queue's name but a number
 -- only the queue's identity can ask for (jobs_ready_signal): a keyed hash of the identity and
@@ -293,6 +110,7 @@ CREATE TABLE ready_signal_key (
 );
 INSERT INTO ready_signal_key (key) VALUES (uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()));
 
+-- (Keyed per installation; computed in SQL so that the key never leaves the database.)
 CREATE FUNCTION _ready_signal(claimable_by oid, queue text) RETURNS text
 LANGUAGE sql STABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -300,18 +118,6 @@ BEGIN ATOMIC
     SELECT left(encode(sha256(k.key || convert_to(claimable_by::text || '/' || queue, 'UTF8')), 'hex'), 16)
     FROM ready_signal_key k;
 END;
-
-CREATE FUNCTION _jobs_ready_signal(ticket bigint, queue text) RETURNS text
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-RETURN _ready_signal(_caller(ticket), queue);
-
-CREATE FUNCTION jobs_ready_signal(queue text DEFAULT 'default') RETURNS text
-LANGUAGE sql
-RETURN _jobs_ready_signal(_ticket(), queue);
-COMMENT ON FUNCTION jobs_ready_signal IS
-    'The payload of the NOTIFY on channel pgjobs_ready that says ready work arrived in one of the '
-    'caller''s queues: compare it with the payloads a LISTENing worker receives.';
 
 -- The error an expired lease records, in the job's log of errors and as a failed job's result.
 CREATE FUNCTION _lease_expired(worker text) RETURNS text
@@ -334,7 +140,7 @@ AS $$
 DECLARE
     woken text[];
     requeued integer;
-    finals bigint[];
+    finished integer;
 BEGIN
     WITH expired AS (
         SELECT j.id FROM jobs j
@@ -360,137 +166,20 @@ BEGIN
 
     SELECT _finish(array_agg(e.job_id), array_agg(e.lease_token), '{started,aborted}', 'failed',
                    NULL, NULL, array_agg(_lease_expired(e.locked_by)))
-    INTO finals
+    INTO finished
     FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
           FROM jobs j
           WHERE j.status IN ('started', 'aborted') AND j.locked_until < statement_timestamp()
             AND (j.status = 'aborted' OR j.attempt >= j.max_attempts)
           FOR UPDATE SKIP LOCKED) e;
-    RETURN requeued + coalesce(cardinality(finals), 0);
+    RETURN requeued + finished;
 END
 $$;
 
--- Adds jobs for `owner`. `sql_jobs`: SQL jobs may be among them; `scheduled`: they are the
--- slots of schedules, with the scheduler's keys.
-CREATE FUNCTION _add(specs job_spec[], owner oid, sql_jobs boolean, scheduled boolean)
-RETURNS SETOF bigint
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
--- See the note above _finish.
-SET enable_seqscan = off
-SET enable_hashjoin = off
-AS $$
-DECLARE
-    -- Read once, not once per job: each read parses the setting's text.
-    default_max_attempts integer := current_setting('pg_jobs.max_attempts');
-    default_backoff interval := current_setting('pg_jobs.backoff');
-    default_max_backoff interval := current_setting('pg_jobs.max_backoff');
-    default_lease interval := current_setting('pg_jobs.lease');
-    refused record;
-    -- The id of each job of the batch, in its order; null where its key was taken.
-    ids bigint[];
-    taken bigint;
-    woken text[];
-    contested record;
-BEGIN
-    SELECT p.ord, p.problem INTO refused
-    FROM (SELECT u.ord, _spec_problem(ROW(u.task, u.payload, u.queue, u.priority, u.run_at, u.max_attempts,
-                                          u.backoff, u.max_backoff, u.lease, u.key, u.on_conflict)::job_spec,
-                                      sql_jobs, scheduled) AS problem
-          FROM unnest(specs) WITH ORDINALITY AS u(task, payload, queue, priority, run_at, max_attempts,
-                                                  backoff, max_backoff, lease, key, on_conflict, ord)) p
-    WHERE p.problem IS NOT NULL
-    ORDER BY p.ord LIMIT 1;
-    IF FOUND THEN
-        PERFORM _refuse(refused.problem, CASE WHEN cardinality(specs) > 1
-                                              THEN format(' (job %s of the batch)', refused.ord) ELSE '' END);
-    END IF;
 
-    -- One statement: the keys first, whose primary key decides which of two concurrent adds gets
-    -- a key, then the jobs whose keys were free (or that have none).
-    -- unnest, not specs[i]: reaching element i of an array of composites walks the array from
-    -- its start, which made a batch of 10,000 take seconds.
-    WITH given AS (
-        SELECT u.*, nextval('@extschema@.jobs_id_seq'::regclass) AS id,
-               coalesce(u.run_at, statement_timestamp()) AS due_at
-        FROM unnest(specs) WITH ORDINALITY AS u(task, payload, queue, priority, run_at, max_attempts,
-                                                backoff, max_backoff, lease, key, on_conflict, ord)
-    ), claimed AS (
-        INSERT INTO job_keys (owner, idempotency_key, job_id, due_at)
-        SELECT _add.owner, g.key, g.id, g.due_at FROM given g WHERE g.key IS NOT NULL ORDER BY g.ord
-        ON CONFLICT DO NOTHING
-        RETURNING job_id
-    ), fresh AS (
-        SELECT g.* FROM given g WHERE g.key IS NULL OR g.id IN (SELECT c.job_id FROM claimed c)
-    ), new_jobs AS (
-        INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts,
-                          backoff, max_backoff, lease, payload, idempotency_key, key_rule, due_at)
-        SELECT f.id, _add.owner, CASE WHEN _reserved_queue(f.queue) THEN _extension_claimant() ELSE _add.owner END,
-               f.task, coalesce(f.queue, 'default'), coalesce(f.priority, 0), f.due_at,
-               coalesce(f.max_attempts, default_max_attempts),
-               coalesce(f.backoff, default_backoff), coalesce(f.max_backoff, default_max_backoff),
-               coalesce(f.lease, default_lease), coalesce(f.payload, '{}'),
-               f.key, CASE WHEN f.key IS NOT NULL THEN coalesce(f.on_conflict, 'skip')::key_rule END, f.due_at
-        FROM fresh f
-        RETURNING jobs.claimable_by, jobs.queue, jobs.run_at
-    )
-    SELECT (SELECT array_agg(CASE WHEN g.id IN (SELECT f.id FROM fresh f) THEN g.id END ORDER BY g.ord) FROM given g),
-           (SELECT count(*) FROM given g WHERE g.id NOT IN (SELECT f.id FROM fresh f)),
-           -- NOTIFY takes a lock that every notifying commit in the cluster waits for, so it is
-           -- sent only where a worker may be asleep: a queue that a claim looked at since its
-           -- last notification (_ready_wanted, in shared memory: src/api/queue.rs). Where no worker
-           -- looked, workers are busy or already woken (and poll every pg_jobs.poll_interval
-           -- regardless). An add reads nothing of the queue: that read went through every dead
-           -- index entry a long transaction's snapshot kept, and slowed every add with it.
-           (SELECT array_agg(_ready_signal(q.claimable_by, q.queue))
-            FROM (SELECT DISTINCT n.claimable_by, n.queue FROM new_jobs n WHERE n.run_at <= statement_timestamp()) q
-            WHERE _ready_wanted(q.claimable_by, q.queue))
-    INTO ids, taken, woken;
-    IF woken IS NOT NULL THEN
-        PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
-    END IF;
-
-    IF taken > 0 THEN
-        -- A key that was taken: the statement above could not see a holder that committed while
-        -- it waited on the key; this statement, with a new snapshot, can.
-        FOR contested IN
-            SELECT a.*, k.job_id AS holder
-            FROM unnest(specs, ids) WITH ORDINALITY AS a(task, payload, queue, priority, run_at, max_attempts,
-                                                         backoff, max_backoff, lease, key, on_conflict, id, ord)
-            JOIN job_keys k ON k.owner = _add.owner AND k.idempotency_key = a.key
-            WHERE a.id IS NULL
-        LOOP
-            ids[contested.ord] := contested.holder;
-            CONTINUE WHEN contested.on_conflict IS DISTINCT FROM 'replace';
-            UPDATE jobs j
-            SET task = contested.task, payload = coalesce(contested.payload, '{}'),
-                queue = coalesce(contested.queue, 'default'), priority = coalesce(contested.priority, 0),
-                run_at = coalesce(contested.run_at, statement_timestamp()),
-                max_attempts = coalesce(contested.max_attempts, j.max_attempts),
-                backoff = coalesce(contested.backoff, j.backoff),
-                max_backoff = coalesce(contested.max_backoff, j.max_backoff),
-                lease = coalesce(contested.lease, j.lease),
-                last_update = statement_timestamp()
-            WHERE j.id = contested.holder AND j.status = 'created' AND j.owner = _add.owner;
-        END LOOP;
-    END IF;
-
-    RETURN QUERY SELECT a.id FROM unnest(ids) WITH ORDINALITY AS a(id, ord) ORDER BY a.ord;
-END
-$$;
-
-CREATE FUNCTION _jobs_add(ticket bigint, spec job_spec) RETURNS bigint
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
-AS $$
-BEGIN
-    RETURN (SELECT a FROM _add(ARRAY[spec], _caller(ticket), false, false) a);
-END
-$$;
+-- The queue's functions: C functions of the library (src/api/queue.rs), each running its
+-- statements from src/api/queue.sql. Members call the public ones; the internal ones (_add,
+-- _check_spec, _finish, _lease_error) serve the extension's SQL jobs, schedules and maintenance.
 
 CREATE FUNCTION jobs_add(
     task text,
@@ -505,118 +194,15 @@ CREATE FUNCTION jobs_add(
     key text DEFAULT NULL,
     on_conflict text DEFAULT 'skip'
 ) RETURNS bigint
-LANGUAGE sql
--- An expression, not a query: the planner inlines it into the caller's statement.
-RETURN _jobs_add(_ticket(), ROW(task, payload, queue, priority, run_at, max_attempts, backoff,
-                                max_backoff, lease, key, on_conflict)::job_spec);
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add';
 COMMENT ON FUNCTION jobs_add IS
     'Adds a job and returns its id; with a key already in use, returns the id of the job that holds it.';
 
-CREATE FUNCTION _jobs_add_batch(ticket bigint, jobs jsonb) RETURNS SETOF bigint
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
-AS $$
-BEGIN
-    IF jobs IS NULL OR jsonb_typeof(jobs) <> 'array' THEN
-        PERFORM _invalid('jobs must be a JSON array of objects',
-            'Each object takes the parameters of jobs_add: [{"task": "t", "payload": {}}, ...].');
-    END IF;
-    RETURN QUERY SELECT _add(ARRAY(
-        SELECT jsonb_populate_record(NULL::job_spec, e.value) FROM jsonb_array_elements(jobs) e),
-        _caller(ticket), false, false);
-END
-$$;
-
--- PL/pgSQL for the reason given at jobs_claim.
 CREATE FUNCTION jobs_add_batch(jobs jsonb) RETURNS SETOF bigint
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN QUERY SELECT @extschema@._jobs_add_batch(@extschema@._ticket(), jobs);
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add_batch';
 COMMENT ON FUNCTION jobs_add_batch IS
     'Adds many jobs in one call and returns their ids in the order given.';
 
--- The claim itself, for every claimer: a worker claims what its identity may claim, and the
--- background worker claims the reserved queue of SQL jobs (claimable by _extension_claimant()).
-CREATE FUNCTION _claim(worker text, queues text[], n integer, lease interval, claimant oid)
-RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
-               locked_until timestamptz)
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
--- See the note above _finish.
-SET enable_seqscan = off
-SET enable_hashjoin = off
-AS $$
-BEGIN
-    -- Before the claim reads the queues (in a statement of its own, so before the claim's
-    -- snapshot): its worker may sleep on what it finds, so the next add notifies.
-    PERFORM _ready_looking(claimant, queues);
-    -- Almost always nothing has expired, and one index probe says so.
-    IF EXISTS (SELECT FROM jobs j WHERE j.status <> 'created' AND j.locked_until < statement_timestamp()) THEN
-        PERFORM _rescue_expired();
-    END IF;
-
-    -- One index range per queue, read in index order: `queue = ANY (queues)` would make the
-    -- planner sort every ready job of those queues, which with a million queued is seconds.
-    -- The chosen rows are then updated by ctid, so that no plan can turn this into a scan of
-    -- the table.
-    RETURN QUERY
-    WITH candidates AS (
-        SELECT c.* FROM unnest(queues) AS q(queue), LATERAL (
-            SELECT j.ctid AS tid, j.priority, j.run_at, j.id FROM jobs j
-            WHERE j.status = 'created' AND j.claimable_by = claimant AND j.queue = q.queue
-              AND j.run_at <= statement_timestamp()
-            ORDER BY j.priority, j.run_at, j.id
-            LIMIT n
-            FOR UPDATE SKIP LOCKED) c
-    )
-    UPDATE jobs j
-    SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
-        locked_by = worker, begin_time = statement_timestamp(),
-        locked_until = statement_timestamp() + coalesce(_claim.lease, j.lease)
-    WHERE j.ctid = ANY (ARRAY(SELECT c.tid FROM candidates c ORDER BY c.priority, c.run_at, c.id LIMIT n))
-    RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until;
-END
-$$;
-
-CREATE FUNCTION _jobs_claim(ticket bigint, worker text, queues text[], n integer, lease interval)
-RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
-               locked_until timestamptz)
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
-AS $$
-BEGIN
-    IF worker IS NULL OR worker = '' THEN
-        PERFORM _invalid('worker must name the claiming worker', 'Use a name unique to the process, such as host:pid.');
-    END IF;
-    IF queues IS NULL OR cardinality(queues) = 0 THEN
-        PERFORM _invalid('queues must name at least one queue');
-    END IF;
-    IF EXISTS (SELECT FROM unnest(queues) q WHERE _reserved_queue(q)) THEN
-        PERFORM _invalid('queues named pg_jobs.* are run by the extension''s background workers',
-            'SQL jobs (jobs_add_sql) are claimed by pg_jobs itself.');
-    END IF;
-    IF n IS NULL OR n < 1 THEN
-        PERFORM _invalid(format('n must be at least 1, not %s', coalesce(n::text, 'null')));
-    END IF;
-    IF lease <= '0' OR lease > '1 year' THEN
-        PERFORM _invalid(format('lease must be positive and at most 1 year, not %s', lease));
-    END IF;
-    RETURN QUERY SELECT * FROM _claim(worker, queues, n, lease, _caller(ticket));
-END
-$$;
-
--- This wrapper (like those of jobs_add_batch and jobs_complete_and_claim) is PL/pgSQL, which
--- keeps its plans: PostgreSQL 15 plans the body of a set-returning SQL function on every call.
--- Every name in them is qualified, as the caller's search_path is in force.
 CREATE FUNCTION jobs_claim(
     worker text,
     queues text[] DEFAULT ARRAY['default'],
@@ -624,100 +210,23 @@ CREATE FUNCTION jobs_claim(
     lease interval DEFAULT NULL
 ) RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
                  locked_until timestamptz)
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RETURN QUERY SELECT * FROM @extschema@._jobs_claim(@extschema@._ticket(), worker, queues, n, lease);
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_claim';
 COMMENT ON FUNCTION jobs_claim IS
     'Claims up to n ready jobs of the caller''s identity in the given queues, by priority '
     '(lowest first) then age; expired leases are requeued first.';
 
-CREATE FUNCTION _jobs_heartbeat(ticket bigint, id bigint, token uuid, lease interval,
-                                OUT lease_state text, OUT locked_until timestamptz)
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
-AS $$
-DECLARE
-    job bigint := id;
-    caller oid := _caller(ticket);
-    admin boolean := _is_admin(caller);
-    state job_status;
-BEGIN
-    IF lease <= '0' OR lease > '1 year' THEN
-        PERFORM _invalid(format('lease must be positive and at most 1 year, not %s', lease));
-    END IF;
-    UPDATE jobs j
-    SET locked_until = statement_timestamp() + coalesce(_jobs_heartbeat.lease, j.lease)
-    WHERE j.id = job AND j.lease_token = token AND j.status IN ('started', 'aborted')
-      AND (j.owner = caller OR admin)
-    RETURNING j.status, j.locked_until INTO state, locked_until;
-    IF FOUND THEN
-        lease_state := CASE state WHEN 'aborted' THEN 'aborted' ELSE 'held' END;
-        RETURN;
-    END IF;
-    IF job IS NULL OR token IS NULL THEN
-        PERFORM _lease_error(job, token, caller);
-    END IF;
-    IF EXISTS (SELECT FROM jobs j WHERE j.id = job AND (j.owner = caller OR admin))
-       OR EXISTS (SELECT FROM job_history h WHERE h.id = job AND (h.owner = caller OR admin)) THEN
-        lease_state := 'lost';
-        locked_until := NULL;
-        RETURN;
-    END IF;
-    PERFORM _lease_error(job, token, caller);
-END
-$$;
-
 CREATE FUNCTION jobs_heartbeat(id bigint, token uuid, lease interval DEFAULT NULL,
                                OUT lease_state text, OUT locked_until timestamptz)
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT * FROM _jobs_heartbeat(_ticket(), id, token, lease);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_heartbeat';
 COMMENT ON FUNCTION jobs_heartbeat IS
     'Renews a lease. lease_state: held (keep working), aborted (stop, roll back, report with '
     'jobs_fail), lost (another worker holds the job or it has finished: roll back).';
 
-CREATE FUNCTION _jobs_complete(ticket bigint, ids bigint[], tokens uuid[], results jsonb[])
-RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
--- See the note above _finish.
-SET enable_seqscan = off
-SET enable_hashjoin = off
-AS $$
-DECLARE
-    caller oid := _caller(ticket);
-    done bigint[];
-BEGIN
-    IF _batch_problem(ids, tokens, cardinality(results)) IS NOT NULL THEN
-        PERFORM _refuse(_batch_problem(ids, tokens, cardinality(results)));
-    END IF;
-    done := _finish(ids, tokens, '{started}', 'completed', caller, results);
-    IF coalesce(cardinality(done), 0) <> cardinality(ids) THEN
-        PERFORM _batch_error(ids, tokens, done, caller);
-    END IF;
-END
-$$;
-
-CREATE FUNCTION jobs_complete(ids bigint[], tokens uuid[], results jsonb[] DEFAULT NULL)
-RETURNS void
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_complete(_ticket(), ids, tokens, results);
-END;
+CREATE FUNCTION jobs_complete(ids bigint[], tokens uuid[], results jsonb[] DEFAULT NULL) RETURNS void
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_complete';
 
 CREATE FUNCTION jobs_complete(id bigint, token uuid, result jsonb DEFAULT NULL) RETURNS void
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_complete(_ticket(), ARRAY[id], ARRAY[token], ARRAY[result]);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_complete_one';
 COMMENT ON FUNCTION jobs_complete(bigint, uuid, jsonb) IS
     'Completes a job whose lease this token holds, in the caller''s transaction.';
 
@@ -733,122 +242,42 @@ CREATE FUNCTION jobs_complete_and_claim(
     lease interval DEFAULT NULL
 ) RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
                  locked_until timestamptz)
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    PERFORM @extschema@._jobs_complete(@extschema@._ticket(), ids, tokens, results);
-    RETURN QUERY SELECT * FROM @extschema@._jobs_claim(@extschema@._ticket(), worker, queues, n, lease);
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_complete_and_claim';
 COMMENT ON FUNCTION jobs_complete_and_claim IS
     'Completes jobs (empty arrays for none) and claims the next ones, in one call and one transaction.';
 
-CREATE FUNCTION _jobs_fail(ticket bigint, ids bigint[], tokens uuid[], errors text[]) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
--- See the note above _finish.
-SET enable_seqscan = off
-SET enable_hashjoin = off
-AS $$
-DECLARE
-    caller oid := _caller(ticket);
-    admin boolean := _is_admin(caller);
-    retried bigint[];
-    done bigint[];
-BEGIN
-    IF _batch_problem(ids, tokens, cardinality(errors)) IS NOT NULL THEN
-        PERFORM _refuse(_batch_problem(ids, tokens, cardinality(errors)));
-    END IF;
-
-    -- Attempts left: back to created, due after the backoff.
-    WITH given AS (
-        SELECT * FROM unnest(ids, tokens, _jobs_fail.errors) AS g(job_id, token, error)
-    ), retry AS (
-        UPDATE jobs j
-        SET status = 'created', lease_token = NULL, locked_until = NULL,
-            run_at = statement_timestamp() + make_interval(secs => retry_delay_seconds(
-                j.attempt, extract(epoch FROM j.backoff)::float8,
-                extract(epoch FROM j.max_backoff)::float8)),
-            errors = j.errors || jsonb_build_object(
-                'attempt', j.attempt, 'at', statement_timestamp(), 'error', g.error)
-        FROM given g
-        WHERE j.id = g.job_id AND j.lease_token = g.token
-          AND j.status = 'started' AND j.attempt < j.max_attempts AND (j.owner = caller OR admin)
-        RETURNING j.id AS job_id
-    )
-    SELECT array_agg(r.job_id) INTO retried FROM retry r;
-
-    -- Last attempt used, or aborted meanwhile: finished. (The retried are no longer leased.)
-    done := _finish(ids, tokens, '{started,aborted}', 'failed', caller, NULL, errors);
-    IF coalesce(cardinality(retried), 0) + coalesce(cardinality(done), 0) <> cardinality(ids) THEN
-        PERFORM _batch_error(ids, tokens, retried || done, caller);
-    END IF;
-END
-$$;
-
 CREATE FUNCTION jobs_fail(ids bigint[], tokens uuid[], errors text[]) RETURNS void
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_fail(_ticket(), ids, tokens, errors);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_fail';
 
 CREATE FUNCTION jobs_fail(id bigint, token uuid, error text) RETURNS void
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_fail(_ticket(), ARRAY[id], ARRAY[token], ARRAY[error]);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_fail_one';
 COMMENT ON FUNCTION jobs_fail(bigint, uuid, text) IS
     'Reports a failed attempt: retried after backoff × 2^(attempt-1), capped at max_backoff, '
     'until max_attempts; then failed, with result {"error": error}.';
 
-CREATE FUNCTION _jobs_abort(ticket bigint, id bigint) RETURNS job_status
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-SET plan_cache_mode = force_generic_plan
-SET jit = off
-AS $$
-DECLARE
-    job bigint := id;
-    caller oid := _caller(ticket);
-    admin boolean := _is_admin(caller);
-    live job_status;
-    outcome job_status;
-BEGIN
-    IF job IS NULL THEN
-        PERFORM _null_argument('job id');
-    END IF;
-    -- Decided from the locked row: a failure, a rescue or a completion committing meanwhile is
-    -- waited for and then seen (a requeued job is aborted at once, a finished one reported as it
-    -- ended), never mistaken for a job that does not exist.
-    SELECT j.status INTO live FROM jobs j
-    WHERE j.id = job AND (j.owner = caller OR admin)
-    FOR UPDATE;
-    IF live = 'created' THEN
-        PERFORM _finish(ARRAY[job], NULL, '{created}', 'aborted', caller);
-        RETURN 'aborted';
-    ELSIF FOUND THEN
-        UPDATE jobs j SET status = 'aborted' WHERE j.id = job;
-        -- A SQL job is stopped as soon as the abort commits: its statement is cancelled and its
-        -- transaction rolls back.
-        PERFORM _cancel_sql_job(job);
-        RETURN 'aborted';
-    END IF;
-
-    SELECT h.status INTO outcome FROM job_history h WHERE h.id = job AND (h.owner = caller OR admin);
-    IF FOUND THEN
-        RETURN outcome;
-    END IF;
-    RAISE EXCEPTION USING ERRCODE = 'no_data_found', MESSAGE = format('job %s does not exist', job);
-END
-$$;
-
 CREATE FUNCTION jobs_abort(id bigint) RETURNS job_status
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_abort(_ticket(), id);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_abort';
 COMMENT ON FUNCTION jobs_abort IS
     'Aborts a job: a waiting one at once, a running one at its worker''s next heartbeat. '
     'Returns the job''s status afterwards (completed or failed if it had already finished).';
+
+CREATE FUNCTION jobs_ready_signal(queue text DEFAULT 'default') RETURNS text
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'jobs_ready_signal';
+COMMENT ON FUNCTION jobs_ready_signal IS
+    'The payload of the NOTIFY on channel pgjobs_ready that says ready work arrived in one of the '
+    'caller''s queues: compare it with the payloads a LISTENing worker receives.';
+
+CREATE FUNCTION _add(specs job_spec[], owner oid, sql_jobs boolean, scheduled boolean)
+RETURNS SETOF bigint
+LANGUAGE c AS 'MODULE_PATHNAME', '_add';
+
+CREATE FUNCTION _check_spec(spec job_spec, sql_job boolean, scheduled boolean) RETURNS void
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', '_check_spec';
+
+CREATE FUNCTION _finish(ids bigint[], tokens uuid[], expected text[], outcome text, caller oid,
+                        results jsonb[] DEFAULT NULL, errors text[] DEFAULT NULL)
+RETURNS integer
+LANGUAGE c AS 'MODULE_PATHNAME', '_finish';
+
+CREATE FUNCTION _lease_error(job bigint, token uuid, caller oid) RETURNS void
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', '_lease_error';

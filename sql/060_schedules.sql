@@ -82,7 +82,7 @@ BEGIN
         PERFORM _check_timeout((options ->> 'timeout')::interval);
     END IF;
     -- The job's own checks run now, so that a schedule never fires a job that cannot be added.
-    PERFORM _refuse(_spec_problem(_scheduled_spec(work, options, now(), 'check'), work ? 'sql', true));
+    PERFORM _check_spec(_scheduled_spec(work, options, now(), 'check'), work ? 'sql', true);
 END
 $$;
 

@@ -33,7 +33,13 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/030_queue.sql",
     name = "queue",
-    requires = ["identity", api::queue::_opaque_id, api::queue::_live_job_ok]
+    requires = [
+        "identity",
+        api::queue::_opaque_id,
+        api::queue::_live_job_ok,
+        api::queue::_reserved_queue,
+        api::queue::_sql_queue
+    ]
 );
 extension_sql_file!("../sql/040_history.sql", name = "history", requires = ["queue", api::queue::_finished_status_ok]);
 extension_sql_file!("../sql/050_sql_jobs.sql", name = "sql_jobs", requires = ["history"]);
@@ -64,7 +70,7 @@ pub extern "C-unwind" fn _PG_init() {
         .report(PgLogLevel::ERROR);
     }
     gucs::init();
-    api::queue::init_ready_state();
+    api::ready::init_ready_state();
     bgworker::register_launcher();
 }
 

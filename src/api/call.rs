@@ -291,9 +291,11 @@ impl Rows {
         self.count
     }
 
-    /// Column `column` (from 0) of row `row`, None for null.
+    /// Column `column` (from 0) of row `row`, None for null or when there is no such row.
     pub fn datum(&self, row: usize, column: usize) -> Option<Datum> {
-        assert!(row < self.count);
+        if row >= self.count {
+            return None;
+        }
         unsafe {
             let mut is_null = false;
             let tuple = *(*self.table).vals.add(row);
@@ -342,7 +344,8 @@ impl Rows {
 /// Makes a set-returning function's result a tuple store, filled with [`Rows::return_all`].
 /// Called before its section begins: the store belongs to the caller's query.
 pub fn materialize(fcinfo: pg_sys::FunctionCallInfo) {
-    unsafe { pg_sys::InitMaterializedSRF(fcinfo, 0) };
+    // The descriptor the caller expects: for a set of a scalar type too.
+    unsafe { pg_sys::InitMaterializedSRF(fcinfo, pg_sys::MAT_SRF_USE_EXPECTED_DESC as pg_sys::bits32) };
 }
 
 /// Argument `n` of a call, None when null.

@@ -1,6 +1,17 @@
-//! The queue's arithmetic, exposed to the SQL in `sql/030_queue.sql` and `sql/040_history.sql`.
+//! The lease queue: add, claim, heartbeat, complete, fail, abort (statements in `queue.sql`),
+//! and the queue's arithmetic and rules that the tables of `sql/030_queue.sql` and
+//! `sql/040_history.sql` call.
 
+use pgrx::pg_sys::{Datum, Oid};
 use pgrx::prelude::*;
+use pgrx::{FromDatum, IntoDatum};
+
+use super::call::{
+    argument, invalid, materialize, null, refuse, refuse_with_detail, required, value, Caller,
+    Parameters, Planning, Rows, Section, Statement,
+};
+use super::ready;
+use crate::{entry, gucs};
 
 /// Seconds to wait after failed attempt `attempt` before the next one: `backoff × 2^(attempt-1)`,
 /// capped at `max_backoff`, saturating rather than overflowing.
@@ -40,115 +51,906 @@ fn _finished_status_ok(status: &str) -> bool {
     pg_jobs_core::status::finished_status_ok(status)
 }
 
-// --- whether an add should wake a worker ------------------------------------------------------
-//
-// An add sends NOTIFY pgjobs_ready only where a worker may be asleep, as NOTIFY serialises the
-// commits of every notifying transaction in the cluster. It used to find that out by reading the
-// queue (was any job ready?), and that read went through every dead index entry a long
-// transaction's snapshot kept, so a pinned snapshot slowed every add. Now it reads one word of
-// shared memory per queue instead, which no snapshot can make slow:
-//
-// - a claim marks its queues "looked at" before it reads them: its worker may go to sleep on
-//   what it finds;
-// - an add of ready work notifies a queue unless its slot says "notified" less than
-//   READY_QUIET_MS ago, and its commit marks the queue notified: every listener gets that
-//   notification after the mark, so the adds after it need not notify until a worker looks
-//   again. The mark lapses after READY_QUIET_MS so that a worker that starts listening without
-//   claiming first is woken within that time, and a queue nobody claims from gets at most one
-//   notification per READY_QUIET_MS.
-//
-// So a queue gets at most one notification per claim that looked at it, plus one per
-// READY_QUIET_MS. Each slot holds a queue's tag (a hash of database, identity and queue) in its
-// high 32 bits and, in its low 32, 0 for "looked at" or when it was notified (milliseconds,
-// wrapping, never 0). Queues whose hashes share a slot overwrite each other, and a tag that is
-// not the queue's own counts as "looked at": a collision costs a notification, never a missed
-// wakeup. The slots start empty, so after a restart the first add to each queue notifies.
 
-use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, Ordering};
+// --- the queue's API ---------------------------------------------------------------------------
 
-const READY_SLOTS: usize = 4096;
-const READY_QUIET_MS: u32 = 1000;
+const STATEMENTS: &str = include_str!("queue.sql");
 
-pub(crate) static READY_STATE: pgrx::PgAtomic<[AtomicU64; READY_SLOTS]> =
-    unsafe { pgrx::PgAtomic::new(c"pg_jobs ready state") };
-
-pub(crate) fn init_ready_state() {
-    pgrx::pg_shmem_init!(READY_STATE = std::array::from_fn(|_| AtomicU64::new(0)));
+const fn statement(name: &'static str, parameters: &'static [Oid], planning: Planning) -> Statement {
+    Statement::new(STATEMENTS, name, Parameters::Of(parameters), planning)
 }
 
-/// The slot of a queue and its tag (shifted into the high 32 bits, never 0: 0 is an empty slot).
-fn ready_slot(claimable_by: pg_sys::Oid, queue: &str) -> (usize, u64) {
-    // FNV-1a: the same in every backend.
-    let mut hash: u64 = 0xcbf29ce484222325;
-    let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    for byte in database
-        .to_le_bytes()
-        .iter()
-        .chain(claimable_by.to_u32().to_le_bytes().iter())
-        .chain(queue.as_bytes())
-    {
-        hash = (hash ^ u64::from(*byte)).wrapping_mul(0x100000001b3);
+use pg_sys::{
+    INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, INTERVALARRAYOID, INTERVALOID,
+    JSONBARRAYOID, OIDOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, UUIDARRAYOID, UUIDOID,
+};
+use Planning::{Default, Probes};
+
+static ADD: Statement = statement(
+    "add",
+    &[
+        OIDOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID,
+        INT4ARRAYOID, INTERVALARRAYOID, INTERVALARRAYOID, INTERVALARRAYOID, TEXTARRAYOID,
+        TEXTARRAYOID,
+    ],
+    Probes,
+);
+static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, TEXTARRAYOID], Probes);
+static REPLACE: Statement = statement(
+    "replace",
+    &[
+        INT8OID, OIDOID, TEXTOID, pg_sys::JSONBOID, TEXTOID, INT4OID, pg_sys::TIMESTAMPTZOID,
+        INT4OID, INTERVALOID, INTERVALOID, INTERVALOID,
+    ],
+    Default,
+);
+static RESCUE_DUE: Statement = statement("rescue_due", &[], Default);
+static CLAIM: Statement =
+    statement("claim", &[OIDOID, TEXTARRAYOID, INT4OID, INTERVALOID, TEXTOID], Probes);
+static FINISH: Statement = statement(
+    "finish",
+    &[INT8ARRAYOID, UUIDARRAYOID, TEXTARRAYOID, TEXTOID, OIDOID, JSONBARRAYOID, TEXTARRAYOID],
+    Probes,
+);
+static RETRY: Statement =
+    statement("retry", &[INT8ARRAYOID, UUIDARRAYOID, TEXTARRAYOID, OIDOID], Probes);
+static HEARTBEAT: Statement =
+    statement("heartbeat", &[INT8OID, UUIDOID, OIDOID, INTERVALOID], Default);
+static LIVE_JOB: Statement = statement("live_job", &[INT8OID, OIDOID], Default);
+static LOCK_LIVE_JOB: Statement = statement("lock_live_job", &[INT8OID, OIDOID], Default);
+static FINISHED_JOB: Statement = statement("finished_job", &[INT8OID, OIDOID], Default);
+static ABORT_LEASED: Statement = statement("abort_leased", &[INT8OID], Default);
+static READY_SIGNAL: Statement = statement("ready_signal", &[OIDOID, TEXTOID], Default);
+
+/// The fields of one job to add, in the order of `job_spec` and of jobs_add's parameters, as
+/// given (None where left out).
+#[derive(Clone, Copy)]
+enum Field {
+    Task,
+    Payload,
+    Queue,
+    Priority,
+    RunAt,
+    MaxAttempts,
+    Backoff,
+    MaxBackoff,
+    Lease,
+    Key,
+    OnConflict,
+}
+
+const FIELDS: usize = 11;
+const FIELD_TYPES: [Oid; FIELDS] = [
+    TEXTOID,
+    pg_sys::JSONBOID,
+    TEXTOID,
+    INT4OID,
+    pg_sys::TIMESTAMPTZOID,
+    INT4OID,
+    INTERVALOID,
+    INTERVALOID,
+    INTERVALOID,
+    TEXTOID,
+    TEXTOID,
+];
+
+#[derive(Clone, Copy)]
+struct Spec([Option<Datum>; FIELDS]);
+
+impl Spec {
+    fn get(&self, field: Field) -> Option<Datum> {
+        self.0[field as usize]
     }
-    let tag = (hash >> 32).max(1) << 32;
-    ((hash as u32 as usize) % READY_SLOTS, tag)
+
+    fn text(&self, field: Field) -> Option<String> {
+        self.get(field).and_then(|datum| unsafe { String::from_datum(datum, false) })
+    }
+
+    fn integer(&self, field: Field) -> Option<i32> {
+        self.get(field).map(|datum| datum.value() as i32)
+    }
+
+    /// What is wrong with it, if anything. `sql_job`: it may be a SQL job (the reserved
+    /// queues take only those); `scheduled`: it is a slot of a schedule, with the scheduler's key.
+    fn problem(&self, sql_job: bool, scheduled: bool) -> Option<Problem> {
+        let Some(task) = self.text(Field::Task) else {
+            return Some(Problem::null(
+                "task must not be null",
+                Some("Name the task that a worker will run, for example 'send_email'."),
+            ));
+        };
+        if task.is_empty() {
+            return Some(Problem::invalid("task must not be empty", None));
+        }
+        if let Some(queue) = self.text(Field::Queue) {
+            if queue.is_empty() {
+                return Some(Problem::invalid(
+                    "queue must not be empty",
+                    Some("Leave it out to use the queue 'default'."),
+                ));
+            }
+            if is_reserved_queue(&queue) && !sql_job {
+                return Some(Problem::invalid(
+                    format!("queue {queue} is reserved for the extension"),
+                    Some("Add SQL jobs with jobs_add_sql."),
+                ));
+            }
+        }
+        if let Some(attempts) = self.integer(Field::MaxAttempts).filter(|&a| a < 1) {
+            return Some(Problem::invalid(
+                format!("max_attempts must be at least 1, not {attempts}"),
+                None,
+            ));
+        }
+        let outside = |field: Field, lowest_allowed_is_zero: bool| {
+            self.get(field).is_some_and(|datum| {
+                let span = interval_span(datum);
+                span > ONE_YEAR || if lowest_allowed_is_zero { span < 0 } else { span <= 0 }
+            })
+        };
+        if outside(Field::Backoff, true) || outside(Field::MaxBackoff, true) {
+            return Some(Problem::invalid("backoff and max_backoff must be from 0 to 1 year", None));
+        }
+        if outside(Field::Lease, false) {
+            return Some(Problem::invalid(
+                format!("lease must be positive and at most 1 year, not {}", interval_text(self.get(Field::Lease))),
+                Some("A lease is how long a worker may hold the job without a heartbeat, for example '60 seconds'."),
+            ));
+        }
+        if let Some(rule) = self.text(Field::OnConflict).filter(|r| r != "skip" && r != "replace") {
+            return Some(Problem::invalid(
+                format!("unknown conflict rule \"{rule}\""),
+                Some("on_conflict is skip (keep the first job with the key) or replace (replace the job still waiting)."),
+            ));
+        }
+        if let Some(key) = self.text(Field::Key) {
+            if key.is_empty() {
+                return Some(Problem::invalid(
+                    "key must not be empty",
+                    Some("Leave it out (null) for a job without a key."),
+                ));
+            }
+            if key.starts_with("scheduled_job:") && !scheduled {
+                return Some(Problem::invalid(
+                    format!("key {key} is reserved for the scheduler"),
+                    Some("Keys starting scheduled_job: name the slots of schedules; choose another prefix."),
+                ));
+            }
+        }
+        None
+    }
 }
 
-/// Milliseconds of the wall clock, wrapping, never 0 (the same clock in every backend).
-fn ready_now() -> u64 {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis());
-    u64::from((millis as u32).max(1))
+/// An error found in a job to add, raised with the job's place in its batch.
+struct Problem {
+    code: PgSqlErrorCode,
+    message: String,
+    hint: Option<&'static str>,
 }
 
-thread_local! {
-    /// Slots this transaction's commit marks notified, and whether the commit callback is set.
-    static TO_MARK: RefCell<Vec<(usize, u64)>> = const { RefCell::new(Vec::new()) };
-    static CALLBACK_SET: Cell<bool> = const { Cell::new(false) };
+impl Problem {
+    fn invalid(message: impl Into<String>, hint: Option<&'static str>) -> Self {
+        Problem { code: PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, message: message.into(), hint }
+    }
+
+    fn null(message: &str, hint: Option<&'static str>) -> Self {
+        Problem { code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, message: message.into(), hint }
+    }
+
+    fn raise(self, place: Option<usize>) -> ! {
+        let message = match place {
+            Some(n) => format!("{} (job {n} of the batch)", self.message),
+            None => self.message,
+        };
+        refuse(self.code, message, self.hint)
+    }
 }
 
-/// Called by a claim before it reads `queues`: its worker may sleep on what it finds.
-#[pg_extern(volatile, parallel_unsafe)]
-fn _ready_looking(claimable_by: pg_sys::Oid, queues: Vec<Option<String>>) {
-    let slots = READY_STATE.get();
-    for queue in queues.iter().flatten() {
-        let (slot, tag) = ready_slot(claimable_by, queue);
-        // A plain load first: a busy queue is claimed all the time, and a store on every claim
-        // would make the slot's cache line bounce between the workers' CPUs.
-        if slots[slot].load(Ordering::Relaxed) != tag {
-            slots[slot].store(tag, Ordering::SeqCst);
+/// Refuses a batch at its first bad job.
+fn check_all(specs: &[Spec], sql_jobs: bool, scheduled: bool) {
+    for (n, spec) in specs.iter().enumerate() {
+        if let Some(problem) = spec.problem(sql_jobs, scheduled) {
+            problem.raise((specs.len() > 1).then_some(n + 1));
         }
     }
 }
 
-/// Called by an add of work ready now: whether to notify the queue, which this transaction's
-/// commit then marks notified.
-#[pg_extern(volatile, parallel_unsafe)]
-fn _ready_wanted(claimable_by: pg_sys::Oid, queue: &str) -> bool {
-    let (slot, tag) = ready_slot(claimable_by, queue);
-    let state = READY_STATE.get()[slot].load(Ordering::SeqCst);
-    let notified_at = (state & 0xffff_ffff) as u32;
-    if state & !0xffff_ffff == tag
-        && notified_at != 0
-        && (ready_now() as u32).wrapping_sub(notified_at) < READY_QUIET_MS
-    {
-        return false;
-    }
-    TO_MARK.with(|marks| marks.borrow_mut().push((slot, tag)));
-    if !CALLBACK_SET.with(|set| set.replace(true)) {
-        pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, || {
-            let slots = READY_STATE.get();
-            let now = ready_now();
-            for (slot, tag) in TO_MARK.with(|marks| std::mem::take(&mut *marks.borrow_mut())) {
-                slots[slot].store(tag | now, Ordering::SeqCst);
-            }
-            CALLBACK_SET.with(|set| set.set(false));
-        });
-        pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, || {
-            TO_MARK.with(|marks| marks.borrow_mut().clear());
-            CALLBACK_SET.with(|set| set.set(false));
-        });
-    }
-    true
+/// The queue of SQL jobs, which only the background worker claims.
+pub(crate) const SQL_QUEUE: &str = "pg_jobs.sql";
+
+/// Queues named pg_jobs.* are the extension's own.
+fn is_reserved_queue(queue: &str) -> bool {
+    queue.starts_with("pg_jobs.")
 }
+
+#[pg_extern(immutable, parallel_safe)]
+fn _sql_queue() -> &'static str {
+    SQL_QUEUE
+}
+
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _reserved_queue(queue: &str) -> bool {
+    is_reserved_queue(queue)
+}
+
+/// Who may claim the extension's queues: its background workers, as no role (oid 0; SQL knows
+/// it as `_extension_claimant()`).
+const EXTENSION_CLAIMANT: Oid = pg_sys::InvalidOid;
+
+/// One year as PostgreSQL compares intervals (a month is 30 days), in microseconds.
+const ONE_YEAR: i128 = 12 * 30 * 86_400_000_000;
+
+/// An interval's length as PostgreSQL compares intervals.
+fn interval_span(datum: Datum) -> i128 {
+    let interval = unsafe { &*datum.cast_mut_ptr::<pg_sys::Interval>() };
+    i128::from(interval.month) * 30 * 86_400_000_000
+        + i128::from(interval.day) * 86_400_000_000
+        + i128::from(interval.time)
+}
+
+/// Whether a lease given to a claim or a heartbeat is refused.
+fn check_lease(lease: Option<Datum>) {
+    if lease.is_some_and(|datum| !(1..=ONE_YEAR).contains(&interval_span(datum))) {
+        invalid(format!("lease must be positive and at most 1 year, not {}", interval_text(lease)), None);
+    }
+}
+
+/// An interval as PostgreSQL prints it.
+fn interval_text(datum: Option<Datum>) -> String {
+    datum.map_or_else(|| "null".into(), |datum| output(datum, INTERVALOID))
+}
+
+/// A value as its type's output function prints it.
+fn output(datum: Datum, type_oid: Oid) -> String {
+    unsafe {
+        let mut function = pg_sys::InvalidOid;
+        let mut varlena = false;
+        pg_sys::getTypeOutputInfo(type_oid, &mut function, &mut varlena);
+        let text = pg_sys::OidOutputFunctionCall(function, datum);
+        std::ffi::CStr::from_ptr(text).to_string_lossy().into_owned()
+    }
+}
+
+/// A value of a type from its text, by the type's input function.
+fn input(text: &str, type_oid: Oid) -> Datum {
+    let text = std::ffi::CString::new(text).unwrap_or_else(|_| invalid("text must not contain NUL", None));
+    unsafe {
+        let mut function = pg_sys::InvalidOid;
+        let mut parameter = pg_sys::InvalidOid;
+        pg_sys::getTypeInputInfo(type_oid, &mut function, &mut parameter);
+        pg_sys::OidInputFunctionCall(function, text.as_ptr().cast_mut(), parameter, -1)
+    }
+}
+
+/// A one-dimensional array of `values` of a type.
+fn array(type_oid: Oid, values: &[Option<Datum>]) -> Datum {
+    unsafe {
+        let mut length: i16 = 0;
+        let mut by_value = false;
+        let mut align: std::ffi::c_char = 0;
+        pg_sys::get_typlenbyvalalign(type_oid, &mut length, &mut by_value, &mut align);
+        let mut elements: Vec<Datum> = values.iter().map(|v| v.unwrap_or(Datum::from(0))).collect();
+        let mut nulls: Vec<bool> = values.iter().map(Option::is_none).collect();
+        let mut dimensions = [values.len() as std::ffi::c_int];
+        let mut lower_bounds = [1 as std::ffi::c_int];
+        Datum::from(pg_sys::construct_md_array(
+            elements.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+            1,
+            dimensions.as_mut_ptr(),
+            lower_bounds.as_mut_ptr(),
+            type_oid,
+            length.into(),
+            by_value,
+            align,
+        ))
+    }
+}
+
+/// An interval of whole seconds.
+fn seconds(seconds: i32) -> Datum {
+    pgrx::datum::Interval::new(0, 0, i64::from(seconds) * 1_000_000)
+        .unwrap_or_else(|_| error!("pg_jobs: interval out of range"))
+        .into_datum()
+        .expect("an interval")
+}
+
+/// Adds jobs for `owner`; returns each job's id in the batch's order, or the id of the job that
+/// holds its key.
+fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
+    // Read once per call, not once per job.
+    let payload = input("{}", pg_sys::JSONBOID);
+    let queue = "default".into_datum();
+    let skip = "skip".into_datum();
+    let defaults: [Option<Datum>; FIELDS] = [
+        None,
+        Some(payload),
+        queue,
+        Some(Datum::from(0i32)),
+        None,
+        Some(Datum::from(gucs::MAX_ATTEMPTS.get())),
+        Some(seconds(gucs::BACKOFF.get())),
+        Some(seconds(gucs::MAX_BACKOFF.get())),
+        Some(seconds(gucs::LEASE.get())),
+        None,
+        None,
+    ];
+    let columns: Vec<Datum> = (0..FIELDS)
+        .map(|field| {
+            let values: Vec<Option<Datum>> = specs
+                .iter()
+                .map(|spec| match field {
+                    f if f == Field::OnConflict as usize => {
+                        spec.get(Field::Key).and(spec.0[f].or(skip))
+                    }
+                    f => spec.0[f].or(defaults[f]),
+                })
+                .collect();
+            array(FIELD_TYPES[field], &values)
+        })
+        .collect();
+    let mut arguments = vec![Some(Datum::from(owner))];
+    arguments.extend(columns.into_iter().map(Some));
+    let added = section.run(&ADD, &arguments);
+    let ids: Vec<Option<i64>> = added.get(0, 0).unwrap_or_default();
+    if ids.iter().all(Option::is_some) {
+        return ids.into_iter().flatten().collect();
+    }
+    // Keys that were taken: each job of them is the job that holds its key, and `replace`
+    // gives the holder the new work if it is still waiting.
+    let taken: Vec<usize> = (0..ids.len()).filter(|&n| ids[n].is_none()).collect();
+    let keys: Vec<Option<Datum>> = taken.iter().map(|&n| specs[n].get(Field::Key)).collect();
+    let holders = section.run(&KEY_HOLDERS, &[Some(Datum::from(owner)), Some(array(TEXTOID, &keys))]);
+    let holder_of: std::collections::HashMap<String, i64> = (0..holders.len())
+        .filter_map(|row| Some((holders.get::<String>(row, 0)?, holders.get::<i64>(row, 1)?)))
+        .collect();
+    let mut ids = ids;
+    for n in taken {
+        let spec = &specs[n];
+        let key = spec.text(Field::Key).unwrap_or_default();
+        let Some(&holder) = holder_of.get(&key) else {
+            error!("pg_jobs: the job holding key {key} is missing");
+        };
+        ids[n] = Some(holder);
+        if spec.text(Field::OnConflict).as_deref() == Some("replace") {
+            let given = |field: Field| spec.get(field);
+            let or_default = |field: Field| spec.get(field).or(defaults[field as usize]);
+            section.run(
+                &REPLACE,
+                &[
+                    Some(Datum::from(holder)),
+                    Some(Datum::from(owner)),
+                    given(Field::Task),
+                    or_default(Field::Payload),
+                    or_default(Field::Queue),
+                    or_default(Field::Priority),
+                    given(Field::RunAt),
+                    given(Field::MaxAttempts),
+                    given(Field::Backoff),
+                    given(Field::MaxBackoff),
+                    given(Field::Lease),
+                ],
+            );
+        }
+    }
+    ids.into_iter().flatten().collect()
+}
+
+/// The spec of each element of an array of job_spec.
+fn specs_of_array(datum: Datum) -> Vec<Spec> {
+    unsafe {
+        let array = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::ArrayType>();
+        let element_type = (*array).elemtype;
+        let mut length: i16 = 0;
+        let mut by_value = false;
+        let mut align: std::ffi::c_char = 0;
+        pg_sys::get_typlenbyvalalign(element_type, &mut length, &mut by_value, &mut align);
+        let mut elements: *mut Datum = std::ptr::null_mut();
+        let mut nulls: *mut bool = std::ptr::null_mut();
+        let mut count: std::ffi::c_int = 0;
+        pg_sys::deconstruct_array(
+            array, element_type, length.into(), by_value, align, &mut elements, &mut nulls, &mut count,
+        );
+        (0..count as usize)
+            .map(|n| {
+                if *nulls.add(n) {
+                    return Spec([None; FIELDS]);
+                }
+                spec_of_record(*elements.add(n))
+            })
+            .collect()
+    }
+}
+
+/// The spec in a job_spec value.
+fn spec_of_record(datum: Datum) -> Spec {
+    unsafe {
+        let record = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::HeapTupleHeaderData>();
+        let mut spec = [None; FIELDS];
+        for (n, field) in spec.iter_mut().enumerate() {
+            let mut is_null = false;
+            let value = pg_sys::GetAttributeByNum(record, (n + 1) as pg_sys::AttrNumber, &mut is_null);
+            *field = (!is_null).then_some(value);
+        }
+        Spec(spec)
+    }
+}
+
+/// One job of jobs_add_batch's array, with the keys of jobs_add's parameters.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchJob {
+    task: Option<String>,
+    payload: Option<serde_json::Value>,
+    queue: Option<String>,
+    priority: Option<i32>,
+    run_at: Option<String>,
+    max_attempts: Option<i32>,
+    backoff: Option<String>,
+    max_backoff: Option<String>,
+    lease: Option<String>,
+    key: Option<String>,
+    on_conflict: Option<String>,
+}
+
+impl BatchJob {
+    fn spec(self) -> Spec {
+        let text = |value: Option<String>| value.and_then(IntoDatum::into_datum);
+        let typed = |value: Option<String>, type_oid| value.map(|v| input(&v, type_oid));
+        Spec([
+            text(self.task),
+            self.payload.map(|p| input(&p.to_string(), pg_sys::JSONBOID)),
+            text(self.queue),
+            self.priority.map(Datum::from),
+            typed(self.run_at, pg_sys::TIMESTAMPTZOID),
+            self.max_attempts.map(Datum::from),
+            typed(self.backoff, INTERVALOID),
+            typed(self.max_backoff, INTERVALOID),
+            typed(self.lease, INTERVALOID),
+            text(self.key),
+            text(self.on_conflict),
+        ])
+    }
+}
+
+const BATCH_HINT: &str =
+    "Each object takes the parameters of jobs_add: [{\"task\": \"t\", \"payload\": {}}, ...].";
+
+/// The specs of jobs_add_batch's argument.
+fn specs_of_batch(jobs: Option<pgrx::JsonB>) -> Vec<Spec> {
+    let Some(pgrx::JsonB(serde_json::Value::Array(jobs))) = jobs else {
+        invalid("jobs must be a JSON array of objects", Some(BATCH_HINT));
+    };
+    jobs.into_iter()
+        .enumerate()
+        .map(|(n, job)| match serde_json::from_value::<BatchJob>(job) {
+            Ok(job) => job.spec(),
+            Err(error) => invalid(format!("{error} (job {} of the batch)", n + 1), Some(BATCH_HINT)),
+        })
+        .collect()
+}
+
+entry!(jobs_add, pg_finfo_jobs_add, |fcinfo| {
+    let caller = Caller::current();
+    let spec = Spec(std::array::from_fn(|n| argument(fcinfo, n)));
+    check_all(&[spec], false, false);
+    let section = Section::as_owner(fcinfo);
+    Datum::from(add(&section, caller.identity, &[spec])[0])
+});
+
+entry!(jobs_add_batch, pg_finfo_jobs_add_batch, |fcinfo| {
+    let caller = Caller::current();
+    let specs = specs_of_batch(value(fcinfo, 0));
+    check_all(&specs, false, false);
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    return_ids(fcinfo, &add(&section, caller.identity, &specs));
+    Datum::from(0)
+});
+
+// Adds jobs for the extension's own callers (SQL jobs, the slots of schedules):
+// _add(specs job_spec[], owner oid, sql_jobs boolean, scheduled boolean).
+entry!(_add, pg_finfo__add, |fcinfo| {
+    let specs = argument(fcinfo, 0).map(specs_of_array).unwrap_or_default();
+    let owner = value::<Oid>(fcinfo, 1).unwrap_or_else(|| required("owner"));
+    check_all(&specs, value(fcinfo, 2).unwrap_or(false), value(fcinfo, 3).unwrap_or(false));
+    materialize(fcinfo);
+    let section = Section::as_current_user();
+    return_ids(fcinfo, &add(&section, owner, &specs));
+    Datum::from(0)
+});
+
+// Refuses a job a schedule would add: _check_spec(spec job_spec, sql_job boolean, scheduled boolean).
+entry!(_check_spec, pg_finfo__check_spec, |fcinfo| {
+    let spec = argument(fcinfo, 0).map_or(Spec([None; FIELDS]), spec_of_record);
+    if let Some(problem) = spec.problem(value(fcinfo, 1).unwrap_or(false), value(fcinfo, 2).unwrap_or(false)) {
+        problem.raise(None);
+    }
+    Datum::from(0)
+});
+
+/// Returns ids as the rows of a set-returning function.
+fn return_ids(fcinfo: pg_sys::FunctionCallInfo, ids: &[i64]) {
+    unsafe {
+        let result = (*fcinfo).resultinfo.cast::<pg_sys::ReturnSetInfo>();
+        for &id in ids {
+            let mut values = [Datum::from(id)];
+            let mut nulls = [false];
+            pg_sys::tuplestore_putvalues((*result).setResult, (*result).setDesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+        }
+    }
+}
+
+/// The owner whose jobs a caller acts on: its identity, or None (any) for an administrator.
+fn acting_on(caller: &Caller) -> Option<Datum> {
+    (!caller.admin()).then(|| Datum::from(caller.identity))
+}
+
+/// The checks of jobs_claim's arguments (worker, queues, n, lease), and the queues' names.
+fn check_claim(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<String>> {
+    if value::<String>(fcinfo, first).is_none_or(|worker| worker.is_empty()) {
+        invalid("worker must name the claiming worker", Some("Use a name unique to the process, such as host:pid."));
+    }
+    let queues: Vec<Option<String>> = value(fcinfo, first + 1).unwrap_or_default();
+    if queues.is_empty() {
+        invalid("queues must name at least one queue", None);
+    }
+    if queues.iter().flatten().any(|q| is_reserved_queue(q)) {
+        invalid(
+            "queues named pg_jobs.* are run by the extension's background workers",
+            Some("SQL jobs (jobs_add_sql) are claimed by pg_jobs itself."),
+        );
+    }
+    match value::<i32>(fcinfo, first + 2) {
+        Some(n) if n >= 1 => {}
+        n => invalid(format!("n must be at least 1, not {}", n.map_or("null".into(), |n| n.to_string())), None),
+    }
+    check_lease(argument(fcinfo, first + 3));
+    queues
+}
+
+/// The claim of jobs_claim and jobs_complete_and_claim, whose arguments start at `first`.
+fn claim(fcinfo: pg_sys::FunctionCallInfo, section: &Section, claimant: Oid, first: usize, queues: &[Option<String>]) -> Rows {
+    // Before the claim reads the queues (in a statement of its own, so before the claim's
+    // snapshot): its worker may sleep on what it finds, so the next add notifies.
+    ready::looking(claimant, queues);
+    section.run(&RESCUE_DUE, &[]);
+    section.run(
+        &CLAIM,
+        &[
+            Some(Datum::from(claimant)),
+            argument(fcinfo, first + 1),
+            argument(fcinfo, first + 2),
+            argument(fcinfo, first + 3),
+            argument(fcinfo, first),
+        ],
+    )
+}
+
+entry!(jobs_claim, pg_finfo_jobs_claim, |fcinfo| {
+    let caller = Caller::current();
+    let queues = check_claim(fcinfo, 0);
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    claim(fcinfo, &section, caller.identity, 0, &queues).return_all(fcinfo);
+    Datum::from(0)
+});
+
+/// Claims up to `n` SQL jobs for the background worker: (id, lease token) of each.
+pub(crate) fn claim_sql_jobs(worker: &str, n: i32) -> Vec<(i64, pgrx::Uuid)> {
+    let section = Section::as_current_user();
+    let queue = SQL_QUEUE.to_string();
+    ready::looking(EXTENSION_CLAIMANT, &[Some(queue.clone())]);
+    section.run(&RESCUE_DUE, &[]);
+    let rows = section.run(
+        &CLAIM,
+        &[
+            Some(Datum::from(EXTENSION_CLAIMANT)),
+            Some(array(TEXTOID, &[queue.into_datum()])),
+            Some(Datum::from(n)),
+            None,
+            worker.into_datum(),
+        ],
+    );
+    (0..rows.len()).filter_map(|row| Some((rows.get(row, 0)?, rows.get(row, 2)?))).collect()
+}
+
+/// The arrays of a batch report (ids, tokens, results or errors) at `first`: refused unless of
+/// one length (results may be left out). Returns the ids.
+fn check_report(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<i64>> {
+    let ids: Option<Vec<Option<i64>>> = value(fcinfo, first);
+    let tokens = argument(fcinfo, first + 1).map(array_length);
+    let payloads = argument(fcinfo, first + 2).map(array_length);
+    match ids {
+        Some(ids) if tokens == Some(ids.len()) && payloads.is_none_or(|p| p == ids.len()) => ids,
+        _ => invalid(
+            "ids, tokens and results (or errors) must be arrays of one length",
+            Some("Pass the i-th job's id, lease token and result at position i of each array."),
+        ),
+    }
+}
+
+fn array_length(datum: Datum) -> usize {
+    unsafe {
+        let array = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::ArrayType>();
+        // The dimensions follow the header (ARR_DIMS).
+        let dimensions = array.add(1).cast::<std::ffi::c_int>();
+        pg_sys::ArrayGetNItems((*array).ndim, dimensions) as usize
+    }
+}
+
+/// The ids a finish or a retry returned.
+fn ids_of(rows: &Rows) -> Vec<i64> {
+    (0..rows.len()).filter_map(|row| rows.get(row, 0)).collect()
+}
+
+/// Completes the jobs of jobs_complete's arguments at `first`.
+fn complete(fcinfo: pg_sys::FunctionCallInfo, section: &Section, caller: &Caller, first: usize, ids: &[Option<i64>]) {
+    let finished = section.run(
+        &FINISH,
+        &[
+            argument(fcinfo, first),
+            argument(fcinfo, first + 1),
+            Some(array(TEXTOID, &["started".into_datum()])),
+            "completed".into_datum(),
+            acting_on(caller),
+            argument(fcinfo, first + 2),
+            None,
+        ],
+    );
+    if finished.len() != ids.len() {
+        report_error(fcinfo, section, caller, first, ids, &ids_of(&finished));
+    }
+}
+
+entry!(jobs_complete, pg_finfo_jobs_complete, |fcinfo| {
+    let caller = Caller::current();
+    let ids = check_report(fcinfo, 0);
+    let section = Section::as_owner(fcinfo);
+    complete(fcinfo, &section, &caller, 0, &ids);
+    Datum::from(0)
+});
+
+// jobs_complete(id bigint, token uuid, result jsonb): one job.
+entry!(jobs_complete_one, pg_finfo_jobs_complete_one, |fcinfo| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let finished = section.run(
+        &FINISH,
+        &[
+            Some(array(INT8OID, &[argument(fcinfo, 0)])),
+            Some(array(UUIDOID, &[argument(fcinfo, 1)])),
+            Some(array(TEXTOID, &["started".into_datum()])),
+            "completed".into_datum(),
+            acting_on(&caller),
+            Some(array(pg_sys::JSONBOID, &[argument(fcinfo, 2)])),
+            None,
+        ],
+    );
+    if finished.len() != 1 {
+        lease_error(&section, value(fcinfo, 0), value(fcinfo, 1), acting_on(&caller));
+    }
+    Datum::from(0)
+});
+
+entry!(jobs_complete_and_claim, pg_finfo_jobs_complete_and_claim, |fcinfo| {
+    let caller = Caller::current();
+    let ids = check_report(fcinfo, 0);
+    let queues = check_claim(fcinfo, 3);
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    complete(fcinfo, &section, &caller, 0, &ids);
+    claim(fcinfo, &section, caller.identity, 3, &queues).return_all(fcinfo);
+    Datum::from(0)
+});
+
+/// Reports failed attempts: ids, tokens and errors as arrays.
+/// Returns the jobs it applied to.
+fn fail(section: &Section, caller: &Caller, ids: Datum, tokens: Option<Datum>, errors: Option<Datum>) -> Vec<i64> {
+    let retried = section.run(&RETRY, &[Some(ids), tokens, errors, acting_on(caller)]);
+    // Last attempt used, or aborted meanwhile: finished. (The retried are no longer leased.)
+    let finished = section.run(
+        &FINISH,
+        &[
+            Some(ids),
+            tokens,
+            Some(array(TEXTOID, &["started".into_datum(), "aborted".into_datum()])),
+            "failed".into_datum(),
+            acting_on(caller),
+            None,
+            errors,
+        ],
+    );
+    let mut reported = ids_of(&retried);
+    reported.extend(ids_of(&finished));
+    reported
+}
+
+entry!(jobs_fail, pg_finfo_jobs_fail, |fcinfo| {
+    let caller = Caller::current();
+    let ids = check_report(fcinfo, 0);
+    let section = Section::as_owner(fcinfo);
+    let reported = fail(&section, &caller, argument(fcinfo, 0).expect("checked"), argument(fcinfo, 1), argument(fcinfo, 2));
+    if reported.len() != ids.len() {
+        report_error(fcinfo, &section, &caller, 0, &ids, &reported);
+    }
+    Datum::from(0)
+});
+
+// jobs_fail(id bigint, token uuid, error text): one job.
+entry!(jobs_fail_one, pg_finfo_jobs_fail_one, |fcinfo| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let reported = fail(
+        &section,
+        &caller,
+        array(INT8OID, &[argument(fcinfo, 0)]),
+        Some(array(UUIDOID, &[argument(fcinfo, 1)])),
+        Some(array(TEXTOID, &[argument(fcinfo, 2)])),
+    );
+    if reported.len() != 1 {
+        lease_error(&section, value(fcinfo, 0), value(fcinfo, 1), acting_on(&caller));
+    }
+    Datum::from(0)
+});
+
+/// Raises the error of a batch report that did not apply to every job it named (`reported` are
+/// those it did apply to, when known): a repeated id, else the first job whose lease the token
+/// does not hold. Looked for only then, so that a report that applies pays for no checks.
+fn report_error(
+    fcinfo: pg_sys::FunctionCallInfo,
+    section: &Section,
+    caller: &Caller,
+    first: usize,
+    ids: &[Option<i64>],
+    reported: &[i64],
+) -> ! {
+    let mut seen = std::collections::HashSet::new();
+    if ids.iter().flatten().any(|id| !seen.insert(*id)) {
+        invalid("ids must not repeat a job", None);
+    }
+    let tokens: Vec<Option<pgrx::Uuid>> = value(fcinfo, first + 1).unwrap_or_default();
+    let stale = (0..ids.len())
+        .find(|&n| ids[n].is_none_or(|id| !reported.contains(&id)))
+        .unwrap_or(0);
+    lease_error(section, ids[stale], tokens.get(stale).copied().flatten(), acting_on(caller))
+}
+
+/// Raises the error that explains why `token` does not hold the lease on `job`. A job the
+/// caller may not act on (`owner`: None for any) is reported as missing, so that nobody learns
+/// others' job ids.
+fn lease_error(section: &Section, job: Option<i64>, token: Option<pgrx::Uuid>, owner: Option<Datum>) -> ! {
+    let (Some(job), Some(token)) = (job, token) else {
+        refuse(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "job id and lease token must not be null", None);
+    };
+    let live = section.run(&LIVE_JOB, &[Some(Datum::from(job)), owner]);
+    if live.len() > 0 {
+        let status: String = live.get(0, 0).unwrap_or_default();
+        if status == "aborted" && live.get::<pgrx::Uuid>(0, 1) == Some(token) {
+            refuse(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("job {job} was aborted"),
+                Some("Roll back the job's work and report it with jobs_fail, or let the lease run out."),
+            );
+        }
+        let attempt: i32 = live.get(0, 2).unwrap_or_default();
+        let claimed_by = live.get::<String>(0, 3).map_or(String::new(), |w| format!(", last claimed by {w}"));
+        refuse_with_detail(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("lease on job {job} is not held by this token"),
+            Some(format!("The job is {status}, attempt {attempt} of it{claimed_by}.")),
+            Some("The lease may have run out and the job been requeued; roll back this attempt's work."),
+        );
+    }
+    let finished = section.run(&FINISHED_JOB, &[Some(Datum::from(job)), owner]);
+    if finished.len() > 0 {
+        let status: String = finished.get(0, 1).unwrap_or_default();
+        let attempts: i32 = finished.get(0, 2).unwrap_or_default();
+        refuse_with_detail(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("lease on job {job} is not held by this token"),
+            Some(format!("The job has finished: {status} after {attempts} attempts.")),
+            Some("Roll back this attempt's work; the job needs nothing more."),
+        );
+    }
+    refuse(PgSqlErrorCode::ERRCODE_NO_DATA_FOUND, format!("job {job} does not exist"), None)
+}
+
+// The SQL job executor's check of its lease: _lease_error(job bigint, token uuid, caller oid).
+entry!(_lease_error, pg_finfo__lease_error, |fcinfo| {
+    let section = Section::as_current_user();
+    lease_error(&section, value(fcinfo, 0), value(fcinfo, 1), argument(fcinfo, 2))
+});
+
+// Finishes jobs for the extension's maintenance (returns how many):
+// _finish(ids bigint[], tokens uuid[], expected text[], outcome text, caller oid,
+//         results jsonb[], errors text[]).
+entry!(_finish, pg_finfo__finish, |fcinfo| {
+    let section = Section::as_current_user();
+    let arguments: Vec<Option<Datum>> = (0..7).map(|n| argument(fcinfo, n)).collect();
+    Datum::from(section.run(&FINISH, &arguments).len() as i32)
+});
+
+entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
+    let caller = Caller::current();
+    let lease = argument(fcinfo, 2);
+    check_lease(lease);
+    let job = argument(fcinfo, 0);
+    let token = argument(fcinfo, 1);
+    let section = Section::as_owner(fcinfo);
+    let renewed = section.run(&HEARTBEAT, &[job, token, acting_on(&caller), lease]);
+    let (state, until) = if renewed.len() > 0 {
+        let status: String = renewed.get(0, 0).unwrap_or_default();
+        (if status == "aborted" { "aborted" } else { "held" }, renewed.datum(0, 1))
+    } else {
+        if job.is_none() || token.is_none() {
+            lease_error(&section, None, None, None);
+        }
+        let live = section.run(&LIVE_JOB, &[job, acting_on(&caller)]).len() > 0;
+        if !live && section.run(&FINISHED_JOB, &[job, acting_on(&caller)]).len() == 0 {
+            lease_error(&section, value(fcinfo, 0), value(fcinfo, 1), acting_on(&caller));
+        }
+        ("lost", None)
+    };
+    drop(section);
+    record(fcinfo, &[state.into_datum(), until])
+});
+
+/// The record a function with OUT parameters returns.
+fn record(fcinfo: pg_sys::FunctionCallInfo, values: &[Option<Datum>]) -> Datum {
+    unsafe {
+        let mut descriptor: pg_sys::TupleDesc = std::ptr::null_mut();
+        if pg_sys::get_call_result_type(fcinfo, std::ptr::null_mut(), &mut descriptor)
+            != pg_sys::TypeFuncClass::TYPEFUNC_COMPOSITE
+        {
+            error!("pg_jobs: a record was expected");
+        }
+        let descriptor = pg_sys::BlessTupleDesc(descriptor);
+        let mut datums: Vec<Datum> = values.iter().map(|v| v.unwrap_or(Datum::from(0))).collect();
+        let mut nulls: Vec<bool> = values.iter().map(Option::is_none).collect();
+        let tuple = pg_sys::heap_form_tuple(descriptor, datums.as_mut_ptr(), nulls.as_mut_ptr());
+        pg_sys::HeapTupleHeaderGetDatum((*tuple).t_data)
+    }
+}
+
+entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {
+    let caller = Caller::current();
+    let Some(job) = argument(fcinfo, 0) else { required("job id") };
+    let owner = acting_on(&caller);
+    let section = Section::as_owner(fcinfo);
+    let live = section.run(&LOCK_LIVE_JOB, &[Some(job), owner]);
+    let status = if live.len() == 0 {
+        section.run(&FINISHED_JOB, &[Some(job), owner]).datum(0, 0)
+    } else if live.get::<String>(0, 0).as_deref() == Some("created") {
+        section
+            .run(
+                &FINISH,
+                &[
+                    Some(array(INT8OID, &[Some(job)])),
+                    None,
+                    Some(array(TEXTOID, &["created".into_datum()])),
+                    "aborted".into_datum(),
+                    owner,
+                    None,
+                    None,
+                ],
+            )
+            .datum(0, 1)
+    } else {
+        section.run(&ABORT_LEASED, &[Some(job)]).datum(0, 0)
+    };
+    // A job_status is passed by value.
+    status.unwrap_or_else(|| {
+        refuse(PgSqlErrorCode::ERRCODE_NO_DATA_FOUND, format!("job {} does not exist", job.value() as i64), None)
+    })
+});
+
+entry!(jobs_ready_signal, pg_finfo_jobs_ready_signal, |fcinfo| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let signal = section.run(&READY_SIGNAL, &[Some(Datum::from(caller.identity)), argument(fcinfo, 0)]);
+    match signal.datum(0, 0) {
+        Some(text) => section.keep(text, TEXTOID),
+        None => null(fcinfo),
+    }
+});

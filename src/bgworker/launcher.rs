@@ -94,23 +94,11 @@ fn start_sql_jobs(executors: &mut Vec<DynamicBackgroundWorker>) {
         return;
     }
     let claimed: Vec<(i64, pgrx::Uuid)> = BackgroundWorker::transaction(|| {
-        Spi::connect_mut(|client| {
-            let Ok(Some(true)) = client
-                .select(EXTENSION_INSTALLED, None, &[])
-                .and_then(|rows| rows.first().get_one::<bool>())
-            else {
-                return Vec::new();
-            };
-            client
-                .update(
-                    "SELECT id, lease_token FROM pgjobs._claim($1, ARRAY[pgjobs._sql_queue()], $2, NULL, pgjobs._extension_claimant())",
-                    None,
-                    &[LAUNCHER_TYPE.into(), (free as i32).into()],
-                )
-                .expect("claim SQL jobs")
-                .filter_map(|row| Some((row.get::<i64>(1).ok()??, row.get::<pgrx::Uuid>(2).ok()??)))
-                .collect()
-        })
+        let installed = Spi::get_one::<bool>(EXTENSION_INSTALLED);
+        if installed != Ok(Some(true)) {
+            return Vec::new();
+        }
+        crate::api::queue::claim_sql_jobs(LAUNCHER_TYPE, free as i32)
     });
     for (job, token) in claimed {
         // The token travels to the executor as 32 hex digits in the worker's extra bytes.

@@ -57,7 +57,8 @@ SELECT regress.as_role('regress_proxy', $$SELECT string_agg(id::text, ',' ORDER 
 SELECT regress.as_role('regress_nobody', $$SELECT string_agg(id::text, ',') FROM pgjobs.jobs_claim('w-nobody')$$) AS nobody_claims;
 
 -- Every function that acts with more rights than its caller refuses a wrong owner, with the
--- error of a job that does not exist, and changes nothing; a stolen token is no use either.
+-- error of a job that does not exist, and changes nothing; a stolen token is no use either. The
+-- internal functions that act for any owner are not for members at all.
 SELECT regress.fingerprint() AS before \gset
 SELECT format('%s', lease_token) AS token_3 FROM pgjobs.jobs WHERE id = 3 \gset
 SELECT role, replace(statement, :'token_3', '<token of job 3>') AS statement, regress.as_role(role, statement) AS result
@@ -69,8 +70,8 @@ FROM (VALUES ('regress_other'), ('regress_worker'), ('regress_nobody')) AS r(rol
              ($$SELECT pgjobs.jobs_add_proxy('regress_proxy')$$),
              ($$SELECT pgjobs.jobs_add_proxy('regress_other', root => 'regress_owner')$$),
              ($$SELECT pgjobs.jobs_remove_proxy('regress_proxy')$$),
-             ($$SELECT pgjobs._jobs_abort(12345, 2)$$),
-             ($$SELECT pgjobs._redeem(1)$$),
+             ($$SELECT pgjobs._finish(ARRAY[2::bigint], NULL, '{created}', 'aborted', NULL)$$),
+             ($$SELECT pgjobs._add(ARRAY[ROW('t', '{}', 'default', 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::pgjobs.job_spec], 10, false, false)$$),
              ($$SELECT count(*) FROM pgjobs.jobs_history_drop('2000-01-01')$$)) AS s(statement)
 ORDER BY role, statement;
 SELECT regress.fingerprint() = :'before' AS unchanged;

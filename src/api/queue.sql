@@ -1,0 +1,180 @@
+-- The statements of the lease queue (src/api/queue.rs), one per name. They run with the search
+-- path pinned to pgjobs, pg_catalog. Every transition names the state it expects (and, for a
+-- worker, its lease token) in the WHERE clause of the statement that makes it, so two
+-- transitions racing for one job serialise on its row lock and the loser finds its condition
+-- false. Lease times use statement_timestamp(): a worker that heartbeats from a long transaction
+-- still renews from the time of the call, not from when its transaction began.
+
+-- name: add
+-- Adds jobs for owner $1; $2 .. $12 are the columns of the batch, defaults filled in. One
+-- statement: the keys first, whose primary key decides which of two concurrent adds gets a key,
+-- then the jobs whose keys were free (or that have none). Returns the id of each job, in the
+-- batch's order, null where its key was taken.
+--
+-- NOTIFY takes a lock that every notifying commit in the cluster waits for, so it is sent only
+-- where a worker may be asleep: a queue that a claim looked at since its last notification
+-- (_ready_wanted, in shared memory: src/api/ready.rs). Where no worker looked, workers are busy
+-- or already woken (and poll every pg_jobs.poll_interval regardless). An add reads nothing of
+-- the queue: that read went through every dead index entry a long transaction's snapshot kept,
+-- and slowed every add with it.
+WITH given AS (
+    SELECT u.*, nextval('jobs_id_seq'::regclass) AS id,
+           coalesce(u.run_at, statement_timestamp()) AS due_at
+    FROM unnest($2::text[], $3::jsonb[], $4::text[], $5::integer[], $6::timestamptz[],
+                $7::integer[], $8::interval[], $9::interval[], $10::interval[], $11::text[],
+                $12::text[])
+         WITH ORDINALITY AS u(task, payload, queue, priority, run_at, max_attempts, backoff,
+                              max_backoff, lease, key, on_conflict, ord)
+), claimed AS (
+    INSERT INTO job_keys (owner, idempotency_key, job_id, due_at)
+    SELECT $1, g.key, g.id, g.due_at FROM given g WHERE g.key IS NOT NULL ORDER BY g.ord
+    ON CONFLICT DO NOTHING
+    RETURNING job_id
+), fresh AS (
+    SELECT g.* FROM given g WHERE g.key IS NULL OR g.id IN (SELECT c.job_id FROM claimed c)
+), new_jobs AS (
+    INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts,
+                      backoff, max_backoff, lease, payload, idempotency_key, key_rule, due_at)
+    SELECT f.id, $1, CASE WHEN _reserved_queue(f.queue) THEN _extension_claimant() ELSE $1 END,
+           f.task, f.queue, f.priority, f.due_at, f.max_attempts, f.backoff, f.max_backoff,
+           f.lease, f.payload, f.key, f.on_conflict::key_rule, f.due_at
+    FROM fresh f
+    RETURNING jobs.claimable_by, jobs.queue, jobs.run_at
+)
+SELECT ARRAY(SELECT CASE WHEN g.id IN (SELECT f.id FROM fresh f) THEN g.id END
+             FROM given g ORDER BY g.ord) AS ids,
+       (SELECT count(pg_notify('pgjobs_ready', _ready_signal(q.claimable_by, q.queue)))
+        FROM (SELECT DISTINCT n.claimable_by, n.queue FROM new_jobs n
+              WHERE n.run_at <= statement_timestamp()) q
+        WHERE _ready_wanted(q.claimable_by, q.queue)) AS notified;
+
+-- name: key_holders
+-- The jobs holding keys $2 of owner $1. Run after an add found keys taken: the add could not see
+-- a holder that committed while it waited on the key; this statement, with a new snapshot, can.
+SELECT k.idempotency_key, k.job_id
+FROM job_keys k
+WHERE k.owner = $1 AND k.idempotency_key = ANY ($2::text[]);
+
+-- name: replace
+-- The `replace` rule: the job $1 of owner $2, if still waiting, takes the new work; settings
+-- left out keep their values.
+UPDATE jobs j
+SET task = $3, payload = $4, queue = $5, priority = $6,
+    run_at = coalesce($7, statement_timestamp()),
+    max_attempts = coalesce($8, j.max_attempts), backoff = coalesce($9, j.backoff),
+    max_backoff = coalesce($10, j.max_backoff), lease = coalesce($11, j.lease),
+    last_update = statement_timestamp()
+WHERE j.id = $1 AND j.status = 'created' AND j.owner = $2;
+
+-- name: rescue_due
+-- Expired leases first. Almost always nothing has expired, and one index probe says so.
+SELECT _rescue_expired()
+WHERE EXISTS (SELECT FROM jobs j WHERE j.status <> 'created' AND j.locked_until < statement_timestamp());
+
+-- name: claim
+-- Claims up to $3 ready jobs claimable by $1 in queues $2 for worker $5, leased for $4 (or each
+-- job's lease). One index range per queue, read in index order: `queue = ANY (queues)` would make
+-- the planner sort every ready job of those queues, which with a million queued is seconds. The
+-- chosen rows are then updated by ctid, so that no plan can turn this into a scan of the table.
+WITH candidates AS (
+    SELECT c.* FROM unnest($2::text[]) AS q(queue), LATERAL (
+        SELECT j.ctid AS tid, j.priority, j.run_at, j.id FROM jobs j
+        WHERE j.status = 'created' AND j.claimable_by = $1 AND j.queue = q.queue
+          AND j.run_at <= statement_timestamp()
+        ORDER BY j.priority, j.run_at, j.id
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED) c
+)
+UPDATE jobs j
+SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
+    locked_by = $5, begin_time = statement_timestamp(),
+    locked_until = statement_timestamp() + coalesce($4::interval, j.lease)
+WHERE j.ctid = ANY (ARRAY(SELECT c.tid FROM candidates c ORDER BY c.priority, c.run_at, c.id LIMIT $3))
+RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until;
+
+-- name: finish
+-- Moves each given job ($1, with lease token $2 unless $2 is null) from jobs to job_history
+-- where it is in one of the statuses $3 and owned by $5 (any owner when null), in one statement.
+-- $4 is the outcome; a job aborted while leased finishes as aborted. $6 are results, $7 errors:
+-- an error joins the job's log of errors and is a failed job's result. Returns the jobs
+-- finished, in no order.
+WITH given AS (
+    SELECT * FROM unnest($1::bigint[], $2::uuid[], $6::jsonb[], $7::text[]) AS g(job_id, token, result, error)
+), j AS (
+    DELETE FROM jobs j USING given g
+    WHERE j.id = g.job_id AND j.status = ANY ($3::job_status[])
+      AND ($2::uuid[] IS NULL OR j.lease_token = g.token) AND ($5::oid IS NULL OR j.owner = $5)
+    RETURNING j.*, g.result, g.error
+), freed_keys AS (
+    DELETE FROM job_keys k USING j
+    WHERE j.key_rule = 'replace' AND k.owner = j.owner AND k.idempotency_key = j.idempotency_key
+      AND k.job_id = j.id
+)
+INSERT INTO job_history (
+    id, opaque_id, owner, status, task, queue, priority, payload, result, errors, attempts,
+    max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
+    name, description, link, listed)
+SELECT j.id, j.opaque_id, j.owner, f.final, j.task, j.queue, j.priority, j.payload,
+       CASE WHEN f.final = 'failed' AND j.error IS NOT NULL
+            THEN jsonb_build_object('error', j.error) ELSE j.result END,
+       CASE WHEN j.error IS NULL THEN j.errors
+            ELSE j.errors || jsonb_build_object('attempt', j.attempt,
+                                                'at', statement_timestamp(), 'error', j.error) END,
+       j.attempt, j.max_attempts, j.idempotency_key, j.key_rule, j.locked_by,
+       j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed
+FROM j, LATERAL (SELECT CASE WHEN j.status = 'aborted' THEN 'aborted' ELSE $4::job_status END AS final) f
+RETURNING id, status;
+
+-- name: retry
+-- Failed attempts of jobs $1 (tokens $2, errors $3, owner $4 or any when null) with attempts
+-- left: back to waiting, due after the backoff. Returns the jobs retried.
+WITH given AS (
+    SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[]) AS g(job_id, token, error)
+)
+UPDATE jobs j
+SET status = 'created', lease_token = NULL, locked_until = NULL,
+    run_at = statement_timestamp() + make_interval(secs => retry_delay_seconds(
+        j.attempt, extract(epoch FROM j.backoff)::float8, extract(epoch FROM j.max_backoff)::float8)),
+    errors = j.errors || jsonb_build_object('attempt', j.attempt, 'at', statement_timestamp(), 'error', g.error)
+FROM given g
+WHERE j.id = g.job_id AND j.lease_token = g.token
+  AND j.status = 'started' AND j.attempt < j.max_attempts AND ($4::oid IS NULL OR j.owner = $4)
+RETURNING j.id;
+
+-- name: heartbeat
+-- Renews the lease of job $1 held by token $2 (owner $3, any when null) for $4 (or its lease).
+UPDATE jobs j
+SET locked_until = statement_timestamp() + coalesce($4::interval, j.lease)
+WHERE j.id = $1 AND j.lease_token = $2 AND j.status IN ('started', 'aborted')
+  AND ($3::oid IS NULL OR j.owner = $3)
+RETURNING j.status::text, j.locked_until;
+
+-- name: live_job
+-- Job $1 if it is waiting or leased and owner $2 (any when null) may see it.
+SELECT j.status::text, j.lease_token, j.attempt, j.locked_by
+FROM jobs j
+WHERE j.id = $1 AND ($2::oid IS NULL OR j.owner = $2);
+
+-- name: lock_live_job
+-- As live_job, locked: an abort decides from the locked row, so a failure, a rescue or a
+-- completion committing meanwhile is waited for and then seen (a requeued job is aborted at
+-- once, a finished one reported as it ended), never mistaken for a job that does not exist.
+SELECT j.status::text
+FROM jobs j
+WHERE j.id = $1 AND ($2::oid IS NULL OR j.owner = $2)
+FOR UPDATE;
+
+-- name: finished_job
+-- Job $1 if it has finished and owner $2 (any when null) may see it.
+SELECT h.status, h.status::text, h.attempts
+FROM job_history h
+WHERE h.id = $1 AND ($2::oid IS NULL OR h.owner = $2);
+
+-- name: abort_leased
+-- A leased job's abort: its worker learns it at its next heartbeat; a SQL job is stopped as soon
+-- as the abort commits (its statement is cancelled and its transaction rolls back).
+UPDATE jobs j SET status = 'aborted' WHERE j.id = $1
+RETURNING j.status, _cancel_sql_job(j.id);
+
+-- name: ready_signal
+SELECT _ready_signal($1, $2);
