@@ -66,15 +66,14 @@ use pg_sys::{
 };
 use Planning::{Default, Probes};
 
-static ADD: Statement = statement(
-    "add",
-    &[
-        OIDOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID,
-        INT4ARRAYOID, INTERVALARRAYOID, INTERVALARRAYOID, INTERVALARRAYOID, TEXTARRAYOID,
-        TEXTARRAYOID,
-    ],
-    Probes,
-);
+/// The parameters of the add statements: the owner, then the batch's columns.
+const ADD_PARAMETERS: [Oid; 1 + FIELDS] = [
+    OIDOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID,
+    INT4ARRAYOID, INTERVALARRAYOID, INTERVALARRAYOID, INTERVALARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+];
+static ADD: Statement = statement("add", ADD_PARAMETERS.split_at(1 + Field::Key as usize).0, Default);
+static ADD_KEYED: Statement = statement("add_keyed", &ADD_PARAMETERS, Probes);
+static NOTIFY_READY: Statement = statement("notify_ready", &[OIDOID, TEXTOID], Default);
 static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, TEXTARRAYOID], Probes);
 static REPLACE: Statement = statement(
     "replace",
@@ -86,7 +85,9 @@ static REPLACE: Statement = statement(
 );
 static RESCUE_DUE: Statement = statement("rescue_due", &[], Default);
 static CLAIM: Statement =
-    statement("claim", &[OIDOID, TEXTARRAYOID, INT4OID, INTERVALOID, TEXTOID], Probes);
+    statement("claim", &[OIDOID, TEXTOID, INT4OID, INTERVALOID, TEXTOID], Probes);
+static CLAIM_QUEUES: Statement =
+    statement("claim_queues", &[OIDOID, TEXTARRAYOID, INT4OID, INTERVALOID, TEXTOID], Probes);
 static FINISH: Statement = statement(
     "finish",
     &[INT8ARRAYOID, UUIDARRAYOID, TEXTARRAYOID, TEXTOID, OIDOID, JSONBARRAYOID, TEXTARRAYOID],
@@ -359,13 +360,10 @@ fn seconds(seconds: i32) -> Datum {
 /// holds its key.
 fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
     // Read once per call, not once per job.
-    let payload = input("{}", pg_sys::JSONBOID);
-    let queue = "default".into_datum();
-    let skip = "skip".into_datum();
     let defaults: [Option<Datum>; FIELDS] = [
         None,
-        Some(payload),
-        queue,
+        Some(input("{}", pg_sys::JSONBOID)),
+        "default".into_datum(),
         Some(Datum::from(0i32)),
         None,
         Some(Datum::from(gucs::MAX_ATTEMPTS.get())),
@@ -375,36 +373,65 @@ fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         None,
         None,
     ];
-    let columns: Vec<Datum> = (0..FIELDS)
-        .map(|field| {
-            let values: Vec<Option<Datum>> = specs
-                .iter()
-                .map(|spec| match field {
-                    f if f == Field::OnConflict as usize => {
-                        spec.get(Field::Key).and(spec.0[f].or(skip))
-                    }
-                    f => spec.0[f].or(defaults[f]),
-                })
-                .collect();
-            array(FIELD_TYPES[field], &values)
-        })
-        .collect();
+    let keyed = specs.iter().any(|spec| spec.get(Field::Key).is_some());
+    let skip = "skip".into_datum();
     let mut arguments = vec![Some(Datum::from(owner))];
-    arguments.extend(columns.into_iter().map(Some));
-    let added = section.run(&ADD, &arguments);
-    let ids: Vec<Option<i64>> = added.get(0, 0).unwrap_or_default();
-    if ids.iter().all(Option::is_some) {
-        return ids.into_iter().flatten().collect();
+    for field in 0..if keyed { FIELDS } else { Field::Key as usize } {
+        let values: Vec<Option<Datum>> = specs
+            .iter()
+            .map(|spec| match field {
+                f if f == Field::OnConflict as usize => spec.get(Field::Key).and(spec.0[f].or(skip)),
+                f => spec.0[f].or(defaults[f]),
+            })
+            .collect();
+        arguments.push(Some(array(FIELD_TYPES[field], &values)));
     }
-    // Keys that were taken: each job of them is the job that holds its key, and `replace`
-    // gives the holder the new work if it is still waiting.
+    let added = section.run(if keyed { &ADD_KEYED } else { &ADD }, &arguments);
+    // (id, claimable by, queue, ready now) of each job added; None where its key was taken.
+    let mut rows: Vec<Option<(i64, Oid, String, bool)>> = (0..added.len())
+        .map(|row| Some((added.get(row, 0)?, added.get(row, 1)?, added.get(row, 2)?, added.get(row, 3)?)))
+        .collect();
+    if !keyed {
+        // Ids are drawn in the batch's order.
+        rows.sort_by_key(|row| row.as_ref().map(|(id, ..)| *id));
+    }
+    wake(section, rows.iter().flatten().filter(|(.., ready)| *ready).map(|(_, by, queue, _)| (*by, queue.as_str())));
+    let mut ids: Vec<Option<i64>> = rows.iter().map(|row| row.as_ref().map(|(id, ..)| *id)).collect();
+    if ids.iter().any(Option::is_none) {
+        take_keys(section, owner, specs, &defaults, &mut ids);
+    }
+    ids.into_iter().flatten().collect()
+}
+
+/// Sends NOTIFY pgjobs_ready for each queue that got ready work where a worker may be asleep:
+/// a queue that a claim looked at since its last notification (see src/api/ready.rs). Where no
+/// worker looked, workers are busy or already woken (and poll every pg_jobs.poll_interval
+/// regardless).
+fn wake<'a>(section: &Section, queues: impl Iterator<Item = (Oid, &'a str)>) {
+    let mut woken: Vec<(Oid, &str)> = Vec::new();
+    for (claimable_by, queue) in queues {
+        if !woken.contains(&(claimable_by, queue)) && ready::wanted(claimable_by, queue) {
+            section.run(&NOTIFY_READY, &[Some(Datum::from(claimable_by)), queue.into_datum()]);
+            woken.push((claimable_by, queue));
+        }
+    }
+}
+
+/// The jobs whose keys were taken (None in `ids`): each is the job that holds its key, and
+/// `replace` gives the holder the new work if it is still waiting.
+fn take_keys(
+    section: &Section,
+    owner: Oid,
+    specs: &[Spec],
+    defaults: &[Option<Datum>; FIELDS],
+    ids: &mut [Option<i64>],
+) {
     let taken: Vec<usize> = (0..ids.len()).filter(|&n| ids[n].is_none()).collect();
     let keys: Vec<Option<Datum>> = taken.iter().map(|&n| specs[n].get(Field::Key)).collect();
     let holders = section.run(&KEY_HOLDERS, &[Some(Datum::from(owner)), Some(array(TEXTOID, &keys))]);
     let holder_of: std::collections::HashMap<String, i64> = (0..holders.len())
         .filter_map(|row| Some((holders.get::<String>(row, 0)?, holders.get::<i64>(row, 1)?)))
         .collect();
-    let mut ids = ids;
     for n in taken {
         let spec = &specs[n];
         let key = spec.text(Field::Key).unwrap_or_default();
@@ -433,7 +460,6 @@ fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
             );
         }
     }
-    ids.into_iter().flatten().collect()
 }
 
 /// The spec of each element of an array of job_spec.
@@ -611,20 +637,29 @@ fn check_claim(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<Str
 
 /// The claim of jobs_claim and jobs_complete_and_claim, whose arguments start at `first`.
 fn claim(fcinfo: pg_sys::FunctionCallInfo, section: &Section, claimant: Oid, first: usize, queues: &[Option<String>]) -> Rows {
+    let queues_given = match queues {
+        [queue] => queue.as_deref().into_datum(),
+        _ => argument(fcinfo, first + 1),
+    };
+    claim_from(section, claimant, queues, queues_given, argument(fcinfo, first + 2), argument(fcinfo, first + 3), argument(fcinfo, first))
+}
+
+/// Claims from `queues` (`given`: as a text for one queue, else the array).
+fn claim_from(
+    section: &Section,
+    claimant: Oid,
+    queues: &[Option<String>],
+    given: Option<Datum>,
+    n: Option<Datum>,
+    lease: Option<Datum>,
+    worker: Option<Datum>,
+) -> Rows {
     // Before the claim reads the queues (in a statement of its own, so before the claim's
     // snapshot): its worker may sleep on what it finds, so the next add notifies.
     ready::looking(claimant, queues);
     section.run(&RESCUE_DUE, &[]);
-    section.run(
-        &CLAIM,
-        &[
-            Some(Datum::from(claimant)),
-            argument(fcinfo, first + 1),
-            argument(fcinfo, first + 2),
-            argument(fcinfo, first + 3),
-            argument(fcinfo, first),
-        ],
-    )
+    let statement = if queues.len() == 1 { &CLAIM } else { &CLAIM_QUEUES };
+    section.run(statement, &[Some(Datum::from(claimant)), given, n, lease, worker])
 }
 
 entry!(jobs_claim, pg_finfo_jobs_claim, |fcinfo| {
@@ -639,18 +674,14 @@ entry!(jobs_claim, pg_finfo_jobs_claim, |fcinfo| {
 /// Claims up to `n` SQL jobs for the background worker: (id, lease token) of each.
 pub(crate) fn claim_sql_jobs(worker: &str, n: i32) -> Vec<(i64, pgrx::Uuid)> {
     let section = Section::as_current_user();
-    let queue = SQL_QUEUE.to_string();
-    ready::looking(EXTENSION_CLAIMANT, &[Some(queue.clone())]);
-    section.run(&RESCUE_DUE, &[]);
-    let rows = section.run(
-        &CLAIM,
-        &[
-            Some(Datum::from(EXTENSION_CLAIMANT)),
-            Some(array(TEXTOID, &[queue.into_datum()])),
-            Some(Datum::from(n)),
-            None,
-            worker.into_datum(),
-        ],
+    let rows = claim_from(
+        &section,
+        EXTENSION_CLAIMANT,
+        &[Some(SQL_QUEUE.to_string())],
+        SQL_QUEUE.into_datum(),
+        Some(Datum::from(n)),
+        None,
+        worker.into_datum(),
     );
     (0..rows.len()).filter_map(|row| Some((rows.get(row, 0)?, rows.get(row, 2)?))).collect()
 }

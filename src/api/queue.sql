@@ -6,17 +6,25 @@
 -- still renews from the time of the call, not from when its transaction began.
 
 -- name: add
--- Adds jobs for owner $1; $2 .. $12 are the columns of the batch, defaults filled in. One
--- statement: the keys first, whose primary key decides which of two concurrent adds gets a key,
--- then the jobs whose keys were free (or that have none). Returns the id of each job, in the
--- batch's order, null where its key was taken.
---
--- NOTIFY takes a lock that every notifying commit in the cluster waits for, so it is sent only
--- where a worker may be asleep: a queue that a claim looked at since its last notification
--- (_ready_wanted, in shared memory: src/api/ready.rs). Where no worker looked, workers are busy
--- or already woken (and poll every pg_jobs.poll_interval regardless). An add reads nothing of
--- the queue: that read went through every dead index entry a long transaction's snapshot kept,
--- and slowed every add with it.
+-- Adds jobs without keys for owner $1; $2 .. $10 are the columns of the batch, defaults filled
+-- in. Returns each job's id (ids are drawn in the batch's order), who may claim it, its queue and
+-- whether it is ready now.
+INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
+                  max_backoff, lease, payload, due_at)
+SELECT nextval('jobs_id_seq'::regclass), $1,
+       CASE WHEN _reserved_queue(u.queue) THEN _extension_claimant() ELSE $1 END,
+       u.task, u.queue, u.priority, coalesce(u.run_at, statement_timestamp()), u.max_attempts,
+       u.backoff, u.max_backoff, u.lease, u.payload, coalesce(u.run_at, statement_timestamp())
+FROM unnest($2::text[], $3::jsonb[], $4::text[], $5::integer[], $6::timestamptz[],
+            $7::integer[], $8::interval[], $9::interval[], $10::interval[])
+     AS u(task, payload, queue, priority, run_at, max_attempts, backoff, max_backoff, lease)
+RETURNING id, claimable_by, queue::text, run_at <= statement_timestamp();
+
+-- name: add_keyed
+-- As add, for a batch where some jobs have keys ($11, with rules $12). One statement: the keys
+-- first, whose primary key decides which of two concurrent adds gets a key, then the jobs whose
+-- keys were free (or that have none). Returns each job of the batch in its order: its id, who may
+-- claim it, its queue and whether it is ready now, or nulls where its key was taken.
 WITH given AS (
     SELECT u.*, nextval('jobs_id_seq'::regclass) AS id,
            coalesce(u.run_at, statement_timestamp()) AS due_at
@@ -30,23 +38,24 @@ WITH given AS (
     SELECT $1, g.key, g.id, g.due_at FROM given g WHERE g.key IS NOT NULL ORDER BY g.ord
     ON CONFLICT DO NOTHING
     RETURNING job_id
-), fresh AS (
-    SELECT g.* FROM given g WHERE g.key IS NULL OR g.id IN (SELECT c.job_id FROM claimed c)
 ), new_jobs AS (
     INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts,
                       backoff, max_backoff, lease, payload, idempotency_key, key_rule, due_at)
-    SELECT f.id, $1, CASE WHEN _reserved_queue(f.queue) THEN _extension_claimant() ELSE $1 END,
-           f.task, f.queue, f.priority, f.due_at, f.max_attempts, f.backoff, f.max_backoff,
-           f.lease, f.payload, f.key, f.on_conflict::key_rule, f.due_at
-    FROM fresh f
-    RETURNING jobs.claimable_by, jobs.queue, jobs.run_at
+    SELECT g.id, $1, CASE WHEN _reserved_queue(g.queue) THEN _extension_claimant() ELSE $1 END,
+           g.task, g.queue, g.priority, g.due_at, g.max_attempts, g.backoff, g.max_backoff,
+           g.lease, g.payload, g.key, g.on_conflict::key_rule, g.due_at
+    FROM given g
+    WHERE g.key IS NULL OR g.id IN (SELECT c.job_id FROM claimed c)
+    RETURNING jobs.id, jobs.claimable_by, jobs.queue::text, jobs.run_at <= statement_timestamp() AS ready
 )
-SELECT ARRAY(SELECT CASE WHEN g.id IN (SELECT f.id FROM fresh f) THEN g.id END
-             FROM given g ORDER BY g.ord) AS ids,
-       (SELECT count(pg_notify('pgjobs_ready', _ready_signal(q.claimable_by, q.queue)))
-        FROM (SELECT DISTINCT n.claimable_by, n.queue FROM new_jobs n
-              WHERE n.run_at <= statement_timestamp()) q
-        WHERE _ready_wanted(q.claimable_by, q.queue)) AS notified;
+SELECT n.id, n.claimable_by, n.queue, n.ready
+FROM given g LEFT JOIN new_jobs n ON n.id = g.id
+ORDER BY g.ord;
+
+-- name: notify_ready
+-- Wakes the workers of a queue. NOTIFY takes a lock that every notifying commit in the cluster
+-- waits for, so an add sends it only where a worker may be asleep (src/api/ready.rs).
+SELECT pg_notify('pgjobs_ready', _ready_signal($1, $2));
 
 -- name: key_holders
 -- The jobs holding keys $2 of owner $1. Run after an add found keys taken: the add could not see
@@ -72,10 +81,26 @@ SELECT _rescue_expired()
 WHERE EXISTS (SELECT FROM jobs j WHERE j.status <> 'created' AND j.locked_until < statement_timestamp());
 
 -- name: claim
--- Claims up to $3 ready jobs claimable by $1 in queues $2 for worker $5, leased for $4 (or each
--- job's lease). One index range per queue, read in index order: `queue = ANY (queues)` would make
--- the planner sort every ready job of those queues, which with a million queued is seconds. The
--- chosen rows are then updated by ctid, so that no plan can turn this into a scan of the table.
+-- Claims up to $3 ready jobs claimable by $1 in queue $2 for worker $5, leased for $4 (or each
+-- job's lease): the first ones in the ready index, locked as they are read, then updated by
+-- ctid, so that no plan can turn this into a scan of the table.
+UPDATE jobs j
+SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
+    locked_by = $5, begin_time = statement_timestamp(),
+    locked_until = statement_timestamp() + coalesce($4::interval, j.lease)
+WHERE j.ctid = ANY (ARRAY(
+    SELECT c.ctid FROM jobs c
+    WHERE c.status = 'created' AND c.claimable_by = $1 AND c.queue = $2::text
+      AND c.run_at <= statement_timestamp()
+    ORDER BY c.priority, c.run_at, c.id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED))
+RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until;
+
+-- name: claim_queues
+-- As claim, from several queues $2: one index range per queue, read in index order (`queue =
+-- ANY (queues)` would make the planner sort every ready job of those queues, which with a
+-- million queued is seconds), then the first $3 of them all.
 WITH candidates AS (
     SELECT c.* FROM unnest($2::text[]) AS q(queue), LATERAL (
         SELECT j.ctid AS tid, j.priority, j.run_at, j.id FROM jobs j

@@ -83,8 +83,7 @@ pub(crate) fn looking(claimable_by: pg_sys::Oid, queues: &[Option<String>]) {
 
 /// Called by an add of work ready now: whether to notify the queue, which this transaction's
 /// commit then marks notified.
-#[pg_extern(volatile, parallel_unsafe)]
-fn _ready_wanted(claimable_by: pg_sys::Oid, queue: &str) -> bool {
+pub(crate) fn wanted(claimable_by: pg_sys::Oid, queue: &str) -> bool {
     let (slot, tag) = ready_slot(claimable_by, queue);
     let state = READY_STATE.get()[slot].load(Ordering::SeqCst);
     let notified_at = (state & 0xffff_ffff) as u32;
