@@ -24,10 +24,10 @@ GRANT EXECUTE ON FUNCTION
     jobs_ready_signal(text), _jobs_ready_signal(bigint, text),
     jobs_find(job_status, text, text, text, date, integer, integer), jobs_counts(date),
     jobs_add_sql(text, timestamptz, integer, integer, interval, interval, interval, text, text),
-    jobs_schedule(text, text, jsonb, jsonb), _jobs_schedule(bigint, text, text, jsonb, jsonb),
-    jobs_alter_schedule(text, text, jsonb, jsonb), _jobs_alter_schedule(bigint, text, text, jsonb, jsonb),
+    jobs_schedule(text, text, jsonb, jsonb),
+    jobs_alter_schedule(text, text, jsonb, jsonb),
     jobs_enable_schedule(text), jobs_disable_schedule(text),
-    jobs_unschedule(text), _jobs_unschedule(bigint, text),
+    jobs_unschedule(text),
     jobs_add_proxy(regrole, regrole),
     jobs_remove_proxy(regrole)
 TO pgjobs_user;
