@@ -101,7 +101,3 @@ $$;
 CREATE FUNCTION jobs_remove_proxy(proxy regrole) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_remove_proxy';
 COMMENT ON FUNCTION jobs_remove_proxy IS 'Ends a proxy: from its next statement on it sees nothing of its root''s.';
-
-CREATE FUNCTION _caller(ticket bigint) RETURNS oid
-LANGUAGE sql
-RETURN _identity_of(_redeem(ticket));

@@ -1,9 +1,10 @@
 -- SQL jobs: jobs the background worker runs in the database (src/bgworker.rs), as their owner.
 
-CREATE FUNCTION _jobs_add_sql(ticket bigint, sql text, run_at timestamptz, priority integer,
+-- (Run as the extension's owner by jobs_add_sql, src/api/sql_jobs.rs.)
+CREATE FUNCTION _add_sql(caller_role oid, sql text, run_at timestamptz, priority integer,
     max_attempts integer, backoff interval, max_backoff interval, timeout interval, key text,
     on_conflict text) RETURNS bigint
-LANGUAGE plpgsql SECURITY DEFINER
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -19,7 +20,7 @@ BEGIN
     SELECT a INTO id FROM _add(ARRAY[ROW(
         'sql', jsonb_build_object('sql', sql, 'timeout_ms', (extract(epoch FROM timeout) * 1000)::bigint),
         _sql_queue(), priority, run_at, max_attempts, backoff, max_backoff,
-        timeout + interval '1 minute', key, on_conflict)::job_spec], _caller(ticket), true, false) a;
+        timeout + interval '1 minute', key, on_conflict)::job_spec], _identity_of(caller_role), true, false) a;
     PERFORM _wake_launcher();
     RETURN id;
 END
@@ -36,11 +37,7 @@ CREATE FUNCTION jobs_add_sql(
     key text DEFAULT NULL,
     on_conflict text DEFAULT 'skip'
 ) RETURNS bigint
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_add_sql(_ticket(), sql, run_at, priority, max_attempts, backoff, max_backoff,
-                         timeout, key, on_conflict);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add_sql';
 COMMENT ON FUNCTION jobs_add_sql IS
     'Adds a job that the background worker runs in the database, as the job''s owner, with a statement timeout.';
 

@@ -146,13 +146,15 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION _jobs_schedule(ticket bigint, name text, schedule text, work jsonb, options jsonb)
+-- (Run as the extension's owner by jobs_schedule, src/api/schedules.rs; so are _alter_schedule
+-- and _unschedule.)
+CREATE FUNCTION _schedule(caller_role oid, name text, schedule text, work jsonb, options jsonb)
 RETURNS bigint
-LANGUAGE plpgsql SECURITY DEFINER
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    caller oid := _caller(ticket);
+    caller oid := _identity_of(caller_role);
     zone text := coalesce(options ->> 'time_zone', 'UTC');
     id bigint;
 BEGIN
@@ -162,7 +164,7 @@ BEGIN
     END IF;
     PERFORM _check_schedule(schedule, zone);
     PERFORM _check_schedule_options(coalesce(options, '{}'), work);
-    IF EXISTS (SELECT FROM schedules s WHERE s.name = _jobs_schedule.name AND s.owner = caller) THEN
+    IF EXISTS (SELECT FROM schedules s WHERE s.name = _schedule.name AND s.owner = caller) THEN
         RAISE EXCEPTION USING ERRCODE = 'unique_violation',
             MESSAGE = format('schedule "%s" already exists', name),
             HINT = 'Change it with jobs_alter_schedule, or remove it with jobs_unschedule.';
@@ -181,22 +183,19 @@ $$;
 
 CREATE FUNCTION jobs_schedule(name text, schedule text, work jsonb, options jsonb DEFAULT '{}')
 RETURNS bigint
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_schedule(_ticket(), name, schedule, work, options);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_schedule';
 COMMENT ON FUNCTION jobs_schedule IS
     'Adds a job once per slot of a cron schedule. work: {"task", "payload", "queue"} or {"sql"}. '
     'options: time_zone, missed (skip|once|all), max_catch_up, enabled, priority, max_attempts, backoff, max_backoff, lease, timeout.';
 
-CREATE FUNCTION _jobs_alter_schedule(ticket bigint, name text, schedule text, work jsonb,
-                                     options jsonb)
+CREATE FUNCTION _alter_schedule(caller_role oid, name text, schedule text, work jsonb,
+                                options jsonb)
 RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    old schedules := _schedule_row(name, _caller(ticket));
+    old schedules := _schedule_row(name, _identity_of(caller_role));
     new_options jsonb := old.options || coalesce(options, '{}');
     new_schedule text := coalesce(schedule, old.schedule);
     zone text := coalesce(new_options ->> 'time_zone', 'UTC');
@@ -204,7 +203,7 @@ BEGIN
     PERFORM _check_schedule(new_schedule, zone);
     PERFORM _check_schedule_options(new_options, coalesce(work, old.work));
     UPDATE schedules s
-    SET schedule = new_schedule, time_zone = zone, work = coalesce(_jobs_alter_schedule.work, s.work),
+    SET schedule = new_schedule, time_zone = zone, work = coalesce(_alter_schedule.work, s.work),
         options = new_options, missed = coalesce(new_options ->> 'missed', 'skip'),
         max_catch_up = coalesce((new_options ->> 'max_catch_up')::integer, 100),
         enabled = coalesce((new_options ->> 'enabled')::boolean, true),
@@ -222,10 +221,7 @@ $$;
 CREATE FUNCTION jobs_alter_schedule(name text, schedule text DEFAULT NULL, work jsonb DEFAULT NULL,
                                     options jsonb DEFAULT NULL)
 RETURNS void
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_alter_schedule(_ticket(), name, schedule, work, options);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_alter_schedule';
 
 CREATE FUNCTION jobs_enable_schedule(name text) RETURNS void
 LANGUAGE sql
@@ -239,12 +235,12 @@ BEGIN ATOMIC
     SELECT jobs_alter_schedule(name, options => '{"enabled": false}');
 END;
 
-CREATE FUNCTION _jobs_unschedule(ticket bigint, name text) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
+CREATE FUNCTION _unschedule(caller_role oid, name text) RETURNS void
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    doomed schedules := _schedule_row(name, _caller(ticket));
+    doomed schedules := _schedule_row(name, _identity_of(caller_role));
 BEGIN
     DELETE FROM schedules s WHERE s.id = doomed.id;
     PERFORM _wake_launcher();
@@ -252,10 +248,7 @@ END
 $$;
 
 CREATE FUNCTION jobs_unschedule(name text) RETURNS void
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _jobs_unschedule(_ticket(), name);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_unschedule';
 
 CREATE VIEW jobs_schedules WITH (security_invoker = true) AS
 SELECT s.name, s.owner::regrole AS owner, s.schedule, s.time_zone, s.work, s.options, s.missed,

@@ -523,15 +523,16 @@ CREATE TRIGGER touch BEFORE UPDATE ON compute_group_worker_origins
 -- can name the group. A view over a function's rows, not over the join: a member's condition on
 -- compute_group_opaque_id, pushed into a security_barrier view, would filter compute_groups
 -- before the join to the caller's memberships, and EXPLAIN ANALYZE would count the groups of
--- others in the probed range. Nothing is pushed into a function (SECURITY DEFINER, so never
--- inlined), which returns the caller's rows only.
-CREATE FUNCTION _compute_groups_jobs_by_job(ticket bigint)
+-- others in the probed range. Nothing is pushed into a function (a C function, never inlined,
+-- that runs this one as the extension's owner: _caller_compute_groups_jobs_by_job,
+-- src/api/compute.rs), which returns the caller's rows only.
+CREATE FUNCTION _compute_groups_jobs_by_job(caller_role oid)
 RETURNS TABLE (job_id bigint, compute_group_id bigint, compute_group_opaque_id uuid, last_update timestamptz)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    caller oid := _caller(ticket);
+    caller oid := _identity_of(caller_role);
 BEGIN
     RETURN QUERY
     SELECT m.job_id, m.compute_group_id, g.opaque_id, m.last_update
@@ -539,8 +540,11 @@ BEGIN
     WHERE m.job_owner = caller;
 END
 $$;
+CREATE FUNCTION _caller_compute_groups_jobs_by_job()
+RETURNS TABLE (job_id bigint, compute_group_id bigint, compute_group_opaque_id uuid, last_update timestamptz)
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', '_caller_compute_groups_jobs_by_job';
 CREATE VIEW compute_groups_jobs_by_job AS
-SELECT * FROM _compute_groups_jobs_by_job(_ticket());
+SELECT * FROM _caller_compute_groups_jobs_by_job();
 COMMENT ON VIEW compute_groups_jobs_by_job IS 'The groups each of the caller''s jobs is in.';
 
 -- What anyone may know about a group. Listing every group to whoever asks was the seed's
@@ -599,12 +603,14 @@ CREATE FUNCTION _join_hash_matches(secret text, hash text) RETURNS boolean
 LANGUAGE sql STABLE STRICT
 RETURN crypt(secret, hash) = hash;
 
-CREATE FUNCTION _compute_group_set_secret(ticket bigint, group_opaque_id uuid, secret text) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER
+-- (Run as the extension's owner by compute_group_set_secret, src/api/compute.rs; so are the
+-- _*remove* functions below.)
+CREATE FUNCTION _compute_group_set_secret(caller_role oid, group_opaque_id uuid, secret text) RETURNS void
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    caller oid := _caller(ticket);
+    caller oid := _identity_of(caller_role);
     group_id bigint;
 BEGIN
     SELECT g.id INTO group_id FROM compute_groups g
@@ -625,10 +631,7 @@ END
 $$;
 
 CREATE FUNCTION compute_group_set_secret(group_opaque_id uuid, secret text) RETURNS void
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _compute_group_set_secret(_ticket(), group_opaque_id, secret);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_group_set_secret';
 COMMENT ON FUNCTION compute_group_set_secret IS
     'Sets the join secret of one of the caller''s groups; only its salted hash is kept. '
     'null removes it.';
@@ -1094,13 +1097,13 @@ GRANT UPDATE (earnings_account) ON worker_run_info TO pgjobs_user;
 -- returns how many it deleted: 0 for a row of another identity exactly as for one that does not
 -- exist, as a DELETE under row-level security answers, so nothing can be probed.
 
-CREATE FUNCTION _compute_group_remove_origin(ticket bigint, group_id bigint, origin_uri text, origin_type text)
+CREATE FUNCTION _compute_group_remove_origin(caller_role oid, group_id bigint, origin_uri text, origin_type text)
 RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    caller oid := _caller(ticket);
+    caller oid := _identity_of(caller_role);
     removed integer;
 BEGIN
     IF group_id IS NULL THEN
@@ -1122,20 +1125,17 @@ END
 $$;
 CREATE FUNCTION compute_group_remove_origin(group_id bigint, origin text, type text DEFAULT NULL)
 RETURNS integer
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _compute_group_remove_origin(_ticket(), group_id, origin, type);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_group_remove_origin';
 COMMENT ON FUNCTION compute_group_remove_origin IS
     'Removes an origin from one of the caller''s groups, for one type or (null) every type; '
     'returns how many rows went (0 for a group that is not the caller''s).';
 
-CREATE FUNCTION _worker_remove(ticket bigint, worker uuid) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
+CREATE FUNCTION _worker_remove(caller_role oid, worker uuid) RETURNS integer
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    caller oid := _caller(ticket);
+    caller oid := _identity_of(caller_role);
     removed integer;
 BEGIN
     IF worker IS NULL THEN
@@ -1147,22 +1147,19 @@ BEGIN
 END
 $$;
 CREATE FUNCTION worker_remove(worker uuid) RETURNS integer
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _worker_remove(_ticket(), worker);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'worker_remove';
 COMMENT ON FUNCTION worker_remove IS
     'Unregisters one of the caller''s workers by its opaque id; its run and task information, settings, '
     'credential lists and notifications go with it. Returns how many workers went (0 or 1).';
 
--- The rows members delete by their id: one definer for all, which deletes only the caller's
--- identity's row of one of these tables.
-CREATE FUNCTION _remove_own_row(ticket bigint, relation regclass, row_id bigint) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
+-- The rows members delete by their id: one function for all, run as the extension's owner, which
+-- deletes only the caller's identity's row of one of these tables.
+CREATE FUNCTION _remove_own_row(caller_role oid, relation regclass, row_id bigint) RETURNS integer
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    caller oid := _caller(ticket);
+    caller oid := _identity_of(caller_role);
     removed integer;
 BEGIN
     IF relation NOT IN ('dcp_worker_app_config'::regclass, 'creds_list'::regclass, 'credential'::regclass,
@@ -1180,18 +1177,17 @@ END
 $$;
 
 CREATE FUNCTION worker_app_config_remove(id bigint) RETURNS integer
-LANGUAGE sql
-RETURN _remove_own_row(_ticket(), 'dcp_worker_app_config', id);
+LANGUAGE c AS 'MODULE_PATHNAME', 'worker_app_config_remove';
 COMMENT ON FUNCTION worker_app_config_remove IS
     'Removes one of the caller''s dcp_worker_app_config rows by id; returns how many went (0 or 1).';
 
-CREATE FUNCTION _worker_config_remove(ticket bigint, path text, worker uuid, value_type text)
+CREATE FUNCTION _worker_config_remove(caller_role oid, path text, worker uuid, value_type text)
 RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    caller oid := _caller(ticket);
+    caller oid := _identity_of(caller_role);
     removed integer;
 BEGIN
     IF path IS NULL THEN
@@ -1213,33 +1209,28 @@ END
 $$;
 CREATE FUNCTION worker_config_remove(key_path text, worker uuid DEFAULT NULL, type text DEFAULT 'active')
 RETURNS integer
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _worker_config_remove(_ticket(), key_path, worker, type);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'worker_config_remove';
 COMMENT ON FUNCTION worker_config_remove IS
     'Removes one of the caller''s worker_config_value rows: a key path, for one worker or (null) '
     'for all its workers, active or template. Returns how many went (0 or 1).';
 
 CREATE FUNCTION creds_list_remove(id bigint) RETURNS integer
-LANGUAGE sql
-RETURN _remove_own_row(_ticket(), 'creds_list', id);
+LANGUAGE c AS 'MODULE_PATHNAME', 'creds_list_remove';
 COMMENT ON FUNCTION creds_list_remove IS
     'Removes one of the caller''s credential lists by id, with its credentials and its links to '
     'workers; returns how many lists went (0 or 1).';
 
 CREATE FUNCTION credential_remove(id bigint) RETURNS integer
-LANGUAGE sql
-RETURN _remove_own_row(_ticket(), 'credential', id);
+LANGUAGE c AS 'MODULE_PATHNAME', 'credential_remove';
 COMMENT ON FUNCTION credential_remove IS
     'Removes one of the caller''s credentials by id; returns how many went (0 or 1).';
 
-CREATE FUNCTION _worker_creds_remove(ticket bigint, worker uuid, list_id bigint) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
+CREATE FUNCTION _worker_creds_remove(caller_role oid, worker uuid, list_id bigint) RETURNS integer
+LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    caller oid := _caller(ticket);
+    caller oid := _identity_of(caller_role);
     removed integer;
 BEGIN
     IF worker IS NULL THEN
@@ -1255,23 +1246,18 @@ BEGIN
 END
 $$;
 CREATE FUNCTION worker_creds_remove(worker uuid, creds_list_id bigint) RETURNS integer
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _worker_creds_remove(_ticket(), worker, creds_list_id);
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', 'worker_creds_remove';
 COMMENT ON FUNCTION worker_creds_remove IS
     'Stops giving one of the caller''s workers one of its credential lists; returns how many links '
     'went (0 or 1).';
 
 CREATE FUNCTION worker_notification_remove(id bigint) RETURNS integer
-LANGUAGE sql
-RETURN _remove_own_row(_ticket(), 'worker_notifications', id);
+LANGUAGE c AS 'MODULE_PATHNAME', 'worker_notification_remove';
 COMMENT ON FUNCTION worker_notification_remove IS
     'Removes one of the caller''s worker notifications by id; returns how many went (0 or 1).';
 
 CREATE FUNCTION register_worker_directive_remove(id bigint) RETURNS integer
-LANGUAGE sql
-RETURN _remove_own_row(_ticket(), 'register_worker_directive', id);
+LANGUAGE c AS 'MODULE_PATHNAME', 'register_worker_directive_remove';
 COMMENT ON FUNCTION register_worker_directive_remove IS
     'Removes one of the caller''s registration directives by id; returns how many went (0 or 1).';
 
@@ -1313,29 +1299,31 @@ REVOKE ALL ON FUNCTION job_flag_names(integer), capability_names(integer), worke
     _owner_from_job(), _owner_from_group(), _owner_from_worker(), _owner_from_creds_list(),
     _touch_last_update(), _compute_group_job_owners(), _worker_owner_changes(),
     compute_group_public(uuid), _join_hash(text), _join_hash_matches(text, text),
-    _compute_group_set_secret(bigint, uuid, text), compute_group_set_secret(uuid, text),
-    compute_group_check_secret(uuid, text, text), _null_argument(text), _compute_groups_jobs_by_job(bigint),
-    compute_group_remove_origin(bigint, text, text), _compute_group_remove_origin(bigint, bigint, text, text),
-    worker_remove(uuid), _worker_remove(bigint, uuid),
+    _compute_group_set_secret(oid, uuid, text), compute_group_set_secret(uuid, text),
+    compute_group_check_secret(uuid, text, text), _null_argument(text),
+    _compute_groups_jobs_by_job(oid), _caller_compute_groups_jobs_by_job(),
+    compute_group_remove_origin(bigint, text, text), _compute_group_remove_origin(oid, bigint, text, text),
+    worker_remove(uuid), _worker_remove(oid, uuid),
     worker_app_config_remove(bigint),
-    worker_config_remove(text, uuid, text), _worker_config_remove(bigint, text, uuid, text),
+    worker_config_remove(text, uuid, text), _worker_config_remove(oid, text, uuid, text),
     creds_list_remove(bigint),
     credential_remove(bigint),
-    worker_creds_remove(uuid, bigint), _worker_creds_remove(bigint, uuid, bigint),
+    worker_creds_remove(uuid, bigint), _worker_creds_remove(oid, uuid, bigint),
     worker_notification_remove(bigint),
-    register_worker_directive_remove(bigint), _remove_own_row(bigint, regclass, bigint) FROM PUBLIC;
--- The public function passes its caller's ticket to the definer, which checks it; so both are granted.
+    register_worker_directive_remove(bigint), _remove_own_row(oid, regclass, bigint) FROM PUBLIC;
+-- The public functions run their internal halves as the extension's owner (src/api/compute.rs),
+-- so only the public ones are granted; _caller_compute_groups_jobs_by_job is the view's.
 GRANT EXECUTE ON FUNCTION job_flag_names(integer), capability_names(integer), worker_flag_names(integer),
     compute_group_public(uuid), compute_group_set_secret(uuid, text),
-    _compute_group_set_secret(bigint, uuid, text), compute_group_check_secret(uuid, text, text),
-    _compute_groups_jobs_by_job(bigint),
-    compute_group_remove_origin(bigint, text, text), _compute_group_remove_origin(bigint, bigint, text, text),
-    worker_remove(uuid), _worker_remove(bigint, uuid),
+    compute_group_check_secret(uuid, text, text),
+    _caller_compute_groups_jobs_by_job(),
+    compute_group_remove_origin(bigint, text, text),
+    worker_remove(uuid),
     worker_app_config_remove(bigint),
-    worker_config_remove(text, uuid, text), _worker_config_remove(bigint, text, uuid, text),
+    worker_config_remove(text, uuid, text),
     creds_list_remove(bigint),
     credential_remove(bigint),
-    worker_creds_remove(uuid, bigint), _worker_creds_remove(bigint, uuid, bigint),
+    worker_creds_remove(uuid, bigint),
     worker_notification_remove(bigint),
-    register_worker_directive_remove(bigint), _remove_own_row(bigint, regclass, bigint)
+    register_worker_directive_remove(bigint)
     TO pgjobs_user;

@@ -1,13 +1,14 @@
 -- Loaded last: who may call which function, and what pg_dump keeps.
 
 -- Nothing is granted to PUBLIC. Members of pgjobs_user read their own rows (row-level security)
--- and call the public functions; each public function passes a ticket naming its caller to a
--- SECURITY DEFINER function (_jobs_*), which checks it before it writes. The remaining _
--- functions are internal: only the extension's owner (and so the background worker) runs them.
+-- and call the public functions, C functions of the library that read their caller and write as
+-- the extension's owner only inside their own statements (src/api/call.rs). The remaining _
+-- functions are internal: only the extension's owner (and so the background worker) runs them,
+-- except the few that policies, views and inlined SQL functions call as the caller.
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @extschema@ FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    identity(), _current_role(), _ticket(), _opaque_id(), _invalid(text, text), _row_count(integer, text), _utc_month(timestamptz), _utc_midnight(date),
+    identity(), _current_role(), _opaque_id(), _invalid(text, text), _row_count(integer, text), _utc_month(timestamptz), _utc_midnight(date),
     retry_delay_seconds(integer, double precision, double precision),
     schedule_next_slot(text, text, timestamptz), _schedule_next_epoch(text, text, double precision),
     jobs_add(text, jsonb, text, integer, timestamptz, integer, interval, interval, interval, text, text),
@@ -21,11 +22,10 @@ GRANT EXECUTE ON FUNCTION
     jobs_ready_signal(text),
     jobs_find(job_status, text, text, text, date, integer, integer), jobs_counts(date),
     jobs_add_sql(text, timestamptz, integer, integer, interval, interval, interval, text, text),
-    _jobs_add_sql(bigint, text, timestamptz, integer, integer, interval, interval, interval, text, text),
-    jobs_schedule(text, text, jsonb, jsonb), _jobs_schedule(bigint, text, text, jsonb, jsonb),
-    jobs_alter_schedule(text, text, jsonb, jsonb), _jobs_alter_schedule(bigint, text, text, jsonb, jsonb),
+    jobs_schedule(text, text, jsonb, jsonb),
+    jobs_alter_schedule(text, text, jsonb, jsonb),
     jobs_enable_schedule(text), jobs_disable_schedule(text),
-    jobs_unschedule(text), _jobs_unschedule(bigint, text),
+    jobs_unschedule(text),
     jobs_add_proxy(regrole, regrole),
     jobs_remove_proxy(regrole)
 TO pgjobs_user;

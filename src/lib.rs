@@ -25,8 +25,6 @@ extension_sql_file!(
         api::identity::_current_role,
         api::identity::_identity_of,
         api::identity::_forget_identities,
-        api::ticket::_ticket,
-        api::ticket::_redeem,
         api::identity::_is_admin
     ]
 );

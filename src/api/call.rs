@@ -433,6 +433,36 @@ pub fn call_as_owner(fcinfo: pg_sys::FunctionCallInfo, statement: &'static State
     }
 }
 
+/// Runs a call's body. An error PostgreSQL raised inside one of its statements is raised again as
+/// a caller would see it from SQL: its code, message, detail and hint, without the statement's
+/// context (which names internal functions) and without the Rust backtrace pgrx adds to DETAIL
+/// when the server runs with RUST_BACKTRACE set.
+pub fn as_from_sql(body: impl FnOnce() -> Datum) -> Datum {
+    use pgrx::pg_sys::panic::{CaughtError, ErrorReport};
+    let payload = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(datum) => return datum,
+        Err(payload) => payload,
+    };
+    match payload.downcast::<CaughtError>() {
+        Ok(caught) => match *caught {
+            CaughtError::PostgresError(raised) => {
+                let mut report =
+                    ErrorReport::new(raised.sql_error_code(), raised.message().to_owned(), "pg_jobs");
+                if let Some(detail) = raised.detail() {
+                    report = report.set_detail(detail);
+                }
+                if let Some(hint) = raised.hint() {
+                    report = report.set_hint(hint);
+                }
+                report.report(raised.level());
+                unreachable!("ERROR returns no control")
+            }
+            other => std::panic::resume_unwind(Box::new(other)),
+        },
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}
+
 /// Declares a C function of the API (see `sql/`) by the name PostgreSQL looks it up by, and its
 /// info record: `entry!(jobs_add, pg_finfo_jobs_add, |fcinfo| body)`.
 #[macro_export]
@@ -450,7 +480,11 @@ macro_rules! entry {
         pub unsafe extern "C-unwind" fn $name(
             $fcinfo: ::pgrx::pg_sys::FunctionCallInfo,
         ) -> ::pgrx::pg_sys::Datum {
-            unsafe { ::pgrx::pg_sys::submodules::panic::pgrx_extern_c_guard(|| $body) }
+            unsafe {
+                ::pgrx::pg_sys::submodules::panic::pgrx_extern_c_guard(|| {
+                    $crate::api::call::as_from_sql(|| $body)
+                })
+            }
         }
     };
 }

@@ -1,9 +1,10 @@
 //! The API by domain: the boundary every public function crosses (call), identities, the queue
-//! and when it wakes workers (ready), and cron schedules.
+//! and when it wakes workers (ready), SQL jobs, cron schedules, and the compute tables.
 
 pub mod call;
+pub mod compute;
 pub mod identity;
 pub mod queue;
 pub mod ready;
 pub mod schedules;
-pub mod ticket;
+pub mod sql_jobs;
