@@ -10,7 +10,6 @@ mod api;
 mod bgworker;
 mod gucs;
 
-
 ::pgrx::pg_module_magic!(name, version);
 
 // The schema and the SQL API, one file per domain in load order. A file names the Rust functions
@@ -39,15 +38,35 @@ extension_sql_file!(
         api::queue::_sql_queue
     ]
 );
-extension_sql_file!("../sql/040_history.sql", name = "history", requires = ["queue", api::queue::_finished_status_ok]);
-extension_sql_file!("../sql/050_sql_jobs.sql", name = "sql_jobs", requires = ["history"]);
+extension_sql_file!(
+    "../sql/040_history.sql",
+    name = "history",
+    requires = ["queue", api::queue::_finished_status_ok]
+);
+extension_sql_file!(
+    "../sql/050_sql_jobs.sql",
+    name = "sql_jobs",
+    requires = ["history"]
+);
 extension_sql_file!(
     "../sql/060_schedules.sql",
     name = "schedules",
-    requires = ["sql_jobs", api::schedules::_schedule_next_epoch, api::schedules::_schedule_latest_slots_epoch]
+    requires = [
+        "sql_jobs",
+        api::schedules::_schedule_next_epoch,
+        api::schedules::_schedule_latest_slots_epoch
+    ]
 );
-extension_sql_file!("../sql/070_launcher.sql", name = "launcher", requires = ["schedules"]);
-extension_sql_file!("../sql/080_compute.sql", name = "compute", requires = ["launcher"]);
+extension_sql_file!(
+    "../sql/070_launcher.sql",
+    name = "launcher",
+    requires = ["schedules"]
+);
+extension_sql_file!(
+    "../sql/080_compute.sql",
+    name = "compute",
+    requires = ["launcher"]
+);
 // Last: it grants every function, Rust's included, and marks the tables for pg_dump.
 extension_sql_file!("../sql/090_grants.sql", name = "grants", finalize);
 

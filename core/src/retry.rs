@@ -41,14 +41,22 @@ mod tests {
             (11, 3600.0),
         ];
         for (attempt, expected) in cases {
-            assert_eq!(retry_delay_seconds(attempt, 10.0, 3600.0), expected, "attempt {attempt}");
+            assert_eq!(
+                retry_delay_seconds(attempt, 10.0, 3600.0),
+                expected,
+                "attempt {attempt}"
+            );
         }
     }
 
     #[test]
     fn huge_attempt_counts_saturate_at_the_cap() {
         for attempt in [64, 1023, 1024, 5000, i32::MAX] {
-            assert_eq!(retry_delay_seconds(attempt, 10.0, 3600.0), 3600.0, "attempt {attempt}");
+            assert_eq!(
+                retry_delay_seconds(attempt, 10.0, 3600.0),
+                3600.0,
+                "attempt {attempt}"
+            );
         }
     }
 

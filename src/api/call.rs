@@ -30,7 +30,10 @@ pub struct Caller {
 impl Caller {
     pub fn current() -> Self {
         let role = unsafe { pg_sys::GetUserId() };
-        Caller { role, identity: super::identity::_identity_of(role) }
+        Caller {
+            role,
+            identity: super::identity::_identity_of(role),
+        }
     }
 
     /// Whether the caller acts on every identity's rows: its identity is a superuser.
@@ -75,7 +78,13 @@ impl Statement {
         parameters: Parameters,
         planning: Planning,
     ) -> Self {
-        Statement { source, name, parameters, planning, plan: AtomicPtr::new(std::ptr::null_mut()) }
+        Statement {
+            source,
+            name,
+            parameters,
+            planning,
+            plan: AtomicPtr::new(std::ptr::null_mut()),
+        }
     }
 
     /// The text under `-- name: <name>`, up to the next name.
@@ -110,8 +119,8 @@ impl Statement {
             }
         };
         let text = CString::new(self.text()).expect("statements contain no NUL");
+        // Parsed and analysed now; planned when first run, and again after an invalidation.
         let plan = unsafe {
-            let _planner = PlannerSettings::pin(self.planning);
             pg_sys::SPI_prepare_cursor(
                 text.as_ptr(),
                 types.len() as c_int,
@@ -215,17 +224,24 @@ impl Section {
                 generation: 0,
             };
             pg_sys::PushOverrideSearchPath(&mut path);
-            Section { function, saved_user }
+            Section {
+                function,
+                saved_user,
+            }
         }
     }
 
     /// Runs a statement; `arguments` are its parameters, None for null.
     pub fn run(&self, statement: &'static Statement, arguments: &[Option<Datum>]) -> Rows {
         let plan = statement.plan(self.function);
-        let mut values: Vec<Datum> =
-            arguments.iter().map(|a| a.unwrap_or(Datum::from(0))).collect();
-        let nulls: Vec<c_char> =
-            arguments.iter().map(|a| if a.is_some() { b' ' } else { b'n' } as c_char).collect();
+        let mut values: Vec<Datum> = arguments
+            .iter()
+            .map(|a| a.unwrap_or(Datum::from(0)))
+            .collect();
+        let nulls: Vec<c_char> = arguments
+            .iter()
+            .map(|a| if a.is_some() { b' ' } else { b'n' } as c_char)
+            .collect();
         unsafe {
             let _planner = PlannerSettings::pin(statement.planning);
             let status =
@@ -233,7 +249,10 @@ impl Section {
             if status < 0 {
                 error!("pg_jobs: statement {} failed ({status})", statement.name);
             }
-            Rows { table: pg_sys::SPI_tuptable, count: pg_sys::SPI_processed as usize }
+            Rows {
+                table: pg_sys::SPI_tuptable,
+                count: pg_sys::SPI_processed as usize,
+            }
         }
     }
 
@@ -310,7 +329,8 @@ impl Rows {
     }
 
     pub fn get<T: FromDatum>(&self, row: usize, column: usize) -> Option<T> {
-        self.datum(row, column).and_then(|datum| unsafe { T::from_datum(datum, false) })
+        self.datum(row, column)
+            .and_then(|datum| unsafe { T::from_datum(datum, false) })
     }
 
     /// Every column of row `row`, as values and null flags for a tuple.
@@ -345,7 +365,9 @@ impl Rows {
 /// Called before its section begins: the store belongs to the caller's query.
 pub fn materialize(fcinfo: pg_sys::FunctionCallInfo) {
     // The descriptor the caller expects: for a set of a scalar type too.
-    unsafe { pg_sys::InitMaterializedSRF(fcinfo, pg_sys::MAT_SRF_USE_EXPECTED_DESC as pg_sys::bits32) };
+    unsafe {
+        pg_sys::InitMaterializedSRF(fcinfo, pg_sys::MAT_SRF_USE_EXPECTED_DESC as pg_sys::bits32)
+    };
 }
 
 /// Argument `n` of a call, None when null.
@@ -394,7 +416,11 @@ pub fn refuse_with_detail(
 
 /// `invalid_parameter_value` (22023), the error of most bad arguments.
 pub fn invalid(message: impl Into<String>, hint: Option<&str>) -> ! {
-    refuse(PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, message, hint)
+    refuse(
+        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        message,
+        hint,
+    )
 }
 
 /// `null_value_not_allowed` (22004) for an argument that must be given.
@@ -446,8 +472,11 @@ pub fn as_from_sql(body: impl FnOnce() -> Datum) -> Datum {
     match payload.downcast::<CaughtError>() {
         Ok(caught) => match *caught {
             CaughtError::PostgresError(raised) => {
-                let mut report =
-                    ErrorReport::new(raised.sql_error_code(), raised.message().to_owned(), "pg_jobs");
+                let mut report = ErrorReport::new(
+                    raised.sql_error_code(),
+                    raised.message().to_owned(),
+                    "pg_jobs",
+                );
                 if let Some(detail) = raised.detail() {
                     report = report.set_detail(detail);
                 }
@@ -486,5 +515,22 @@ macro_rules! entry {
                 })
             }
         }
+    };
+}
+
+/// A public function whose body is one statement of `$source`, run by [`call_as_owner`]:
+/// `owner_call!(jobs_schedule, pg_finfo_jobs_schedule, STATEMENTS, "schedule")`.
+#[macro_export]
+macro_rules! owner_call {
+    ($name:ident, $finfo:ident, $source:expr, $statement:literal) => {
+        $crate::entry!($name, $finfo, |fcinfo| {
+            static STATEMENT: $crate::api::call::Statement = $crate::api::call::Statement::new(
+                $source,
+                $statement,
+                $crate::api::call::Parameters::CallerThenArguments,
+                $crate::api::call::Planning::Default,
+            );
+            $crate::api::call::call_as_owner(fcinfo, &STATEMENT)
+        });
     };
 }

@@ -5,18 +5,22 @@ use std::collections::HashMap;
 
 use pgrx::prelude::*;
 
-use super::call::{call_as_owner, Parameters, Planning, Statement};
-use crate::entry;
+use crate::owner_call;
 
 const STATEMENTS: &str = include_str!("identity.sql");
 
-static ADD_PROXY: Statement =
-    Statement::new(STATEMENTS, "add_proxy", Parameters::CallerThenArguments, Planning::Default);
-static REMOVE_PROXY: Statement =
-    Statement::new(STATEMENTS, "remove_proxy", Parameters::CallerThenArguments, Planning::Default);
-
-entry!(jobs_add_proxy, pg_finfo_jobs_add_proxy, |fcinfo| call_as_owner(fcinfo, &ADD_PROXY));
-entry!(jobs_remove_proxy, pg_finfo_jobs_remove_proxy, |fcinfo| call_as_owner(fcinfo, &REMOVE_PROXY));
+owner_call!(
+    jobs_add_proxy,
+    pg_finfo_jobs_add_proxy,
+    STATEMENTS,
+    "add_proxy"
+);
+owner_call!(
+    jobs_remove_proxy,
+    pg_finfo_jobs_remove_proxy,
+    STATEMENTS,
+    "remove_proxy"
+);
 
 /// The current role, as `current_user` but without a catalog query.
 #[pg_extern(stable, parallel_safe)]

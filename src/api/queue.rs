@@ -51,52 +51,98 @@ fn _finished_status_ok(status: &str) -> bool {
     pg_jobs_core::status::finished_status_ok(status)
 }
 
-
 // --- the queue's API ---------------------------------------------------------------------------
 
 const STATEMENTS: &str = include_str!("queue.sql");
 
-const fn statement(name: &'static str, parameters: &'static [Oid], planning: Planning) -> Statement {
+const fn statement(
+    name: &'static str,
+    parameters: &'static [Oid],
+    planning: Planning,
+) -> Statement {
     Statement::new(STATEMENTS, name, Parameters::Of(parameters), planning)
 }
 
 use pg_sys::{
-    INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, INTERVALARRAYOID, INTERVALOID,
-    JSONBARRAYOID, OIDOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, UUIDARRAYOID, UUIDOID,
+    INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, INTERVALARRAYOID, INTERVALOID, JSONBARRAYOID,
+    OIDOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, UUIDARRAYOID, UUIDOID,
 };
 use Planning::{Default, Probes};
 
 /// The parameters of the add statements: the owner, then the batch's columns.
 const ADD_PARAMETERS: [Oid; 1 + FIELDS] = [
-    OIDOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID,
-    INT4ARRAYOID, INTERVALARRAYOID, INTERVALARRAYOID, INTERVALARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+    OIDOID,
+    TEXTARRAYOID,
+    JSONBARRAYOID,
+    TEXTARRAYOID,
+    INT4ARRAYOID,
+    TIMESTAMPTZARRAYOID,
+    INT4ARRAYOID,
+    INTERVALARRAYOID,
+    INTERVALARRAYOID,
+    INTERVALARRAYOID,
+    TEXTARRAYOID,
+    TEXTARRAYOID,
 ];
-static ADD: Statement = statement("add", ADD_PARAMETERS.split_at(1 + Field::Key as usize).0, Default);
+static ADD: Statement = statement(
+    "add",
+    ADD_PARAMETERS.split_at(1 + Field::Key as usize).0,
+    Default,
+);
 static ADD_KEYED: Statement = statement("add_keyed", &ADD_PARAMETERS, Probes);
 static NOTIFY_READY: Statement = statement("notify_ready", &[OIDOID, TEXTOID], Default);
 static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, TEXTARRAYOID], Probes);
 static REPLACE: Statement = statement(
     "replace",
     &[
-        INT8OID, OIDOID, TEXTOID, pg_sys::JSONBOID, TEXTOID, INT4OID, pg_sys::TIMESTAMPTZOID,
-        INT4OID, INTERVALOID, INTERVALOID, INTERVALOID,
+        INT8OID,
+        OIDOID,
+        TEXTOID,
+        pg_sys::JSONBOID,
+        TEXTOID,
+        INT4OID,
+        pg_sys::TIMESTAMPTZOID,
+        INT4OID,
+        INTERVALOID,
+        INTERVALOID,
+        INTERVALOID,
     ],
     Default,
 );
 static RESCUE_DUE: Statement = statement("rescue_due", &[], Default);
-static CLAIM: Statement =
-    statement("claim", &[OIDOID, TEXTOID, INT4OID, INTERVALOID, TEXTOID], Probes);
-static CLAIM_QUEUES: Statement =
-    statement("claim_queues", &[OIDOID, TEXTARRAYOID, INT4OID, INTERVALOID, TEXTOID], Probes);
-static FINISH: Statement = statement(
-    "finish",
-    &[INT8ARRAYOID, UUIDARRAYOID, TEXTARRAYOID, TEXTOID, OIDOID, JSONBARRAYOID, TEXTARRAYOID],
+static CLAIM: Statement = statement(
+    "claim",
+    &[OIDOID, TEXTOID, INT4OID, INTERVALOID, TEXTOID],
     Probes,
 );
-static RETRY: Statement =
-    statement("retry", &[INT8ARRAYOID, UUIDARRAYOID, TEXTARRAYOID, OIDOID], Probes);
-static HEARTBEAT: Statement =
-    statement("heartbeat", &[INT8OID, UUIDOID, OIDOID, INTERVALOID], Default);
+static CLAIM_QUEUES: Statement = statement(
+    "claim_queues",
+    &[OIDOID, TEXTARRAYOID, INT4OID, INTERVALOID, TEXTOID],
+    Probes,
+);
+static FINISH: Statement = statement(
+    "finish",
+    &[
+        INT8ARRAYOID,
+        UUIDARRAYOID,
+        TEXTARRAYOID,
+        TEXTOID,
+        OIDOID,
+        JSONBARRAYOID,
+        TEXTARRAYOID,
+    ],
+    Probes,
+);
+static RETRY: Statement = statement(
+    "retry",
+    &[INT8ARRAYOID, UUIDARRAYOID, TEXTARRAYOID, OIDOID],
+    Probes,
+);
+static HEARTBEAT: Statement = statement(
+    "heartbeat",
+    &[INT8OID, UUIDOID, OIDOID, INTERVALOID],
+    Default,
+);
 static LIVE_JOB: Statement = statement("live_job", &[INT8OID, OIDOID], Default);
 static LOCK_LIVE_JOB: Statement = statement("lock_live_job", &[INT8OID, OIDOID], Default);
 static FINISHED_JOB: Statement = statement("finished_job", &[INT8OID, OIDOID], Default);
@@ -144,7 +190,8 @@ impl Spec {
     }
 
     fn text(&self, field: Field) -> Option<String> {
-        self.get(field).and_then(|datum| unsafe { String::from_datum(datum, false) })
+        self.get(field)
+            .and_then(|datum| unsafe { String::from_datum(datum, false) })
     }
 
     fn integer(&self, field: Field) -> Option<i32> {
@@ -186,11 +233,19 @@ impl Spec {
         let outside = |field: Field, lowest_allowed_is_zero: bool| {
             self.get(field).is_some_and(|datum| {
                 let span = interval_span(datum);
-                span > ONE_YEAR || if lowest_allowed_is_zero { span < 0 } else { span <= 0 }
+                span > ONE_YEAR
+                    || if lowest_allowed_is_zero {
+                        span < 0
+                    } else {
+                        span <= 0
+                    }
             })
         };
         if outside(Field::Backoff, true) || outside(Field::MaxBackoff, true) {
-            return Some(Problem::invalid("backoff and max_backoff must be from 0 to 1 year", None));
+            return Some(Problem::invalid(
+                "backoff and max_backoff must be from 0 to 1 year",
+                None,
+            ));
         }
         if outside(Field::Lease, false) {
             return Some(Problem::invalid(
@@ -198,7 +253,10 @@ impl Spec {
                 Some("A lease is how long a worker may hold the job without a heartbeat, for example '60 seconds'."),
             ));
         }
-        if let Some(rule) = self.text(Field::OnConflict).filter(|r| r != "skip" && r != "replace") {
+        if let Some(rule) = self
+            .text(Field::OnConflict)
+            .filter(|r| r != "skip" && r != "replace")
+        {
             return Some(Problem::invalid(
                 format!("unknown conflict rule \"{rule}\""),
                 Some("on_conflict is skip (keep the first job with the key) or replace (replace the job still waiting)."),
@@ -231,11 +289,19 @@ struct Problem {
 
 impl Problem {
     fn invalid(message: impl Into<String>, hint: Option<&'static str>) -> Self {
-        Problem { code: PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, message: message.into(), hint }
+        Problem {
+            code: PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            message: message.into(),
+            hint,
+        }
     }
 
     fn null(message: &str, hint: Option<&'static str>) -> Self {
-        Problem { code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, message: message.into(), hint }
+        Problem {
+            code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            message: message.into(),
+            hint,
+        }
     }
 
     fn raise(self, place: Option<usize>) -> ! {
@@ -292,7 +358,13 @@ fn interval_span(datum: Datum) -> i128 {
 /// Whether a lease given to a claim or a heartbeat is refused.
 fn check_lease(lease: Option<Datum>) {
     if lease.is_some_and(|datum| !(1..=ONE_YEAR).contains(&interval_span(datum))) {
-        invalid(format!("lease must be positive and at most 1 year, not {}", interval_text(lease)), None);
+        invalid(
+            format!(
+                "lease must be positive and at most 1 year, not {}",
+                interval_text(lease)
+            ),
+            None,
+        );
     }
 }
 
@@ -308,13 +380,16 @@ fn output(datum: Datum, type_oid: Oid) -> String {
         let mut varlena = false;
         pg_sys::getTypeOutputInfo(type_oid, &mut function, &mut varlena);
         let text = pg_sys::OidOutputFunctionCall(function, datum);
-        std::ffi::CStr::from_ptr(text).to_string_lossy().into_owned()
+        std::ffi::CStr::from_ptr(text)
+            .to_string_lossy()
+            .into_owned()
     }
 }
 
 /// A value of a type from its text, by the type's input function.
 fn input(text: &str, type_oid: Oid) -> Datum {
-    let text = std::ffi::CString::new(text).unwrap_or_else(|_| invalid("text must not contain NUL", None));
+    let text =
+        std::ffi::CString::new(text).unwrap_or_else(|_| invalid("text must not contain NUL", None));
     unsafe {
         let mut function = pg_sys::InvalidOid;
         let mut parameter = pg_sys::InvalidOid;
@@ -380,7 +455,9 @@ fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         let values: Vec<Option<Datum>> = specs
             .iter()
             .map(|spec| match field {
-                f if f == Field::OnConflict as usize => spec.get(Field::Key).and(spec.0[f].or(skip)),
+                f if f == Field::OnConflict as usize => {
+                    spec.get(Field::Key).and(spec.0[f].or(skip))
+                }
                 f => spec.0[f].or(defaults[f]),
             })
             .collect();
@@ -389,14 +466,30 @@ fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
     let added = section.run(if keyed { &ADD_KEYED } else { &ADD }, &arguments);
     // (id, claimable by, queue, ready now) of each job added; None where its key was taken.
     let mut rows: Vec<Option<(i64, Oid, String, bool)>> = (0..added.len())
-        .map(|row| Some((added.get(row, 0)?, added.get(row, 1)?, added.get(row, 2)?, added.get(row, 3)?)))
+        .map(|row| {
+            Some((
+                added.get(row, 0)?,
+                added.get(row, 1)?,
+                added.get(row, 2)?,
+                added.get(row, 3)?,
+            ))
+        })
         .collect();
     if !keyed {
         // Ids are drawn in the batch's order.
         rows.sort_by_key(|row| row.as_ref().map(|(id, ..)| *id));
     }
-    wake(section, rows.iter().flatten().filter(|(.., ready)| *ready).map(|(_, by, queue, _)| (*by, queue.as_str())));
-    let mut ids: Vec<Option<i64>> = rows.iter().map(|row| row.as_ref().map(|(id, ..)| *id)).collect();
+    wake(
+        section,
+        rows.iter()
+            .flatten()
+            .filter(|(.., ready)| *ready)
+            .map(|(_, by, queue, _)| (*by, queue.as_str())),
+    );
+    let mut ids: Vec<Option<i64>> = rows
+        .iter()
+        .map(|row| row.as_ref().map(|(id, ..)| *id))
+        .collect();
     if ids.iter().any(Option::is_none) {
         take_keys(section, owner, specs, &defaults, &mut ids);
     }
@@ -411,7 +504,10 @@ fn wake<'a>(section: &Section, queues: impl Iterator<Item = (Oid, &'a str)>) {
     let mut woken: Vec<(Oid, &str)> = Vec::new();
     for (claimable_by, queue) in queues {
         if !woken.contains(&(claimable_by, queue)) && ready::wanted(claimable_by, queue) {
-            section.run(&NOTIFY_READY, &[Some(Datum::from(claimable_by)), queue.into_datum()]);
+            section.run(
+                &NOTIFY_READY,
+                &[Some(Datum::from(claimable_by)), queue.into_datum()],
+            );
             woken.push((claimable_by, queue));
         }
     }
@@ -428,7 +524,10 @@ fn take_keys(
 ) {
     let taken: Vec<usize> = (0..ids.len()).filter(|&n| ids[n].is_none()).collect();
     let keys: Vec<Option<Datum>> = taken.iter().map(|&n| specs[n].get(Field::Key)).collect();
-    let holders = section.run(&KEY_HOLDERS, &[Some(Datum::from(owner)), Some(array(TEXTOID, &keys))]);
+    let holders = section.run(
+        &KEY_HOLDERS,
+        &[Some(Datum::from(owner)), Some(array(TEXTOID, &keys))],
+    );
     let holder_of: std::collections::HashMap<String, i64> = (0..holders.len())
         .filter_map(|row| Some((holders.get::<String>(row, 0)?, holders.get::<i64>(row, 1)?)))
         .collect();
@@ -475,7 +574,14 @@ fn specs_of_array(datum: Datum) -> Vec<Spec> {
         let mut nulls: *mut bool = std::ptr::null_mut();
         let mut count: std::ffi::c_int = 0;
         pg_sys::deconstruct_array(
-            array, element_type, length.into(), by_value, align, &mut elements, &mut nulls, &mut count,
+            array,
+            element_type,
+            length.into(),
+            by_value,
+            align,
+            &mut elements,
+            &mut nulls,
+            &mut count,
         );
         (0..count as usize)
             .map(|n| {
@@ -491,11 +597,13 @@ fn specs_of_array(datum: Datum) -> Vec<Spec> {
 /// The spec in a job_spec value.
 fn spec_of_record(datum: Datum) -> Spec {
     unsafe {
-        let record = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::HeapTupleHeaderData>();
+        let record =
+            pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::HeapTupleHeaderData>();
         let mut spec = [None; FIELDS];
         for (n, field) in spec.iter_mut().enumerate() {
             let mut is_null = false;
-            let value = pg_sys::GetAttributeByNum(record, (n + 1) as pg_sys::AttrNumber, &mut is_null);
+            let value =
+                pg_sys::GetAttributeByNum(record, (n + 1) as pg_sys::AttrNumber, &mut is_null);
             *field = (!is_null).then_some(value);
         }
         Spec(spec)
@@ -525,7 +633,8 @@ impl BatchJob {
         let typed = |value: Option<String>, type_oid| value.map(|v| input(&v, type_oid));
         Spec([
             text(self.task),
-            self.payload.map(|p| input(&p.to_string(), pg_sys::JSONBOID)),
+            self.payload
+                .map(|p| input(&p.to_string(), pg_sys::JSONBOID)),
             text(self.queue),
             self.priority.map(Datum::from),
             typed(self.run_at, pg_sys::TIMESTAMPTZOID),
@@ -551,7 +660,10 @@ fn specs_of_batch(jobs: Option<pgrx::JsonB>) -> Vec<Spec> {
         .enumerate()
         .map(|(n, job)| match serde_json::from_value::<BatchJob>(job) {
             Ok(job) => job.spec(),
-            Err(error) => invalid(format!("{error} (job {} of the batch)", n + 1), Some(BATCH_HINT)),
+            Err(error) => invalid(
+                format!("{error} (job {} of the batch)", n + 1),
+                Some(BATCH_HINT),
+            ),
         })
         .collect()
 }
@@ -579,7 +691,11 @@ entry!(jobs_add_batch, pg_finfo_jobs_add_batch, |fcinfo| {
 entry!(_add, pg_finfo__add, |fcinfo| {
     let specs = argument(fcinfo, 0).map(specs_of_array).unwrap_or_default();
     let owner = value::<Oid>(fcinfo, 1).unwrap_or_else(|| required("owner"));
-    check_all(&specs, value(fcinfo, 2).unwrap_or(false), value(fcinfo, 3).unwrap_or(false));
+    check_all(
+        &specs,
+        value(fcinfo, 2).unwrap_or(false),
+        value(fcinfo, 3).unwrap_or(false),
+    );
     materialize(fcinfo);
     let section = Section::as_current_user();
     return_ids(fcinfo, &add(&section, owner, &specs));
@@ -589,7 +705,10 @@ entry!(_add, pg_finfo__add, |fcinfo| {
 // Refuses a job a schedule would add: _check_spec(spec job_spec, sql_job boolean, scheduled boolean).
 entry!(_check_spec, pg_finfo__check_spec, |fcinfo| {
     let spec = argument(fcinfo, 0).map_or(Spec([None; FIELDS]), spec_of_record);
-    if let Some(problem) = spec.problem(value(fcinfo, 1).unwrap_or(false), value(fcinfo, 2).unwrap_or(false)) {
+    if let Some(problem) = spec.problem(
+        value(fcinfo, 1).unwrap_or(false),
+        value(fcinfo, 2).unwrap_or(false),
+    ) {
         problem.raise(None);
     }
     Datum::from(0)
@@ -602,7 +721,12 @@ fn return_ids(fcinfo: pg_sys::FunctionCallInfo, ids: &[i64]) {
         for &id in ids {
             let mut values = [Datum::from(id)];
             let mut nulls = [false];
-            pg_sys::tuplestore_putvalues((*result).setResult, (*result).setDesc, values.as_mut_ptr(), nulls.as_mut_ptr());
+            pg_sys::tuplestore_putvalues(
+                (*result).setResult,
+                (*result).setDesc,
+                values.as_mut_ptr(),
+                nulls.as_mut_ptr(),
+            );
         }
     }
 }
@@ -615,7 +739,10 @@ fn acting_on(caller: &Caller) -> Option<Datum> {
 /// The checks of jobs_claim's arguments (worker, queues, n, lease), and the queues' names.
 fn check_claim(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<String>> {
     if value::<String>(fcinfo, first).is_none_or(|worker| worker.is_empty()) {
-        invalid("worker must name the claiming worker", Some("Use a name unique to the process, such as host:pid."));
+        invalid(
+            "worker must name the claiming worker",
+            Some("Use a name unique to the process, such as host:pid."),
+        );
     }
     let queues: Vec<Option<String>> = value(fcinfo, first + 1).unwrap_or_default();
     if queues.is_empty() {
@@ -629,19 +756,39 @@ fn check_claim(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<Str
     }
     match value::<i32>(fcinfo, first + 2) {
         Some(n) if n >= 1 => {}
-        n => invalid(format!("n must be at least 1, not {}", n.map_or("null".into(), |n| n.to_string())), None),
+        n => invalid(
+            format!(
+                "n must be at least 1, not {}",
+                n.map_or("null".into(), |n| n.to_string())
+            ),
+            None,
+        ),
     }
     check_lease(argument(fcinfo, first + 3));
     queues
 }
 
 /// The claim of jobs_claim and jobs_complete_and_claim, whose arguments start at `first`.
-fn claim(fcinfo: pg_sys::FunctionCallInfo, section: &Section, claimant: Oid, first: usize, queues: &[Option<String>]) -> Rows {
+fn claim(
+    fcinfo: pg_sys::FunctionCallInfo,
+    section: &Section,
+    claimant: Oid,
+    first: usize,
+    queues: &[Option<String>],
+) -> Rows {
     let queues_given = match queues {
         [queue] => queue.as_deref().into_datum(),
         _ => argument(fcinfo, first + 1),
     };
-    claim_from(section, claimant, queues, queues_given, argument(fcinfo, first + 2), argument(fcinfo, first + 3), argument(fcinfo, first))
+    claim_from(
+        section,
+        claimant,
+        queues,
+        queues_given,
+        argument(fcinfo, first + 2),
+        argument(fcinfo, first + 3),
+        argument(fcinfo, first),
+    )
 }
 
 /// Claims from `queues` (`given`: as a text for one queue, else the array).
@@ -658,8 +805,15 @@ fn claim_from(
     // snapshot): its worker may sleep on what it finds, so the next add notifies.
     ready::looking(claimant, queues);
     section.run(&RESCUE_DUE, &[]);
-    let statement = if queues.len() == 1 { &CLAIM } else { &CLAIM_QUEUES };
-    section.run(statement, &[Some(Datum::from(claimant)), given, n, lease, worker])
+    let statement = if queues.len() == 1 {
+        &CLAIM
+    } else {
+        &CLAIM_QUEUES
+    };
+    section.run(
+        statement,
+        &[Some(Datum::from(claimant)), given, n, lease, worker],
+    )
 }
 
 entry!(jobs_claim, pg_finfo_jobs_claim, |fcinfo| {
@@ -683,7 +837,9 @@ pub(crate) fn claim_sql_jobs(worker: &str, n: i32) -> Vec<(i64, pgrx::Uuid)> {
         None,
         worker.into_datum(),
     );
-    (0..rows.len()).filter_map(|row| Some((rows.get(row, 0)?, rows.get(row, 2)?))).collect()
+    (0..rows.len())
+        .filter_map(|row| Some((rows.get(row, 0)?, rows.get(row, 2)?)))
+        .collect()
 }
 
 /// The arrays of a batch report (ids, tokens, results or errors) at `first`: refused unless of
@@ -716,7 +872,13 @@ fn ids_of(rows: &Rows) -> Vec<i64> {
 }
 
 /// Completes the jobs of jobs_complete's arguments at `first`.
-fn complete(fcinfo: pg_sys::FunctionCallInfo, section: &Section, caller: &Caller, first: usize, ids: &[Option<i64>]) {
+fn complete(
+    fcinfo: pg_sys::FunctionCallInfo,
+    section: &Section,
+    caller: &Caller,
+    first: usize,
+    ids: &[Option<i64>],
+) {
     let finished = section.run(
         &FINISH,
         &[
@@ -759,25 +921,40 @@ entry!(jobs_complete_one, pg_finfo_jobs_complete_one, |fcinfo| {
         ],
     );
     if finished.len() != 1 {
-        lease_error(&section, value(fcinfo, 0), value(fcinfo, 1), acting_on(&caller));
+        lease_error(
+            &section,
+            value(fcinfo, 0),
+            value(fcinfo, 1),
+            acting_on(&caller),
+        );
     }
     Datum::from(0)
 });
 
-entry!(jobs_complete_and_claim, pg_finfo_jobs_complete_and_claim, |fcinfo| {
-    let caller = Caller::current();
-    let ids = check_report(fcinfo, 0);
-    let queues = check_claim(fcinfo, 3);
-    materialize(fcinfo);
-    let section = Section::as_owner(fcinfo);
-    complete(fcinfo, &section, &caller, 0, &ids);
-    claim(fcinfo, &section, caller.identity, 3, &queues).return_all(fcinfo);
-    Datum::from(0)
-});
+entry!(
+    jobs_complete_and_claim,
+    pg_finfo_jobs_complete_and_claim,
+    |fcinfo| {
+        let caller = Caller::current();
+        let ids = check_report(fcinfo, 0);
+        let queues = check_claim(fcinfo, 3);
+        materialize(fcinfo);
+        let section = Section::as_owner(fcinfo);
+        complete(fcinfo, &section, &caller, 0, &ids);
+        claim(fcinfo, &section, caller.identity, 3, &queues).return_all(fcinfo);
+        Datum::from(0)
+    }
+);
 
 /// Reports failed attempts: ids, tokens and errors as arrays.
 /// Returns the jobs it applied to.
-fn fail(section: &Section, caller: &Caller, ids: Datum, tokens: Option<Datum>, errors: Option<Datum>) -> Vec<i64> {
+fn fail(
+    section: &Section,
+    caller: &Caller,
+    ids: Datum,
+    tokens: Option<Datum>,
+    errors: Option<Datum>,
+) -> Vec<i64> {
     let retried = section.run(&RETRY, &[Some(ids), tokens, errors, acting_on(caller)]);
     // Last attempt used, or aborted meanwhile: finished. (The retried are no longer leased.)
     let finished = section.run(
@@ -785,7 +962,10 @@ fn fail(section: &Section, caller: &Caller, ids: Datum, tokens: Option<Datum>, e
         &[
             Some(ids),
             tokens,
-            Some(array(TEXTOID, &["started".into_datum(), "aborted".into_datum()])),
+            Some(array(
+                TEXTOID,
+                &["started".into_datum(), "aborted".into_datum()],
+            )),
             "failed".into_datum(),
             acting_on(caller),
             None,
@@ -801,7 +981,13 @@ entry!(jobs_fail, pg_finfo_jobs_fail, |fcinfo| {
     let caller = Caller::current();
     let ids = check_report(fcinfo, 0);
     let section = Section::as_owner(fcinfo);
-    let reported = fail(&section, &caller, argument(fcinfo, 0).expect("checked"), argument(fcinfo, 1), argument(fcinfo, 2));
+    let reported = fail(
+        &section,
+        &caller,
+        argument(fcinfo, 0).expect("checked"),
+        argument(fcinfo, 1),
+        argument(fcinfo, 2),
+    );
     if reported.len() != ids.len() {
         report_error(fcinfo, &section, &caller, 0, &ids, &reported);
     }
@@ -820,7 +1006,12 @@ entry!(jobs_fail_one, pg_finfo_jobs_fail_one, |fcinfo| {
         Some(array(TEXTOID, &[argument(fcinfo, 2)])),
     );
     if reported.len() != 1 {
-        lease_error(&section, value(fcinfo, 0), value(fcinfo, 1), acting_on(&caller));
+        lease_error(
+            &section,
+            value(fcinfo, 0),
+            value(fcinfo, 1),
+            acting_on(&caller),
+        );
     }
     Datum::from(0)
 });
@@ -844,15 +1035,29 @@ fn report_error(
     let stale = (0..ids.len())
         .find(|&n| ids[n].is_none_or(|id| !reported.contains(&id)))
         .unwrap_or(0);
-    lease_error(section, ids[stale], tokens.get(stale).copied().flatten(), acting_on(caller))
+    lease_error(
+        section,
+        ids[stale],
+        tokens.get(stale).copied().flatten(),
+        acting_on(caller),
+    )
 }
 
 /// Raises the error that explains why `token` does not hold the lease on `job`. A job the
 /// caller may not act on (`owner`: None for any) is reported as missing, so that nobody learns
 /// others' job ids.
-fn lease_error(section: &Section, job: Option<i64>, token: Option<pgrx::Uuid>, owner: Option<Datum>) -> ! {
+fn lease_error(
+    section: &Section,
+    job: Option<i64>,
+    token: Option<pgrx::Uuid>,
+    owner: Option<Datum>,
+) -> ! {
     let (Some(job), Some(token)) = (job, token) else {
-        refuse(PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED, "job id and lease token must not be null", None);
+        refuse(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "job id and lease token must not be null",
+            None,
+        );
     };
     let live = section.run(&LIVE_JOB, &[Some(Datum::from(job)), owner]);
     if live.len() > 0 {
@@ -865,7 +1070,9 @@ fn lease_error(section: &Section, job: Option<i64>, token: Option<pgrx::Uuid>, o
             );
         }
         let attempt: i32 = live.get(0, 2).unwrap_or_default();
-        let claimed_by = live.get::<String>(0, 3).map_or(String::new(), |w| format!(", last claimed by {w}"));
+        let claimed_by = live
+            .get::<String>(0, 3)
+            .map_or(String::new(), |w| format!(", last claimed by {w}"));
         refuse_with_detail(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("lease on job {job} is not held by this token"),
@@ -880,17 +1087,28 @@ fn lease_error(section: &Section, job: Option<i64>, token: Option<pgrx::Uuid>, o
         refuse_with_detail(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!("lease on job {job} is not held by this token"),
-            Some(format!("The job has finished: {status} after {attempts} attempts.")),
+            Some(format!(
+                "The job has finished: {status} after {attempts} attempts."
+            )),
             Some("Roll back this attempt's work; the job needs nothing more."),
         );
     }
-    refuse(PgSqlErrorCode::ERRCODE_NO_DATA_FOUND, format!("job {job} does not exist"), None)
+    refuse(
+        PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+        format!("job {job} does not exist"),
+        None,
+    )
 }
 
 // The SQL job executor's check of its lease: _lease_error(job bigint, token uuid, caller oid).
 entry!(_lease_error, pg_finfo__lease_error, |fcinfo| {
     let section = Section::as_current_user();
-    lease_error(&section, value(fcinfo, 0), value(fcinfo, 1), argument(fcinfo, 2))
+    lease_error(
+        &section,
+        value(fcinfo, 0),
+        value(fcinfo, 1),
+        argument(fcinfo, 2),
+    )
 });
 
 // Finishes jobs for the extension's maintenance (returns how many):
@@ -912,14 +1130,26 @@ entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
     let renewed = section.run(&HEARTBEAT, &[job, token, acting_on(&caller), lease]);
     let (state, until) = if renewed.len() > 0 {
         let status: String = renewed.get(0, 0).unwrap_or_default();
-        (if status == "aborted" { "aborted" } else { "held" }, renewed.datum(0, 1))
+        (
+            if status == "aborted" {
+                "aborted"
+            } else {
+                "held"
+            },
+            renewed.datum(0, 1),
+        )
     } else {
         if job.is_none() || token.is_none() {
             lease_error(&section, None, None, None);
         }
         let live = section.run(&LIVE_JOB, &[job, acting_on(&caller)]).len() > 0;
         if !live && section.run(&FINISHED_JOB, &[job, acting_on(&caller)]).len() == 0 {
-            lease_error(&section, value(fcinfo, 0), value(fcinfo, 1), acting_on(&caller));
+            lease_error(
+                &section,
+                value(fcinfo, 0),
+                value(fcinfo, 1),
+                acting_on(&caller),
+            );
         }
         ("lost", None)
     };
@@ -946,7 +1176,9 @@ fn record(fcinfo: pg_sys::FunctionCallInfo, values: &[Option<Datum>]) -> Datum {
 
 entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {
     let caller = Caller::current();
-    let Some(job) = argument(fcinfo, 0) else { required("job id") };
+    let Some(job) = argument(fcinfo, 0) else {
+        required("job id")
+    };
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
     let live = section.run(&LOCK_LIVE_JOB, &[Some(job), owner]);
@@ -972,14 +1204,21 @@ entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {
     };
     // A job_status is passed by value.
     status.unwrap_or_else(|| {
-        refuse(PgSqlErrorCode::ERRCODE_NO_DATA_FOUND, format!("job {} does not exist", job.value() as i64), None)
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!("job {} does not exist", job.value() as i64),
+            None,
+        )
     })
 });
 
 entry!(jobs_ready_signal, pg_finfo_jobs_ready_signal, |fcinfo| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let signal = section.run(&READY_SIGNAL, &[Some(Datum::from(caller.identity)), argument(fcinfo, 0)]);
+    let signal = section.run(
+        &READY_SIGNAL,
+        &[Some(Datum::from(caller.identity)), argument(fcinfo, 0)],
+    );
     match signal.datum(0, 0) {
         Some(text) => section.keep(text, TEXTOID),
         None => null(fcinfo),

@@ -6,21 +6,28 @@ use chrono::{DateTime, TimeDelta, Utc};
 use pg_jobs_core::schedule::Schedule;
 use pgrx::prelude::*;
 
-use super::call::{call_as_owner, Parameters, Planning, Statement};
-use crate::entry;
+use crate::owner_call;
 
 const STATEMENTS: &str = include_str!("schedules.sql");
 
-static SCHEDULE: Statement =
-    Statement::new(STATEMENTS, "schedule", Parameters::CallerThenArguments, Planning::Default);
-static ALTER_SCHEDULE: Statement =
-    Statement::new(STATEMENTS, "alter_schedule", Parameters::CallerThenArguments, Planning::Default);
-static UNSCHEDULE: Statement =
-    Statement::new(STATEMENTS, "unschedule", Parameters::CallerThenArguments, Planning::Default);
-
-entry!(jobs_schedule, pg_finfo_jobs_schedule, |fcinfo| call_as_owner(fcinfo, &SCHEDULE));
-entry!(jobs_alter_schedule, pg_finfo_jobs_alter_schedule, |fcinfo| call_as_owner(fcinfo, &ALTER_SCHEDULE));
-entry!(jobs_unschedule, pg_finfo_jobs_unschedule, |fcinfo| call_as_owner(fcinfo, &UNSCHEDULE));
+owner_call!(
+    jobs_schedule,
+    pg_finfo_jobs_schedule,
+    STATEMENTS,
+    "schedule"
+);
+owner_call!(
+    jobs_alter_schedule,
+    pg_finfo_jobs_alter_schedule,
+    STATEMENTS,
+    "alter_schedule"
+);
+owner_call!(
+    jobs_unschedule,
+    pg_finfo_jobs_unschedule,
+    STATEMENTS,
+    "unschedule"
+);
 
 fn parse(schedule: &str, time_zone: &str) -> Schedule {
     Schedule::parse(schedule, time_zone).unwrap_or_else(|problem| {

@@ -18,6 +18,8 @@ SELECT statement, regress.error_of(statement) AS error FROM (VALUES
     ('SELECT pgjobs.jobs_add(''t'', key => '''')'),
     ('SELECT pgjobs.jobs_add_batch(''{"task": "t"}'')'),
     ('SELECT pgjobs.jobs_add_batch(''[{"task": "ok"}, {"payload": {}}]'')'),
+    ('SELECT pgjobs.jobs_add_batch(''[{"task": "ok"}, {"task": "t", "tsak": "typo"}]'')'),
+    ('SELECT pgjobs.jobs_add_batch(''[{"task": "t", "priority": "high"}]'')'),
     ('SELECT pgjobs.jobs_claim(''w'', n => 0)'),
     ('SELECT pgjobs.jobs_claim(''w'', n => -1)'),
     ('SELECT pgjobs.jobs_claim(''w'', lease => ''0 seconds'')'),
@@ -92,9 +94,12 @@ SELECT regexp_replace(regress.error_of('UPDATE pgjobs.job_history SET status = '
                       'job_history_[0-9]{6}', 'job_history_<month>') AS error;
 SELECT id, status FROM pgjobs.job_history WHERE id = :job;
 
--- As psql prints them: a hint only where one helps, and no empty HINT line otherwise.
-\set SHOW_CONTEXT never
+-- As psql prints them, context included: a hint only where one helps, no empty HINT line
+-- otherwise, and no internal function named, also for an error raised inside a function's
+-- statements.
+\set SHOW_CONTEXT always
 SELECT pgjobs.jobs_add('', '{}');
 SELECT pgjobs.jobs_add(NULL);
+SELECT pgjobs.jobs_complete(999, gen_random_uuid());
 SELECT pgjobs.jobs_schedule('tz', '@hourly', '{"task": "t"}', '{"time_zone": "utc"}');
 \set SHOW_CONTEXT errors
