@@ -660,8 +660,13 @@ fn specs_of_batch(jobs: Option<pgrx::JsonB>) -> Vec<Spec> {
         .enumerate()
         .map(|(n, job)| match serde_json::from_value::<BatchJob>(job) {
             Ok(job) => job.spec(),
+            // serde names Rust's types: "expected i32" is an integer to a caller.
             Err(error) => invalid(
-                format!("{error} (job {} of the batch)", n + 1),
+                format!(
+                    "{} (job {} of the batch)",
+                    error.to_string().replace("i32", "an integer"),
+                    n + 1
+                ),
                 Some(BATCH_HINT),
             ),
         })
