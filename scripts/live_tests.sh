@@ -229,6 +229,19 @@ SQL
 # A SQL job that catches query_canceled outlived its timeout and jobs_abort and held an executor
 # for good. Now the launcher ends its process pg_jobs.cancel_grace (5 s) after the cancel and
 # records the run as timed out or aborted.
+# In its database the launcher requeues an expired lease when it runs out, with no claim (claims
+# there leave that to it rather than probe for expired leases on every call). It sleeps at most
+# pg_jobs.refresh_interval (10 s) before it notices a lease taken while it slept.
+test_launcher_requeues_expired_leases() {
+    local job
+    job=$(live_sql "SELECT pgjobs.jobs_add('t', queue => 'live-lease', lease => '2 seconds')") || return 1
+    [ "$(live_sql "SELECT count(*) FROM pgjobs.jobs_claim('live-dead-worker', ARRAY['live-lease'])")" = 1 ] || return 1
+    wait_until 20 "SELECT status = 'created' AND attempt = 1
+                          AND errors -> 0 ->> 'error' = 'lease expired: worker live-dead-worker stopped renewing it'
+                   FROM pgjobs.jobs WHERE id = $job" || return 1
+    live_sql "SELECT pgjobs.jobs_abort($job)" >/dev/null
+}
+
 test_sql_job_that_ignores_cancel_is_stopped() {
     local stubborn='DO $x$ BEGIN LOOP BEGIN PERFORM pg_sleep(60); EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END $x$'
     local timed aborted
@@ -595,6 +608,7 @@ run_live_tests() {
     verdict "database settings do not reach the background workers" test_database_settings_do_not_reach_the_background_workers
     verdict "a member holding rows does not stop the launcher" test_a_member_holding_rows_does_not_stop_the_launcher
     verdict "SQL job that ignores cancel is stopped" test_sql_job_that_ignores_cancel_is_stopped
+    verdict "the launcher requeues an expired lease without a claim" test_launcher_requeues_expired_leases
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row
     verdict "jobs survive a minute of SIGKILLs and an immediate restart" test_fault_jobs_survive_kills_and_restart
     verdict "standby is idle until promoted" test_standby_is_idle_until_promoted

@@ -88,6 +88,7 @@ pub extern "C-unwind" fn _PG_init() {
     }
     gucs::init();
     api::ready::init_ready_state();
+    bgworker::init_shared_state();
     bgworker::register_launcher();
 }
 

@@ -346,18 +346,23 @@ impl Rows {
 
     /// Appends every row to the result of a set-returning function (see [`materialize`]).
     pub fn return_all(&self, fcinfo: pg_sys::FunctionCallInfo) {
-        unsafe {
-            let result = (*fcinfo).resultinfo.cast::<pg_sys::ReturnSetInfo>();
-            for row in 0..self.count {
-                let (mut values, mut nulls) = self.row(row);
-                pg_sys::tuplestore_putvalues(
-                    (*result).setResult,
-                    (*result).setDesc,
-                    values.as_mut_ptr(),
-                    nulls.as_mut_ptr(),
-                );
-            }
+        for row in 0..self.count {
+            let (mut values, mut nulls) = self.row(row);
+            return_row(fcinfo, &mut values, &mut nulls);
         }
+    }
+}
+
+/// Appends a row to the result of a set-returning function (see [`materialize`]).
+pub fn return_row(fcinfo: pg_sys::FunctionCallInfo, values: &mut [Datum], nulls: &mut [bool]) {
+    unsafe {
+        let result = (*fcinfo).resultinfo.cast::<pg_sys::ReturnSetInfo>();
+        pg_sys::tuplestore_putvalues(
+            (*result).setResult,
+            (*result).setDesc,
+            values.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+        );
     }
 }
 

@@ -7,8 +7,8 @@ use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
 
 use super::call::{
-    argument, invalid, materialize, null, refuse, refuse_with_detail, required, value, Caller,
-    Parameters, Planning, Rows, Section, Statement,
+    argument, invalid, materialize, null, refuse, refuse_with_detail, required, return_row, value,
+    Caller, Parameters, Planning, Rows, Section, Statement,
 };
 use super::ready;
 use crate::{entry, gucs};
@@ -92,23 +92,18 @@ static ADD: Statement = statement(
 static ADD_KEYED: Statement = statement("add_keyed", &ADD_PARAMETERS, Probes);
 static NOTIFY_READY: Statement = statement("notify_ready", &[OIDOID, TEXTOID], Default);
 static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, TEXTARRAYOID], Probes);
-static REPLACE: Statement = statement(
-    "replace",
-    &[
-        INT8OID,
-        OIDOID,
-        TEXTOID,
-        pg_sys::JSONBOID,
-        TEXTOID,
-        INT4OID,
-        pg_sys::TIMESTAMPTZOID,
-        INT4OID,
-        INTERVALOID,
-        INTERVALOID,
-        INTERVALOID,
-    ],
-    Default,
-);
+/// The job to replace and its owner, then the fields a replace sets (the task to the lease).
+const REPLACE_PARAMETERS: [Oid; 2 + Field::Key as usize] = {
+    let mut types = [INT8OID; 2 + Field::Key as usize];
+    types[1] = OIDOID;
+    let mut field = 0;
+    while field < Field::Key as usize {
+        types[2 + field] = FIELD_TYPES[field];
+        field += 1;
+    }
+    types
+};
+static REPLACE: Statement = statement("replace", &REPLACE_PARAMETERS, Default);
 static RESCUE_DUE: Statement = statement("rescue_due", &[], Default);
 static CLAIM: Statement = statement(
     "claim",
@@ -721,18 +716,8 @@ entry!(_check_spec, pg_finfo__check_spec, |fcinfo| {
 
 /// Returns ids as the rows of a set-returning function.
 fn return_ids(fcinfo: pg_sys::FunctionCallInfo, ids: &[i64]) {
-    unsafe {
-        let result = (*fcinfo).resultinfo.cast::<pg_sys::ReturnSetInfo>();
-        for &id in ids {
-            let mut values = [Datum::from(id)];
-            let mut nulls = [false];
-            pg_sys::tuplestore_putvalues(
-                (*result).setResult,
-                (*result).setDesc,
-                values.as_mut_ptr(),
-                nulls.as_mut_ptr(),
-            );
-        }
+    for &id in ids {
+        return_row(fcinfo, &mut [Datum::from(id)], &mut [false]);
     }
 }
 
@@ -809,7 +794,9 @@ fn claim_from(
     // Before the claim reads the queues (in a statement of its own, so before the claim's
     // snapshot): its worker may sleep on what it finds, so the next add notifies.
     ready::looking(claimant, queues);
-    section.run(&RESCUE_DUE, &[]);
+    if !crate::bgworker::rescues_expired_leases_here() {
+        section.run(&RESCUE_DUE, &[]);
+    }
     let statement = if queues.len() == 1 {
         &CLAIM
     } else {
@@ -925,14 +912,7 @@ entry!(jobs_complete_one, pg_finfo_jobs_complete_one, |fcinfo| {
             None,
         ],
     );
-    if finished.len() != 1 {
-        lease_error(
-            &section,
-            value(fcinfo, 0),
-            value(fcinfo, 1),
-            acting_on(&caller),
-        );
-    }
+    one_reported(fcinfo, &section, &caller, finished.len());
     Datum::from(0)
 });
 
@@ -1010,16 +990,26 @@ entry!(jobs_fail_one, pg_finfo_jobs_fail_one, |fcinfo| {
         Some(array(UUIDOID, &[argument(fcinfo, 1)])),
         Some(array(TEXTOID, &[argument(fcinfo, 2)])),
     );
-    if reported.len() != 1 {
-        lease_error(
-            &section,
-            value(fcinfo, 0),
-            value(fcinfo, 1),
-            acting_on(&caller),
-        );
-    }
+    one_reported(fcinfo, &section, &caller, reported.len());
     Datum::from(0)
 });
+
+/// Raises the lease error of a report of one job (id, token) that did not apply.
+fn one_reported(
+    fcinfo: pg_sys::FunctionCallInfo,
+    section: &Section,
+    caller: &Caller,
+    applied: usize,
+) {
+    if applied != 1 {
+        lease_error(
+            section,
+            value(fcinfo, 0),
+            value(fcinfo, 1),
+            acting_on(caller),
+        );
+    }
+}
 
 /// Raises the error of a batch report that did not apply to every job it named (`reported` are
 /// those it did apply to, when known): a repeated id, else the first job whose lease the token

@@ -56,7 +56,11 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
             )
         });
         let running = executors.len();
-        sleep = BackgroundWorker::transaction(|| tick(started_at, running));
+        let (wait, round_done) = BackgroundWorker::transaction(|| tick(started_at, running));
+        if round_done {
+            super::round_finished();
+        }
+        sleep = wait;
         start_sql_jobs(&mut executors);
     }
     // Exiting with 1 has the postmaster start it again a second later, unless the server is
@@ -66,11 +70,12 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
     unsafe { pg_sys::proc_exit(1) };
 }
 
-/// One round of `_launcher_tick`; returns how long to sleep before the next.
-fn tick(started_at: Option<TimestampWithTimeZone>, running_sql_jobs: usize) -> Duration {
+/// One round of `_launcher_tick`; returns how long to sleep before the next, and whether a round
+/// ran (not where the extension is not installed).
+fn tick(started_at: Option<TimestampWithTimeZone>, running_sql_jobs: usize) -> (Duration, bool) {
     let refresh = Duration::from_secs(gucs::REFRESH_INTERVAL.get().max(1) as u64);
     if !matches!(Spi::get_one::<bool>(EXTENSION_INSTALLED), Ok(Some(true))) {
-        return refresh;
+        return (refresh, false);
     }
     let doing = format!("scheduling; {running_sql_jobs} SQL jobs running");
     Spi::run_with_args(
@@ -83,7 +88,10 @@ fn tick(started_at: Option<TimestampWithTimeZone>, running_sql_jobs: usize) -> D
     )
     .expect("launcher tick")
     .unwrap_or(refresh.as_secs_f64());
-    Duration::from_secs_f64(seconds.clamp(0.0, refresh.as_secs_f64()))
+    (
+        Duration::from_secs_f64(seconds.clamp(0.0, refresh.as_secs_f64())),
+        true,
+    )
 }
 
 /// Claims ready SQL jobs for the free executor slots and starts one executor per job. A job

@@ -11,9 +11,11 @@
 mod executor;
 mod launcher;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use pgrx::bgworkers::*;
+use pgrx::prelude::*;
 
 use crate::gucs;
 
@@ -37,6 +39,44 @@ pub fn register_launcher() {
 /// qualify their relations and functions too; this covers operators and types. The launcher
 /// pins it for its whole session; an executor for each of its own transactions, since the job's
 /// statements run with the database's settings, as their owner would have them.
+/// The database of the launcher's last round and when that round ended (Unix seconds, in the
+/// low 32 bits). Where the launcher runs, it requeues expired leases as they run out (it wakes
+/// for the earliest one), so claims there leave that to it instead of probing for expired leases
+/// on every call: the probe reads the leased index from its start, through every dead entry a
+/// long transaction keeps, and made claims slow for everyone while one was open.
+static LAST_ROUND: pgrx::PgAtomic<AtomicU64> =
+    unsafe { pgrx::PgAtomic::new(c"pg_jobs launcher round") };
+
+pub(crate) fn init_shared_state() {
+    pgrx::pg_shmem_init!(LAST_ROUND = AtomicU64::new(0));
+}
+
+fn now_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+        & 0xffff_ffff
+}
+
+/// Called by the launcher when a round has committed.
+fn round_finished() {
+    let database = u64::from(unsafe { pg_sys::MyDatabaseId }.to_u32());
+    LAST_ROUND
+        .get()
+        .store(database << 32 | now_seconds(), Ordering::Relaxed);
+}
+
+/// Whether the launcher requeues expired leases in this database: it finished a round here within
+/// twice its longest sleep (`pg_jobs.refresh_interval`). Otherwise (another database, a launcher
+/// that stopped or is stuck) claims requeue them.
+pub(crate) fn rescues_expired_leases_here() -> bool {
+    let state = LAST_ROUND.get().load(Ordering::Relaxed);
+    let database = u64::from(unsafe { pg_sys::MyDatabaseId }.to_u32());
+    let longest_sleep = gucs::REFRESH_INTERVAL.get().max(1) as u64;
+    state >> 32 == database
+        && (now_seconds().wrapping_sub(state & 0xffff_ffff) & 0xffff_ffff) <= 2 * longest_sleep + 1
+}
+
 pub(crate) const PINNED_SEARCH_PATH: &std::ffi::CStr = c"pg_catalog, pg_temp";
 
 pub(crate) const EXTENSION_INSTALLED: &str =
