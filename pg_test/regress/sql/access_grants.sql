@@ -17,4 +17,25 @@ SELECT regress.as_role('regress_member', $$SELECT pgjobs._identity_of('postgres'
 -- The function behind the *_remove functions, which runs as the extension's owner, is not the
 -- members': they cannot call it to delete from another table (or as another role).
 SELECT regress.as_role('regress_member', $$SELECT pgjobs._remove_own_row(pgjobs._current_role(), 'pgjobs.jobs', 1)::text$$) AS remove_a_job;
+-- A call runs as the extension's owner only inside its own statements: after a call that failed
+-- there (an error raised by its checks after a statement, and one raised inside a statement) and
+-- was caught, the caller is still itself, with its own rights.
+SET ROLE regress_member;
+DO $$
+BEGIN
+    BEGIN
+        PERFORM pgjobs.jobs_complete(999, gen_random_uuid());
+    EXCEPTION WHEN OTHERS THEN
+        RAISE NOTICE 'caught: %', SQLERRM;
+    END;
+    BEGIN
+        PERFORM pgjobs.jobs_schedule('tz', '@hourly', '{"task": "t"}', '{"time_zone": "utc"}');
+    EXCEPTION WHEN OTHERS THEN
+        RAISE NOTICE 'caught: %', SQLERRM;
+    END;
+END
+$$;
+SELECT current_user AS still_the_caller;
+SELECT count(*) FROM pgjobs.job_keys;
+RESET ROLE;
 DROP ROLE regress_member;
