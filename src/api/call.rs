@@ -20,19 +20,16 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::prelude::*;
 use pgrx::FromDatum;
 
-/// Who called: the current role at entry, and the identity it acts for.
+/// Who called: the identity the current role acts for, read at entry.
 #[derive(Clone, Copy)]
 pub struct Caller {
-    pub role: Oid,
     pub identity: Oid,
 }
 
 impl Caller {
     pub fn current() -> Self {
-        let role = unsafe { pg_sys::GetUserId() };
         Caller {
-            role,
-            identity: super::identity::_identity_of(role),
+            identity: super::identity::_identity_of(unsafe { pg_sys::GetUserId() }),
         }
     }
 
@@ -441,12 +438,12 @@ pub fn required(name: &str) -> ! {
 /// calling role as $1 and the call's arguments as $2, $3, ..., and returns its result (its
 /// first column of its first row, or every row of a set-returning function).
 pub fn call_as_owner(fcinfo: pg_sys::FunctionCallInfo, statement: &'static Statement) -> Datum {
-    let caller = Caller::current();
+    let caller = unsafe { pg_sys::GetUserId() };
     let returns_set = unsafe { (*(*fcinfo).flinfo).fn_retset };
     if returns_set {
         materialize(fcinfo);
     }
-    let mut arguments = vec![Some(Datum::from(caller.role))];
+    let mut arguments = vec![Some(Datum::from(caller))];
     arguments.extend((0..unsafe { (*fcinfo).nargs } as usize).map(|n| argument(fcinfo, n)));
     let section = Section::as_owner(fcinfo);
     let rows = section.run(statement, &arguments);
@@ -458,7 +455,7 @@ pub fn call_as_owner(fcinfo: pg_sys::FunctionCallInfo, statement: &'static State
     if returns == pg_sys::VOIDOID {
         return Datum::from(0);
     }
-    match (rows.len() > 0).then(|| rows.datum(0, 0)).flatten() {
+    match rows.datum(0, 0) {
         Some(datum) => section.keep(datum, returns),
         None => null(fcinfo),
     }

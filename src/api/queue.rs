@@ -2,7 +2,10 @@
 //! and the queue's arithmetic and rules that the tables of `sql/030_queue.sql` and
 //! `sql/040_history.sql` call.
 
-use pgrx::pg_sys::{Datum, Oid};
+use pgrx::pg_sys::{
+    Datum, Oid, INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, INTERVALARRAYOID, INTERVALOID,
+    JSONBARRAYOID, OIDOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, UUIDARRAYOID, UUIDOID,
+};
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
 
@@ -63,12 +66,6 @@ const fn statement(
     Statement::new(STATEMENTS, name, Parameters::Of(parameters), planning)
 }
 
-use pg_sys::{
-    INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, INTERVALARRAYOID, INTERVALOID, JSONBARRAYOID,
-    OIDOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, UUIDARRAYOID, UUIDOID,
-};
-use Planning::{Default, Probes};
-
 /// The parameters of the add statements: the owner, then the batch's columns.
 const ADD_PARAMETERS: [Oid; 1 + FIELDS] = [
     OIDOID,
@@ -87,11 +84,11 @@ const ADD_PARAMETERS: [Oid; 1 + FIELDS] = [
 static ADD: Statement = statement(
     "add",
     ADD_PARAMETERS.split_at(1 + Field::Key as usize).0,
-    Default,
+    Planning::Default,
 );
-static ADD_KEYED: Statement = statement("add_keyed", &ADD_PARAMETERS, Probes);
-static NOTIFY_READY: Statement = statement("notify_ready", &[OIDOID, TEXTOID], Default);
-static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, TEXTARRAYOID], Probes);
+static ADD_KEYED: Statement = statement("add_keyed", &ADD_PARAMETERS, Planning::Probes);
+static NOTIFY_READY: Statement = statement("notify_ready", &[OIDOID, TEXTOID], Planning::Default);
+static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, TEXTARRAYOID], Planning::Probes);
 /// The job to replace and its owner, then the fields a replace sets (the task to the lease).
 const REPLACE_PARAMETERS: [Oid; 2 + Field::Key as usize] = {
     let mut types = [INT8OID; 2 + Field::Key as usize];
@@ -103,17 +100,17 @@ const REPLACE_PARAMETERS: [Oid; 2 + Field::Key as usize] = {
     }
     types
 };
-static REPLACE: Statement = statement("replace", &REPLACE_PARAMETERS, Default);
-static RESCUE_DUE: Statement = statement("rescue_due", &[], Default);
+static REPLACE: Statement = statement("replace", &REPLACE_PARAMETERS, Planning::Default);
+static RESCUE_DUE: Statement = statement("rescue_due", &[], Planning::Default);
 static CLAIM: Statement = statement(
     "claim",
     &[OIDOID, TEXTOID, INT4OID, INTERVALOID, TEXTOID],
-    Probes,
+    Planning::Probes,
 );
 static CLAIM_QUEUES: Statement = statement(
     "claim_queues",
     &[OIDOID, TEXTARRAYOID, INT4OID, INTERVALOID, TEXTOID],
-    Probes,
+    Planning::Probes,
 );
 static FINISH: Statement = statement(
     "finish",
@@ -126,23 +123,23 @@ static FINISH: Statement = statement(
         JSONBARRAYOID,
         TEXTARRAYOID,
     ],
-    Probes,
+    Planning::Probes,
 );
 static RETRY: Statement = statement(
     "retry",
     &[INT8ARRAYOID, UUIDARRAYOID, TEXTARRAYOID, OIDOID],
-    Probes,
+    Planning::Probes,
 );
 static HEARTBEAT: Statement = statement(
     "heartbeat",
     &[INT8OID, UUIDOID, OIDOID, INTERVALOID],
-    Default,
+    Planning::Default,
 );
-static LIVE_JOB: Statement = statement("live_job", &[INT8OID, OIDOID], Default);
-static LOCK_LIVE_JOB: Statement = statement("lock_live_job", &[INT8OID, OIDOID], Default);
-static FINISHED_JOB: Statement = statement("finished_job", &[INT8OID, OIDOID], Default);
-static ABORT_LEASED: Statement = statement("abort_leased", &[INT8OID], Default);
-static READY_SIGNAL: Statement = statement("ready_signal", &[OIDOID, TEXTOID], Default);
+static LIVE_JOB: Statement = statement("live_job", &[INT8OID, OIDOID], Planning::Default);
+static LOCK_LIVE_JOB: Statement = statement("lock_live_job", &[INT8OID, OIDOID], Planning::Default);
+static FINISHED_JOB: Statement = statement("finished_job", &[INT8OID, OIDOID], Planning::Default);
+static ABORT_LEASED: Statement = statement("abort_leased", &[INT8OID], Planning::Default);
+static READY_SIGNAL: Statement = statement("ready_signal", &[OIDOID, TEXTOID], Planning::Default);
 
 /// The fields of one job to add, in the order of `job_spec` and of jobs_add's parameters, as
 /// given (None where left out).

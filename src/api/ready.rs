@@ -23,9 +23,9 @@
 //! wakeup. The slots start empty, so after a restart the first add to each queue notifies.
 
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use pgrx::prelude::*;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 const READY_SLOTS: usize = 4096;
 const READY_QUIET_MS: u32 = 1000;
