@@ -242,6 +242,19 @@ test_launcher_requeues_expired_leases() {
     live_sql "SELECT pgjobs.jobs_abort($job)" >/dev/null
 }
 
+# SQL jobs that wait for an executor (more are due than pg_jobs.max_workers, 4, may run) do not
+# keep the launcher busy: it waits for an executor to end (which wakes it) instead of starting
+# round after round. Each round writes the launcher's heartbeat, so rounds show as the distinct
+# heartbeats seen in 3 s.
+test_launcher_idles_while_sql_jobs_wait() {
+    local first rounds
+    first=$(live_sql "SELECT min(pgjobs.jobs_add_sql('SELECT pg_sleep(6)')) FROM generate_series(1, 6)") || return 1
+    wait_until 10 "SELECT count(*) = 4 FROM pgjobs.job_runs WHERE status = 'running' AND job_id >= $first" || return 1
+    rounds=$(for _ in $(seq 30); do live_sql "SELECT heartbeat_at FROM pgjobs.launcher"; sleep 0.1; done | sort -u | wc -l)
+    wait_until 30 "SELECT NOT EXISTS (SELECT FROM pgjobs.jobs WHERE id >= $first)" || return 1
+    [ "$rounds" -le 5 ] || { echo "the launcher made $rounds rounds in 3 s" >&2; return 1; }
+}
+
 test_sql_job_that_ignores_cancel_is_stopped() {
     local stubborn='DO $x$ BEGIN LOOP BEGIN PERFORM pg_sleep(60); EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END $x$'
     local timed aborted
@@ -609,6 +622,7 @@ run_live_tests() {
     verdict "a member holding rows does not stop the launcher" test_a_member_holding_rows_does_not_stop_the_launcher
     verdict "SQL job that ignores cancel is stopped" test_sql_job_that_ignores_cancel_is_stopped
     verdict "the launcher requeues an expired lease without a claim" test_launcher_requeues_expired_leases
+    verdict "the launcher idles while SQL jobs wait for an executor" test_launcher_idles_while_sql_jobs_wait
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row
     verdict "jobs survive a minute of SIGKILLs and an immediate restart" test_fault_jobs_survive_kills_and_restart
     verdict "standby is idle until promoted" test_standby_is_idle_until_promoted
