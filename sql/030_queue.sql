@@ -82,8 +82,8 @@ COMMENT ON TABLE job_keys IS
     'extension''s own (one per slot of a schedule).';
 
 -- Who reads what: every row carries its owner's identity and policies compare it with the
--- caller's. Writes go through the extension's SECURITY DEFINER functions; the only direct write
--- is an owner's change of the public fields of a live job.
+-- caller's. Writes go through the extension's functions, which write as its owner
+-- (src/api/call.rs); the only direct write is an owner's change of the public fields of a live job.
 ALTER TABLE jobs ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON jobs FOR SELECT USING (owner = (SELECT identity()));
 CREATE POLICY owner_changes_public_fields ON jobs FOR UPDATE

@@ -556,13 +556,9 @@ COMMENT ON VIEW compute_groups_public IS
     'The public fields of the groups their owners chose to list. compute_group_public(opaque_id) '
     'finds any group by its id.';
 
+-- (src/api/compute.rs: it reads as the extension's owner, so it finds any group by its id.)
 CREATE FUNCTION compute_group_public(opaque_id uuid) RETURNS SETOF compute_groups_public
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-BEGIN ATOMIC
-    SELECT g.opaque_id, g.name, g.description FROM compute_groups g
-    WHERE g.opaque_id = compute_group_public.opaque_id;
-END;
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'compute_group_public';
 COMMENT ON FUNCTION compute_group_public IS
     'The public fields (opaque_id, name, description) of one group, listed or not; no row if '
     'there is no such group.';
@@ -578,15 +574,7 @@ COMMENT ON VIEW jobs_public IS
     'finds any job by its id.';
 
 CREATE FUNCTION jobs_public_lookup(opaque_id uuid) RETURNS SETOF jobs_public
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-BEGIN ATOMIC
-    SELECT j.opaque_id, j.name, j.description, j.link FROM jobs j
-    WHERE j.opaque_id = jobs_public_lookup.opaque_id
-    UNION ALL
-    SELECT h.opaque_id, h.name, h.description, h.link FROM job_history h
-    WHERE h.opaque_id = jobs_public_lookup.opaque_id;
-END;
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'jobs_public_lookup';
 COMMENT ON FUNCTION jobs_public_lookup IS
     'The public fields (opaque_id, name, description, link) of one job, listed or not; no row if '
     'there is no such job.';
@@ -636,24 +624,10 @@ COMMENT ON FUNCTION compute_group_set_secret IS
     'Sets the join secret of one of the caller''s groups; only its salted hash is kept. '
     'null removes it.';
 
+-- (src/api/compute.rs, as the extension's owner: the hash is not readable by members.)
 CREATE FUNCTION compute_group_check_secret(group_opaque_id uuid, join_key text, secret text)
 RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    g compute_groups;
-    hash_matches boolean;
-BEGIN
-    SELECT * INTO g FROM compute_groups c WHERE c.opaque_id = group_opaque_id;
-    -- The hash is computed whether or not the group, key and hash are there, so the time taken
-    -- does not tell which of them was wrong.
-    hash_matches := _join_hash_matches(coalesce(secret, ''),
-                                       coalesce(g.join_hash, _join_hash(coalesce(secret, ''))));
-    RETURN coalesce(g.join_hash IS NOT NULL AND g.join_key = compute_group_check_secret.join_key
-                    AND hash_matches, false);
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_group_check_secret';
 COMMENT ON FUNCTION compute_group_check_secret IS
     'Whether join_key and secret are the join credentials of the group: true or false, and false '
     'as well for a group that does not exist or has no secret.';

@@ -32,3 +32,26 @@ SELECT _remove_own_row($1, 'worker_notifications', $2);
 
 -- name: register_worker_directive_remove
 SELECT _remove_own_row($1, 'register_worker_directive', $2);
+
+-- name: compute_group_public
+-- Any group by its opaque id $2, listed or not: its public fields only.
+SELECT g.opaque_id, g.name, g.description FROM compute_groups g WHERE g.opaque_id = $2;
+
+-- name: jobs_public_lookup
+-- Any job by its opaque id $2, live or finished, listed or not: its public fields only.
+SELECT j.opaque_id, j.name, j.description, j.link FROM jobs j WHERE j.opaque_id = $2
+UNION ALL
+SELECT h.opaque_id, h.name, h.description, h.link FROM job_history h WHERE h.opaque_id = $2;
+
+-- name: compute_group_check_secret
+-- Whether $3 and $4 are the join key and secret of group $2. The hash is computed whether or not
+-- the group, key and hash are there (a materialized CTE computes its whole target list), so the
+-- time taken does not tell which of them was wrong.
+WITH g AS MATERIALIZED (
+    SELECT c.join_hash, c.join_key FROM (SELECT) one LEFT JOIN compute_groups c ON c.opaque_id = $2
+), checked AS MATERIALIZED (
+    SELECT g.*, _join_hash_matches(coalesce($4, ''), coalesce(g.join_hash, _join_hash(coalesce($4, ''))))
+           AS hash_matches
+    FROM g
+)
+SELECT coalesce(c.join_hash IS NOT NULL AND c.join_key = $3 AND c.hash_matches, false) FROM checked c;

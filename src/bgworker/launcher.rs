@@ -92,7 +92,10 @@ fn tick(started_at: Option<TimestampWithTimeZone>, running_sql_jobs: usize) -> (
     // whose row a member holds) would start round after round, a CPU's worth: it waits a second
     // instead. An executor that ends, a new SQL job or a change of schedules wakes it sooner.
     let seconds = if seconds > 0.0 { seconds } else { 1.0 };
-    (Duration::from_secs_f64(seconds.min(refresh.as_secs_f64())), true)
+    (
+        Duration::from_secs_f64(seconds.min(refresh.as_secs_f64())),
+        true,
+    )
 }
 
 /// Claims ready SQL jobs for the free executor slots and starts one executor per job. A job
