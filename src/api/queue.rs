@@ -222,24 +222,15 @@ impl Spec {
                 None,
             ));
         }
-        let outside = |field: Field, lowest_allowed_is_zero: bool| {
-            self.get(field).is_some_and(|datum| {
-                let span = interval_span(datum);
-                span > ONE_YEAR
-                    || if lowest_allowed_is_zero {
-                        span < 0
-                    } else {
-                        span <= 0
-                    }
-            })
-        };
-        if outside(Field::Backoff, true) || outside(Field::MaxBackoff, true) {
+        if outside(self.get(Field::Backoff), BACKOFF_SPAN)
+            || outside(self.get(Field::MaxBackoff), BACKOFF_SPAN)
+        {
             return Some(Problem::invalid(
                 "backoff and max_backoff must be from 0 to 1 year",
                 None,
             ));
         }
-        if outside(Field::Lease, false) {
+        if outside(self.get(Field::Lease), LEASE_SPAN) {
             return Some(Problem::invalid(
                 format!("lease must be positive and at most 1 year, not {}", interval_text(self.get(Field::Lease))),
                 Some("A lease is how long a worker may hold the job without a heartbeat, for example '60 seconds'."),
@@ -347,9 +338,18 @@ fn interval_span(datum: Datum) -> i128 {
         + i128::from(interval.time)
 }
 
+/// What a lease may be (positive, at most a year) and a backoff (0 to a year), in microseconds.
+const LEASE_SPAN: std::ops::RangeInclusive<i128> = 1..=ONE_YEAR;
+const BACKOFF_SPAN: std::ops::RangeInclusive<i128> = 0..=ONE_YEAR;
+
+/// Whether an interval given (None: left out) is outside `span`.
+fn outside(datum: Option<Datum>, span: std::ops::RangeInclusive<i128>) -> bool {
+    datum.is_some_and(|datum| !span.contains(&interval_span(datum)))
+}
+
 /// Whether a lease given to a claim or a heartbeat is refused.
 fn check_lease(lease: Option<Datum>) {
-    if lease.is_some_and(|datum| !(1..=ONE_YEAR).contains(&interval_span(datum))) {
+    if outside(lease, LEASE_SPAN) {
         invalid(
             format!(
                 "lease must be positive and at most 1 year, not {}",
@@ -860,36 +860,51 @@ fn ids_of(rows: &Rows) -> Vec<i64> {
     (0..rows.len()).filter_map(|row| rows.get(row, 0)).collect()
 }
 
-/// Completes the jobs of jobs_complete's arguments at `first`.
+/// Completes jobs: ids, tokens and results as arrays. Returns the jobs it applied to.
 fn complete(
+    section: &Section,
+    caller: &Caller,
+    ids: Datum,
+    tokens: Option<Datum>,
+    results: Option<Datum>,
+) -> Vec<i64> {
+    ids_of(&section.run(
+        &FINISH,
+        &[
+            Some(ids),
+            tokens,
+            Some(array(TEXTOID, &["started".into_datum()])),
+            "completed".into_datum(),
+            acting_on(caller),
+            results,
+            None,
+        ],
+    ))
+}
+
+/// Completes the jobs of jobs_complete's batch arguments at `first`, checked by check_report.
+fn complete_batch(
     fcinfo: pg_sys::FunctionCallInfo,
     section: &Section,
     caller: &Caller,
     first: usize,
     ids: &[Option<i64>],
 ) {
-    let finished = section.run(
-        &FINISH,
-        &[
-            argument(fcinfo, first),
-            argument(fcinfo, first + 1),
-            Some(array(TEXTOID, &["started".into_datum()])),
-            "completed".into_datum(),
-            acting_on(caller),
-            argument(fcinfo, first + 2),
-            None,
-        ],
+    let reported = complete(
+        section,
+        caller,
+        argument(fcinfo, first).expect("checked"),
+        argument(fcinfo, first + 1),
+        argument(fcinfo, first + 2),
     );
-    if finished.len() != ids.len() {
-        report_error(fcinfo, section, caller, first, ids, &ids_of(&finished));
-    }
+    all_reported(fcinfo, section, caller, first, ids, &reported);
 }
 
 entry!(jobs_complete, pg_finfo_jobs_complete, |fcinfo| {
     let caller = Caller::current();
     let ids = check_report(fcinfo, 0);
     let section = Section::as_owner(fcinfo);
-    complete(fcinfo, &section, &caller, 0, &ids);
+    complete_batch(fcinfo, &section, &caller, 0, &ids);
     Datum::from(0)
 });
 
@@ -897,19 +912,14 @@ entry!(jobs_complete, pg_finfo_jobs_complete, |fcinfo| {
 entry!(jobs_complete_one, pg_finfo_jobs_complete_one, |fcinfo| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let finished = section.run(
-        &FINISH,
-        &[
-            Some(array(INT8OID, &[argument(fcinfo, 0)])),
-            Some(array(UUIDOID, &[argument(fcinfo, 1)])),
-            Some(array(TEXTOID, &["started".into_datum()])),
-            "completed".into_datum(),
-            acting_on(&caller),
-            Some(array(pg_sys::JSONBOID, &[argument(fcinfo, 2)])),
-            None,
-        ],
+    let reported = complete(
+        &section,
+        &caller,
+        array(INT8OID, &[argument(fcinfo, 0)]),
+        Some(array(UUIDOID, &[argument(fcinfo, 1)])),
+        Some(array(pg_sys::JSONBOID, &[argument(fcinfo, 2)])),
     );
-    one_reported(fcinfo, &section, &caller, finished.len());
+    one_reported(fcinfo, &section, &caller, reported.len());
     Datum::from(0)
 });
 
@@ -922,7 +932,7 @@ entry!(
         let queues = check_claim(fcinfo, 3);
         materialize(fcinfo);
         let section = Section::as_owner(fcinfo);
-        complete(fcinfo, &section, &caller, 0, &ids);
+        complete_batch(fcinfo, &section, &caller, 0, &ids);
         claim(fcinfo, &section, caller.identity, 3, &queues).return_all(fcinfo);
         Datum::from(0)
     }
@@ -970,9 +980,7 @@ entry!(jobs_fail, pg_finfo_jobs_fail, |fcinfo| {
         argument(fcinfo, 1),
         argument(fcinfo, 2),
     );
-    if reported.len() != ids.len() {
-        report_error(fcinfo, &section, &caller, 0, &ids, &reported);
-    }
+    all_reported(fcinfo, &section, &caller, 0, &ids, &reported);
     Datum::from(0)
 });
 
@@ -1008,17 +1016,20 @@ fn one_reported(
     }
 }
 
-/// Raises the error of a batch report that did not apply to every job it named (`reported` are
-/// those it did apply to, when known): a repeated id, else the first job whose lease the token
-/// does not hold. Looked for only then, so that a report that applies pays for no checks.
-fn report_error(
+/// Raises the error of a batch report (ids and tokens at `first`) that did not apply to every job
+/// it named (`reported` are those it did apply to): a repeated id, else the first job whose lease
+/// the token does not hold. Looked for only then, so that a report that applies pays for no checks.
+fn all_reported(
     fcinfo: pg_sys::FunctionCallInfo,
     section: &Section,
     caller: &Caller,
     first: usize,
     ids: &[Option<i64>],
     reported: &[i64],
-) -> ! {
+) {
+    if reported.len() == ids.len() {
+        return;
+    }
     let mut seen = std::collections::HashSet::new();
     if ids.iter().flatten().any(|id| !seen.insert(*id)) {
         invalid("ids must not repeat a job", None);
@@ -1085,6 +1096,11 @@ fn lease_error(
             Some("Roll back this attempt's work; the job needs nothing more."),
         );
     }
+    missing_job(job)
+}
+
+/// The error of a job that does not exist, or that the caller may not act on.
+fn missing_job(job: i64) -> ! {
     refuse(
         PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
         format!("job {job} does not exist"),
@@ -1134,14 +1150,11 @@ entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
         if job.is_none() || token.is_none() {
             lease_error(&section, None, None, None);
         }
-        let live = section.run(&LIVE_JOB, &[job, acting_on(&caller)]).len() > 0;
-        if !live && section.run(&FINISHED_JOB, &[job, acting_on(&caller)]).len() == 0 {
-            lease_error(
-                &section,
-                value(fcinfo, 0),
-                value(fcinfo, 1),
-                acting_on(&caller),
-            );
+        let owner = acting_on(&caller);
+        if section.run(&LIVE_JOB, &[job, owner]).len() == 0
+            && section.run(&FINISHED_JOB, &[job, owner]).len() == 0
+        {
+            missing_job(value(fcinfo, 0).expect("checked"));
         }
         ("lost", None)
     };
@@ -1195,13 +1208,7 @@ entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {
         section.run(&ABORT_LEASED, &[Some(job)]).datum(0, 0)
     };
     // A job_status is passed by value.
-    status.unwrap_or_else(|| {
-        refuse(
-            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
-            format!("job {} does not exist", job.value() as i64),
-            None,
-        )
-    })
+    status.unwrap_or_else(|| missing_job(job.value() as i64))
 });
 
 entry!(jobs_ready_signal, pg_finfo_jobs_ready_signal, |fcinfo| {
