@@ -674,7 +674,8 @@ COMMENT ON FUNCTION batch_ready_signals IS
 
 CREATE FUNCTION _batch_claim(caller_role oid, computer text, n integer)
 RETURNS TABLE (id bigint, lease_token uuid, attempt integer, kind text, routine text,
-               command text, args text[], cwd text, shell boolean, env jsonb, lease interval)
+               command text, args text[], cwd text, shell boolean, env jsonb, lease interval,
+               owner text)
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
@@ -688,18 +689,21 @@ BEGIN
     RETURN QUERY
     SELECT c.id, c.lease_token, c.attempt, c.task, c.payload ->> 'routine', c.payload ->> 'command',
            _text_array(c.payload -> 'args'), c.payload ->> 'cwd', (c.payload ->> 'shell')::boolean,
-           c.payload -> 'env', _batch_silence()
+           c.payload -> 'env', _batch_silence(), j.owner::regrole::text
     FROM _claim(_extension_claimant(), ARRAY[_batch_queue(computer), _batch_queue('ANY')], n,
-                _batch_silence(), computer) c;
+                _batch_silence(), computer) c
+    JOIN jobs j ON j.id = c.id;
 END
 $$;
 
 CREATE FUNCTION batch_claim(computer text, n integer DEFAULT 1)
 RETURNS TABLE (id bigint, lease_token uuid, attempt integer, kind text, routine text,
-               command text, args text[], cwd text, shell boolean, env jsonb, lease interval)
+               command text, args text[], cwd text, shell boolean, env jsonb, lease interval,
+               owner text)
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_claim';
 COMMENT ON FUNCTION batch_claim IS
-    'Claims up to n batch jobs for this computer or for ANY; renew each lease within lease.';
+    'Claims up to n batch jobs for this computer or for ANY; renew each lease within lease. A kill '
+    'job ends the running jobs of its routine that have its owner.';
 
 -- The jobs given that the caller's computers hold with these tokens, locked.
 CREATE FUNCTION _batch_held(caller_role oid, ids bigint[], tokens uuid[])
