@@ -198,6 +198,24 @@ BEGIN
 END
 $$;
 
+-- The months that have batch jobs of the caller, without counting them: the months of its active
+-- jobs, and each month of job_history in which one of its batch jobs is found first (an index
+-- probe in that month's partition, not a scan of the history).
+CREATE FUNCTION _batch_month_list() RETURNS TABLE (month date)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT a.month FROM batch_active a
+    UNION
+    SELECT p.month
+    FROM (SELECT to_date(right(c.relname, 6), 'YYYYMM') AS month
+          FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+          WHERE i.inhparent = 'job_history'::regclass AND c.relname ~ '^job_history_[0-9]{6}$') p
+    WHERE EXISTS (SELECT FROM job_history h
+                  WHERE h.due_at >= _utc_midnight(p.month)
+                    AND h.due_at < _utc_midnight((p.month + interval '1 month')::date)
+                    AND _is_batch_queue(h.queue));
+END;
+
 CREATE FUNCTION batch_find(month date DEFAULT NULL, statuses text[] DEFAULT NULL,
                            search text DEFAULT NULL, limit_rows integer DEFAULT 100,
                            offset_rows integer DEFAULT 0)
@@ -217,7 +235,7 @@ BEGIN
         'total', (SELECT count(*) FROM chosen),
         'counts', coalesce((SELECT jsonb_object_agg(c.status, c.n)
                             FROM (SELECT status, count(*) AS n FROM chosen GROUP BY status) c), '{}'),
-        'months', (SELECT coalesce(jsonb_agg(m.month ORDER BY m.month DESC), '[]') FROM batch_months m))
+        'months', (SELECT coalesce(jsonb_agg(m.month ORDER BY m.month DESC), '[]') FROM _batch_month_list() m))
     INTO found;
     RETURN found;
 END
