@@ -49,6 +49,7 @@ CREATE TABLE batch_waits (
     PRIMARY KEY (on_job, job_id)
 );
 CREATE INDEX batch_waits_job ON batch_waits (job_id);
+CREATE INDEX batch_waits_owner ON batch_waits (owner);
 ALTER TABLE batch_waits ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON batch_waits FOR SELECT USING (owner = (SELECT identity()));
 GRANT SELECT ON batch_waits TO pgjobs_user;
