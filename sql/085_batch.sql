@@ -386,22 +386,24 @@ BEGIN
         END IF;
         dependencies := dependencies || dependency;
     END LOOP;
-    PERFORM 1 FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
-    ORDER BY j.id FOR SHARE OF j;
-    SELECT array_agg(x.id) INTO waiting_for FROM (
-        SELECT j.id FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
-        UNION ALL
-        -- Failed or cancelled: a wait on a finished job is what blocks.
-        SELECT h.id FROM job_history h
-        WHERE h.id = ANY (dependencies) AND h.owner = poster AND h.status <> 'completed') x;
-    SELECT d INTO dependency FROM unnest(dependencies) d
-    WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.id = d AND j.owner = poster)
-      AND NOT EXISTS (SELECT FROM job_history h WHERE h.id = d AND h.owner = poster)
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation',
-            MESSAGE = format('job %s is not one of your jobs', dependency),
-            HINT = 'A batch job can depend only on jobs of its own owner.';
+    IF dependencies <> '{}' THEN
+        PERFORM 1 FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
+        ORDER BY j.id FOR SHARE OF j;
+        SELECT array_agg(x.id) INTO waiting_for FROM (
+            SELECT j.id FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
+            UNION ALL
+            -- Failed or cancelled: a wait on a finished job is what blocks.
+            SELECT h.id FROM job_history h
+            WHERE h.id = ANY (dependencies) AND h.owner = poster AND h.status <> 'completed') x;
+        SELECT d INTO dependency FROM unnest(dependencies) d
+        WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.id = d AND j.owner = poster)
+          AND NOT EXISTS (SELECT FROM job_history h WHERE h.id = d AND h.owner = poster)
+        LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation',
+                MESSAGE = format('job %s is not one of your jobs', dependency),
+                HINT = 'A batch job can depend only on jobs of its own owner.';
+        END IF;
     END IF;
 
     spec := jsonb_build_object('kind', kind, 'computer', computer, 'routine', routine,
@@ -438,7 +440,7 @@ BEGIN
     -- already taken by an agent keeps its own.
     IF EXISTS (SELECT FROM jobs j WHERE j.id = job AND j.status = 'created') THEN
         DELETE FROM batch_waits b WHERE b.job_id = job;
-        IF waiting_for IS NOT NULL THEN
+        IF cardinality(waiting_for) > 0 THEN
             INSERT INTO batch_waits (on_job, job_id, owner)
             SELECT DISTINCT d, job, poster FROM unnest(waiting_for) d;
             UPDATE jobs j SET run_at = 'infinity' WHERE j.id = job;
