@@ -72,7 +72,20 @@ pub fn is_connection_error(e: &postgres::Error) -> bool {
 pub fn describe_error(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{}: {}", db.code().code(), db.message()),
-        None => e.to_string(),
+        None => {
+            // "error connecting to server" alone does not say why: the causes follow.
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                let more = s.to_string();
+                if !text.contains(&more) {
+                    text.push_str(": ");
+                    text.push_str(&more);
+                }
+                source = s.source();
+            }
+            text
+        }
     }
 }
 

@@ -95,6 +95,13 @@ where
     let parent = unsafe { libc::getpid() };
     unsafe {
         command.pre_exec(move || {
+            // The agent blocks SIGTERM and SIGINT (a thread sigwaits them) and std does not reset
+            // the mask in a child with pre_exec: unblocked, or `sleep` would ignore a cancel.
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             // A session and process group of its own: the agent ends the whole group, and a
             // terminal's signals do not reach it.
             if libc::setsid() < 0 {
@@ -210,6 +217,22 @@ mod tests {
         let outcome = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(outcome, Outcome { exit_code: None, signal: Some(libc::SIGTERM) });
         assert!(!signal_group(running.pid, 0), "the group is gone");
+    }
+
+    #[test]
+    fn signals_blocked_in_the_agent_are_not_blocked_in_the_job() {
+        // Block SIGTERM in a thread of our own, as the agent blocks it in all of its threads;
+        // the thread lives until the job ends (PR_SET_PDEATHSIG follows the spawning thread).
+        let out = thread::spawn(move || unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            run(&spec("grep", &["^SigBlk", "/proc/self/status"], false)).1
+        })
+        .join()
+        .unwrap();
+        assert_eq!(out.trim(), "SigBlk:\t0000000000000000");
     }
 
     #[test]
