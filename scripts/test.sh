@@ -4,6 +4,7 @@
 # non-zero if anything failed.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/live_tests.sh"
+source "$(dirname "$0")/agent_tests.sh"
 PORT=28816
 OUT="$ROOT/target/test-results"
 
@@ -23,8 +24,15 @@ count_cargo() {
     count "$p" "$f"
 }
 
+log "building the worker agent"
+# Before any cluster starts: its tests run it from target/release.
+if ! cargo build --release -p pg_jobs_agent 2>"$OUT/agent-build.log"; then
+    cat "$OUT/agent-build.log"
+    rm -f "$ROOT/target/release/pg_jobs_agent"  # its tests then fail, counted
+fi
+
 log "unit tests (no PostgreSQL)"
-if ! cargo test -p pg_jobs_core 2>&1 | tee "$OUT/unit.log"; then
+if ! cargo test -p pg_jobs_core -p pg_jobs_agent 2>&1 | tee "$OUT/unit.log"; then
     grep -q 'test result' "$OUT/unit.log" || count 0 1
 fi
 count_cargo "$OUT/unit.log"
@@ -76,6 +84,9 @@ else
     echo "background worker starts ... FAILED"
     count 0 1
 fi
+
+log "worker agent"
+run_agent_tests
 
 log "preload check"
 stop_cluster nopreload

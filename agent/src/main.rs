@@ -656,6 +656,11 @@ impl Agent {
                     log!("error", during = "register", error = describe_error(&e));
                     return 1;
                 }
+                Err((e, false)) if self.opts.once => {
+                    // A script wants to know now, not after the server comes back.
+                    log!("error", during = "connect", error = describe_error(&e));
+                    return 1;
+                }
                 Err((e, false)) => {
                     let delay = self.backoff.next_delay();
                     log!("reconnecting", conn = "main", attempt = self.backoff.attempts(), delay = delay.as_secs_f64(),
