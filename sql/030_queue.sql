@@ -32,6 +32,8 @@ CREATE TABLE jobs (
     locked_by       text,
     locked_until    timestamptz,
     begin_time      timestamptz,
+    -- What the worker said about the attempt under way (a batch job's process and output tails).
+    progress        jsonb,
     errors          jsonb NOT NULL DEFAULT '[]',
     idempotency_key text,
     key_rule        key_rule,
@@ -96,7 +98,7 @@ CREATE POLICY owner_changes_public_fields ON jobs FOR UPDATE
 -- reads its own ids in job_opaque_ids below.
 GRANT SELECT (id, owner, claimable_by, status, task, queue, priority, run_at, attempt, max_attempts,
               backoff, max_backoff, lease, payload, lease_token, locked_by, locked_until, begin_time,
-              errors, idempotency_key, key_rule, due_at, start_time, last_update, name, description,
+              progress, errors, idempotency_key, key_rule, due_at, start_time, last_update, name, description,
               link, listed) ON jobs TO pgjobs_user;
 GRANT UPDATE (name, description, link, listed) ON jobs TO pgjobs_user;
 
@@ -278,6 +280,11 @@ CREATE FUNCTION _finish(ids bigint[], tokens uuid[], expected text[], outcome te
                         results jsonb[] DEFAULT NULL, errors text[] DEFAULT NULL)
 RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', '_finish';
+
+CREATE FUNCTION _claim(claimant oid, queues text[], n integer, lease interval, worker text)
+RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
+               locked_until timestamptz)
+LANGUAGE c AS 'MODULE_PATHNAME', '_claim';
 
 CREATE FUNCTION _lease_error(job bigint, token uuid, caller oid) RETURNS void
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', '_lease_error';

@@ -27,8 +27,25 @@ GRANT EXECUTE ON FUNCTION
     jobs_enable_schedule(text), jobs_disable_schedule(text),
     jobs_unschedule(text),
     jobs_add_proxy(regrole, regrole),
-    jobs_remove_proxy(regrole)
+    jobs_remove_proxy(regrole),
+    batch_post(text, text[], text, text, text, text, boolean, text[], timestamptz, integer, integer, jsonb, jsonb, jsonb),
+    batch_cancel(bigint[]), batch_cancel_where(date, text[], text, text, text), batch_release(bigint),
+    batch_find(date, text[], text, integer, integer), batch_get(text),
+    batch_groups(text, date, text[], text), batch_group_jobs(text, text, date, text[], text, integer, integer),
+    -- What the batch views and reading functions call as the caller.
+    _extension_claimant(), _is_batch_queue(text), _text_array(jsonb), _bigint_array(jsonb),
+    _batch_status(text, boolean, boolean, boolean), _batch_status_rank(text), _batch_status_word(integer),
+    _mask_args(text[]), _batch_selection(date, text[], text), _batch_group_key(text, batch_jobs),
+    _batch_check_reading(text, text[], integer, integer), _batch_check_hash(text)
 TO pgjobs_user;
+
+-- An agent's role (a member of pgjobs_agent) registers its computer and takes, renews and
+-- reports the batch jobs that computer may run, and nothing else.
+GRANT EXECUTE ON FUNCTION
+    batch_register(text, integer, jsonb), batch_ready_signals(text), batch_claim(text, integer),
+    batch_started(bigint, uuid, integer), batch_heartbeat(bigint[], uuid[], text[], text[]),
+    batch_finish(bigint, uuid, integer, interval, text, text, boolean), batch_hand_back(bigint[], uuid[])
+TO pgjobs_agent;
 
 -- pg_dump keeps the rows of every table of the extension and where every sequence has got to;
 -- not launcher_state, which says which process runs now, nor ready_signal_key, which each

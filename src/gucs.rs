@@ -18,6 +18,7 @@ pub static REFRESH_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(10);
 pub static MAX_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(4);
 pub static HISTORY_DAYS: GucSetting<i32> = GucSetting::<i32>::new(30);
 pub static CANCEL_GRACE: GucSetting<i32> = GucSetting::<i32>::new(5);
+pub static BATCH_SILENCE: GucSetting<i32> = GucSetting::<i32>::new(3600);
 
 const ONE_DAY: i32 = 86_400;
 
@@ -117,6 +118,16 @@ pub fn init() {
         &CANCEL_GRACE,
         1,
         30,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_jobs.batch_silence",
+        c"Seconds an agent may say nothing about a batch job it took before the job ends in ERROR.",
+        c"The lease of batch jobs: agents renew it every third of this; a job with attempts left is pending again instead.",
+        &BATCH_SILENCE,
+        1,
+        ONE_DAY,
         GucContext::Sighup,
         GucFlags::UNIT_S,
     );

@@ -67,6 +67,18 @@ extension_sql_file!(
     name = "compute",
     requires = ["launcher"]
 );
+extension_sql_file!(
+    "../sql/085_batch.sql",
+    name = "batch",
+    requires = [
+        "compute",
+        api::batch::_batch_status,
+        api::batch::_batch_status_rank,
+        api::batch::_batch_status_word,
+        api::batch::_mask_args,
+        api::batch::_batch_silence
+    ]
+);
 // Last: it grants every function, Rust's included, and marks the tables for pg_dump.
 extension_sql_file!("../sql/090_grants.sql", name = "grants", finalize);
 

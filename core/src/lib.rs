@@ -1,5 +1,6 @@
 //! The parts of pg_jobs that need no PostgreSQL, so they are tested with plain `cargo test`.
 
+pub mod batch;
 pub mod opaque_id;
 pub mod retry;
 pub mod schedule;

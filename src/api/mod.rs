@@ -1,6 +1,7 @@
 //! The API by domain: the boundary every public function crosses (call), identities, the queue
-//! and when it wakes workers (ready), SQL jobs, cron schedules, and the compute tables.
+//! and when it wakes workers (ready), SQL jobs, cron schedules, the compute tables, and batch jobs.
 
+pub mod batch;
 pub mod call;
 pub mod compute;
 pub mod identity;

@@ -831,6 +831,30 @@ pub(crate) fn claim_sql_jobs(worker: &str, n: i32) -> Vec<(i64, pgrx::Uuid)> {
         .collect()
 }
 
+// Claims for the extension's own claimants (the batch agents' functions, sql/085_batch.sql):
+// _claim(claimant oid, queues text[], n integer, lease interval, worker text), as jobs_claim.
+entry!(_claim, pg_finfo__claim, |fcinfo| {
+    let claimant = value::<Oid>(fcinfo, 0).unwrap_or_else(|| required("claimant"));
+    let queues: Vec<Option<String>> = value(fcinfo, 1).unwrap_or_default();
+    materialize(fcinfo);
+    let given = match queues.as_slice() {
+        [one] => one.as_deref().into_datum(),
+        _ => argument(fcinfo, 1),
+    };
+    let section = Section::as_current_user();
+    claim_from(
+        &section,
+        claimant,
+        &queues,
+        given,
+        argument(fcinfo, 2),
+        argument(fcinfo, 3),
+        argument(fcinfo, 4),
+    )
+    .return_all(fcinfo);
+    Datum::from(0)
+});
+
 /// The arrays of a batch report (ids, tokens, results or errors) at `first`: refused unless of
 /// one length (results may be left out). Returns the ids.
 fn check_report(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<i64>> {

@@ -121,7 +121,7 @@ RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_unti
 -- Moves each given job ($1, with lease token $2 unless $2 is null) from jobs to job_history
 -- where it is in one of the statuses $3 and owned by $5 (any owner when null), in one statement.
 -- $4 is the outcome; a job aborted while leased finishes as aborted. $6 are results, $7 errors:
--- an error joins the job's log of errors and is a failed job's result. Returns the jobs
+-- an error joins the job's log of errors and a failed job's result. Returns the jobs
 -- finished, in no order.
 WITH given AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[], $6::jsonb[], $7::text[]) AS g(job_id, token, result, error)
@@ -141,7 +141,7 @@ INSERT INTO job_history (
     name, description, link, listed)
 SELECT j.id, j.opaque_id, j.owner, f.final, j.task, j.queue, j.priority, j.payload,
        CASE WHEN f.final = 'failed' AND j.error IS NOT NULL
-            THEN jsonb_build_object('error', j.error) ELSE j.result END,
+            THEN coalesce(j.result, '{}') || jsonb_build_object('error', j.error) ELSE j.result END,
        CASE WHEN j.error IS NULL THEN j.errors
             ELSE j.errors || jsonb_build_object('attempt', j.attempt,
                                                 'at', statement_timestamp(), 'error', j.error) END,

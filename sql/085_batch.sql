@@ -1,0 +1,852 @@
+-- Batch jobs: commands that people and programs post for computers, run by the worker agent
+-- (agent/, pg_jobs_agent) of each computer.
+--
+-- A batch job is a job of the lease queue: its queue is pg_jobs.batch:<computer> (ANY for any
+-- computer), which only the extension claims, so only the agent functions below hand it out; its
+-- kind is the job's task, its command the job's payload, the hash of its command the job's key
+-- under the rule replace (one active job per command), its lease the silence an agent is
+-- allowed (pg_jobs.batch_silence). A finished run is a row of job_history under the month it was
+-- due, so the monthly store is job_history's partitions, and dropping a month drops them.
+-- The seed's statuses are words over the queue's states (pg_jobs_core::batch::status_word).
+
+-- The role of agents' login roles: the agent functions and nothing else.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'pgjobs_agent') THEN
+        CREATE ROLE pgjobs_agent NOLOGIN;
+    END IF;
+END
+$$;
+GRANT USAGE ON SCHEMA @extschema@ TO pgjobs_agent;
+
+CREATE FUNCTION _batch_queue(computer text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN 'pg_jobs.batch:' || computer;
+
+CREATE FUNCTION _is_batch_queue(queue text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN starts_with(queue, 'pg_jobs.batch:');
+
+-- Computers, each bound to the identity of the agent that registered it first: another agent's
+-- role cannot take its jobs by registering the same name.
+CREATE TABLE batch_computers (
+    computer      text PRIMARY KEY,
+    agent         oid NOT NULL,
+    capacity      integer NOT NULL CHECK (capacity >= 1),
+    info          jsonb NOT NULL DEFAULT '{}',
+    registered_at timestamptz NOT NULL DEFAULT now(),
+    last_seen     timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX batch_computers_agent ON batch_computers (agent);
+COMMENT ON TABLE batch_computers IS
+    'Computers whose agents take batch jobs: the identity of the agent role that registered each '
+    'name, its slots (--batchjobs), what it said about itself, and when it was last heard of.';
+
+-- What a waiting job waits for: one row per unfinished dependency. A dependency that completes
+-- removes its rows and, with the last one, makes the job due (in the completing transaction);
+-- one that ends otherwise leaves its row, and the job is BLOCKED until its owner cancels or
+-- releases it.
+CREATE TABLE batch_waits (
+    on_job bigint NOT NULL,
+    job_id bigint NOT NULL,
+    owner  oid NOT NULL,
+    PRIMARY KEY (on_job, job_id)
+);
+CREATE INDEX batch_waits_job ON batch_waits (job_id);
+ALTER TABLE batch_waits ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON batch_waits FOR SELECT USING (owner = (SELECT identity()));
+GRANT SELECT ON batch_waits TO pgjobs_user;
+COMMENT ON TABLE batch_waits IS
+    'Unfinished dependencies of waiting batch jobs; a row whose job on_job has finished means blocked.';
+
+CREATE FUNCTION _text_array(elements jsonb) RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN ARRAY(SELECT jsonb_array_elements_text(elements));
+
+CREATE FUNCTION _bigint_array(elements jsonb) RETURNS bigint[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(elements) e);
+
+-- Every batch job, live or finished, as the worker pool shows it, read as the caller (so through
+-- row-level security: a member sees its own). Arguments that look like secrets are masked.
+CREATE VIEW batch_jobs WITH (security_invoker = true) AS
+SELECT j.id, j.idempotency_key AS hash, j.owner::regrole AS owner,
+       _batch_status(j.status::text, j.run_at <= now(), w.blocked_by IS NOT NULL,
+                     j.progress ->> 'token' = j.lease_token::text) AS status,
+       w.blocked_by AS blocked_reason,
+       j.task::text AS kind, j.payload ->> 'computer' AS computer,
+       CASE WHEN j.status <> 'created' THEN j.locked_by END AS target,
+       j.payload ->> 'routine' AS routine, j.payload ->> 'command' AS command,
+       _mask_args(_text_array(j.payload -> 'args')) AS args, j.payload ->> 'cwd' AS cwd,
+       (j.payload ->> 'shell')::boolean AS shell, j.payload -> 'revision' AS revision,
+       _bigint_array(j.payload -> 'depends_on') AS depends_on,
+       NULL::integer AS exit_code, NULL::interval AS run_time,
+       j.progress ->> 'stderr' AS stderr, j.progress ->> 'stdout' AS stdout,
+       j.errors -> -1 ->> 'error' AS error,
+       (j.progress ->> 'pid')::integer AS pid,
+       j.attempt, j.max_attempts::integer, j.priority,
+       CASE WHEN j.run_at < 'infinity' THEN j.run_at END AS run_at, j.due_at,
+       _utc_month(j.due_at) AS month,
+       greatest(j.last_update, j.begin_time, (j.progress ->> 'changed')::timestamptz) AS changed,
+       (j.progress ->> 'started_at')::timestamptz AS started_at, NULL::timestamptz AS ended_at,
+       j.payload -> 'extra' AS extra
+FROM jobs j
+LEFT JOIN LATERAL (
+    SELECT string_agg(format('job %s %s', b.on_job, coalesce(
+               (SELECT 'ended in ' || _batch_status(h.status::text, true, false, false)
+                FROM job_history h WHERE h.id = b.on_job),
+               'ended and its month was dropped')), '; ' ORDER BY b.on_job) AS blocked_by
+    FROM batch_waits b
+    WHERE b.job_id = j.id AND NOT EXISTS (SELECT FROM jobs d WHERE d.id = b.on_job)
+) w ON j.status = 'created'
+WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
+UNION ALL
+SELECT h.id, h.idempotency_key, h.owner::regrole, _batch_status(h.status::text, true, false, false),
+       NULL, h.task, h.payload ->> 'computer', h.locked_by, h.payload ->> 'routine',
+       h.payload ->> 'command', _mask_args(_text_array(h.payload -> 'args')), h.payload ->> 'cwd',
+       (h.payload ->> 'shell')::boolean, h.payload -> 'revision',
+       _bigint_array(h.payload -> 'depends_on'),
+       (h.result ->> 'exit_code')::integer, (h.result ->> 'run_time')::interval,
+       h.result ->> 'stderr', h.result ->> 'stdout', h.result ->> 'error', NULL,
+       h.attempts, h.max_attempts, h.priority, NULL, h.due_at, _utc_month(h.due_at), h.end_time,
+       NULL, h.end_time, h.payload -> 'extra'
+FROM job_history h
+WHERE _is_batch_queue(h.queue);
+COMMENT ON VIEW batch_jobs IS
+    'Every batch job of the caller, active or finished, with its status word (WAITING, BLOCKED, '
+    'PENDING, FETCHED, RUNNING, COMPLETED, ERROR, CANCEL); month is the UTC month it was due. '
+    'Arguments whose flag looks like a secret are masked.';
+COMMENT ON COLUMN batch_jobs.hash IS 'The hash of the command: the key of its one active job.';
+COMMENT ON COLUMN batch_jobs.computer IS 'Who may take the job: a computer, or ANY.';
+COMMENT ON COLUMN batch_jobs.target IS 'The computer that took it.';
+COMMENT ON COLUMN batch_jobs.blocked_reason IS 'Which dependencies ended without completing.';
+COMMENT ON COLUMN batch_jobs.error IS 'Why it failed: the tail of its stderr, or what happened to its agent.';
+COMMENT ON COLUMN batch_jobs.changed IS 'Its last change.';
+GRANT SELECT ON batch_jobs TO pgjobs_user;
+
+CREATE VIEW batch_active WITH (security_invoker = true) AS
+SELECT b.* FROM batch_jobs b WHERE b.ended_at IS NULL;
+COMMENT ON VIEW batch_active IS
+    'The caller''s batch jobs that have not finished, whatever month they were due in (CANCEL '
+    'here: cancelled while running, until its agent reports).';
+GRANT SELECT ON batch_active TO pgjobs_user;
+
+CREATE VIEW batch_computer_list WITH (security_invoker = true) AS
+SELECT c.computer, c.agent::regrole AS agent, c.capacity, c.info, c.registered_at, c.last_seen
+FROM batch_computers c;
+COMMENT ON VIEW batch_computer_list IS 'The computers whose agents take batch jobs.';
+GRANT SELECT ON batch_computers, batch_computer_list TO pgjobs_user, pgjobs_agent;
+
+-- The selection that find, the groups and cancel share: the month's jobs (active ones when
+-- month is null), with the given status words, matching text in routine, command, arguments,
+-- source revision, computer, target, id or hash.
+CREATE FUNCTION _batch_selection(month date, statuses text[], search text)
+RETURNS SETOF batch_jobs
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT b.* FROM batch_jobs b
+    WHERE (CASE WHEN _batch_selection.month IS NULL THEN b.ended_at IS NULL
+                ELSE b.month = date_trunc('month', _batch_selection.month)::date END)
+      AND (statuses IS NULL OR b.status = ANY (statuses))
+      AND (search IS NULL OR concat_ws(' ', b.id, b.hash, b.routine, b.command,
+                                       array_to_string(b.args, ' '), b.revision, b.computer,
+                                       b.target) ILIKE '%' || search || '%');
+END;
+
+-- The key of a job's group: by time (the minute it was due, and its routine), routine, status or
+-- computer.
+CREATE FUNCTION _batch_group_key(by text, b batch_jobs) RETURNS text
+LANGUAGE sql IMMUTABLE
+RETURN CASE by
+    WHEN 'time' THEN to_char(b.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') || ' '
+                     || coalesce(b.routine, b.command)
+    WHEN 'routine' THEN coalesce(b.routine, b.command)
+    WHEN 'status' THEN b.status
+    WHEN 'computer' THEN coalesce(b.target, b.computer)
+END;
+
+CREATE FUNCTION _batch_check_reading(by text, statuses text[], limit_rows integer, offset_rows integer)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    word text;
+BEGIN
+    IF by IS NULL OR by NOT IN ('time', 'routine', 'status', 'computer') THEN
+        PERFORM _invalid(format('unknown grouping %s', coalesce(quote_literal(by), 'null')),
+                         'Group by time, routine, status or computer.');
+    END IF;
+    FOREACH word IN ARRAY coalesce(statuses, '{}') LOOP
+        IF _batch_status_rank(word) IS NULL THEN
+            PERFORM _invalid(format('unknown status %s', coalesce(quote_literal(word), 'null')),
+                             'Statuses are NEW, WAITING, BLOCKED, PENDING, FETCHED, RUNNING, COMPLETED, ERROR and CANCEL.');
+        END IF;
+    END LOOP;
+    PERFORM _row_count(limit_rows, 'limit_rows'), _row_count(offset_rows, 'offset_rows');
+END
+$$;
+
+CREATE FUNCTION batch_find(month date DEFAULT NULL, statuses text[] DEFAULT NULL,
+                           search text DEFAULT NULL, limit_rows integer DEFAULT 100,
+                           offset_rows integer DEFAULT 0)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    found jsonb;
+BEGIN
+    PERFORM _batch_check_reading('time', statuses, limit_rows, offset_rows);
+    WITH chosen AS MATERIALIZED (SELECT * FROM _batch_selection(month, statuses, search))
+    SELECT jsonb_build_object(
+        'rows', coalesce((SELECT jsonb_agg(to_jsonb(p) ORDER BY p.id DESC)
+                          FROM (SELECT * FROM chosen ORDER BY id DESC
+                                LIMIT limit_rows OFFSET offset_rows) p), '[]'),
+        'total', (SELECT count(*) FROM chosen),
+        'counts', coalesce((SELECT jsonb_object_agg(c.status, c.n)
+                            FROM (SELECT status, count(*) AS n FROM chosen GROUP BY status) c), '{}'),
+        'months', (SELECT coalesce(jsonb_agg(m.month ORDER BY m.month DESC), '[]')
+                   FROM (SELECT DISTINCT b.month FROM batch_jobs b) m))
+    INTO found;
+    RETURN found;
+END
+$$;
+COMMENT ON FUNCTION batch_find IS
+    'The caller''s batch jobs of a month (active ones when month is null), by status words and '
+    'text: {rows (newest first), total, counts (by status), months (that have jobs)}.';
+
+CREATE FUNCTION batch_get(hash text) RETURNS SETOF batch_jobs
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM _batch_check_hash(hash);
+    RETURN QUERY SELECT b.* FROM batch_jobs b WHERE b.hash = batch_get.hash ORDER BY b.id DESC LIMIT 1;
+END
+$$;
+COMMENT ON FUNCTION batch_get IS 'The caller''s latest batch job with this command hash.';
+
+CREATE FUNCTION _batch_check_hash(hash text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF hash IS NULL OR hash !~ '^[0-9a-f]{64}$' THEN
+        PERFORM _invalid(format('malformed hash %s', coalesce(quote_literal(hash), 'null')),
+                         'A command hash is 64 lowercase hexadecimal digits, as batch_jobs.hash shows.');
+    END IF;
+END
+$$;
+
+CREATE FUNCTION batch_groups(by text DEFAULT 'time', month date DEFAULT NULL,
+                             statuses text[] DEFAULT NULL, search text DEFAULT NULL)
+RETURNS TABLE (group_key text, status text, jobs bigint, counts jsonb, first_due timestamptz)
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM _batch_check_reading(by, statuses, 0, 0);
+    RETURN QUERY
+    SELECT g.key, _batch_status_word(min(g.rank)), sum(g.n)::bigint, jsonb_object_agg(g.status, g.n),
+           min(g.first_due)
+    FROM (SELECT _batch_group_key(by, b) AS key, b.status, _batch_status_rank(b.status) AS rank,
+                 count(*) AS n, min(b.due_at) AS first_due
+          FROM _batch_selection(month, statuses, search) b
+          GROUP BY 1, 2) g
+    GROUP BY g.key
+    ORDER BY min(g.first_due) DESC, g.key;
+END
+$$;
+COMMENT ON FUNCTION batch_groups IS
+    'The caller''s batch jobs in groups (by time: the minute due and the routine; routine, status '
+    'or computer), each with its most pressing status and its count per status.';
+
+CREATE FUNCTION batch_group_jobs(by text, group_key text, month date DEFAULT NULL,
+                                 statuses text[] DEFAULT NULL, search text DEFAULT NULL,
+                                 limit_rows integer DEFAULT 200, offset_rows integer DEFAULT 0)
+RETURNS SETOF batch_jobs
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM _batch_check_reading(by, statuses, limit_rows, offset_rows);
+    RETURN QUERY
+    SELECT b.* FROM _batch_selection(month, statuses, search) b
+    WHERE _batch_group_key(by, b) = group_key
+    ORDER BY b.id DESC
+    LIMIT limit_rows OFFSET offset_rows;
+END
+$$;
+COMMENT ON FUNCTION batch_group_jobs IS 'The jobs of one group of batch_groups, 200 at a time by default.';
+
+CREATE VIEW batch_groups_active WITH (security_invoker = true) AS
+SELECT * FROM batch_groups();
+COMMENT ON VIEW batch_groups_active IS
+    'The caller''s active batch jobs by the minute due and routine, with counts per status.';
+GRANT SELECT ON batch_groups_active TO pgjobs_user;
+
+-- Posting. (Run as the extension's owner by batch_post, src/api/batch.rs.)
+CREATE FUNCTION _batch_post(caller_role oid, command text, args text[], computer text,
+    kind text, routine text, cwd text, shell boolean, depends_on text[], run_at timestamptz,
+    max_attempts integer, priority integer, revision jsonb, env jsonb, extra jsonb)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    poster oid := _identity_of(caller_role);
+    given text;
+    dependency bigint;
+    dependencies bigint[] := '{}';
+    waiting_for bigint[] := '{}';
+    spec jsonb;
+    hash text;
+    replaced bigint;
+    cycle bigint[];
+    job bigint;
+BEGIN
+    IF kind IS NULL OR kind NOT IN ('batch', 'routine', 'kill') THEN
+        PERFORM _invalid(format('unknown job kind %s', coalesce(quote_literal(kind), 'null')),
+                         'A batch job''s kind is batch, routine or kill.');
+    END IF;
+    IF kind = 'kill' THEN
+        IF routine IS NULL OR routine = '' OR computer IS NULL OR computer = 'ANY' THEN
+            PERFORM _invalid('a kill job names the routine to end and its computer',
+                             'For example batch_post('''', kind => ''kill'', routine => ''reports'', computer => ''alpha'').');
+        END IF;
+        command := coalesce(command, '');
+    ELSIF command IS NULL OR btrim(command) = '' THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'command must not be empty',
+            HINT = 'Name the program to run, for example batch_post(''backup'', ARRAY[''--full'']).';
+    END IF;
+    IF args IS NULL OR array_position(args, NULL) IS NOT NULL THEN
+        PERFORM _invalid('args must be an array of text without nulls', 'Pass ''{}'' for no arguments.');
+    END IF;
+    IF env IS NULL OR jsonb_typeof(env) <> 'object'
+       OR EXISTS (SELECT FROM jsonb_each(env) e WHERE jsonb_typeof(e.value) <> 'string') THEN
+        PERFORM _invalid('env must be an object of strings', 'For example ''{"LANG": "C.UTF-8"}''.');
+    END IF;
+    IF computer IS NULL THEN
+        PERFORM _null_argument('computer');
+    END IF;
+    IF computer <> 'ANY' AND NOT EXISTS (SELECT FROM batch_computers c WHERE c.computer = _batch_post.computer) THEN
+        RAISE EXCEPTION USING ERRCODE = 'undefined_object', MESSAGE = format('unknown computer "%s"', computer),
+            HINT = 'A computer is known once its agent has registered; see pgjobs.batch_computer_list, or post for ANY.';
+    END IF;
+
+    -- Dependencies: ids, or command hashes (the latest job with that hash). Live ones are
+    -- locked: one finishing now waits for this post to commit and then releases this job, or has
+    -- finished before the lock and is read from job_history by the next statement.
+    FOREACH given IN ARRAY coalesce(depends_on, '{}') LOOP
+        IF given ~ '^[0-9]{1,18}$' THEN
+            dependency := given::bigint;
+        ELSIF given ~ '^[0-9a-f]{64}$' THEN
+            SELECT x.id INTO dependency FROM (
+                SELECT j.id FROM jobs j WHERE j.owner = poster AND j.idempotency_key = given
+                UNION ALL
+                SELECT h.id FROM job_history h WHERE h.owner = poster AND h.idempotency_key = given
+            ) x ORDER BY x.id DESC LIMIT 1;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation',
+                    MESSAGE = format('no job of yours has the command hash %s', given);
+            END IF;
+        ELSE
+            PERFORM _invalid(format('malformed dependency %s', coalesce(quote_literal(given), 'null')),
+                             'A dependency is a job id or a command hash (64 lowercase hexadecimal digits).');
+        END IF;
+        dependencies := dependencies || dependency;
+    END LOOP;
+    PERFORM FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
+    ORDER BY j.id FOR SHARE OF j;
+    SELECT array_agg(x.id) INTO waiting_for FROM (
+        SELECT j.id FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
+        UNION ALL
+        -- Failed or cancelled: a wait on a finished job is what blocks.
+        SELECT h.id FROM job_history h
+        WHERE h.id = ANY (dependencies) AND h.owner = poster AND h.status <> 'completed') x;
+    SELECT d INTO dependency FROM unnest(dependencies) d
+    WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.id = d AND j.owner = poster)
+      AND NOT EXISTS (SELECT FROM job_history h WHERE h.id = d AND h.owner = poster)
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation',
+            MESSAGE = format('job %s is not one of your jobs', dependency),
+            HINT = 'A batch job can depend only on jobs of its own owner.';
+    END IF;
+
+    spec := jsonb_build_object('kind', kind, 'computer', computer, 'routine', routine,
+                               'command', command, 'args', to_jsonb(args), 'cwd', cwd,
+                               'shell', coalesce(shell, false), 'env', env);
+    hash := encode(sha256(convert_to(spec::text, 'UTF8')), 'hex');
+
+    -- The job this post replaces, if one with the same command waits: it must not come to wait
+    -- for itself.
+    SELECT j.id INTO replaced FROM jobs j
+    WHERE j.owner = poster AND j.idempotency_key = hash AND j.status = 'created';
+    IF replaced IS NOT NULL THEN
+        WITH RECURSIVE upstream(id, path) AS (
+            SELECT d, ARRAY[d] FROM unnest(waiting_for) d
+            UNION
+            SELECT b.on_job, u.path || b.on_job FROM batch_waits b JOIN upstream u ON b.job_id = u.id
+            WHERE b.on_job <> ALL (u.path)
+        )
+        SELECT u.path INTO cycle FROM upstream u WHERE u.id = replaced LIMIT 1;
+        IF FOUND THEN
+            PERFORM _invalid(format('dependency cycle: job %s would wait for itself (%s)', replaced,
+                                    array_to_string(replaced || cycle, ' → ')),
+                             'The job with this command is still waiting; post it without the dependency that leads back to it.');
+        END IF;
+    END IF;
+
+    SELECT a INTO job FROM _add(ARRAY[ROW(
+        kind, spec || jsonb_build_object('revision', revision, 'extra', coalesce(extra, '{}'),
+                                        'depends_on', to_jsonb(dependencies), 'run_at', run_at),
+        _batch_queue(computer), coalesce(priority, 0), run_at, coalesce(max_attempts, 1), NULL, NULL,
+        _batch_silence(), hash, 'replace')::job_spec], poster, true, false) a;
+
+    -- A new job, or the waiting one it replaced, waits for its unfinished dependencies; a job
+    -- already taken by an agent keeps its own.
+    IF EXISTS (SELECT FROM jobs j WHERE j.id = job AND j.status = 'created') THEN
+        DELETE FROM batch_waits b WHERE b.job_id = job;
+        IF waiting_for IS NOT NULL THEN
+            INSERT INTO batch_waits (on_job, job_id, owner)
+            SELECT DISTINCT d, job, poster FROM unnest(waiting_for) d;
+            UPDATE jobs j SET run_at = 'infinity' WHERE j.id = job;
+        END IF;
+    END IF;
+    RETURN job;
+END
+$$;
+
+CREATE FUNCTION batch_post(
+    command text,
+    args text[] DEFAULT '{}',
+    computer text DEFAULT 'ANY',
+    kind text DEFAULT 'batch',
+    routine text DEFAULT NULL,
+    cwd text DEFAULT NULL,
+    shell boolean DEFAULT false,
+    depends_on text[] DEFAULT '{}',
+    run_at timestamptz DEFAULT NULL,
+    max_attempts integer DEFAULT 1,
+    priority integer DEFAULT 0,
+    revision jsonb DEFAULT NULL,
+    env jsonb DEFAULT '{}',
+    extra jsonb DEFAULT '{}'
+) RETURNS bigint
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_post';
+COMMENT ON FUNCTION batch_post IS
+    'Posts a command for a computer (or ANY) and returns the job''s id. Posting a command again '
+    'while its job still waits replaces that job (same id). depends_on: job ids or command hashes '
+    'whose jobs must complete first.';
+
+-- Dependents of jobs that just completed: their waits on them go, and a job with no wait left is
+-- due (at the time it was posted for, if later). Called in the completing transaction.
+CREATE FUNCTION _batch_release(completed bigint[]) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    freed bigint[];
+BEGIN
+    WITH gone AS (DELETE FROM batch_waits b WHERE b.on_job = ANY (completed) RETURNING b.job_id)
+    SELECT array_agg(DISTINCT g.job_id) INTO freed FROM gone g;
+    IF freed IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM _batch_make_due(array_agg(j.id))
+    FROM jobs j
+    WHERE j.id = ANY (freed) AND j.status = 'created'
+      AND NOT EXISTS (SELECT FROM batch_waits b WHERE b.job_id = j.id);
+END
+$$;
+
+CREATE FUNCTION _batch_make_due(ids bigint[]) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM batch_waits b WHERE b.job_id = ANY (ids);
+    PERFORM pg_notify('pgjobs_ready', _ready_signal(_extension_claimant(), d.queue))
+    FROM (SELECT DISTINCT u.queue::text AS queue FROM (
+              UPDATE jobs j
+              SET run_at = greatest(coalesce((j.payload ->> 'run_at')::timestamptz, '-infinity'),
+                                    statement_timestamp()),
+                  last_update = statement_timestamp()
+              WHERE j.id = ANY (ids) AND j.status = 'created'
+              RETURNING j.queue) u) d;
+END
+$$;
+
+-- Cancel. A waiting job ends as CANCEL at once; a running one is marked, its agent told
+-- (NOTIFY pgjobs_batch_cancel, and its next heartbeat), and the agent's report replaces the mark.
+CREATE FUNCTION _batch_cancel(caller_role oid, ids bigint[])
+RETURNS TABLE (id bigint, status text)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    acting_for oid := CASE WHEN _is_admin(caller_role) THEN NULL ELSE _identity_of(caller_role) END;
+    missing bigint;
+    job bigint;
+    after job_status;
+BEGIN
+    IF ids IS NULL THEN
+        PERFORM _null_argument('ids');
+    END IF;
+    SELECT i INTO missing FROM unnest(ids) i
+    WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.id = i AND _is_batch_queue(j.queue)
+                                           AND j.owner = coalesce(acting_for, j.owner))
+      AND NOT EXISTS (SELECT FROM job_history h WHERE h.id = i AND _is_batch_queue(h.queue)
+                                                  AND h.owner = coalesce(acting_for, h.owner))
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'no_data_found',
+            MESSAGE = format('batch job %s does not exist', coalesce(missing::text, 'null')),
+            HINT = 'Nothing was cancelled. Cancel only your own batch jobs, as batch_jobs lists them.';
+    END IF;
+    FOR job IN SELECT DISTINCT i FROM unnest(ids) i ORDER BY 1 LOOP
+        after := jobs_abort(job);
+        id := job;
+        IF after = 'aborted' AND EXISTS (SELECT FROM jobs j WHERE j.id = job) THEN
+            PERFORM pg_notify('pgjobs_batch_cancel', job::text);
+        END IF;
+        DELETE FROM batch_waits b WHERE b.job_id = job AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = job);
+        SELECT b.status INTO status FROM batch_jobs b WHERE b.id = job;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+
+CREATE FUNCTION batch_cancel(ids bigint[]) RETURNS TABLE (id bigint, status text)
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_cancel';
+COMMENT ON FUNCTION batch_cancel IS
+    'Cancels the caller''s batch jobs: a waiting one is no longer handed out (CANCEL); a running '
+    'one is marked CANCEL and its agent ends it. Returns each job''s status afterwards.';
+
+CREATE FUNCTION _batch_cancel_where(caller_role oid, month date, statuses text[], search text,
+                                    by text, group_key text)
+RETURNS TABLE (id bigint, status text)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    acting_for oid := CASE WHEN _is_admin(caller_role) THEN NULL ELSE _identity_of(caller_role) END;
+    chosen bigint[];
+BEGIN
+    PERFORM _batch_check_reading(coalesce(by, 'time'), statuses, 0, 0);
+    IF (by IS NULL) <> (group_key IS NULL) THEN
+        PERFORM _invalid('by and group_key go together', 'Name both to cancel one group, or neither.');
+    END IF;
+    SELECT array_agg(b.id ORDER BY b.id) INTO chosen
+    FROM _batch_selection(month, statuses, search) b
+    WHERE b.ended_at IS NULL AND b.status <> 'CANCEL'
+      AND b.owner::oid = coalesce(acting_for, b.owner::oid)
+      AND (by IS NULL OR _batch_group_key(by, b) = group_key);
+    RETURN QUERY SELECT * FROM _batch_cancel(caller_role, coalesce(chosen, '{}'));
+END
+$$;
+
+CREATE FUNCTION batch_cancel_where(month date DEFAULT NULL, statuses text[] DEFAULT NULL,
+                                   search text DEFAULT NULL, by text DEFAULT NULL,
+                                   group_key text DEFAULT NULL)
+RETURNS TABLE (id bigint, status text)
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_cancel_where';
+COMMENT ON FUNCTION batch_cancel_where IS
+    'Cancels the caller''s active batch jobs that batch_find (or, with by and group_key, one group '
+    'of batch_groups) selects, read or not.';
+
+-- Release: a blocked (or waiting) job of the caller stops waiting for its dependencies.
+CREATE FUNCTION _batch_release_job(caller_role oid, job bigint) RETURNS text
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    acting_for oid := CASE WHEN _is_admin(caller_role) THEN NULL ELSE _identity_of(caller_role) END;
+BEGIN
+    PERFORM FROM jobs j
+    WHERE j.id = job AND _is_batch_queue(j.queue) AND j.status = 'created'
+      AND j.owner = coalesce(acting_for, j.owner)
+      AND EXISTS (SELECT FROM batch_waits b WHERE b.job_id = j.id)
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'no_data_found',
+            MESSAGE = format('batch job %s is not waiting for dependencies', coalesce(job::text, 'null')),
+            HINT = 'Only a waiting or blocked batch job of your own can be released.';
+    END IF;
+    PERFORM _batch_make_due(ARRAY[job]);
+    RETURN (SELECT b.status FROM batch_jobs b WHERE b.id = job);
+END
+$$;
+
+CREATE FUNCTION batch_release(id bigint) RETURNS text
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_release';
+COMMENT ON FUNCTION batch_release IS
+    'Lets a waiting or blocked batch job of the caller run without its dependencies; returns its status.';
+
+-- The agent's side. Every function checks that the computer it names belongs to the caller's
+-- identity (a superuser may act for any).
+CREATE FUNCTION _batch_computer_of(caller_role oid, computer text) RETURNS text
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    agent oid;
+BEGIN
+    SELECT c.agent INTO agent FROM batch_computers c WHERE c.computer = _batch_computer_of.computer;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'undefined_object', MESSAGE = format('unknown computer "%s"', computer),
+            HINT = 'An agent registers its computer with batch_register first.';
+    END IF;
+    IF agent <> _identity_of(caller_role) AND NOT _is_admin(caller_role) THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('computer "%s" belongs to another agent', computer),
+            HINT = 'Each computer name is bound to the agent role that registered it first.';
+    END IF;
+    RETURN computer;
+END
+$$;
+
+CREATE FUNCTION _batch_register(caller_role oid, computer text, capacity integer, info jsonb)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF computer IS NULL OR computer !~ '^[A-Za-z0-9._-]{1,63}$' OR computer = 'ANY' THEN
+        PERFORM _invalid(format('invalid computer name %s', coalesce(quote_literal(computer), 'null')),
+                         'A computer name is 1 to 63 letters, digits, dots, dashes or underscores, and not ANY.');
+    END IF;
+    IF capacity IS NULL OR capacity < 1 THEN
+        PERFORM _invalid(format('capacity must be at least 1, not %s', coalesce(capacity::text, 'null')));
+    END IF;
+    INSERT INTO batch_computers (computer, agent, capacity, info)
+    VALUES (computer, _identity_of(caller_role), capacity, coalesce(info, '{}'))
+    ON CONFLICT ON CONSTRAINT batch_computers_pkey DO NOTHING;
+    PERFORM _batch_computer_of(caller_role, computer);
+    UPDATE batch_computers c
+    SET capacity = _batch_register.capacity, info = coalesce(_batch_register.info, '{}'), last_seen = now()
+    WHERE c.computer = _batch_register.computer;
+END
+$$;
+
+CREATE FUNCTION batch_register(computer text, capacity integer DEFAULT 1, info jsonb DEFAULT '{}')
+RETURNS void
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_register';
+COMMENT ON FUNCTION batch_register IS
+    'Registers the caller''s computer and its slots; the first agent role to register a name keeps it.';
+
+CREATE FUNCTION batch_forget_computer(computer text) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM batch_computers c WHERE c.computer = batch_forget_computer.computer;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'undefined_object', MESSAGE = format('unknown computer "%s"', computer);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION batch_forget_computer IS
+    'Forgets a computer, so that another agent role may register its name (administrators only).';
+
+CREATE FUNCTION _batch_ready_signals(caller_role oid, computer text) RETURNS text[]
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT ARRAY[_ready_signal(_extension_claimant(), _batch_queue(_batch_computer_of(caller_role, computer))),
+                 _ready_signal(_extension_claimant(), _batch_queue('ANY'))];
+END;
+
+CREATE FUNCTION batch_ready_signals(computer text) RETURNS text[]
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_ready_signals';
+COMMENT ON FUNCTION batch_ready_signals IS
+    'The payloads of NOTIFY pgjobs_ready that mean work arrived for this computer or for ANY.';
+
+CREATE FUNCTION _batch_claim(caller_role oid, computer text, n integer)
+RETURNS TABLE (id bigint, lease_token uuid, attempt integer, kind text, routine text,
+               command text, args text[], cwd text, shell boolean, env jsonb, lease interval)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM _batch_computer_of(caller_role, computer);
+    IF n IS NULL OR n < 1 OR n > 1000 THEN
+        PERFORM _invalid(format('n must be from 1 to 1000, not %s', coalesce(n::text, 'null')));
+    END IF;
+    UPDATE batch_computers c SET last_seen = now()
+    WHERE c.computer = _batch_claim.computer AND c.last_seen < now() - interval '10 seconds';
+    RETURN QUERY
+    SELECT c.id, c.lease_token, c.attempt, c.task, c.payload ->> 'routine', c.payload ->> 'command',
+           _text_array(c.payload -> 'args'), c.payload ->> 'cwd', (c.payload ->> 'shell')::boolean,
+           c.payload -> 'env', _batch_silence()
+    FROM _claim(_extension_claimant(), ARRAY[_batch_queue(computer), _batch_queue('ANY')], n,
+                _batch_silence(), computer) c;
+END
+$$;
+
+CREATE FUNCTION batch_claim(computer text, n integer DEFAULT 1)
+RETURNS TABLE (id bigint, lease_token uuid, attempt integer, kind text, routine text,
+               command text, args text[], cwd text, shell boolean, env jsonb, lease interval)
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_claim';
+COMMENT ON FUNCTION batch_claim IS
+    'Claims up to n batch jobs for this computer or for ANY; renew each lease within lease.';
+
+-- The jobs given that the caller's computers hold with these tokens, locked.
+CREATE FUNCTION _batch_held(caller_role oid, ids bigint[], tokens uuid[])
+RETURNS TABLE (ord bigint, id bigint, status job_status)
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT g.ord, j.id, j.status
+    FROM unnest(ids, tokens) WITH ORDINALITY AS g(id, token, ord)
+    JOIN jobs j ON j.id = g.id AND j.lease_token = g.token AND j.status IN ('started', 'aborted')
+    WHERE _is_batch_queue(j.queue)
+      AND (_is_admin(caller_role)
+           OR j.locked_by IN (SELECT c.computer FROM batch_computers c WHERE c.agent = _identity_of(caller_role)))
+    ORDER BY j.id
+    FOR UPDATE OF j;
+END;
+
+CREATE FUNCTION _lease_state(status job_status) RETURNS text
+LANGUAGE sql IMMUTABLE
+RETURN CASE status WHEN 'started' THEN 'held' WHEN 'aborted' THEN 'aborted' ELSE 'lost' END;
+
+CREATE FUNCTION _batch_started(caller_role oid, job bigint, token uuid, pid integer) RETURNS text
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    held job_status;
+BEGIN
+    SELECT h.status INTO held FROM _batch_held(caller_role, ARRAY[job], ARRAY[token]) h;
+    UPDATE jobs j
+    SET progress = jsonb_build_object('token', token, 'pid', pid, 'started_at', statement_timestamp(),
+                                      'changed', statement_timestamp()),
+        locked_until = statement_timestamp() + _batch_silence()
+    WHERE j.id = job AND held IS NOT NULL;
+    RETURN _lease_state(held);
+END
+$$;
+
+CREATE FUNCTION batch_started(id bigint, token uuid, pid integer) RETURNS text
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_started';
+COMMENT ON FUNCTION batch_started IS
+    'Says the job''s process runs (RUNNING). Returns the lease state: held, aborted (end it), lost.';
+
+CREATE FUNCTION _batch_heartbeat(caller_role oid, ids bigint[], tokens uuid[], stderr text[], stdout text[])
+RETURNS TABLE (id bigint, lease_state text)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF cardinality(ids) IS DISTINCT FROM cardinality(tokens)
+       OR (stderr IS NOT NULL AND cardinality(stderr) <> cardinality(ids))
+       OR (stdout IS NOT NULL AND cardinality(stdout) <> cardinality(ids)) THEN
+        PERFORM _invalid('ids, tokens, stderr and stdout must be arrays of one length',
+                         'Pass null for stderr or stdout to leave the tails as they are.');
+    END IF;
+    RETURN QUERY
+    WITH held AS MATERIALIZED (SELECT * FROM _batch_held(caller_role, ids, tokens)),
+    renewed AS (
+        UPDATE jobs j
+        SET locked_until = statement_timestamp() + _batch_silence(),
+            progress = CASE WHEN stderr[h.ord] IS NULL AND stdout[h.ord] IS NULL THEN j.progress
+                            ELSE coalesce(j.progress, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                                'stderr', right(stderr[h.ord], 8192), 'stdout', right(stdout[h.ord], 8192),
+                                'changed', statement_timestamp())) END
+        FROM held h
+        WHERE j.id = h.id
+        RETURNING j.id
+    )
+    SELECT g.id, _lease_state(h.status)
+    FROM unnest(ids) WITH ORDINALITY AS g(id, ord) LEFT JOIN held h ON h.ord = g.ord
+    ORDER BY g.ord;
+END
+$$;
+
+CREATE FUNCTION batch_heartbeat(ids bigint[], tokens uuid[], stderr text[] DEFAULT NULL,
+                                stdout text[] DEFAULT NULL)
+RETURNS TABLE (id bigint, lease_state text)
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_heartbeat';
+COMMENT ON FUNCTION batch_heartbeat IS
+    'Renews the leases of running batch jobs and keeps the tails of their output; one lease state per job.';
+
+CREATE FUNCTION _batch_finish(caller_role oid, job bigint, token uuid, exit_code integer,
+                              run_time interval, stderr text, stdout text, cancelled boolean)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    held job_status;
+    outcome job_status;
+    error text;
+BEGIN
+    SELECT h.status INTO held FROM _batch_held(caller_role, ARRAY[job], ARRAY[token]) h;
+    IF held IS NULL THEN
+        RETURN 'lost';
+    END IF;
+    outcome := CASE WHEN coalesce(cancelled, false) THEN 'aborted'
+                    WHEN exit_code = 0 THEN 'completed' ELSE 'failed' END;
+    -- The agent's report replaces a cancel's mark: a job that ran to its end despite a cancel
+    -- ended as it ended.
+    IF held = 'aborted' AND outcome <> 'aborted' THEN
+        UPDATE jobs j SET status = 'started' WHERE j.id = job;
+    END IF;
+    IF outcome = 'failed' THEN
+        error := coalesce(nullif(right(btrim(stderr, E' \n\t'), 2000), ''),
+                          CASE WHEN exit_code IS NULL THEN 'killed by a signal'
+                               ELSE format('exit code %s', exit_code) END);
+    END IF;
+    PERFORM _finish(ARRAY[job], ARRAY[token], '{started,aborted}', outcome::text, NULL,
+                    ARRAY[jsonb_build_object('exit_code', exit_code, 'run_time', run_time,
+                                             'stderr', right(stderr, 8192), 'stdout', right(stdout, 8192))],
+                    ARRAY[error]);
+    IF outcome = 'completed' THEN
+        PERFORM _batch_release(ARRAY[job]);
+    END IF;
+    RETURN _batch_status(outcome::text, true, false, false);
+END
+$$;
+
+CREATE FUNCTION batch_finish(id bigint, token uuid, exit_code integer, run_time interval,
+                             stderr text DEFAULT NULL, stdout text DEFAULT NULL,
+                             cancelled boolean DEFAULT false)
+RETURNS text
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_finish';
+COMMENT ON FUNCTION batch_finish IS
+    'Reports how a batch job''s process ended: exit code 0 is COMPLETED, any other (or null, a '
+    'signal) ERROR, cancelled CANCEL. Returns the status, or lost if the token no longer holds the job.';
+
+CREATE FUNCTION _batch_hand_back(caller_role oid, ids bigint[], tokens uuid[]) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    back bigint[];
+    cancelled bigint[];
+BEGIN
+    IF cardinality(ids) IS DISTINCT FROM cardinality(tokens) THEN
+        PERFORM _invalid('ids and tokens must be arrays of one length');
+    END IF;
+    SELECT array_agg(h.id) FILTER (WHERE h.status = 'started'),
+           array_agg(h.id) FILTER (WHERE h.status = 'aborted')
+    INTO back, cancelled
+    FROM _batch_held(caller_role, ids, tokens) h;
+    UPDATE jobs j
+    SET status = 'created', lease_token = NULL, locked_until = NULL, attempt = j.attempt - 1,
+        run_at = statement_timestamp(), progress = NULL, last_update = statement_timestamp()
+    WHERE j.id = ANY (back);
+    PERFORM pg_notify('pgjobs_ready', _ready_signal(_extension_claimant(), q.queue))
+    FROM (SELECT DISTINCT j.queue::text AS queue FROM jobs j WHERE j.id = ANY (back)) q;
+    -- A cancelled job that is handed back has ended: as CANCEL.
+    PERFORM _finish(cancelled, NULL, '{aborted}', 'aborted', NULL) WHERE cancelled IS NOT NULL;
+    RETURN coalesce(cardinality(back), 0) + coalesce(cardinality(cancelled), 0);
+END
+$$;
+
+CREATE FUNCTION batch_hand_back(ids bigint[], tokens uuid[]) RETURNS integer
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_hand_back';
+COMMENT ON FUNCTION batch_hand_back IS
+    'Gives batch jobs back that the agent will not finish (it is stopping): pending again, no '
+    'attempt counted; a cancelled one ends as CANCEL.';

@@ -1,0 +1,71 @@
+//! Batch jobs (`sql/085_batch.sql`): the public functions of posters and agents, and the status
+//! words and masked arguments their views show (`pg_jobs_core::batch`).
+
+use pgrx::prelude::*;
+
+use crate::{gucs, owner_call};
+
+const STATEMENTS: &str = include_str!("batch.sql");
+
+owner_call!(batch_post, pg_finfo_batch_post, STATEMENTS, "post");
+owner_call!(batch_cancel, pg_finfo_batch_cancel, STATEMENTS, "cancel");
+owner_call!(
+    batch_cancel_where,
+    pg_finfo_batch_cancel_where,
+    STATEMENTS,
+    "cancel_where"
+);
+owner_call!(batch_release, pg_finfo_batch_release, STATEMENTS, "release");
+owner_call!(batch_register, pg_finfo_batch_register, STATEMENTS, "register");
+owner_call!(
+    batch_ready_signals,
+    pg_finfo_batch_ready_signals,
+    STATEMENTS,
+    "ready_signals"
+);
+owner_call!(batch_claim, pg_finfo_batch_claim, STATEMENTS, "claim");
+owner_call!(batch_started, pg_finfo_batch_started, STATEMENTS, "started");
+owner_call!(
+    batch_heartbeat,
+    pg_finfo_batch_heartbeat,
+    STATEMENTS,
+    "heartbeat"
+);
+owner_call!(batch_finish, pg_finfo_batch_finish, STATEMENTS, "finish");
+owner_call!(
+    batch_hand_back,
+    pg_finfo_batch_hand_back,
+    STATEMENTS,
+    "hand_back"
+);
+
+/// The status word of a batch job (see `pg_jobs_core::batch::status_word`).
+#[pg_extern(immutable, parallel_safe)]
+fn _batch_status(status: &str, due: bool, blocked: bool, running: Option<bool>) -> Option<&'static str> {
+    pg_jobs_core::batch::status_word(status, due, blocked, running.unwrap_or(false))
+}
+
+/// How pressing a status word is (0 most); null for a word that is not a status.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _batch_status_rank(word: &str) -> Option<i32> {
+    pg_jobs_core::batch::status_rank(word)
+}
+
+/// The status word of a rank.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _batch_status_word(rank: i32) -> Option<&'static str> {
+    pg_jobs_core::batch::STATUS_WORDS.get(usize::try_from(rank).ok()?).copied()
+}
+
+/// Arguments as shown: the values of flags that look like secrets masked.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _mask_args(args: Vec<Option<String>>) -> Vec<Option<String>> {
+    pg_jobs_core::batch::mask_secret_args(&args)
+}
+
+/// The lease of batch jobs: pg_jobs.batch_silence.
+#[pg_extern(stable, parallel_safe)]
+fn _batch_silence() -> pgrx::datum::Interval {
+    pgrx::datum::Interval::new(0, 0, i64::from(gucs::BATCH_SILENCE.get()) * 1_000_000)
+        .expect("a setting of at most a day is an interval")
+}
