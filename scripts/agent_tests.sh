@@ -230,7 +230,13 @@ agent_kill_9() {
     case $first in alpha) other=beta ;; beta) other=alpha ;; *) return 1 ;; esac
     pid=$(job_pid "$first" "$job")
     [ -n "$pid" ] || return 1
-    if [ "$first" = alpha ]; then kill -9 "$ALPHA_PID"; else kill -9 "$BETA_PID"; fi
+    if [ "$first" = alpha ]; then
+        kill -9 "$ALPHA_PID" && { wait "$ALPHA_PID"; } 2>/dev/null
+        ALPHA_PID=
+    else
+        kill -9 "$BETA_PID" && { wait "$BETA_PID"; } 2>/dev/null
+        BETA_PID=
+    fi
     # The shell is gone at once (its sleep, orphaned in the group, ends by itself).
     local gone=no deadline=$((SECONDS + 2))
     while [ $SECONDS -le $deadline ]; do kill -0 "$pid" 2>/dev/null || { gone=yes; break; }; sleep 0.05; done

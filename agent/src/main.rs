@@ -270,7 +270,8 @@ impl Agent {
     // ---- claiming and starting ----
 
     fn claim(&mut self) -> usize {
-        let free = self.capacity().saturating_sub(self.jobs.len());
+        // batch_claim takes at most 1000 at a time.
+        let free = self.capacity().saturating_sub(self.jobs.len()).min(1000);
         self.claim_now = false;
         self.next_poll = Instant::now() + self.opts.poll;
         if free == 0 || self.stopping.is_some() {
@@ -285,7 +286,7 @@ impl Agent {
                 return 0;
             }
         };
-        self.more = claimed.len() == free;
+        self.more = claimed.len() == free && free > 0;
         let n = claimed.len();
         for job in claimed {
             self.start(job);
