@@ -1,7 +1,7 @@
 //! pg_jobs_agent: the worker agent of pg_jobs' batch jobs. It registers one computer, claims the
 //! jobs posted for it (or for ANY) up to --batchjobs at a time, runs each as a process, renews
 //! their leases, ends them when they are cancelled, and reports how they ended. See USAGE in
-//! args.rs, and agent/README.md... the README's "Batch jobs" section.
+//! args.rs and agent/README.md.
 //!
 //! Threads: the main thread owns the first connection (register, claim, started, finish,
 //! hand_back) and every job's state, and is the only one to spawn (PR_SET_PDEATHSIG follows the
@@ -105,6 +105,8 @@ struct Agent {
     stopping: Option<Instant>,
     stop_signals: u32,
     handed_back: Vec<i64>,
+    /// The last claim was refused (not a lost connection): --once then exits 1.
+    claim_refused: bool,
 }
 
 fn hostname() -> String {
@@ -197,6 +199,7 @@ impl Agent {
             stopping: None,
             stop_signals: 0,
             handed_back: vec![],
+            claim_refused: false,
         }
     }
 
@@ -281,11 +284,12 @@ impl Agent {
         let claimed = match db.claim(&self.computer, free as i32) {
             Ok(c) => c,
             Err(e) => {
-                self.failed("claim", None, &e);
+                self.claim_refused = !self.failed("claim", None, &e);
                 self.more = false;
                 return 0;
             }
         };
+        self.claim_refused = false;
         self.more = claimed.len() == free && free > 0;
         let n = claimed.len();
         for job in claimed {
@@ -686,8 +690,11 @@ impl Agent {
         let watch_thread = std::thread::Builder::new().name("watch".into()).spawn(move || watch.run()).unwrap();
 
         let mut ended_all = false;
+        let mut code = 0;
         loop {
             self.try_reconnect();
+            // A kill job whose targets have all ended (or that ends itself) is done.
+            self.finish_kill_jobs();
             if self.db.is_some() {
                 self.flush();
             }
@@ -699,6 +706,7 @@ impl Agent {
             {
                 let n = self.claim();
                 if self.opts.once && n == 0 && self.jobs.is_empty() && self.pending.is_empty() && self.db.is_some() {
+                    code = i32::from(self.claim_refused);
                     break;
                 }
             }
@@ -753,7 +761,7 @@ impl Agent {
         stop_watch.store(true, Ordering::Relaxed);
         let _ = watch_thread.join();
         log!("stopped", handed_back = self.handed_back, unreported = self.pending.len());
-        0
+        code
     }
 }
 
