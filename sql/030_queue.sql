@@ -151,7 +151,7 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     ), requeue AS (
         UPDATE jobs j
-        SET status = 'created', lease_token = NULL, locked_until = NULL,
+        SET status = 'created', lease_token = NULL, locked_until = NULL, progress = NULL,
             run_at = statement_timestamp(),
             errors = j.errors || jsonb_build_object(
                 'attempt', j.attempt, 'at', statement_timestamp(),

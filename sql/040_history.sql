@@ -39,18 +39,29 @@ GRANT SELECT (id, owner, status, task, queue, priority, payload, result, errors,
               max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time, name,
               description, link, listed) ON job_history TO pgjobs_user;
 
+-- Batch jobs' queues (sql/085_batch.sql).
+CREATE FUNCTION _is_batch_queue(queue text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN starts_with(queue, 'pg_jobs.batch:');
+
+-- A payload as members see it: a batch job's arguments that look like secrets masked.
+CREATE FUNCTION _shown_payload(queue text, payload jsonb) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN CASE WHEN _is_batch_queue(queue) THEN _mask_payload(payload) ELSE payload END;
+GRANT EXECUTE ON FUNCTION _shown_payload(text, jsonb), _mask_payload(jsonb) TO pgjobs_user;
+
 -- Every job, live or finished, in one shape. jobs' domain-typed columns are cast to the base types
 -- job_history has: the planner flattens a UNION ALL into one append of its two scans only when
 -- their column types are the same (reads were 5 % more work without the casts). No opaque_id:
 -- members may not read that column (see the grants in 030_queue.sql); job_opaque_ids has it.
 CREATE VIEW job_list WITH (security_invoker = true) AS
 SELECT j.id, j.owner::regrole AS owner, j.status, j.task::text, j.queue::text, j.priority,
-       j.payload, NULL::jsonb AS result, j.errors, j.attempt, j.max_attempts::integer, j.run_at,
+       _shown_payload(j.queue, j.payload) AS payload, NULL::jsonb AS result, j.errors, j.attempt, j.max_attempts::integer, j.run_at,
        j.idempotency_key, j.key_rule, j.locked_by, j.locked_until, j.due_at, j.start_time,
        NULL::timestamptz AS end_time
 FROM jobs j
 UNION ALL
-SELECT h.id, h.owner::regrole, h.status, h.task, h.queue, h.priority, h.payload,
+SELECT h.id, h.owner::regrole, h.status, h.task, h.queue, h.priority, _shown_payload(h.queue, h.payload),
        h.result, h.errors, h.attempts, h.max_attempts, NULL, h.idempotency_key, h.key_rule,
        h.locked_by, NULL, h.due_at, h.start_time, h.end_time
 FROM job_history h;

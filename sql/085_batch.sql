@@ -23,10 +23,6 @@ CREATE FUNCTION _batch_queue(computer text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN 'pg_jobs.batch:' || computer;
 
-CREATE FUNCTION _is_batch_queue(queue text) RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN starts_with(queue, 'pg_jobs.batch:');
-
 -- Computers, each bound to the identity of the agent that registered it first: another agent's
 -- role cannot take its jobs by registering the same name.
 CREATE TABLE batch_computers (
@@ -53,6 +49,7 @@ CREATE TABLE batch_waits (
     PRIMARY KEY (on_job, job_id)
 );
 CREATE INDEX batch_waits_job ON batch_waits (job_id);
+CREATE INDEX batch_waits_owner ON batch_waits (owner);
 ALTER TABLE batch_waits ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON batch_waits FOR SELECT USING (owner = (SELECT identity()));
 GRANT SELECT ON batch_waits TO pgjobs_user;
@@ -67,9 +64,10 @@ CREATE FUNCTION _bigint_array(elements jsonb) RETURNS bigint[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(elements) e);
 
--- Every batch job, live or finished, as the worker pool shows it, read as the caller (so through
--- row-level security: a member sees its own). Arguments that look like secrets are masked.
-CREATE VIEW batch_jobs WITH (security_invoker = true) AS
+-- The batch jobs that have not finished, whatever month they were due in, as the worker pool
+-- shows them, read as the caller (so through row-level security: a member sees its own).
+-- Arguments that look like secrets are masked.
+CREATE VIEW batch_active WITH (security_invoker = true) AS
 SELECT j.id, j.idempotency_key AS hash, j.owner::regrole AS owner,
        _batch_status(j.status::text, j.run_at <= now(), w.blocked_by IS NOT NULL,
                      j.progress ->> 'token' = j.lease_token::text) AS status,
@@ -99,7 +97,15 @@ LEFT JOIN LATERAL (
     FROM batch_waits b
     WHERE b.job_id = j.id AND NOT EXISTS (SELECT FROM jobs d WHERE d.id = b.on_job)
 ) w ON j.status = 'created'
-WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
+WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue);
+COMMENT ON VIEW batch_active IS
+    'The caller''s batch jobs that have not finished, whatever month they were due in (CANCEL '
+    'here: cancelled while running, until its agent reports).';
+GRANT SELECT ON batch_active TO pgjobs_user;
+
+-- Every batch job, active or finished: a finished run is a row of job_history.
+CREATE VIEW batch_jobs WITH (security_invoker = true) AS
+SELECT a.* FROM batch_active a
 UNION ALL
 SELECT h.id, h.idempotency_key, h.owner::regrole, _batch_status(h.status::text, true, false, false),
        NULL, h.task, h.payload ->> 'computer', h.locked_by, h.payload ->> 'routine',
@@ -124,12 +130,13 @@ COMMENT ON COLUMN batch_jobs.error IS 'Why it failed: the tail of its stderr, or
 COMMENT ON COLUMN batch_jobs.changed IS 'Its last change.';
 GRANT SELECT ON batch_jobs TO pgjobs_user;
 
-CREATE VIEW batch_active WITH (security_invoker = true) AS
-SELECT b.* FROM batch_jobs b WHERE b.ended_at IS NULL;
-COMMENT ON VIEW batch_active IS
-    'The caller''s batch jobs that have not finished, whatever month they were due in (CANCEL '
-    'here: cancelled while running, until its agent reports).';
-GRANT SELECT ON batch_active TO pgjobs_user;
+CREATE VIEW batch_months WITH (security_invoker = true) AS
+SELECT b.month, sum(b.n)::bigint AS jobs, jsonb_object_agg(b.status, b.n) AS counts
+FROM (SELECT j.month, j.status, count(*) AS n FROM batch_jobs j GROUP BY 1, 2) b
+GROUP BY b.month;
+COMMENT ON VIEW batch_months IS
+    'The months that have batch jobs of the caller (the UTC month each was due), with counts per status.';
+GRANT SELECT ON batch_months TO pgjobs_user;
 
 CREATE VIEW batch_computer_list WITH (security_invoker = true) AS
 SELECT c.computer, c.agent::regrole AS agent, c.capacity, c.info, c.registered_at, c.last_seen
@@ -144,10 +151,15 @@ CREATE FUNCTION _batch_selection(month date, statuses text[], search text)
 RETURNS SETOF batch_jobs
 LANGUAGE sql STABLE
 BEGIN ATOMIC
-    SELECT b.* FROM batch_jobs b
-    WHERE (CASE WHEN _batch_selection.month IS NULL THEN b.ended_at IS NULL
-                ELSE b.month = date_trunc('month', _batch_selection.month)::date END)
-      AND (statuses IS NULL OR b.status = ANY (statuses))
+    SELECT b.* FROM (
+        SELECT a.* FROM batch_active a WHERE _batch_selection.month IS NULL
+        UNION ALL
+        -- A range of due_at, so that only the month's partition of job_history is read.
+        SELECT j.* FROM batch_jobs j
+        WHERE j.due_at >= _utc_midnight(date_trunc('month', _batch_selection.month)::date)
+          AND j.due_at < _utc_midnight((date_trunc('month', _batch_selection.month) + interval '1 month')::date)
+    ) b
+    WHERE (statuses IS NULL OR b.status = ANY (statuses))
       AND (search IS NULL OR concat_ws(' ', b.id, b.hash, b.routine, b.command,
                                        array_to_string(b.args, ' '), b.revision, b.computer,
                                        b.target) ILIKE '%' || search || '%');
@@ -187,6 +199,24 @@ BEGIN
 END
 $$;
 
+-- The months that have batch jobs of the caller, without counting them: the months of its active
+-- jobs, and each month of job_history in which one of its batch jobs is found first (an index
+-- probe in that month's partition, not a scan of the history).
+CREATE FUNCTION _batch_month_list() RETURNS TABLE (month date)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT a.month FROM batch_active a
+    UNION
+    SELECT p.month
+    FROM (SELECT to_date(right(c.relname, 6), 'YYYYMM') AS month
+          FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+          WHERE i.inhparent = 'job_history'::regclass AND c.relname ~ '^job_history_[0-9]{6}$') p
+    WHERE EXISTS (SELECT FROM job_history h
+                  WHERE h.due_at >= _utc_midnight(p.month)
+                    AND h.due_at < _utc_midnight((p.month + interval '1 month')::date)
+                    AND _is_batch_queue(h.queue));
+END;
+
 CREATE FUNCTION batch_find(month date DEFAULT NULL, statuses text[] DEFAULT NULL,
                            search text DEFAULT NULL, limit_rows integer DEFAULT 100,
                            offset_rows integer DEFAULT 0)
@@ -206,8 +236,7 @@ BEGIN
         'total', (SELECT count(*) FROM chosen),
         'counts', coalesce((SELECT jsonb_object_agg(c.status, c.n)
                             FROM (SELECT status, count(*) AS n FROM chosen GROUP BY status) c), '{}'),
-        'months', (SELECT coalesce(jsonb_agg(m.month ORDER BY m.month DESC), '[]')
-                   FROM (SELECT DISTINCT b.month FROM batch_jobs b) m))
+        'months', (SELECT coalesce(jsonb_agg(m.month ORDER BY m.month DESC), '[]') FROM _batch_month_list() m))
     INTO found;
     RETURN found;
 END
@@ -357,7 +386,7 @@ BEGIN
         END IF;
         dependencies := dependencies || dependency;
     END LOOP;
-    PERFORM FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
+    PERFORM 1 FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
     ORDER BY j.id FOR SHARE OF j;
     SELECT array_agg(x.id) INTO waiting_for FROM (
         SELECT j.id FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
@@ -468,14 +497,13 @@ SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 BEGIN
     DELETE FROM batch_waits b WHERE b.job_id = ANY (ids);
-    PERFORM pg_notify('pgjobs_ready', _ready_signal(_extension_claimant(), d.queue))
-    FROM (SELECT DISTINCT u.queue::text AS queue FROM (
-              UPDATE jobs j
-              SET run_at = greatest(coalesce((j.payload ->> 'run_at')::timestamptz, '-infinity'),
-                                    statement_timestamp()),
-                  last_update = statement_timestamp()
-              WHERE j.id = ANY (ids) AND j.status = 'created'
-              RETURNING j.queue) u) d;
+    UPDATE jobs j
+    SET run_at = greatest(coalesce((j.payload ->> 'run_at')::timestamptz, '-infinity'),
+                          statement_timestamp()),
+        last_update = statement_timestamp()
+    WHERE j.id = ANY (ids) AND j.status = 'created';
+    PERFORM pg_notify('pgjobs_ready', _ready_signal(_extension_claimant(), q.queue))
+    FROM (SELECT DISTINCT j.queue::text AS queue FROM jobs j WHERE j.id = ANY (ids)) q;
 END
 $$;
 
@@ -565,7 +593,7 @@ AS $$
 DECLARE
     acting_for oid := CASE WHEN _is_admin(caller_role) THEN NULL ELSE _identity_of(caller_role) END;
 BEGIN
-    PERFORM FROM jobs j
+    PERFORM 1 FROM jobs j
     WHERE j.id = job AND _is_batch_queue(j.queue) AND j.status = 'created'
       AND j.owner = coalesce(acting_for, j.owner)
       AND EXISTS (SELECT FROM batch_waits b WHERE b.job_id = j.id)
@@ -665,7 +693,8 @@ COMMENT ON FUNCTION batch_ready_signals IS
 
 CREATE FUNCTION _batch_claim(caller_role oid, computer text, n integer)
 RETURNS TABLE (id bigint, lease_token uuid, attempt integer, kind text, routine text,
-               command text, args text[], cwd text, shell boolean, env jsonb, lease interval)
+               command text, args text[], cwd text, shell boolean, env jsonb, lease interval,
+               owner text)
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
@@ -679,18 +708,21 @@ BEGIN
     RETURN QUERY
     SELECT c.id, c.lease_token, c.attempt, c.task, c.payload ->> 'routine', c.payload ->> 'command',
            _text_array(c.payload -> 'args'), c.payload ->> 'cwd', (c.payload ->> 'shell')::boolean,
-           c.payload -> 'env', _batch_silence()
+           c.payload -> 'env', _batch_silence(), j.owner::regrole::text
     FROM _claim(_extension_claimant(), ARRAY[_batch_queue(computer), _batch_queue('ANY')], n,
-                _batch_silence(), computer) c;
+                _batch_silence(), computer) c
+    JOIN jobs j ON j.id = c.id;
 END
 $$;
 
 CREATE FUNCTION batch_claim(computer text, n integer DEFAULT 1)
 RETURNS TABLE (id bigint, lease_token uuid, attempt integer, kind text, routine text,
-               command text, args text[], cwd text, shell boolean, env jsonb, lease interval)
+               command text, args text[], cwd text, shell boolean, env jsonb, lease interval,
+               owner text)
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_claim';
 COMMENT ON FUNCTION batch_claim IS
-    'Claims up to n batch jobs for this computer or for ANY; renew each lease within lease.';
+    'Claims up to n batch jobs for this computer or for ANY; renew each lease within lease. A kill '
+    'job ends the running jobs of its routine that have its owner.';
 
 -- The jobs given that the caller's computers hold with these tokens, locked.
 CREATE FUNCTION _batch_held(caller_role oid, ids bigint[], tokens uuid[])

@@ -35,7 +35,7 @@ GRANT EXECUTE ON FUNCTION
     -- What the batch views and reading functions call as the caller.
     _extension_claimant(), _is_batch_queue(text), _text_array(jsonb), _bigint_array(jsonb),
     _batch_status(text, boolean, boolean, boolean), _batch_status_rank(text), _batch_status_word(integer),
-    _mask_args(text[]), _batch_selection(date, text[], text), _batch_group_key(text, batch_jobs),
+    _mask_args(text[]), _batch_selection(date, text[], text), _batch_month_list(), _batch_group_key(text, batch_jobs),
     _batch_check_reading(text, text[], integer, integer), _batch_check_hash(text)
 TO pgjobs_user;
 

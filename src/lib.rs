@@ -41,7 +41,11 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/040_history.sql",
     name = "history",
-    requires = ["queue", api::queue::_finished_status_ok]
+    requires = [
+        "queue",
+        api::queue::_finished_status_ok,
+        api::batch::_mask_payload
+    ]
 );
 extension_sql_file!(
     "../sql/050_sql_jobs.sql",

@@ -63,6 +63,21 @@ fn _mask_args(args: Vec<Option<String>>) -> Vec<Option<String>> {
     pg_jobs_core::batch::mask_secret_args(&args)
 }
 
+/// A job's payload as shown: a batch job's arguments masked (job_list shows every job).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _mask_payload(payload: pgrx::JsonB) -> pgrx::JsonB {
+    let mut payload = payload.0;
+    if let Some(serde_json::Value::Array(args)) = payload.get_mut("args") {
+        let given: Vec<Option<String>> = args.iter().map(|a| a.as_str().map(str::to_string)).collect();
+        for (arg, shown) in args.iter_mut().zip(pg_jobs_core::batch::mask_secret_args(&given)) {
+            if let Some(shown) = shown {
+                *arg = serde_json::Value::String(shown);
+            }
+        }
+    }
+    pgrx::JsonB(payload)
+}
+
 /// The lease of batch jobs: pg_jobs.batch_silence.
 #[pg_extern(stable, parallel_safe)]
 fn _batch_silence() -> pgrx::datum::Interval {

@@ -1,0 +1,81 @@
+-- The agent's side of batch jobs, as agents' roles: registering, claiming for a computer and
+-- for ANY, reporting start, output and end, dependencies released by the completing report,
+-- hand back, and the silence rule.
+SET TimeZone = 'UTC';
+SELECT regress.reset();
+TRUNCATE pgjobs.batch_waits, pgjobs.batch_computers;
+CREATE ROLE regress_agent_a IN ROLE pgjobs_agent;
+CREATE ROLE regress_agent_b IN ROLE pgjobs_agent;
+CREATE ROLE regress_submitter IN ROLE pgjobs_user;
+
+-- The token that holds a job (the agent got it from its claim; the test reads it as superuser).
+CREATE FUNCTION regress.token(job bigint) RETURNS uuid
+LANGUAGE sql AS $$ SELECT lease_token FROM pgjobs.jobs WHERE id = job $$;
+
+SELECT regress.as_role('regress_agent_a', $$SELECT pgjobs.batch_register('alpha', 2, '{"host": "a"}')$$) AS alpha;
+SELECT regress.as_role('regress_agent_b', $$SELECT pgjobs.batch_register('beta', 1)$$) AS beta;
+SELECT computer, agent, capacity, info FROM pgjobs.batch_computer_list ORDER BY 1;
+SELECT regress.as_role('regress_agent_a', $$SELECT pgjobs.batch_register('alpha', 4)$$) AS again;
+SELECT refusal, regress.as_role('regress_agent_a', statement) AS error
+FROM (VALUES ('name', $$SELECT pgjobs.batch_register('has space')$$),
+             ('ANY', $$SELECT pgjobs.batch_register('ANY')$$),
+             ('capacity', $$SELECT pgjobs.batch_register('alpha', 0)$$),
+             ('n', $$SELECT count(*)::text FROM pgjobs.batch_claim('alpha', 0)$$),
+             ('unknown', $$SELECT count(*)::text FROM pgjobs.batch_claim('gamma')$$)) AS r(refusal, statement);
+SELECT capacity FROM pgjobs.batch_computers WHERE computer = 'alpha';
+
+-- Targeting: beta takes the job for ANY and not alpha's; alpha takes its own.
+SET ROLE regress_submitter;
+SELECT pgjobs.batch_post('build', ARRAY['--release'], computer => 'alpha') AS build \gset
+SELECT pgjobs.batch_post('test', depends_on => ARRAY[:'build']) AS test \gset
+SELECT pgjobs.batch_post('deploy', depends_on => ARRAY[:'test'], cwd => '/srv', env => '{"MODE": "prod"}') AS deploy \gset
+SELECT pgjobs.batch_post('anywhere', shell => true) AS anywhere \gset
+RESET ROLE;
+SELECT regress.as_role('regress_agent_b', $$SELECT string_agg(format('%s %s %s %s', kind, command, args, lease), ',') FROM pgjobs.batch_claim('beta', 5)$$) AS beta_takes;
+SELECT regress.as_role('regress_agent_a', $$SELECT string_agg(format('%s %s %s', command, args, shell), ',') FROM pgjobs.batch_claim('alpha', 5)$$) AS alpha_takes;
+SELECT command, status, computer, target FROM pgjobs.batch_jobs ORDER BY id;
+
+-- alpha runs build: started, output while it runs, completed; test is due at once.
+SELECT regress.as_role('regress_agent_a', format('SELECT pgjobs.batch_started(%s, %L, 4242)', :build, regress.token(:build))) AS started;
+SELECT regress.as_role('regress_agent_a', format($$SELECT string_agg(id || ' ' || lease_state, ',') FROM pgjobs.batch_heartbeat(ARRAY[%s, 999], ARRAY[%L, gen_random_uuid()], ARRAY['compiling', NULL], ARRAY['50%%', NULL])$$, :build, regress.token(:build))) AS heartbeat;
+SELECT command, status, pid, stderr, stdout FROM pgjobs.batch_jobs WHERE id = :build;
+SELECT regress.as_role('regress_agent_a', format($$SELECT pgjobs.batch_finish(%s, %L, 0, '3 seconds', 'warning: x', 'done')$$, :build, regress.token(:build))) AS finished;
+SELECT command, status, exit_code, run_time, stderr, stdout, target FROM pgjobs.batch_jobs WHERE id IN (:build, :test) ORDER BY id;
+-- A report with a token that no longer holds the job changes nothing.
+SELECT regress.as_role('regress_agent_a', format($$SELECT pgjobs.batch_finish(%s, gen_random_uuid(), 0, '1 second')$$, :build)) AS late_report;
+
+-- test fails on beta: deploy is blocked, with the reason; its owner releases it.
+SELECT regress.as_role('regress_agent_b', $$SELECT string_agg(command, ',') FROM pgjobs.batch_claim('beta', 1)$$) AS beta_takes;
+SELECT regress.as_role('regress_agent_b', format($$SELECT pgjobs.batch_finish(%s, %L, 2, '1 second', E'error: tests failed\n', '')$$, :test, regress.token(:test))) AS failed;
+SELECT command, status, exit_code, error, blocked_reason FROM pgjobs.batch_jobs WHERE id IN (:test, :deploy) ORDER BY id;
+SELECT regress.as_role('regress_submitter', format('SELECT pgjobs.batch_release(%s)', :deploy)) AS released;
+SELECT regress.as_role('regress_agent_b', $$SELECT string_agg(format('%s %s %s', command, cwd, env), ',') FROM pgjobs.batch_claim('beta', 1)$$) AS beta_takes;
+
+-- A cancel while running: the agent learns it from its heartbeat, and its report decides.
+SELECT regress.as_role('regress_submitter', format('SELECT string_agg(status, '','') FROM pgjobs.batch_cancel(ARRAY[%s, %s])', :deploy, :anywhere)) AS cancelled;
+SELECT regress.as_role('regress_agent_b', format($$SELECT string_agg(lease_state, ',') FROM pgjobs.batch_heartbeat(ARRAY[%s]::bigint[], ARRAY[%L]::uuid[])$$, :deploy, regress.token(:deploy))) AS told;
+SELECT regress.as_role('regress_agent_b', format($$SELECT pgjobs.batch_finish(%s, %L, NULL, '1 second', '', '', cancelled => true)$$, :deploy, regress.token(:deploy))) AS ended;
+-- ... a job that ran to its end although cancelled ends as it ended: the report replaces the mark.
+SELECT regress.as_role('regress_agent_b', format($$SELECT pgjobs.batch_finish(%s, %L, 0, '1 second')$$, :anywhere, regress.token(:anywhere))) AS ran_to_its_end;
+SELECT command, status FROM pgjobs.batch_jobs WHERE id IN (:deploy, :anywhere) ORDER BY id;
+
+-- Hand back: a stopping agent gives a job back, pending again with no attempt counted.
+SET ROLE regress_submitter;
+SELECT pgjobs.batch_post('nightly', computer => 'alpha') AS nightly \gset
+SELECT pgjobs.batch_post('', kind => 'kill', routine => 'nightly', computer => 'alpha') AS kill \gset
+RESET ROLE;
+SELECT regress.as_role('regress_agent_a', $$SELECT string_agg(format('%s %s %L', kind, routine, command), ',' ORDER BY id) FROM pgjobs.batch_claim('alpha', 2)$$) AS alpha_takes;
+SELECT regress.as_role('regress_agent_a', format($$SELECT pgjobs.batch_hand_back(ARRAY[%s]::bigint[], ARRAY[%L]::uuid[])$$, :nightly, regress.token(:nightly))) AS handed_back;
+SELECT command, status, attempt FROM pgjobs.batch_jobs WHERE id = :nightly;
+
+-- Silence: a job whose agent says nothing for its lease ends in ERROR; with attempts left it
+-- is pending again.
+SET ROLE regress_submitter;
+SELECT pgjobs.batch_post('quiet', computer => 'alpha') AS quiet \gset
+SELECT pgjobs.batch_post('quiet twice', computer => 'alpha', max_attempts => 2) AS twice \gset
+RESET ROLE;
+SELECT regress.as_role('regress_agent_a', $$SELECT count(*)::text FROM pgjobs.batch_claim('alpha', 3)$$) AS claimed;
+SELECT regress.expire_lease(:quiet), regress.expire_lease(:twice);
+SELECT pgjobs._rescue_expired() AS rescued;
+SELECT command, status, error, attempt FROM pgjobs.batch_jobs WHERE id IN (:quiet, :twice) ORDER BY id;
+SELECT regress.as_role('regress_agent_a', format($$SELECT pgjobs.batch_finish(%s, %L, 0, '1 second')$$, :quiet, gen_random_uuid())) AS silent_agent_reports;
