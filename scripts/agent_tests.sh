@@ -311,18 +311,20 @@ agent_access() {
 }
 test_agent_access() { agent_case access agent_access; }
 
-# A kill job ends this agent's running jobs of its routine, as cancels, and reports what it ended.
+# A kill job ends this agent's running jobs of its routine that its owner posted, as cancels, and
+# says which it ended; another poster's kill job naming the same routine ends none of them.
 agent_kill_job() {
-    start_alpha --grace 3 || return 1
-    local victim bystander kill
+    start_alpha --batchjobs 3 --grace 3 || return 1
+    local victim foreign kill
     victim=$(post "'sleep', ARRAY['62'], computer => 'alpha', routine => 'nightly'") || return 1
-    bystander=$(post "'sleep', ARRAY['63'], computer => 'alpha', routine => 'other'") || return 1
-    status_is 15 "$victim" RUNNING && status_is 15 "$bystander" RUNNING || return 1
-    # Both slots are taken: the kill job waits for one (the bystander is cancelled to free it).
-    role_sql poster_a "SELECT * FROM pgjobs.batch_cancel(ARRAY[$bystander::bigint])" >/dev/null || return 1
+    status_is 15 "$victim" RUNNING || return 1
+    foreign=$(POSTER=poster_b post "'', computer => 'alpha', kind => 'kill', routine => 'nightly'") || return 1
+    POSTER=poster_b status_is 15 "$foreign" COMPLETED || return 1
+    live_sql "SELECT status = 'RUNNING' FROM pgjobs.batch_jobs WHERE id = $victim" | grep -qx t || return 1
     kill=$(post "'', computer => 'alpha', kind => 'kill', routine => 'nightly'") || return 1
     status_is 15 "$kill" COMPLETED && status_is 5 "$victim" CANCEL || return 1
-    live_sql "SELECT stdout LIKE '%$victim%' FROM pgjobs.batch_jobs WHERE id = $kill" | grep -qx t
+    live_sql "SELECT (SELECT stdout LIKE '%: $victim%' FROM pgjobs.batch_jobs WHERE id = $kill)
+                 AND (SELECT stdout LIKE 'no running job%' FROM pgjobs.batch_jobs WHERE id = $foreign)" | grep -qx t
 }
 test_agent_kill_job() { agent_case kill-job agent_kill_job; }
 
@@ -347,6 +349,6 @@ run_agent_tests() {
     verdict "agent: jobs complete across a server restart" test_agent_database_restart
     verdict "agent: SIGTERM hands the running job back" test_agent_sigterm
     verdict "agent: roles keep to their own computers and jobs" test_agent_access
-    verdict "agent: a kill job ends its routine's running jobs" test_agent_kill_job
+    verdict "agent: a kill job ends its owner's running jobs of its routine" test_agent_kill_job
     if [ -n "$prev_exit" ]; then trap "$prev_exit" EXIT; else trap - EXIT; fi
 }

@@ -16,6 +16,8 @@ pub struct Claimed {
     pub attempt: i32,
     pub kind: String,
     pub routine: Option<String>,
+    /// The role that posted it: a kill job ends only its own owner's jobs.
+    pub owner: Option<String>,
     pub spec: Spec,
     pub lease: Duration,
 }
@@ -40,7 +42,7 @@ pub struct Db {
 const REGISTER: &str = "SELECT pgjobs.batch_register($1, $2, $3::text::jsonb)";
 const READY_SIGNALS: &str = "SELECT pgjobs.batch_ready_signals($1)";
 const CLAIM: &str = "SELECT id, lease_token::text, attempt, kind, routine, command, args, cwd, shell, env::text,
-                            extract(epoch FROM lease)::float8
+                            extract(epoch FROM lease)::float8, owner
                      FROM pgjobs.batch_claim($1, $2)";
 const STARTED: &str = "SELECT pgjobs.batch_started($1, $2::text::uuid, $3)";
 const HEARTBEAT: &str = "SELECT id, lease_state FROM pgjobs.batch_heartbeat($1, $2::text[]::uuid[], $3, $4)";
@@ -155,6 +157,7 @@ impl Db {
                     attempt: row.get::<_, Option<i32>>(2).unwrap_or(1),
                     kind: row.get::<_, Option<String>>(3).unwrap_or_else(|| "batch".into()),
                     routine: row.get(4),
+                    owner: row.get(11),
                     spec: Spec {
                         command: row.get::<_, Option<String>>(5).unwrap_or_default(),
                         args: args.unwrap_or_default().into_iter().map(Option::unwrap_or_default).collect(),

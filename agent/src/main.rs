@@ -64,6 +64,7 @@ struct Job {
     token: String,
     kind: String,
     routine: Option<String>,
+    owner: Option<String>,
     /// The process (its group has the same id); None for a kill job.
     pid: Option<i32>,
     started: Instant,
@@ -299,7 +300,8 @@ impl Agent {
     }
 
     fn start(&mut self, c: Claimed) {
-        log!("claimed", job = c.id, attempt = c.attempt, kind = c.kind, routine = c.routine, command = c.spec.command,
+        log!("claimed", job = c.id, attempt = c.attempt, kind = c.kind, routine = c.routine, owner = c.owner,
+             command = c.spec.command,
              args = c.spec.args, lease = c.lease.as_secs_f64());
         self.leases.lock().unwrap().insert(c.id, Lease::new(c.token.clone(), c.lease));
         if c.kind == "kill" {
@@ -322,6 +324,7 @@ impl Agent {
                     token: c.token,
                     kind: c.kind,
                     routine: c.routine,
+                    owner: c.owner,
                     pid: Some(running.pid),
                     started: running.started,
                     stdout: running.stdout,
@@ -399,11 +402,19 @@ impl Agent {
     // ---- kill jobs ----
 
     fn start_kill(&mut self, c: Claimed) {
+        // The running jobs of its routine that its owner posted: naming a routine does not let
+        // one user end another's.
         let routine = c.routine.clone().unwrap_or_default();
         let targets: Vec<i64> = self
             .jobs
             .values()
-            .filter(|j| j.kind != "kill" && !routine.is_empty() && j.routine.as_deref() == Some(routine.as_str()))
+            .filter(|j| {
+                j.kind != "kill"
+                    && !routine.is_empty()
+                    && j.routine.as_deref() == Some(routine.as_str())
+                    && j.owner.is_some()
+                    && j.owner == c.owner
+            })
             .map(|j| j.id)
             .collect();
         self.jobs.insert(c.id, Job {
@@ -411,6 +422,7 @@ impl Agent {
             token: c.token,
             kind: c.kind,
             routine: c.routine,
+            owner: c.owner.clone(),
             pid: None,
             started: Instant::now(),
             stdout: Arc::new(Mutex::new(Tail::new())),
