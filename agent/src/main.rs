@@ -722,6 +722,9 @@ impl Agent {
                     break;
                 }
             }
+            // What the claim finished at once (a kill job with nothing to end) is reported now.
+            self.finish_kill_jobs();
+            self.flush();
             if let Some(since) = self.stopping {
                 if !ended_all && now >= since + self.opts.grace {
                     ended_all = true;
