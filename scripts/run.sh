@@ -28,11 +28,18 @@ psql_run -d pg_jobs -f "$ROOT/scripts/demo.sql"
 log "batch jobs: a worker agent for computer demo"
 cargo build --release -q -p pg_jobs_agent
 # demo_agent logs in (trust on localhost) and has what an agent needs, nothing more.
-psql_run -d pg_jobs -c "DO \$\$BEGIN CREATE ROLE demo_agent LOGIN IN ROLE pgjobs_agent;
+psql_run -d pg_jobs -c "SET client_min_messages = warning" -c "DO \$\$BEGIN CREATE ROLE demo_agent LOGIN IN ROLE pgjobs_agent;
                                   EXCEPTION WHEN duplicate_object THEN GRANT pgjobs_agent TO demo_agent; END\$\$"
 agent_log="$dir/agent.log"
 : >"$agent_log"
-nohup "$ROOT/target/release/pg_jobs_agent" --dsn "host=localhost port=$PORT user=demo_agent dbname=pg_jobs" \
+# The jobs it runs are anyone's commands: as root, it runs as the OS user postgres (setpriv
+# execs, so the pid is the agent's), unless that user cannot reach the binary.
+agent_as=()
+if [ "$(id -u)" = 0 ] && runuser -u postgres -- test -x "$ROOT/target/release/pg_jobs_agent"; then
+    agent_as=(setpriv --reuid=postgres --regid=postgres --init-groups)
+    chown postgres "$agent_log"
+fi
+nohup "${agent_as[@]}" "$ROOT/target/release/pg_jobs_agent" --dsn "host=localhost port=$PORT user=demo_agent dbname=pg_jobs" \
     --computer demo --batchjobs 2 </dev/null >/dev/null 2>>"$agent_log" &
 echo $! >"$dir/agent.pid"
 for _ in $(seq 100); do grep -q '"event":"registered"' "$agent_log" && break; sleep 0.1; done
