@@ -152,17 +152,20 @@ test_agent_targeting() { agent_case targeting agent_targeting; }
 
 # 2. Posting the same command while the first is still waiting returns the same id, one job.
 agent_replacement() {
-    local first second dep after1 after2
-    first=$(post "'echo', ARRAY['later'], computer => 'alpha', run_at => now() + interval '1 hour'") || return 1
-    second=$(post "'echo', ARRAY['later'], computer => 'alpha', run_at => now() + interval '2 hours'") || return 1
+    # Arguments of this run only: finished jobs of earlier runs stay in batch_jobs.
+    local tag="replace-$RANDOM$RANDOM" first second dep after1 after2
+    first=$(post "'echo', ARRAY['$tag later'], computer => 'alpha', run_at => now() + interval '1 hour'") || return 1
+    second=$(post "'echo', ARRAY['$tag later'], computer => 'alpha', run_at => now() + interval '2 hours'") || return 1
     [ -n "$first" ] && [ "$first" = "$second" ] || return 1
     # Waiting for a dependency that has not finished.
-    dep=$(post "'echo', ARRAY['not yet'], run_at => now() + interval '1 hour'") || return 1
-    after1=$(post "'echo', ARRAY['after'], depends_on => ARRAY['$dep']") || return 1
-    after2=$(post "'echo', ARRAY['after'], depends_on => ARRAY['$dep']") || return 1
+    dep=$(post "'echo', ARRAY['$tag not yet'], run_at => now() + interval '1 hour'") || return 1
+    after1=$(post "'echo', ARRAY['$tag after'], depends_on => ARRAY['$dep']") || return 1
+    after2=$(post "'echo', ARRAY['$tag after'], depends_on => ARRAY['$dep']") || return 1
     [ "$after1" = "$after2" ] || return 1
-    live_sql "SELECT count(*) FILTER (WHERE args = ARRAY['later']) = 1 AND count(*) FILTER (WHERE args = ARRAY['after']) = 1
-              FROM pgjobs.batch_jobs WHERE command = 'echo'" | grep -qx t
+    live_sql "SELECT count(*) FILTER (WHERE args = ARRAY['$tag later']) = 1
+                 AND count(*) FILTER (WHERE args = ARRAY['$tag after']) = 1
+                 AND bool_and(status = 'WAITING')
+              FROM pgjobs.batch_jobs WHERE args[1] LIKE '$tag %'" | grep -qx t
 }
 test_agent_replacement() { agent_case replacement agent_replacement; }
 
@@ -216,7 +219,8 @@ agent_silence() {
 }
 test_agent_silence() { agent_case silence agent_silence; }
 
-# 6. kill -9 of an agent mid-job: its job's process dies with it (PR_SET_PDEATHSIG), the job is
+# 6. kill -9 of an agent mid-job: its job's processes die with it (PR_SET_PDEATHSIG and the
+# sentinel), the job is
 # PENDING again after the lease and the other agent completes it, to the end exactly once.
 agent_kill_9() {
     short_silence 3s || return 1
@@ -237,10 +241,9 @@ agent_kill_9() {
         kill -9 "$BETA_PID" && { wait "$BETA_PID"; } 2>/dev/null
         BETA_PID=
     fi
-    # The shell is gone at once (its sleep, orphaned in the group, ends by itself).
-    local gone=no deadline=$((SECONDS + 2))
-    while [ $SECONDS -le $deadline ]; do kill -0 "$pid" 2>/dev/null || { gone=yes; break; }; sleep 0.05; done
-    [ $gone = yes ] || return 1
+    # The shell is gone at once (PR_SET_PDEATHSIG), and its sleep with it (the agent's sentinel
+    # kills the job's process group when the agent's pipe to it closes).
+    wait_gone 2 "$pid" || return 1
     # PENDING again once the lease ran out (the other agent may take it at once).
     wait_until 30 "SELECT attempt = 2 OR status = 'PENDING' FROM pgjobs.batch_jobs WHERE id = $job" || return 1
     status_is 20 "$job" COMPLETED || return 1

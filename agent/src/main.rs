@@ -16,6 +16,7 @@ mod dsn;
 #[macro_use]
 mod log;
 mod proc;
+mod sentinel;
 mod tail;
 mod watch;
 
@@ -108,6 +109,8 @@ struct Agent {
     handed_back: Vec<i64>,
     /// The last claim was refused (not a lost connection): --once then exits 1.
     claim_refused: bool,
+    /// Kills the jobs' process groups if the agent is killed.
+    sentinel: Option<sentinel::Sentinel>,
 }
 
 fn hostname() -> String {
@@ -201,6 +204,7 @@ impl Agent {
             stop_signals: 0,
             handed_back: vec![],
             claim_refused: false,
+            sentinel: None,
         }
     }
 
@@ -315,6 +319,9 @@ impl Agent {
         }) {
             Ok(running) => {
                 log!("spawned", job = c.id, pid = running.pid, command = c.spec.command);
+                if let Some(sentinel) = self.sentinel.as_mut() {
+                    sentinel.started(running.pid);
+                }
                 if let Some(lease) = self.leases.lock().unwrap().get_mut(&c.id) {
                     lease.stdout = Some(running.stdout.clone());
                     lease.stderr = Some(running.stderr.clone());
@@ -533,6 +540,9 @@ impl Agent {
     fn exited(&mut self, id: i64, outcome: Outcome, ended: Instant) {
         let Some(job) = self.jobs.remove(&id) else { return };
         self.leases.lock().unwrap().remove(&id);
+        if let (Some(sentinel), Some(pid)) = (self.sentinel.as_mut(), job.pid) {
+            sentinel.ended(pid);
+        }
         if job.ending.is_some() {
             // What the job left behind in its group goes with it.
             if let Some(pid) = job.pid {
@@ -691,6 +701,10 @@ impl Agent {
         }
         self.backoff.reset();
         log!("registered", computer = self.computer, capacity = self.opts.batchjobs);
+        match sentinel::Sentinel::start() {
+            Ok(s) => self.sentinel = Some(s),
+            Err(e) => log!("error", during = "sentinel", error = format!("not started: {e}")),
+        }
         let stop_watch = Arc::new(AtomicBool::new(false));
         let watch = Watch {
             config: self.config.clone(),
@@ -775,12 +789,18 @@ impl Agent {
         }
         stop_watch.store(true, Ordering::Relaxed);
         let _ = watch_thread.join();
+        if let Some(sentinel) = self.sentinel.take() {
+            sentinel.bye();
+        }
         log!("stopped", handed_back = self.handed_back, unreported = self.pending.len());
         code
     }
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("--sentinel") {
+        sentinel::run();
+    }
     let opts = match args::parse(std::env::args().skip(1)) {
         Ok(Parsed::Help) => {
             print!("{}", args::USAGE);
