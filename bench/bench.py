@@ -1124,6 +1124,23 @@ def vm_rss_kib(pid):
     return 0
 
 
+def sentinel_of(pid):
+    """The pid of an agent's sentinel (`pg_jobs_agent --sentinel`, its child), or None."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                sentinel = b"--sentinel" in cmdline.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and sentinel:
+            return int(entry)
+    return None
+
+
 def batch_agents():
     """2 agents (pg_jobs_agent, --batchjobs 8 each) drain AGENT_JOBS batch jobs of `true`, posted in
     one transaction to ANY computer: the rate from that commit to the last job COMPLETED, and
@@ -1157,6 +1174,8 @@ def batch_agents():
             time.sleep(0.05)
         time.sleep(2)  # settled: connections made, LISTENing, idle
         idle = [vm_rss_kib(p.pid) for p, _ in agents]
+        sentinels = [sentinel_of(p.pid) for p, _ in agents]
+        sentinel_rss = [vm_rss_kib(pid) if pid else 0 for pid in sentinels]
         run = time.time_ns()
         log(f"batch agents: {AGENT_COUNT} agents × --batchjobs {AGENT_SLOTS} draining {AGENT_JOBS} jobs of `true`")
         first = poster.execute(
@@ -1196,7 +1215,9 @@ def batch_agents():
         f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; {AGENT_COUNT} agents "
         f"(`pg_jobs_agent --batchjobs {AGENT_SLOTS}`, computers bench-1 and bench-2) on this machine, "
         f"{AGENT_JOBS} jobs of `true` posted for ANY in one transaction; timed from its commit to the last "
-        f"COMPLETED (the agents' last `reported` log line). Each job: a claim share, a fork and exec, batch_started, batch_finish.",
+        f"COMPLETED (the agents' last `reported` log line). Each job: a claim share, a fork and exec, batch_started, "
+        f"batch_finish. Each agent also runs a sentinel process (`--sentinel`, which kills its jobs' process "
+        f"groups if the agent is killed), measured idle.",
         "",
         "| Batch jobs through agents | value |",
         "|---|---:|",
@@ -1206,6 +1227,7 @@ def batch_agents():
         *[f"| jobs run by {target} | {count:,} |" for target, count in per_agent],
         *[f"| agent {n} VmRSS idle, KiB | {kib:,} |" for n, kib in enumerate(idle, 1)],
         *[f"| agent {n} VmRSS busy (peak sampled), KiB | {kib:,} |" for n, kib in enumerate(busy, 1)],
+        *[f"| agent {n}'s sentinel VmRSS, KiB | {kib:,} |" for n, kib in enumerate(sentinel_rss, 1)],
     ]
     table = "\n".join(lines) + "\n"
     AGENT_OUTPUT.write_text(table)
