@@ -5,7 +5,8 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/live_tests.sh"
 source "$(dirname "$0")/agent_tests.sh"
-PORT=28816
+# PG_JOBS_TEST_PORT moves the suite's clusters (this port, +2 and +10) off the default.
+PORT=${PG_JOBS_TEST_PORT:-28816}
 OUT="$ROOT/target/test-results"
 
 "$ROOT/scripts/setup.sh"
@@ -86,7 +87,14 @@ else
 fi
 
 log "worker agent"
-run_agent_tests
+# The standby test (the last live test) stopped this cluster before promoting its copy.
+start_cluster test "$PORT" pg_jobs_live >/dev/null
+if wait_ready; then
+    run_agent_tests
+else
+    echo "worker agent: the test cluster did not start again ... FAILED"
+    count 0 1
+fi
 
 log "preload check"
 stop_cluster nopreload
