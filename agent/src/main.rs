@@ -164,6 +164,12 @@ fn signals(events: Sender<Event>) {
     }
 }
 
+/// Arguments as the log shows them: secret values masked as batch_jobs masks them.
+fn shown_args(args: &[String]) -> Vec<String> {
+    let given: Vec<Option<String>> = args.iter().cloned().map(Some).collect();
+    pg_jobs_core::batch::mask_secret_args(&given).into_iter().map(Option::unwrap_or_default).collect()
+}
+
 fn signal_name(sig: i32) -> &'static str {
     match sig {
         libc::SIGTERM => "SIGTERM",
@@ -305,8 +311,7 @@ impl Agent {
 
     fn start(&mut self, c: Claimed) {
         log!("claimed", job = c.id, attempt = c.attempt, kind = c.kind, routine = c.routine, owner = c.owner,
-             command = c.spec.command,
-             args = c.spec.args, lease = c.lease.as_secs_f64());
+             command = c.spec.command, args = shown_args(&c.spec.args), lease = c.lease.as_secs_f64());
         self.leases.lock().unwrap().insert(c.id, Lease::new(c.token.clone(), c.lease));
         if c.kind == "kill" {
             self.start_kill(c);
@@ -347,7 +352,11 @@ impl Agent {
             }
             Err(e) => {
                 // As a shell says it: 127, and why.
-                let text = format!("{}: {}", c.spec.command, e);
+                let text = if c.spec.cwd.is_some() && e.to_string().starts_with("working folder ") {
+                    e.to_string()
+                } else {
+                    format!("{}: {}", c.spec.command, e)
+                };
                 log!("finished", job = c.id, exit_code = 127, error = text, spawned = false);
                 self.leases.lock().unwrap().remove(&c.id);
                 self.pending.push(Pending::Finish(Report {
@@ -825,4 +834,21 @@ fn main() {
     let mut agent = Agent::new(opts, computer, config);
     signals(agent.events_tx.clone());
     std::process::exit(agent.run());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_masks_secret_arguments_as_the_store_does() {
+        let args: Vec<String> = ["--user", "ann", "--password", "hunter2", "--api-key=abc", "file"].map(String::from).to_vec();
+        assert_eq!(shown_args(&args), ["--user", "ann", "--password", "********", "--api-key=********", "file"]);
+    }
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
+        assert_eq!(signal_name(libc::SIGKILL), "SIGKILL");
+    }
 }

@@ -87,6 +87,12 @@ where
     let mut command = Command::new(&program);
     command.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     if let Some(cwd) = &spec.cwd {
+        // Said here: a failed chdir in the child reads as if the command were missing.
+        match std::fs::metadata(cwd) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(std::io::Error::new(std::io::ErrorKind::NotADirectory, format!("working folder {cwd}: not a folder"))),
+            Err(e) => return Err(std::io::Error::new(e.kind(), format!("working folder {cwd}: {e}"))),
+        }
         command.current_dir(cwd);
     }
     for (name, value) in &spec.env {
@@ -241,7 +247,10 @@ mod tests {
         assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
         let mut s = spec("true", &[], false);
         s.cwd = Some("/nonexistent/folder".into());
-        assert!(spawn(&s, |_, _| {}).is_err());
+        let err = spawn(&s, |_, _| {}).err().unwrap().to_string();
+        assert!(err.starts_with("working folder /nonexistent/folder: No such file"), "{err}");
+        s.cwd = Some("/etc/hostname".into());
+        assert!(spawn(&s, |_, _| {}).err().unwrap().to_string().contains("not a folder"));
     }
 
     #[test]
