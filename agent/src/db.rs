@@ -41,6 +41,7 @@ pub struct Db {
 
 const REGISTER: &str = "SELECT pgjobs.batch_register($1, $2, $3::text::jsonb)";
 const READY_SIGNALS: &str = "SELECT pgjobs.batch_ready_signals($1)";
+const CANCEL_SIGNAL: &str = "SELECT pgjobs.batch_cancel_signal($1)";
 const CLAIM: &str = "SELECT id, lease_token::text, attempt, kind, routine, command, args, cwd, shell, env::text,
                             extract(epoch FROM lease)::float8, owner
                      FROM pgjobs.batch_claim($1, $2)";
@@ -136,6 +137,13 @@ impl Db {
         let row = self.client.query_one(&s, &[&computer])?;
         let signals: Option<Vec<Option<String>>> = row.get(0);
         Ok(signals.unwrap_or_default().into_iter().flatten().collect())
+    }
+
+    /// The payload of pgjobs_batch_cancel that means "a job of this computer was cancelled".
+    pub fn cancel_signal(&mut self, computer: &str) -> Result<String, postgres::Error> {
+        let s = self.statement(CANCEL_SIGNAL)?;
+        let signal: Option<String> = self.client.query_one(&s, &[&computer])?.get(0);
+        Ok(signal.unwrap_or_default())
     }
 
     pub fn listen(&mut self) -> Result<(), postgres::Error> {

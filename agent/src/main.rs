@@ -38,9 +38,7 @@ use watch::{Lease, Leases, Watch};
 pub enum Event {
     /// A pgjobs_ready notification for this computer.
     Ready,
-    /// A pgjobs_batch_cancel notification (any job's id).
-    CancelNotice(i64),
-    /// A heartbeat answered something else than 'held'.
+    /// A heartbeat answered something else than 'held' (after a cancel's notification too).
     LeaseState(i64, String),
     /// The watch connection is (again) listening: notifications may have been missed.
     WatchConnected,
@@ -643,11 +641,6 @@ impl Agent {
     fn handle(&mut self, event: Event) {
         match event {
             Event::Ready | Event::WatchConnected => self.claim_now = true,
-            Event::CancelNotice(id) => {
-                if self.jobs.contains_key(&id) {
-                    self.end(id, Ending::Cancel, "notify");
-                }
-            }
             Event::LeaseState(id, state) => self.lease_state(id, &state, "heartbeat"),
             Event::Exited { id, outcome, ended } => self.exited(id, outcome, ended),
             Event::Signal(sig) => {

@@ -2,6 +2,10 @@
 //! pgjobs_batch_cancel) and passes on what concerns this computer, and it renews the leases of
 //! the running jobs, one batch_heartbeat call for all of them every third of the shortest lease,
 //! with the tails of their output. The main thread is never held up by either.
+//!
+//! A cancel's notification names no job (any role may LISTEN, and any role may NOTIFY): its
+//! payload is this computer's keyed signal, and the agent learns which jobs were cancelled from
+//! the heartbeat it sends at once ('aborted'). Nothing a notification says is acted on unchecked.
 
 use crate::backoff::Backoff;
 use crate::db::{describe_error, is_connection_error, Db};
@@ -52,6 +56,13 @@ fn changed(tail: &Option<Arc<Mutex<Tail>>>, sent: &mut u64) -> Option<String> {
     Some(tail.text())
 }
 
+/// The payloads that concern this computer.
+#[derive(Default)]
+struct Signals {
+    ready: Vec<String>,
+    cancel: String,
+}
+
 pub struct Watch {
     pub config: Config,
     pub computer: String,
@@ -61,17 +72,18 @@ pub struct Watch {
 }
 
 impl Watch {
-    fn connect(&self) -> Result<(Db, Vec<String>), postgres::Error> {
+    fn connect(&self) -> Result<(Db, Signals), postgres::Error> {
         let mut db = Db::connect(&self.config)?;
         db.listen()?;
-        let signals = db.ready_signals(&self.computer)?;
-        Ok((db, signals))
+        let ready = db.ready_signals(&self.computer)?;
+        let cancel = db.cancel_signal(&self.computer)?;
+        Ok((db, Signals { ready, cancel }))
     }
 
     pub fn run(self) {
         let mut backoff = Backoff::seeded();
         let mut db: Option<Db> = None;
-        let mut signals: Vec<String> = vec![];
+        let mut signals = Signals::default();
         let mut retry_at = Instant::now();
         let mut was_lost = false;
         while !self.stop.load(Ordering::Relaxed) {
@@ -106,7 +118,7 @@ impl Watch {
                 continue;
             };
             let wait = self.next_due().map_or(TICK, |due| due.saturating_duration_since(Instant::now()).min(TICK));
-            let result = self.wait(conn, &signals, wait).and_then(|_| self.renew(conn));
+            let result = self.wait(conn, &signals, wait).and_then(|cancelled| self.renew(conn, cancelled));
             if let Err(e) = result {
                 if is_connection_error(&e) {
                     let delay = backoff.next_delay();
@@ -127,8 +139,9 @@ impl Watch {
         self.leases.lock().unwrap().values().map(Lease::due).min()
     }
 
-    /// Waits up to `wait` for notifications and passes on those for this computer.
-    fn wait(&self, db: &mut Db, signals: &[String], wait: Duration) -> Result<(), postgres::Error> {
+    /// Waits up to `wait` for notifications and passes on those for this computer; true when a
+    /// cancel's came (renew at once to learn which job).
+    fn wait(&self, db: &mut Db, signals: &Signals, wait: Duration) -> Result<bool, postgres::Error> {
         let mut received = vec![];
         {
             let mut notifications = db.client().notifications();
@@ -141,31 +154,27 @@ impl Watch {
                 received.push(n);
             }
         }
-        let mut ready = false;
+        let (mut ready, mut cancelled) = (false, false);
         for n in received {
             match n.channel() {
-                "pgjobs_ready" if signals.iter().any(|s| s == n.payload()) => ready = true,
-                "pgjobs_batch_cancel" => {
-                    if let Ok(id) = n.payload().trim().parse::<i64>() {
-                        let _ = self.events.send(Event::CancelNotice(id));
-                    }
-                }
+                "pgjobs_ready" => ready |= signals.ready.iter().any(|s| s == n.payload()),
+                "pgjobs_batch_cancel" => cancelled |= !signals.cancel.is_empty() && n.payload() == signals.cancel,
                 _ => {}
             }
         }
         if ready {
             let _ = self.events.send(Event::Ready);
         }
-        Ok(())
+        Ok(cancelled)
     }
 
-    /// One batch_heartbeat for every lease when any is due.
-    fn renew(&self, db: &mut Db) -> Result<(), postgres::Error> {
+    /// One batch_heartbeat for every lease when any is due, or `now` (a cancel's notification).
+    fn renew(&self, db: &mut Db, now_please: bool) -> Result<(), postgres::Error> {
         let now = Instant::now();
         let (mut ids, mut tokens, mut errs, mut outs) = (vec![], vec![], vec![], vec![]);
         {
             let mut leases = self.leases.lock().unwrap();
-            if !leases.values().any(|l| l.due() <= now) {
+            if leases.is_empty() || !(now_please || leases.values().any(|l| l.due() <= now)) {
                 return Ok(());
             }
             for (id, lease) in leases.iter_mut() {
