@@ -183,7 +183,8 @@ agent_dependency_chain() {
 }
 test_agent_dependency_chain() { agent_case dependency-chain agent_dependency_chain; }
 
-# 4. A cancel of a running sleep 60 ends its process; the job is CANCEL.
+# 4. A cancel of a running sleep 60 ends its process; the job is CANCEL. A forged notification
+# does not.
 agent_cancel() {
     start_alpha --grace 5 || return 1
     local job pid
@@ -191,6 +192,10 @@ agent_cancel() {
     status_is 15 "$job" RUNNING || return 1
     pid=$(job_pid alpha "$job")
     [ -n "$pid" ] && kill -0 "$pid" || return 1
+    # Anyone may NOTIFY: a forged cancel naming the job ends nothing (the agent asks the server).
+    role_sql poster_b "NOTIFY pgjobs_batch_cancel, '$job'" || return 1
+    sleep 1
+    kill -0 "$pid" && live_sql "SELECT status = 'RUNNING' FROM pgjobs.batch_jobs WHERE id = $job" | grep -qx t || return 1
     role_sql poster_a "SELECT status FROM pgjobs.batch_cancel(ARRAY[$job::bigint])" >/dev/null || return 1
     # SIGTERM ends sleep at once: well within the grace.
     status_is 4 "$job" CANCEL && wait_gone 2 "$pid" || return 1
@@ -346,7 +351,7 @@ run_agent_tests() {
     verdict "agent: jobs run where they are targeted" test_agent_targeting
     verdict "agent: posting a waiting command again replaces it" test_agent_replacement
     verdict "agent: a failed dependency blocks the chain" test_agent_dependency_chain
-    verdict "agent: a cancel ends the running process" test_agent_cancel
+    verdict "agent: a cancel ends the running process, a forged NOTIFY does not" test_agent_cancel
     verdict "agent: a silent agent's job ends in lease expired" test_agent_silence
     verdict "agent: kill -9 of an agent, its job completes elsewhere once" test_agent_kill_9
     verdict "agent: jobs complete across a server restart" test_agent_database_restart
