@@ -52,6 +52,8 @@ CREATE TABLE jobs (
 GRANT EXECUTE ON FUNCTION _live_job_ok(text, uuid, boolean, boolean) TO pgjobs_user;
 CREATE INDEX jobs_ready ON jobs (claimable_by, queue, priority, run_at, id) WHERE status = 'created';
 CREATE INDEX jobs_owner ON jobs (owner);
+-- A job by its key (a batch job's command hash); partial, so jobs without a key never enter it.
+CREATE INDEX jobs_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
 -- Leased jobs (locked_until is set exactly while a worker holds one). Not "WHERE status <>
 -- 'created'": a completion's "status = 'started'" implies that predicate, and the planner, told
 -- by the last ANALYZE that this index is nearly empty, then scanned all of it (and the dead

@@ -164,6 +164,8 @@ BEGIN
     FOREACH columns IN ARRAY ARRAY['id', 'opaque_id', 'owner', 'status, queue'] LOOP
         EXECUTE format('CREATE INDEX ON %s (%s)', part, columns);
     END LOOP;
+    -- A finished job by its key (batch_get by command hash); jobs without a key never enter it.
+    EXECUTE format('CREATE INDEX ON %s (idempotency_key) WHERE idempotency_key IS NOT NULL', part);
 END
 $$;
 SELECT _index_history('job_history_other');

@@ -537,9 +537,10 @@ BEGIN
     FOR job IN SELECT DISTINCT i FROM unnest(ids) i ORDER BY 1 LOOP
         after := jobs_abort(job);
         id := job;
-        IF after = 'aborted' AND EXISTS (SELECT FROM jobs j WHERE j.id = job) THEN
-            PERFORM pg_notify('pgjobs_batch_cancel', job::text);
-        END IF;
+        -- Which job is not said: anyone may LISTEN. The agent of that computer asks about its
+        -- jobs with a heartbeat when its signal comes.
+        PERFORM pg_notify('pgjobs_batch_cancel', _batch_cancel_signal(j.locked_by))
+        FROM jobs j WHERE j.id = job AND after = 'aborted';
         DELETE FROM batch_waits b WHERE b.job_id = job AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = job);
         SELECT b.status INTO status FROM batch_jobs b WHERE b.id = job;
         RETURN NEXT;
@@ -690,6 +691,23 @@ CREATE FUNCTION batch_ready_signals(computer text) RETURNS text[]
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_ready_signals';
 COMMENT ON FUNCTION batch_ready_signals IS
     'The payloads of NOTIFY pgjobs_ready that mean work arrived for this computer or for ANY.';
+
+-- The payload of NOTIFY pgjobs_batch_cancel for a computer: a keyed hash, as for pgjobs_ready.
+CREATE FUNCTION _batch_cancel_signal(computer text) RETURNS text
+LANGUAGE sql STABLE
+RETURN _ready_signal(_extension_claimant(), 'pg_jobs.batch.cancel:' || computer);
+
+CREATE FUNCTION _batch_cancel_signal_of(caller_role oid, computer text) RETURNS text
+LANGUAGE sql
+BEGIN ATOMIC
+    SELECT _batch_cancel_signal(_batch_computer_of(caller_role, computer));
+END;
+
+CREATE FUNCTION batch_cancel_signal(computer text) RETURNS text
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_cancel_signal';
+COMMENT ON FUNCTION batch_cancel_signal IS
+    'The payload of NOTIFY pgjobs_batch_cancel that means a job this computer runs was cancelled: '
+    'renew its leases at once to learn which (lease state aborted).';
 
 CREATE FUNCTION _batch_claim(caller_role oid, computer text, n integer)
 RETURNS TABLE (id bigint, lease_token uuid, attempt integer, kind text, routine text,

@@ -42,7 +42,8 @@ TO pgjobs_user;
 -- An agent's role (a member of pgjobs_agent) registers its computer and takes, renews and
 -- reports the batch jobs that computer may run, and nothing else.
 GRANT EXECUTE ON FUNCTION
-    batch_register(text, integer, jsonb), batch_ready_signals(text), batch_claim(text, integer),
+    batch_register(text, integer, jsonb), batch_ready_signals(text), batch_cancel_signal(text),
+    batch_claim(text, integer),
     batch_started(bigint, uuid, integer), batch_heartbeat(bigint[], uuid[], text[], text[]),
     batch_finish(bigint, uuid, integer, interval, text, text, boolean), batch_hand_back(bigint[], uuid[])
 TO pgjobs_agent;

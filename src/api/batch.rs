@@ -23,6 +23,12 @@ owner_call!(
     STATEMENTS,
     "ready_signals"
 );
+owner_call!(
+    batch_cancel_signal,
+    pg_finfo_batch_cancel_signal,
+    STATEMENTS,
+    "cancel_signal"
+);
 owner_call!(batch_claim, pg_finfo_batch_claim, STATEMENTS, "claim");
 owner_call!(batch_started, pg_finfo_batch_started, STATEMENTS, "started");
 owner_call!(

@@ -18,6 +18,9 @@ SELECT _batch_register($1, $2, $3, $4);
 -- name: ready_signals
 SELECT _batch_ready_signals($1, $2);
 
+-- name: cancel_signal
+SELECT _batch_cancel_signal_of($1, $2);
+
 -- name: claim
 SELECT * FROM _batch_claim($1, $2, $3);
 
