@@ -729,7 +729,7 @@ impl Agent {
             let now = Instant::now();
             if self.stopping.is_none()
                 && self.db.is_some()
-                && (self.claim_now || self.more || now >= self.next_poll)
+                && (self.claim_now || self.more || now >= self.next_poll || (self.opts.once && self.jobs.is_empty()))
                 && self.jobs.len() < self.capacity()
             {
                 let n = self.claim();
