@@ -63,8 +63,19 @@ pub fn assemble(
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(Duration::from_secs(10));
     }
-    // A server that vanishes without closing the connection (a network cut) is noticed.
+    // A server that vanishes without closing the connection (a network cut) is noticed within
+    // about a minute, not the kernel's default of over two hours: the main thread would wait
+    // that long inside a call, and cancels' SIGKILLs with it.
     config.keepalives(true).keepalives_idle(Duration::from_secs(30));
+    if config.get_keepalives_interval().is_none() {
+        config.keepalives_interval(Duration::from_secs(10));
+    }
+    if config.get_keepalives_retries().is_none() {
+        config.keepalives_retries(3);
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(Duration::from_secs(60));
+    }
     Ok(config)
 }
 
@@ -150,6 +161,11 @@ mod tests {
         assert_eq!(c.get_dbname(), Some("jobs"));
         assert_eq!(c.get_password(), Some(&b"secret"[..]));
         assert_eq!(c.get_application_name(), Some("pg_jobs_agent test"));
+        assert_eq!(c.get_keepalives_interval(), Some(Duration::from_secs(10)));
+        assert_eq!(c.get_keepalives_retries(), Some(3));
+        // What the DSN says stays.
+        let c = build(Some("host=x keepalives_interval=5 keepalives_retries=7"), &[]).unwrap();
+        assert_eq!((c.get_keepalives_interval(), c.get_keepalives_retries()), (Some(Duration::from_secs(5)), Some(7)));
     }
 
     #[test]
