@@ -36,12 +36,18 @@ sqlstate_of() {
 agent_log() { printf %s "$AGENT_DIR/$AGENT_CASE-$1.log"; }
 
 # start_agent COMPUTER ROLE [ARGS...]: an agent in the background; its pid in ALPHA_PID or BETA_PID.
+# Alpha is given a DSN, beta the PG* variables (and a DSN naming only the database's host).
 start_agent() {
     local computer=$1 role=$2 pid
     shift 2
     mkdir -p "$AGENT_DIR"
-    "$AGENT_BIN" --dsn "host=localhost port=$PORT user=$role dbname=$LIVE_DB" --computer "$computer" \
-        --batchjobs 2 --poll 1 "$@" 2>>"$(agent_log "$computer")" &
+    if [ "$computer" = alpha ]; then
+        "$AGENT_BIN" --dsn "host=localhost port=$PORT user=$role dbname=$LIVE_DB" --computer "$computer" \
+            --batchjobs 2 --poll 1 "$@" 2>>"$(agent_log "$computer")" &
+    else
+        PGPORT=$PORT PGUSER=$role PGDATABASE=$LIVE_DB "$AGENT_BIN" --dsn "host=localhost" --computer "$computer" \
+            --batchjobs 2 --poll 1 "$@" 2>>"$(agent_log "$computer")" &
+    fi
     pid=$!
     case $computer in alpha) ALPHA_PID=$pid ;; beta) BETA_PID=$pid ;; esac
     wait_log 15 "$(agent_log "$computer")" '"event":"registered"'
@@ -336,6 +342,23 @@ agent_kill_job() {
 }
 test_agent_kill_job() { agent_case kill-job agent_kill_job; }
 
+# --once runs what is ready, including what its own completions release, and exits 0; refused
+# (another agent's computer name) it exits 1 at once.
+agent_once() {
+    local a b rc=0
+    a=$(post "'echo', ARRAY['once a $RANDOM'], computer => 'alpha'") || return 1
+    b=$(post "'echo', ARRAY['once b $RANDOM'], computer => 'alpha', depends_on => ARRAY['$a']") || return 1
+    timeout 20 "$AGENT_BIN" --dsn "host=localhost port=$PORT user=agent_a dbname=$LIVE_DB" --computer alpha --once \
+        2>>"$(agent_log alpha)" || rc=$?
+    [ $rc = 0 ] || return 1
+    live_sql "SELECT count(*) = 2 FROM pgjobs.batch_jobs WHERE id IN ($a, $b) AND status = 'COMPLETED'" | grep -qx t || return 1
+    rc=0
+    timeout 20 "$AGENT_BIN" --dsn "host=localhost port=$PORT user=agent_b dbname=$LIVE_DB" --computer alpha --once \
+        2>>"$(agent_log alpha-as-b)" || rc=$?
+    [ $rc = 1 ] && grep -q '"error":"42501' "$(agent_log alpha-as-b)"
+}
+test_agent_once() { agent_case once agent_once; }
+
 run_agent_tests() {
     local prev_exit
     trap_command prev_exit EXIT
@@ -358,5 +381,6 @@ run_agent_tests() {
     verdict "agent: SIGTERM hands the running job back" test_agent_sigterm
     verdict "agent: roles keep to their own computers and jobs" test_agent_access
     verdict "agent: a kill job ends its owner's running jobs of its routine" test_agent_kill_job
+    verdict "agent: --once runs what is ready and exits" test_agent_once
     if [ -n "$prev_exit" ]; then trap "$prev_exit" EXIT; else trap - EXIT; fi
 }
