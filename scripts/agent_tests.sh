@@ -230,6 +230,21 @@ agent_silence() {
 }
 test_agent_silence() { agent_case silence agent_silence; }
 
+# Heartbeats keep a job that outlives pg_jobs.batch_silence (3 s) alive, and carry its output's
+# tails while it runs.
+agent_heartbeats() {
+    short_silence 3s || return 1
+    start_alpha || return 1
+    local job
+    job=$(post "'echo progress >&2; echo half; sleep 7; echo done', computer => 'alpha', shell => true") || return 1
+    status_is 15 "$job" RUNNING || return 1
+    wait_until 5 "SELECT status = 'RUNNING' AND stderr = E'progress\\n' AND stdout = E'half\\n'
+                  FROM pgjobs.batch_jobs WHERE id = $job" || return 1
+    status_is 15 "$job" COMPLETED || return 1
+    live_sql "SELECT stdout = E'half\\ndone\\n' AND run_time >= interval '7 seconds' FROM pgjobs.batch_jobs WHERE id = $job" | grep -qx t
+}
+test_agent_heartbeats() { agent_case heartbeats agent_heartbeats; }
+
 # 6. kill -9 of an agent mid-job: its job's processes die with it (PR_SET_PDEATHSIG and the
 # sentinel), the job is
 # PENDING again after the lease and the other agent completes it, to the end exactly once.
@@ -376,6 +391,7 @@ run_agent_tests() {
     verdict "agent: a failed dependency blocks the chain" test_agent_dependency_chain
     verdict "agent: a cancel ends the running process, a forged NOTIFY does not" test_agent_cancel
     verdict "agent: a silent agent's job ends in lease expired" test_agent_silence
+    verdict "agent: heartbeats keep a long job alive and carry its output" test_agent_heartbeats
     verdict "agent: kill -9 of an agent, its job completes elsewhere once" test_agent_kill_9
     verdict "agent: jobs complete across a server restart" test_agent_database_restart
     verdict "agent: SIGTERM hands the running job back" test_agent_sigterm
