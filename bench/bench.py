@@ -15,7 +15,9 @@ The systems:
   (bench/peers/): graphile-worker's `run`, pg-boss's `work()`, procrastinate's `run_worker_async`.
 
 Then the long-transaction scenario (see long_transaction), written to
-target/bench/long_transaction.md; `--only long-transaction` runs it alone, `--only pickup` the
+target/bench/long_transaction.md; then 2 worker agents draining batch jobs (see batch_agents), written to
+target/bench/batch_agents.md. `--only long-transaction` runs it alone, `--only batch-agents` the agents
+alone, `--only pickup` the
 pickup latency of pg_jobs and hand-written SQL alone, and `--long-transaction 30,90,30` shortens
 its phases.
 
@@ -1103,6 +1105,136 @@ def long_transaction(phases=LONG_PHASES):
     return table
 
 
+# --- batch jobs through the worker agent -----------------------------------------------------
+
+AGENT_BIN = ROOT / "target" / "release" / "pg_jobs_agent"
+AGENT_OUTPUT = ROOT / "target" / "bench" / "batch_agents.md"
+AGENT_COUNT = 2
+AGENT_SLOTS = 8
+AGENT_JOBS = 500 if QUICK else 2000
+AGENT_TIMEOUT = 300
+
+
+def vm_rss_kib(pid):
+    """The resident memory of a process, VmRSS from /proc/PID/status, in KiB."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def sentinel_of(pid):
+    """The pid of an agent's sentinel (`pg_jobs_agent --sentinel`, its child), or None."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                sentinel = b"--sentinel" in cmdline.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and sentinel:
+            return int(entry)
+    return None
+
+
+def batch_agents():
+    """2 agents (pg_jobs_agent, --batchjobs 8 each) drain AGENT_JOBS batch jobs of `true`, posted in
+    one transaction to ANY computer: the rate from that commit to the last job COMPLETED, and
+    each agent's resident memory idle (registered, nothing to do) and busy (the most sampled
+    during the drain). Written to target/bench/batch_agents.md; `--only batch-agents` runs it alone."""
+    if not AGENT_BIN.exists():
+        raise SystemExit(f"{AGENT_BIN} is missing: cargo build --release -p pg_jobs_agent")
+    execute("""DO $$BEGIN
+                 CREATE ROLE bench_agent LOGIN IN ROLE pgjobs_agent;
+                 CREATE ROLE bench_poster LOGIN IN ROLE pgjobs_user;
+               EXCEPTION WHEN duplicate_object THEN NULL; END$$""")
+    poster = psycopg.connect(f"host=localhost port={PORT} user=bench_poster dbname={DATABASES['pg_jobs']}",
+                             autocommit=True)
+    # Leftovers of an earlier run (a job of `true` with the same argument would be replaced).
+    poster.execute("SELECT pgjobs.batch_cancel(ARRAY(SELECT id FROM pgjobs.batch_jobs "
+                   "WHERE status NOT IN ('COMPLETED', 'ERROR', 'CANCEL')))")
+    logs = ROOT / "target" / "bench"
+    logs.mkdir(parents=True, exist_ok=True)
+    agents = []
+    try:
+        for n in range(1, AGENT_COUNT + 1):
+            log_path = logs / f"agent-{n}.log"
+            agents.append((subprocess.Popen(
+                [str(AGENT_BIN), "--dsn", f"host=localhost port={PORT} user=bench_agent dbname={DATABASES['pg_jobs']}",
+                 "--computer", f"bench-{n}", "--batchjobs", str(AGENT_SLOTS)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(log_path, "w")), log_path))
+        deadline = time.monotonic() + 30
+        while not all('"event":"registered"' in path.read_text() for _, path in agents):
+            if time.monotonic() > deadline or any(p.poll() is not None for p, _ in agents):
+                raise SystemExit("the agents did not register: " + ", ".join(str(path) for _, path in agents))
+            time.sleep(0.05)
+        time.sleep(2)  # settled: connections made, LISTENing, idle
+        idle = [vm_rss_kib(p.pid) for p, _ in agents]
+        sentinels = [sentinel_of(p.pid) for p, _ in agents]
+        sentinel_rss = [vm_rss_kib(pid) if pid else 0 for pid in sentinels]
+        run = time.time_ns()
+        log(f"batch agents: {AGENT_COUNT} agents × --batchjobs {AGENT_SLOTS} draining {AGENT_JOBS} jobs of `true`")
+        first = poster.execute(
+            "SELECT min(pgjobs.batch_post('true', ARRAY[%s::text || ':' || i])) FROM generate_series(1, %s) i",
+            (str(run), AGENT_JOBS)).fetchone()[0]
+        committed = time.time()
+        started = time.monotonic()
+        busy = list(idle)
+        done = 0
+        # Polled gently (the count reads the jobs' view); the drain's end is the agents' last
+        # "reported" line, not the poll that saw it.
+        while done < AGENT_JOBS:
+            if time.monotonic() - started > AGENT_TIMEOUT:
+                raise SystemExit(f"batch agents: {done} of {AGENT_JOBS} completed after {AGENT_TIMEOUT} s")
+            busy = [max(b, vm_rss_kib(p.pid)) for b, (p, _) in zip(busy, agents)]
+            done = poster.execute("SELECT count(*) FROM pgjobs.batch_jobs WHERE id >= %s AND status = 'COMPLETED'",
+                                  (first,)).fetchone()[0]
+            time.sleep(0.1)
+        last = max(datetime.datetime.fromisoformat(line["ts"].replace("Z", "+00:00")).timestamp()
+                   for _, path in agents for line in map(json.loads, path.read_text().splitlines())
+                   if line.get("event") == "reported")
+        elapsed = last - committed
+        failed = poster.execute("SELECT count(*) FROM pgjobs.batch_jobs WHERE id >= %s AND status <> 'COMPLETED'",
+                                (first,)).fetchone()[0]
+        per_agent = poster.execute("SELECT target, count(*) FROM pgjobs.batch_jobs WHERE id >= %s "
+                                   "GROUP BY target ORDER BY target", (first,)).fetchall()
+    finally:
+        for process, _ in agents:
+            process.terminate()
+        for process, _ in agents:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        poster.close()
+    lines = [
+        f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; {AGENT_COUNT} agents "
+        f"(`pg_jobs_agent --batchjobs {AGENT_SLOTS}`, computers bench-1 and bench-2) on this machine, "
+        f"{AGENT_JOBS} jobs of `true` posted for ANY in one transaction; timed from its commit to the last "
+        f"COMPLETED (the agents' last `reported` log line). Each job: a claim share, a fork and exec, batch_started, "
+        f"batch_finish. Each agent also runs a sentinel process (`--sentinel`, which kills its jobs' process "
+        f"groups if the agent is killed), measured idle.",
+        "",
+        "| Batch jobs through agents | value |",
+        "|---|---:|",
+        f"| jobs/s | {AGENT_JOBS / elapsed:,.0f} |",
+        f"| drain time, s | {elapsed:.2f} |",
+        f"| jobs not COMPLETED | {failed} |",
+        *[f"| jobs run by {target} | {count:,} |" for target, count in per_agent],
+        *[f"| agent {n} VmRSS idle, KiB | {kib:,} |" for n, kib in enumerate(idle, 1)],
+        *[f"| agent {n} VmRSS busy (peak sampled), KiB | {kib:,} |" for n, kib in enumerate(busy, 1)],
+        *[f"| agent {n}'s sentinel VmRSS, KiB | {kib:,} |" for n, kib in enumerate(sentinel_rss, 1)],
+    ]
+    table = "\n".join(lines) + "\n"
+    AGENT_OUTPUT.write_text(table)
+    print(table)
+    return table
+
+
 SYSTEM_OBJECTS = {"pg_jobs": PG_JOBS, "sql": SQL, "graphile": GRAPHILE, "pgboss": PGBOSS,
                   "procrastinate": PROCRASTINATE}
 
@@ -1259,8 +1391,9 @@ def pickup_only():
 def main():
     import argparse
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=("long-transaction", "pickup"),
-                        help="measure this alone (pickup: pg_jobs and hand-written SQL only)")
+    parser.add_argument("--only", choices=("long-transaction", "pickup", "batch-agents"),
+                        help="measure this alone (pickup: pg_jobs and hand-written SQL only; "
+                             "batch-agents: 2 worker agents draining batch jobs)")
     parser.add_argument("--long-transaction", metavar="BEFORE,PINNED,AFTER",
                         default=",".join(map(str, LONG_PHASES)),
                         help="seconds before the snapshot is taken, held, and after it is released "
@@ -1272,6 +1405,9 @@ def main():
         return
     if args.only == "pickup":
         pickup_only()
+        return
+    if args.only == "batch-agents":
+        batch_agents()
         return
     header = environment()
     started = time.monotonic()
@@ -1294,6 +1430,7 @@ def main():
     OUTPUT.write_text(table)
     print(table)
     long_transaction(phases)
+    batch_agents()
 
 
 if __name__ == "__main__":

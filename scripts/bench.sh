@@ -2,7 +2,8 @@
 # Benchmarks pg_jobs beside its peers (hand-written SKIP LOCKED SQL, graphile-worker, pg-boss,
 # procrastinate) on a cluster of its own and prints one Markdown table, also written to
 # target/bench/latest.md, and a long transaction beside a steady queue (target/bench/long_transaction.md,
-# about 10 minutes); then the background worker beside pg_cron (target/bench/scheduler.md)
+# about 10 minutes), and 2 worker agents draining batch jobs (target/bench/batch_agents.md);
+# then the background worker beside pg_cron (target/bench/scheduler.md)
 # and row-level security against the table owner (target/bench/access.md). About 30 minutes on
 # 2 cores; BENCH_QUICK=1 shortens the queue part.
 # The peers are installed here, under target/, and nowhere else: the Node packages into
@@ -73,6 +74,8 @@ for package in "${NODE_PACKAGES[@]}"; do
     fi
 done
 
+log "building the worker agent (bench.py's batch-agents section runs it)"
+cargo build --release -q -p pg_jobs_agent
 log "benchmarking the queue"
 "$VENV/bin/python" "$ROOT/bench/bench.py"
 # The background worker beside pg_cron, and row-level security against the table owner: each on

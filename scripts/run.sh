@@ -4,6 +4,8 @@ source "$(dirname "$0")/lib.sh"
 PORT=28815
 
 # Stopped first: installing a new build under a running server that preloads it can crash it.
+# The demo's worker agent goes first, so that it does not wait for the server to come back.
+"$ROOT/scripts/stop.sh" agent
 stop_cluster run
 "$ROOT/scripts/setup.sh"
 log "starting the cluster on port $PORT"
@@ -23,11 +25,45 @@ done
 log "demo"
 psql_run -d pg_jobs -f "$ROOT/scripts/demo.sql"
 
+log "batch jobs: a worker agent for computer demo"
+cargo build --release -q -p pg_jobs_agent
+# demo_agent logs in (trust on localhost) and has what an agent needs, nothing more.
+psql_run -d pg_jobs -c "SET client_min_messages = warning" -c "DO \$\$BEGIN CREATE ROLE demo_agent LOGIN IN ROLE pgjobs_agent;
+                                  EXCEPTION WHEN duplicate_object THEN GRANT pgjobs_agent TO demo_agent; END\$\$"
+agent_log="$dir/agent.log"
+: >"$agent_log"
+# The jobs it runs are anyone's commands: as root, it runs as the OS user postgres (setpriv
+# execs, so the pid is the agent's), unless that user cannot reach the binary.
+agent_as=()
+if [ "$(id -u)" = 0 ] && runuser -u postgres -- test -x "$ROOT/target/release/pg_jobs_agent"; then
+    agent_as=(setpriv --reuid=postgres --regid=postgres --init-groups)
+    chown postgres "$agent_log"
+fi
+nohup "${agent_as[@]}" "$ROOT/target/release/pg_jobs_agent" --dsn "host=localhost port=$PORT user=demo_agent dbname=pg_jobs" \
+    --computer demo --batchjobs 2 </dev/null >/dev/null 2>>"$agent_log" &
+echo $! >"$dir/agent.pid"
+for _ in $(seq 100); do grep -q '"event":"registered"' "$agent_log" && break; sleep 0.1; done
+# demo_alice posts two jobs: one for the computer demo, one for ANY computer.
+jobs=$(psql_run -d pg_jobs -tA -c "SET ROLE demo_alice" \
+    -c "SELECT pgjobs.batch_post('echo', ARRAY['hello'], computer => 'demo')" \
+    -c "SELECT pgjobs.batch_post('uname', ARRAY['-a'])" | paste -sd, -)
+for _ in $(seq 100); do
+    psql_run -d pg_jobs -tA -c "SET ROLE demo_alice" \
+        -c "SELECT count(*) = 2 FROM pgjobs.batch_jobs WHERE id IN ($jobs) AND status = 'COMPLETED'" | grep -qx t && break
+    sleep 0.1
+done
+psql_run -d pg_jobs -c "SET ROLE demo_alice" \
+    -c "SELECT id, status, computer, target, command, args, exit_code, run_time, rtrim(stdout, E'\\n') AS stdout
+        FROM pgjobs.batch_jobs WHERE id IN ($jobs) ORDER BY id"
+
 cat <<TXT
 
 pg_jobs is running: data in $dir/data, log in $dir/server.log.
   connect:  psql -h localhost -p $PORT -U postgres pg_jobs
   try:      SELECT pgjobs.jobs_add('hello', '{"to": "world"}');
             SELECT * FROM pgjobs.jobs_claim('me');
+  agent:    pg_jobs_agent (pid $(cat "$dir/agent.pid")) runs batch jobs for computer demo, log in $agent_log
+            SET ROLE demo_alice; SELECT pgjobs.batch_post('date', computer => 'demo');
+            SELECT id, status, stdout FROM pgjobs.batch_jobs ORDER BY id DESC LIMIT 5;
   stop:     make stop
 TXT

@@ -4,7 +4,9 @@
 # non-zero if anything failed.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/live_tests.sh"
-PORT=28816
+source "$(dirname "$0")/agent_tests.sh"
+# PG_JOBS_TEST_PORT moves the suite's clusters (this port, +2 and +10) off the default.
+PORT=${PG_JOBS_TEST_PORT:-28816}
 OUT="$ROOT/target/test-results"
 
 "$ROOT/scripts/setup.sh"
@@ -23,8 +25,15 @@ count_cargo() {
     count "$p" "$f"
 }
 
+log "building the worker agent"
+# Before any cluster starts: its tests run it from target/release.
+if ! cargo build --release -p pg_jobs_agent 2>"$OUT/agent-build.log"; then
+    cat "$OUT/agent-build.log"
+    rm -f "$ROOT/target/release/pg_jobs_agent"  # its tests then fail, counted
+fi
+
 log "unit tests (no PostgreSQL)"
-if ! cargo test -p pg_jobs_core 2>&1 | tee "$OUT/unit.log"; then
+if ! cargo test -p pg_jobs_core -p pg_jobs_agent 2>&1 | tee "$OUT/unit.log"; then
     grep -q 'test result' "$OUT/unit.log" || count 0 1
 fi
 count_cargo "$OUT/unit.log"
@@ -74,6 +83,16 @@ if [ "$launcher_ready" = yes ]; then
     run_live_tests
 else
     echo "background worker starts ... FAILED"
+    count 0 1
+fi
+
+log "worker agent"
+# The standby test (the last live test) stopped this cluster before promoting its copy.
+start_cluster test "$PORT" pg_jobs_live >/dev/null
+if wait_ready; then
+    run_agent_tests
+else
+    echo "worker agent: the test cluster did not start again ... FAILED"
     count 0 1
 fi
 

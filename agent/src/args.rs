@@ -1,0 +1,204 @@
+//! The command line, parsed by hand: a handful of flags, each `--flag VALUE` or `--flag=VALUE`.
+
+use std::time::Duration;
+
+pub const USAGE: &str = "\
+pg_jobs_agent: claims the batch jobs of one computer from pg_jobs, runs them, reports how they ended
+
+Usage: pg_jobs_agent [OPTIONS]
+
+Options:
+  --dsn DSN           libpq-style connection string ('host=... port=... user=... dbname=...')
+                      or a postgres:// URL; PGHOST, PGPORT, PGUSER, PGDATABASE and PGPASSWORD
+                      fill in what it leaves out
+  --computer NAME     the computer this agent takes jobs for (default: the host name)
+  --batchjobs N       how many jobs run at once (default 1)
+  --poll SECONDS      claim at least this often even without a notification (default 2)
+  --grace SECONDS     between SIGTERM and SIGKILL of a cancelled job's processes, and how long a
+                      shutdown waits for running jobs to end on their own (default 10)
+  --once              claim what is ready, run it, report, exit 0 when nothing is left
+  --log json|text     the format of the log lines on stderr (default json)
+  --help              this text
+
+Signals: SIGTERM or SIGINT stop claiming, wait up to --grace for running jobs, end the rest and
+hand them back (PENDING again); a second one ends the running jobs at once.
+";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Json,
+    Text,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    pub dsn: Option<String>,
+    pub computer: Option<String>,
+    pub batchjobs: u32,
+    pub poll: Duration,
+    pub grace: Duration,
+    pub once: bool,
+    pub log: LogFormat,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            dsn: None,
+            computer: None,
+            batchjobs: 1,
+            poll: Duration::from_secs(2),
+            grace: Duration::from_secs(10),
+            once: false,
+            log: LogFormat::Json,
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Parsed {
+    Run(Options),
+    Help,
+}
+
+/// Seconds as given on the command line: a non-negative decimal number (0.5 is fine).
+fn seconds(flag: &str, value: &str) -> Result<Duration, String> {
+    match value.parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 && s <= 86_400.0 * 365.0 => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!("{flag}: expected a number of seconds, got {value:?}")),
+    }
+}
+
+/// Parses the arguments after the program's name.
+pub fn parse<I, S>(args: I) -> Result<Parsed, String>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let mut options = Options::default();
+    let mut args = args.into_iter().map(Into::into);
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag.to_string(), Some(value.to_string())),
+            _ => (arg.clone(), None),
+        };
+        // Flags without a value.
+        match flag.as_str() {
+            "--help" | "-h" => return Ok(Parsed::Help),
+            "--once" => {
+                if inline.is_some() {
+                    return Err("--once takes no value".into());
+                }
+                options.once = true;
+                continue;
+            }
+            _ => {}
+        }
+        if !flag.starts_with("--") {
+            return Err(format!("unexpected argument {arg:?} (see --help)"));
+        }
+        let known = ["--dsn", "--computer", "--batchjobs", "--poll", "--grace", "--log"];
+        if !known.contains(&flag.as_str()) {
+            return Err(format!("unknown option {flag} (see --help)"));
+        }
+        let value = match inline {
+            Some(value) => value,
+            None => args.next().ok_or_else(|| format!("{flag} needs a value"))?,
+        };
+        match flag.as_str() {
+            "--dsn" => options.dsn = Some(value),
+            "--computer" => {
+                if value.is_empty() {
+                    return Err("--computer: empty name".into());
+                }
+                options.computer = Some(value)
+            }
+            "--batchjobs" => {
+                options.batchjobs = match value.parse::<u32>() {
+                    Ok(n) if (1..=10_000).contains(&n) => n,
+                    _ => return Err(format!("--batchjobs: expected a whole number from 1 to 10000, got {value:?}")),
+                }
+            }
+            "--poll" => {
+                options.poll = seconds("--poll", &value)?;
+                if options.poll < Duration::from_millis(10) {
+                    return Err("--poll: at least 0.01 seconds".into());
+                }
+            }
+            "--grace" => options.grace = seconds("--grace", &value)?,
+            "--log" => {
+                options.log = match value.as_str() {
+                    "json" => LogFormat::Json,
+                    "text" => LogFormat::Text,
+                    _ => return Err(format!("--log: json or text, not {value:?}")),
+                }
+            }
+            _ => unreachable!(),
+        }
+    }
+    Ok(Parsed::Run(options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Options {
+        match parse(args.iter().copied()) {
+            Ok(Parsed::Run(options)) => options,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    fn error(args: &[&str]) -> String {
+        match parse(args.iter().copied()) {
+            Err(e) => e,
+            other => panic!("{args:?} was accepted: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        assert_eq!(run(&[]), Options::default());
+        let o = Options::default();
+        assert_eq!((o.batchjobs, o.poll, o.grace, o.once, o.log), (1, Duration::from_secs(2), Duration::from_secs(10), false, LogFormat::Json));
+    }
+
+    #[test]
+    fn every_flag_both_ways() {
+        let o = run(&["--dsn", "host=x port=5", "--computer=alpha", "--batchjobs", "8", "--poll=0.5",
+                      "--grace", "2", "--once", "--log", "text"]);
+        assert_eq!(o.dsn.as_deref(), Some("host=x port=5"));
+        assert_eq!(o.computer.as_deref(), Some("alpha"));
+        assert_eq!(o.batchjobs, 8);
+        assert_eq!(o.poll, Duration::from_millis(500));
+        assert_eq!(o.grace, Duration::from_secs(2));
+        assert!(o.once);
+        assert_eq!(o.log, LogFormat::Text);
+        // A DSN with '=' in it, given inline: only the first '=' splits.
+        assert_eq!(run(&["--dsn=host=a user=b"]).dsn.as_deref(), Some("host=a user=b"));
+        assert_eq!(run(&["--grace", "0"]).grace, Duration::ZERO);
+    }
+
+    #[test]
+    fn help() {
+        assert_eq!(parse(["--batchjobs", "2", "--help"]), Ok(Parsed::Help));
+        assert_eq!(parse(["-h"]), Ok(Parsed::Help));
+        assert!(USAGE.contains("--batchjobs N"));
+    }
+
+    #[test]
+    fn refusals() {
+        assert!(error(&["--batchjobs", "0"]).contains("1 to 10000"));
+        assert!(error(&["--batchjobs", "two"]).contains("--batchjobs"));
+        assert!(error(&["--batchjobs"]).contains("needs a value"));
+        assert!(error(&["--poll", "-1"]).contains("seconds"));
+        assert!(error(&["--poll", "0"]).contains("at least"));
+        assert!(error(&["--grace", "NaN"]).contains("seconds"));
+        assert!(error(&["--log", "xml"]).contains("json or text"));
+        assert!(error(&["--computer", ""]).contains("empty"));
+        assert!(error(&["--verbose"]).contains("unknown option --verbose"));
+        assert!(error(&["alpha"]).contains("unexpected argument"));
+        assert!(error(&["--once=yes"]).contains("no value"));
+    }
+}
