@@ -509,6 +509,11 @@ BEGIN
 END
 $$;
 
+-- The owner whose batch jobs a caller acts on: its identity, or null (any) for a superuser.
+CREATE FUNCTION _acting_for(caller_role oid) RETURNS oid
+LANGUAGE sql STABLE
+RETURN CASE WHEN _is_admin(caller_role) THEN NULL ELSE _identity_of(caller_role) END;
+
 -- Cancel. A waiting job ends as CANCEL at once; a running one is marked, its agent told
 -- (NOTIFY pgjobs_batch_cancel, and its next heartbeat), and the agent's report replaces the mark.
 CREATE FUNCTION _batch_cancel(caller_role oid, ids bigint[])
@@ -517,7 +522,7 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    acting_for oid := CASE WHEN _is_admin(caller_role) THEN NULL ELSE _identity_of(caller_role) END;
+    acting_for oid := _acting_for(caller_role);
     missing bigint;
     job bigint;
     after job_status;
@@ -563,7 +568,7 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    acting_for oid := CASE WHEN _is_admin(caller_role) THEN NULL ELSE _identity_of(caller_role) END;
+    acting_for oid := _acting_for(caller_role);
     chosen bigint[];
 BEGIN
     PERFORM _batch_check_reading(coalesce(by, 'time'), statuses, 0, 0);
@@ -594,7 +599,7 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    acting_for oid := CASE WHEN _is_admin(caller_role) THEN NULL ELSE _identity_of(caller_role) END;
+    acting_for oid := _acting_for(caller_role);
 BEGIN
     PERFORM 1 FROM jobs j
     WHERE j.id = job AND _is_batch_queue(j.queue) AND j.status = 'created'
