@@ -50,7 +50,14 @@ count_cargo "$OUT/pg_test.log"
 # A new cluster every run: roles are cluster-wide, and tests create some.
 stop_cluster test
 rm -rf "$(cluster_dir test)/data"
-start_cluster test "$PORT" pg_jobs_live >/dev/null
+if ! start_cluster test "$PORT" pg_jobs_live >/dev/null; then
+    # Most often the port is taken (another checkout's cluster: PG_JOBS_TEST_PORT moves ours).
+    tail -n 5 "$(cluster_dir test)/server.log"
+    echo "the test cluster did not start on port $PORT ... FAILED"
+    echo
+    echo "$passed passed, $((failed + 1)) failed"
+    exit 1
+fi
 trap 'stop_cluster test; stop_cluster nopreload' EXIT
 # The launcher of this cluster works in pg_jobs_live; making it now stops it restarting meanwhile.
 launcher_ready=no
