@@ -242,6 +242,23 @@ test_launcher_requeues_expired_leases() {
     live_sql "SELECT pgjobs.jobs_abort($job)" >/dev/null
 }
 
+# A batch agent's claim requeues an expired lease at once even where the launcher does it too (a
+# batch job's lease is its agent's allowed silence, seconds in a tight setup): in one
+# transaction, which the launcher cannot see, a lease expires and the next claim ends the job.
+test_batch_claims_rescue_where_the_launcher_does() {
+    [ "$(live_sql "SELECT alive FROM pgjobs.launcher")" = t ] || return 1
+    "$PG_BIN/psql" -X -q -tA -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d "$LIVE_DB" <<'SQL' | tail -n1 | grep -qx ERROR
+BEGIN;
+SELECT pgjobs.batch_register('live-rescuer');
+SELECT pgjobs.batch_post('true', computer => 'live-rescuer') AS job \gset
+SELECT count(*) FROM pgjobs.batch_claim('live-rescuer');
+UPDATE pgjobs.jobs SET locked_until = now() - interval '1 second' WHERE id = :job;
+SELECT count(*) FROM pgjobs.batch_claim('live-rescuer');
+SELECT status FROM pgjobs.batch_jobs WHERE id = :job;
+ROLLBACK;
+SQL
+}
+
 # SQL jobs that wait for an executor (more are due than pg_jobs.max_workers, 4, may run) do not
 # keep the launcher busy: it waits for an executor to end (which wakes it) instead of starting
 # round after round. Each round writes the launcher's heartbeat, so rounds show as the distinct
@@ -623,6 +640,7 @@ run_live_tests() {
     verdict "SQL job that ignores cancel is stopped" test_sql_job_that_ignores_cancel_is_stopped
     verdict "the launcher requeues an expired lease without a claim" test_launcher_requeues_expired_leases
     verdict "the launcher idles while SQL jobs wait for an executor" test_launcher_idles_while_sql_jobs_wait
+    verdict "a batch claim requeues an expired lease where the launcher also does" test_batch_claims_rescue_where_the_launcher_does
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row
     verdict "jobs survive a minute of SIGKILLs and an immediate restart" test_fault_jobs_survive_kills_and_restart
     verdict "standby is idle until promoted" test_standby_is_idle_until_promoted

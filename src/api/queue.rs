@@ -769,6 +769,7 @@ fn claim(
     };
     claim_from(
         section,
+        claims_rescue(),
         claimant,
         queues,
         queues_given,
@@ -778,9 +779,17 @@ fn claim(
     )
 }
 
-/// Claims from `queues` (`given`: as a text for one queue, else the array).
+/// Whether a claim requeues expired leases first: where the launcher does not.
+fn claims_rescue() -> bool {
+    !crate::bgworker::rescues_expired_leases_here()
+}
+
+/// Claims from `queues` (`given`: as a text for one queue, else the array), after requeuing
+/// expired leases if `rescue_first`.
+#[allow(clippy::too_many_arguments)]
 fn claim_from(
     section: &Section,
+    rescue_first: bool,
     claimant: Oid,
     queues: &[Option<String>],
     given: Option<Datum>,
@@ -791,7 +800,7 @@ fn claim_from(
     // Before the claim reads the queues (in a statement of its own, so before the claim's
     // snapshot): its worker may sleep on what it finds, so the next add notifies.
     ready::looking(claimant, queues);
-    if !crate::bgworker::rescues_expired_leases_here() {
+    if rescue_first {
         section.run(&RESCUE_DUE, &[]);
     }
     let statement = if queues.len() == 1 {
@@ -819,6 +828,7 @@ pub(crate) fn claim_sql_jobs(worker: &str, n: i32) -> Vec<(i64, pgrx::Uuid)> {
     let section = Section::as_current_user();
     let rows = claim_from(
         &section,
+        claims_rescue(),
         EXTENSION_CLAIMANT,
         &[Some(SQL_QUEUE.to_string())],
         SQL_QUEUE.into_datum(),
@@ -833,6 +843,9 @@ pub(crate) fn claim_sql_jobs(worker: &str, n: i32) -> Vec<(i64, pgrx::Uuid)> {
 
 // Claims for the extension's own claimants (the batch agents' functions, sql/085_batch.sql):
 // _claim(claimant oid, queues text[], n integer, lease interval, worker text), as jobs_claim.
+// These requeue expired leases first even where the launcher does: a batch job's lease is the
+// silence its agent is allowed, and another agent polling finds a silent one's job at once
+// rather than up to a launcher round later.
 entry!(_claim, pg_finfo__claim, |fcinfo| {
     let claimant = value::<Oid>(fcinfo, 0).unwrap_or_else(|| required("claimant"));
     let queues: Vec<Option<String>> = value(fcinfo, 1).unwrap_or_default();
@@ -844,6 +857,7 @@ entry!(_claim, pg_finfo__claim, |fcinfo| {
     let section = Section::as_current_user();
     claim_from(
         &section,
+        true,
         claimant,
         &queues,
         given,
