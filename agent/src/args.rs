@@ -64,8 +64,10 @@ pub enum Parsed {
 /// Seconds as given on the command line: a non-negative decimal number (0.5 is fine).
 fn seconds(flag: &str, value: &str) -> Result<Duration, String> {
     match value.parse::<f64>() {
-        Ok(s) if s.is_finite() && s >= 0.0 && s <= 86_400.0 * 365.0 => Ok(Duration::from_secs_f64(s)),
-        _ => Err(format!("{flag}: expected a number of seconds, got {value:?}")),
+        Ok(s) if (0.0..=86_400.0 * 365.0).contains(&s) => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!(
+            "{flag}: expected a number of seconds, got {value:?}"
+        )),
     }
 }
 
@@ -79,7 +81,9 @@ where
     let mut args = args.into_iter().map(Into::into);
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag.to_string(), Some(value.to_string())),
+            Some((flag, value)) if flag.starts_with("--") => {
+                (flag.to_string(), Some(value.to_string()))
+            }
             _ => (arg.clone(), None),
         };
         // Flags without a value.
@@ -97,7 +101,14 @@ where
         if !flag.starts_with("--") {
             return Err(format!("unexpected argument {arg:?} (see --help)"));
         }
-        let known = ["--dsn", "--computer", "--batchjobs", "--poll", "--grace", "--log"];
+        let known = [
+            "--dsn",
+            "--computer",
+            "--batchjobs",
+            "--poll",
+            "--grace",
+            "--log",
+        ];
         if !known.contains(&flag.as_str()) {
             return Err(format!("unknown option {flag} (see --help)"));
         }
@@ -116,7 +127,11 @@ where
             "--batchjobs" => {
                 options.batchjobs = match value.parse::<u32>() {
                     Ok(n) if (1..=10_000).contains(&n) => n,
-                    _ => return Err(format!("--batchjobs: expected a whole number from 1 to 10000, got {value:?}")),
+                    _ => {
+                        return Err(format!(
+                            "--batchjobs: expected a whole number from 1 to 10000, got {value:?}"
+                        ))
+                    }
                 }
             }
             "--poll" => {
@@ -161,13 +176,33 @@ mod tests {
     fn defaults() {
         assert_eq!(run(&[]), Options::default());
         let o = Options::default();
-        assert_eq!((o.batchjobs, o.poll, o.grace, o.once, o.log), (1, Duration::from_secs(2), Duration::from_secs(10), false, LogFormat::Json));
+        assert_eq!(
+            (o.batchjobs, o.poll, o.grace, o.once, o.log),
+            (
+                1,
+                Duration::from_secs(2),
+                Duration::from_secs(10),
+                false,
+                LogFormat::Json
+            )
+        );
     }
 
     #[test]
     fn every_flag_both_ways() {
-        let o = run(&["--dsn", "host=x port=5", "--computer=alpha", "--batchjobs", "8", "--poll=0.5",
-                      "--grace", "2", "--once", "--log", "text"]);
+        let o = run(&[
+            "--dsn",
+            "host=x port=5",
+            "--computer=alpha",
+            "--batchjobs",
+            "8",
+            "--poll=0.5",
+            "--grace",
+            "2",
+            "--once",
+            "--log",
+            "text",
+        ]);
         assert_eq!(o.dsn.as_deref(), Some("host=x port=5"));
         assert_eq!(o.computer.as_deref(), Some("alpha"));
         assert_eq!(o.batchjobs, 8);
@@ -176,7 +211,10 @@ mod tests {
         assert!(o.once);
         assert_eq!(o.log, LogFormat::Text);
         // A DSN with '=' in it, given inline: only the first '=' splits.
-        assert_eq!(run(&["--dsn=host=a user=b"]).dsn.as_deref(), Some("host=a user=b"));
+        assert_eq!(
+            run(&["--dsn=host=a user=b"]).dsn.as_deref(),
+            Some("host=a user=b")
+        );
         assert_eq!(run(&["--grace", "0"]).grace, Duration::ZERO);
     }
 

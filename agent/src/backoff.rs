@@ -14,7 +14,10 @@ pub struct Backoff {
 
 impl Backoff {
     pub fn new(seed: u64) -> Backoff {
-        Backoff { attempt: 0, rng: seed | 1 }
+        Backoff {
+            attempt: 0,
+            rng: seed | 1,
+        }
     }
 
     /// A seed from the clock and the process id.
@@ -71,7 +74,10 @@ mod tests {
                 base
             })
             .collect();
-        assert_eq!(bases, vec![500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000, 30000]);
+        assert_eq!(
+            bases,
+            vec![500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000, 30000]
+        );
         for _ in 0..100 {
             b.next_delay();
         }
@@ -86,13 +92,20 @@ mod tests {
             for _ in 0..12 {
                 let base = b.base();
                 let d = b.next_delay();
-                assert!(d >= base.mul_f64(0.75) && d <= base.mul_f64(1.25).min(MAX), "{d:?} for {base:?}");
+                assert!(
+                    d >= base.mul_f64(0.75) && d <= base.mul_f64(1.25).min(MAX),
+                    "{d:?} for {base:?}"
+                );
                 if base == FIRST {
                     seen.insert(d.as_millis());
                 }
             }
         }
-        assert!(seen.len() > 50, "jitter varies: {} distinct first delays", seen.len());
+        assert!(
+            seen.len() > 50,
+            "jitter varies: {} distinct first delays",
+            seen.len()
+        );
     }
 
     #[test]

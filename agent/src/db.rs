@@ -42,11 +42,13 @@ pub struct Db {
 const REGISTER: &str = "SELECT pgjobs.batch_register($1, $2, $3::text::jsonb)";
 const READY_SIGNALS: &str = "SELECT pgjobs.batch_ready_signals($1)";
 const CANCEL_SIGNAL: &str = "SELECT pgjobs.batch_cancel_signal($1)";
-const CLAIM: &str = "SELECT id, lease_token::text, attempt, kind, routine, command, args, cwd, shell, env::text,
+const CLAIM: &str =
+    "SELECT id, lease_token::text, attempt, kind, routine, command, args, cwd, shell, env::text,
                             extract(epoch FROM lease)::float8, owner
                      FROM pgjobs.batch_claim($1, $2)";
 const STARTED: &str = "SELECT pgjobs.batch_started($1, $2::text::uuid, $3)";
-const HEARTBEAT: &str = "SELECT id, lease_state FROM pgjobs.batch_heartbeat($1, $2::text[]::uuid[], $3, $4)";
+const HEARTBEAT: &str =
+    "SELECT id, lease_state FROM pgjobs.batch_heartbeat($1, $2::text[]::uuid[], $3, $4)";
 const FINISH: &str = "SELECT pgjobs.batch_finish($1, $2::text::uuid, $3, $4::float8 * interval '1 second', $5, $6, $7)";
 const HAND_BACK: &str = "SELECT pgjobs.batch_hand_back($1, $2::text[]::uuid[])";
 
@@ -110,7 +112,10 @@ pub fn env_pairs(env: Option<&str>) -> Vec<(String, String)> {
 
 impl Db {
     pub fn connect(config: &Config) -> Result<Db, postgres::Error> {
-        Ok(Db { client: config.connect(NoTls)?, statements: HashMap::new() })
+        Ok(Db {
+            client: config.connect(NoTls)?,
+            statements: HashMap::new(),
+        })
     }
 
     pub fn client(&mut self) -> &mut Client {
@@ -126,9 +131,15 @@ impl Db {
         Ok(s)
     }
 
-    pub fn register(&mut self, computer: &str, capacity: i32, info: &serde_json::Value) -> Result<(), postgres::Error> {
+    pub fn register(
+        &mut self,
+        computer: &str,
+        capacity: i32,
+        info: &serde_json::Value,
+    ) -> Result<(), postgres::Error> {
         let s = self.statement(REGISTER)?;
-        self.client.execute(&s, &[&computer, &capacity, &info.to_string()])?;
+        self.client
+            .execute(&s, &[&computer, &capacity, &info.to_string()])?;
         Ok(())
     }
 
@@ -147,7 +158,8 @@ impl Db {
     }
 
     pub fn listen(&mut self) -> Result<(), postgres::Error> {
-        self.client.batch_execute("LISTEN pgjobs_ready; LISTEN pgjobs_batch_cancel")
+        self.client
+            .batch_execute("LISTEN pgjobs_ready; LISTEN pgjobs_batch_cancel")
     }
 
     pub fn claim(&mut self, computer: &str, n: i32) -> Result<Vec<Claimed>, postgres::Error> {
@@ -163,12 +175,18 @@ impl Db {
                     id: row.get(0),
                     token: row.get(1),
                     attempt: row.get::<_, Option<i32>>(2).unwrap_or(1),
-                    kind: row.get::<_, Option<String>>(3).unwrap_or_else(|| "batch".into()),
+                    kind: row
+                        .get::<_, Option<String>>(3)
+                        .unwrap_or_else(|| "batch".into()),
                     routine: row.get(4),
                     owner: row.get(11),
                     spec: Spec {
                         command: row.get::<_, Option<String>>(5).unwrap_or_default(),
-                        args: args.unwrap_or_default().into_iter().map(Option::unwrap_or_default).collect(),
+                        args: args
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(Option::unwrap_or_default)
+                            .collect(),
                         cwd: row.get(7),
                         shell: row.get::<_, Option<bool>>(8).unwrap_or(false),
                         env: env_pairs(env.as_deref()),
@@ -197,7 +215,10 @@ impl Db {
     ) -> Result<Vec<(i64, String)>, postgres::Error> {
         let s = self.statement(HEARTBEAT)?;
         let rows = self.client.query(&s, &[&ids, &tokens, &stderr, &stdout])?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get::<_, Option<String>>(1).unwrap_or_default())).collect())
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), r.get::<_, Option<String>>(1).unwrap_or_default()))
+            .collect())
     }
 
     pub fn finish(&mut self, r: &Report) -> Result<String, postgres::Error> {
@@ -205,7 +226,18 @@ impl Db {
         let secs = r.run_time.as_secs_f64();
         let state: Option<String> = self
             .client
-            .query_one(&s, &[&r.id, &r.token, &r.exit_code, &secs, &r.stderr, &r.stdout, &r.cancelled])?
+            .query_one(
+                &s,
+                &[
+                    &r.id,
+                    &r.token,
+                    &r.exit_code,
+                    &secs,
+                    &r.stderr,
+                    &r.stdout,
+                    &r.cancelled,
+                ],
+            )?
             .get(0);
         Ok(state.unwrap_or_default())
     }
@@ -227,7 +259,14 @@ mod tests {
         assert_eq!(env_pairs(Some("{}")), vec![]);
         let mut pairs = env_pairs(Some(r#"{"A": "x y", "N": 3, "B": true, "Z": null}"#));
         pairs.sort();
-        assert_eq!(pairs, vec![("A".into(), "x y".into()), ("B".into(), "true".into()), ("N".into(), "3".into())]);
+        assert_eq!(
+            pairs,
+            vec![
+                ("A".into(), "x y".into()),
+                ("B".into(), "true".into()),
+                ("N".into(), "3".into())
+            ]
+        );
         assert_eq!(env_pairs(Some("[1]")), vec![]);
     }
 }

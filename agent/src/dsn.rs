@@ -36,7 +36,10 @@ pub fn assemble(
     if config.get_ports().is_empty() {
         if let Some(port) = env("PGPORT") {
             for p in port.split(',') {
-                let p = p.trim().parse::<u16>().map_err(|_| format!("PGPORT: not a port: {port:?}"))?;
+                let p = p
+                    .trim()
+                    .parse::<u16>()
+                    .map_err(|_| format!("PGPORT: not a port: {port:?}"))?;
                 config.port(p);
             }
         }
@@ -66,7 +69,9 @@ pub fn assemble(
     // A server that vanishes without closing the connection (a network cut) is noticed within
     // about a minute, not the kernel's default of over two hours: the main thread would wait
     // that long inside a call, and cancels' SIGKILLs with it.
-    config.keepalives(true).keepalives_idle(Duration::from_secs(30));
+    config
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(30));
     if config.get_keepalives_interval().is_none() {
         config.keepalives_interval(Duration::from_secs(10));
     }
@@ -81,7 +86,9 @@ pub fn assemble(
 
 /// A postgres:// URL whose hosts name no port, with `port` added to each; None otherwise.
 pub fn url_with_port(dsn: &str, port: &str) -> Option<String> {
-    let prefix = ["postgres://", "postgresql://"].into_iter().find(|p| dsn.starts_with(p))?;
+    let prefix = ["postgres://", "postgresql://"]
+        .into_iter()
+        .find(|p| dsn.starts_with(p))?;
     let rest = &dsn[prefix.len()..];
     let end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(end);
@@ -121,7 +128,11 @@ pub fn describe(config: &Config) -> String {
     format!(
         "host={} port={} user={} dbname={}",
         hosts.join(","),
-        if ports.is_empty() { "5432".to_string() } else { ports.join(",") },
+        if ports.is_empty() {
+            "5432".to_string()
+        } else {
+            ports.join(",")
+        },
         config.get_user().unwrap_or(""),
         config.get_dbname().unwrap_or("")
     )
@@ -133,8 +144,16 @@ mod tests {
     use std::collections::HashMap;
 
     fn build(dsn: Option<&str>, vars: &[(&str, &str)]) -> Result<Config, String> {
-        let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        assemble(dsn, |name| vars.get(name).cloned(), "osuser", "pg_jobs_agent test")
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assemble(
+            dsn,
+            |name| vars.get(name).cloned(),
+            "osuser",
+            "pg_jobs_agent test",
+        )
     }
 
     fn hosts(config: &Config) -> Vec<String> {
@@ -152,7 +171,13 @@ mod tests {
     fn the_dsn_wins_over_the_environment() {
         let c = build(
             Some("host=db1 port=6000 user=agent_a dbname=jobs password=secret"),
-            &[("PGHOST", "other"), ("PGPORT", "7000"), ("PGUSER", "u"), ("PGDATABASE", "d"), ("PGPASSWORD", "p")],
+            &[
+                ("PGHOST", "other"),
+                ("PGPORT", "7000"),
+                ("PGUSER", "u"),
+                ("PGDATABASE", "d"),
+                ("PGPASSWORD", "p"),
+            ],
         )
         .unwrap();
         assert_eq!(hosts(&c), vec!["tcp:db1"]);
@@ -164,20 +189,38 @@ mod tests {
         assert_eq!(c.get_keepalives_interval(), Some(Duration::from_secs(10)));
         assert_eq!(c.get_keepalives_retries(), Some(3));
         // What the DSN says stays.
-        let c = build(Some("host=x keepalives_interval=5 keepalives_retries=7"), &[]).unwrap();
-        assert_eq!((c.get_keepalives_interval(), c.get_keepalives_retries()), (Some(Duration::from_secs(5)), Some(7)));
+        let c = build(
+            Some("host=x keepalives_interval=5 keepalives_retries=7"),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            (c.get_keepalives_interval(), c.get_keepalives_retries()),
+            (Some(Duration::from_secs(5)), Some(7))
+        );
     }
 
     #[test]
     fn the_environment_fills_what_the_dsn_leaves_out() {
-        let c = build(Some("dbname=jobs"), &[("PGHOST", "localhost"), ("PGPORT", "29100"), ("PGUSER", "agent_b"), ("PGPASSWORD", "pw")])
-            .unwrap();
+        let c = build(
+            Some("dbname=jobs"),
+            &[
+                ("PGHOST", "localhost"),
+                ("PGPORT", "29100"),
+                ("PGUSER", "agent_b"),
+                ("PGPASSWORD", "pw"),
+            ],
+        )
+        .unwrap();
         assert_eq!(hosts(&c), vec!["tcp:localhost"]);
         assert_eq!(c.get_ports(), &[29100]);
         assert_eq!(c.get_user(), Some("agent_b"));
         assert_eq!(c.get_dbname(), Some("jobs"));
         assert_eq!(c.get_password(), Some(&b"pw"[..]));
-        assert_eq!(describe(&c), "host=localhost port=29100 user=agent_b dbname=jobs");
+        assert_eq!(
+            describe(&c),
+            "host=localhost port=29100 user=agent_b dbname=jobs"
+        );
     }
 
     #[test]
@@ -190,30 +233,60 @@ mod tests {
         assert_eq!(c.get_dbname(), Some("osuser"));
         assert_eq!(c.get_password(), None);
         // PGUSER names the database too when PGDATABASE is not set; an empty variable is unset.
-        let c = build(Some(""), &[("PGUSER", "agent_a"), ("PGHOST", "/tmp"), ("PGDATABASE", "")]).unwrap();
+        let c = build(
+            Some(""),
+            &[
+                ("PGUSER", "agent_a"),
+                ("PGHOST", "/tmp"),
+                ("PGDATABASE", ""),
+            ],
+        )
+        .unwrap();
         assert_eq!(c.get_dbname(), Some("agent_a"));
         assert_eq!(hosts(&c), vec!["unix:/tmp"]);
     }
 
     #[test]
     fn urls_and_errors() {
-        let c = build(Some("postgres://agent_a:pw@db.example:5433/jobs"), &[("PGUSER", "x")]).unwrap();
+        let c = build(
+            Some("postgres://agent_a:pw@db.example:5433/jobs"),
+            &[("PGUSER", "x")],
+        )
+        .unwrap();
         assert_eq!(hosts(&c), vec!["tcp:db.example"]);
         assert_eq!(c.get_ports(), &[5433]);
         assert_eq!(c.get_user(), Some("agent_a"));
         assert_eq!(c.get_dbname(), Some("jobs"));
-        let c = build(Some("postgresql://localhost/jobs"), &[("PGPORT", "29101"), ("PGUSER", "agent_b")]).unwrap();
+        let c = build(
+            Some("postgresql://localhost/jobs"),
+            &[("PGPORT", "29101"), ("PGUSER", "agent_b")],
+        )
+        .unwrap();
         assert_eq!(c.get_ports(), &[29101]);
         assert_eq!(c.get_user(), Some("agent_b"));
-        let c = build(Some("postgresql://u@localhost:5999/jobs"), &[("PGPORT", "29101")]).unwrap();
+        let c = build(
+            Some("postgresql://u@localhost:5999/jobs"),
+            &[("PGPORT", "29101")],
+        )
+        .unwrap();
         assert_eq!(c.get_ports(), &[5999]);
-        assert_eq!(url_with_port("postgres://a:b@h1,h2/db?x=1", "7"), Some("postgres://a:b@h1:7,h2:7/db?x=1".into()));
-        assert_eq!(url_with_port("postgres://[::1]/db", "7"), Some("postgres://[::1]:7/db".into()));
+        assert_eq!(
+            url_with_port("postgres://a:b@h1,h2/db?x=1", "7"),
+            Some("postgres://a:b@h1:7,h2:7/db?x=1".into())
+        );
+        assert_eq!(
+            url_with_port("postgres://[::1]/db", "7"),
+            Some("postgres://[::1]:7/db".into())
+        );
         assert_eq!(url_with_port("postgres://[::1]:5/db", "7"), None);
         assert_eq!(url_with_port("postgres:///db", "7"), None);
         assert_eq!(url_with_port("host=x", "7"), None);
-        assert!(build(Some("host=x port=notaport"), &[]).unwrap_err().starts_with("--dsn:"));
+        assert!(build(Some("host=x port=notaport"), &[])
+            .unwrap_err()
+            .starts_with("--dsn:"));
         assert!(build(Some("nonsense"), &[]).is_err());
-        assert!(build(None, &[("PGPORT", "70000")]).unwrap_err().contains("PGPORT"));
+        assert!(build(None, &[("PGPORT", "70000")])
+            .unwrap_err()
+            .contains("PGPORT"));
     }
 }

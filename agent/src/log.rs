@@ -41,7 +41,10 @@ pub fn timestamp(millis_since_epoch: i64) -> String {
 }
 
 fn now_millis() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 /// The line for an event, without its newline.
@@ -49,7 +52,11 @@ pub fn line(format: LogFormat, ts: &str, event: &str, fields: &[(&str, Value)]) 
     match format {
         LogFormat::Json => {
             // Written by hand to keep the order: ts, event, then the fields as given.
-            let mut out = format!("{{\"ts\":{},\"event\":{}", Value::from(ts), Value::from(event));
+            let mut out = format!(
+                "{{\"ts\":{},\"event\":{}",
+                Value::from(ts),
+                Value::from(event)
+            );
             for (key, value) in fields {
                 out.push_str(&format!(",{}:{}", Value::from(*key), value));
             }
@@ -60,7 +67,12 @@ pub fn line(format: LogFormat, ts: &str, event: &str, fields: &[(&str, Value)]) 
             let mut out = format!("{ts} {event}");
             for (key, value) in fields {
                 let text = match value {
-                    Value::String(s) if !s.is_empty() && !s.contains(|c: char| c.is_whitespace() || c == '"' || c == '=') => s.clone(),
+                    Value::String(s)
+                        if !s.is_empty()
+                            && !s.contains(|c: char| c.is_whitespace() || c == '"' || c == '=') =>
+                    {
+                        s.clone()
+                    }
                     other => other.to_string(),
                 };
                 out.push_str(&format!(" {key}={text}"));
@@ -107,15 +119,41 @@ mod tests {
 
     #[test]
     fn json_lines() {
-        let l = line(LogFormat::Json, "T", "claimed", &[("job", json!(12)), ("computer", json!("alpha"))]);
-        assert_eq!(l, r#"{"ts":"T","event":"claimed","job":12,"computer":"alpha"}"#);
-        let v: Value = serde_json::from_str(&line(LogFormat::Json, "T", "error", &[("message", json!("a \"quoted\"\nline"))])).unwrap();
+        let l = line(
+            LogFormat::Json,
+            "T",
+            "claimed",
+            &[("job", json!(12)), ("computer", json!("alpha"))],
+        );
+        assert_eq!(
+            l,
+            r#"{"ts":"T","event":"claimed","job":12,"computer":"alpha"}"#
+        );
+        let v: Value = serde_json::from_str(&line(
+            LogFormat::Json,
+            "T",
+            "error",
+            &[("message", json!("a \"quoted\"\nline"))],
+        ))
+        .unwrap();
         assert_eq!(v["message"], "a \"quoted\"\nline");
     }
 
     #[test]
     fn text_lines() {
-        let l = line(LogFormat::Text, "T", "finished", &[("job", json!(3)), ("status", json!("COMPLETED")), ("error", json!("exit code 1"))]);
-        assert_eq!(l, r#"T finished job=3 status=COMPLETED error="exit code 1""#);
+        let l = line(
+            LogFormat::Text,
+            "T",
+            "finished",
+            &[
+                ("job", json!(3)),
+                ("status", json!("COMPLETED")),
+                ("error", json!("exit code 1")),
+            ],
+        );
+        assert_eq!(
+            l,
+            r#"T finished job=3 status=COMPLETED error="exit code 1""#
+        );
     }
 }

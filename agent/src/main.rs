@@ -43,7 +43,11 @@ pub enum Event {
     /// The watch connection is (again) listening: notifications may have been missed.
     WatchConnected,
     /// A job's process ended.
-    Exited { id: i64, outcome: Outcome, ended: Instant },
+    Exited {
+        id: i64,
+        outcome: Outcome,
+        ended: Instant,
+    },
     Signal(i32),
 }
 
@@ -126,14 +130,19 @@ fn hostname() -> String {
 }
 
 fn os_user() -> String {
-    std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| unsafe {
-        let pw = libc::getpwuid(libc::geteuid());
-        if pw.is_null() {
-            "postgres".into()
-        } else {
-            std::ffi::CStr::from_ptr((*pw).pw_name).to_string_lossy().into_owned()
-        }
-    })
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| unsafe {
+            let pw = libc::getpwuid(libc::geteuid());
+            if pw.is_null() {
+                "postgres".into()
+            } else {
+                std::ffi::CStr::from_ptr((*pw).pw_name)
+                    .to_string_lossy()
+                    .into_owned()
+            }
+        })
 }
 
 /// Blocks SIGTERM, SIGINT and SIGHUP in this thread (and so in every thread started after it) and
@@ -165,7 +174,10 @@ fn signals(events: Sender<Event>) {
 /// Arguments as the log shows them: secret values masked as batch_jobs masks them.
 fn shown_args(args: &[String]) -> Vec<String> {
     let given: Vec<Option<String>> = args.iter().cloned().map(Some).collect();
-    pg_jobs_core::batch::mask_secret_args(&given).into_iter().map(Option::unwrap_or_default).collect()
+    pg_jobs_core::batch::mask_secret_args(&given)
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect()
 }
 
 fn signal_name(sig: i32) -> &'static str {
@@ -232,10 +244,11 @@ impl Agent {
             (e, fatal)
         })?;
         let capacity = self.opts.batchjobs as i32;
-        db.register(&self.computer, capacity, &self.info()).map_err(|e| {
-            let fatal = !is_connection_error(&e);
-            (e, fatal)
-        })?;
+        db.register(&self.computer, capacity, &self.info())
+            .map_err(|e| {
+                let fatal = !is_connection_error(&e);
+                (e, fatal)
+            })?;
         self.db = Some(db);
         Ok(())
     }
@@ -247,12 +260,23 @@ impl Agent {
             if self.db.take().is_some() {
                 let delay = self.backoff.next_delay();
                 self.reconnect_at = Instant::now() + delay;
-                log!("reconnecting", conn = "main", during = during, attempt = self.backoff.attempts(),
-                     delay = delay.as_secs_f64(), error = describe_error(e));
+                log!(
+                    "reconnecting",
+                    conn = "main",
+                    during = during,
+                    attempt = self.backoff.attempts(),
+                    delay = delay.as_secs_f64(),
+                    error = describe_error(e)
+                );
             }
             true
         } else {
-            log!("error", during = during, job = job, error = describe_error(e));
+            log!(
+                "error",
+                during = during,
+                job = job,
+                error = describe_error(e)
+            );
             false
         }
     }
@@ -263,8 +287,14 @@ impl Agent {
         }
         match self.connect() {
             Ok(()) => {
-                log!("reconnected", conn = "main", computer = self.computer, attempts = self.backoff.attempts(),
-                     running = self.jobs.len(), unreported = self.pending.len());
+                log!(
+                    "reconnected",
+                    conn = "main",
+                    computer = self.computer,
+                    attempts = self.backoff.attempts(),
+                    running = self.jobs.len(),
+                    unreported = self.pending.len()
+                );
                 self.backoff.reset();
                 self.claim_now = true;
                 self.say_started();
@@ -273,8 +303,13 @@ impl Agent {
             Err((e, _)) => {
                 let delay = self.backoff.next_delay();
                 self.reconnect_at = Instant::now() + delay;
-                log!("reconnecting", conn = "main", attempt = self.backoff.attempts(), delay = delay.as_secs_f64(),
-                     error = describe_error(&e));
+                log!(
+                    "reconnecting",
+                    conn = "main",
+                    attempt = self.backoff.attempts(),
+                    delay = delay.as_secs_f64(),
+                    error = describe_error(&e)
+                );
             }
         }
     }
@@ -308,9 +343,21 @@ impl Agent {
     }
 
     fn start(&mut self, c: Claimed) {
-        log!("claimed", job = c.id, attempt = c.attempt, kind = c.kind, routine = c.routine, owner = c.owner,
-             command = c.spec.command, args = shown_args(&c.spec.args), lease = c.lease.as_secs_f64());
-        self.leases.lock().unwrap().insert(c.id, Lease::new(c.token.clone(), c.lease));
+        log!(
+            "claimed",
+            job = c.id,
+            attempt = c.attempt,
+            kind = c.kind,
+            routine = c.routine,
+            owner = c.owner,
+            command = c.spec.command,
+            args = shown_args(&c.spec.args),
+            lease = c.lease.as_secs_f64()
+        );
+        self.leases
+            .lock()
+            .unwrap()
+            .insert(c.id, Lease::new(c.token.clone(), c.lease));
         if c.kind == "kill" {
             self.start_kill(c);
             return;
@@ -321,7 +368,12 @@ impl Agent {
             let _ = tx.send(Event::Exited { id, outcome, ended });
         }) {
             Ok(running) => {
-                log!("spawned", job = c.id, pid = running.pid, command = c.spec.command);
+                log!(
+                    "spawned",
+                    job = c.id,
+                    pid = running.pid,
+                    command = c.spec.command
+                );
                 if let Some(sentinel) = self.sentinel.as_mut() {
                     sentinel.started(running.pid);
                 }
@@ -329,23 +381,26 @@ impl Agent {
                     lease.stdout = Some(running.stdout.clone());
                     lease.stderr = Some(running.stderr.clone());
                 }
-                self.jobs.insert(c.id, Job {
-                    id: c.id,
-                    token: c.token,
-                    kind: c.kind,
-                    routine: c.routine,
-                    owner: c.owner,
-                    pid: Some(running.pid),
-                    started: running.started,
-                    stdout: running.stdout,
-                    stderr: running.stderr,
-                    ending: None,
-                    term_sent: None,
-                    kill_sent: false,
-                    started_unsaid: true,
-                    ending_jobs: BTreeSet::new(),
-                    ended_jobs: vec![],
-                });
+                self.jobs.insert(
+                    c.id,
+                    Job {
+                        id: c.id,
+                        token: c.token,
+                        kind: c.kind,
+                        routine: c.routine,
+                        owner: c.owner,
+                        pid: Some(running.pid),
+                        started: running.started,
+                        stdout: running.stdout,
+                        stderr: running.stderr,
+                        ending: None,
+                        term_sent: None,
+                        kill_sent: false,
+                        started_unsaid: true,
+                        ending_jobs: BTreeSet::new(),
+                        ended_jobs: vec![],
+                    },
+                );
                 self.say_started();
             }
             Err(e) => {
@@ -355,7 +410,13 @@ impl Agent {
                 } else {
                     format!("{}: {}", c.spec.command, e)
                 };
-                log!("finished", job = c.id, exit_code = 127, error = text, spawned = false);
+                log!(
+                    "finished",
+                    job = c.id,
+                    exit_code = 127,
+                    error = text,
+                    spawned = false
+                );
                 self.leases.lock().unwrap().remove(&c.id);
                 self.pending.push(Pending::Finish(Report {
                     id: c.id,
@@ -377,7 +438,13 @@ impl Agent {
             .jobs
             .values()
             .filter(|j| j.started_unsaid)
-            .map(|j| (j.id, j.token.clone(), j.pid.unwrap_or(std::process::id() as i32)))
+            .map(|j| {
+                (
+                    j.id,
+                    j.token.clone(),
+                    j.pid.unwrap_or(std::process::id() as i32),
+                )
+            })
             .collect();
         for (id, token, pid) in unsaid {
             let Some(db) = self.db.as_mut() else { return };
@@ -409,7 +476,12 @@ impl Agent {
                 log!("heartbeat_lost", job = id, from = from);
                 self.end(id, Ending::Lost, from);
             }
-            other => log!("error", job = id, during = from, error = format!("unknown lease state {other:?}")),
+            other => log!(
+                "error",
+                job = id,
+                during = from,
+                error = format!("unknown lease state {other:?}")
+            ),
         }
     }
 
@@ -431,23 +503,26 @@ impl Agent {
             })
             .map(|j| j.id)
             .collect();
-        self.jobs.insert(c.id, Job {
-            id: c.id,
-            token: c.token,
-            kind: c.kind,
-            routine: c.routine,
-            owner: c.owner.clone(),
-            pid: None,
-            started: Instant::now(),
-            stdout: Arc::new(Mutex::new(Tail::new())),
-            stderr: Arc::new(Mutex::new(Tail::new())),
-            ending: None,
-            term_sent: None,
-            kill_sent: false,
-            started_unsaid: true,
-            ending_jobs: targets.iter().copied().collect(),
-            ended_jobs: targets.clone(),
-        });
+        self.jobs.insert(
+            c.id,
+            Job {
+                id: c.id,
+                token: c.token,
+                kind: c.kind,
+                routine: c.routine,
+                owner: c.owner.clone(),
+                pid: None,
+                started: Instant::now(),
+                stdout: Arc::new(Mutex::new(Tail::new())),
+                stderr: Arc::new(Mutex::new(Tail::new())),
+                ending: None,
+                term_sent: None,
+                kill_sent: false,
+                started_unsaid: true,
+                ending_jobs: targets.iter().copied().collect(),
+                ended_jobs: targets.clone(),
+            },
+        );
         self.say_started();
         for id in targets {
             self.end(id, Ending::Cancel, "kill");
@@ -471,10 +546,21 @@ impl Agent {
                 format!("no running job of routine {routine} on {}\n", self.computer)
             } else {
                 let ids: Vec<String> = job.ended_jobs.iter().map(i64::to_string).collect();
-                format!("ended {} job(s) of routine {routine} on {}: {}\n", ids.len(), self.computer, ids.join(", "))
+                format!(
+                    "ended {} job(s) of routine {routine} on {}: {}\n",
+                    ids.len(),
+                    self.computer,
+                    ids.join(", ")
+                )
             };
             let cancelled = job.ending == Some(Ending::Cancel);
-            log!("finished", job = id, kind = "kill", exit_code = 0, ended = job.ended_jobs);
+            log!(
+                "finished",
+                job = id,
+                kind = "kill",
+                exit_code = 0,
+                ended = job.ended_jobs
+            );
             match job.ending {
                 Some(Ending::Lost) => {}
                 Some(Ending::Shutdown) => self.pending.push(Pending::HandBack(id, job.token)),
@@ -497,10 +583,14 @@ impl Agent {
     /// lease is lost: someone else may run the job already).
     fn end(&mut self, id: i64, why: Ending, from: &str) {
         let grace = self.opts.grace;
-        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
         // A lost lease overrides: nothing is reported then. Otherwise the first reason stays.
         match (job.ending, why) {
-            (None, _) | (Some(Ending::Cancel | Ending::Shutdown), Ending::Lost) => job.ending = Some(why),
+            (None, _) | (Some(Ending::Cancel | Ending::Shutdown), Ending::Lost) => {
+                job.ending = Some(why)
+            }
             _ => {
                 if why != Ending::Lost {
                     return;
@@ -545,7 +635,9 @@ impl Agent {
     }
 
     fn exited(&mut self, id: i64, outcome: Outcome, ended: Instant) {
-        let Some(job) = self.jobs.remove(&id) else { return };
+        let Some(job) = self.jobs.remove(&id) else {
+            return;
+        };
         self.leases.lock().unwrap().remove(&id);
         if let (Some(sentinel), Some(pid)) = (self.sentinel.as_mut(), job.pid) {
             sentinel.ended(pid);
@@ -559,9 +651,14 @@ impl Agent {
         let run_time = ended.saturating_duration_since(job.started);
         let stderr = job.stderr.lock().unwrap().text();
         let stdout = job.stdout.lock().unwrap().text();
-        log!("finished", job = id, exit_code = outcome.exit_code, signal = outcome.signal.map(signal_name),
-             run_time = run_time.as_secs_f64(),
-             ending = job.ending.map(|e| format!("{e:?}").to_lowercase()));
+        log!(
+            "finished",
+            job = id,
+            exit_code = outcome.exit_code,
+            signal = outcome.signal.map(signal_name),
+            run_time = run_time.as_secs_f64(),
+            ending = job.ending.map(|e| format!("{e:?}").to_lowercase())
+        );
         match job.ending {
             Some(Ending::Lost) => {}
             Some(Ending::Shutdown) => self.pending.push(Pending::HandBack(id, job.token)),
@@ -613,15 +710,26 @@ impl Agent {
                 }
                 continue;
             }
-            let Pending::Finish(report) = &self.pending[0] else { unreachable!() };
+            let Pending::Finish(report) = &self.pending[0] else {
+                unreachable!()
+            };
             match db.finish(report) {
                 Ok(status) => {
                     if status == "lost" {
-                        log!("reported", job = report.id, status = status,
-                             note = "the lease was no longer this agent's: the report was dropped");
+                        log!(
+                            "reported",
+                            job = report.id,
+                            status = status,
+                            note = "the lease was no longer this agent's: the report was dropped"
+                        );
                     } else {
-                        log!("reported", job = report.id, status = status, exit_code = report.exit_code,
-                             cancelled = report.cancelled);
+                        log!(
+                            "reported",
+                            job = report.id,
+                            status = status,
+                            exit_code = report.exit_code,
+                            cancelled = report.cancelled
+                        );
                     }
                     self.pending.remove(0);
                 }
@@ -647,10 +755,19 @@ impl Agent {
                 self.stop_signals += 1;
                 if self.stopping.is_none() {
                     self.stopping = Some(Instant::now());
-                    log!("stopping", signal = signal_name(sig), running = self.jobs.len(),
-                         grace = self.opts.grace.as_secs_f64());
+                    log!(
+                        "stopping",
+                        signal = signal_name(sig),
+                        running = self.jobs.len(),
+                        grace = self.opts.grace.as_secs_f64()
+                    );
                 } else {
-                    log!("stopping", signal = signal_name(sig), running = self.jobs.len(), now = true);
+                    log!(
+                        "stopping",
+                        signal = signal_name(sig),
+                        running = self.jobs.len(),
+                        now = true
+                    );
                     self.end_all(true);
                 }
             }
@@ -674,8 +791,15 @@ impl Agent {
     }
 
     fn run(&mut self) -> i32 {
-        log!("started", computer = self.computer, batchjobs = self.opts.batchjobs, pid = std::process::id(),
-             version = env!("CARGO_PKG_VERSION"), server = dsn::describe(&self.config), once = self.opts.once);
+        log!(
+            "started",
+            computer = self.computer,
+            batchjobs = self.opts.batchjobs,
+            pid = std::process::id(),
+            version = env!("CARGO_PKG_VERSION"),
+            server = dsn::describe(&self.config),
+            once = self.opts.once
+        );
         // The first connection: refusals (a wrong password, a name another agent owns) end the
         // agent; an unreachable server is waited for, as after a restart.
         loop {
@@ -692,8 +816,13 @@ impl Agent {
                 }
                 Err((e, false)) => {
                     let delay = self.backoff.next_delay();
-                    log!("reconnecting", conn = "main", attempt = self.backoff.attempts(), delay = delay.as_secs_f64(),
-                         error = describe_error(&e));
+                    log!(
+                        "reconnecting",
+                        conn = "main",
+                        attempt = self.backoff.attempts(),
+                        delay = delay.as_secs_f64(),
+                        error = describe_error(&e)
+                    );
                     if let Ok(Event::Signal(_)) = self.events.recv_timeout(delay) {
                         log!("stopped", handed_back = 0);
                         return 0;
@@ -702,10 +831,18 @@ impl Agent {
             }
         }
         self.backoff.reset();
-        log!("registered", computer = self.computer, capacity = self.opts.batchjobs);
+        log!(
+            "registered",
+            computer = self.computer,
+            capacity = self.opts.batchjobs
+        );
         match sentinel::Sentinel::start() {
             Ok(s) => self.sentinel = Some(s),
-            Err(e) => log!("error", during = "sentinel", error = format!("not started: {e}")),
+            Err(e) => log!(
+                "error",
+                during = "sentinel",
+                error = format!("not started: {e}")
+            ),
         }
         let stop_watch = Arc::new(AtomicBool::new(false));
         let watch = Watch {
@@ -715,7 +852,10 @@ impl Agent {
             events: self.events_tx.clone(),
             stop: stop_watch.clone(),
         };
-        let watch_thread = std::thread::Builder::new().name("watch".into()).spawn(move || watch.run()).unwrap();
+        let watch_thread = std::thread::Builder::new()
+            .name("watch".into())
+            .spawn(move || watch.run())
+            .unwrap();
 
         let mut ended_all = false;
         let mut code = 0;
@@ -729,11 +869,19 @@ impl Agent {
             let now = Instant::now();
             if self.stopping.is_none()
                 && self.db.is_some()
-                && (self.claim_now || self.more || now >= self.next_poll || (self.opts.once && self.jobs.is_empty()))
+                && (self.claim_now
+                    || self.more
+                    || now >= self.next_poll
+                    || (self.opts.once && self.jobs.is_empty()))
                 && self.jobs.len() < self.capacity()
             {
                 let n = self.claim();
-                if self.opts.once && n == 0 && self.jobs.is_empty() && self.pending.is_empty() && self.db.is_some() {
+                if self.opts.once
+                    && n == 0
+                    && self.jobs.is_empty()
+                    && self.pending.is_empty()
+                    && self.db.is_some()
+                {
                     code = i32::from(self.claim_refused);
                     break;
                 }
@@ -748,11 +896,16 @@ impl Agent {
                 }
                 if self.jobs.is_empty() {
                     self.flush();
-                    let waited_too_long = now >= since + self.opts.grace * 2 + Duration::from_secs(30);
+                    let waited_too_long =
+                        now >= since + self.opts.grace * 2 + Duration::from_secs(30);
                     if self.pending.is_empty() || waited_too_long {
                         if !self.pending.is_empty() {
-                            log!("error", during = "stop", error = "the server is unreachable: some jobs were not reported",
-                                 unreported = self.pending.len());
+                            log!(
+                                "error",
+                                during = "stop",
+                                error = "the server is unreachable: some jobs were not reported",
+                                unreported = self.pending.len()
+                            );
                         }
                         break;
                     }
@@ -772,10 +925,15 @@ impl Agent {
                 }
                 until = until.min(Instant::now() + Duration::from_millis(200));
             }
-            let wait = if (self.more || self.claim_now) && self.jobs.len() < self.capacity() && self.stopping.is_none() {
+            let wait = if (self.more || self.claim_now)
+                && self.jobs.len() < self.capacity()
+                && self.stopping.is_none()
+            {
                 Duration::ZERO
             } else {
-                until.saturating_duration_since(Instant::now()).min(Duration::from_secs(1))
+                until
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_secs(1))
             };
             match self.events.recv_timeout(wait) {
                 Ok(event) => {
@@ -794,7 +952,11 @@ impl Agent {
         if let Some(sentinel) = self.sentinel.take() {
             sentinel.bye();
         }
-        log!("stopped", handed_back = self.handed_back, unreported = self.pending.len());
+        log!(
+            "stopped",
+            handed_back = self.handed_back,
+            unreported = self.pending.len()
+        );
         code
     }
 }
@@ -816,8 +978,12 @@ fn main() {
     };
     log::init(opts.log);
     let computer = opts.computer.clone().unwrap_or_else(hostname);
-    let config = match dsn::assemble(opts.dsn.as_deref(), |k| std::env::var(k).ok(), &os_user(),
-                                     &format!("pg_jobs_agent {computer}")) {
+    let config = match dsn::assemble(
+        opts.dsn.as_deref(),
+        |k| std::env::var(k).ok(),
+        &os_user(),
+        &format!("pg_jobs_agent {computer}"),
+    ) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("pg_jobs_agent: {e}");
@@ -835,8 +1001,27 @@ mod tests {
 
     #[test]
     fn the_log_masks_secret_arguments_as_the_store_does() {
-        let args: Vec<String> = ["--user", "ann", "--password", "hunter2", "--api-key=abc", "file"].map(String::from).to_vec();
-        assert_eq!(shown_args(&args), ["--user", "ann", "--password", "********", "--api-key=********", "file"]);
+        let args: Vec<String> = [
+            "--user",
+            "ann",
+            "--password",
+            "hunter2",
+            "--api-key=abc",
+            "file",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            shown_args(&args),
+            [
+                "--user",
+                "ann",
+                "--password",
+                "********",
+                "--api-key=********",
+                "file"
+            ]
+        );
     }
 
     #[test]

@@ -42,7 +42,10 @@ pub struct Outcome {
 
 impl From<ExitStatus> for Outcome {
     fn from(status: ExitStatus) -> Outcome {
-        Outcome { exit_code: status.code(), signal: status.signal() }
+        Outcome {
+            exit_code: status.code(),
+            signal: status.signal(),
+        }
     }
 }
 
@@ -85,13 +88,27 @@ where
 {
     let (program, args) = argv(spec);
     let mut command = Command::new(&program);
-    command.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if let Some(cwd) = &spec.cwd {
         // Said here: a failed chdir in the child reads as if the command were missing.
         match std::fs::metadata(cwd) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(std::io::Error::new(std::io::ErrorKind::NotADirectory, format!("working folder {cwd}: not a folder"))),
-            Err(e) => return Err(std::io::Error::new(e.kind(), format!("working folder {cwd}: {e}"))),
+            Ok(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotADirectory,
+                    format!("working folder {cwd}: not a folder"),
+                ))
+            }
+            Err(e) => {
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("working folder {cwd}: {e}"),
+                ))
+            }
         }
         command.current_dir(cwd);
     }
@@ -113,7 +130,14 @@ where
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) < 0 {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) < 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             // The agent died between fork and prctl: nobody would kill this one.
@@ -129,7 +153,11 @@ where
     let stdout = Arc::new(Mutex::new(Tail::new()));
     let stderr = Arc::new(Mutex::new(Tail::new()));
     let (done_tx, done_rx) = mpsc::channel();
-    reader(child.stdout.take().unwrap(), stdout.clone(), done_tx.clone());
+    reader(
+        child.stdout.take().unwrap(),
+        stdout.clone(),
+        done_tx.clone(),
+    );
     reader(child.stderr.take().unwrap(), stderr.clone(), done_tx);
     thread::Builder::new()
         .name("job-wait".into())
@@ -139,7 +167,12 @@ where
                 match child.wait() {
                     Ok(status) => break Outcome::from(status),
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break Outcome { exit_code: None, signal: None },
+                    Err(_) => {
+                        break Outcome {
+                            exit_code: None,
+                            signal: None,
+                        }
+                    }
                 }
             };
             let ended = Instant::now();
@@ -153,7 +186,12 @@ where
             on_exit(outcome, ended);
         })
         .expect("a waiter thread");
-    Ok(Running { pid, stdout, stderr, started })
+    Ok(Running {
+        pid,
+        stdout,
+        stderr,
+        started,
+    })
 }
 
 /// Sends a signal to a process group; false if none is left.
@@ -186,18 +224,40 @@ mod tests {
 
     #[test]
     fn argv_with_and_without_shell() {
-        assert_eq!(argv(&spec("echo", &["a b", "c"], false)), ("echo".into(), vec!["a b".into(), "c".into()]));
+        assert_eq!(
+            argv(&spec("echo", &["a b", "c"], false)),
+            ("echo".into(), vec!["a b".into(), "c".into()])
+        );
         assert_eq!(
             argv(&spec("echo \"$1\"", &["x"], true)),
-            ("sh".into(), vec!["-c".into(), "echo \"$1\"".into(), "sh".into(), "x".into()])
+            (
+                "sh".into(),
+                vec!["-c".into(), "echo \"$1\"".into(), "sh".into(), "x".into()]
+            )
         );
     }
 
     #[test]
     fn runs_without_a_shell_in_its_own_session() {
         // Arguments reach the program as given: no word splitting, no expansion.
-        let (outcome, out, _, pid) = run(&spec("sh", &["-c", "echo \"$1|$2\"; ps -o sid= -p $$", "sh", "a b", "$HOME"], false));
-        assert_eq!(outcome, Outcome { exit_code: Some(0), signal: None });
+        let (outcome, out, _, pid) = run(&spec(
+            "sh",
+            &[
+                "-c",
+                "echo \"$1|$2\"; ps -o sid= -p $$",
+                "sh",
+                "a b",
+                "$HOME",
+            ],
+            false,
+        ));
+        assert_eq!(
+            outcome,
+            Outcome {
+                exit_code: Some(0),
+                signal: None
+            }
+        );
         let mut lines = out.lines();
         assert_eq!(lines.next(), Some("a b|$HOME"));
         // Its session (and so its process group) is its own pid.
@@ -206,7 +266,11 @@ mod tests {
 
     #[test]
     fn shell_env_cwd_and_exit_codes() {
-        let mut s = spec("printf '%s %s' \"$GREETING\" \"$1\" ; pwd >&2; exit 3", &["world"], true);
+        let mut s = spec(
+            "printf '%s %s' \"$GREETING\" \"$1\" ; pwd >&2; exit 3",
+            &["world"],
+            true,
+        );
         s.env = vec![("GREETING".into(), "hello".into())];
         s.cwd = Some("/tmp".into());
         let (outcome, out, err, _) = run(&s);
@@ -218,10 +282,19 @@ mod tests {
     #[test]
     fn killed_by_a_signal() {
         let (tx, rx) = mpsc::channel();
-        let running = spawn(&spec("sleep", &["30"], false), move |o, _| tx.send(o).unwrap()).unwrap();
+        let running = spawn(&spec("sleep", &["30"], false), move |o, _| {
+            tx.send(o).unwrap()
+        })
+        .unwrap();
         assert!(signal_group(running.pid, libc::SIGTERM));
         let outcome = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert_eq!(outcome, Outcome { exit_code: None, signal: Some(libc::SIGTERM) });
+        assert_eq!(
+            outcome,
+            Outcome {
+                exit_code: None,
+                signal: Some(libc::SIGTERM)
+            }
+        );
         assert!(!signal_group(running.pid, 0), "the group is gone");
     }
 
@@ -243,14 +316,26 @@ mod tests {
 
     #[test]
     fn a_missing_command_fails_to_spawn() {
-        let err = spawn(&spec("pg_jobs_agent_no_such_command", &[], false), |_, _| {}).err().unwrap();
+        let err = spawn(
+            &spec("pg_jobs_agent_no_such_command", &[], false),
+            |_, _| {},
+        )
+        .err()
+        .unwrap();
         assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
         let mut s = spec("true", &[], false);
         s.cwd = Some("/nonexistent/folder".into());
         let err = spawn(&s, |_, _| {}).err().unwrap().to_string();
-        assert!(err.starts_with("working folder /nonexistent/folder: No such file"), "{err}");
+        assert!(
+            err.starts_with("working folder /nonexistent/folder: No such file"),
+            "{err}"
+        );
         s.cwd = Some("/etc/hostname".into());
-        assert!(spawn(&s, |_, _| {}).err().unwrap().to_string().contains("not a folder"));
+        assert!(spawn(&s, |_, _| {})
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("not a folder"));
     }
 
     #[test]

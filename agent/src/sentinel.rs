@@ -55,8 +55,12 @@ pub fn run() -> ! {
             }
         }
         if !groups.is_empty() {
-            crate::log!("error", during = "sentinel", error = "the agent is gone: its jobs' process groups were killed",
-                        groups = groups.iter().collect::<Vec<_>>());
+            crate::log!(
+                "error",
+                during = "sentinel",
+                error = "the agent is gone: its jobs' process groups were killed",
+                groups = groups.iter().collect::<Vec<_>>()
+            );
         }
     }
     std::process::exit(0);

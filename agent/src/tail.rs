@@ -24,7 +24,8 @@ impl Tail {
         self.version += 1;
         if bytes.len() >= TAIL_BYTES {
             self.buf.clear();
-            self.buf.extend_from_slice(&bytes[bytes.len() - TAIL_BYTES..]);
+            self.buf
+                .extend_from_slice(&bytes[bytes.len() - TAIL_BYTES..]);
             self.truncated = true;
             return;
         }
@@ -102,7 +103,11 @@ mod tests {
         let s = "é".repeat(3000);
         t.push(s.as_bytes());
         let text = t.text();
-        assert!(!text.contains('\u{FFFD}'), "no replacement character: {:?}", &text[..8]);
+        assert!(
+            !text.contains('\u{FFFD}'),
+            "no replacement character: {:?}",
+            &text[..8]
+        );
         assert_eq!(text.chars().count(), TAIL_BYTES / 2);
         // A 4-byte character cut after its first byte.
         let mut t = Tail::new();

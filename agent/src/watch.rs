@@ -32,7 +32,15 @@ pub struct Lease {
 
 impl Lease {
     pub fn new(token: String, lease: Duration) -> Lease {
-        Lease { token, lease, renewed: Instant::now(), stdout: None, stderr: None, sent_stdout: 0, sent_stderr: 0 }
+        Lease {
+            token,
+            lease,
+            renewed: Instant::now(),
+            stdout: None,
+            stderr: None,
+            sent_stdout: 0,
+            sent_stderr: 0,
+        }
     }
 
     /// When the next renewal is due: a third of the lease after the last one.
@@ -96,7 +104,11 @@ impl Watch {
                 match self.connect() {
                     Ok((d, s)) => {
                         if was_lost {
-                            crate::log!("reconnected", conn = "watch", attempts = backoff.attempts());
+                            crate::log!(
+                                "reconnected",
+                                conn = "watch",
+                                attempts = backoff.attempts()
+                            );
                         }
                         backoff.reset();
                         db = Some(d);
@@ -107,23 +119,42 @@ impl Watch {
                     Err(e) => {
                         let delay = backoff.next_delay();
                         if !is_connection_error(&e) {
-                            crate::log!("error", conn = "watch", during = "connect", error = describe_error(&e));
+                            crate::log!(
+                                "error",
+                                conn = "watch",
+                                during = "connect",
+                                error = describe_error(&e)
+                            );
                         }
-                        crate::log!("reconnecting", conn = "watch", attempt = backoff.attempts(),
-                                    delay = delay.as_secs_f64(), error = describe_error(&e));
+                        crate::log!(
+                            "reconnecting",
+                            conn = "watch",
+                            attempt = backoff.attempts(),
+                            delay = delay.as_secs_f64(),
+                            error = describe_error(&e)
+                        );
                         was_lost = true;
                         retry_at = Instant::now() + delay;
                     }
                 }
                 continue;
             };
-            let wait = self.next_due().map_or(TICK, |due| due.saturating_duration_since(Instant::now()).min(TICK));
-            let result = self.wait(conn, &signals, wait).and_then(|cancelled| self.renew(conn, cancelled));
+            let wait = self.next_due().map_or(TICK, |due| {
+                due.saturating_duration_since(Instant::now()).min(TICK)
+            });
+            let result = self
+                .wait(conn, &signals, wait)
+                .and_then(|cancelled| self.renew(conn, cancelled));
             if let Err(e) = result {
                 if is_connection_error(&e) {
                     let delay = backoff.next_delay();
-                    crate::log!("reconnecting", conn = "watch", attempt = backoff.attempts(),
-                                delay = delay.as_secs_f64(), error = describe_error(&e));
+                    crate::log!(
+                        "reconnecting",
+                        conn = "watch",
+                        attempt = backoff.attempts(),
+                        delay = delay.as_secs_f64(),
+                        error = describe_error(&e)
+                    );
                     was_lost = true;
                     db = None;
                     retry_at = Instant::now() + delay;
@@ -141,11 +172,19 @@ impl Watch {
 
     /// Waits up to `wait` for notifications and passes on those for this computer; true when a
     /// cancel's came (renew at once to learn which job).
-    fn wait(&self, db: &mut Db, signals: &Signals, wait: Duration) -> Result<bool, postgres::Error> {
+    fn wait(
+        &self,
+        db: &mut Db,
+        signals: &Signals,
+        wait: Duration,
+    ) -> Result<bool, postgres::Error> {
         let mut received = vec![];
         {
             let mut notifications = db.client().notifications();
-            if let Some(n) = notifications.timeout_iter(wait.max(Duration::from_millis(1))).next()? {
+            if let Some(n) = notifications
+                .timeout_iter(wait.max(Duration::from_millis(1)))
+                .next()?
+            {
                 received.push(n);
             }
             // Those that came with it.
@@ -158,7 +197,9 @@ impl Watch {
         for n in received {
             match n.channel() {
                 "pgjobs_ready" => ready |= signals.ready.iter().any(|s| s == n.payload()),
-                "pgjobs_batch_cancel" => cancelled |= !signals.cancel.is_empty() && n.payload() == signals.cancel,
+                "pgjobs_batch_cancel" => {
+                    cancelled |= !signals.cancel.is_empty() && n.payload() == signals.cancel
+                }
                 _ => {}
             }
         }

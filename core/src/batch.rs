@@ -107,39 +107,95 @@ mod tests {
 
     fn masked(args: &[&str]) -> Vec<String> {
         let given: Vec<Option<String>> = args.iter().map(|a| Some(a.to_string())).collect();
-        mask_secret_args(&given).into_iter().map(Option::unwrap).collect()
+        mask_secret_args(&given)
+            .into_iter()
+            .map(Option::unwrap)
+            .collect()
     }
 
     #[test]
     fn values_of_secret_flags_are_masked_in_both_forms() {
         assert_eq!(
-            masked(&["--user", "ann", "--password", "hunter2", "--api-key=abc", "-token", "t"]),
-            ["--user", "ann", "--password", MASK, "--api-key=********", "-token", MASK]
+            masked(&[
+                "--user",
+                "ann",
+                "--password",
+                "hunter2",
+                "--api-key=abc",
+                "-token",
+                "t"
+            ]),
+            [
+                "--user",
+                "ann",
+                "--password",
+                MASK,
+                "--api-key=********",
+                "-token",
+                MASK
+            ]
         );
         assert_eq!(
-            masked(&["--db-passwd", "x", "--SECRET", "y", "--auth_token=z", "--credentials", "c"]),
-            ["--db-passwd", MASK, "--SECRET", MASK, "--auth_token=********", "--credentials", MASK]
+            masked(&[
+                "--db-passwd",
+                "x",
+                "--SECRET",
+                "y",
+                "--auth_token=z",
+                "--credentials",
+                "c"
+            ]),
+            [
+                "--db-passwd",
+                MASK,
+                "--SECRET",
+                MASK,
+                "--auth_token=********",
+                "--credentials",
+                MASK
+            ]
         );
     }
 
     #[test]
     fn other_arguments_are_shown_as_given() {
-        let plain = ["run", "--fast", "--keyboard", "us", "--monkey", "x", "a=b", "--author", "y"];
+        let plain = [
+            "run",
+            "--fast",
+            "--keyboard",
+            "us",
+            "--monkey",
+            "x",
+            "a=b",
+            "--author",
+            "y",
+        ];
         assert_eq!(masked(&plain), plain);
     }
 
     #[test]
     fn a_secret_flag_followed_by_a_flag_masks_nothing() {
-        assert_eq!(masked(&["--token", "--verbose", "x"]), ["--token", "--verbose", "x"]);
+        assert_eq!(
+            masked(&["--token", "--verbose", "x"]),
+            ["--token", "--verbose", "x"]
+        );
         assert_eq!(masked(&["--password"]), ["--password"]);
     }
 
     #[test]
     fn nulls_stay_null_and_end_a_pending_value() {
-        let args = vec![Some("--password".to_string()), None, Some("plain".to_string())];
+        let args = vec![
+            Some("--password".to_string()),
+            None,
+            Some("plain".to_string()),
+        ];
         assert_eq!(
             mask_secret_args(&args),
-            vec![Some("--password".to_string()), None, Some("plain".to_string())]
+            vec![
+                Some("--password".to_string()),
+                None,
+                Some("plain".to_string())
+            ]
         );
     }
 
@@ -152,7 +208,10 @@ mod tests {
         assert_eq!(status_word("started", true, false, false), Some("FETCHED"));
         assert_eq!(status_word("started", true, false, true), Some("RUNNING"));
         assert_eq!(status_word("aborted", true, false, true), Some("CANCEL"));
-        assert_eq!(status_word("completed", true, false, false), Some("COMPLETED"));
+        assert_eq!(
+            status_word("completed", true, false, false),
+            Some("COMPLETED")
+        );
         assert_eq!(status_word("failed", true, false, false), Some("ERROR"));
         assert_eq!(status_word("lost", true, false, false), None);
     }

@@ -16,7 +16,12 @@ owner_call!(
     "cancel_where"
 );
 owner_call!(batch_release, pg_finfo_batch_release, STATEMENTS, "release");
-owner_call!(batch_register, pg_finfo_batch_register, STATEMENTS, "register");
+owner_call!(
+    batch_register,
+    pg_finfo_batch_register,
+    STATEMENTS,
+    "register"
+);
 owner_call!(
     batch_ready_signals,
     pg_finfo_batch_ready_signals,
@@ -47,7 +52,12 @@ owner_call!(
 
 /// The status word of a batch job (see `pg_jobs_core::batch::status_word`).
 #[pg_extern(immutable, parallel_safe)]
-fn _batch_status(status: &str, due: bool, blocked: bool, running: Option<bool>) -> Option<&'static str> {
+fn _batch_status(
+    status: &str,
+    due: bool,
+    blocked: bool,
+    running: Option<bool>,
+) -> Option<&'static str> {
     pg_jobs_core::batch::status_word(status, due, blocked, running.unwrap_or(false))
 }
 
@@ -60,7 +70,9 @@ fn _batch_status_rank(word: &str) -> Option<i32> {
 /// The status word of a rank.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _batch_status_word(rank: i32) -> Option<&'static str> {
-    pg_jobs_core::batch::STATUS_WORDS.get(usize::try_from(rank).ok()?).copied()
+    pg_jobs_core::batch::STATUS_WORDS
+        .get(usize::try_from(rank).ok()?)
+        .copied()
 }
 
 /// Arguments as shown: the values of flags that look like secrets masked.
@@ -74,8 +86,14 @@ fn _mask_args(args: Vec<Option<String>>) -> Vec<Option<String>> {
 fn _mask_payload(payload: pgrx::JsonB) -> pgrx::JsonB {
     let mut payload = payload.0;
     if let Some(serde_json::Value::Array(args)) = payload.get_mut("args") {
-        let given: Vec<Option<String>> = args.iter().map(|a| a.as_str().map(str::to_string)).collect();
-        for (arg, shown) in args.iter_mut().zip(pg_jobs_core::batch::mask_secret_args(&given)) {
+        let given: Vec<Option<String>> = args
+            .iter()
+            .map(|a| a.as_str().map(str::to_string))
+            .collect();
+        for (arg, shown) in args
+            .iter_mut()
+            .zip(pg_jobs_core::batch::mask_secret_args(&given))
+        {
             if let Some(shown) = shown {
                 *arg = serde_json::Value::String(shown);
             }
