@@ -1211,6 +1211,7 @@ def batch_agents():
             except subprocess.TimeoutExpired:
                 process.kill()
         poster.close()
+    alone = processes_alone(AGENT_JOBS, AGENT_COUNT * AGENT_SLOTS)
     lines = [
         f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; {AGENT_COUNT} agents "
         f"(`pg_jobs_agent --batchjobs {AGENT_SLOTS}`, computers bench-1 and bench-2) on this machine, "
@@ -1222,6 +1223,8 @@ def batch_agents():
         "| Batch jobs through agents | value |",
         "|---|---:|",
         f"| jobs/s | {AGENT_JOBS / elapsed:,.0f} |",
+        f"| the same processes with no database (`xargs -P {AGENT_COUNT * AGENT_SLOTS}`), processes/s | {alone:,.0f} |",
+        f"| agents ÷ no database | {AGENT_JOBS / elapsed / alone:.2f} |",
         f"| drain time, s | {elapsed:.2f} |",
         f"| jobs not COMPLETED | {failed} |",
         *[f"| jobs run by {target} | {count:,} |" for target, count in per_agent],
@@ -1233,6 +1236,15 @@ def batch_agents():
     AGENT_OUTPUT.write_text(table)
     print(table)
     return table
+
+
+def processes_alone(count, parallel):
+    """Processes of `true` per second started by `xargs -P parallel`: what the agents' drain
+    would be if claiming and reporting cost nothing (the floor the agents' figure stands on)."""
+    started = time.monotonic()
+    subprocess.run(["xargs", "-P", str(parallel), "-n", "1", "true"],
+                   input="\n".join(map(str, range(count))).encode(), check=True)
+    return count / (time.monotonic() - started)
 
 
 SYSTEM_OBJECTS = {"pg_jobs": PG_JOBS, "sql": SQL, "graphile": GRAPHILE, "pgboss": PGBOSS,
