@@ -365,7 +365,8 @@ BEGIN
     END IF;
 
     -- Dependencies: ids, or command hashes (the latest job with that hash). Live ones are
-    -- locked: one finishing now waits for this post to commit and then releases this job, or has
+    -- locked (FOR KEY SHARE: the lock a finish's DELETE waits for, and a heartbeat's update does
+    -- not): one finishing now waits for this post to commit and then releases this job, or has
     -- finished before the lock and is read from job_history by the next statement.
     FOREACH given IN ARRAY coalesce(depends_on, '{}') LOOP
         IF given ~ '^[0-9]{1,18}$' THEN
@@ -388,7 +389,7 @@ BEGIN
     END LOOP;
     IF dependencies <> '{}' THEN
         PERFORM 1 FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
-        ORDER BY j.id FOR SHARE OF j;
+        ORDER BY j.id FOR KEY SHARE OF j;
         SELECT array_agg(x.id) INTO waiting_for FROM (
             SELECT j.id FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
             UNION ALL
@@ -749,7 +750,8 @@ COMMENT ON FUNCTION batch_claim IS
     'Claims up to n batch jobs for this computer or for ANY; renew each lease within lease. A kill '
     'job ends the running jobs of its routine that have its owner.';
 
--- The jobs given that the caller's computers hold with these tokens, locked.
+-- The jobs given that the caller's computers hold with these tokens, locked as an update of
+-- their columns locks them (not FOR UPDATE, which would wait for a post that depends on one).
 CREATE FUNCTION _batch_held(caller_role oid, ids bigint[], tokens uuid[])
 RETURNS TABLE (ord bigint, id bigint, status job_status)
 LANGUAGE sql
@@ -761,7 +763,7 @@ BEGIN ATOMIC
       AND (_is_admin(caller_role)
            OR j.locked_by IN (SELECT c.computer FROM batch_computers c WHERE c.agent = _identity_of(caller_role)))
     ORDER BY j.id
-    FOR UPDATE OF j;
+    FOR NO KEY UPDATE OF j;
 END;
 
 CREATE FUNCTION _lease_state(status job_status) RETURNS text
