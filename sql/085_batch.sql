@@ -122,12 +122,48 @@ COMMENT ON VIEW batch_jobs IS
     'Every batch job of the caller, active or finished, with its status word (WAITING, BLOCKED, '
     'PENDING, FETCHED, RUNNING, COMPLETED, ERROR, CANCEL); month is the UTC month it was due. '
     'Arguments whose flag looks like a secret are masked.';
-COMMENT ON COLUMN batch_jobs.hash IS 'The hash of the command: the key of its one active job.';
-COMMENT ON COLUMN batch_jobs.computer IS 'Who may take the job: a computer, or ANY.';
-COMMENT ON COLUMN batch_jobs.target IS 'The computer that took it.';
-COMMENT ON COLUMN batch_jobs.blocked_reason IS 'Which dependencies ended without completing.';
-COMMENT ON COLUMN batch_jobs.error IS 'Why it failed: the tail of its stderr, or what happened to its agent.';
-COMMENT ON COLUMN batch_jobs.changed IS 'Its last change.';
+-- The columns of both views, described once.
+DO $$
+DECLARE
+    c record;
+BEGIN
+    FOR c IN SELECT * FROM (VALUES
+        ('id', 'The job''s id (as in jobs and job_history).'),
+        ('hash', 'The hash of the command: the key of its one active job, and what batch_get takes.'),
+        ('owner', 'Who posted it (the identity: a proxy''s root).'),
+        ('status', 'WAITING, BLOCKED, PENDING, FETCHED, RUNNING, COMPLETED, ERROR or CANCEL.'),
+        ('blocked_reason', 'Which dependencies ended without completing.'),
+        ('kind', 'batch, routine or kill.'),
+        ('computer', 'Who may take the job: a computer, or ANY.'),
+        ('target', 'The computer that took it.'),
+        ('routine', 'The routine it belongs to, if posted with one (a kill job: the routine to end).'),
+        ('command', 'The program run (looked up in PATH), or the shell command when shell is true.'),
+        ('args', 'Its arguments; the values of flags that look like secrets are masked.'),
+        ('cwd', 'The working folder (null: the agent''s).'),
+        ('shell', 'Whether the command runs through sh -c.'),
+        ('revision', 'Source-revision metadata, as posted.'),
+        ('depends_on', 'The jobs it waits for or waited for.'),
+        ('exit_code', 'The exit code of a finished run (null: ended by a signal, or never ran).'),
+        ('run_time', 'How long its process ran.'),
+        ('stderr', 'The tail of its stderr: while it runs, as the agent last sent it; then the last 8 KB.'),
+        ('stdout', 'The tail of its stdout, likewise.'),
+        ('error', 'Why it failed: the tail of its stderr, or what happened to its agent.'),
+        ('pid', 'The process id on the target while it runs.'),
+        ('attempt', 'Attempts made (an agent that went silent used one).'),
+        ('max_attempts', 'Attempts allowed.'),
+        ('priority', 'Lower is taken first.'),
+        ('run_at', 'When it may run (null while it waits for dependencies, and once finished).'),
+        ('due_at', 'When it was first due: picks its month.'),
+        ('month', 'The UTC month it was due in: its month of the store.'),
+        ('changed', 'Its last change.'),
+        ('started_at', 'When its process started.'),
+        ('ended_at', 'When it finished (null while active).'),
+        ('extra', 'Anything else posted with it.')) AS d(name, text), (VALUES ('batch_jobs'), ('batch_active')) AS v(view)
+    LOOP
+        EXECUTE format('COMMENT ON COLUMN @extschema@.%I.%I IS %L', c.view, c.name, c.text);
+    END LOOP;
+END
+$$;
 GRANT SELECT ON batch_jobs TO pgjobs_user;
 
 CREATE VIEW batch_months WITH (security_invoker = true) AS
@@ -314,6 +350,34 @@ SELECT * FROM batch_groups();
 COMMENT ON VIEW batch_groups_active IS
     'The caller''s active batch jobs by the minute due and routine, with counts per status.';
 GRANT SELECT ON batch_groups_active TO pgjobs_user;
+
+DO $$
+DECLARE
+    c record;
+BEGIN
+    FOR c IN SELECT * FROM (VALUES
+        ('batch_months', 'month', 'A UTC month that has batch jobs of the caller.'),
+        ('batch_months', 'jobs', 'How many.'),
+        ('batch_months', 'counts', 'How many of each status.'),
+        ('batch_groups_active', 'group_key', 'The minute the jobs were due (UTC) and their routine (or command).'),
+        ('batch_groups_active', 'status', 'The group''s most pressing status.'),
+        ('batch_groups_active', 'jobs', 'How many jobs it has.'),
+        ('batch_groups_active', 'counts', 'How many of each status.'),
+        ('batch_groups_active', 'first_due', 'When its first job was due.'),
+        ('batch_computer_list', 'computer', 'The computer''s name, as jobs are posted for it.'),
+        ('batch_computer_list', 'agent', 'The agent role that registered it (its identity); only it claims for it.'),
+        ('batch_computer_list', 'capacity', 'Jobs its agent runs at once (--batchjobs).'),
+        ('batch_computer_list', 'info', 'What the agent said of itself (host, pid, version).'),
+        ('batch_computer_list', 'registered_at', 'When the name was first registered.'),
+        ('batch_computer_list', 'last_seen', 'When its agent last registered or claimed (to within 10 seconds).'),
+        ('batch_waits', 'on_job', 'The dependency.'),
+        ('batch_waits', 'job_id', 'The job that waits for it.'),
+        ('batch_waits', 'owner', 'Both jobs'' owner.')) AS d(relation, name, text)
+    LOOP
+        EXECUTE format('COMMENT ON COLUMN @extschema@.%I.%I IS %L', c.relation, c.name, c.text);
+    END LOOP;
+END
+$$;
 
 -- Posting. (Run as the extension's owner by batch_post, src/api/batch.rs.)
 CREATE FUNCTION _batch_post(caller_role oid, command text, args text[], computer text,
