@@ -100,8 +100,8 @@ CREATE POLICY owner_changes_public_fields ON jobs FOR UPDATE
 -- reads its own ids in job_opaque_ids below.
 GRANT SELECT (id, owner, claimable_by, status, task, queue, priority, run_at, attempt, max_attempts,
               backoff, max_backoff, lease, payload, lease_token, locked_by, locked_until, begin_time,
-              progress, errors, idempotency_key, key_rule, due_at, start_time, last_update, name, description,
-              link, listed) ON jobs TO pgjobs_user;
+              progress, errors, idempotency_key, key_rule, due_at, start_time, last_update, name,
+              description, link, listed) ON jobs TO pgjobs_user;
 GRANT UPDATE (name, description, link, listed) ON jobs TO pgjobs_user;
 
 -- What a NOTIFY on channel pgjobs_ready says when a queue with no ready job gets one. Anyone
