@@ -6,6 +6,7 @@ use postgres::{Client, Config, NoTls, Statement};
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::backoff::Backoff;
 use crate::proc::Spec;
 
 /// A claimed job.
@@ -92,6 +93,20 @@ pub fn describe_error(e: &postgres::Error) -> String {
             text
         }
     }
+}
+
+/// How long a connection (`conn`: main or watch) waits before it tries again after `e`: the
+/// next delay of its backoff, logged as a "reconnecting" event.
+pub fn reconnect_delay(backoff: &mut Backoff, conn: &str, e: &postgres::Error) -> Duration {
+    let delay = backoff.next_delay();
+    crate::log!(
+        "reconnecting",
+        conn = conn,
+        attempt = backoff.attempts(),
+        delay = delay.as_secs_f64(),
+        error = describe_error(e)
+    );
+    delay
 }
 
 /// A job's extra environment, from its env jsonb: strings as they are, other values as JSON.

@@ -22,7 +22,7 @@ mod watch;
 
 use args::{Options, Parsed};
 use backoff::Backoff;
-use db::{describe_error, is_connection_error, Claimed, Db, Report};
+use db::{describe_error, is_connection_error, reconnect_delay, Claimed, Db, Report};
 use postgres::Config;
 use proc::Outcome;
 use std::collections::{BTreeSet, HashMap};
@@ -82,6 +82,36 @@ struct Job {
     /// A kill job: the jobs it ends, still running, and all it ended.
     ending_jobs: BTreeSet<i64>,
     ended_jobs: Vec<i64>,
+}
+
+impl Job {
+    /// A job a claim just handed over, with its process (none for a kill job); batch_started
+    /// is still to be said.
+    fn claimed(
+        c: Claimed,
+        pid: Option<i32>,
+        started: Instant,
+        stdout: Arc<Mutex<Tail>>,
+        stderr: Arc<Mutex<Tail>>,
+    ) -> Job {
+        Job {
+            id: c.id,
+            token: c.token,
+            kind: c.kind,
+            routine: c.routine,
+            owner: c.owner,
+            pid,
+            started,
+            stdout,
+            stderr,
+            ending: None,
+            term_sent: None,
+            kill_sent: false,
+            started_unsaid: true,
+            ending_jobs: BTreeSet::new(),
+            ended_jobs: vec![],
+        }
+    }
 }
 
 enum Pending {
@@ -301,15 +331,7 @@ impl Agent {
                 self.flush();
             }
             Err((e, _)) => {
-                let delay = self.backoff.next_delay();
-                self.reconnect_at = Instant::now() + delay;
-                log!(
-                    "reconnecting",
-                    conn = "main",
-                    attempt = self.backoff.attempts(),
-                    delay = delay.as_secs_f64(),
-                    error = describe_error(&e)
-                );
+                self.reconnect_at = Instant::now() + reconnect_delay(&mut self.backoff, "main", &e);
             }
         }
     }
@@ -383,23 +405,13 @@ impl Agent {
                 }
                 self.jobs.insert(
                     c.id,
-                    Job {
-                        id: c.id,
-                        token: c.token,
-                        kind: c.kind,
-                        routine: c.routine,
-                        owner: c.owner,
-                        pid: Some(running.pid),
-                        started: running.started,
-                        stdout: running.stdout,
-                        stderr: running.stderr,
-                        ending: None,
-                        term_sent: None,
-                        kill_sent: false,
-                        started_unsaid: true,
-                        ending_jobs: BTreeSet::new(),
-                        ended_jobs: vec![],
-                    },
+                    Job::claimed(
+                        c,
+                        Some(running.pid),
+                        running.started,
+                        running.stdout,
+                        running.stderr,
+                    ),
                 );
                 self.say_started();
             }
@@ -503,24 +515,14 @@ impl Agent {
             })
             .map(|j| j.id)
             .collect();
+        let id = c.id;
+        let no_output = || Arc::new(Mutex::new(Tail::new()));
         self.jobs.insert(
-            c.id,
+            id,
             Job {
-                id: c.id,
-                token: c.token,
-                kind: c.kind,
-                routine: c.routine,
-                owner: c.owner.clone(),
-                pid: None,
-                started: Instant::now(),
-                stdout: Arc::new(Mutex::new(Tail::new())),
-                stderr: Arc::new(Mutex::new(Tail::new())),
-                ending: None,
-                term_sent: None,
-                kill_sent: false,
-                started_unsaid: true,
                 ending_jobs: targets.iter().copied().collect(),
                 ended_jobs: targets.clone(),
+                ..Job::claimed(c, None, Instant::now(), no_output(), no_output())
             },
         );
         self.say_started();
@@ -815,14 +817,7 @@ impl Agent {
                     return 1;
                 }
                 Err((e, false)) => {
-                    let delay = self.backoff.next_delay();
-                    log!(
-                        "reconnecting",
-                        conn = "main",
-                        attempt = self.backoff.attempts(),
-                        delay = delay.as_secs_f64(),
-                        error = describe_error(&e)
-                    );
+                    let delay = reconnect_delay(&mut self.backoff, "main", &e);
                     if let Ok(Event::Signal(_)) = self.events.recv_timeout(delay) {
                         log!("stopped", handed_back = 0);
                         return 0;

@@ -8,7 +8,7 @@
 //! the heartbeat it sends at once ('aborted'). Nothing a notification says is acted on unchecked.
 
 use crate::backoff::Backoff;
-use crate::db::{describe_error, is_connection_error, Db};
+use crate::db::{describe_error, is_connection_error, reconnect_delay, Db};
 use crate::tail::Tail;
 use crate::Event;
 use postgres::fallible_iterator::FallibleIterator;
@@ -117,7 +117,6 @@ impl Watch {
                         let _ = self.events.send(Event::WatchConnected);
                     }
                     Err(e) => {
-                        let delay = backoff.next_delay();
                         if !is_connection_error(&e) {
                             crate::log!(
                                 "error",
@@ -126,13 +125,7 @@ impl Watch {
                                 error = describe_error(&e)
                             );
                         }
-                        crate::log!(
-                            "reconnecting",
-                            conn = "watch",
-                            attempt = backoff.attempts(),
-                            delay = delay.as_secs_f64(),
-                            error = describe_error(&e)
-                        );
+                        let delay = reconnect_delay(&mut backoff, "watch", &e);
                         was_lost = true;
                         retry_at = Instant::now() + delay;
                     }
@@ -147,14 +140,7 @@ impl Watch {
                 .and_then(|cancelled| self.renew(conn, cancelled));
             if let Err(e) = result {
                 if is_connection_error(&e) {
-                    let delay = backoff.next_delay();
-                    crate::log!(
-                        "reconnecting",
-                        conn = "watch",
-                        attempt = backoff.attempts(),
-                        delay = delay.as_secs_f64(),
-                        error = describe_error(&e)
-                    );
+                    let delay = reconnect_delay(&mut backoff, "watch", &e);
                     was_lost = true;
                     db = None;
                     retry_at = Instant::now() + delay;
