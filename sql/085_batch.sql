@@ -558,6 +558,17 @@ BEGIN
 END
 $$;
 
+-- Wakes the agents of the queues of these jobs, now pending again (NOTIFY pgjobs_ready).
+CREATE FUNCTION _batch_wake(ids bigint[]) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pg_notify('pgjobs_ready', _ready_signal(_extension_claimant(), q.queue))
+    FROM (SELECT DISTINCT j.queue::text AS queue FROM jobs j WHERE j.id = ANY (ids)) q;
+END
+$$;
+
 CREATE FUNCTION _batch_make_due(ids bigint[]) RETURNS void
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -569,8 +580,7 @@ BEGIN
                           statement_timestamp()),
         last_update = statement_timestamp()
     WHERE j.id = ANY (ids) AND j.status = 'created';
-    PERFORM pg_notify('pgjobs_ready', _ready_signal(_extension_claimant(), q.queue))
-    FROM (SELECT DISTINCT j.queue::text AS queue FROM jobs j WHERE j.id = ANY (ids)) q;
+    PERFORM _batch_wake(ids);
 END
 $$;
 
@@ -830,10 +840,6 @@ BEGIN ATOMIC
     FOR NO KEY UPDATE OF j;
 END;
 
-CREATE FUNCTION _lease_state(status job_status) RETURNS text
-LANGUAGE sql IMMUTABLE
-RETURN CASE status WHEN 'started' THEN 'held' WHEN 'aborted' THEN 'aborted' ELSE 'lost' END;
-
 CREATE FUNCTION _batch_started(caller_role oid, job bigint, token uuid, pid integer) RETURNS text
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -847,7 +853,7 @@ BEGIN
                                       'changed', statement_timestamp()),
         locked_until = statement_timestamp() + _batch_silence()
     WHERE j.id = job AND held IS NOT NULL;
-    RETURN _lease_state(held);
+    RETURN _lease_state(held::text);
 END
 $$;
 
@@ -881,7 +887,7 @@ BEGIN
         WHERE j.id = h.id
         RETURNING j.id
     )
-    SELECT g.id, _lease_state(h.status)
+    SELECT g.id, _lease_state(h.status::text)
     FROM unnest(ids) WITH ORDINALITY AS g(id, ord) LEFT JOIN held h ON h.ord = g.ord
     ORDER BY g.ord;
 END
@@ -960,8 +966,7 @@ BEGIN
     SET status = 'created', lease_token = NULL, locked_until = NULL, attempt = j.attempt - 1,
         run_at = statement_timestamp(), progress = NULL, last_update = statement_timestamp()
     WHERE j.id = ANY (back);
-    PERFORM pg_notify('pgjobs_ready', _ready_signal(_extension_claimant(), q.queue))
-    FROM (SELECT DISTINCT j.queue::text AS queue FROM jobs j WHERE j.id = ANY (back)) q;
+    PERFORM _batch_wake(back);
     -- A cancelled job that is handed back has ended: as CANCEL.
     PERFORM _finish(cancelled, NULL, '{aborted}', 'aborted', NULL) WHERE cancelled IS NOT NULL;
     RETURN coalesce(cardinality(back), 0) + coalesce(cardinality(cancelled), 0);

@@ -80,7 +80,8 @@ extension_sql_file!(
         api::batch::_batch_status_rank,
         api::batch::_batch_status_word,
         api::batch::_mask_args,
-        api::batch::_batch_silence
+        api::batch::_batch_silence,
+        api::batch::_lease_state
     ]
 );
 // Last: it grants every function, Rust's included, and marks the tables for pg_dump.

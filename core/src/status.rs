@@ -17,9 +17,27 @@ pub fn finished_status_ok(status: &str) -> bool {
     matches!(status, "completed" | "failed" | "aborted")
 }
 
+/// What a heartbeat tells a worker from the status of the job its token holds (None: the token
+/// holds no live job): held (keep working), aborted (stop and report), lost (roll back).
+pub fn lease_state(status: Option<&str>) -> &'static str {
+    match status {
+        Some("started") => "held",
+        Some("aborted") => "aborted",
+        _ => "lost",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lease_is_held_while_started_and_lost_once_the_token_holds_nothing() {
+        assert_eq!(lease_state(Some("started")), "held");
+        assert_eq!(lease_state(Some("aborted")), "aborted");
+        assert_eq!(lease_state(None), "lost");
+        assert_eq!(lease_state(Some("created")), "lost");
+    }
 
     #[test]
     fn a_waiting_job_has_no_token_and_a_leased_one_has_one() {

@@ -61,6 +61,12 @@ fn _batch_status(
     pg_jobs_core::batch::status_word(status, due, blocked, running.unwrap_or(false))
 }
 
+/// A heartbeat's answer for a job's status (see `pg_jobs_core::status::lease_state`).
+#[pg_extern(immutable, parallel_safe)]
+fn _lease_state(status: Option<&str>) -> &'static str {
+    pg_jobs_core::status::lease_state(status)
+}
+
 /// How pressing a status word is (0 most); null for a word that is not a status.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _batch_status_rank(word: &str) -> Option<i32> {

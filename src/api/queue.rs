@@ -1175,13 +1175,9 @@ entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
     let section = Section::as_owner(fcinfo);
     let renewed = section.run(&HEARTBEAT, &[job, token, acting_on(&caller), lease]);
     let (state, until) = if renewed.len() > 0 {
-        let status: String = renewed.get(0, 0).unwrap_or_default();
+        let status: Option<String> = renewed.get(0, 0);
         (
-            if status == "aborted" {
-                "aborted"
-            } else {
-                "held"
-            },
+            pg_jobs_core::status::lease_state(status.as_deref()),
             renewed.datum(0, 1),
         )
     } else {
@@ -1194,7 +1190,7 @@ entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
         {
             missing_job(value(fcinfo, 0).expect("checked"));
         }
-        ("lost", None)
+        (pg_jobs_core::status::lease_state(None), None)
     };
     drop(section);
     record(fcinfo, &[state.into_datum(), until])
