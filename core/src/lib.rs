@@ -3,5 +3,6 @@
 pub mod batch;
 pub mod opaque_id;
 pub mod retry;
+pub mod routine;
 pub mod schedule;
 pub mod status;
