@@ -41,13 +41,14 @@ DECLARE
     part text;
 BEGIN
     FOREACH part IN ARRAY ARRAY['lost runs', 'overdue runs', 'expired leases', 'schedules',
-                                'run history', 'history months'] LOOP
+                                'routines', 'run history', 'history months'] LOOP
         BEGIN
             CASE part
             WHEN 'lost runs' THEN PERFORM _end_lost_runs(at);
             WHEN 'overdue runs' THEN PERFORM _stop_overdue_sql_jobs(at);
             WHEN 'expired leases' THEN PERFORM _rescue_expired();
             WHEN 'schedules' THEN PERFORM _fire_schedules(at);
+            WHEN 'routines' THEN PERFORM _routines_tick(at);
             WHEN 'run history' THEN
                 DELETE FROM job_runs r
                 WHERE r.started_at < at - make_interval(days => current_setting('pg_jobs.history_days')::integer);
@@ -64,6 +65,8 @@ BEGIN
          WHERE s.claimable_by = _extension_claimant() AND s.queue = _sql_queue() AND s.status = 'created'),
         (SELECT min(s.locked_until) FROM jobs s WHERE s.status <> 'created'),
         (SELECT min(r.deadline) FROM job_runs r WHERE r.status = 'running'),
+        -- Routine schedules are looked at every 2 seconds.
+        (SELECT at + interval '2 seconds' WHERE EXISTS (SELECT FROM routine_schedules)),
         at + current_setting('pg_jobs.refresh_interval')::interval);
 END
 $$;

@@ -882,7 +882,10 @@ BEGIN
             progress = CASE WHEN stderr[h.ord] IS NULL AND stdout[h.ord] IS NULL THEN j.progress
                             ELSE coalesce(j.progress, '{}') || jsonb_strip_nulls(jsonb_build_object(
                                 'stderr', right(stderr[h.ord], 8192), 'stdout', right(stdout[h.ord], 8192),
-                                'changed', statement_timestamp())) END
+                                'changed', statement_timestamp(),
+                                -- Which stream spoke last: a routine's last message is its last line.
+                                'stderr_at', CASE WHEN stderr[h.ord] IS NOT NULL THEN statement_timestamp() END,
+                                'stdout_at', CASE WHEN stdout[h.ord] IS NOT NULL THEN statement_timestamp() END)) END
         FROM held h
         WHERE j.id = h.id
         RETURNING j.id

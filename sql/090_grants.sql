@@ -36,7 +36,18 @@ GRANT EXECUTE ON FUNCTION
     _extension_claimant(), _is_batch_queue(text), _text_array(jsonb), _bigint_array(jsonb),
     _batch_status(text, boolean, boolean, boolean), _batch_status_rank(text), _batch_status_word(integer),
     _mask_args(text[]), _batch_selection(date, text[], text), _batch_month_list(), _batch_group_key(text, batch_jobs),
-    _batch_check_reading(text, text[], integer, integer), _batch_check_hash(text)
+    _batch_check_reading(text, text[], integer, integer), _batch_check_hash(text),
+    routines_create(text, text),
+    routines_put(text, text, text, boolean, text, text, text, text, integer, boolean, text),
+    routines_remove(text, text), routines_import(text, text), routines_export(text), routines_drop(text),
+    routines_grant(text, regrole), routines_revoke(text, regrole), routines_reload(text),
+    routines_mode(text), routines_set_mode(text, text),
+    routine_restart(text, text), routine_stop(text, text), routine_message(text, text, text),
+    routine_groups(text, boolean, text),
+    -- What the routine views, policies and routine_groups call as the caller.
+    _granted_to(oid, oid[]), _routines_heard(timestamptz), _routine_runtimes_text(time[]),
+    _routine_shown_args(text), _routine_is_scheduler(text), _routine_failing(text),
+    _routine_status_rank(text), _routine_status_word(integer)
 TO pgjobs_user;
 
 -- An agent's role (a member of pgjobs_agent) registers its computer and takes, renews and

@@ -5,7 +5,7 @@
 
 use std::ffi::CString;
 
-use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
 
 pub static LEASE: GucSetting<i32> = GucSetting::<i32>::new(60);
 pub static MAX_ATTEMPTS: GucSetting<i32> = GucSetting::<i32>::new(3);
@@ -19,6 +19,18 @@ pub static MAX_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(4);
 pub static HISTORY_DAYS: GucSetting<i32> = GucSetting::<i32>::new(30);
 pub static CANCEL_GRACE: GucSetting<i32> = GucSetting::<i32>::new(5);
 pub static BATCH_SILENCE: GucSetting<i32> = GucSetting::<i32>::new(3600);
+pub static ROUTINES_STALE_AFTER: GucSetting<i32> = GucSetting::<i32>::new(60);
+pub static ROUTINES_START_MODE: GucSetting<RoutinesMode> =
+    GucSetting::<RoutinesMode>::new(RoutinesMode::Control);
+
+/// The switch of a routine schedule (read by the SQL as text: 'control' or 'observe').
+#[derive(Clone, Copy, Debug, PostgresGucEnum)]
+pub enum RoutinesMode {
+    #[name = c"control"]
+    Control,
+    #[name = c"observe"]
+    Observe,
+}
 
 const ONE_DAY: i32 = 86_400;
 
@@ -130,5 +142,23 @@ pub fn init() {
         ONE_DAY,
         GucContext::Sighup,
         GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_jobs.routines_stale_after",
+        c"Seconds after which a routine schedule whose scheduler has not written its state shows its routines as WAS RUNNING.",
+        c"Nobody is watching them then: the launcher is stopped, stuck, or runs elsewhere.",
+        &ROUTINES_STALE_AFTER,
+        1,
+        ONE_DAY,
+        GucContext::Userset,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_enum_guc(
+        c"pg_jobs.routines_start_mode",
+        c"The switch every routine schedule is set to when the scheduler starts: control, or observe (status only).",
+        c"observe is for running beside another scheduler that controls the routines; routines_set_mode switches a schedule on.",
+        &ROUTINES_START_MODE,
+        GucContext::Sighup,
+        GucFlags::default(),
     );
 }

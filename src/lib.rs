@@ -84,6 +84,18 @@ extension_sql_file!(
         api::batch::_lease_state
     ]
 );
+extension_sql_file!(
+    "../sql/087_routines.sql",
+    name = "routines",
+    requires = [
+        "batch",
+        api::routines::_routine_minutes,
+        api::routines::_routine_shown_args,
+        api::routines::_routine_is_scheduler,
+        api::routines::_routine_failing,
+        api::routines::_routine_line_level
+    ]
+);
 // Last: it grants every function, Rust's included, and marks the tables for pg_dump.
 extension_sql_file!("../sql/090_grants.sql", name = "grants", finalize);
 

@@ -1,5 +1,5 @@
 //! The API by domain: the boundary every public function crosses (call), identities, the queue
-//! and when it wakes workers (ready), SQL jobs, cron schedules, the compute tables, and batch jobs.
+//! and when it wakes workers (ready), SQL jobs, cron schedules, the compute tables, batch jobs, and routine schedules.
 
 pub mod batch;
 pub mod call;
@@ -7,5 +7,6 @@ pub mod compute;
 pub mod identity;
 pub mod queue;
 pub mod ready;
+pub mod routines;
 pub mod schedules;
 pub mod sql_jobs;

@@ -1,0 +1,1021 @@
+-- Routine schedules: lists of routines that must run on computers, batch ones at times of the
+-- day and realtime ones all day, kept started and watched by the launcher (the scheduler).
+--
+-- A schedule has a definition (routine_definitions, one row per routine) and, per scheduler
+-- day, a state (routine_days: the definition as read that day, and how each routine is doing).
+-- Every round (_routines_tick, from _launcher_tick) the scheduler does two things per schedule:
+-- status, from the runs it commanded (batch jobs of kind routine and kill, sql/085_batch.sql),
+-- their output and the routines' messages (routine_log); and commands, the starts and restarts
+-- that are due, each sent only if the schedule's switch says control right then. The rules of
+-- both are pure code: pg_jobs_core::routine.
+--
+-- Access: a schedule has an owner (an identity); the owner and the members of the roles it
+-- granted (routines_grant) see the schedule and command its routines; nobody else sees anything
+-- of it. Only the owner edits the definition. Runs are batch jobs of the owner.
+
+CREATE TABLE routine_schedules (
+    schedule   text PRIMARY KEY CHECK (schedule ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
+    owner      oid NOT NULL,
+    time_zone  text NOT NULL DEFAULT 'UTC',
+    -- Roles whose members watch the schedule and command its routines.
+    operators  oid[] NOT NULL DEFAULT '{}',
+    -- The switch: what was asked, by which role (null: the setting pg_jobs.routines_start_mode
+    -- when the scheduler started), when.
+    mode       text NOT NULL DEFAULT 'control' CHECK (mode IN ('observe', 'control')),
+    mode_by    oid,
+    mode_at    timestamptz NOT NULL DEFAULT now(),
+    -- What the scheduler reports: what it did in its last round, when it last wrote the state,
+    -- its calendar day, when it last read the definition, and whether a reload was asked for.
+    doing      text,
+    state_at   timestamptz,
+    day        date,
+    loaded_at  timestamptz,
+    reload     boolean NOT NULL DEFAULT true,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX routine_schedules_owner ON routine_schedules (owner);
+COMMENT ON TABLE routine_schedules IS
+    'Routine schedules: owner, time zone of their runtimes, the roles granted to watch and command '
+    'them, the observe/control switch and what the scheduler reports.';
+
+CREATE TABLE routine_definitions (
+    schedule     text NOT NULL REFERENCES routine_schedules ON DELETE CASCADE,
+    routine      text NOT NULL,
+    group_name   text NOT NULL DEFAULT '',
+    external     boolean NOT NULL DEFAULT false,
+    realtime     boolean NOT NULL DEFAULT false,
+    runtimes     time[] NOT NULL DEFAULT '{}',
+    args         text NOT NULL DEFAULT '',
+    dependencies text[] NOT NULL DEFAULT '{}',
+    computer     text NOT NULL,
+    seq          integer NOT NULL,
+    command      text NOT NULL DEFAULT '',
+    PRIMARY KEY (schedule, routine)
+);
+COMMENT ON TABLE routine_definitions IS
+    'One row per routine of a schedule. Read into the day''s state when the scheduler starts, when '
+    'its day changes and on routines_reload.';
+COMMENT ON COLUMN routine_definitions.routine IS 'user@COMPUTER:Repo/folder/code or user@COMPUTER:Package.Module.';
+COMMENT ON COLUMN routine_definitions.group_name IS 'The group it is shown in.';
+COMMENT ON COLUMN routine_definitions.external IS 'Run by something else: watched through its messages, never commanded.';
+COMMENT ON COLUMN routine_definitions.realtime IS 'Runs all day; restarted when silent.';
+COMMENT ON COLUMN routine_definitions.runtimes IS 'A batch routine''s times of day, in the schedule''s time zone; none: due when the day begins.';
+COMMENT ON COLUMN routine_definitions.args IS 'Its arguments, split as a shell splits words.';
+COMMENT ON COLUMN routine_definitions.dependencies IS 'Routines of the schedule that must have completed (batch) or be running (realtime) first.';
+COMMENT ON COLUMN routine_definitions.computer IS 'The computer whose agent runs it; by default the one its name gives.';
+COMMENT ON COLUMN routine_definitions.seq IS 'Its place in the definition.';
+COMMENT ON COLUMN routine_definitions.command IS 'What the agent runs (a shell command, the arguments after it); by default the path its name gives.';
+
+-- The day's state: the definition as read, and how each routine is doing.
+CREATE TABLE routine_days (
+    schedule         text NOT NULL REFERENCES routine_schedules ON DELETE CASCADE,
+    day              date NOT NULL,
+    routine          text NOT NULL,
+    group_name       text NOT NULL,
+    external         boolean NOT NULL,
+    realtime         boolean NOT NULL,
+    runtimes         time[] NOT NULL,
+    args             text NOT NULL,
+    dependencies     text[] NOT NULL,
+    computer         text NOT NULL,
+    seq              integer NOT NULL,
+    command          text NOT NULL,
+    status           text NOT NULL DEFAULT 'scheduled',
+    last_message     text,
+    last_level       text,
+    last_message_at  timestamptz,
+    -- Since when a realtime routine (or a batch one without runtimes) is due: the day's start,
+    -- or when it entered the day's state.
+    due_since        timestamptz NOT NULL,
+    -- The run last commanded (a batch job of kind routine), and its times.
+    job_id           bigint,
+    posted_at        timestamptz,
+    started_at       timestamptz,
+    ended_at         timestamptz,
+    restarts         integer NOT NULL DEFAULT 0,
+    -- When the end of the run was sent (a kill job): no second one is sent for it.
+    ending_since     timestamptz,
+    -- A person's restart waiting for the run it ended to end.
+    restart_asked_by oid,
+    run_order        integer,
+    PRIMARY KEY (schedule, day, routine)
+);
+COMMENT ON TABLE routine_days IS
+    'One row per routine and scheduler day: the definition as read that day, its status, its last '
+    'message, the times of its run (UTC) and the order routines were started in.';
+
+-- What routines said (routine_message, a person's or the scheduler's commands).
+CREATE TABLE routine_log (
+    id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    schedule text NOT NULL REFERENCES routine_schedules ON DELETE CASCADE,
+    routine  text NOT NULL,
+    at       timestamptz NOT NULL DEFAULT clock_timestamp(),
+    level    text NOT NULL,
+    message  text NOT NULL,
+    -- Who said it: the routine's role (a message), a person's (a command), or null (the scheduler).
+    sender   oid,
+    -- A command is news about the routine, not a sign of its life.
+    command  boolean NOT NULL DEFAULT false
+);
+CREATE INDEX routine_log_latest ON routine_log (schedule, routine, at DESC);
+CREATE INDEX routine_log_at ON routine_log (at);
+COMMENT ON TABLE routine_log IS
+    'Messages of routines (routine_message) and the commands sent for them, with who sent them.';
+
+CREATE FUNCTION _routine_runtimes(runtimes text) RETURNS time[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN ARRAY(SELECT make_time(m / 60, m % 60, 0) FROM unnest(_routine_minutes(runtimes)) m);
+
+CREATE FUNCTION _routine_runtimes_text(runtimes time[]) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN array_to_string(ARRAY(SELECT to_char(t, 'HH24:MI') FROM unnest(runtimes) t ORDER BY t), ',');
+
+-- Whether a role is a member of one of the roles a schedule's owner granted (a role dropped since
+-- grants nothing).
+CREATE FUNCTION _granted_to(caller_role oid, operators oid[]) RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN EXISTS (SELECT FROM unnest(operators) r
+               WHERE EXISTS (SELECT FROM pg_roles g WHERE g.oid = r) AND pg_has_role(caller_role, r, 'MEMBER'));
+
+-- Who may watch and command a schedule: its owner's identity, a member of a role the owner
+-- granted, or an administrator.
+CREATE FUNCTION _may_watch(caller_role oid, owner oid, operators oid[]) RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN _identity_of(caller_role) = owner OR _is_admin(caller_role) OR _granted_to(caller_role, operators);
+
+-- Read as the caller: the rows of the other tables follow their schedule's.
+ALTER TABLE routine_schedules ENABLE ROW LEVEL SECURITY;
+CREATE POLICY watchers_read ON routine_schedules FOR SELECT
+    USING (owner = (SELECT identity()) OR _granted_to(_current_role(), operators));
+ALTER TABLE routine_definitions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY watchers_read ON routine_definitions FOR SELECT
+    USING (EXISTS (SELECT FROM routine_schedules s WHERE s.schedule = routine_definitions.schedule));
+ALTER TABLE routine_days ENABLE ROW LEVEL SECURITY;
+CREATE POLICY watchers_read ON routine_days FOR SELECT
+    USING (EXISTS (SELECT FROM routine_schedules s WHERE s.schedule = routine_days.schedule));
+ALTER TABLE routine_log ENABLE ROW LEVEL SECURITY;
+CREATE POLICY watchers_read ON routine_log FOR SELECT
+    USING (EXISTS (SELECT FROM routine_schedules s WHERE s.schedule = routine_log.schedule));
+GRANT SELECT ON routine_schedules, routine_definitions, routine_days, routine_log TO pgjobs_user;
+
+-- The scheduler is heard of when it wrote the schedule's state within pg_jobs.routines_stale_after.
+CREATE FUNCTION _routines_heard(state_at timestamptz) RETURNS boolean
+LANGUAGE sql STABLE
+RETURN state_at > now() - current_setting('pg_jobs.routines_stale_after')::interval;
+
+-- Today's routines of every schedule the caller may watch, with their status: WAS RUNNING for
+-- every routine of a schedule whose scheduler is not heard of.
+CREATE VIEW routines_today WITH (security_invoker = true) AS
+SELECT d.schedule, d.routine, d.group_name, d.computer, d.realtime, d.external,
+       _routine_runtimes_text(d.runtimes) AS runtimes, _routine_shown_args(d.args) AS args,
+       d.dependencies,
+       ARRAY(SELECT x FROM unnest(d.dependencies) x
+             WHERE NOT EXISTS (SELECT FROM routine_days p
+                               WHERE p.schedule = d.schedule AND p.day = d.day AND p.routine = x
+                                 AND p.status = CASE WHEN p.realtime THEN 'running' ELSE 'completed' END))
+           AS waits_for,
+       CASE WHEN _routines_heard(s.state_at) THEN d.status ELSE 'WAS RUNNING' END AS status,
+       d.last_message, d.last_level, d.last_message_at, d.posted_at, d.started_at, d.ended_at,
+       d.job_id, d.restarts, d.seq, d.run_order, d.day,
+       NOT d.external AND NOT _routine_is_scheduler(d.routine) AS commandable
+FROM routine_days d
+JOIN routine_schedules s ON s.schedule = d.schedule AND s.day = d.day;
+COMMENT ON VIEW routines_today IS
+    'Today''s routines of the schedules the caller may watch, with their status (WAS RUNNING when '
+    'the scheduler is not heard of), last message and run times; ORDER BY run_order for the run '
+    'order. commandable: Restart and Stop apply (not the scheduler itself, not an external routine).';
+GRANT SELECT ON routines_today TO pgjobs_user;
+
+CREATE VIEW routines_realtime WITH (security_invoker = true) AS
+SELECT * FROM routines_today WHERE realtime;
+CREATE VIEW routines_batch WITH (security_invoker = true) AS
+SELECT * FROM routines_today WHERE NOT realtime;
+COMMENT ON VIEW routines_realtime IS 'routines_today''s realtime routines.';
+COMMENT ON VIEW routines_batch IS 'routines_today''s batch routines.';
+GRANT SELECT ON routines_realtime, routines_batch TO pgjobs_user;
+
+-- Every schedule the caller may watch: its switch, what its scheduler reports, and the counts
+-- of the SCHED tabs.
+CREATE VIEW routine_schedule_list WITH (security_invoker = true) AS
+SELECT s.schedule, s.owner::regrole AS owner, s.time_zone,
+       ARRAY(SELECT r::regrole FROM unnest(s.operators) r WHERE EXISTS (SELECT FROM pg_roles g WHERE g.oid = r))
+           AS operators,
+       (SELECT count(*) FROM routine_definitions d WHERE d.schedule = s.schedule)::integer AS routines,
+       coalesce(c.realtime, 0) AS realtime, coalesce(c.realtime_failing, 0) AS realtime_failing,
+       coalesce(c.batch, 0) AS batch, coalesce(c.batch_failing, 0) AS batch_failing,
+       s.mode, s.mode_by::regrole AS mode_by, s.mode_at,
+       CASE WHEN _routines_heard(s.state_at) THEN s.doing ELSE 'not heard of' END AS doing,
+       s.state_at, NOT coalesce(_routines_heard(s.state_at), false) AS not_known, s.day, s.loaded_at
+FROM routine_schedules s
+LEFT JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE t.realtime)::integer AS realtime,
+           count(*) FILTER (WHERE t.realtime AND _routine_failing(t.status))::integer AS realtime_failing,
+           count(*) FILTER (WHERE NOT t.realtime)::integer AS batch,
+           count(*) FILTER (WHERE NOT t.realtime AND _routine_failing(t.status))::integer AS batch_failing
+    FROM routines_today t WHERE t.schedule = s.schedule
+) c ON true;
+COMMENT ON VIEW routine_schedule_list IS
+    'The schedules the caller may watch: routines in the definition, today''s realtime and batch '
+    'counts and how many fail, the switch (mode, who asked, when), and what the scheduler reports '
+    '(doing; not_known when it has not written the state for pg_jobs.routines_stale_after).';
+GRANT SELECT ON routine_schedule_list TO pgjobs_user;
+
+-- The definitions the caller may see, as edited (arguments masked).
+CREATE VIEW routine_definition WITH (security_invoker = true) AS
+SELECT d.schedule, d.routine, d.group_name, d.external, d.realtime,
+       _routine_runtimes_text(d.runtimes) AS runtimes, _routine_shown_args(d.args) AS args,
+       d.dependencies, d.computer, d.seq, d.command
+FROM routine_definitions d;
+COMMENT ON VIEW routine_definition IS 'The definitions of the schedules the caller may watch, arguments masked.';
+GRANT SELECT ON routine_definition TO pgjobs_user;
+
+-- Today's routines grouped by group, computer, status or schedule: each group's status is
+-- RUNNING when all of it runs, else its most pressing status, with the count of each.
+CREATE FUNCTION routine_groups(by text DEFAULT 'group', realtime boolean DEFAULT NULL,
+                               schedule text DEFAULT NULL)
+RETURNS TABLE (group_key text, status text, routines integer, failing integer, counts jsonb)
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF by IS NULL OR by NOT IN ('group', 'computer', 'status', 'schedule') THEN
+        PERFORM _invalid(format('cannot group routines by %s', coalesce(quote_literal(by), 'null')),
+                         'Group by group, computer, status or schedule; for the run order, '
+                         'SELECT * FROM pgjobs.routines_today ORDER BY run_order.');
+    END IF;
+    RETURN QUERY
+    SELECT g.key, CASE WHEN bool_and(g.status = 'running') THEN 'RUNNING'
+                       ELSE _routine_status_word(min(_routine_status_rank(g.status))) END,
+           count(*)::integer, count(*) FILTER (WHERE _routine_failing(g.status))::integer,
+           (SELECT jsonb_object_agg(c.status, c.n) FROM (
+                SELECT t.status, count(*) AS n FROM unnest(array_agg(g.status)) t(status) GROUP BY t.status) c)
+    FROM (
+        SELECT CASE by WHEN 'group' THEN t.group_name WHEN 'computer' THEN t.computer
+                       WHEN 'status' THEN t.status ELSE t.schedule END AS key,
+               t.status
+        FROM routines_today t
+        WHERE (routine_groups.realtime IS NULL OR t.realtime = routine_groups.realtime)
+          AND (routine_groups.schedule IS NULL OR t.schedule = routine_groups.schedule)
+    ) g
+    GROUP BY g.key
+    ORDER BY min(_routine_status_rank(g.status)), g.key;
+END
+$$;
+COMMENT ON FUNCTION routine_groups IS
+    'Today''s routines grouped (by group, computer, status or schedule; realtime or batch only, one '
+    'schedule only): RUNNING when all of a group runs, else its most pressing status, and counts.';
+
+CREATE VIEW routine_messages WITH (security_invoker = true) AS
+SELECT l.schedule, l.routine, l.at, l.level, l.message, l.sender::regrole AS sender, l.command
+FROM routine_log l;
+COMMENT ON VIEW routine_messages IS
+    'What routines said and the commands sent for them (sender null: the scheduler).';
+GRANT SELECT ON routine_messages TO pgjobs_user;
+
+-- ---- Definitions (run as the extension's owner by the functions of src/api/routines.rs) ----
+
+-- The schedule a caller edits: its own, made if it does not exist yet.
+CREATE FUNCTION _routines_own(caller_role oid, name text, make boolean) RETURNS routine_schedules
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    sched routine_schedules;
+BEGIN
+    IF name IS NULL THEN
+        PERFORM _null_argument('schedule');
+    END IF;
+    SELECT * INTO sched FROM routine_schedules s WHERE s.schedule = name FOR UPDATE;
+    IF NOT FOUND AND make THEN
+        IF name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' THEN
+            PERFORM _invalid(format('invalid schedule name %s', quote_literal(name)),
+                             'A schedule''s name is up to 63 letters, digits, _ . and -, for example MASTER.');
+        END IF;
+        INSERT INTO routine_schedules (schedule, owner, mode, mode_at)
+        VALUES (name, _identity_of(caller_role), current_setting('pg_jobs.routines_start_mode'), now())
+        RETURNING * INTO sched;
+        PERFORM _wake_launcher();
+    ELSIF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'no_data_found', MESSAGE = format('no schedule %s', name),
+            HINT = 'See pgjobs.routine_schedule_list.';
+    ELSIF sched.owner <> _identity_of(caller_role) AND NOT _is_admin(caller_role) THEN
+        IF _may_watch(caller_role, sched.owner, sched.operators) THEN
+            RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+                MESSAGE = format('only the owner of schedule %s edits it', name);
+        END IF;
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('schedule %s belongs to another role', name),
+            HINT = 'Schedule names are shared by everyone; choose another.';
+    END IF;
+    RETURN sched;
+END
+$$;
+
+-- The schedule a caller watches or commands.
+CREATE FUNCTION _routines_watched(caller_role oid, name text) RETURNS routine_schedules
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    sched routine_schedules;
+BEGIN
+    IF name IS NULL THEN
+        PERFORM _null_argument('schedule');
+    END IF;
+    SELECT * INTO sched FROM routine_schedules s WHERE s.schedule = name;
+    IF NOT FOUND OR NOT _may_watch(caller_role, sched.owner, sched.operators) THEN
+        RAISE EXCEPTION USING ERRCODE = 'no_data_found', MESSAGE = format('no schedule %s', name),
+            HINT = 'See pgjobs.routine_schedule_list for the schedules you may watch.';
+    END IF;
+    RETURN sched;
+END
+$$;
+
+-- Writes routines into a schedule's definition (rows of routine_definitions as jsonb, fields
+-- as text: routine, group, external, realtime, runtimes, args, dependencies, computer, seq,
+-- command), replacing all of it or adding to it, then checks the whole.
+CREATE FUNCTION _routines_write(name text, rows jsonb, replace_all boolean) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    row_ jsonb;
+    problem text;
+    next_seq integer;
+    path text[];
+BEGIN
+    IF replace_all THEN
+        DELETE FROM routine_definitions d WHERE d.schedule = name;
+    END IF;
+    SELECT coalesce(max(d.seq), 0) INTO next_seq FROM routine_definitions d WHERE d.schedule = name;
+    FOR row_ IN SELECT * FROM jsonb_array_elements(rows) LOOP
+        problem := _routine_problem(row_ ->> 'routine', row_ ->> 'runtimes', row_ ->> 'args',
+                                    (row_ ->> 'realtime')::boolean);
+        IF problem IS NOT NULL THEN
+            PERFORM _invalid(problem, 'A routine is user@COMPUTER:path; runtimes are HH:MM, separated by commas.');
+        END IF;
+        next_seq := greatest(next_seq, coalesce((row_ ->> 'seq')::integer, next_seq + 1));
+        INSERT INTO routine_definitions AS d (schedule, routine, group_name, external, realtime, runtimes,
+                                              args, dependencies, computer, seq, command)
+        VALUES (name, row_ ->> 'routine', coalesce(row_ ->> 'group', ''), coalesce((row_ ->> 'external')::boolean, false),
+                coalesce((row_ ->> 'realtime')::boolean, false), _routine_runtimes(row_ ->> 'runtimes'),
+                coalesce(row_ ->> 'args', ''),
+                ARRAY(SELECT btrim(x) FROM unnest(string_to_array(coalesce(row_ ->> 'dependencies', ''), ',')) x
+                      WHERE btrim(x) <> ''),
+                coalesce(nullif(btrim(row_ ->> 'computer'), ''), _routine_computer(row_ ->> 'routine')),
+                coalesce((row_ ->> 'seq')::integer, next_seq), coalesce(row_ ->> 'command', ''))
+        ON CONFLICT (schedule, routine) DO UPDATE
+        SET group_name = excluded.group_name, external = excluded.external, realtime = excluded.realtime,
+            runtimes = excluded.runtimes, args = excluded.args, dependencies = excluded.dependencies,
+            computer = excluded.computer,
+            seq = CASE WHEN row_ ? 'seq' AND row_ ->> 'seq' IS NOT NULL THEN excluded.seq ELSE d.seq END,
+            command = excluded.command;
+    END LOOP;
+
+    SELECT format('routine %s depends on %s, which schedule %s does not list', d.routine, x, name)
+    INTO problem
+    FROM routine_definitions d, unnest(d.dependencies) x
+    WHERE d.schedule = name
+      AND NOT EXISTS (SELECT FROM routine_definitions e WHERE e.schedule = name AND e.routine = x)
+    ORDER BY d.seq LIMIT 1;
+    IF problem IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation', MESSAGE = problem,
+            HINT = 'A dependency names another routine of the same schedule.';
+    END IF;
+    path := _routine_cycle(ARRAY(SELECT d.routine FROM routine_definitions d, unnest(d.dependencies) x
+                                 WHERE d.schedule = name ORDER BY d.seq, x),
+                           ARRAY(SELECT x FROM routine_definitions d, unnest(d.dependencies) x
+                                 WHERE d.schedule = name ORDER BY d.seq, x));
+    IF path IS NOT NULL THEN
+        PERFORM _invalid(format('dependency cycle in schedule %s: %s', name, array_to_string(path, ' → ')),
+                         'Remove one of these dependencies.');
+    END IF;
+    RETURN (SELECT count(*) FROM routine_definitions d WHERE d.schedule = name);
+END
+$$;
+
+CREATE FUNCTION _routines_create(caller_role oid, name text, time_zone text) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    problem text := _time_zone_problem(coalesce(time_zone, ''));
+BEGIN
+    IF problem IS NOT NULL THEN
+        PERFORM _invalid(format('unknown time zone %s: %s', coalesce(quote_literal(time_zone), 'null'), problem),
+                         'Name an IANA time zone, for example Europe/Paris, or UTC.');
+    END IF;
+    PERFORM _routines_own(caller_role, name, true);
+    UPDATE routine_schedules s SET time_zone = _routines_create.time_zone, reload = true
+    WHERE s.schedule = name;
+    PERFORM _wake_launcher();
+END
+$$;
+
+CREATE FUNCTION _routines_put(caller_role oid, name text, routine text, group_name text,
+    realtime boolean, runtimes text, args text, dependencies text, computer text, seq integer,
+    external boolean, command text)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM _routines_own(caller_role, name, true);
+    RETURN _routines_write(name, jsonb_build_array(jsonb_build_object(
+        'routine', routine, 'group', group_name, 'realtime', realtime, 'runtimes', runtimes,
+        'args', args, 'dependencies', dependencies, 'computer', computer, 'seq', seq,
+        'external', external, 'command', command)), false);
+END
+$$;
+
+CREATE FUNCTION _routines_remove(caller_role oid, name text, routine text) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    dependent text;
+BEGIN
+    PERFORM _routines_own(caller_role, name, false);
+    SELECT d.routine INTO dependent FROM routine_definitions d
+    WHERE d.schedule = name AND _routines_remove.routine = ANY (d.dependencies) LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation',
+            MESSAGE = format('routine %s of schedule %s depends on %s', dependent, name, routine),
+            HINT = 'Remove that dependency first (routines_put).';
+    END IF;
+    DELETE FROM routine_definitions d WHERE d.schedule = name AND d.routine = _routines_remove.routine;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'no_data_found',
+            MESSAGE = format('schedule %s lists no routine %s', name, routine);
+    END IF;
+    RETURN (SELECT count(*) FROM routine_definitions d WHERE d.schedule = name);
+END
+$$;
+
+CREATE FUNCTION _routines_import(caller_role oid, name text, csv text) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF csv IS NULL THEN
+        PERFORM _null_argument('csv');
+    END IF;
+    PERFORM _routines_own(caller_role, name, true);
+    RETURN _routines_write(name, _routines_csv_rows(csv), true);
+END
+$$;
+
+CREATE FUNCTION _routines_export(caller_role oid, name text) RETURNS text
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM _routines_own(caller_role, name, false);
+    RETURN _routines_csv(coalesce((
+        SELECT jsonb_agg(jsonb_build_object(
+                   'routine', d.routine, 'group', d.group_name, 'external', d.external,
+                   'realtime', d.realtime, 'runtimes', _routine_runtimes_text(d.runtimes),
+                   'args', d.args, 'dependencies', array_to_string(d.dependencies, ','),
+                   'computer', d.computer, 'seq', d.seq, 'command', d.command) ORDER BY d.seq, d.routine)
+        FROM routine_definitions d WHERE d.schedule = name), '[]'));
+END
+$$;
+
+CREATE FUNCTION _routines_drop(caller_role oid, name text) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM _routines_own(caller_role, name, false);
+    DELETE FROM routine_schedules s WHERE s.schedule = name;
+END
+$$;
+
+CREATE FUNCTION _routines_grant(caller_role oid, name text, role regrole, granted boolean) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF role IS NULL THEN
+        PERFORM _null_argument('role');
+    END IF;
+    PERFORM _routines_own(caller_role, name, false);
+    UPDATE routine_schedules s
+    SET operators = CASE WHEN granted THEN array_append(array_remove(s.operators, role::oid), role::oid)
+                         ELSE array_remove(s.operators, role::oid) END
+    WHERE s.schedule = name;
+END
+$$;
+
+CREATE FUNCTION _routines_reload(caller_role oid, name text) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM _routines_watched(caller_role, name);
+    UPDATE routine_schedules s SET reload = true WHERE s.schedule = name;
+    PERFORM _wake_launcher();
+END
+$$;
+
+-- ---- The switch ----
+
+CREATE FUNCTION _routines_mode(caller_role oid, name text)
+RETURNS TABLE (asked text, asked_by regrole, asked_at timestamptz, doing text,
+               state_at timestamptz, not_known boolean)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    s routine_schedules := _routines_watched(caller_role, name);
+BEGIN
+    RETURN QUERY SELECT s.mode, s.mode_by::regrole, s.mode_at,
+                        CASE WHEN _routines_heard(s.state_at) THEN s.doing ELSE 'not heard of' END,
+                        s.state_at, NOT coalesce(_routines_heard(s.state_at), false);
+END
+$$;
+
+CREATE FUNCTION _routines_set_mode(caller_role oid, name text, mode text)
+RETURNS TABLE (asked text, asked_by regrole, asked_at timestamptz, doing text,
+               state_at timestamptz, not_known boolean)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF mode IS NULL OR mode NOT IN ('observe', 'control') THEN
+        PERFORM _invalid(format('unknown mode %s', coalesce(quote_literal(mode), 'null')),
+                         'observe: status only, no command is sent; control: the scheduler starts and restarts routines.');
+    END IF;
+    PERFORM _routines_watched(caller_role, name);
+    UPDATE routine_schedules s
+    SET mode = _routines_set_mode.mode, mode_by = caller_role, mode_at = clock_timestamp()
+    WHERE s.schedule = name;
+    PERFORM _wake_launcher();
+    RETURN QUERY SELECT * FROM _routines_mode(caller_role, name);
+END
+$$;
+
+-- ---- Messages and a person's commands ----
+
+CREATE FUNCTION _routine_message(caller_role oid, routine text, level text, message text) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    written integer;
+BEGIN
+    IF level IS NULL OR _routine_level_ok(level) IS NOT TRUE THEN
+        PERFORM _invalid(format('unknown level %s', coalesce(quote_literal(level), 'null')),
+                         'A message''s level is info, warning, error or completed.');
+    END IF;
+    IF message IS NULL THEN
+        PERFORM _null_argument('message');
+    END IF;
+    INSERT INTO routine_log (schedule, routine, level, message, sender)
+    SELECT s.schedule, _routine_message.routine, level, left(message, 4096), caller_role
+    FROM routine_schedules s
+    WHERE EXISTS (SELECT FROM routine_definitions d
+                  WHERE d.schedule = s.schedule AND d.routine = _routine_message.routine)
+      AND _may_watch(caller_role, s.owner, s.operators);
+    GET DIAGNOSTICS written = ROW_COUNT;
+    IF written = 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'no_data_found',
+            MESSAGE = format('no schedule of yours lists routine %s', routine),
+            HINT = 'A message is kept for the schedules that list the routine and whose owner you act for.';
+    END IF;
+    RETURN written;
+END
+$$;
+
+-- Today's row of a routine that a person commands, locked.
+CREATE FUNCTION _routine_commanded(caller_role oid, name text, routine text) RETURNS routine_days
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    s routine_schedules := _routines_watched(caller_role, name);
+    d routine_days;
+BEGIN
+    SELECT * INTO d FROM routine_days r
+    WHERE r.schedule = name AND r.day = s.day AND r.routine = _routine_commanded.routine
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'no_data_found',
+            MESSAGE = format('routine %s is not in today''s state of schedule %s', routine, name),
+            HINT = 'A routine added to the definition is read at the next day, or now with routines_reload.';
+    END IF;
+    IF _routine_is_scheduler(d.routine) THEN
+        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+            MESSAGE = format('%s is the scheduler: it is not restarted or stopped from its own schedule', routine),
+            HINT = 'The scheduler is pg_jobs'' launcher; the server keeps it running.';
+    END IF;
+    IF d.external THEN
+        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',
+            MESSAGE = format('%s is external: something else runs it', routine);
+    END IF;
+    RETURN d;
+END
+$$;
+
+CREATE FUNCTION _routine_log_command(name text, routine text, what text, sender oid) RETURNS void
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    INSERT INTO routine_log (schedule, routine, level, message, sender, command)
+    VALUES (name, routine, 'info',
+            'SCHED: ' || what || ' of ' || routine
+            || CASE WHEN sender IS NULL THEN ' by the scheduler' ELSE ' sent by ' || sender::regrole::text END,
+            sender, true);
+END;
+
+-- Whether the run a day row points at has not finished.
+CREATE FUNCTION _routine_run_alive(d routine_days) RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN d.job_id IS NOT NULL AND EXISTS (SELECT FROM jobs j WHERE j.id = d.job_id);
+
+CREATE FUNCTION _routine_restart(caller_role oid, name text, routine text) RETURNS text
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    d routine_days := _routine_commanded(caller_role, name, routine);
+BEGIN
+    PERFORM _routine_log_command(name, routine, 'restart', caller_role);
+    IF _routine_run_alive(d) THEN
+        PERFORM _routine_post(d, 'kill');
+        UPDATE routine_days r SET restart_asked_by = caller_role
+        WHERE r.schedule = d.schedule AND r.day = d.day AND r.routine = d.routine;
+        PERFORM _wake_launcher();
+        RETURN 'ending the run; it starts again once ended';
+    END IF;
+    PERFORM _routine_post(d, 'routine');
+    RETURN 'started';
+END
+$$;
+
+CREATE FUNCTION _routine_stop(caller_role oid, name text, routine text) RETURNS text
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    d routine_days := _routine_commanded(caller_role, name, routine);
+BEGIN
+    PERFORM _routine_log_command(name, routine, 'stop', caller_role);
+    PERFORM _routine_post(d, 'kill');
+    -- Not the scheduler's restart: a realtime routine starts again once silent for 45 s.
+    UPDATE routine_days r SET restart_asked_by = NULL, ending_since = NULL
+    WHERE r.schedule = d.schedule AND r.day = d.day AND r.routine = d.routine;
+    RETURN CASE WHEN d.realtime THEN 'ending it; the scheduler starts it again once it has been silent for 45 s '
+                                     '(remove it from the definition to keep it stopped)'
+                ELSE 'ending it' END;
+END
+$$;
+
+-- Posts a routine's run (kind routine) or the end of its runs (kind kill) as a batch job of the
+-- schedule's owner, and records a run in the day's row.
+CREATE FUNCTION _routine_post(d routine_days, kind text) RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    owner_ oid := (SELECT s.owner FROM routine_schedules s WHERE s.schedule = d.schedule);
+    job bigint;
+BEGIN
+    job := _batch_post(owner_,
+        CASE kind WHEN 'kill' THEN '' ELSE _routine_shell_command(d.routine, d.command, d.args) END,
+        CASE kind WHEN 'kill' THEN '{}' ELSE _routine_args(d.args) END,
+        d.computer, kind, d.routine, NULL, kind <> 'kill', '{}', NULL, 1, 0, NULL, '{}',
+        jsonb_build_object('schedule', d.schedule, 'day', d.day));
+    IF kind = 'kill' THEN
+        UPDATE routine_days r SET ending_since = clock_timestamp()
+        WHERE r.schedule = d.schedule AND r.day = d.day AND r.routine = d.routine;
+    ELSE
+        UPDATE routine_days r
+        SET restarts = r.restarts + (r.job_id IS NOT NULL)::integer, job_id = job,
+            posted_at = clock_timestamp(), started_at = NULL, ended_at = NULL, restart_asked_by = NULL,
+            ending_since = NULL,
+            run_order = coalesce(r.run_order, (SELECT coalesce(max(o.run_order), 0) + 1 FROM routine_days o
+                                               WHERE o.schedule = r.schedule AND o.day = r.day))
+        WHERE r.schedule = d.schedule AND r.day = d.day AND r.routine = d.routine;
+    END IF;
+    RETURN job;
+END
+$$;
+
+-- ---- The scheduler ----
+
+-- Reads a schedule's definition into the state of its day: routines added are due from now (or
+-- from the day's start, on a new day), routines removed leave it, the others keep their state.
+-- A realtime routine's run carries over into a new day while it runs.
+CREATE FUNCTION _routines_load(s routine_schedules, today date, at timestamptz) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    new_day boolean := s.day IS DISTINCT FROM today;
+BEGIN
+    INSERT INTO routine_days AS r (schedule, day, routine, group_name, external, realtime, runtimes,
+                                   args, dependencies, computer, seq, command, due_since,
+                                   job_id, posted_at, started_at, last_message, last_level, last_message_at)
+    SELECT d.schedule, today, d.routine, d.group_name, d.external, d.realtime, d.runtimes, d.args,
+           d.dependencies, d.computer, d.seq, d.command,
+           CASE WHEN new_day AND s.day IS NOT NULL THEN today::timestamp AT TIME ZONE s.time_zone ELSE at END,
+           y.job_id, y.posted_at, y.started_at, y.last_message, y.last_level, y.last_message_at
+    FROM routine_definitions d
+    LEFT JOIN routine_days y
+        ON new_day AND d.realtime AND y.schedule = d.schedule AND y.day = s.day AND y.routine = d.routine
+           AND _routine_run_alive(y)
+    WHERE d.schedule = s.schedule
+    ON CONFLICT (schedule, day, routine) DO UPDATE
+    SET group_name = excluded.group_name, external = excluded.external, realtime = excluded.realtime,
+        runtimes = excluded.runtimes, args = excluded.args, dependencies = excluded.dependencies,
+        computer = excluded.computer, seq = excluded.seq, command = excluded.command;
+    DELETE FROM routine_days r
+    WHERE r.schedule = s.schedule AND r.day = today
+      AND NOT EXISTS (SELECT FROM routine_definitions d WHERE d.schedule = s.schedule AND d.routine = r.routine);
+    UPDATE routine_schedules x SET day = today, loaded_at = at, reload = false WHERE x.schedule = s.schedule;
+END
+$$;
+
+CREATE FUNCTION _last_line(t text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN nullif((regexp_match(rtrim(t, E' \t\r\n'), '([^\n]*)$'))[1], '');
+
+-- The last line a run wrote, and when: from a job's progress (the stream written last) or a
+-- finished job's result.
+CREATE FUNCTION _routine_output(said jsonb, changed timestamptz)
+RETURNS TABLE (line text, at timestamptz)
+LANGUAGE sql IMMUTABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT o.line, coalesce(o.at, changed)
+    FROM (VALUES (_last_line(said ->> 'stdout'), (said ->> 'stdout_at')::timestamptz, 1),
+                 (_last_line(said ->> 'stderr'), (said ->> 'stderr_at')::timestamptz, 2)) o(line, at, stream)
+    WHERE o.line IS NOT NULL
+    ORDER BY o.at DESC NULLS LAST, o.stream
+    LIMIT 1;
+END;
+
+-- What is known of each routine of a schedule's day (the inputs of pg_jobs_core::routine).
+CREATE FUNCTION _routine_facts(name text, today date, at timestamptz)
+RETURNS TABLE (routine text, run text, started_at timestamptz, ended_at timestamptz,
+               due_at timestamptz, dependencies_done boolean, last_sign timestamptz,
+               last_message text, last_level text, last_message_at timestamptz)
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT d.routine, x.run, x.started_at, x.ended_at,
+           CASE WHEN d.realtime OR d.runtimes = '{}' THEN d.due_since
+                ELSE (SELECT max((today + t) AT TIME ZONE s.time_zone) FROM unnest(d.runtimes) t
+                      WHERE (today + t) AT TIME ZONE s.time_zone <= _routine_facts.at) END,
+           NOT EXISTS (SELECT FROM unnest(d.dependencies) dep
+                       WHERE NOT EXISTS (SELECT FROM routine_days p
+                                         WHERE p.schedule = d.schedule AND p.day = today AND p.routine = dep
+                                           AND p.status = CASE WHEN p.realtime THEN 'running' ELSE 'completed' END)),
+           greatest(m.at, x.output_at, x.started_at, x.ended_at),
+           n.message, n.level, n.at
+    FROM routine_days d
+    JOIN routine_schedules s ON s.schedule = d.schedule
+    LEFT JOIN LATERAL (
+        SELECT CASE WHEN j.status = 'created' THEN 'waiting'
+                    WHEN j.progress ->> 'token' = j.lease_token::text THEN 'running'
+                    WHEN j.status = 'aborted' THEN 'running'
+                    ELSE 'fetched' END AS run,
+               (j.progress ->> 'started_at')::timestamptz AS started_at, NULL::timestamptz AS ended_at,
+               o.line, o.at AS output_at
+        FROM jobs j
+        LEFT JOIN LATERAL _routine_output(j.progress, (j.progress ->> 'changed')::timestamptz) o ON true
+        WHERE j.id = d.job_id
+        UNION ALL
+        SELECT CASE h.status WHEN 'completed' THEN 'completed' WHEN 'failed' THEN 'failed' ELSE 'cancelled' END,
+               coalesce(d.started_at, h.start_time), h.end_time, o.line, o.at
+        FROM job_history h
+        LEFT JOIN LATERAL _routine_output(h.result, h.end_time) o ON true
+        WHERE h.id = d.job_id AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = d.job_id)
+    ) x ON true
+    -- The latest of the routine's own messages (its sign of life), and the latest of any kind.
+    LEFT JOIN LATERAL (
+        SELECT l.at FROM routine_log l
+        WHERE l.schedule = d.schedule AND l.routine = d.routine AND NOT l.command
+          AND l.at >= today::timestamp AT TIME ZONE s.time_zone
+        ORDER BY l.at DESC LIMIT 1
+    ) m ON true
+    LEFT JOIN LATERAL (
+        SELECT c.message, c.level, c.at FROM (
+            SELECT l.message, l.level, l.at FROM routine_log l
+            WHERE l.schedule = d.schedule AND l.routine = d.routine
+              AND l.at >= today::timestamp AT TIME ZONE s.time_zone
+            UNION ALL
+            SELECT x.line, _routine_line_level(x.line), x.output_at WHERE x.line IS NOT NULL
+        ) c ORDER BY c.at DESC NULLS LAST LIMIT 1
+    ) n ON true
+    WHERE d.schedule = name AND d.day = today;
+END;
+
+-- The status task: each routine's status and last message, from what is known of it.
+CREATE FUNCTION _routines_status(name text, today date, at timestamptz) RETURNS void
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    UPDATE routine_days d
+    SET status = _routine_status(_routines_status.at, d.realtime, d.external, _routine_is_scheduler(d.routine),
+                                 f.due_at, f.dependencies_done, f.run, d.posted_at, f.last_sign, f.last_level,
+                                 d.restarts, d.restart_asked_by IS NOT NULL),
+        last_message = f.last_message, last_level = f.last_level, last_message_at = f.last_message_at,
+        started_at = coalesce(f.started_at, d.started_at), ended_at = f.ended_at
+    FROM _routine_facts(name, today, _routines_status.at) f
+    WHERE d.schedule = name AND d.day = today AND d.routine = f.routine;
+END;
+
+-- One schedule's round: the day's state (read again on a new day, a new scheduler or a reload),
+-- then the status of each routine, then the commands that are due. Returns what it did.
+CREATE FUNCTION _routines_round(name text, at timestamptz, scheduler_started timestamptz) RETURNS text
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    s routine_schedules;
+    today date;
+    todo record;
+    mode_now text;
+    sent integer := 0;
+    held integer := 0;
+BEGIN
+    SELECT * INTO s FROM routine_schedules x WHERE x.schedule = name FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    today := (at AT TIME ZONE s.time_zone)::date;
+    IF s.loaded_at IS NULL OR s.loaded_at < scheduler_started THEN
+        -- A scheduler that starts with pg_jobs.routines_start_mode = observe switches every
+        -- schedule's commands off; anyone may switch them on again.
+        IF current_setting('pg_jobs.routines_start_mode') = 'observe' AND s.loaded_at IS NOT NULL THEN
+            UPDATE routine_schedules x SET mode = 'observe', mode_by = NULL, mode_at = at
+            WHERE x.schedule = name AND x.mode <> 'observe';
+        END IF;
+        s.reload := true;
+    END IF;
+    IF s.reload OR s.day IS DISTINCT FROM today THEN
+        PERFORM _routines_load(s, today, at);
+    END IF;
+
+    PERFORM _routines_status(name, today, at);
+    -- Dependencies are read from the statuses just written.
+    FOR todo IN
+        SELECT d AS day_row, d.routine, d.job_id, c.command AS what
+        FROM routine_days d
+        JOIN _routine_facts(name, today, at) x ON x.routine = d.routine
+        CROSS JOIN LATERAL (SELECT _routine_command(at, d.realtime, d.external, _routine_is_scheduler(d.routine),
+                                                    x.due_at, x.dependencies_done, x.run, d.posted_at, x.last_sign,
+                                                    x.last_level, d.restarts, d.restart_asked_by IS NOT NULL,
+                                                    d.ending_since IS NOT NULL) AS command) c
+        WHERE d.schedule = name AND d.day = today AND c.command IS NOT NULL
+        ORDER BY d.seq
+    LOOP
+        -- The switch is read right before each command: one switched off in the middle of a
+        -- round stops the rest of it. A person's restart goes whatever it says.
+        SELECT x.mode INTO mode_now FROM routine_schedules x WHERE x.schedule = name;
+        IF todo.what <> 'start_asked' AND mode_now <> 'control' THEN
+            held := held + 1;
+            CONTINUE;
+        END IF;
+        BEGIN
+            PERFORM _routine_post(todo.day_row, CASE todo.what WHEN 'kill' THEN 'kill' ELSE 'routine' END);
+            IF todo.what <> 'start_asked' THEN
+                PERFORM _routine_log_command(name, todo.routine,
+                    CASE WHEN todo.what = 'kill' THEN 'restart (silent)'
+                         WHEN todo.job_id IS NULL THEN 'start' ELSE 'restart' END, NULL);
+            END IF;
+            sent := sent + 1;
+        EXCEPTION WHEN OTHERS THEN
+            -- A computer no agent has registered, say: the routine stays due and shows why.
+            UPDATE routine_days r
+            SET last_message = 'SCHED: cannot start: ' || SQLERRM, last_level = 'error', last_message_at = at
+            WHERE r.schedule = name AND r.day = today AND r.routine = todo.routine;
+        END;
+    END LOOP;
+
+    IF sent > 0 THEN
+        PERFORM _routines_status(name, today, at);
+    END IF;
+    SELECT x.mode INTO mode_now FROM routine_schedules x WHERE x.schedule = name;
+    UPDATE routine_schedules x
+    SET state_at = clock_timestamp(),
+        doing = CASE WHEN mode_now = 'control' THEN 'controlling' ELSE 'observing' END
+                || CASE WHEN sent > 0 THEN format('; %s command(s) sent', sent) ELSE '' END
+                || CASE WHEN held > 0 THEN format('; %s held back (commands off)', held) ELSE '' END
+    WHERE x.schedule = name;
+    RETURN format('%s: %s sent, %s held', name, sent, held);
+END
+$$;
+
+-- Every schedule's round, each on its own: one that fails is reported and the others go on.
+CREATE FUNCTION _routines_tick(at timestamptz) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+-- A run is looked up in every month of job_history: quick to do, but priced above
+-- jit_above_cost, and compiling it took seconds each round.
+SET jit = off
+AS $$
+DECLARE
+    name text;
+    started timestamptz := (SELECT l.started_at FROM launcher_state l);
+BEGIN
+    FOR name IN SELECT s.schedule FROM routine_schedules s ORDER BY s.schedule LOOP
+        BEGIN
+            PERFORM _routines_round(name, at, started);
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'pg_jobs scheduler: schedule % failed: %', name, SQLERRM;
+        END;
+    END LOOP;
+    DELETE FROM routine_days d WHERE d.day < (at - make_interval(days => current_setting('pg_jobs.history_days')::integer))::date;
+    DELETE FROM routine_log l WHERE l.at < _routines_tick.at - make_interval(days => current_setting('pg_jobs.history_days')::integer);
+END
+$$;
+
+-- ---- The public functions (src/api/routines.rs) ----
+
+CREATE FUNCTION routines_create(schedule text, time_zone text DEFAULT 'UTC') RETURNS void
+LANGUAGE c AS 'MODULE_PATHNAME', 'routines_create';
+COMMENT ON FUNCTION routines_create IS
+    'Makes a routine schedule of yours (or sets the time zone of its runtimes); routines_put and '
+    'routines_import make one in UTC when it does not exist.';
+
+CREATE FUNCTION routines_put(schedule text, routine text, group_name text DEFAULT '',
+    realtime boolean DEFAULT false, runtimes text DEFAULT '', args text DEFAULT '',
+    dependencies text DEFAULT '', computer text DEFAULT NULL, seq integer DEFAULT NULL,
+    external boolean DEFAULT false, command text DEFAULT '')
+RETURNS integer
+LANGUAGE c AS 'MODULE_PATHNAME', 'routines_put';
+COMMENT ON FUNCTION routines_put IS
+    'Adds a routine to your schedule or changes it; returns the number of routines. runtimes: '
+    '''HH:MM,HH:MM''; dependencies: routines, comma-separated. Read by the scheduler at the next '
+    'day, or now with routines_reload.';
+
+CREATE FUNCTION routines_remove(schedule text, routine text) RETURNS integer
+LANGUAGE c AS 'MODULE_PATHNAME', 'routines_remove';
+COMMENT ON FUNCTION routines_remove IS 'Removes a routine from your schedule''s definition.';
+
+CREATE FUNCTION routines_import(schedule text, csv text) RETURNS integer
+LANGUAGE c AS 'MODULE_PATHNAME', 'routines_import';
+COMMENT ON FUNCTION routines_import IS
+    'Replaces your schedule''s definition with a CSV (the columns of routines_export); all or nothing.';
+
+CREATE FUNCTION routines_export(schedule text) RETURNS text
+LANGUAGE c AS 'MODULE_PATHNAME', 'routines_export';
+COMMENT ON FUNCTION routines_export IS
+    'Your schedule''s definition as CSV: routine,group,external,realtime,runtimes,args,dependencies,computer,seq,command.';
+
+CREATE FUNCTION routines_drop(schedule text) RETURNS void
+LANGUAGE c AS 'MODULE_PATHNAME', 'routines_drop';
+COMMENT ON FUNCTION routines_drop IS 'Drops your schedule, its definition, state and messages (its running routines go on).';
+
+CREATE FUNCTION routines_grant(schedule text, role regrole) RETURNS void
+LANGUAGE c AS 'MODULE_PATHNAME', 'routines_grant';
+COMMENT ON FUNCTION routines_grant IS
+    'Lets the members of a role watch your schedule, switch its commands, restart and stop its routines.';
+
+CREATE FUNCTION routines_revoke(schedule text, role regrole) RETURNS void
+LANGUAGE c AS 'MODULE_PATHNAME', 'routines_revoke';
+COMMENT ON FUNCTION routines_revoke IS 'Takes back routines_grant.';
+
+CREATE FUNCTION routines_reload(schedule text) RETURNS void
+LANGUAGE c AS 'MODULE_PATHNAME', 'routines_reload';
+COMMENT ON FUNCTION routines_reload IS
+    'Has the scheduler read the definition into today''s state now, not at the next day.';
+
+CREATE FUNCTION routines_mode(schedule text)
+RETURNS TABLE (asked text, asked_by regrole, asked_at timestamptz, doing text,
+               state_at timestamptz, not_known boolean)
+LANGUAGE c AS 'MODULE_PATHNAME', 'routines_mode';
+COMMENT ON FUNCTION routines_mode IS
+    'A schedule''s switch: what was asked (observe or control), by whom (null: the setting '
+    'pg_jobs.routines_start_mode), when, and what the scheduler reports it is doing.';
+
+CREATE FUNCTION routines_set_mode(schedule text, mode text)
+RETURNS TABLE (asked text, asked_by regrole, asked_at timestamptz, doing text,
+               state_at timestamptz, not_known boolean)
+LANGUAGE c AS 'MODULE_PATHNAME', 'routines_set_mode';
+COMMENT ON FUNCTION routines_set_mode IS
+    'observe: the scheduler keeps the status and sends no command; control: it starts and restarts '
+    'routines (what was due is started at once). Kept across restarts.';
+
+CREATE FUNCTION routine_restart(schedule text, routine text) RETURNS text
+LANGUAGE c AS 'MODULE_PATHNAME', 'routine_restart';
+COMMENT ON FUNCTION routine_restart IS
+    'Ends the routine if it runs and starts it again, in either mode; logged with who sent it.';
+
+CREATE FUNCTION routine_stop(schedule text, routine text) RETURNS text
+LANGUAGE c AS 'MODULE_PATHNAME', 'routine_stop';
+COMMENT ON FUNCTION routine_stop IS
+    'Ends the routine, in either mode; logged with who sent it. A realtime routine is started '
+    'again once silent for 45 s: remove it from the definition to keep it stopped.';
+
+CREATE FUNCTION routine_message(routine text, level text, message text) RETURNS integer
+LANGUAGE c AS 'MODULE_PATHNAME', 'routine_message';
+COMMENT ON FUNCTION routine_message IS
+    'A routine''s message (level info, warning, error or completed), kept for each schedule of '
+    'yours that lists it; returns how many.';
