@@ -16,6 +16,10 @@ Options:
   --poll SECONDS      claim at least this often even without a notification (default 2)
   --grace SECONDS     between SIGTERM and SIGKILL of a cancelled job's processes, and how long a
                       shutdown waits for running jobs to end on their own (default 10)
+  --output-every SECONDS
+                      a running job's new output (the tails of its stderr and stdout) reaches
+                      the database within this long: at most one heartbeat per interval for
+                      the jobs whose output changed (default 2, at least 0.2)
   --once              claim what is ready, run it, report, exit 0 when nothing is left
   --log json|text     the format of the log lines on stderr (default json)
   --help              this text
@@ -37,6 +41,7 @@ pub struct Options {
     pub batchjobs: u32,
     pub poll: Duration,
     pub grace: Duration,
+    pub output_every: Duration,
     pub once: bool,
     pub log: LogFormat,
 }
@@ -49,6 +54,7 @@ impl Default for Options {
             batchjobs: 1,
             poll: Duration::from_secs(2),
             grace: Duration::from_secs(10),
+            output_every: Duration::from_secs(2),
             once: false,
             log: LogFormat::Json,
         }
@@ -107,6 +113,7 @@ where
             "--batchjobs",
             "--poll",
             "--grace",
+            "--output-every",
             "--log",
         ];
         if !known.contains(&flag.as_str()) {
@@ -141,6 +148,12 @@ where
                 }
             }
             "--grace" => options.grace = seconds("--grace", &value)?,
+            "--output-every" => {
+                options.output_every = seconds("--output-every", &value)?;
+                if options.output_every < Duration::from_millis(200) {
+                    return Err("--output-every: at least 0.2 seconds".into());
+                }
+            }
             "--log" => {
                 options.log = match value.as_str() {
                     "json" => LogFormat::Json,
@@ -177,11 +190,12 @@ mod tests {
         assert_eq!(run(&[]), Options::default());
         let o = Options::default();
         assert_eq!(
-            (o.batchjobs, o.poll, o.grace, o.once, o.log),
+            (o.batchjobs, o.poll, o.grace, o.output_every, o.once, o.log),
             (
                 1,
                 Duration::from_secs(2),
                 Duration::from_secs(10),
+                Duration::from_secs(2),
                 false,
                 LogFormat::Json
             )
@@ -202,6 +216,8 @@ mod tests {
             "--once",
             "--log",
             "text",
+            "--output-every",
+            "0.25",
         ]);
         assert_eq!(o.dsn.as_deref(), Some("host=x port=5"));
         assert_eq!(o.computer.as_deref(), Some("alpha"));
@@ -210,6 +226,11 @@ mod tests {
         assert_eq!(o.grace, Duration::from_secs(2));
         assert!(o.once);
         assert_eq!(o.log, LogFormat::Text);
+        assert_eq!(o.output_every, Duration::from_millis(250));
+        assert_eq!(
+            run(&["--output-every=0.2"]).output_every,
+            Duration::from_millis(200)
+        );
         // A DSN with '=' in it, given inline: only the first '=' splits.
         assert_eq!(
             run(&["--dsn=host=a user=b"]).dsn.as_deref(),
@@ -238,5 +259,8 @@ mod tests {
         assert!(error(&["--verbose"]).contains("unknown option --verbose"));
         assert!(error(&["alpha"]).contains("unexpected argument"));
         assert!(error(&["--once=yes"]).contains("no value"));
+        assert!(error(&["--output-every", "0.1"]).contains("at least 0.2"));
+        assert!(error(&["--output-every", "soon"]).contains("seconds"));
+        assert!(error(&["--output-every"]).contains("needs a value"));
     }
 }

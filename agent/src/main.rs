@@ -465,6 +465,12 @@ impl Agent {
                     if let Some(job) = self.jobs.get_mut(&id) {
                         job.started_unsaid = false;
                     }
+                    // batch_started writes the job's progress anew, without the tails an
+                    // earlier heartbeat may have sent: the next one sends them again.
+                    if let Some(lease) = self.leases.lock().unwrap().get_mut(&id) {
+                        lease.sent_stdout = 0;
+                        lease.sent_stderr = 0;
+                    }
                     self.lease_state(id, &state, "started");
                 }
                 Err(e) => {
@@ -846,6 +852,7 @@ impl Agent {
             leases: self.leases.clone(),
             events: self.events_tx.clone(),
             stop: stop_watch.clone(),
+            output_every: self.opts.output_every,
         };
         let watch_thread = std::thread::Builder::new()
             .name("watch".into())
