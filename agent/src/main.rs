@@ -16,6 +16,7 @@ mod dsn;
 #[macro_use]
 mod log;
 mod proc;
+mod routines;
 mod sentinel;
 mod tail;
 mod watch;
@@ -967,12 +968,36 @@ fn main() {
     if std::env::args().nth(1).as_deref() == Some("--sentinel") {
         sentinel::run();
     }
+    let routines_given = std::env::args().nth(1).as_deref() == Some("routines");
     let opts = match args::parse(std::env::args().skip(1)) {
         Ok(Parsed::Help) => {
             print!("{}", args::USAGE);
             return;
         }
+        Ok(Parsed::RoutinesHelp) => {
+            print!("{}", args::ROUTINES_USAGE);
+            return;
+        }
+        Ok(Parsed::Routines(cmd)) => {
+            let config = match dsn::assemble(
+                cmd.dsn.as_deref(),
+                |k| std::env::var(k).ok(),
+                &os_user(),
+                "pg_jobs_agent routines",
+            ) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("pg_jobs_agent: {e}");
+                    std::process::exit(2);
+                }
+            };
+            std::process::exit(routines::run(cmd, config));
+        }
         Ok(Parsed::Run(opts)) => opts,
+        Err(e) if routines_given => {
+            eprint!("pg_jobs_agent: {e}\n\n{}", args::ROUTINES_USAGE);
+            std::process::exit(2);
+        }
         Err(e) => {
             eprintln!("pg_jobs_agent: {e}");
             std::process::exit(2);
