@@ -914,13 +914,15 @@ impl Agent {
                     }
                 }
             }
-            // Sleep until something happens or a timer is due.
-            let mut until = self.next_poll;
+            // Sleep until something happens or a timer is due. Without a connection no claim
+            // is made (next_poll stays where it was, maybe past): the reconnection is the timer.
+            let mut until = if self.db.is_some() {
+                self.next_poll
+            } else {
+                self.reconnect_at
+            };
             if let Some(kill_at) = self.escalate() {
                 until = until.min(kill_at);
-            }
-            if self.db.is_none() {
-                until = until.min(self.reconnect_at);
             }
             if let Some(since) = self.stopping {
                 if !ended_all {
@@ -929,6 +931,7 @@ impl Agent {
                 until = until.min(Instant::now() + Duration::from_millis(200));
             }
             let wait = if (self.more || self.claim_now)
+                && self.db.is_some()
                 && self.jobs.len() < self.capacity()
                 && self.stopping.is_none()
             {
