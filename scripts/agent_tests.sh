@@ -245,6 +245,18 @@ agent_heartbeats() {
 }
 test_agent_heartbeats() { agent_case heartbeats agent_heartbeats; }
 
+# A running job's new output reaches the database within --output-every (2 s by default), with
+# pg_jobs.batch_silence at its default (a lease heartbeat only every 20 minutes).
+agent_output() {
+    start_alpha || return 1
+    local job
+    job=$(post "'echo first; sleep 3; echo second >&2; sleep 20', computer => 'alpha', shell => true") || return 1
+    status_is 15 "$job" RUNNING || return 1
+    wait_until 4 "SELECT status = 'RUNNING' AND stdout = E'first\\n' FROM pgjobs.batch_jobs WHERE id = $job" || return 1
+    wait_until 6 "SELECT status = 'RUNNING' AND stderr = E'second\\n' FROM pgjobs.batch_jobs WHERE id = $job"
+}
+test_agent_output() { agent_case output agent_output; }
+
 # 6. kill -9 of an agent mid-job: its job's processes die with it (PR_SET_PDEATHSIG and the
 # sentinel), the job is
 # PENDING again after the lease and the other agent completes it, to the end exactly once.
@@ -392,6 +404,7 @@ run_agent_tests() {
     verdict "agent: a cancel ends the running process, a forged NOTIFY does not" test_agent_cancel
     verdict "agent: a silent agent's job ends in lease expired" test_agent_silence
     verdict "agent: heartbeats keep a long job alive and carry its output" test_agent_heartbeats
+    verdict "agent: a running job's output reaches the database within seconds" test_agent_output
     verdict "agent: kill -9 of an agent, its job completes elsewhere once" test_agent_kill_9
     verdict "agent: jobs complete across a server restart" test_agent_database_restart
     verdict "agent: SIGTERM hands the running job back" test_agent_sigterm

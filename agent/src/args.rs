@@ -1,4 +1,5 @@
-//! The command line, parsed by hand: a handful of flags, each `--flag VALUE` or `--flag=VALUE`.
+//! The command line, parsed by hand: a handful of flags, each `--flag VALUE` or `--flag=VALUE`;
+//! or, first, the subcommand `routines` (routine schedule definitions, with the DSN's role).
 
 use std::time::Duration;
 
@@ -6,6 +7,7 @@ pub const USAGE: &str = "\
 pg_jobs_agent: claims the batch jobs of one computer from pg_jobs, runs them, reports how they ended
 
 Usage: pg_jobs_agent [OPTIONS]
+       pg_jobs_agent routines export|import|list ... (see pg_jobs_agent routines --help)
 
 Options:
   --dsn DSN           libpq-style connection string ('host=... port=... user=... dbname=...')
@@ -16,6 +18,10 @@ Options:
   --poll SECONDS      claim at least this often even without a notification (default 2)
   --grace SECONDS     between SIGTERM and SIGKILL of a cancelled job's processes, and how long a
                       shutdown waits for running jobs to end on their own (default 10)
+  --output-every SECONDS
+                      a running job's new output (the tails of its stderr and stdout) reaches
+                      the database within this long: at most one heartbeat per interval for
+                      the jobs whose output changed (default 2, at least 0.2)
   --once              claim what is ready, run it, report, exit 0 when nothing is left
   --log json|text     the format of the log lines on stderr (default json)
   --help              this text
@@ -37,6 +43,7 @@ pub struct Options {
     pub batchjobs: u32,
     pub poll: Duration,
     pub grace: Duration,
+    pub output_every: Duration,
     pub once: bool,
     pub log: LogFormat,
 }
@@ -49,6 +56,7 @@ impl Default for Options {
             batchjobs: 1,
             poll: Duration::from_secs(2),
             grace: Duration::from_secs(10),
+            output_every: Duration::from_secs(2),
             once: false,
             log: LogFormat::Json,
         }
@@ -59,6 +67,43 @@ impl Default for Options {
 pub enum Parsed {
     Run(Options),
     Help,
+    Routines(Routines),
+    RoutinesHelp,
+}
+
+pub const ROUTINES_USAGE: &str = "\
+pg_jobs_agent routines: the definitions of routine schedules, as CSV (a spreadsheet's), with the
+role of the DSN (a person's role, not the agent's)
+
+Usage: pg_jobs_agent routines export NAME [--dsn DSN]        the definition as CSV, to stdout
+       pg_jobs_agent routines import NAME FILE [--dsn DSN]   replaces it with FILE ('-': stdin)
+       pg_jobs_agent routines list [--dsn DSN]               the schedules: name, routines, mode
+
+  --dsn DSN           as for the agent; PGHOST, PGPORT, PGUSER, PGDATABASE and PGPASSWORD fill
+                      in what it leaves out
+
+An error of the server is printed to stderr with its SQLSTATE (and hint), exit code 1; a usage
+error exits 2.
+";
+
+/// What `pg_jobs_agent routines ...` does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RoutinesAction {
+    Export {
+        name: String,
+    },
+    /// `file` is "-" for stdin.
+    Import {
+        name: String,
+        file: String,
+    },
+    List,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routines {
+    pub dsn: Option<String>,
+    pub action: RoutinesAction,
 }
 
 /// Seconds as given on the command line: a non-negative decimal number (0.5 is fine).
@@ -71,6 +116,60 @@ fn seconds(flag: &str, value: &str) -> Result<Duration, String> {
     }
 }
 
+/// `routines ...`: the arguments after `routines`. Options (`--dsn`) may come anywhere; `--`
+/// ends them; "-" is a word (stdin).
+fn parse_routines(args: impl Iterator<Item = String>) -> Result<Parsed, String> {
+    let mut dsn = None;
+    let mut words = vec![];
+    let mut args = args;
+    let mut options_ended = false;
+    while let Some(arg) = args.next() {
+        if options_ended || !arg.starts_with('-') || arg == "-" {
+            words.push(arg);
+            continue;
+        }
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) => (flag.to_string(), Some(value.to_string())),
+            None => (arg.clone(), None),
+        };
+        match flag.as_str() {
+            "--" if inline.is_none() => options_ended = true,
+            "--help" | "-h" if inline.is_none() => return Ok(Parsed::RoutinesHelp),
+            "--dsn" => {
+                let value = match inline {
+                    Some(value) => value,
+                    None => args.next().ok_or("--dsn needs a value")?,
+                };
+                dsn = Some(value);
+            }
+            _ => return Err(format!("routines: unknown option {flag}")),
+        }
+    }
+    let mut words = words.into_iter();
+    let action = match words.next().as_deref() {
+        Some("export") => RoutinesAction::Export {
+            name: words
+                .next()
+                .ok_or("routines export: the schedule's NAME is missing")?,
+        },
+        Some("import") => RoutinesAction::Import {
+            name: words
+                .next()
+                .ok_or("routines import: the schedule's NAME is missing")?,
+            file: words
+                .next()
+                .ok_or("routines import: FILE is missing ('-' for stdin)")?,
+        },
+        Some("list") => RoutinesAction::List,
+        Some(other) => return Err(format!("routines: export, import or list, not {other:?}")),
+        None => return Err("routines: export, import or list?".into()),
+    };
+    if let Some(extra) = words.next() {
+        return Err(format!("routines: unexpected argument {extra:?}"));
+    }
+    Ok(Parsed::Routines(Routines { dsn, action }))
+}
+
 /// Parses the arguments after the program's name.
 pub fn parse<I, S>(args: I) -> Result<Parsed, String>
 where
@@ -78,7 +177,11 @@ where
     S: Into<String>,
 {
     let mut options = Options::default();
-    let mut args = args.into_iter().map(Into::into);
+    let mut args = args.into_iter().map(Into::into).peekable();
+    if args.peek().map(String::as_str) == Some("routines") {
+        args.next();
+        return parse_routines(args);
+    }
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((flag, value)) if flag.starts_with("--") => {
@@ -107,6 +210,7 @@ where
             "--batchjobs",
             "--poll",
             "--grace",
+            "--output-every",
             "--log",
         ];
         if !known.contains(&flag.as_str()) {
@@ -141,6 +245,12 @@ where
                 }
             }
             "--grace" => options.grace = seconds("--grace", &value)?,
+            "--output-every" => {
+                options.output_every = seconds("--output-every", &value)?;
+                if options.output_every < Duration::from_millis(200) {
+                    return Err("--output-every: at least 0.2 seconds".into());
+                }
+            }
             "--log" => {
                 options.log = match value.as_str() {
                     "json" => LogFormat::Json,
@@ -177,11 +287,12 @@ mod tests {
         assert_eq!(run(&[]), Options::default());
         let o = Options::default();
         assert_eq!(
-            (o.batchjobs, o.poll, o.grace, o.once, o.log),
+            (o.batchjobs, o.poll, o.grace, o.output_every, o.once, o.log),
             (
                 1,
                 Duration::from_secs(2),
                 Duration::from_secs(10),
+                Duration::from_secs(2),
                 false,
                 LogFormat::Json
             )
@@ -202,6 +313,8 @@ mod tests {
             "--once",
             "--log",
             "text",
+            "--output-every",
+            "0.25",
         ]);
         assert_eq!(o.dsn.as_deref(), Some("host=x port=5"));
         assert_eq!(o.computer.as_deref(), Some("alpha"));
@@ -210,6 +323,11 @@ mod tests {
         assert_eq!(o.grace, Duration::from_secs(2));
         assert!(o.once);
         assert_eq!(o.log, LogFormat::Text);
+        assert_eq!(o.output_every, Duration::from_millis(250));
+        assert_eq!(
+            run(&["--output-every=0.2"]).output_every,
+            Duration::from_millis(200)
+        );
         // A DSN with '=' in it, given inline: only the first '=' splits.
         assert_eq!(
             run(&["--dsn=host=a user=b"]).dsn.as_deref(),
@@ -238,5 +356,98 @@ mod tests {
         assert!(error(&["--verbose"]).contains("unknown option --verbose"));
         assert!(error(&["alpha"]).contains("unexpected argument"));
         assert!(error(&["--once=yes"]).contains("no value"));
+        assert!(error(&["--output-every", "0.1"]).contains("at least 0.2"));
+        assert!(error(&["--output-every", "soon"]).contains("seconds"));
+        assert!(error(&["--output-every"]).contains("needs a value"));
+        // The subcommand comes first, or it is an argument the agent does not take.
+        assert!(error(&["--dsn", "x", "routines", "list"]).contains("unexpected argument"));
+    }
+
+    fn routines(args: &[&str]) -> Routines {
+        match parse(args.iter().copied()) {
+            Ok(Parsed::Routines(r)) => r,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn routines_subcommands() {
+        assert_eq!(
+            routines(&["routines", "export", "night"]),
+            Routines {
+                dsn: None,
+                action: RoutinesAction::Export {
+                    name: "night".into()
+                }
+            }
+        );
+        assert_eq!(
+            routines(&["routines", "import", "night", "-", "--dsn", "host=a user=b"]),
+            Routines {
+                dsn: Some("host=a user=b".into()),
+                action: RoutinesAction::Import {
+                    name: "night".into(),
+                    file: "-".into()
+                }
+            }
+        );
+        // --dsn anywhere, either way; the last one wins.
+        assert_eq!(
+            routines(&[
+                "routines",
+                "--dsn=x",
+                "import",
+                "--dsn=host=h",
+                "n",
+                "f.csv"
+            ]),
+            Routines {
+                dsn: Some("host=h".into()),
+                action: RoutinesAction::Import {
+                    name: "n".into(),
+                    file: "f.csv".into()
+                }
+            }
+        );
+        assert_eq!(
+            routines(&["routines", "list"]),
+            Routines {
+                dsn: None,
+                action: RoutinesAction::List
+            }
+        );
+        assert_eq!(
+            routines(&["routines", "list", "--dsn", "postgres://u@h/db"]).dsn,
+            Some("postgres://u@h/db".into())
+        );
+        // After --, a name may start with a dash.
+        assert_eq!(
+            routines(&["routines", "export", "--", "-odd"]).action,
+            RoutinesAction::Export {
+                name: "-odd".into()
+            }
+        );
+        assert_eq!(parse(["routines", "--help"]), Ok(Parsed::RoutinesHelp));
+        assert_eq!(parse(["routines", "list", "-h"]), Ok(Parsed::RoutinesHelp));
+        assert!(USAGE.contains("routines"));
+        assert!(ROUTINES_USAGE.contains("routines import NAME FILE"));
+    }
+
+    #[test]
+    fn routines_refusals() {
+        assert!(error(&["routines"]).contains("export, import or list"));
+        assert!(error(&["routines", "drop", "x"]).contains("not \"drop\""));
+        assert!(error(&["routines", "export"]).contains("NAME is missing"));
+        assert!(error(&["routines", "import", "n"]).contains("FILE is missing"));
+        assert!(error(&["routines", "import"]).contains("NAME is missing"));
+        assert!(error(&["routines", "list", "extra"]).contains("unexpected argument \"extra\""));
+        assert!(error(&["routines", "export", "a", "b"]).contains("unexpected argument"));
+        assert!(error(&["routines", "list", "--dsn"]).contains("needs a value"));
+        // The agent's own options are not for these.
+        assert!(
+            error(&["routines", "list", "--computer", "a"]).contains("unknown option --computer")
+        );
+        assert!(error(&["routines", "list", "--once"]).contains("unknown option"));
+        assert!(error(&["routines", "list", "-x"]).contains("unknown option -x"));
     }
 }

@@ -16,6 +16,7 @@ mod dsn;
 #[macro_use]
 mod log;
 mod proc;
+mod routines;
 mod sentinel;
 mod tail;
 mod watch;
@@ -465,6 +466,12 @@ impl Agent {
                     if let Some(job) = self.jobs.get_mut(&id) {
                         job.started_unsaid = false;
                     }
+                    // batch_started writes the job's progress anew, without the tails an
+                    // earlier heartbeat may have sent: the next one sends them again.
+                    if let Some(lease) = self.leases.lock().unwrap().get_mut(&id) {
+                        lease.sent_stdout = 0;
+                        lease.sent_stderr = 0;
+                    }
                     self.lease_state(id, &state, "started");
                 }
                 Err(e) => {
@@ -846,6 +853,7 @@ impl Agent {
             leases: self.leases.clone(),
             events: self.events_tx.clone(),
             stop: stop_watch.clone(),
+            output_every: self.opts.output_every,
         };
         let watch_thread = std::thread::Builder::new()
             .name("watch".into())
@@ -906,13 +914,15 @@ impl Agent {
                     }
                 }
             }
-            // Sleep until something happens or a timer is due.
-            let mut until = self.next_poll;
+            // Sleep until something happens or a timer is due. Without a connection no claim
+            // is made (next_poll stays where it was, maybe past): the reconnection is the timer.
+            let mut until = if self.db.is_some() {
+                self.next_poll
+            } else {
+                self.reconnect_at
+            };
             if let Some(kill_at) = self.escalate() {
                 until = until.min(kill_at);
-            }
-            if self.db.is_none() {
-                until = until.min(self.reconnect_at);
             }
             if let Some(since) = self.stopping {
                 if !ended_all {
@@ -921,6 +931,7 @@ impl Agent {
                 until = until.min(Instant::now() + Duration::from_millis(200));
             }
             let wait = if (self.more || self.claim_now)
+                && self.db.is_some()
                 && self.jobs.len() < self.capacity()
                 && self.stopping.is_none()
             {
@@ -960,12 +971,36 @@ fn main() {
     if std::env::args().nth(1).as_deref() == Some("--sentinel") {
         sentinel::run();
     }
+    let routines_given = std::env::args().nth(1).as_deref() == Some("routines");
     let opts = match args::parse(std::env::args().skip(1)) {
         Ok(Parsed::Help) => {
             print!("{}", args::USAGE);
             return;
         }
+        Ok(Parsed::RoutinesHelp) => {
+            print!("{}", args::ROUTINES_USAGE);
+            return;
+        }
+        Ok(Parsed::Routines(cmd)) => {
+            let config = match dsn::assemble(
+                cmd.dsn.as_deref(),
+                |k| std::env::var(k).ok(),
+                &os_user(),
+                "pg_jobs_agent routines",
+            ) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("pg_jobs_agent: {e}");
+                    std::process::exit(2);
+                }
+            };
+            std::process::exit(routines::run(cmd, config));
+        }
         Ok(Parsed::Run(opts)) => opts,
+        Err(e) if routines_given => {
+            eprint!("pg_jobs_agent: {e}\n\n{}", args::ROUTINES_USAGE);
+            std::process::exit(2);
+        }
         Err(e) => {
             eprintln!("pg_jobs_agent: {e}");
             std::process::exit(2);
