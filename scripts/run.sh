@@ -40,7 +40,7 @@ if [ "$(id -u)" = 0 ] && runuser -u postgres -- test -x "$ROOT/target/release/pg
     chown postgres "$agent_log"
 fi
 nohup "${agent_as[@]}" "$ROOT/target/release/pg_jobs_agent" --dsn "host=localhost port=$PORT user=demo_agent dbname=pg_jobs" \
-    --computer demo --batchjobs 2 </dev/null >/dev/null 2>>"$agent_log" &
+    --computer demo --batchjobs 4 </dev/null >/dev/null 2>>"$agent_log" &
 echo $! >"$dir/agent.pid"
 for _ in $(seq 100); do grep -q '"event":"registered"' "$agent_log" && break; sleep 0.1; done
 # demo_alice posts two jobs: one for the computer demo, one for ANY computer.
@@ -56,6 +56,25 @@ psql_run -d pg_jobs -c "SET ROLE demo_alice" \
     -c "SELECT id, status, computer, target, command, args, exit_code, run_time, rtrim(stdout, E'\\n') AS stdout
         FROM pgjobs.batch_jobs WHERE id IN ($jobs) ORDER BY id"
 
+log "routine schedules: schedule DEMO, a batch routine due this minute and a realtime one"
+runtime=$(date -u +%H:%M)
+psql_run -d pg_jobs -q -c "SET ROLE demo_alice" \
+    -c "SELECT pgjobs.routines_put('DEMO', 'demo_alice@demo:reports/daily', 'REPORTS', runtimes => '$runtime',
+                                   command => 'echo daily report written')" \
+    -c "SELECT pgjobs.routines_put('DEMO', 'demo_alice@demo:feeds/ticker', 'FEEDS', realtime => true,
+                                   command => 'while true; do echo \"tick \$(date +%T)\"; sleep 2; done')" \
+    -c "SELECT pgjobs.routines_reload('DEMO')" >/dev/null
+for _ in $(seq 150); do
+    psql_run -d pg_jobs -tA -c "SET ROLE demo_alice" \
+        -c "SELECT count(*) = 2 FROM pgjobs.routines_today
+            WHERE schedule = 'DEMO' AND status IN ('completed', 'running') AND last_message NOT LIKE 'SCHED:%'" | grep -qx t && break
+    sleep 0.2
+done
+psql_run -d pg_jobs -c "SET ROLE demo_alice" \
+    -c "SELECT routine, CASE WHEN realtime THEN 'realtime' ELSE runtimes END AS runs, status, last_message
+        FROM pgjobs.routines_today WHERE schedule = 'DEMO' ORDER BY seq" \
+    -c "SELECT schedule, mode, doing, realtime, realtime_failing, batch, batch_failing FROM pgjobs.routine_schedule_list"
+
 cat <<TXT
 
 pg_jobs is running: data in $dir/data, log in $dir/server.log.
@@ -65,5 +84,8 @@ pg_jobs is running: data in $dir/data, log in $dir/server.log.
   agent:    pg_jobs_agent (pid $(cat "$dir/agent.pid")) runs batch jobs for computer demo, log in $agent_log
             SET ROLE demo_alice; SELECT pgjobs.batch_post('date', computer => 'demo');
             SELECT id, status, stdout FROM pgjobs.batch_jobs ORDER BY id DESC LIMIT 5;
+  routines: SET ROLE demo_alice; SELECT routine, status, last_message FROM pgjobs.routines_today;
+            SELECT pgjobs.routines_set_mode('DEMO', 'observe');
+            SELECT pgjobs.routine_restart('DEMO', 'demo_alice@demo:feeds/ticker');
   stop:     make stop
 TXT

@@ -5,6 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/live_tests.sh"
 source "$(dirname "$0")/agent_tests.sh"
+source "$(dirname "$0")/routine_tests.sh"
 # PG_JOBS_TEST_PORT moves the suite's clusters (this port, +2 and +10) off the default.
 PORT=${PG_JOBS_TEST_PORT:-28816}
 OUT="$ROOT/target/test-results"
@@ -98,6 +99,8 @@ log "worker agent"
 start_cluster test "$PORT" pg_jobs_live >/dev/null
 if wait_ready; then
     run_agent_tests
+    log "routine schedules"
+    run_routine_tests
 else
     echo "worker agent: the test cluster did not start again ... FAILED"
     count 0 1
