@@ -165,17 +165,23 @@ CREATE FUNCTION _routines_heard(state_at timestamptz) RETURNS boolean
 LANGUAGE sql STABLE
 RETURN state_at > now() - current_setting('pg_jobs.routines_stale_after')::interval;
 
+-- The dependencies a routine still waits for: a batch one has not completed, a realtime one
+-- does not run.
+CREATE FUNCTION _routine_waits_for(name text, day date, dependencies text[]) RETURNS text[]
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN ARRAY(SELECT x FROM unnest(dependencies) x
+             WHERE NOT EXISTS (SELECT FROM routine_days p
+                               WHERE p.schedule = name AND p.day = _routine_waits_for.day AND p.routine = x
+                                 AND p.status = CASE WHEN p.realtime THEN 'running' ELSE 'completed' END));
+
 -- Today's routines of every schedule the caller may watch, with their status: WAS RUNNING for
 -- every routine of a schedule whose scheduler is not heard of.
 CREATE VIEW routines_today WITH (security_invoker = true) AS
 SELECT d.schedule, d.routine, d.group_name, d.computer, d.realtime, d.external,
        _routine_runtimes_text(d.runtimes) AS runtimes, _routine_shown_args(d.args) AS args,
        d.dependencies,
-       ARRAY(SELECT x FROM unnest(d.dependencies) x
-             WHERE NOT EXISTS (SELECT FROM routine_days p
-                               WHERE p.schedule = d.schedule AND p.day = d.day AND p.routine = x
-                                 AND p.status = CASE WHEN p.realtime THEN 'running' ELSE 'completed' END))
-           AS waits_for,
+       _routine_waits_for(d.schedule, d.day, d.dependencies) AS waits_for,
        CASE WHEN _routines_heard(s.state_at) THEN d.status ELSE 'WAS RUNNING' END AS status,
        d.last_message, d.last_level, d.last_message_at, d.posted_at, d.started_at, d.ended_at,
        d.job_id, d.restarts, d.seq, d.run_order, d.day,
@@ -759,74 +765,79 @@ BEGIN ATOMIC
     LIMIT 1;
 END;
 
--- What is known of each routine of a schedule's day (the inputs of pg_jobs_core::routine).
-CREATE FUNCTION _routine_facts(name text, today date, at timestamptz)
-RETURNS TABLE (routine text, run text, started_at timestamptz, ended_at timestamptz,
-               due_at timestamptz, dependencies_done boolean, last_sign timestamptz,
-               last_message text, last_level text, last_message_at timestamptz)
+-- What is known of each routine of a schedule's day, and what follows from it
+-- (pg_jobs_core::routine): its status, and the command due for it, if any.
+CREATE FUNCTION _routine_decisions(name text, today date, at timestamptz)
+RETURNS TABLE (routine text, started_at timestamptz, ended_at timestamptz, last_message text,
+               last_level text, last_message_at timestamptz, status text, command text)
 LANGUAGE sql STABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT d.routine, x.run, x.started_at, x.ended_at,
-           CASE WHEN d.realtime OR d.runtimes = '{}' THEN d.due_since
-                ELSE (SELECT max((today + t) AT TIME ZONE s.time_zone) FROM unnest(d.runtimes) t
-                      WHERE (today + t) AT TIME ZONE s.time_zone <= _routine_facts.at) END,
-           NOT EXISTS (SELECT FROM unnest(d.dependencies) dep
-                       WHERE NOT EXISTS (SELECT FROM routine_days p
-                                         WHERE p.schedule = d.schedule AND p.day = today AND p.routine = dep
-                                           AND p.status = CASE WHEN p.realtime THEN 'running' ELSE 'completed' END)),
-           greatest(m.at, x.output_at, x.started_at, x.ended_at),
-           n.message, n.level, n.at
-    FROM routine_days d
-    JOIN routine_schedules s ON s.schedule = d.schedule
-    LEFT JOIN LATERAL (
-        SELECT CASE WHEN j.status = 'created' THEN 'waiting'
-                    WHEN j.progress ->> 'token' = j.lease_token::text THEN 'running'
-                    WHEN j.status = 'aborted' THEN 'running'
-                    ELSE 'fetched' END AS run,
-               (j.progress ->> 'started_at')::timestamptz AS started_at, NULL::timestamptz AS ended_at,
-               o.line, o.at AS output_at
-        FROM jobs j
-        LEFT JOIN LATERAL _routine_output(j.progress, (j.progress ->> 'changed')::timestamptz) o ON true
-        WHERE j.id = d.job_id
-        UNION ALL
-        SELECT CASE h.status WHEN 'completed' THEN 'completed' WHEN 'failed' THEN 'failed' ELSE 'cancelled' END,
-               coalesce(d.started_at, h.start_time), h.end_time, o.line, o.at
-        FROM job_history h
-        LEFT JOIN LATERAL _routine_output(h.result, h.end_time) o ON true
-        WHERE h.id = d.job_id AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = d.job_id)
-    ) x ON true
-    -- The latest of the routine's own messages (its sign of life), and the latest of any kind.
-    LEFT JOIN LATERAL (
-        SELECT l.at FROM routine_log l
-        WHERE l.schedule = d.schedule AND l.routine = d.routine AND NOT l.command
-          AND l.at >= today::timestamp AT TIME ZONE s.time_zone
-        ORDER BY l.at DESC LIMIT 1
-    ) m ON true
-    LEFT JOIN LATERAL (
-        SELECT c.message, c.level, c.at FROM (
-            SELECT l.message, l.level, l.at FROM routine_log l
-            WHERE l.schedule = d.schedule AND l.routine = d.routine
-              AND l.at >= today::timestamp AT TIME ZONE s.time_zone
+    SELECT f.routine, f.started_at, f.ended_at, f.last_message, f.last_level, f.last_message_at,
+           r.status, r.command
+    FROM (
+        SELECT d.routine, d.realtime, d.external, d.posted_at, d.restarts,
+               d.restart_asked_by IS NOT NULL AS restart_asked, d.ending_since IS NOT NULL AS ending,
+               x.run, x.started_at, x.ended_at,
+               CASE WHEN d.realtime OR d.runtimes = '{}' THEN d.due_since
+                    ELSE (SELECT max((today + t) AT TIME ZONE s.time_zone) FROM unnest(d.runtimes) t
+                          WHERE (today + t) AT TIME ZONE s.time_zone <= _routine_decisions.at) END AS due_at,
+               cardinality(_routine_waits_for(d.schedule, today, d.dependencies)) = 0 AS dependencies_done,
+               greatest(m.at, x.output_at, x.started_at, x.ended_at) AS last_sign,
+               n.message AS last_message, n.level AS last_level, n.at AS last_message_at
+        FROM routine_days d
+        JOIN routine_schedules s ON s.schedule = d.schedule
+        LEFT JOIN LATERAL (
+            SELECT CASE WHEN j.status = 'created' THEN 'waiting'
+                        WHEN j.progress ->> 'token' = j.lease_token::text THEN 'running'
+                        WHEN j.status = 'aborted' THEN 'running'
+                        ELSE 'fetched' END AS run,
+                   (j.progress ->> 'started_at')::timestamptz AS started_at, NULL::timestamptz AS ended_at,
+                   o.line, o.at AS output_at
+            FROM jobs j
+            LEFT JOIN LATERAL _routine_output(j.progress, (j.progress ->> 'changed')::timestamptz) o ON true
+            WHERE j.id = d.job_id
             UNION ALL
-            SELECT x.line, _routine_line_level(x.line), x.output_at WHERE x.line IS NOT NULL
-        ) c ORDER BY c.at DESC NULLS LAST LIMIT 1
-    ) n ON true
-    WHERE d.schedule = name AND d.day = today;
+            SELECT CASE h.status WHEN 'completed' THEN 'completed' WHEN 'failed' THEN 'failed' ELSE 'cancelled' END,
+                   coalesce(d.started_at, h.start_time), h.end_time, o.line, o.at
+            FROM job_history h
+            LEFT JOIN LATERAL _routine_output(h.result, h.end_time) o ON true
+            WHERE h.id = d.job_id AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = d.job_id)
+        ) x ON true
+        -- The latest of the routine's own messages (its sign of life), and the latest of any kind.
+        LEFT JOIN LATERAL (
+            SELECT l.at FROM routine_log l
+            WHERE l.schedule = d.schedule AND l.routine = d.routine AND NOT l.command
+              AND l.at >= today::timestamp AT TIME ZONE s.time_zone
+            ORDER BY l.at DESC LIMIT 1
+        ) m ON true
+        LEFT JOIN LATERAL (
+            SELECT c.message, c.level, c.at FROM (
+                SELECT l.message, l.level, l.at FROM routine_log l
+                WHERE l.schedule = d.schedule AND l.routine = d.routine
+                  AND l.at >= today::timestamp AT TIME ZONE s.time_zone
+                UNION ALL
+                SELECT x.line, _routine_line_level(x.line), x.output_at WHERE x.line IS NOT NULL
+            ) c ORDER BY c.at DESC NULLS LAST LIMIT 1
+        ) n ON true
+        WHERE d.schedule = name AND d.day = today
+    ) f
+    CROSS JOIN LATERAL _routine_decide(_routine_decisions.at, f.realtime, f.external,
+                                       _routine_is_scheduler(f.routine), f.due_at, f.dependencies_done,
+                                       f.run, f.posted_at, f.last_sign, f.last_level, f.restarts,
+                                       f.restart_asked, f.ending) r;
 END;
 
--- The status task: each routine's status and last message, from what is known of it.
+-- The status task: each routine's status and last message.
 CREATE FUNCTION _routines_status(name text, today date, at timestamptz) RETURNS void
 LANGUAGE sql
 SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     UPDATE routine_days d
-    SET status = _routine_status(_routines_status.at, d.realtime, d.external, _routine_is_scheduler(d.routine),
-                                 f.due_at, f.dependencies_done, f.run, d.posted_at, f.last_sign, f.last_level,
-                                 d.restarts, d.restart_asked_by IS NOT NULL),
-        last_message = f.last_message, last_level = f.last_level, last_message_at = f.last_message_at,
-        started_at = coalesce(f.started_at, d.started_at), ended_at = f.ended_at
-    FROM _routine_facts(name, today, _routines_status.at) f
+    SET status = f.status, last_message = f.last_message, last_level = f.last_level,
+        last_message_at = f.last_message_at, started_at = coalesce(f.started_at, d.started_at),
+        ended_at = f.ended_at
+    FROM _routine_decisions(name, today, _routines_status.at) f
     WHERE d.schedule = name AND d.day = today AND d.routine = f.routine;
 END;
 
@@ -844,7 +855,12 @@ DECLARE
     sent integer := 0;
     held integer := 0;
 BEGIN
-    SELECT * INTO s FROM routine_schedules x WHERE x.schedule = name FOR UPDATE SKIP LOCKED;
+    -- One round of a schedule at a time; an advisory lock, not the schedule's row, so that the
+    -- switch can be changed while a round runs (and be seen before its next command).
+    IF NOT pg_try_advisory_xact_lock('routine_schedules'::regclass::oid::integer, hashtext(name)) THEN
+        RETURN NULL;
+    END IF;
+    SELECT * INTO s FROM routine_schedules x WHERE x.schedule = name;
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
@@ -865,14 +881,10 @@ BEGIN
     PERFORM _routines_status(name, today, at);
     -- Dependencies are read from the statuses just written.
     FOR todo IN
-        SELECT d AS day_row, d.routine, d.job_id, c.command AS what
+        SELECT d AS day_row, d.routine, d.job_id, x.command AS what
         FROM routine_days d
-        JOIN _routine_facts(name, today, at) x ON x.routine = d.routine
-        CROSS JOIN LATERAL (SELECT _routine_command(at, d.realtime, d.external, _routine_is_scheduler(d.routine),
-                                                    x.due_at, x.dependencies_done, x.run, d.posted_at, x.last_sign,
-                                                    x.last_level, d.restarts, d.restart_asked_by IS NOT NULL,
-                                                    d.ending_since IS NOT NULL) AS command) c
-        WHERE d.schedule = name AND d.day = today AND c.command IS NOT NULL
+        JOIN _routine_decisions(name, today, at) x ON x.routine = d.routine
+        WHERE d.schedule = name AND d.day = today AND x.command IS NOT NULL
         ORDER BY d.seq
     LOOP
         -- The switch is read right before each command: one switched off in the middle of a

@@ -45,7 +45,7 @@ GRANT EXECUTE ON FUNCTION
     routine_restart(text, text), routine_stop(text, text), routine_message(text, text, text),
     routine_groups(text, boolean, text),
     -- What the routine views, policies and routine_groups call as the caller.
-    _granted_to(oid, oid[]), _routines_heard(timestamptz), _routine_runtimes_text(time[]),
+    _granted_to(oid, oid[]), _routines_heard(timestamptz), _routine_waits_for(text, date, text[]), _routine_runtimes_text(time[]),
     _routine_shown_args(text), _routine_is_scheduler(text), _routine_failing(text),
     _routine_status_rank(text), _routine_status_word(integer)
 TO pgjobs_user;

@@ -93,7 +93,8 @@ extension_sql_file!(
         api::routines::_routine_shown_args,
         api::routines::_routine_is_scheduler,
         api::routines::_routine_failing,
-        api::routines::_routine_line_level
+        api::routines::_routine_line_level,
+        api::routines::_routine_decide
     ]
 );
 // Last: it grants every function, Rust's included, and marks the tables for pg_dump.

@@ -79,8 +79,11 @@ fn seconds(at: Option<TimestampWithTimeZone>) -> Option<f64> {
     Some(micros as f64 / 1e6)
 }
 
+/// A routine's status and the command due for it (start, kill, start_asked, or null), from what
+/// is known of it (see `pg_jobs_core::routine`).
 #[allow(clippy::too_many_arguments)]
-fn facts(
+#[pg_extern(immutable, parallel_safe)]
+fn _routine_decide(
     now: TimestampWithTimeZone,
     realtime: bool,
     external: bool,
@@ -94,8 +97,14 @@ fn facts(
     restarts: i32,
     restart_asked: bool,
     ending: bool,
-) -> Facts {
-    Facts {
+) -> TableIterator<
+    'static,
+    (
+        name!(status, &'static str),
+        name!(command, Option<&'static str>),
+    ),
+> {
+    let facts = Facts {
         now: seconds(Some(now)).unwrap_or_default(),
         realtime,
         external,
@@ -109,81 +118,13 @@ fn facts(
         restarts,
         restart_asked,
         ending,
-    }
-}
-
-/// A routine's status (see `pg_jobs_core::routine::status`).
-#[allow(clippy::too_many_arguments)]
-#[pg_extern(immutable, parallel_safe)]
-fn _routine_status(
-    now: TimestampWithTimeZone,
-    realtime: bool,
-    external: bool,
-    scheduler: bool,
-    due_at: Option<TimestampWithTimeZone>,
-    dependencies_done: bool,
-    run: Option<&str>,
-    posted_at: Option<TimestampWithTimeZone>,
-    last_sign: Option<TimestampWithTimeZone>,
-    last_level: Option<&str>,
-    restarts: i32,
-    restart_asked: bool,
-) -> &'static str {
-    routine::status(&facts(
-        now,
-        realtime,
-        external,
-        scheduler,
-        due_at,
-        dependencies_done,
-        run,
-        posted_at,
-        last_sign,
-        last_level,
-        restarts,
-        restart_asked,
-        false,
-    ))
-}
-
-/// The command the scheduler sends for a routine: start, kill, start_asked, or null.
-#[allow(clippy::too_many_arguments)]
-#[pg_extern(immutable, parallel_safe)]
-fn _routine_command(
-    now: TimestampWithTimeZone,
-    realtime: bool,
-    external: bool,
-    scheduler: bool,
-    due_at: Option<TimestampWithTimeZone>,
-    dependencies_done: bool,
-    run: Option<&str>,
-    posted_at: Option<TimestampWithTimeZone>,
-    last_sign: Option<TimestampWithTimeZone>,
-    last_level: Option<&str>,
-    restarts: i32,
-    restart_asked: bool,
-    ending: bool,
-) -> Option<&'static str> {
-    let command = routine::command(&facts(
-        now,
-        realtime,
-        external,
-        scheduler,
-        due_at,
-        dependencies_done,
-        run,
-        posted_at,
-        last_sign,
-        last_level,
-        restarts,
-        restart_asked,
-        ending,
-    ))?;
-    Some(match command {
+    };
+    let command = routine::command(&facts).map(|command| match command {
         Command::Start => "start",
         Command::Kill => "kill",
         Command::StartAsked => "start_asked",
-    })
+    });
+    TableIterator::once((routine::status(&facts), command))
 }
 
 #[pg_extern(immutable, strict, parallel_safe)]
