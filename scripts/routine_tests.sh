@@ -134,6 +134,24 @@ routines_export_import_command_line() {
     "$AGENT_BIN" routines list --dsn "$dsn" | grep -q "^RT	4 routines	observe$"
 }
 
+# pg_jobs.routines_start_mode = observe: a scheduler that starts switches every schedule to
+# observe, asked by nobody (the setting); switched on again, it is in charge.
+routines_start_in_observe() {
+    rt_sql "SELECT pgjobs.routines_set_mode('RT', 'control')" >/dev/null || return 1
+    live_sql "ALTER SYSTEM SET pg_jobs.routines_start_mode = 'observe'" >/dev/null || return 1
+    live_sql "SELECT pg_reload_conf()" >/dev/null || return 1
+    local old_pid rc=0
+    old_pid=$(launcher_pid)
+    live_sql "SELECT pg_terminate_backend($old_pid)" >/dev/null || rc=1
+    wait_until 20 "SELECT mode = 'observe' AND mode_by IS NULL FROM pgjobs.routine_schedules WHERE schedule = 'RT'" || rc=1
+    live_sql "ALTER SYSTEM RESET pg_jobs.routines_start_mode" >/dev/null
+    live_sql "SELECT pg_reload_conf()" >/dev/null
+    [ $rc = 0 ] || return 1
+    [ "$(rt_sql "SELECT asked || ' ' || coalesce(asked_by::text, 'the setting') FROM pgjobs.routines_mode('RT')")" = "observe the setting" ] || return 1
+    rt_sql "SELECT pgjobs.routines_set_mode('RT', 'control')" >/dev/null || return 1
+    wait_until 10 "SELECT doing LIKE 'controlling%' FROM pgjobs.routine_schedules WHERE schedule = 'RT'"
+}
+
 rt_cleanup() {
     rt_sql "SELECT pgjobs.routines_drop('RT'); SELECT pgjobs.routines_drop('OBS')" >/dev/null 2>&1 || true
     agent_cleanup
@@ -153,5 +171,6 @@ run_routine_tests() {
     verdict "routines: a person's restart works in observe and names the person" routines_persons_restart
     verdict "routines: WAS RUNNING while the scheduler is stopped" routines_was_running_without_the_scheduler
     verdict "routines: export and import on the command line keep the definition" routines_export_import_command_line
+    verdict "routines: pg_jobs.routines_start_mode = observe switches schedules off at the scheduler's start" routines_start_in_observe
     rt_cleanup
 }
