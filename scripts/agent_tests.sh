@@ -386,6 +386,28 @@ agent_once() {
 }
 test_agent_once() { agent_case once agent_once; }
 
+# A poster's open transaction on one of its running jobs (a cancel not yet committed) holds
+# nothing else up: the agent's heartbeats and other reports go on, the report of that job is
+# refused as busy and made again once the transaction has ended.
+agent_never_waits_for_a_poster() {
+    start_alpha --batchjobs 3 || return 1
+    local held other rc=0 holder
+    held=$(post "'sleep', ARRAY['2'], computer => 'alpha'") || return 1
+    status_is 15 "$held" RUNNING || return 1
+    role_sql poster_a "BEGIN; SELECT count(*) FROM pgjobs.batch_cancel(ARRAY[$held::bigint]); SELECT pg_sleep(8); COMMIT" \
+        >/dev/null 2>&1 &
+    holder=$!
+    wait_log 10 "$(agent_log alpha)" "\"event\":\"busy\",\"during\":\"finish\",\"job\":$held" || rc=1
+    other=$(post "'echo', ARRAY['not held up'], computer => 'alpha'") || rc=1
+    status_is 5 "$other" COMPLETED || rc=1
+    # The poster's transaction is still open.
+    kill -0 "$holder" 2>/dev/null || rc=1
+    wait "$holder"
+    [ $rc = 0 ] || return 1
+    wait_until 10 "SELECT status IN ('COMPLETED', 'CANCEL') FROM pgjobs.batch_jobs WHERE id = $held"
+}
+test_agent_never_waits_for_a_poster() { agent_case never-waits agent_never_waits_for_a_poster; }
+
 run_agent_tests() {
     local prev_exit
     trap_command prev_exit EXIT
@@ -411,5 +433,6 @@ run_agent_tests() {
     verdict "agent: roles keep to their own computers and jobs" test_agent_access
     verdict "agent: a kill job ends its owner's running jobs of its routine" test_agent_kill_job
     verdict "agent: --once runs what is ready and exits" test_agent_once
+    verdict "agent: a poster's open transaction holds up nothing but its own job's report" test_agent_never_waits_for_a_poster
     if [ -n "$prev_exit" ]; then trap "$prev_exit" EXIT; else trap - EXIT; fi
 }

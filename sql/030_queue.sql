@@ -90,8 +90,11 @@ COMMENT ON TABLE job_keys IS
 -- (src/api/call.rs); the only direct write is an owner's change of the public fields of a live job.
 ALTER TABLE jobs ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON jobs FOR SELECT USING (owner = (SELECT identity()));
+-- Not the jobs the extension runs (SQL jobs, batch jobs): a member could then lock one
+-- (SELECT ... FOR UPDATE passes this policy too) and make their executor or agent wait.
 CREATE POLICY owner_changes_public_fields ON jobs FOR UPDATE
-    USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
+    USING (owner = (SELECT identity()) AND claimable_by <> _extension_claimant())
+    WITH CHECK (owner = (SELECT identity()));
 -- Every column but opaque_id. An opaque id is a secret (whoever knows one reads the job's public
 -- fields), and a member that may name the column in a predicate finds another owner's by
 -- bisection, although row-level security hides the row: EXPLAIN ANALYZE counts the rows the

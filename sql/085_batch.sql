@@ -826,19 +826,41 @@ COMMENT ON FUNCTION batch_claim IS
 
 -- The jobs given that the caller's computers hold with these tokens, locked as an update of
 -- their columns locks them (not FOR UPDATE, which would wait for a post that depends on one).
+-- The jobs of these tokens that the caller's computer holds, each locked, or busy: its row is
+-- locked by another transaction (its owner cancelling it, or posting a job that depends on it),
+-- which the agent never waits for, since one such transaction, left open, would have held
+-- every report and heartbeat of the agent.
 CREATE FUNCTION _batch_held(caller_role oid, ids bigint[], tokens uuid[])
-RETURNS TABLE (ord bigint, id bigint, status job_status)
+RETURNS TABLE (ord bigint, id bigint, status job_status, busy boolean)
 LANGUAGE sql
 BEGIN ATOMIC
-    SELECT g.ord, j.id, j.status
-    FROM unnest(ids, tokens) WITH ORDINALITY AS g(id, token, ord)
-    JOIN jobs j ON j.id = g.id AND j.lease_token = g.token AND j.status IN ('started', 'aborted')
-    WHERE _is_batch_queue(j.queue)
-      AND (_is_admin(caller_role)
-           OR j.locked_by IN (SELECT c.computer FROM batch_computers c WHERE c.agent = _identity_of(caller_role)))
-    ORDER BY j.id
-    FOR NO KEY UPDATE OF j;
+    SELECT c.ord, c.id, l.status, l.status IS NULL
+    FROM (
+        SELECT g.ord, j.id, g.token
+        FROM unnest(ids, tokens) WITH ORDINALITY AS g(id, token, ord)
+        JOIN jobs j ON j.id = g.id AND j.lease_token = g.token AND j.status IN ('started', 'aborted')
+        WHERE _is_batch_queue(j.queue)
+          AND (_is_admin(caller_role)
+               OR j.locked_by IN (SELECT c.computer FROM batch_computers c WHERE c.agent = _identity_of(caller_role)))
+    ) c
+    LEFT JOIN LATERAL (
+        SELECT j.status FROM jobs j
+        WHERE j.id = c.id AND j.lease_token = c.token AND j.status IN ('started', 'aborted')
+        FOR UPDATE OF j SKIP LOCKED
+    ) l ON true
+    ORDER BY c.id;
 END;
+
+-- A report about a job whose row another transaction holds: the agent tries again later.
+CREATE FUNCTION _batch_busy(job bigint) RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
+        MESSAGE = format('batch job %s is being changed by another transaction', job),
+        HINT = 'Report it again in a moment; nothing was changed.';
+END
+$$;
 
 CREATE FUNCTION _batch_started(caller_role oid, job bigint, token uuid, pid integer) RETURNS text
 LANGUAGE plpgsql
@@ -848,6 +870,9 @@ DECLARE
     held job_status;
 BEGIN
     SELECT h.status INTO held FROM _batch_held(caller_role, ARRAY[job], ARRAY[token]) h;
+    IF FOUND AND held IS NULL THEN
+        PERFORM _batch_busy(job);
+    END IF;
     UPDATE jobs j
     SET progress = jsonb_build_object('token', token, 'pid', pid, 'started_at', statement_timestamp(),
                                       'changed', statement_timestamp()),
@@ -887,10 +912,11 @@ BEGIN
                                 'stderr_at', CASE WHEN stderr[h.ord] IS NOT NULL THEN statement_timestamp() END,
                                 'stdout_at', CASE WHEN stdout[h.ord] IS NOT NULL THEN statement_timestamp() END)) END
         FROM held h
-        WHERE j.id = h.id
+        WHERE j.id = h.id AND NOT h.busy
         RETURNING j.id
     )
-    SELECT g.id, _lease_state(h.status::text)
+    -- A busy job is held still; its lease is renewed by a later heartbeat.
+    SELECT g.id, CASE WHEN h.busy THEN 'held' ELSE _lease_state(h.status::text) END
     FROM unnest(ids) WITH ORDINALITY AS g(id, ord) LEFT JOIN held h ON h.ord = g.ord
     ORDER BY g.ord;
 END
@@ -915,8 +941,10 @@ DECLARE
     error text;
 BEGIN
     SELECT h.status INTO held FROM _batch_held(caller_role, ARRAY[job], ARRAY[token]) h;
-    IF held IS NULL THEN
+    IF NOT FOUND THEN
         RETURN 'lost';
+    ELSIF held IS NULL THEN
+        PERFORM _batch_busy(job);
     END IF;
     outcome := CASE WHEN coalesce(cancelled, false) THEN 'aborted'
                     WHEN exit_code = 0 THEN 'completed' ELSE 'failed' END;
@@ -965,6 +993,7 @@ BEGIN
            array_agg(h.id) FILTER (WHERE h.status = 'aborted')
     INTO back, cancelled
     FROM _batch_held(caller_role, ids, tokens) h;
+    -- A busy job is not handed back: its lease runs out instead.
     UPDATE jobs j
     SET status = 'created', lease_token = NULL, locked_until = NULL, attempt = j.attempt - 1,
         run_at = statement_timestamp(), progress = NULL, last_update = statement_timestamp()

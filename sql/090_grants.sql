@@ -56,7 +56,9 @@ GRANT EXECUTE ON FUNCTION
     batch_register(text, integer, jsonb), batch_ready_signals(text), batch_cancel_signal(text),
     batch_claim(text, integer),
     batch_started(bigint, uuid, integer), batch_heartbeat(bigint[], uuid[], text[], text[]),
-    batch_finish(bigint, uuid, integer, interval, text, text, boolean), batch_hand_back(bigint[], uuid[])
+    batch_finish(bigint, uuid, integer, interval, text, text, boolean), batch_hand_back(bigint[], uuid[]),
+    -- What the policy of jobs calls as the caller: an agent's role is refused the table, not this.
+    _extension_claimant()
 TO pgjobs_agent;
 
 -- pg_dump keeps the rows of every table of the extension and where every sequence has got to;

@@ -74,6 +74,12 @@ pub fn is_connection_error(e: &postgres::Error) -> bool {
     false
 }
 
+/// An error that means the job's row is held by another transaction (its owner's, cancelling it
+/// or posting a job that depends on it): nothing was changed; the call is made again later.
+pub fn is_busy(e: &postgres::Error) -> bool {
+    e.code().is_some_and(|code| code.code() == "55P03")
+}
+
 /// The SQLSTATE and message of an error, for the log.
 pub fn describe_error(e: &postgres::Error) -> String {
     match e.as_db_error() {

@@ -23,7 +23,7 @@ mod watch;
 
 use args::{Options, Parsed};
 use backoff::Backoff;
-use db::{describe_error, is_connection_error, reconnect_delay, Claimed, Db, Report};
+use db::{describe_error, is_busy, is_connection_error, reconnect_delay, Claimed, Db, Report};
 use postgres::Config;
 use proc::Outcome;
 use std::collections::{BTreeSet, HashMap};
@@ -474,6 +474,10 @@ impl Agent {
                     }
                     self.lease_state(id, &state, "started");
                 }
+                Err(e) if is_busy(&e) => {
+                    // Said again at the next turn of the loop.
+                    log!("busy", during = "started", job = id, error = describe_error(&e));
+                }
                 Err(e) => {
                     if self.failed("started", Some(id), &e) {
                         return;
@@ -690,12 +694,15 @@ impl Agent {
 
     // ---- reporting ----
 
-    /// Sends what is waiting to be reported, in order; stops at a lost connection.
+    /// Sends what is waiting to be reported, in order; stops at a lost connection. A report of a
+    /// job whose row another transaction holds stays for the next turn of the loop, and the
+    /// ones after it go on.
     fn flush(&mut self) {
-        while !self.pending.is_empty() {
+        let mut next = 0;
+        while next < self.pending.len() {
             let Some(db) = self.db.as_mut() else { return };
             // Hand-backs go together, in one call.
-            if let Pending::HandBack(..) = self.pending[0] {
+            if let Pending::HandBack(..) = self.pending[next] {
                 let (ids, tokens): (Vec<i64>, Vec<String>) = self
                     .pending
                     .iter()
@@ -708,18 +715,17 @@ impl Agent {
                     Ok(n) => {
                         log!("handed_back", jobs = ids, handed_back = n);
                         self.handed_back.extend(&ids);
-                        self.pending.retain(|p| !matches!(p, Pending::HandBack(..)));
                     }
                     Err(e) => {
                         if self.failed("hand_back", None, &e) {
                             return;
                         }
-                        self.pending.retain(|p| !matches!(p, Pending::HandBack(..)));
                     }
                 }
+                self.pending.retain(|p| !matches!(p, Pending::HandBack(..)));
                 continue;
             }
-            let Pending::Finish(report) = &self.pending[0] else {
+            let Pending::Finish(report) = &self.pending[next] else {
                 unreachable!()
             };
             match db.finish(report) {
@@ -740,14 +746,18 @@ impl Agent {
                             cancelled = report.cancelled
                         );
                     }
-                    self.pending.remove(0);
+                    self.pending.remove(next);
+                }
+                Err(e) if is_busy(&e) => {
+                    log!("busy", during = "finish", job = report.id, error = describe_error(&e));
+                    next += 1;
                 }
                 Err(e) => {
                     let id = report.id;
                     if self.failed("finish", Some(id), &e) {
                         return;
                     }
-                    self.pending.remove(0);
+                    self.pending.remove(next);
                 }
             }
         }
