@@ -390,10 +390,11 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation', MESSAGE = problem,
             HINT = 'A dependency names another routine of the same schedule.';
     END IF;
-    path := _routine_cycle(ARRAY(SELECT d.routine FROM routine_definitions d, unnest(d.dependencies) x
-                                 WHERE d.schedule = name ORDER BY d.seq, x),
-                           ARRAY(SELECT x FROM routine_definitions d, unnest(d.dependencies) x
-                                 WHERE d.schedule = name ORDER BY d.seq, x));
+    SELECT _routine_cycle(array_agg(d.routine ORDER BY d.seq, d.routine, x),
+                          array_agg(x ORDER BY d.seq, d.routine, x))
+    INTO path
+    FROM routine_definitions d, unnest(d.dependencies) x
+    WHERE d.schedule = name;
     IF path IS NOT NULL THEN
         PERFORM _invalid(format('dependency cycle in schedule %s: %s', name, array_to_string(path, ' → ')),
                          'Remove one of these dependencies.');
