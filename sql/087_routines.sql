@@ -839,7 +839,11 @@ BEGIN ATOMIC
         last_message_at = f.last_message_at, started_at = coalesce(f.started_at, d.started_at),
         ended_at = f.ended_at
     FROM _routine_decisions(name, today, _routines_status.at) f
-    WHERE d.schedule = name AND d.day = today AND d.routine = f.routine;
+    WHERE d.schedule = name AND d.day = today AND d.routine = f.routine
+      -- Every 2 seconds: only what changed is written.
+      AND (d.status, d.last_message, d.last_level, d.last_message_at, d.started_at, d.ended_at)
+          IS DISTINCT FROM (f.status, f.last_message, f.last_level, f.last_message_at,
+                            coalesce(f.started_at, d.started_at), f.ended_at);
 END;
 
 -- One schedule's round: the day's state (read again on a new day, a new scheduler or a reload),
