@@ -86,7 +86,7 @@ routines_batch_on_time_then_dependent() {
     local wait=$((RT_DUE - $(date +%s) + 20))
     rt_wait $((wait > 15 ? wait : 15)) RT load completed || return 1
     rt_wait 15 RT report completed || return 1
-    rt_sql "SELECT extract(epoch FROM started_at) - $RT_DUE BETWEEN 0 AND 4 FROM pgjobs.routines_today WHERE routine = 'poster_a@alpha:load'" \
+    rt_sql "SELECT extract(epoch FROM started_at) - $RT_DUE BETWEEN 0 AND 6 FROM pgjobs.routines_today WHERE routine = 'poster_a@alpha:load'" \
         | grep -qx t || { echo "started at $(rt_sql "SELECT started_at FROM pgjobs.routines_today WHERE routine = 'poster_a@alpha:load'") for $RT_RUNTIME" >&2; return 1; }
     rt_sql "SELECT r.posted_at >= l.ended_at AND r.run_order > l.run_order AND r.last_message = 'reported'
             FROM pgjobs.routines_today l, pgjobs.routines_today r
