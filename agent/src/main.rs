@@ -476,7 +476,12 @@ impl Agent {
                 }
                 Err(e) if is_busy(&e) => {
                     // Said again at the next turn of the loop.
-                    log!("busy", during = "started", job = id, error = describe_error(&e));
+                    log!(
+                        "busy",
+                        during = "started",
+                        job = id,
+                        error = describe_error(&e)
+                    );
                 }
                 Err(e) => {
                     if self.failed("started", Some(id), &e) {
@@ -749,7 +754,12 @@ impl Agent {
                     self.pending.remove(next);
                 }
                 Err(e) if is_busy(&e) => {
-                    log!("busy", during = "finish", job = report.id, error = describe_error(&e));
+                    log!(
+                        "busy",
+                        during = "finish",
+                        job = report.id,
+                        error = describe_error(&e)
+                    );
                     next += 1;
                 }
                 Err(e) => {

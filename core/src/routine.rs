@@ -232,6 +232,16 @@ pub enum Command {
     StartAsked,
 }
 
+impl Command {
+    pub fn word(self) -> &'static str {
+        match self {
+            Command::Start => "start",
+            Command::Kill => "kill",
+            Command::StartAsked => "start_asked",
+        }
+    }
+}
+
 pub fn command(f: &Facts) -> Option<Command> {
     if f.scheduler || f.external {
         return None;

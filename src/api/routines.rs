@@ -119,12 +119,10 @@ fn _routine_decide(
         restart_asked,
         ending,
     };
-    let command = routine::command(&facts).map(|command| match command {
-        Command::Start => "start",
-        Command::Kill => "kill",
-        Command::StartAsked => "start_asked",
-    });
-    TableIterator::once((routine::status(&facts), command))
+    TableIterator::once((
+        routine::status(&facts),
+        routine::command(&facts).map(Command::word),
+    ))
 }
 
 #[pg_extern(immutable, strict, parallel_safe)]
