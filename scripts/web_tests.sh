@@ -11,6 +11,12 @@
 #
 # Run on its own: scripts/web_tests.sh (its own cluster web-test, port PG_JOBS_TEST_PORT or 29300).
 
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    source "$(dirname "$0")/lib.sh"
+    source "$(dirname "$0")/live_tests.sh"
+    source "$(dirname "$0")/agent_tests.sh"
+fi
+
 WEB_BIN="$ROOT/target/release/pg_jobs_web"
 WEB_E2E="$ROOT/target/release/pg_jobs_web_e2e"
 WEB_PID=
@@ -53,7 +59,7 @@ web_setup() {
     # scheduler itself; batch routines completed and scheduled; a second schedule.
     web_sql web_ana "
         SELECT pgjobs.routines_put('WEB', 'web_ana@alpha:feeds.quotes', 'FEEDS', realtime => true,
-               args => '--password hunter2 --fast', command => 'while true; do echo quote; sleep 1; done');
+               args => '--password hunter2 --fast', command => 'while true; do echo quote; sleep 1; done; echo');
         SELECT pgjobs.routines_put('WEB', 'web_ana@alpha:feeds.news', 'FEEDS', realtime => true,
                command => 'while true; do echo news; sleep 1; done');
         SELECT pgjobs.routines_put('WEB', 'web_ana@alpha:broken.feed', 'BROKEN', realtime => true,
@@ -139,9 +145,6 @@ run_web_tests() {
 
 # On its own: a cluster of its own, the release builds, the suite, a summary.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-    source "$(dirname "$0")/lib.sh"
-    source "$(dirname "$0")/live_tests.sh"
-    source "$(dirname "$0")/agent_tests.sh"
     PORT=${PG_JOBS_TEST_PORT:-29300}
     OUT="$ROOT/target/test-results"
     passed=0

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::{json, Value};
 
-const ELEMENT: &str = "element-6066-11e4-a52e-4f0ce3c5b3fa";
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 pub struct Browser {
     http: ureq::Agent,
