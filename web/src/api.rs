@@ -227,3 +227,19 @@ pub fn act(client: &mut Client, path: &str, body: &Value) -> Outcome {
     };
     result.map(Outcome::Ok).unwrap_or_else(from_error)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::statuses;
+
+    #[test]
+    fn status_words_from_the_address() {
+        assert_eq!(statuses(None), None);
+        assert_eq!(statuses(Some("")), None);
+        assert_eq!(statuses(Some(" , ")), None);
+        assert_eq!(
+            statuses(Some("ERROR,BLOCKED")),
+            Some(vec!["ERROR".to_string(), "BLOCKED".to_string()])
+        );
+    }
+}

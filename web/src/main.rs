@@ -339,3 +339,13 @@ impl App {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::escape_html;
+
+    #[test]
+    fn failure_pages_escape_what_the_database_said() {
+        assert_eq!(escape_html(r#"<b a='1'>&"#), "&lt;b a=&#39;1&#39;&gt;&amp;");
+    }
+}

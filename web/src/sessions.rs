@@ -16,11 +16,15 @@ pub struct Session {
 }
 
 impl Session {
-    /// Compares in constant time (for tokens of the same length; the length is public).
     pub fn csrf_matches(&self, token: &str) -> bool {
-        let (a, b) = (self.csrf.as_bytes(), token.as_bytes());
-        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+        same_token(&self.csrf, token)
     }
+}
+
+/// Compares in constant time (for tokens of the same length; the length is public).
+fn same_token(expected: &str, given: &str) -> bool {
+    let (a, b) = (expected.as_bytes(), given.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[derive(Default)]
@@ -74,5 +78,27 @@ impl Sessions {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_128_random_bits() {
+        let (a, b) = (random_token(), random_token());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn a_token_matches_only_itself() {
+        let t = random_token();
+        assert!(same_token(&t, &t.clone()));
+        assert!(!same_token(&t, &random_token()));
+        assert!(!same_token(&t, ""));
+        assert!(!same_token(&t, &t[..31]));
     }
 }

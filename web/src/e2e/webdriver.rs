@@ -161,8 +161,18 @@ impl Browser {
         self.cmd("POST", &format!("/element/{element}/click"), None)
             .map(|_| ())
     }
+    /// Found again when the page re-rendered it in between (it reads every 5 s).
+    fn fresh_element<T>(&self, css: &str, f: impl Fn(&str) -> Res<T>) -> Res<T> {
+        let mut tries = 0;
+        loop {
+            match f(&self.find(css)?) {
+                Err(e) if e.contains("stale element") && tries < 5 => tries += 1,
+                other => return other,
+            }
+        }
+    }
     pub fn click_css(&self, css: &str) -> Res<()> {
-        self.click(&self.find(css)?)
+        self.fresh_element(css, |e| self.click(e))
     }
     pub fn type_into(&self, element: &str, text: &str) -> Res<()> {
         self.cmd(
@@ -184,7 +194,7 @@ impl Browser {
             .to_string())
     }
     pub fn text_css(&self, css: &str) -> Res<String> {
-        self.text(&self.find(css)?)
+        self.fresh_element(css, |e| self.text(e))
     }
     pub fn attr(&self, element: &str, name: &str) -> Res<Option<String>> {
         Ok(self
