@@ -75,6 +75,15 @@ psql_run -d pg_jobs -c "SET ROLE demo_alice" \
         FROM pgjobs.routines_today WHERE schedule = 'DEMO' ORDER BY seq" \
     -c "SELECT schedule, mode, doing, realtime, realtime_failing, batch, batch_failing FROM pgjobs.routine_schedule_list"
 
+log "the SCHED page"
+cargo build --release -q -p pg_jobs_web
+web_log="$dir/web.log"
+: >"$web_log"
+nohup "$ROOT/target/release/pg_jobs_web" --listen 127.0.0.1:28818 --dsn "host=localhost port=$PORT dbname=pg_jobs" \
+    </dev/null >/dev/null 2>>"$web_log" &
+echo $! >"$dir/web.pid"
+for _ in $(seq 50); do grep -q listening "$web_log" && break; sleep 0.1; done
+
 cat <<TXT
 
 pg_jobs is running: data in $dir/data, log in $dir/server.log.
@@ -87,5 +96,7 @@ pg_jobs is running: data in $dir/data, log in $dir/server.log.
   routines: SET ROLE demo_alice; SELECT routine, status, last_message FROM pgjobs.routines_today;
             SELECT pgjobs.routines_set_mode('DEMO', 'observe');
             SELECT pgjobs.routine_restart('DEMO', 'demo_alice@demo:feeds/ticker');
+  page:     http://127.0.0.1:28818 (pg_jobs_web, pid $(cat "$dir/web.pid"), log in $web_log): the SCHED page;
+            log in as demo_alice (this cluster trusts localhost, so any password is taken)
   stop:     make stop
 TXT

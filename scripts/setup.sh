@@ -2,7 +2,8 @@
 # Installs what building and running pg_jobs needs; quick when everything is already there.
 source "$(dirname "$0")/lib.sh"
 
-packages=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo make)
+# chromium and chromium-driver: the SCHED page's browser tests (scripts/web_tests.sh).
+packages=(postgresql-15 postgresql-server-dev-15 libclang-dev clang sudo make chromium chromium-driver)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

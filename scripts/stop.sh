@@ -3,7 +3,7 @@
 source "$(dirname "$0")/lib.sh"
 
 # The worker agent make run started: SIGTERM (it hands back what runs and exits), SIGKILL after
-# 15 s. `stop.sh agent` stops only the agent.
+# 15 s. `stop.sh agent` stops only the agent (and the page).
 pidfile="$(cluster_dir run)/agent.pid"
 if [ -f "$pidfile" ]; then
     pid=$(cat "$pidfile")
@@ -11,6 +11,15 @@ if [ -f "$pidfile" ]; then
         kill -TERM "$pid" 2>/dev/null || true
         for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$pidfile"
+fi
+# The SCHED page make run started.
+pidfile="$(cluster_dir run)/web.pid"
+if [ -f "$pidfile" ]; then
+    pid=$(cat "$pidfile")
+    if [ -n "$pid" ] && grep -qa pg_jobs_web "/proc/$pid/cmdline" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
     fi
     rm -f "$pidfile"
 fi

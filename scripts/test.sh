@@ -6,6 +6,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/live_tests.sh"
 source "$(dirname "$0")/agent_tests.sh"
 source "$(dirname "$0")/routine_tests.sh"
+source "$(dirname "$0")/web_tests.sh"
 # PG_JOBS_TEST_PORT moves the suite's clusters (this port, +2 and +10) off the default.
 PORT=${PG_JOBS_TEST_PORT:-28816}
 OUT="$ROOT/target/test-results"
@@ -26,15 +27,16 @@ count_cargo() {
     count "$p" "$f"
 }
 
-log "building the worker agent"
-# Before any cluster starts: its tests run it from target/release.
-if ! cargo build --release -p pg_jobs_agent 2>"$OUT/agent-build.log"; then
+log "building the worker agent and the SCHED page"
+# Before any cluster starts: their tests run them from target/release.
+if ! cargo build --release -p pg_jobs_agent -p pg_jobs_web 2>"$OUT/agent-build.log"; then
     cat "$OUT/agent-build.log"
-    rm -f "$ROOT/target/release/pg_jobs_agent"  # its tests then fail, counted
+    # Their tests then fail, counted.
+    rm -f "$ROOT/target/release/pg_jobs_agent" "$ROOT/target/release/pg_jobs_web" "$ROOT/target/release/pg_jobs_web_e2e"
 fi
 
 log "unit tests (no PostgreSQL)"
-if ! cargo test -p pg_jobs_core -p pg_jobs_agent 2>&1 | tee "$OUT/unit.log"; then
+if ! cargo test -p pg_jobs_core -p pg_jobs_agent -p pg_jobs_web 2>&1 | tee "$OUT/unit.log"; then
     grep -q 'test result' "$OUT/unit.log" || count 0 1
 fi
 count_cargo "$OUT/unit.log"
@@ -101,6 +103,8 @@ if wait_ready; then
     run_agent_tests
     log "routine schedules"
     run_routine_tests
+    log "the SCHED page in a browser"
+    run_web_tests
 else
     echo "worker agent: the test cluster did not start again ... FAILED"
     count 0 1

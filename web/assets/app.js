@@ -1,0 +1,590 @@
+// The SCHED page: routines (Realtime, Batch) and batch jobs (Jobs) of pg_jobs, read every 5 s from
+// pg_jobs_web, which reads them as the role logged in. No build step, no library.
+//
+// data-testid used by the browser tests (web/src/bin/e2e.rs):
+//   login, login-form, login-role, login-password, login-submit   the login form
+//   login-wrong, login-unreachable, login-again (server pages)     a failed login
+//   lost-page                                                      the database was lost
+//   app, whoami, logout, error, notice, content
+//   tab-realtime|batch|jobs, tab-<tab>-count, tab-<tab>-failing    the tabs and their counts
+//   text-smaller, text-larger, text-size                           − and + (80 to 200 %)
+//   toggles, schedule-toggle (data-schedule, data-mode)            Commands on / Commands off
+//   banners, banner-not-known (data-schedule)                      the scheduler is not heard of
+//   filters-button, filters, filter-text, filter-status, filter-problems, group-by, filter-month
+//   group (data-group, data-open), group-header, group-status, group-dot, group-counts
+//   routine-row (data-schedule, data-routine, data-status), routine-details, routine-args,
+//   routine-waits-for, routine-last-message, routine-restart, routine-stop, routine-messages
+//   actions, jobs-cancel-all, jobs-cancel-selected
+//   job-group-cancel, job-group-more, job-plain-total
+//   job-row (data-id, data-status), job-select, job-error, job-details, job-args,
+//   job-dependencies, job-computer, job-target, job-stderr
+'use strict';
+
+const tid = (id, root = document) => root.querySelector(`[data-testid="${id}"]`);
+
+// el('div', {testid: 'x', class: 'y', onclick: f, title: 't', 'data-k': v}, child, 'text', ...)
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'testid') e.dataset.testid = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k === 'class') e.className = v;
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+const store = {
+  get(k, d) { try { const v = localStorage.getItem('pgjobs.' + k); return v === null ? d : JSON.parse(v); } catch { return d; } },
+  set(k, v) { localStorage.setItem('pgjobs.' + k, JSON.stringify(v)); },
+};
+
+const TABS = { 1: 'realtime', 2: 'batch', 3: 'jobs', realtime: 'realtime', batch: 'batch', jobs: 'jobs' };
+// Most pressing first, as the views rank them.
+const ROUTINE_STATUSES = ['ERROR', 'DELAYED', 'SILENT', 'starting', 'waiting', 'WAS RUNNING', 'running', 'scheduled', 'completed'];
+const JOB_STATUSES = ['ERROR', 'BLOCKED', 'CANCEL', 'PENDING', 'FETCHED', 'WAITING', 'RUNNING', 'COMPLETED'];
+const FAILING = new Set(['ERROR', 'DELAYED', 'SILENT']);
+const JOB_PROBLEMS = ['ERROR', 'BLOCKED'];
+const JOB_ACTIVE = new Set(['WAITING', 'BLOCKED', 'PENDING', 'FETCHED', 'RUNNING']);
+const ROUTINE_GROUPINGS = [['group', 'By group'], ['schedule', 'By schedule'], ['computer', 'By computer'], ['status', 'By status'], ['order', 'Run order']];
+const JOB_GROUPINGS = [['time', 'By time and routine'], ['routine', 'By routine'], ['status', 'By status'], ['computer', 'By computer'], ['plain', 'One list']];
+const PAGE = 200;
+
+function colour(status) {
+  if (FAILING.has(status) || status === 'BLOCKED') return 'st-fail';
+  switch (status) {
+    case 'starting': case 'PENDING': case 'FETCHED': return 'st-starting';
+    case 'waiting': case 'WAITING': return 'st-waiting';
+    case 'completed': case 'COMPLETED': return 'st-completed';
+    case 'running': case 'RUNNING': return 'st-running';
+    case 'CANCEL': return 'st-cancel';
+    case 'WAS RUNNING': return 'st-unknown';
+    default: return 'st-scheduled';
+  }
+}
+const badge = (status, testid) => el('span', { class: 'status ' + colour(status), testid }, status);
+
+const state = {
+  me: null,
+  tab: 'realtime',
+  schedules: [],
+  routines: [],
+  summary: { active: 0, months: [] },
+  text: '',
+  status: { routines: '', jobs: '' },
+  problems: false,
+  groupBy: { routines: store.get('routineGrouping', 'group'), jobs: store.get('jobGrouping', 'time') },
+  month: '',
+  openRoutine: null,        // "schedule\u0000routine"
+  messages: [],             // the open routine's messages
+  jobGroups: [],
+  openJobGroups: new Map(), // key -> {limit, jobs}
+  plain: { limit: PAGE, rows: [], total: 0 },
+  openJob: null,
+  jobDetails: null,
+  selected: new Set(),
+};
+const kind = () => (state.tab === 'jobs' ? 'jobs' : 'routines');
+
+// ---- the server ----
+
+class Lost extends Error {}
+class LoggedOut extends Error {}
+
+async function call(path, options) {
+  const r = await fetch(path, Object.assign({ credentials: 'same-origin' }, options));
+  if (r.status === 401) throw new LoggedOut();
+  const body = await r.json().catch(() => ({}));
+  if (r.status === 503 && body.lost) throw new Lost();
+  if (!r.ok) {
+    const e = new Error(body.sqlstate ? `${body.sqlstate}: ${body.message}${body.hint ? ' (' + body.hint + ')' : ''}` : body.error || r.statusText);
+    e.body = body;
+    throw e;
+  }
+  return body;
+}
+const get = (path, params) => call(path + (params ? '?' + new URLSearchParams(params) : ''));
+const post = (path, body) => call(path, {
+  method: 'POST',
+  headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': state.me.csrf },
+  body: JSON.stringify(body),
+});
+
+function showError(e) {
+  if (e instanceof Lost) { tid('app').hidden = true; tid('lost-page').hidden = false; return; }
+  if (e instanceof LoggedOut) { location.href = '/'; return; }
+  const box = tid('error');
+  box.textContent = e ? e.message : '';
+  box.hidden = !e;
+}
+const notice = (text) => { tid('notice').textContent = text; };
+
+// ---- filters ----
+
+function jobStatusParam() {
+  const chosen = state.status.jobs;
+  if (!state.problems) return chosen;
+  return chosen || JOB_PROBLEMS.join(',');
+}
+function jobFilter() {
+  const f = { q: state.text, status: jobStatusParam(), month: state.month };
+  for (const k of Object.keys(f)) if (!f[k]) delete f[k];
+  return f;
+}
+function filterCount() {
+  let n = (state.text ? 1 : 0) + (state.status[kind()] ? 1 : 0) + (state.problems ? 1 : 0);
+  if (kind() === 'jobs' && state.month) n += 1;
+  return n;
+}
+const filtering = () => filterCount() > 0;
+
+function routineMatches(r) {
+  if (state.tab === 'realtime' && !r.realtime) return false;
+  if (state.tab === 'batch' && r.realtime) return false;
+  if (state.status.routines && r.status !== state.status.routines) return false;
+  if (state.problems && !FAILING.has(r.status)) return false;
+  if (state.text) {
+    const hay = [r.schedule, r.routine, r.group_name, r.computer, r.args, r.last_message, r.status].join(' ').toLowerCase();
+    if (!hay.includes(state.text.toLowerCase())) return false;
+  }
+  return true;
+}
+
+function renderFilterControls() {
+  const k = kind();
+  tid('filters').hidden = !store.get('filtersOpen', false);
+  const n = filterCount();
+  tid('filters-button').textContent = n ? `Filters · ${n}` : 'Filters';
+  const status = tid('filter-status');
+  const words = k === 'jobs' ? JOB_STATUSES : ROUTINE_STATUSES;
+  if (status.dataset.kind !== k) {
+    status.replaceChildren(el('option', { value: '' }, 'Any status'), ...words.map((w) => el('option', { value: w }, w)));
+    status.dataset.kind = k;
+  }
+  status.value = state.status[k];
+  tid('filter-problems').checked = state.problems;
+  const group = tid('group-by');
+  if (group.dataset.kind !== k) {
+    group.replaceChildren(...(k === 'jobs' ? JOB_GROUPINGS : ROUTINE_GROUPINGS).map(([v, t]) => el('option', { value: v }, t)));
+    group.dataset.kind = k;
+  }
+  group.value = state.groupBy[k];
+  tid('month-label').hidden = k !== 'jobs';
+  const month = tid('filter-month');
+  const months = state.summary.months || [];
+  const wanted = ['', ...months].join(',');
+  if (month.dataset.months !== wanted) {
+    month.replaceChildren(el('option', { value: '' }, 'Active now'), ...months.map((m) => el('option', { value: m }, m.slice(0, 7))));
+    month.dataset.months = wanted;
+  }
+  month.value = state.month;
+}
+
+// ---- the header: tabs, toggles, banners ----
+
+function renderHeader() {
+  let rt = 0, rtFail = 0, bt = 0, btFail = 0;
+  for (const s of state.schedules) { rt += s.realtime; rtFail += s.realtime_failing; bt += s.batch; btFail += s.batch_failing; }
+  tid('tab-realtime-count').textContent = rt;
+  tid('tab-realtime-failing').textContent = rtFail ? `${rtFail} failing` : '';
+  tid('tab-batch-count').textContent = bt;
+  tid('tab-batch-failing').textContent = btFail ? `${btFail} failing` : '';
+  tid('tab-jobs-count').textContent = state.summary.active;
+  for (const b of document.querySelectorAll('.tab')) b.classList.toggle('active', b.dataset.tab === state.tab);
+  tid('whoami').textContent = state.me ? state.me.role : '';
+  tid('toggles').replaceChildren(...state.schedules.map((s) => {
+    const on = s.mode === 'control';
+    const who = s.mode_by ? `switched ${on ? 'on' : 'off'} by ${s.mode_by} at ${s.mode_at}` : `set ${on ? 'on' : 'off'} by the setting at ${s.mode_at}`;
+    return el('button', {
+      type: 'button', class: 'toggle ' + (on ? 'on' : 'off'), testid: 'schedule-toggle',
+      'data-schedule': s.schedule, 'data-mode': s.mode, title: `${who}; the scheduler: ${s.doing}`,
+      onclick: () => switchMode(s, on ? 'observe' : 'control'),
+    }, `${s.schedule}: ${on ? 'Commands on' : 'Commands off'}`);
+  }));
+  tid('banners').replaceChildren(...state.schedules.filter((s) => s.not_known).map((s) => el('div', {
+    class: 'banner', testid: 'banner-not-known', 'data-schedule': s.schedule,
+  }, `Schedule ${s.schedule}: its scheduler has not written its state since ${s.state_at || 'it was made'}. `
+     + 'Nobody is watching its routines: they are shown as not known (WAS RUNNING).')));
+}
+
+async function switchMode(s, mode) {
+  const question = mode === 'observe'
+    ? `Switch the commands of ${s.schedule} off? The scheduler keeps the status and sends no command.`
+    : `Switch the commands of ${s.schedule} on? The scheduler starts and restarts its routines.`;
+  if (!confirm(question)) return;
+  try {
+    await post('/api/schedules/mode', { schedule: s.schedule, mode });
+    notice(`${s.schedule}: commands ${mode === 'observe' ? 'off' : 'on'}`);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+// ---- groups (shared by both kinds) ----
+
+function groupOpenByHand(key) { return store.get('openGroups', {})[key]; }
+function setGroupOpen(key, open) {
+  const all = store.get('openGroups', {});
+  all[key] = open;
+  store.set('openGroups', all);
+}
+
+function groupBox(key, open, header, body, onToggle) {
+  return el('div', { class: 'group', testid: 'group', 'data-group': key, 'data-open': open ? 'true' : 'false' },
+    el('div', { class: 'group-header', testid: 'group-header', onclick: onToggle }, el('span', {}, open ? '▾' : '▸'), header),
+    open ? body : null);
+}
+
+// ---- routines ----
+
+const routineKey = (r) => r.schedule + '\u0000' + r.routine;
+function routineGroupKey(r) {
+  switch (state.groupBy.routines) {
+    case 'schedule': return r.schedule;
+    case 'computer': return r.computer;
+    case 'status': return r.status;
+    default: return r.group_name || '(no group)';
+  }
+}
+
+function groupSummary(statuses) {
+  const counts = {};
+  for (const s of statuses) counts[s] = (counts[s] || 0) + 1;
+  const order = Object.keys(counts).sort((a, b) => ROUTINE_STATUSES.indexOf(a) - ROUTINE_STATUSES.indexOf(b));
+  const countText = order.map((s) => `${s} ${counts[s]}`).join(' · ');
+  if (statuses.length && statuses.every((s) => s === 'running')) {
+    return [el('span', { class: 'dot', testid: 'group-dot' }), el('span', { class: 'status st-running', testid: 'group-status' }, 'RUNNING'),
+      el('span', { class: 'counts', testid: 'group-counts' }, countText)];
+  }
+  return [badge(order[0], 'group-status'), el('span', { class: 'counts', testid: 'group-counts' }, countText)];
+}
+
+function renderRoutines() {
+  const rows = state.routines.filter(routineMatches);
+  const content = tid('content');
+  if (!rows.length) { content.replaceChildren(el('p', { class: 'notice' }, 'No routine here.')); return; }
+  if (state.groupBy.routines === 'order') {
+    rows.sort((a, b) => (a.run_order ?? 1e9) - (b.run_order ?? 1e9) || a.seq - b.seq);
+    content.replaceChildren(el('div', { class: 'group', testid: 'run-order' }, rows.map(routineRow)));
+    return;
+  }
+  const groups = new Map();
+  for (const r of rows) {
+    const k = routineGroupKey(r);
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(r);
+  }
+  const keys = [...groups.keys()].sort();
+  content.replaceChildren(...keys.map((k) => {
+    const members = groups.get(k);
+    const stored = `${state.tab}|${state.groupBy.routines}|${k}`;
+    const byHand = groupOpenByHand(stored);
+    // A filter opens the groups it found something in; otherwise realtime groups start shut.
+    const open = filtering() ? true : byHand !== undefined ? byHand : state.tab !== 'realtime';
+    return groupBox(k, open, [el('span', { class: 'key' }, k), ...groupSummary(members.map((r) => r.status))],
+      members.map(routineRow), () => { setGroupOpen(stored, !open); render(); });
+  }));
+}
+
+function routineRow(r) {
+  const open = state.openRoutine === routineKey(r);
+  const row = el('div', {
+    class: 'row', testid: 'routine-row', 'data-schedule': r.schedule, 'data-routine': r.routine, 'data-status': r.status,
+    onclick: () => openRoutine(r),
+  }, badge(r.status), el('span', { class: 'name' }, r.routine.replace(/^[^@]*@[^:]*:/, '')),
+  el('span', { class: 'meta' }, r.computer), el('span', { class: 'msg' }, r.last_message || ''));
+  return open ? [row, routineDetails(r)] : row;
+}
+
+const fmt = (t) => (t ? new Date(t).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC') : '—');
+
+function routineDetails(r) {
+  const item = (label, value, testid) => [el('dt', {}, label), el('dd', { testid }, value === null || value === undefined || value === '' ? '—' : value)];
+  return el('div', { class: 'details', testid: 'routine-details' },
+    el('dl', {},
+      item('Routine', r.routine), item('Schedule', r.schedule), item('Group', r.group_name), item('Computer', r.computer),
+      item('Kind', r.realtime ? 'realtime' : `batch at ${r.runtimes || 'the start of the day'}`),
+      item('Arguments', r.args, 'routine-args'),
+      item('Depends on', (r.dependencies || []).join(', ')),
+      item('Waits for', (r.waits_for || []).join(', '), 'routine-waits-for'),
+      item('Posted', fmt(r.posted_at)), item('Started', fmt(r.started_at)), item('Ended', fmt(r.ended_at)),
+      item('Restarts today', r.restarts), item('Run order', r.run_order), item('Job', r.job_id),
+      item('Last message', r.last_message ? `${fmt(r.last_message_at)} ${r.last_level || ''} ${r.last_message}` : null, 'routine-last-message')),
+    r.commandable ? el('div', {},
+      el('button', { type: 'button', testid: 'routine-restart', onclick: (e) => { e.stopPropagation(); command(r, 'restart'); } }, 'Restart'), ' ',
+      el('button', { type: 'button', testid: 'routine-stop', onclick: (e) => { e.stopPropagation(); command(r, 'stop'); } }, 'Stop'))
+      : el('p', { class: 'notice' }, 'This routine is not commanded from here (the scheduler itself, or external).'),
+    el('ul', { testid: 'routine-messages' }, state.messages.map((m) => el('li', {}, `${fmt(m.at)} ${m.level}: ${m.message}`))));
+}
+
+async function openRoutine(r) {
+  const k = routineKey(r);
+  state.openRoutine = state.openRoutine === k ? null : k;
+  state.messages = [];
+  render();
+  if (state.openRoutine) await loadMessages();
+}
+
+async function loadMessages() {
+  const r = state.routines.find((x) => routineKey(x) === state.openRoutine);
+  if (!r) return;
+  try { state.messages = await get('/api/routine/messages', { schedule: r.schedule, routine: r.routine }); } catch (e) { showError(e); }
+  render();
+}
+
+async function command(r, what) {
+  const question = what === 'restart'
+    ? `Restart ${r.routine}? It is ended if it runs and started again.`
+    : `Stop ${r.routine}?${r.realtime ? ' The scheduler starts a realtime routine again once it has been silent for 45 s.' : ''}`;
+  if (!confirm(question)) return;
+  try {
+    const answer = await post(`/api/routines/${what}`, { schedule: r.schedule, routine: r.routine });
+    notice(`${what} of ${r.routine}: ${answer}`);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+// ---- jobs ----
+
+function activeCount(counts) {
+  return Object.entries(counts || {}).reduce((n, [s, c]) => n + (JOB_ACTIVE.has(s) ? c : 0), 0);
+}
+
+function renderJobs() {
+  const content = tid('content');
+  const plain = state.groupBy.jobs === 'plain';
+  const total = plain ? activeCount(state.plain.counts) : state.jobGroups.reduce((n, g) => n + activeCount(g.counts), 0);
+  tid('actions').replaceChildren(
+    el('button', { type: 'button', testid: 'jobs-cancel-all', disabled: total === 0, onclick: () => cancelWhere({}, total) }, `Cancel all (${total})`),
+    el('button', { type: 'button', testid: 'jobs-cancel-selected', disabled: state.selected.size === 0, onclick: cancelSelected }, `Cancel selected (${state.selected.size})`));
+  if (plain) {
+    const p = state.plain;
+    content.replaceChildren(el('p', { testid: 'job-plain-total' }, `${p.total} jobs`),
+      el('div', { class: 'group' }, p.rows.map(jobRow)),
+      p.rows.length < p.total ? el('button', { type: 'button', class: 'more', testid: 'job-group-more', onclick: () => { p.limit += PAGE; refresh(); } }, 'Show more') : null);
+    return;
+  }
+  if (!state.jobGroups.length) { content.replaceChildren(el('p', { class: 'notice' }, 'No job here.')); return; }
+  content.replaceChildren(...state.jobGroups.map((g) => {
+    const loaded = state.openJobGroups.get(g.group_key);
+    const n = activeCount(g.counts);
+    const counts = Object.entries(g.counts).map(([s, c]) => `${s} ${c}`).join(' · ');
+    const header = [el('span', { class: 'key' }, g.group_key), badge(g.status, 'group-status'),
+      el('span', { class: 'counts', testid: 'group-counts' }, counts),
+      n ? el('button', { type: 'button', testid: 'job-group-cancel', onclick: (e) => { e.stopPropagation(); cancelWhere({ by: state.groupBy.jobs, group: g.group_key }, n); } }, `Cancel ${n}`) : null];
+    const body = loaded ? [loaded.jobs.map(jobRow),
+      loaded.jobs.length < g.jobs ? el('button', { type: 'button', class: 'more', testid: 'job-group-more', onclick: (e) => { e.stopPropagation(); loaded.limit += PAGE; refresh(); } }, `Show more (${loaded.jobs.length} of ${g.jobs})`) : null] : null;
+    return groupBox(g.group_key, !!loaded, header, body, () => {
+      if (loaded) state.openJobGroups.delete(g.group_key);
+      else state.openJobGroups.set(g.group_key, { limit: PAGE, jobs: [] });
+      refresh();
+    });
+  }));
+}
+
+function jobRow(j) {
+  const active = JOB_ACTIVE.has(j.status);
+  const row = el('div', { class: 'row', testid: 'job-row', 'data-id': j.id, 'data-status': j.status, onclick: () => openJob(j) },
+    active ? el('input', {
+      type: 'checkbox', testid: 'job-select', checked: state.selected.has(j.id),
+      onclick: (e) => { e.stopPropagation(); if (e.target.checked) state.selected.add(j.id); else state.selected.delete(j.id); render(); },
+    }) : el('span', { class: 'nobox' }, ''),
+    el('span', { class: 'meta' }, '#' + j.id), badge(j.status),
+    el('span', { class: 'name' }, j.routine || j.command), el('span', { class: 'meta' }, (j.args || []).join(' ')),
+    el('span', { class: 'meta' }, j.target ? `${j.computer} → ${j.target}` : j.computer),
+    el('span', { class: 'meta' }, fmt(j.due_at)),
+    j.status === 'ERROR' && j.error ? el('span', { class: 'err', testid: 'job-error' }, j.error.trim().split('\n').pop()) : null);
+  return state.openJob === j.id && state.jobDetails ? [row, jobDetails(state.jobDetails)] : row;
+}
+
+function jobDetails(j) {
+  const item = (label, value, testid) => [el('dt', {}, label), el('dd', { testid }, value === null || value === undefined || value === '' ? '—' : value)];
+  return el('div', { class: 'details', testid: 'job-details' }, el('dl', {},
+    item('Job', j.id), item('Hash', j.hash), item('Owner', j.owner), item('Kind', j.kind), item('Status', j.status),
+    item('May be taken by', j.computer, 'job-computer'), item('Taken by', j.target, 'job-target'),
+    item('Routine', j.routine), item('Command', j.command), item('Arguments', (j.args || []).join(' '), 'job-args'),
+    item('Revision', j.revision ? JSON.stringify(j.revision) : null),
+    item('Waits for', (j.dependencies || []).map((d) => `job ${d.id}: ${d.status}`).join(', '), 'job-dependencies'),
+    item('Blocked', j.blocked_reason), item('Due', fmt(j.due_at)), item('Started', fmt(j.started_at)), item('Ended', fmt(j.ended_at)),
+    item('Exit code', j.exit_code), item('Run time', j.run_time), item('Attempts', `${j.attempt} of ${j.max_attempts}`),
+    item('Error', j.error), item('Stderr', j.stderr, 'job-stderr'), item('Stdout', j.stdout)));
+}
+
+async function openJob(j) {
+  state.openJob = state.openJob === j.id ? null : j.id;
+  state.jobDetails = null;
+  if (state.openJob) {
+    try { state.jobDetails = (await get('/api/job', { id: j.id }))[0] || null; } catch (e) { showError(e); }
+  }
+  render();
+}
+
+async function cancelWhere(extra, n) {
+  if (!confirm(`Cancel ${n} active job${n === 1 ? '' : 's'}?`)) return;
+  try {
+    const where = Object.assign(jobFilter(), extra);
+    const done = await post('/api/jobs/cancel', { where });
+    notice(`${done.length} job(s) cancelled`);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+async function cancelSelected() {
+  const ids = [...state.selected];
+  if (!confirm(`Cancel ${ids.length} selected job${ids.length === 1 ? '' : 's'}?`)) return;
+  try {
+    const done = await post('/api/jobs/cancel', { jobs: ids });
+    state.selected.clear();
+    notice(`${done.length} job(s) cancelled`);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+// ---- reading, every 5 s ----
+
+let refreshing = null;
+let again = false;
+async function refresh() {
+  if (refreshing) { again = true; return refreshing; }
+  refreshing = (async () => {
+    try {
+      const [routines, summary] = await Promise.all([get('/api/routines'), get('/api/jobs/summary')]);
+      state.schedules = routines.schedules;
+      state.routines = routines.routines;
+      state.summary = summary;
+      if (state.tab === 'jobs') await loadJobs();
+      else if (state.openRoutine) state.messages = await get('/api/routine/messages', openRoutineParams());
+      showError(null);
+    } catch (e) { showError(e); }
+    render();
+  })();
+  await refreshing;
+  refreshing = null;
+  if (again) { again = false; await refresh(); }
+}
+
+function openRoutineParams() {
+  const [schedule, routine] = state.openRoutine.split('\u0000');
+  return { schedule, routine };
+}
+
+async function loadJobs() {
+  const f = jobFilter();
+  if (state.groupBy.jobs === 'plain') {
+    const found = await get('/api/jobs/list', Object.assign({ limit: state.plain.limit }, f));
+    Object.assign(state.plain, { rows: found.rows, total: found.total, counts: found.counts });
+    return;
+  }
+  const by = state.groupBy.jobs;
+  state.jobGroups = await get('/api/jobs/groups', Object.assign({ by }, f));
+  const present = new Set(state.jobGroups.map((g) => g.group_key));
+  for (const [key, loaded] of state.openJobGroups) {
+    if (!present.has(key)) { state.openJobGroups.delete(key); continue; }
+    loaded.jobs = await get('/api/jobs/group', Object.assign({ by, group: key, limit: loaded.limit }, f));
+  }
+}
+
+function render() {
+  renderHeader();
+  renderFilterControls();
+  if (state.tab === 'jobs') renderJobs();
+  else { tid('actions').replaceChildren(); renderRoutines(); }
+}
+
+function setTab(name) {
+  if (!name || name === state.tab) return;
+  state.tab = name;
+  const url = new URL(location.href);
+  url.searchParams.set('tab', name);
+  history.replaceState(null, '', url);
+  render();
+  refresh();
+}
+
+function setTextSize(size) {
+  size = Math.min(200, Math.max(80, size));
+  store.set('textSize', size);
+  document.documentElement.style.fontSize = size + '%';
+  tid('text-size').textContent = size + '%';
+}
+
+function jobsFilterChanged() {
+  state.openJobGroups.clear();
+  state.plain.limit = PAGE;
+  state.selected.clear();
+  state.openJob = null;
+}
+
+function wire() {
+  for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => setTab(b.dataset.tab));
+  tid('filters-button').addEventListener('click', () => { store.set('filtersOpen', !store.get('filtersOpen', false)); render(); });
+  let typing = null;
+  tid('filter-text').addEventListener('input', (e) => {
+    state.text = e.target.value.trim();
+    render();
+    clearTimeout(typing);
+    if (kind() === 'jobs') typing = setTimeout(() => { jobsFilterChanged(); refresh(); }, 300);
+  });
+  tid('filter-status').addEventListener('change', (e) => { state.status[kind()] = e.target.value; if (kind() === 'jobs') jobsFilterChanged(); render(); refresh(); });
+  tid('filter-problems').addEventListener('change', (e) => { state.problems = e.target.checked; if (kind() === 'jobs') jobsFilterChanged(); render(); refresh(); });
+  tid('group-by').addEventListener('change', (e) => {
+    const k = kind();
+    state.groupBy[k] = e.target.value;
+    store.set(k === 'jobs' ? 'jobGrouping' : 'routineGrouping', e.target.value);
+    if (k === 'jobs') jobsFilterChanged();
+    render();
+    refresh();
+  });
+  tid('filter-month').addEventListener('change', (e) => { state.month = e.target.value; jobsFilterChanged(); render(); refresh(); });
+  tid('text-smaller').addEventListener('click', () => setTextSize(store.get('textSize', 100) - 10));
+  tid('text-larger').addEventListener('click', () => setTextSize(store.get('textSize', 100) + 10));
+  tid('logout').addEventListener('click', async () => { try { await post('/logout', {}); } catch (e) { /* gone anyway */ } location.href = '/'; });
+  document.addEventListener('keydown', (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const t = e.target;
+    if (t && (t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.tagName === 'TEXTAREA')) {
+      if (e.key === 'Escape') t.blur();
+      return;
+    }
+    if (TABS[e.key] && /^[123]$/.test(e.key)) { setTab(TABS[e.key]); e.preventDefault(); }
+    else if (e.key === '/') {
+      e.preventDefault();
+      store.set('filtersOpen', true);
+      render();
+      tid('filter-text').focus();
+    } else if (e.key === 'p' || e.key === 'P') {
+      state.problems = !state.problems;
+      if (kind() === 'jobs') jobsFilterChanged();
+      render();
+      refresh();
+    }
+  });
+}
+
+async function start() {
+  setTextSize(store.get('textSize', 100));
+  try {
+    state.me = await call('/api/me');
+  } catch (e) {
+    if (e instanceof LoggedOut) { tid('login').hidden = false; tid('login-role').focus(); return; }
+    showError(e);
+    return;
+  }
+  tid('app').hidden = false;
+  const asked = new URL(location.href).searchParams.get('tab');
+  state.tab = TABS[asked] || 'realtime';
+  if (asked && TABS[asked] !== asked) {
+    const url = new URL(location.href);
+    url.searchParams.set('tab', state.tab);
+    history.replaceState(null, '', url);
+  }
+  wire();
+  await refresh();
+  setInterval(refresh, 5000);
+}
+
+start();

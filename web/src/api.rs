@@ -1,0 +1,245 @@
+//! The page's addresses, each one statement of fixed text over pgjobs' views and functions, its
+//! inputs passed as parameters. The database answers in JSON (jsonb_agg / to_jsonb), which is
+//! passed on as it is.
+
+use std::collections::HashMap;
+
+use postgres::types::ToSql;
+use postgres::Client;
+use serde_json::Value;
+
+pub enum Outcome {
+    Ok(String),
+    NotFound,
+    Bad(String),
+    /// An error from SQL: {sqlstate, message, detail, hint}.
+    Sql(String),
+    Lost,
+}
+
+fn from_error(e: postgres::Error) -> Outcome {
+    match e.as_db_error() {
+        Some(d) => Outcome::Sql(
+            serde_json::json!({
+                "error": d.message(), "sqlstate": d.code().code(), "message": d.message(),
+                "detail": d.detail(), "hint": d.hint(),
+            })
+            .to_string(),
+        ),
+        None => Outcome::Lost,
+    }
+}
+
+/// The rows of a statement as a JSON array.
+fn rows(
+    client: &mut Client,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<String, postgres::Error> {
+    let wrapped = format!("SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]')::text FROM ({sql}) t");
+    Ok(client.query_one(&wrapped, params)?.get(0))
+}
+
+/// A statement whose one value is already JSON text.
+fn value(
+    client: &mut Client,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<String, postgres::Error> {
+    Ok(client.query_one(sql, params)?.get(0))
+}
+
+fn text(params: &HashMap<String, String>, name: &str) -> Option<String> {
+    params.get(name).filter(|v| !v.is_empty()).cloned()
+}
+
+/// Status words, comma-separated: none means every status.
+fn statuses(s: Option<&str>) -> Option<Vec<String>> {
+    let words: Vec<String> = s?
+        .split(',')
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(String::from)
+        .collect();
+    (!words.is_empty()).then_some(words)
+}
+
+fn number(params: &HashMap<String, String>, name: &str, default: i32) -> Result<i32, Outcome> {
+    match params.get(name).filter(|v| !v.is_empty()) {
+        None => Ok(default),
+        Some(v) => v
+            .parse()
+            .map_err(|_| Outcome::Bad(format!("{name} is not a number"))),
+    }
+}
+
+pub fn read(client: &mut Client, path: &str, params: &HashMap<String, String>) -> Outcome {
+    let result = match path {
+        // Both routine tabs and the toggles: the schedules and today's routines.
+        "/api/routines" => (|| {
+            let schedules = rows(
+                client,
+                "SELECT * FROM pgjobs.routine_schedule_list ORDER BY schedule",
+                &[],
+            )?;
+            let routines = rows(
+                client,
+                "SELECT * FROM pgjobs.routines_today ORDER BY schedule, seq",
+                &[],
+            )?;
+            Ok(format!(
+                r#"{{"schedules":{schedules},"routines":{routines}}}"#
+            ))
+        })(),
+        "/api/routine/messages" => {
+            let (schedule, routine) = (text(params, "schedule"), text(params, "routine"));
+            rows(
+                client,
+                "SELECT at, level, message, sender::text AS sender, command FROM pgjobs.routine_messages
+                 WHERE schedule = $1 AND routine = $2 ORDER BY at DESC LIMIT 20",
+                &[&schedule, &routine],
+            )
+        }
+        // The Jobs tab's count (active jobs) and the months it offers.
+        "/api/jobs/summary" => value(
+            client,
+            "SELECT jsonb_build_object('active', f -> 'total', 'months', f -> 'months')::text
+             FROM pgjobs.batch_find(limit_rows => 0) f",
+            &[],
+        ),
+        "/api/jobs/groups" => {
+            let (by, month, search) =
+                (text(params, "by"), text(params, "month"), text(params, "q"));
+            let st = statuses(params.get("status").map(String::as_str));
+            rows(
+                client,
+                "SELECT * FROM pgjobs.batch_groups($1, $2::text::date, $3, $4)",
+                &[&by.unwrap_or_else(|| "time".into()), &month, &st, &search],
+            )
+        }
+        "/api/jobs/group" => {
+            let (offset, limit) = match (number(params, "offset", 0), number(params, "limit", 200))
+            {
+                (Ok(o), Ok(l)) => (o, l),
+                (Err(e), _) | (_, Err(e)) => return e,
+            };
+            let (by, group, month, search) = (
+                text(params, "by"),
+                params.get("group").cloned(),
+                text(params, "month"),
+                text(params, "q"),
+            );
+            let st = statuses(params.get("status").map(String::as_str));
+            rows(
+                client,
+                "SELECT * FROM pgjobs.batch_group_jobs($1, $2, $3::text::date, $4, $5, $6, $7)",
+                &[&by, &group, &month, &st, &search, &limit, &offset],
+            )
+        }
+        // The plain list: batch_find's {rows, total, counts, months}.
+        "/api/jobs/list" => {
+            let (offset, limit) = match (number(params, "offset", 0), number(params, "limit", 200))
+            {
+                (Ok(o), Ok(l)) => (o, l),
+                (Err(e), _) | (_, Err(e)) => return e,
+            };
+            let (month, search) = (text(params, "month"), text(params, "q"));
+            let st = statuses(params.get("status").map(String::as_str));
+            value(
+                client,
+                "SELECT pgjobs.batch_find($1::text::date, $2, $3, $4, $5)::text",
+                &[&month, &st, &search, &limit, &offset],
+            )
+        }
+        // One job with how each job it waits for ended.
+        "/api/job" => {
+            let Ok(id) = params
+                .get("id")
+                .map(String::as_str)
+                .unwrap_or("")
+                .parse::<i64>()
+            else {
+                return Outcome::Bad("id is not a job id".into());
+            };
+            rows(
+                client,
+                "SELECT j.*, (SELECT coalesce(jsonb_agg(jsonb_build_object('id', d.id, 'status', d.status) ORDER BY d.id), '[]')
+                              FROM pgjobs.batch_jobs d WHERE d.id = ANY (j.depends_on)) AS dependencies
+                 FROM pgjobs.batch_jobs j WHERE j.id = $1",
+                &[&id],
+            )
+        }
+        _ => return Outcome::NotFound,
+    };
+    result.map(Outcome::Ok).unwrap_or_else(from_error)
+}
+
+fn field(body: &Value, name: &str) -> Option<String> {
+    body.get(name).and_then(Value::as_str).map(String::from)
+}
+
+pub fn act(client: &mut Client, path: &str, body: &Value) -> Outcome {
+    let result = match path {
+        "/api/routines/restart" | "/api/routines/stop" => {
+            let sql = if path.ends_with("restart") {
+                "SELECT to_jsonb(pgjobs.routine_restart($1, $2))::text"
+            } else {
+                "SELECT to_jsonb(pgjobs.routine_stop($1, $2))::text"
+            };
+            value(
+                client,
+                sql,
+                &[&field(body, "schedule"), &field(body, "routine")],
+            )
+        }
+        "/api/schedules/mode" => rows(
+            client,
+            "SELECT * FROM pgjobs.routines_set_mode($1, $2)",
+            &[&field(body, "schedule"), &field(body, "mode")],
+        ),
+        "/api/jobs/cancel" => {
+            if let Some(ids) = body.get("jobs") {
+                let Some(ids) = ids
+                    .as_array()
+                    .and_then(|a| a.iter().map(Value::as_i64).collect::<Option<Vec<i64>>>())
+                else {
+                    return Outcome::Bad("jobs is a list of job ids".into());
+                };
+                rows(client, "SELECT * FROM pgjobs.batch_cancel($1)", &[&ids])
+            } else if let Some(w) = body.get("where") {
+                let st = statuses(w.get("status").and_then(Value::as_str));
+                rows(
+                    client,
+                    "SELECT * FROM pgjobs.batch_cancel_where($1::text::date, $2, $3, $4, $5)",
+                    &[
+                        &field(w, "month"),
+                        &st,
+                        &field(w, "q"),
+                        &field(w, "by"),
+                        &field(w, "group"),
+                    ],
+                )
+            } else {
+                return Outcome::Bad("send {jobs: [...]} or {where: {...}}".into());
+            }
+        }
+        _ => return Outcome::NotFound,
+    };
+    result.map(Outcome::Ok).unwrap_or_else(from_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::statuses;
+
+    #[test]
+    fn status_words_from_the_address() {
+        assert_eq!(statuses(None), None);
+        assert_eq!(statuses(Some("")), None);
+        assert_eq!(statuses(Some(" , ")), None);
+        assert_eq!(
+            statuses(Some("ERROR,BLOCKED")),
+            Some(vec!["ERROR".to_string(), "BLOCKED".to_string()])
+        );
+    }
+}

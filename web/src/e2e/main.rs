@@ -1,0 +1,1054 @@
+//! pg_jobs_web_e2e: the SCHED page's tests in a real headless browser (scripts/web_tests.sh runs
+//! it against the fixtures it made: people web_ana and web_bob, schedules WEB, WEB2 and BOB, and
+//! batch jobs). Each test checks one point of issue 15 and prints "web: name ... ok" or
+//! "web: name ... FAILED: why". Screenshots of each tab go to --out.
+
+mod webdriver;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use webdriver::{Browser, Res};
+
+const FAILING: [&str; 3] = ["ERROR", "DELAYED", "SILENT"];
+const USAGE: &str =
+    "usage: pg_jobs_web_e2e --url URL --dead-url URL --admin-dsn DSN --driver-port PORT --out DIR";
+
+struct Ctx {
+    b: Browser,
+    url: String,
+    dead_url: String,
+    admin: postgres::Client,
+    admin_dsn: String,
+    out: PathBuf,
+}
+
+fn tid(id: &str) -> String {
+    format!("[data-testid=\"{id}\"]")
+}
+
+fn fail<T>(why: impl Into<String>) -> Res<T> {
+    Err(why.into())
+}
+
+/// Polls until the check says yes (or fails with its last reason).
+fn wait_for(secs: u64, mut check: impl FnMut() -> Res<bool>) -> Res<()> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut last = String::from("never true");
+    loop {
+        match check() {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => last = e,
+        }
+        if Instant::now() > deadline {
+            return fail(format!("not within {secs} s: {last}"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+impl Ctx {
+    fn sql_one(&mut self, sql: &str) -> Res<String> {
+        let row = self
+            .admin
+            .query_one(sql, &[])
+            .map_err(|e| format!("{sql}: {e}"))?;
+        Ok(row.get::<_, Option<String>>(0).unwrap_or_default())
+    }
+
+    fn as_role(&self, role: &str) -> Res<postgres::Client> {
+        let dsn = self
+            .admin_dsn
+            .replace("user=postgres", &format!("user={role} password=pw-{role}"));
+        postgres::Client::connect(&dsn, postgres::NoTls).map_err(|e| e.to_string())
+    }
+
+    fn js(&self, script: &str) -> Res<Value> {
+        self.b.exec(script, json!([]))
+    }
+
+    fn js_str(&self, script: &str) -> Res<String> {
+        Ok(match self.js(script)? {
+            Value::String(s) => s,
+            other => other.to_string(),
+        })
+    }
+
+    fn visible(&self, testid: &str) -> Res<bool> {
+        Ok(self.js(&format!(
+            "const e = document.querySelector('{}'); return !!e && e.offsetParent !== null;",
+            tid(testid)
+        ))? == json!(true))
+    }
+
+    fn login(&self, role: &str, password: &str, url: &str) -> Res<()> {
+        self.b.goto(&format!("{url}/"))?;
+        wait_for(10, || self.visible("login"))?;
+        let r = self.b.find(&tid("login-role"))?;
+        self.b.clear(&r)?;
+        self.b.type_into(&r, role)?;
+        self.b
+            .type_into(&self.b.find(&tid("login-password"))?, password)?;
+        self.b.click_css(&tid("login-submit"))
+    }
+
+    fn login_ok(&self, role: &str) -> Res<()> {
+        self.b.delete_cookies()?;
+        self.login(role, &format!("pw-{role}"), &self.url)?;
+        wait_for(10, || self.visible("app"))?;
+        wait_for(10, || Ok(self.b.text_css(&tid("whoami"))? == role))
+    }
+
+    fn blur(&self) -> Res<()> {
+        self.js("if (document.activeElement) document.activeElement.blur();")
+            .map(|_| ())
+    }
+
+    fn press(&self, key: &str) -> Res<()> {
+        self.blur()?;
+        self.b.press(key)
+    }
+
+    fn active_tab(&self) -> Res<String> {
+        self.js_str(
+            "const t = document.querySelector('.tab.active'); return t ? t.dataset.tab : '';",
+        )
+    }
+
+    /// The groups shown: [key, open].
+    fn groups(&self) -> Res<Vec<(String, bool)>> {
+        let v = self.js("return [...document.querySelectorAll('[data-testid=group]')].map(g => [g.dataset.group, g.dataset.open === 'true']);")?;
+        Ok(v.as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|g| {
+                        (
+                            g[0].as_str().unwrap_or("").to_string(),
+                            g[1].as_bool().unwrap_or(false),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    fn group_header(&self, key: &str) -> String {
+        format!("[data-testid=group][data-group=\"{key}\"] > [data-testid=group-header]")
+    }
+
+    fn rows(&self, testid: &str, attr: &str) -> Res<Vec<String>> {
+        let v = self.js(&format!(
+            "return [...document.querySelectorAll('[data-testid={testid}]')].map(r => r.dataset.{attr});"
+        ))?;
+        Ok(v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    fn select(&self, testid: &str, value: &str) -> Res<()> {
+        self.b.click_css(&tid(testid))?;
+        self.b
+            .click_css(&format!("{} option[value=\"{value}\"]", tid(testid)))?;
+        self.blur()
+    }
+
+    fn open_filters(&self) -> Res<()> {
+        if !self.visible("filters")? {
+            self.b.click_css(&tid("filters-button"))?;
+        }
+        wait_for(5, || self.visible("filters"))
+    }
+
+    fn set_text_filter(&self, text: &str) -> Res<()> {
+        self.open_filters()?;
+        let e = self.b.find(&tid("filter-text"))?;
+        self.b.clear(&e)?;
+        // clear() sends no input event: type a space and delete it to tell the page.
+        self.b.type_into(&e, &format!("{text} \u{E003}"))?;
+        self.blur()
+    }
+
+    /// A fresh page: nothing remembered in the browser, back to the first tab.
+    fn fresh(&self, query: &str) -> Res<()> {
+        self.js("localStorage.clear();")?;
+        self.b.goto(&format!("{}/{query}", self.url))?;
+        wait_for(10, || self.visible("app"))?;
+        // Read once: the tab shows its groups.
+        wait_for(10, || Ok(!self.groups()?.is_empty()))
+    }
+
+    fn job_status(&mut self, where_: &str) -> Res<String> {
+        self.sql_one(&format!(
+            "SELECT string_agg(status, ',' ORDER BY id) FROM pgjobs.batch_jobs WHERE {where_}"
+        ))
+    }
+}
+
+// ---- the tests, in the order they run ----
+
+fn login_wrong_password(c: &mut Ctx) -> Res<()> {
+    c.b.delete_cookies()?;
+    c.login("web_ana", "not-the-password", &c.url)?;
+    wait_for(10, || c.visible("login-wrong"))?;
+    let text = c.b.text_css(&tid("login-wrong"))?;
+    if !text.contains("Wrong role or password") {
+        return fail(format!("the page says {text}"));
+    }
+    // No session was made.
+    c.b.goto(&format!("{}/", c.url))?;
+    wait_for(10, || c.visible("login"))
+}
+
+fn login_database_unreachable(c: &mut Ctx) -> Res<()> {
+    c.login("web_ana", "pw-web_ana", &c.dead_url)?;
+    wait_for(15, || c.visible("login-unreachable"))?;
+    let text = c.b.text_css(&tid("login-unreachable"))?;
+    text.contains("Database not reachable")
+        .then_some(())
+        .ok_or(format!("the page says {text}"))
+}
+
+fn login_cookie_is_http_only(c: &mut Ctx) -> Res<()> {
+    c.login_ok("web_ana")?;
+    let cookies = c.js_str("return document.cookie;")?;
+    if cookies.contains("pgjobs_session") {
+        return fail("the page's script can read the session cookie");
+    }
+    let r = ureq_agent()
+        .post(format!("{}/login", c.url))
+        .content_type("application/x-www-form-urlencoded")
+        .send("role=web_ana&password=pw-web_ana")
+        .map_err(|e| e.to_string())?;
+    let set = r
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let id = set
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("pgjobs_session=");
+    if r.status().as_u16() != 303
+        || !set.contains("HttpOnly")
+        || !set.contains("SameSite=Strict")
+        || !set.contains("Path=/")
+    {
+        return fail(format!("{} {set}", r.status()));
+    }
+    (id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then_some(())
+        .ok_or(format!("session id {id}"))
+}
+
+fn tabs_counts(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    if c.active_tab()? != "realtime" {
+        return fail("Realtime is not the first tab");
+    }
+    // WEB: quotes, news, broken, the scheduler; WEB2: clock. Batch: load, report. The broken one fails.
+    wait_for(20, || {
+        let shown = [
+            c.b.text_css(&tid("tab-realtime-count"))?,
+            c.b.text_css(&tid("tab-realtime-failing"))?,
+            c.b.text_css(&tid("tab-batch-count"))?,
+        ];
+        if shown != ["5", "1 failing", "2"] {
+            return fail(format!("the tabs say {shown:?}"));
+        }
+        Ok(true)
+    })?;
+    let active =
+        c.sql_one("SELECT count(*)::text FROM pgjobs.batch_active WHERE owner::text = 'web_ana'")?;
+    wait_for(10, || {
+        let shown = c.b.text_css(&tid("tab-jobs-count"))?;
+        if shown != active {
+            return fail(format!("Jobs tab shows {shown}, {active} active"));
+        }
+        Ok(true)
+    })?;
+    c.b.screenshot(&c.out.join("realtime.png"))
+}
+
+fn tabs_keys_and_address(c: &mut Ctx) -> Res<()> {
+    for (key, tab) in [("2", "batch"), ("3", "jobs"), ("1", "realtime")] {
+        c.press(key)?;
+        wait_for(5, || Ok(c.active_tab()? == tab))?;
+        let url = c.b.url()?;
+        if !url.contains(&format!("tab={tab}")) {
+            return fail(format!("after key {key} the address is {url}"));
+        }
+    }
+    Ok(())
+}
+
+fn address_opens_tab(c: &mut Ctx) -> Res<()> {
+    for (query, tab) in [
+        ("?tab=2", "batch"),
+        ("?tab=jobs", "jobs"),
+        ("?tab=3", "jobs"),
+        ("?tab=realtime", "realtime"),
+    ] {
+        c.b.goto(&format!("{}/{query}", c.url))?;
+        wait_for(10, || Ok(c.active_tab()? == tab)).map_err(|e| format!("{query}: {e}"))?;
+    }
+    c.b.click_css(&tid("tab-batch"))?;
+    wait_for(5, || Ok(c.b.url()?.contains("tab=batch")))?;
+    c.b.screenshot(&c.out.join("batch.png"))
+}
+
+fn filters_shut_and_remembered(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    if c.visible("filters")? {
+        return fail("the filters are open before being asked for");
+    }
+    c.b.click_css(&tid("filters-button"))?;
+    wait_for(5, || c.visible("filters"))?;
+    c.b.refresh()?;
+    wait_for(10, || c.visible("filters")).map_err(|e| format!("open, after a reload: {e}"))?;
+    c.b.click_css(&tid("filters-button"))?;
+    c.b.refresh()?;
+    wait_for(10, || c.visible("app"))?;
+    std::thread::sleep(Duration::from_millis(500));
+    (!c.visible("filters")?)
+        .then_some(())
+        .ok_or("shut, after a reload: open".into())
+}
+
+fn filters_count(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    c.set_text_filter("quotes")?;
+    c.select("filter-status", "running")?;
+    wait_for(5, || {
+        Ok(c.b.text_css(&tid("filters-button"))? == "Filters · 2")
+    })?;
+    let rows = c.rows("routine-row", "routine")?;
+    if rows != ["web_ana@alpha:feeds.quotes"] {
+        return fail(format!("rows {rows:?}"));
+    }
+    c.set_text_filter("")?;
+    c.select("filter-status", "")?;
+    wait_for(5, || Ok(c.b.text_css(&tid("filters-button"))? == "Filters"))
+}
+
+fn key_slash_opens_text_filter(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    c.press("/")?;
+    wait_for(5, || c.visible("filters"))?;
+    let focused = c.js_str("return document.activeElement.dataset.testid || '';")?;
+    (focused == "filter-text")
+        .then_some(())
+        .ok_or(format!("the focus is on {focused}"))
+}
+
+fn problems_only(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    c.press("P")?;
+    wait_for(10, || {
+        let statuses = c.rows("routine-row", "status")?;
+        Ok(!statuses.is_empty()
+            && statuses
+                .iter()
+                .all(|s| ["ERROR", "DELAYED", "SILENT"].contains(&s.as_str())))
+    })?;
+    let routines = c.rows("routine-row", "routine")?;
+    if routines != ["web_ana@alpha:broken.feed"] {
+        return fail(format!("problems: {routines:?}"));
+    }
+    if c.b.text_css(&tid("filters-button"))? != "Filters · 1" {
+        return fail("Problems only is not counted");
+    }
+    c.press("P")?;
+    // Every group again, shut as realtime groups start.
+    wait_for(5, || {
+        Ok(c.groups()?.len() == 4 && c.rows("routine-row", "routine")?.is_empty())
+    })
+}
+
+fn groupings(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    c.open_filters()?;
+    let keys = |c: &Ctx| -> Res<Vec<String>> { Ok(c.groups()?.into_iter().map(|g| g.0).collect()) };
+    let want: [(&str, &[&str]); 3] = [
+        ("group", &["BROKEN", "FEEDS", "MISC", "SCHED"]),
+        ("schedule", &["WEB", "WEB2"]),
+        ("computer", &["alpha"]),
+    ];
+    for (by, expected) in want {
+        c.select("group-by", by)?;
+        wait_for(5, || Ok(keys(c)? == expected))
+            .map_err(|e| format!("by {by}: {:?} {e}", keys(c)))?;
+    }
+    c.select("group-by", "status")?;
+    wait_for(5, || {
+        let k = keys(c)?;
+        Ok(k.len() == 2
+            && k.contains(&"running".to_string())
+            && k.iter().any(|s| FAILING.contains(&s.as_str())))
+    })
+    .map_err(|e| format!("by status: {:?} {e}", keys(c)))?;
+    c.select("group-by", "order")?;
+    wait_for(5, || {
+        Ok(c.b.find_all(&tid("run-order"))?.len() == 1
+            && c.rows("routine-row", "routine")?.len() == 5)
+    })?;
+    c.select("group-by", "group")
+}
+
+fn realtime_groups_start_shut_and_stay_open(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    let groups = c.groups()?;
+    if groups.is_empty() || groups.iter().any(|g| g.1) {
+        return fail(format!("at first: {groups:?}"));
+    }
+    c.b.click_css(&c.group_header("FEEDS"))?;
+    wait_for(5, || Ok(c.groups()?.contains(&("FEEDS".into(), true))))?;
+    c.b.refresh()?;
+    wait_for(10, || {
+        let g = c.groups()?;
+        Ok(g.len() == 4 && g.iter().all(|(k, open)| *open == (k == "FEEDS")))
+    })
+}
+
+fn group_header_status(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    wait_for(15, || {
+        Ok(c.b.text_css(&c.group_header("FEEDS"))?.contains("RUNNING")
+            && !c
+                .b
+                .find_all(&format!("[data-group=FEEDS] {}", tid("group-dot")))?
+                .is_empty()
+            && FAILING.contains(
+                &c.b.text_css(&format!("[data-group=BROKEN] {}", tid("group-status")))?
+                    .as_str(),
+            )
+            && c.b
+                .text_css(&format!("[data-group=BROKEN] {}", tid("group-counts")))?
+                .ends_with(" 1")
+            && c.b
+                .find_all(&format!("[data-group=BROKEN] {}", tid("group-dot")))?
+                .is_empty())
+    })
+}
+
+fn filter_opens_groups(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    c.set_text_filter("news")?;
+    wait_for(5, || Ok(c.groups()? == [("FEEDS".to_string(), true)]))?;
+    let rows = c.rows("routine-row", "routine")?;
+    (rows == ["web_ana@alpha:feeds.news"])
+        .then_some(())
+        .ok_or(format!("rows {rows:?}"))
+}
+
+fn open_routine(c: &Ctx, routine: &str) -> Res<()> {
+    c.fresh("")?;
+    c.set_text_filter(routine)?;
+    c.b.click_css(&format!(
+        "[data-testid=routine-row][data-routine=\"{routine}\"]"
+    ))?;
+    wait_for(5, || c.visible("routine-details"))
+}
+
+fn details_mask_secrets(c: &mut Ctx) -> Res<()> {
+    open_routine(c, "web_ana@alpha:feeds.quotes")?;
+    let details = c.b.text_css(&tid("routine-details"))?;
+    let args = c.b.text_css(&tid("routine-args"))?;
+    let html = c.js_str("return document.documentElement.outerHTML;")?;
+    if !details.contains("web_ana@alpha:feeds.quotes")
+        || !details.contains("Waits for")
+        || !details.contains("Last message")
+    {
+        return fail(format!("details: {details}"));
+    }
+    if args != "--password ******** --fast" || html.contains("hunter2") {
+        return fail(format!("arguments shown: {args}"));
+    }
+    wait_for(10, || {
+        Ok(c.b
+            .text_css(&tid("routine-last-message"))?
+            .contains("quote"))
+    })
+}
+
+fn scheduler_has_no_commands(c: &mut Ctx) -> Res<()> {
+    open_routine(c, "postgres@alpha:pg_jobs.scheduler")?;
+    let buttons =
+        c.b.find_all(&tid("routine-restart"))?.len() + c.b.find_all(&tid("routine-stop"))?.len();
+    (buttons == 0)
+        .then_some(())
+        .ok_or("the scheduler has Restart or Stop".into())
+}
+
+fn restart_asks_and_names_the_person(c: &mut Ctx) -> Res<()> {
+    let job_of = "SELECT job_id::text FROM pgjobs.routines_today WHERE routine = 'web_ana@alpha:feeds.quotes'";
+    let before = c.sql_one(job_of)?;
+    open_routine(c, "web_ana@alpha:feeds.quotes")?;
+    c.b.click_css(&tid("routine-restart"))?;
+    let question = c.b.alert_text()?;
+    c.b.dismiss_alert()?;
+    let logged = "SELECT count(*)::text FROM pgjobs.routine_messages
+                  WHERE message = 'SCHED: restart of web_ana@alpha:feeds.quotes sent by web_ana'";
+    if !question.starts_with("Restart") || c.sql_one(logged)? != "0" {
+        return fail(format!(
+            "asked {question:?}; a dismissed question sent it anyway?"
+        ));
+    }
+    c.b.click_css(&tid("routine-restart"))?;
+    c.b.accept_alert()?;
+    wait_for(10, || Ok(c.sql_one(logged)? == "1"))?;
+    wait_for(30, || {
+        let now = c.sql_one(job_of)?;
+        Ok(now != before
+            && c.sql_one("SELECT status FROM pgjobs.routines_today WHERE routine = 'web_ana@alpha:feeds.quotes'")? == "running")
+    })?;
+    // The page shows it too, read again without a reload.
+    wait_for(15, || {
+        Ok(c.b
+            .text_css(&tid("routine-messages"))?
+            .contains("SCHED: restart of web_ana@alpha:feeds.quotes sent by web_ana"))
+    })
+}
+
+fn stop_asks_and_names_the_person(c: &mut Ctx) -> Res<()> {
+    let job = c.sql_one(
+        "SELECT job_id::text FROM pgjobs.routines_today WHERE routine = 'web_ana@alpha:feeds.news'",
+    )?;
+    open_routine(c, "web_ana@alpha:feeds.news")?;
+    c.b.click_css(&tid("routine-stop"))?;
+    if !c.b.alert_text()?.starts_with("Stop") {
+        return fail("no question");
+    }
+    c.b.accept_alert()?;
+    wait_for(10, || {
+        Ok(c.sql_one(
+            "SELECT count(*)::text FROM pgjobs.routine_messages
+                      WHERE message = 'SCHED: stop of web_ana@alpha:feeds.news sent by web_ana'",
+        )? == "1")
+    })?;
+    wait_for(
+        20,
+        || Ok(c.job_status(&format!("id = {job}"))? != "RUNNING"),
+    )
+}
+
+fn toggle_commands(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    let button = "[data-testid=schedule-toggle][data-schedule=WEB]";
+    if c.b.text_css(button)? != "WEB: Commands on" {
+        return fail(format!("the toggle says {}", c.b.text_css(button)?));
+    }
+    c.b.click_css(button)?;
+    if !c.b.alert_text()?.contains("off") {
+        return fail("no question");
+    }
+    c.b.accept_alert()?;
+    wait_for(10, || Ok(c.b.text_css(button)? == "WEB: Commands off"))?;
+    let title = c.b.attr(&c.b.find(button)?, "title")?.unwrap_or_default();
+    if !title.contains("switched off by web_ana at") {
+        return fail(format!("title {title}"));
+    }
+    // The scheduler stops commanding: it says so.
+    wait_for(15, || {
+        Ok(
+            c.sql_one("SELECT doing FROM pgjobs.routine_schedules WHERE schedule = 'WEB'")?
+                .starts_with("observing"),
+        )
+    })?;
+    c.b.click_css(button)?;
+    c.b.accept_alert()?;
+    wait_for(10, || Ok(c.b.text_css(button)? == "WEB: Commands on"))?;
+    wait_for(15, || {
+        Ok(
+            c.sql_one("SELECT doing FROM pgjobs.routine_schedules WHERE schedule = 'WEB'")?
+                .starts_with("controlling"),
+        )
+    })
+}
+
+fn was_running_banner(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    let pid = c.sql_one(
+        "SELECT pid::text FROM pg_stat_activity WHERE backend_type = 'pg_jobs launcher'",
+    )?;
+    if pid.is_empty() {
+        return fail("no launcher");
+    }
+    let signal = |sig: &str| {
+        std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .map(|s| s.success())
+    };
+    if !signal("-STOP").unwrap_or(false) {
+        return fail("cannot stop the launcher");
+    }
+    let seen = wait_for(30, || {
+        Ok(c.b
+            .find_all("[data-testid=banner-not-known][data-schedule=WEB]")?
+            .len()
+            == 1
+            && c.rows("routine-row", "status")?
+                .iter()
+                .all(|s| s == "WAS RUNNING")
+            && c.b
+                .text_css(&format!("[data-group=FEEDS] {}", tid("group-status")))?
+                == "WAS RUNNING")
+    });
+    let _ = signal("-CONT");
+    seen?;
+    c.b.screenshot(&c.out.join("was-running.png"))?;
+    wait_for(20, || {
+        Ok(c.b.find_all(&tid("banner-not-known"))?.is_empty())
+    })
+}
+
+/// The Jobs tab grouped so, once it shows the group expected (of a month, or active now).
+fn jobs_tab(c: &mut Ctx, grouping: &str, expect: &str, month: bool) -> Res<()> {
+    c.fresh("?tab=jobs")?;
+    c.open_filters()?;
+    c.select("group-by", grouping)?;
+    if month {
+        let month = c.sql_one(
+            "SELECT to_char(date_trunc('month', now() AT TIME ZONE 'UTC'), 'YYYY-MM-DD')",
+        )?;
+        c.select("filter-month", &month)?;
+    }
+    wait_for(10, || {
+        Ok(c.groups()?
+            .iter()
+            .any(|g| g.0 == expect || (grouping == "time" && g.0.ends_with(expect))))
+    })
+    .map_err(|e| format!("no group {expect} by {grouping}: {e}"))
+}
+
+fn jobs_show_more(c: &mut Ctx) -> Res<()> {
+    jobs_tab(c, "time", " bulk", false)?;
+    let key = c
+        .groups()?
+        .into_iter()
+        .map(|g| g.0)
+        .find(|k| k.ends_with(" bulk"))
+        .ok_or("no group of bulk by time")?;
+    if !c.b.find_all(&tid("job-row"))?.is_empty() {
+        return fail("jobs were read before a group was opened");
+    }
+    c.b.click_css(&c.group_header(&key))?;
+    wait_for(10, || Ok(c.b.find_all(&tid("job-row"))?.len() == 200))?;
+    c.b.screenshot(&c.out.join("jobs.png"))?;
+    c.b.click_css(&tid("job-group-more"))?;
+    wait_for(10, || Ok(c.b.find_all(&tid("job-row"))?.len() == 250))?;
+    c.b.find_all(&tid("job-group-more"))?
+        .is_empty()
+        .then_some(())
+        .ok_or("Show more after the last".into())
+}
+
+fn open_job_group(c: &mut Ctx, key: &str, month: bool) -> Res<()> {
+    jobs_tab(c, "routine", key, month)?;
+    c.b.click_css(&c.group_header(key))?;
+    wait_for(10, || {
+        Ok(!c
+            .b
+            .find_all(&format!("[data-group=\"{key}\"] {}", tid("job-row")))?
+            .is_empty())
+    })
+}
+
+fn jobs_failed_line_and_details(c: &mut Ctx) -> Res<()> {
+    wait_for(20, || Ok(c.job_status("routine = 'failing'")? == "ERROR"))?;
+    open_job_group(c, "failing", true)?;
+    let error = c.b.text_css(&tid("job-error"))?;
+    if !error.contains("boom-failure") {
+        return fail(format!("the line shows {error}"));
+    }
+    c.b.click_css(&tid("job-row"))?;
+    wait_for(10, || c.visible("job-details"))?;
+    let (computer, target, stderr) = (
+        c.b.text_css(&tid("job-computer"))?,
+        c.b.text_css(&tid("job-target"))?,
+        c.b.text_css(&tid("job-stderr"))?,
+    );
+    (computer == "alpha" && target == "alpha" && stderr.contains("boom-failure"))
+        .then_some(())
+        .ok_or(format!(
+            "may take {computer}, took {target}, stderr {stderr}"
+        ))
+}
+
+fn jobs_details_mask_secrets(c: &mut Ctx) -> Res<()> {
+    open_job_group(c, "secret", false)?;
+    c.b.click_css(&tid("job-row"))?;
+    wait_for(10, || c.visible("job-details"))?;
+    let args = c.b.text_css(&tid("job-args"))?;
+    let html = c.js_str("return document.documentElement.outerHTML;")?;
+    (args == "--token ******** visible" && !html.contains("s3cr3t-tok"))
+        .then_some(())
+        .ok_or(format!("arguments {args}"))
+}
+
+fn jobs_cancel_group(c: &mut Ctx) -> Res<()> {
+    jobs_tab(c, "routine", "cancelgroup", false)?;
+    let button = format!("[data-group=cancelgroup] {}", tid("job-group-cancel"));
+    if c.b.text_css(&button)? != "Cancel 3" {
+        return fail(format!("the button says {}", c.b.text_css(&button)?));
+    }
+    c.b.click_css(&button)?;
+    c.b.accept_alert()?;
+    wait_for(10, || {
+        Ok(c.job_status("routine = 'cancelgroup'")? == "CANCEL,CANCEL,CANCEL")
+    })?;
+    (c.job_status("routine = 'cancelall'")? == "WAITING,WAITING,WAITING")
+        .then_some(())
+        .ok_or("another group was cancelled".into())
+}
+
+fn jobs_cancel_all_filtered(c: &mut Ctx) -> Res<()> {
+    jobs_tab(c, "routine", "cancelall", false)?;
+    c.set_text_filter("cancelall")?;
+    wait_for(10, || {
+        Ok(c.b.text_css(&tid("jobs-cancel-all"))? == "Cancel all (3)")
+    })?;
+    c.b.click_css(&tid("jobs-cancel-all"))?;
+    if !c.b.alert_text()?.contains("Cancel 3") {
+        return fail("no question");
+    }
+    c.b.accept_alert()?;
+    wait_for(10, || {
+        Ok(c.job_status("routine = 'cancelall'")? == "CANCEL,CANCEL,CANCEL")
+    })?;
+    (c.job_status("routine = 'pickme'")? == "WAITING,WAITING,WAITING")
+        .then_some(())
+        .ok_or("more than the filtered list".into())
+}
+
+fn jobs_cancel_selected(c: &mut Ctx) -> Res<()> {
+    open_job_group(c, "pickme", false)?;
+    let ids = c.rows("job-row", "id")?;
+    let boxes = c.b.find_all(&tid("job-select"))?;
+    if ids.len() != 3 || boxes.len() != 3 {
+        return fail(format!("{} rows, {} boxes", ids.len(), boxes.len()));
+    }
+    for id in &ids[..2] {
+        c.b.click_css(&format!(
+            "[data-testid=job-row][data-id=\"{id}\"] {}",
+            tid("job-select")
+        ))?;
+    }
+    wait_for(5, || {
+        Ok(c.b.text_css(&tid("jobs-cancel-selected"))? == "Cancel selected (2)")
+    })?;
+    c.b.click_css(&tid("jobs-cancel-selected"))?;
+    c.b.accept_alert()?;
+    wait_for(10, || {
+        Ok(
+            c.job_status(&format!("id IN ({}, {})", ids[0], ids[1]))? == "CANCEL,CANCEL"
+                && c.job_status(&format!("id = {}", ids[2]))? == "WAITING",
+        )
+    })
+}
+
+fn jobs_open_group_read_again(c: &mut Ctx) -> Res<()> {
+    open_job_group(c, "pickme", false)?;
+    let before = c.b.find_all(&tid("job-row"))?.len();
+    let mut ana = c.as_role("web_ana")?;
+    ana.execute(
+        "SELECT pgjobs.batch_post('echo', ARRAY['pickme late'], computer => 'alpha', routine => 'pickme',
+                run_at => now() + interval '1 hour')",
+        &[],
+    )
+    .map_err(|e| e.to_string())?;
+    wait_for(
+        12,
+        || Ok(c.b.find_all(&tid("job-row"))?.len() == before + 1),
+    )
+}
+
+fn jobs_groupings_and_months(c: &mut Ctx) -> Res<()> {
+    jobs_tab(c, "status", "WAITING", false)?;
+    let keys = |c: &Ctx| -> Res<Vec<String>> { Ok(c.groups()?.into_iter().map(|g| g.0).collect()) };
+    wait_for(10, || Ok(keys(c)?.contains(&"WAITING".to_string())))?;
+    c.select("group-by", "computer")?;
+    wait_for(10, || Ok(keys(c)? == ["alpha"]))?;
+    c.select("group-by", "plain")?;
+    wait_for(10, || {
+        Ok(c.b.find_all(&tid("job-row"))?.len() == 200 && c.visible("job-plain-total")?)
+    })?;
+    c.select("group-by", "status")?;
+    // A month: every job due in it, finished ones too.
+    let month =
+        c.sql_one("SELECT to_char(date_trunc('month', now() AT TIME ZONE 'UTC'), 'YYYY-MM-DD')")?;
+    c.select("filter-month", &month)?;
+    wait_for(10, || {
+        let k = keys(c)?;
+        Ok(k.contains(&"CANCEL".to_string())
+            && k.contains(&"ERROR".to_string())
+            && k.contains(&"WAITING".to_string()))
+    })?;
+    wait_for(5, || {
+        Ok(c.b.text_css(&tid("filters-button"))? == "Filters · 1")
+    })
+}
+
+fn text_size_remembered(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    let size = |c: &Ctx| c.js_str("return document.documentElement.style.fontSize;");
+    for _ in 0..3 {
+        c.b.click_css(&tid("text-larger"))?;
+    }
+    if size(c)? != "130%" || c.b.text_css(&tid("text-size"))? != "130%" {
+        return fail(format!("after + three times: {}", size(c)?));
+    }
+    c.b.refresh()?;
+    wait_for(10, || Ok(size(c)? == "130%")).map_err(|e| format!("after a reload: {e}"))?;
+    for _ in 0..12 {
+        c.b.click_css(&tid("text-larger"))?;
+    }
+    let top = size(c)?;
+    for _ in 0..20 {
+        c.b.click_css(&tid("text-smaller"))?;
+    }
+    let bottom = size(c)?;
+    (top == "200%" && bottom == "80%")
+        .then_some(())
+        .ok_or(format!("from {bottom} to {top}"))
+}
+
+fn second_role_sees_nothing_of_the_first(c: &mut Ctx) -> Res<()> {
+    c.login_ok("web_bob")?;
+    c.fresh("")?;
+    wait_for(10, || {
+        Ok(
+            c.rows("routine-row", "routine")? == ["web_bob@alpha:bob.feed"]
+                || c.groups()?.len() == 1,
+        )
+    })?;
+    let toggles: Vec<String> = c.rows("schedule-toggle", "schedule")?;
+    c.b.click_css(&tid("tab-jobs"))?;
+    wait_for(10, || Ok(!c.groups()?.is_empty()))?;
+    let html = c.js_str("return document.documentElement.outerHTML;")?;
+    let groups = c.groups()?;
+    // His job and his routine's runs, nothing of web_ana's.
+    if toggles != ["BOB"]
+        || html.contains("web_ana")
+        || !groups.iter().any(|g| g.0.ends_with(" bobjob"))
+        || !groups
+            .iter()
+            .all(|g| g.0.ends_with(" bobjob") || g.0.ends_with(" web_bob@alpha:bob.feed"))
+    {
+        return fail(format!(
+            "toggles {toggles:?}, groups {groups:?}, web_ana in the page: {}",
+            html.contains("web_ana")
+        ));
+    }
+    Ok(())
+}
+
+fn ureq_agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .max_redirects_will_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+/// Logs in over HTTP: the cookie and the CSRF token.
+fn http_login(url: &str, role: &str) -> Res<(String, String)> {
+    let http = ureq_agent();
+    let r = http
+        .post(format!("{url}/login"))
+        .content_type("application/x-www-form-urlencoded")
+        .send(format!("role={role}&password=pw-{role}"))
+        .map_err(|e| e.to_string())?;
+    let cookie = r
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .ok_or("no cookie")?
+        .to_string();
+    let mut me = http
+        .get(format!("{url}/api/me"))
+        .header("Cookie", &cookie)
+        .call()
+        .map_err(|e| e.to_string())?;
+    let v: Value = me.body_mut().read_json().map_err(|e| e.to_string())?;
+    Ok((cookie, v["csrf"].as_str().ok_or("no token")?.to_string()))
+}
+
+fn forged_cancel_changes_nothing(c: &mut Ctx) -> Res<()> {
+    let victim = c.sql_one("SELECT min(id)::text FROM pgjobs.batch_jobs WHERE routine = 'pickme' AND status = 'WAITING'")?;
+    if victim.is_empty() {
+        return fail("no waiting job of web_ana");
+    }
+    let (ana_cookie, ana_token) = http_login(&c.url, "web_ana")?;
+    let (bob_cookie, bob_token) = http_login(&c.url, "web_bob")?;
+    let http = ureq_agent();
+    let body = format!(r#"{{"jobs": [{victim}]}}"#);
+    let attempt = |cookie: &str, token: Option<&str>, content_type: &str| -> Res<u16> {
+        let mut req = http
+            .post(format!("{}/api/jobs/cancel", c.url))
+            .header("Cookie", cookie)
+            .content_type(content_type);
+        if let Some(t) = token {
+            req = req.header("X-CSRF-Token", t);
+        }
+        Ok(req
+            .send(body.as_str())
+            .map_err(|e| e.to_string())?
+            .status()
+            .as_u16())
+    };
+    let tries = [
+        (
+            "ana's cookie, no token",
+            attempt(&ana_cookie, None, "application/json")?,
+            403,
+        ),
+        (
+            "ana's cookie, bob's token",
+            attempt(&ana_cookie, Some(&bob_token), "application/json")?,
+            403,
+        ),
+        (
+            "ana's cookie and token, as a form",
+            attempt(&ana_cookie, Some(&ana_token), "text/plain")?,
+            415,
+        ),
+        (
+            "no cookie",
+            attempt(
+                "pgjobs_session=00000000000000000000000000000000",
+                Some(&ana_token),
+                "application/json",
+            )?,
+            401,
+        ),
+        (
+            "bob's cookie and token",
+            attempt(&bob_cookie, Some(&bob_token), "application/json")?,
+            400,
+        ),
+    ];
+    for (what, got, want) in tries {
+        if got != want {
+            return fail(format!("{what}: {got}, not {want}"));
+        }
+    }
+    let status = c.job_status(&format!("id = {victim}"))?;
+    (status == "WAITING")
+        .then_some(())
+        .ok_or(format!("the job is {status}"))
+}
+
+fn logout_ends_the_session(c: &mut Ctx) -> Res<()> {
+    c.login_ok("web_ana")?;
+    c.b.click_css(&tid("logout"))?;
+    wait_for(10, || c.visible("login"))?;
+    c.b.goto(&format!("{}/", c.url))?;
+    wait_for(10, || c.visible("login"))
+}
+
+fn main() {
+    let mut opts = std::collections::HashMap::new();
+    let mut it = std::env::args().skip(1);
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        opts.insert(k.trim_start_matches("--").to_string(), v);
+    }
+    let [url, dead_url, admin_dsn, port, out] =
+        ["url", "dead-url", "admin-dsn", "driver-port", "out"]
+            .map(|k| opts.get(k).cloned().unwrap_or_default());
+    let Ok(port) = port.parse::<u16>() else {
+        eprintln!("{USAGE}");
+        std::process::exit(2);
+    };
+    let admin = match postgres::Client::connect(&admin_dsn, postgres::NoTls) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("pg_jobs_web_e2e: {admin_dsn}: {e}");
+            std::process::exit(1);
+        }
+    };
+    let b = match Browser::start(port) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("pg_jobs_web_e2e: {e}");
+            std::process::exit(1);
+        }
+    };
+    let out = PathBuf::from(out);
+    let _ = std::fs::create_dir_all(&out);
+    let mut c = Ctx {
+        b,
+        url,
+        dead_url,
+        admin,
+        admin_dsn,
+        out,
+    };
+    type Test = fn(&mut Ctx) -> Res<()>;
+    let tests: &[(&str, Test)] = &[
+        ("a wrong password gets the wrong-role-or-password page", login_wrong_password),
+        ("a database not reachable gets its page", login_database_unreachable),
+        ("the session cookie is HttpOnly, SameSite=Strict, 128 bits", login_cookie_is_http_only),
+        ("Realtime first; each tab counts its routines, failing ones and active jobs", tabs_counts),
+        ("keys 1, 2, 3 switch tabs and the address follows", tabs_keys_and_address),
+        ("?tab=1|2|3|realtime|batch|jobs opens that tab", address_opens_tab),
+        ("filters are shut until asked for, open or shut remembered", filters_shut_and_remembered),
+        ("the Filters button counts what is set (Filters · 2)", filters_count),
+        ("key / opens the filters and focuses the text", key_slash_opens_text_filter),
+        ("Problems only (key P) shows the failing routines only", problems_only),
+        ("routines grouped by group, schedule, computer, status, run order", groupings),
+        ("realtime groups start shut; one opened by hand stays open after a reload", realtime_groups_start_shut_and_stay_open),
+        ("a group's header: RUNNING with a green dot, else its most pressing status and counts", group_header_status),
+        ("a filter opens the groups it found something in", filter_opens_groups),
+        ("a routine's details: full name, masked secret, waits for, last message", details_mask_secrets),
+        ("the scheduler in its own schedule has no Restart or Stop", scheduler_has_no_commands),
+        ("Restart asks first, restarts the routine, the log names the person", restart_asks_and_names_the_person),
+        ("Stop asks first, ends the run, the log names the person", stop_asks_and_names_the_person),
+        ("Commands off / on asks first, says who on hover, the scheduler stops commanding", toggle_commands),
+        ("WAS RUNNING banner while the scheduler is stopped", was_running_banner),
+        ("Jobs: groups only until opened, 200 at a time, Show more", jobs_show_more),
+        ("Jobs: a failed job's line shows its error; details say who may take it and who took it", jobs_failed_line_and_details),
+        ("Jobs: a job's details mask a secret argument", jobs_details_mask_secrets),
+        ("Jobs: Cancel N on a group's header", jobs_cancel_group),
+        ("Jobs: Cancel all (N) cancels the filtered list only", jobs_cancel_all_filtered),
+        ("Jobs: Cancel selected cancels the ticked jobs only", jobs_cancel_selected),
+        ("Jobs: an open group is read again every 5 s", jobs_open_group_read_again),
+        ("Jobs: by status, computer, one list, and a month", jobs_groupings_and_months),
+        ("text size − and + from 80 to 200 %, remembered", text_size_remembered),
+        ("a second role sees none of the first role's routines or jobs", second_role_sees_nothing_of_the_first),
+        ("a forged cancel (no token, another session's) changes nothing", forged_cancel_changes_nothing),
+        ("logging out ends the session", logout_ends_the_session),
+    ];
+    for (name, test) in tests {
+        let started = Instant::now();
+        let result = test(&mut c);
+        // A question left open would stop the next test.
+        let _ = c.b.dismiss_alert();
+        match result {
+            Ok(()) => println!("web: {name} ... ok"),
+            Err(why) => {
+                let shot = c.out.join(format!(
+                    "failed-{}.png",
+                    name.chars()
+                        .filter(|ch| ch.is_alphanumeric())
+                        .take(40)
+                        .collect::<String>()
+                ));
+                let _ = c.b.screenshot(&shot);
+                println!("web: {name} ... FAILED: {why}");
+            }
+        }
+        eprintln!("{name}: {:.1} s", started.elapsed().as_secs_f64());
+    }
+}
