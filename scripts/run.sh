@@ -76,6 +76,8 @@ psql_run -d pg_jobs -c "SET ROLE demo_alice" \
     -c "SELECT schedule, mode, doing, realtime, realtime_failing, batch, batch_failing FROM pgjobs.routine_schedule_list"
 
 log "the SCHED page"
+# The demo's people log in to the page (the demo cluster trusts localhost: any password).
+psql_run -d pg_jobs -q -c "ALTER ROLE demo_alice LOGIN" -c "ALTER ROLE demo_bob LOGIN"
 cargo build --release -q -p pg_jobs_web
 web_log="$dir/web.log"
 : >"$web_log"

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # The SCHED page (web/, pg_jobs_web) in a real headless browser: Debian's chromium driven by
 # chromedriver over WebDriver from Rust (pg_jobs_web_e2e), against the test cluster with the
 # launcher and an agent (start_alpha from agent_tests.sh) running routines and batch jobs. Sourced
@@ -57,7 +58,14 @@ web_setup() {
     start_alpha --batchjobs 8 || return 1
     # Realtime routines that run (one with a secret in its arguments), one that fails, the
     # scheduler itself; batch routines completed and scheduled; a second schedule.
+    # The batch routines' runtimes (00:00, long past; 23:59, far off) are read in a time zone
+    # where it is about noon now, so that the suite means the same at any hour.
+    local hour offset zone
+    hour=$(date -u +%H)
+    offset=$((12 - 10#$hour))
+    if [ $offset -ge 0 ]; then zone="Etc/GMT-$offset"; else zone="Etc/GMT+$((-offset))"; fi
     web_sql web_ana "
+        SELECT pgjobs.routines_create('WEB', '$zone');
         SELECT pgjobs.routines_put('WEB', 'web_ana@alpha:feeds.quotes', 'FEEDS', realtime => true,
                args => '--password hunter2 --fast', command => 'while true; do echo quote; sleep 1; done; echo');
         SELECT pgjobs.routines_put('WEB', 'web_ana@alpha:feeds.news', 'FEEDS', realtime => true,
