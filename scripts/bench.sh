@@ -4,7 +4,8 @@
 # target/bench/latest.md, and a long transaction beside a steady queue (target/bench/long_transaction.md,
 # about 10 minutes), and 2 worker agents draining batch jobs (target/bench/batch_agents.md);
 # then the background worker beside pg_cron (target/bench/scheduler.md)
-# and row-level security against the table owner (target/bench/access.md). About 30 minutes on
+# and row-level security against the table owner (target/bench/access.md), and the SCHED page's
+# reads with a million batch jobs and 1,000 routines (target/bench/sched.md). About 30 minutes on
 # 2 cores; BENCH_QUICK=1 shortens the queue part.
 # The peers are installed here, under target/, and nowhere else: the Node packages into
 # target/bench-peers/node, procrastinate into the Python environment target/bench-venv.
@@ -84,4 +85,7 @@ log "benchmarking the background worker"
 "$VENV/bin/python" "$ROOT/bench/scheduler.py"
 log "benchmarking row-level security"
 "$VENV/bin/python" "$ROOT/bench/access.py"
+log "benchmarking the SCHED page's reads"
+cargo build --release -q -p pg_jobs_web
+"$VENV/bin/python" "$ROOT/bench/sched.py"
 echo "Written to $ROOT/target/bench/latest.md; the cluster keeps running until make stop."
