@@ -202,15 +202,18 @@ BEGIN ATOMIC
 END;
 
 -- The key of a job's group: by time (the minute it was due, and its routine), routine, status or
--- computer.
-CREATE FUNCTION _batch_group_key(by text, b batch_jobs) RETURNS text
+-- computer. It takes the columns it reads, not the row: a whole row of the batch views made
+-- every column of every job be computed (its masked arguments, its blocked reason), which made
+-- the Jobs tab's groups 5 times slower.
+CREATE FUNCTION _batch_group_key(by text, due_at timestamptz, routine text, command text,
+                                 status text, target text, computer text) RETURNS text
 LANGUAGE sql IMMUTABLE
 RETURN CASE by
-    WHEN 'time' THEN to_char(b.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') || ' '
-                     || coalesce(b.routine, b.command)
-    WHEN 'routine' THEN coalesce(b.routine, b.command)
-    WHEN 'status' THEN b.status
-    WHEN 'computer' THEN coalesce(b.target, b.computer)
+    WHEN 'time' THEN to_char(due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') || ' '
+                     || coalesce(routine, command)
+    WHEN 'routine' THEN coalesce(routine, command)
+    WHEN 'status' THEN status
+    WHEN 'computer' THEN coalesce(target, computer)
 END;
 
 CREATE FUNCTION _batch_check_reading(by text, statuses text[], limit_rows integer, offset_rows integer)
@@ -264,14 +267,16 @@ DECLARE
     found jsonb;
 BEGIN
     PERFORM _batch_check_reading('time', statuses, limit_rows, offset_rows);
-    WITH chosen AS MATERIALIZED (SELECT * FROM _batch_selection(month, statuses, search))
+    -- Three reads of the selection rather than one kept whole: each computes only the columns it
+    -- uses (the count and the counts neither masked arguments nor blocked reasons).
     SELECT jsonb_build_object(
         'rows', coalesce((SELECT jsonb_agg(to_jsonb(p) ORDER BY p.id DESC)
-                          FROM (SELECT * FROM chosen ORDER BY id DESC
+                          FROM (SELECT * FROM _batch_selection(month, statuses, search) b ORDER BY b.id DESC
                                 LIMIT limit_rows OFFSET offset_rows) p), '[]'),
-        'total', (SELECT count(*) FROM chosen),
+        'total', (SELECT count(*) FROM _batch_selection(month, statuses, search)),
         'counts', coalesce((SELECT jsonb_object_agg(c.status, c.n)
-                            FROM (SELECT status, count(*) AS n FROM chosen GROUP BY status) c), '{}'),
+                            FROM (SELECT b.status, count(*) AS n FROM _batch_selection(month, statuses, search) b
+                                  GROUP BY b.status) c), '{}'),
         'months', (SELECT coalesce(jsonb_agg(m.month ORDER BY m.month DESC), '[]') FROM _batch_month_list() m))
     INTO found;
     RETURN found;
@@ -315,8 +320,8 @@ BEGIN
     RETURN QUERY
     SELECT g.key, _batch_status_word(min(g.rank)), sum(g.n)::bigint, jsonb_object_agg(g.status, g.n),
            min(g.first_due)
-    FROM (SELECT _batch_group_key(by, b) AS key, b.status, _batch_status_rank(b.status) AS rank,
-                 count(*) AS n, min(b.due_at) AS first_due
+    FROM (SELECT _batch_group_key(by, b.due_at, b.routine, b.command, b.status, b.target, b.computer) AS key,
+                 b.status, _batch_status_rank(b.status) AS rank, count(*) AS n, min(b.due_at) AS first_due
           FROM _batch_selection(month, statuses, search) b
           GROUP BY 1, 2) g
     GROUP BY g.key
@@ -338,7 +343,7 @@ BEGIN
     PERFORM _batch_check_reading(by, statuses, limit_rows, offset_rows);
     RETURN QUERY
     SELECT b.* FROM _batch_selection(month, statuses, search) b
-    WHERE _batch_group_key(by, b) = group_key
+    WHERE _batch_group_key(by, b.due_at, b.routine, b.command, b.status, b.target, b.computer) = group_key
     ORDER BY b.id DESC
     LIMIT limit_rows OFFSET offset_rows;
 END
@@ -654,7 +659,8 @@ BEGIN
     FROM _batch_selection(month, statuses, search) b
     WHERE b.ended_at IS NULL AND b.status <> 'CANCEL'
       AND b.owner::oid = coalesce(acting_for, b.owner::oid)
-      AND (by IS NULL OR _batch_group_key(by, b) = group_key);
+      AND (by IS NULL
+           OR _batch_group_key(by, b.due_at, b.routine, b.command, b.status, b.target, b.computer) = group_key);
     RETURN QUERY SELECT * FROM _batch_cancel(caller_role, coalesce(chosen, '{}'));
 END
 $$;

@@ -35,7 +35,7 @@ GRANT EXECUTE ON FUNCTION
     -- What the batch views and reading functions call as the caller.
     _extension_claimant(), _is_batch_queue(text), _text_array(jsonb), _bigint_array(jsonb),
     _batch_status(text, boolean, boolean, boolean), _batch_status_rank(text), _batch_status_word(integer),
-    _mask_args(text[]), _batch_selection(date, text[], text), _batch_month_list(), _batch_group_key(text, batch_jobs),
+    _mask_args(text[]), _batch_selection(date, text[], text), _batch_month_list(), _batch_group_key(text, timestamptz, text, text, text, text, text),
     _batch_check_reading(text, text[], integer, integer), _batch_check_hash(text),
     routines_create(text, text),
     routines_put(text, text, text, boolean, text, text, text, text, integer, boolean, text),
