@@ -909,8 +909,10 @@ impl Agent {
                     break;
                 }
             }
-            // What the claim finished at once (a kill job with nothing to end) is reported now.
+            // What the claim finished at once (a kill job with nothing to end) is reported now,
+            // and what was refused as busy (its owner held the job's row) is said again.
             self.finish_kill_jobs();
+            self.say_started();
             self.flush();
             if let Some(since) = self.stopping {
                 if !ended_all && now >= since + self.opts.grace {
