@@ -13,8 +13,12 @@
 -- granted (routines_grant) see the schedule and command its routines; nobody else sees anything
 -- of it. Only the owner edits the definition. Runs are batch jobs of the owner.
 
+CREATE FUNCTION _routine_schedule_name_ok(name text) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$';
+
 CREATE TABLE routine_schedules (
-    schedule   text PRIMARY KEY CHECK (schedule ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
+    schedule   text PRIMARY KEY CHECK (_routine_schedule_name_ok(schedule)),
     owner      oid NOT NULL,
     time_zone  text NOT NULL DEFAULT 'UTC',
     -- Roles whose members watch the schedule and command its routines.
@@ -295,7 +299,7 @@ BEGIN
     END IF;
     SELECT * INTO sched FROM routine_schedules s WHERE s.schedule = name FOR UPDATE;
     IF NOT FOUND AND make THEN
-        IF name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' THEN
+        IF NOT _routine_schedule_name_ok(name) THEN
             PERFORM _invalid(format('invalid schedule name %s', quote_literal(name)),
                              'A schedule''s name is up to 63 letters, digits, _ . and -, for example MASTER.');
         END IF;
@@ -535,12 +539,10 @@ RETURNS TABLE (asked text, asked_by regrole, asked_at timestamptz, doing text,
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
-DECLARE
-    s routine_schedules := _routines_watched(caller_role, name);
 BEGIN
-    RETURN QUERY SELECT s.mode, s.mode_by::regrole, s.mode_at,
-                        CASE WHEN _routines_heard(s.state_at) THEN s.doing ELSE 'not heard of' END,
-                        s.state_at, NOT coalesce(_routines_heard(s.state_at), false);
+    PERFORM _routines_watched(caller_role, name);
+    RETURN QUERY SELECT l.mode, l.mode_by, l.mode_at, l.doing, l.state_at, l.not_known
+                 FROM routine_schedule_list l WHERE l.schedule = name;
 END
 $$;
 
