@@ -41,7 +41,7 @@ DECLARE
     part text;
 BEGIN
     FOREACH part IN ARRAY ARRAY['lost runs', 'overdue runs', 'expired leases', 'schedules',
-                                'routines', 'run history', 'history months'] LOOP
+                                'routines', 'compute', 'run history', 'history months'] LOOP
         BEGIN
             CASE part
             WHEN 'lost runs' THEN PERFORM _end_lost_runs(at);
@@ -49,6 +49,7 @@ BEGIN
             WHEN 'expired leases' THEN PERFORM _rescue_expired();
             WHEN 'schedules' THEN PERFORM _fire_schedules(at);
             WHEN 'routines' THEN PERFORM _routines_tick(at);
+            WHEN 'compute' THEN PERFORM _compute_tick(at);
             WHEN 'run history' THEN
                 DELETE FROM job_runs r
                 WHERE r.started_at < at - make_interval(days => current_setting('pg_jobs.history_days')::integer);
@@ -67,6 +68,11 @@ BEGIN
         (SELECT min(r.deadline) FROM job_runs r WHERE r.status = 'running'),
         -- Routine schedules are looked at every 2 seconds.
         (SELECT at + interval '2 seconds' WHERE EXISTS (SELECT FROM routine_schedules)),
+        -- Compute slices out or results to fold: the watchdog and the fold every second.
+        (SELECT at + interval '1 second'
+         WHERE EXISTS (SELECT FROM compute_slices s WHERE s.lease_token IS NOT NULL)
+            OR EXISTS (SELECT FROM slice_reports r WHERE r.folded_seq IS NULL)
+            OR EXISTS (SELECT FROM compute_tasks)),
         at + current_setting('pg_jobs.refresh_interval')::interval);
 END
 $$;

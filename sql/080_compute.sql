@@ -17,6 +17,10 @@ CREATE DOMAIN uri AS text CHECK (VALUE ~ '^[a-zA-Z][a-zA-Z0-9+.-]*:');
 COMMENT ON DOMAIN uri IS 'Text that starts like a URI (scheme:), for example data:,42 or https://host/x.';
 
 CREATE DOMAIN duplication_type AS text CHECK (VALUE IN ('race', 'consensus'));
+
+CREATE TYPE compute_job_status AS ENUM ('new', 'estimation', 'running', 'paused', 'finished', 'cancelled', 'corrupted');
+COMMENT ON TYPE compute_job_status IS
+    'A compute job''s status; the README''s status map gives the transitions.';
 COMMENT ON DOMAIN duplication_type IS 'How a compute job''s duplicated slices are resolved: race or consensus.';
 
 -- Flag words are named here once, so nobody decodes bits by hand. A bit without a name comes out
@@ -119,6 +123,7 @@ $$;
 CREATE TABLE compute_jobs (
     job_id                  bigint PRIMARY KEY,
     owner                   oid NOT NULL DEFAULT identity(),
+    status                  compute_job_status NOT NULL DEFAULT 'new',
     address                 text,
     payment_account         text,
     last_slice_number       bigint,
@@ -137,7 +142,16 @@ CREATE TABLE compute_jobs (
     result_storage_details  text,
     result_storage_params   jsonb,
     worktime                text,
-    worktime_version        text
+    worktime_version        text,
+    -- What one copy of a slice is paid: absolute_slice_payment, or the multiplier times the
+    -- market value, fixed when the job is deployed.
+    slice_payment           numeric NOT NULL DEFAULT 0 CHECK (slice_payment >= 0),
+    -- DCC put in escrow for the slices, fees already taken off; paid + pending + remaining.
+    funds                   numeric NOT NULL DEFAULT 0 CHECK (funds >= 0),
+    estimation_slices       integer NOT NULL DEFAULT 3 CHECK (estimation_slices >= 0),
+    -- Fetches serve the job that was served longest ago first: jobs share workers evenly.
+    last_tasked_at          timestamptz,
+    end_time                timestamptz
 );
 COMMENT ON TABLE compute_jobs IS
     'A compute job''s own columns (seed 000): escrow and payment, slice numbering and payment per '
@@ -199,12 +213,15 @@ CREATE TABLE job_fin_totals (
     job_id                      bigint PRIMARY KEY,
     owner                       oid NOT NULL DEFAULT identity(),
     slice_work_payment_total    numeric NOT NULL DEFAULT 0 CHECK (slice_work_payment_total >= 0),
-    slice_work_payment_pending  numeric NOT NULL DEFAULT 0 CHECK (slice_work_payment_pending >= 0),
+    -- Of the payments, what went to the groups as commission; and the fees charged at deployment.
+    commission_total            numeric NOT NULL DEFAULT 0 CHECK (commission_total >= 0),
+    fees                        numeric NOT NULL DEFAULT 0 CHECK (fees >= 0),
     last_update                 timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE job_fin_totals IS
-    'DCC paid out for a job''s slices, and DCC held in escrow for slices handed out but not '
-    'finished. Kept after the job finishes; read it through job_fin_data.';
+    'DCC paid out for a job''s slices (commission included), folded from its results by the '
+    'background worker; kept after the job finishes. Read it through job_fin_data, which adds '
+    'what escrow holds.';
 
 CREATE TABLE job_results (
     job_id        bigint NOT NULL,
@@ -299,23 +316,6 @@ CREATE TRIGGER touch BEFORE UPDATE ON job_perf_data
 CREATE TRIGGER touch BEFORE UPDATE ON job_fin_totals
     FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
 
--- Every job, live or finished, has a row: the seed's table lost the rows of finished, paid jobs.
--- Amounts are what job_fin_totals recorded, 0 where nothing was; a finished job holds nothing in
--- escrow, so its pending amount is 0 whatever was recorded last.
-CREATE VIEW job_fin_data WITH (security_invoker = true) AS
-SELECT j.id AS job_id, j.owner::regrole AS owner, j.finished,
-       coalesce(t.slice_work_payment_total, 0) AS slice_work_payment_total,
-       CASE WHEN j.finished THEN 0 ELSE coalesce(t.slice_work_payment_pending, 0) END
-           AS slice_work_payment_pending,
-       t.last_update
-FROM (SELECT id, owner, false AS finished FROM jobs
-      UNION ALL
-      SELECT id, owner, true FROM job_history) j
-LEFT JOIN job_fin_totals t ON t.job_id = j.id;
-COMMENT ON VIEW job_fin_data IS
-    'DCC paid out (slice_work_payment_total) and held in escrow for handed-out, unfinished slices '
-    '(slice_work_payment_pending) for each of the caller''s jobs, finished ones included.';
-
 ALTER TABLE compute_jobs ENABLE ROW LEVEL SECURITY;
 ALTER TABLE job_perf_data ENABLE ROW LEVEL SECURITY;
 ALTER TABLE job_fin_totals ENABLE ROW LEVEL SECURITY;
@@ -338,7 +338,7 @@ CREATE POLICY job_owner_changes_value ON job_data FOR UPDATE TO pgjobs_user
     USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
 CREATE POLICY job_owner_changes_value ON job_arguments FOR UPDATE TO pgjobs_user
     USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
-GRANT SELECT ON compute_jobs, job_perf_data, job_fin_totals, job_fin_data, job_results, job_data,
+GRANT SELECT ON compute_jobs, job_perf_data, job_fin_totals, job_results, job_data,
     job_arguments, work_functions, work_reject_history TO pgjobs_user;
 GRANT UPDATE (value) ON job_results, job_data, job_arguments TO pgjobs_user;
 
@@ -719,6 +719,10 @@ CREATE TABLE worker_run_info (
     max_sandboxes           double precision,
     earnings_account        text,
     earnings                numeric NOT NULL DEFAULT 0,
+    -- What the worker can run: capability bits (capability_names) and worktime versions
+    -- ({"map-basic": "1.4.2"}); a job is handed only to workers that satisfy it.
+    capabilities            integer NOT NULL DEFAULT 0,
+    worktimes               jsonb NOT NULL DEFAULT '{}',
     status                  text CHECK (status IN ('running', 'end')),
     last_start_time         timestamptz,
     last_update             timestamptz NOT NULL DEFAULT now(),
@@ -1239,18 +1243,6 @@ COMMENT ON FUNCTION register_worker_directive_remove IS
 -- Not exposed: the scheduler's own bookkeeping. No grants and no policies, so every role but the
 -- extension's owner is refused, pgjobs_user members included.
 
-CREATE TABLE consensus_results (
-    job_id            bigint NOT NULL,
-    slice_number      integer NOT NULL,
-    worker_opaque_id  uuid NOT NULL,
-    owner             oid NOT NULL DEFAULT identity(),
-    value_hash        text NOT NULL,
-    reported_at       timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (job_id, slice_number, worker_opaque_id)
-);
-COMMENT ON TABLE consensus_results IS
-    'The results of duplicated slices of a consensus job, by worker, until they agree.';
-
 CREATE TABLE reliable_events (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     owner       oid NOT NULL DEFAULT identity(),
@@ -1260,11 +1252,7 @@ CREATE TABLE reliable_events (
 );
 COMMENT ON TABLE reliable_events IS 'Events the scheduler must deliver at least once.';
 
-CREATE INDEX consensus_results_owner ON consensus_results (owner);
 CREATE INDEX reliable_events_owner ON reliable_events (owner);
-CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON consensus_results
-    FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
-ALTER TABLE consensus_results ENABLE ROW LEVEL SECURITY;
 ALTER TABLE reliable_events ENABLE ROW LEVEL SECURITY;
 
 -- ---------------------------------------------------------------------------------------------

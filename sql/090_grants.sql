@@ -44,6 +44,16 @@ GRANT EXECUTE ON FUNCTION
     routines_mode(text), routines_set_mode(text, text),
     routine_restart(text, text), routine_stop(text, text), routine_message(text, text, text),
     routine_groups(text, boolean, text),
+    compute_deploy(jsonb), compute_add_slices(bigint, jsonb, integer), compute_pause(bigint),
+    compute_resume(bigint), compute_close(bigint), compute_cancel(bigint), compute_fund(bigint, numeric),
+    compute_worker_register(text, jsonb, jsonb, double precision, double precision, double precision, jsonb),
+    compute_worker_join(uuid, text, text), compute_worker_leave(uuid),
+    compute_fetch(integer), compute_progress(uuid, integer[]), compute_return(uuid, integer[]),
+    compute_reject(uuid, text, text, integer),
+    compute_submit(uuid, integer[], text[], double precision[], double precision[], double precision[], bigint[], bigint[]),
+    compute_result_text(text), compute_market_value(),
+    -- What job_fin_data calls as the caller.
+    _compute_pending(bigint, numeric),
     -- What the routine views, policies and routine_groups call as the caller.
     _granted_to(oid, oid[]), _routines_heard(timestamptz), _routine_waits_for(text, date, text[]), _routine_runtimes_text(time[]),
     _routine_shown_args(text), _routine_is_scheduler(text), _routine_failing(text),

@@ -19,6 +19,10 @@ pub static MAX_WORKERS: GucSetting<i32> = GucSetting::<i32>::new(4);
 pub static HISTORY_DAYS: GucSetting<i32> = GucSetting::<i32>::new(30);
 pub static CANCEL_GRACE: GucSetting<i32> = GucSetting::<i32>::new(5);
 pub static BATCH_SILENCE: GucSetting<i32> = GucSetting::<i32>::new(3600);
+pub static COMPUTE_PROGRESS_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(300);
+pub static COMPUTE_STATS_PERIOD: GucSetting<i32> = GucSetting::<i32>::new(3600);
+pub static COMPUTE_TASK_TARGET: GucSetting<i32> = GucSetting::<i32>::new(60);
+pub static COMPUTE_INLINE_RESULT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(4096);
 pub static ROUTINES_STALE_AFTER: GucSetting<i32> = GucSetting::<i32>::new(60);
 pub static ROUTINES_START_MODE: GucSetting<RoutinesMode> =
     GucSetting::<RoutinesMode>::new(RoutinesMode::Control);
@@ -142,6 +146,46 @@ pub fn init() {
         ONE_DAY,
         GucContext::Sighup,
         GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_jobs.compute_progress_timeout",
+        c"Seconds a worker may hold a compute slice without reporting progress before the watchdog sends it to another.",
+        c"Workers report progress (compute_progress) more often than this; the seed's rule is every 5 minutes.",
+        &COMPUTE_PROGRESS_TIMEOUT,
+        1,
+        ONE_DAY,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_jobs.compute_stats_period",
+        c"Length in seconds of the periods of compute_group_job_period_stats and compute_group_worker_period_stats.",
+        c"Change it only between periods: rows of another length are kept apart.",
+        &COMPUTE_STATS_PERIOD,
+        60,
+        ONE_DAY,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_jobs.compute_task_target",
+        c"Seconds a task is meant to take: job_perf_data.task_distribution is a slice's wall time over this.",
+        c"",
+        &COMPUTE_TASK_TARGET,
+        1,
+        ONE_DAY,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_jobs.compute_inline_result_bytes",
+        c"Largest compute result kept as a data: URI; a larger one goes to the result store and is referred to by a pgjobs:result: URL.",
+        c"",
+        &COMPUTE_INLINE_RESULT_BYTES,
+        0,
+        1 << 30,
+        GucContext::Sighup,
+        GucFlags::default(),
     );
     GucRegistry::define_int_guc(
         c"pg_jobs.routines_stale_after",

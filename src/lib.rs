@@ -72,10 +72,15 @@ extension_sql_file!(
     requires = ["launcher"]
 );
 extension_sql_file!(
+    "../sql/083_compute_work.sql",
+    name = "compute_work",
+    requires = ["compute"]
+);
+extension_sql_file!(
     "../sql/085_batch.sql",
     name = "batch",
     requires = [
-        "compute",
+        "compute_work",
         api::batch::_batch_status,
         api::batch::_batch_status_rank,
         api::batch::_batch_status_word,

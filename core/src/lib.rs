@@ -1,6 +1,7 @@
 //! The parts of pg_jobs that need no PostgreSQL, so they are tested with plain `cargo test`.
 
 pub mod batch;
+pub mod compute;
 pub mod opaque_id;
 pub mod retry;
 pub mod routine;

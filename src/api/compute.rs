@@ -1,5 +1,10 @@
-//! The compute tables' public functions (`sql/080_compute.sql`): join secrets, the deletes
-//! members make through functions, and the rows of the view `compute_groups_jobs_by_job`.
+//! The compute scheduler's public functions (`sql/080_compute.sql`, `sql/083_compute_work.sql`):
+//! join secrets, the deletes members make through functions, the rows of the view
+//! `compute_groups_jobs_by_job`; deploying and controlling jobs; what workers call; and the rules
+//! of `pg_jobs_core::compute` the scheduler's SQL calls.
+
+use pg_jobs_core::compute::{self, Decision, Moving};
+use pgrx::prelude::*;
 
 use crate::owner_call;
 
@@ -93,3 +98,110 @@ owner_call!(
     STATEMENTS,
     "compute_group_check_secret"
 );
+
+// Deploying and controlling jobs, as their owner.
+owner_call!(compute_deploy, pg_finfo_compute_deploy, STATEMENTS, "compute_deploy");
+owner_call!(
+    compute_add_slices,
+    pg_finfo_compute_add_slices,
+    STATEMENTS,
+    "compute_add_slices"
+);
+owner_call!(compute_pause, pg_finfo_compute_pause, STATEMENTS, "compute_pause");
+owner_call!(compute_resume, pg_finfo_compute_resume, STATEMENTS, "compute_resume");
+owner_call!(compute_close, pg_finfo_compute_close, STATEMENTS, "compute_close");
+owner_call!(compute_cancel, pg_finfo_compute_cancel, STATEMENTS, "compute_cancel");
+owner_call!(compute_fund, pg_finfo_compute_fund, STATEMENTS, "compute_fund");
+// What a worker calls, as its own role.
+owner_call!(
+    compute_worker_register,
+    pg_finfo_compute_worker_register,
+    STATEMENTS,
+    "compute_worker_register"
+);
+owner_call!(
+    compute_worker_join,
+    pg_finfo_compute_worker_join,
+    STATEMENTS,
+    "compute_worker_join"
+);
+owner_call!(
+    compute_worker_leave,
+    pg_finfo_compute_worker_leave,
+    STATEMENTS,
+    "compute_worker_leave"
+);
+owner_call!(compute_fetch, pg_finfo_compute_fetch, STATEMENTS, "compute_fetch");
+owner_call!(
+    compute_progress,
+    pg_finfo_compute_progress,
+    STATEMENTS,
+    "compute_progress"
+);
+owner_call!(compute_return, pg_finfo_compute_return, STATEMENTS, "compute_return");
+owner_call!(compute_reject, pg_finfo_compute_reject, STATEMENTS, "compute_reject");
+owner_call!(compute_submit, pg_finfo_compute_submit, STATEMENTS, "compute_submit");
+
+/// Copies of a slice sent under a duplication level (see `pg_jobs_core::compute::slice_copies`).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _slice_copies(job: i64, slice: i32, level: f64) -> i32 {
+    compute::slice_copies(job, i64::from(slice), level)
+}
+
+/// What a consensus slice's results come to: wait, accept:<hash>, tiebreak or undecidable.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _consensus(hashes: Vec<String>, copies_out: i32, tiebreakers_left: i32) -> String {
+    let hashes: Vec<&str> = hashes.iter().map(String::as_str).collect();
+    match compute::consensus(&hashes, copies_out.max(0) as usize, tiebreakers_left.max(0) as u32) {
+        Decision::Wait => "wait".into(),
+        Decision::Accept(hash) => format!("accept:{hash}"),
+        Decision::Tiebreak => "tiebreak".into(),
+        Decision::Undecidable => "undecidable".into(),
+    }
+}
+
+/// The weight of the `ordinal`-th measurement of a job of `total` slices.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _perf_alpha(ordinal: i64, total: i64) -> f64 {
+    compute::alpha(ordinal, total)
+}
+
+/// Folds rows of measurements into moving averages. `state` holds the series' means, then their
+/// variances (a null mean: not measured yet); `values` the rows one after the other, as many per
+/// row as there are series; `alphas` each row's weight. Returns the new state.
+#[pg_extern(immutable, parallel_safe)]
+fn _moving_fold(
+    state: Vec<Option<f64>>,
+    values: Option<Vec<Option<f64>>>,
+    alphas: Option<Vec<Option<f64>>>,
+) -> Vec<Option<f64>> {
+    let series = state.len() / 2;
+    let mut moving: Vec<Moving> = (0..series)
+        .map(|k| Moving {
+            mean: state[k],
+            variance: state[series + k].unwrap_or(0.0),
+        })
+        .collect();
+    let (values, alphas) = (values.unwrap_or_default(), alphas.unwrap_or_default());
+    for (row, alpha) in values.chunks(series.max(1)).zip(alphas) {
+        for (m, x) in moving.iter_mut().zip(row) {
+            if let (Some(x), Some(alpha)) = (x, alpha) {
+                m.add(*x, alpha);
+            }
+        }
+    }
+    let means = moving.iter().map(|m| m.mean);
+    let variances = moving.iter().map(|m| m.mean.map(|_| m.variance));
+    means.chain(variances).collect()
+}
+
+/// Whether worktime `version` is in `range`.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _worktime_ok(range: &str, version: &str) -> bool {
+    compute::worktime_ok(range, version)
+}
+
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _worktime_range_ok(range: &str) -> bool {
+    compute::worktime_range_ok(range)
+}

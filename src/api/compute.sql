@@ -55,3 +55,48 @@ WITH g AS MATERIALIZED (
     FROM g
 )
 SELECT coalesce(c.join_hash IS NOT NULL AND c.join_key = $3 AND c.hash_matches, false) FROM checked c;
+
+-- name: compute_deploy
+SELECT _compute_deploy($1, $2);
+
+-- name: compute_add_slices
+SELECT _compute_add_slices($1, $2, $3, $4);
+
+-- name: compute_pause
+SELECT _compute_control($1, $2, 'pause', NULL);
+
+-- name: compute_resume
+SELECT _compute_control($1, $2, 'resume', NULL);
+
+-- name: compute_close
+SELECT _compute_control($1, $2, 'close', NULL);
+
+-- name: compute_cancel
+SELECT _compute_control($1, $2, 'cancel', NULL);
+
+-- name: compute_fund
+SELECT _compute_control($1, $2, 'fund', $3);
+
+-- name: compute_worker_register
+SELECT _compute_worker_register($1, $2, $3, $4, $5, $6, $7, $8);
+
+-- name: compute_worker_join
+SELECT _compute_worker_join($1, $2, $3, $4);
+
+-- name: compute_worker_leave
+SELECT _compute_worker_leave($1, $2);
+
+-- name: compute_fetch
+SELECT * FROM _compute_fetch($1, $2);
+
+-- name: compute_progress
+SELECT _compute_progress($1, $2, $3);
+
+-- name: compute_return
+SELECT _compute_return($1, $2, $3, NULL, NULL, NULL);
+
+-- name: compute_reject
+SELECT _compute_return($1, $2, NULL, coalesce($3, 'EWORKREJECT'), $4, $5);
+
+-- name: compute_submit
+SELECT * FROM _compute_submit($1, $2, $3, $4, $5, $6, $7, $8, $9);

@@ -54,8 +54,7 @@ INSERT INTO pgjobs.compute_jobs (job_id, owner, address, payment_account, last_s
      'pyodide', '^0.23');
 INSERT INTO pgjobs.job_perf_data (job_id, measured_slices, slice_cpu_time, slice_cpu_time_variance)
 VALUES (:live, 2, 120.5, 4.0);
-INSERT INTO pgjobs.job_fin_totals (job_id, slice_work_payment_total, slice_work_payment_pending)
-VALUES (:live, 1.5, 0.5), (:done, 3, 0.2);
+INSERT INTO pgjobs.job_fin_totals (job_id, slice_work_payment_total) VALUES (:live, 1.5), (:done, 3);
 INSERT INTO pgjobs.job_data (job_id, slice_number, value)
 VALUES (:live, 1, 'data:,in1'), (:live, 2, 'https://inputs.example/2');
 INSERT INTO pgjobs.job_arguments (job_id, arg_index, value) VALUES (:live, 0, 'data:,arg');
@@ -99,9 +98,18 @@ INSERT INTO pgjobs.worker_notifications (worker_opaque_id, event, signature)
 VALUES (:'w1', 'reload', 'sig');
 INSERT INTO pgjobs.register_worker_directive (owner, directive)
 VALUES ('regress_owner'::regrole, '{"label": "host-*"}');
-INSERT INTO pgjobs.consensus_results (job_id, slice_number, worker_opaque_id, value_hash)
-VALUES (:live, 1, :'w1', 'h');
 INSERT INTO pgjobs.reliable_events (event) VALUES ('job finished');
+-- The scheduler's working rows: a slice copy out to the worker, a report, a stored result, and
+-- the worker's membership of a group.
+INSERT INTO pgjobs.compute_slices (job_id, slice_number, copy, owner, status, lease_token, compute_group_id,
+                                   last_assigned_worker, last_assigned_worker_identity)
+VALUES (:live, 3, 0, 'regress_owner'::regrole, 'scheduled', gen_random_uuid(), :g1, :'w1', 'regress_worker'::regrole);
+INSERT INTO pgjobs.slice_reports (job_id, slice_number, copy, owner, worker_opaque_id, compute_group_id, value,
+                                  value_hash, accepted, cpu_time, gpu_time, wall_time, in_data_size, out_data_size)
+VALUES (:live, 1, 0, 'regress_owner'::regrole, :'w1', :g1, 'data:,1', md5('1'), true, 10, 0, 20, 1, 1);
+INSERT INTO pgjobs.result_store (job_id, owner, body) VALUES (:live, 'regress_owner'::regrole, 'a large result');
+INSERT INTO pgjobs.compute_group_workers (compute_group_id, worker_opaque_id, owner)
+VALUES (:g1, :'w1', 'regress_owner'::regrole);
 -- Rows under a worker or a credentials list were given no owner: each carries its parent's.
 SELECT 'credential' AS relation, owner::regrole FROM pgjobs.credential
 UNION ALL SELECT 'worker_creds', owner::regrole FROM pgjobs.worker_creds
@@ -129,7 +137,8 @@ BEGIN
         'workers', 'worker_run_info', 'worker_task_info', 'worker_snapshot',
         'dcp_worker_app_config', 'worker_config_value', 'worker_creds', 'creds_list',
         'credential', 'worker_notifications', 'register_worker_directive',
-        'worker_self', 'worker_self_config', 'consensus_results', 'reliable_events']
+        'worker_self', 'worker_self_config', 'reliable_events', 'compute_slices', 'active_slices',
+        'slice_reports', 'result_store', 'compute_group_workers', 'compute_tasks']
     LOOP
         BEGIN
             EXECUTE format('SELECT count(*) FROM pgjobs.%I', relation) INTO n;
@@ -177,13 +186,11 @@ SELECT regress.error_of('SELECT * FROM pgjobs.job_results');
 SELECT regress.error_of(format('SELECT pgjobs.compute_group_check_secret(%L, %L, %L)', :'g1_opaque', 'open-key', 'x'));
 RESET ROLE;
 SET ROLE regress_owner;
-SELECT regress.error_of('SELECT * FROM pgjobs.consensus_results');
 SELECT regress.error_of('SELECT * FROM pgjobs.reliable_events');
 SELECT regress.error_of('INSERT INTO pgjobs.reliable_events (event) VALUES (''forged'')');
 RESET ROLE;
 -- The extension's owner (the scheduler) still reads them.
-SELECT (SELECT count(*) FROM pgjobs.consensus_results) AS consensus_results,
-       (SELECT count(*) FROM pgjobs.reliable_events) AS reliable_events;
+SELECT (SELECT count(*) FROM pgjobs.reliable_events) AS reliable_events;
 
 -- Via job. The owner (and its proxy) reads its jobs' rows, finished jobs included, and
 -- job_fin_data has a row for every job: a finished one holds nothing in escrow.
@@ -581,7 +588,8 @@ TRUNCATE pgjobs.compute_jobs, pgjobs.job_perf_data, pgjobs.job_fin_totals, pgjob
     pgjobs.compute_group_worker_period_stats, pgjobs.workers, pgjobs.worker_run_info,
     pgjobs.worker_task_info, pgjobs.dcp_worker_app_config, pgjobs.worker_config_value,
     pgjobs.creds_list, pgjobs.credential, pgjobs.worker_creds, pgjobs.worker_notifications,
-    pgjobs.register_worker_directive, pgjobs.consensus_results, pgjobs.reliable_events;
+    pgjobs.register_worker_directive, pgjobs.reliable_events, pgjobs.compute_group_workers,
+    pgjobs.compute_slices, pgjobs.slice_reports, pgjobs.result_store;
 SELECT pgjobs.jobs_remove_proxy('regress_owner_proxy');
 DROP TABLE regress.compute_seen;
 DROP FUNCTION regress.compute_rows();

@@ -1,0 +1,184 @@
+//! The compute scheduler's rules that need no database: how many copies of a slice are sent,
+//! how the copies' results are resolved, the moving averages of a job's performance, and whether
+//! a worker's worktime satisfies a job's version range.
+
+/// Copies of slice `slice` of job `job` sent under duplication `level` (1.0 once, 2.0 twice,
+/// 1.5 half of the slices twice): the whole part of the level, and one more for the slices whose
+/// fraction, drawn from the job and slice numbers alone, falls below the level's fraction. The
+/// same slice always gets the same answer, so a retask or a restart changes nothing.
+pub fn slice_copies(job: i64, slice: i64, level: f64) -> i32 {
+    let whole = level.floor();
+    let extra = level - whole;
+    let draw = (mix((job as u64) ^ mix(slice as u64)) >> 11) as f64 / (1u64 << 53) as f64;
+    whole as i32 + i32::from(draw < extra)
+}
+
+/// splitmix64's finaliser: every input bit reaches every output bit.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// What the results of a slice's copies come to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Copies are still out: nothing is decided yet.
+    Wait,
+    /// This result (by its hash) is the slice's.
+    Accept(String),
+    /// The results disagree: one more copy goes to another worker.
+    Tiebreak,
+    /// They disagree and no tiebreaker is left.
+    Undecidable,
+}
+
+/// Consensus over the results in: with copies still out, wait; else the result reported most
+/// often wins if it was reported at least twice (or is the only one, for a slice sent once) and
+/// no other result was reported as often; else a tiebreaker, while any are left.
+pub fn consensus(hashes: &[&str], copies_out: usize, tiebreakers_left: u32) -> Decision {
+    if copies_out > 0 || hashes.is_empty() {
+        return Decision::Wait;
+    }
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for hash in hashes {
+        match counts.iter_mut().find(|(h, _)| h == hash) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((hash, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    let (best, n) = counts[0];
+    let unique = counts.get(1).is_none_or(|(_, m)| *m < n);
+    if unique && (n >= 2 || hashes.len() == 1) {
+        Decision::Accept(best.to_string())
+    } else if tiebreakers_left > 0 {
+        Decision::Tiebreak
+    } else {
+        Decision::Undecidable
+    }
+}
+
+/// The weight of a new measurement in a job's moving averages: min(0.5, unreported ÷ total),
+/// where unreported counts the slices not yet measured before this one (at least 1), so a small
+/// job's averages move fast and a large job's settle.
+pub fn alpha(ordinal: i64, total: i64) -> f64 {
+    let total = total.max(1);
+    let unreported = (total - (ordinal - 1)).max(1);
+    (unreported as f64 / total as f64).min(0.5)
+}
+
+/// One exponential moving average and its moving variance; `mean` is None until measured.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Moving {
+    pub mean: Option<f64>,
+    pub variance: f64,
+}
+
+impl Moving {
+    /// Folds in `x` with weight `alpha`: the first value is the mean, with variance 0.
+    pub fn add(&mut self, x: f64, alpha: f64) {
+        match self.mean {
+            None => {
+                self.mean = Some(x);
+                self.variance = 0.0;
+            }
+            Some(mean) => {
+                let diff = x - mean;
+                let step = alpha * diff;
+                self.mean = Some(mean + step);
+                self.variance = (1.0 - alpha) * (self.variance + diff * step);
+            }
+        }
+    }
+}
+
+/// Whether `version`, the worktime version a worker runs, is in `range` (semver, as npm and
+/// cargo write ranges: ^1.2, ~0.23, >=1, <2, *). A version or range that does not parse matches
+/// nothing.
+pub fn worktime_ok(range: &str, version: &str) -> bool {
+    match (semver::VersionReq::parse(range), semver::Version::parse(version)) {
+        (Ok(range), Ok(version)) => range.matches(&version),
+        _ => false,
+    }
+}
+
+/// Whether a version range parses, for refusing a deployment that no worker could ever match.
+pub fn worktime_range_ok(range: &str) -> bool {
+    semver::VersionReq::parse(range).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_follow_the_level() {
+        for job in 1..4 {
+            assert!((1..=1000).all(|s| slice_copies(job, s, 1.0) == 1));
+            assert!((1..=1000).all(|s| slice_copies(job, s, 2.0) == 2));
+            let twice = (1..=10_000).filter(|&s| slice_copies(job, s, 1.5) == 2).count();
+            assert!((4_700..=5_300).contains(&twice), "{twice} of 10000 sent twice");
+            assert!((1..=1000).all(|s| (1..=2).contains(&slice_copies(job, s, 1.5))));
+        }
+    }
+
+    #[test]
+    fn copies_are_the_same_every_time() {
+        let first: Vec<i32> = (1..=500).map(|s| slice_copies(7, s, 1.25)).collect();
+        let again: Vec<i32> = (1..=500).map(|s| slice_copies(7, s, 1.25)).collect();
+        assert_eq!(first, again);
+        // Another job draws other slices.
+        let other: Vec<i32> = (1..=500).map(|s| slice_copies(8, s, 1.25)).collect();
+        assert_ne!(first, other);
+    }
+
+    #[test]
+    fn consensus_waits_agrees_and_breaks_ties() {
+        assert_eq!(consensus(&["a"], 1, 2), Decision::Wait);
+        assert_eq!(consensus(&["a"], 0, 2), Decision::Accept("a".into()));
+        assert_eq!(consensus(&["a", "a"], 0, 2), Decision::Accept("a".into()));
+        assert_eq!(consensus(&["a", "b"], 0, 2), Decision::Tiebreak);
+        assert_eq!(consensus(&["a", "b", "b"], 0, 1), Decision::Accept("b".into()));
+        assert_eq!(consensus(&["a", "b", "c"], 0, 1), Decision::Tiebreak);
+        assert_eq!(consensus(&["a", "b", "c"], 0, 0), Decision::Undecidable);
+        assert_eq!(consensus(&["a", "b", "a", "b"], 0, 0), Decision::Undecidable);
+    }
+
+    #[test]
+    fn alpha_is_half_at_most_and_shrinks_as_slices_report() {
+        assert_eq!(alpha(1, 100), 0.5);
+        assert_eq!(alpha(51, 100), 0.5);
+        assert_eq!(alpha(91, 100), 0.1);
+        assert_eq!(alpha(100, 100), 0.01);
+        // Duplicates measured after every slice keep the smallest weight.
+        assert_eq!(alpha(250, 100), 0.01);
+        assert_eq!(alpha(1, 0), 0.5);
+    }
+
+    #[test]
+    fn moving_average_and_variance() {
+        let mut m = Moving::default();
+        m.add(10.0, 0.5);
+        assert_eq!(m, Moving { mean: Some(10.0), variance: 0.0 });
+        m.add(20.0, 0.5);
+        assert_eq!(m.mean, Some(15.0));
+        assert_eq!(m.variance, 0.5 * (0.0 + 10.0 * 5.0));
+        // A constant series has no variance.
+        let mut c = Moving::default();
+        (0..10).for_each(|_| c.add(3.0, 0.3));
+        assert_eq!(c, Moving { mean: Some(3.0), variance: 0.0 });
+    }
+
+    #[test]
+    fn worktime_ranges() {
+        assert!(worktime_ok("^1.0.0", "1.4.2"));
+        assert!(!worktime_ok("^1.0.0", "2.0.0"));
+        assert!(worktime_ok("*", "0.1.0"));
+        assert!(worktime_ok(">=0.23, <0.25", "0.24.1"));
+        assert!(!worktime_ok("^1", "not a version"));
+        assert!(worktime_range_ok("~0.23"));
+        assert!(!worktime_range_ok("one point oh"));
+    }
+}

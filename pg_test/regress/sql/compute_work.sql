@@ -1,0 +1,345 @@
+-- The compute scheduler at work (sql/083_compute_work.sql), as its roles call it: deploying,
+-- workers joining and fetching, estimation, progress, returns, rejections, results large and
+-- small, duplication by race and by consensus, the watchdog, funds running out, and the fold.
+-- The background worker does not work in this database: the fold and the watchdog are called
+-- by hand, as the launcher would.
+
+SELECT regress.reset();
+CREATE ROLE regress_cw_owner;          -- deploys jobs
+CREATE ROLE regress_cw_other;          -- another job owner
+CREATE ROLE regress_cw_group_owner;    -- owns the groups
+CREATE ROLE regress_cw_supplier;       -- owns the workers
+CREATE ROLE regress_cw_w1;             -- workers: proxies of the supplier
+CREATE ROLE regress_cw_w2;
+CREATE ROLE regress_cw_w3;
+GRANT pgjobs_user TO regress_cw_owner, regress_cw_other, regress_cw_group_owner, regress_cw_supplier,
+    regress_cw_w1, regress_cw_w2, regress_cw_w3;
+GRANT regress_cw_w1, regress_cw_w2, regress_cw_w3 TO regress_cw_supplier;
+GRANT USAGE ON SCHEMA regress TO regress_cw_owner, regress_cw_other, regress_cw_group_owner,
+    regress_cw_supplier, regress_cw_w1, regress_cw_w2, regress_cw_w3;
+SET ROLE regress_cw_supplier;
+SELECT pgjobs.jobs_add_proxy('regress_cw_w1'), pgjobs.jobs_add_proxy('regress_cw_w2'),
+       pgjobs.jobs_add_proxy('regress_cw_w3');
+RESET ROLE;
+
+-- Groups, as an administrator makes them: Main, with a commission and fees, takes deployments
+-- from anyone who knows its join key and secret; Own takes its owner's only.
+INSERT INTO pgjobs.compute_groups (owner, name, join_key, commission_rate, deploy_fee, add_job_fee, deploy_access)
+VALUES ('regress_cw_group_owner'::regrole, 'Main', 'main-key', 0.1, 0.5, 0.25, 'join')
+RETURNING id AS g_main, opaque_id AS g_main_opaque \gset
+INSERT INTO pgjobs.compute_groups (owner, name, join_key)
+VALUES ('regress_cw_group_owner'::regrole, 'Own', 'own-key')
+RETURNING id AS g_own, opaque_id AS g_own_opaque \gset
+SET ROLE regress_cw_group_owner;
+SELECT pgjobs.compute_group_set_secret(:'g_main_opaque', 'main-secret'),
+       pgjobs.compute_group_set_secret(:'g_own_opaque', 'own-secret');
+RESET ROLE;
+
+-- What the compute tables hold, to show that a refused call changed nothing.
+CREATE FUNCTION regress.compute_fingerprint() RETURNS text
+LANGUAGE sql AS $$
+    SELECT md5(concat_ws('|', regress.fingerprint(),
+        (SELECT string_agg(c::text, ',' ORDER BY c.job_id) FROM pgjobs.compute_jobs c),
+        (SELECT string_agg(s::text, ',' ORDER BY s.job_id, s.slice_number, s.copy) FROM pgjobs.compute_slices s),
+        (SELECT string_agg(r::text, ',' ORDER BY r.id) FROM pgjobs.slice_reports r),
+        (SELECT string_agg(m::text, ',' ORDER BY m.worker_opaque_id, m.compute_group_id) FROM pgjobs.compute_group_workers m),
+        (SELECT string_agg(w::text, ',' ORDER BY w.opaque_id) FROM pgjobs.workers w)))
+$$;
+
+-- A deployment of five values into Main, and variations of it.
+CREATE FUNCTION regress.spec(changes jsonb DEFAULT '{}') RETURNS jsonb
+LANGUAGE sql AS $$
+    SELECT jsonb_build_object(
+        'work', 'function (x) { return x * x }',
+        'arguments', jsonb_build_array('data:,7'),
+        'input', jsonb_build_object('values', jsonb_build_array('1', '2', '3', '4', '5')),
+        'groups', jsonb_build_array(jsonb_build_object('group', current_setting('regress.g_main'),
+                                                       'join_key', 'main-key', 'secret', 'main-secret')),
+        'offer', '0.01', 'funds', '2', 'estimation_slices', 2, 'max_slices_per_task', 10,
+        'capabilities', jsonb_build_array('v8'), 'worktime_version', '^1.0.0', 'name', 'squares') || changes
+$$;
+SELECT set_config('regress.g_main', :'g_main_opaque', false) IS NOT NULL AS main_group_named;
+
+-- Bad input: each refused with its SQLSTATE, nothing changed (w1 registered, to try its joins).
+SET ROLE regress_cw_w1;
+SELECT pgjobs.compute_worker_register('w1') IS NOT NULL AS registered;
+RESET ROLE;
+SELECT regress.compute_fingerprint() AS before \gset
+SET ROLE regress_cw_owner;
+SELECT regress.error_of(format('SELECT pgjobs.compute_deploy(%L)', regress.spec(c))) AS refused
+FROM (VALUES ('{"offer": "-1"}'::jsonb),
+             ('{"duplication_level": 0.5}'),
+             ('{"input": {"values": []}}'),
+             ('{"input": {"range": {"start": 5, "end": 1}}}'),
+             ('{"input": {"nothing": 1}}'),
+             ('{"input": {"pattern": "https://data.example/x", "count": 3}}'),
+             ('{"capabilities": ["v8", "quantum"]}'),
+             ('{"flags": ["open", "nsf"]}'),
+             ('{"duplication_type": "vote"}'),
+             ('{"worktime_version": "one point oh"}'),
+             ('{"offer": "0.0000000000000000001"}'),
+             ('{"market_value": 2}'),
+             ('{"max_slices_per_task": 0}'),
+             ('{"funds": "0.5"}'),
+             ('{"tsak": 1}'),
+             ('{"work": ""}'),
+             ('{"groups": []}')) v(c);
+-- Another owner's group, named alone or with its credentials, a group taking joiners' deployments
+-- given a wrong secret, and a group that is not there: one error for all.
+SELECT regexp_replace(regress.error_of(format('SELECT pgjobs.compute_deploy(%L)', regress.spec(jsonb_build_object('groups', g)))),
+                      'group [0-9a-f-]{36}', 'group <id>') AS refused
+FROM (VALUES (jsonb_build_array(:'g_own_opaque')),
+             (jsonb_build_array(jsonb_build_object('group', :'g_own_opaque', 'join_key', 'own-key', 'secret', 'own-secret'))),
+             (jsonb_build_array(jsonb_build_object('group', :'g_main_opaque', 'join_key', 'main-key', 'secret', 'wrong'))),
+             (jsonb_build_array(gen_random_uuid()))) v(g);
+RESET ROLE;
+-- Workers: a role that registered none fetching, bad registrations, joins with a wrong secret,
+-- a key of another group, a group that is not there.
+SET ROLE regress_cw_other;
+SELECT regress.error_of('SELECT pgjobs.compute_fetch()') AS refused;
+RESET ROLE;
+SET ROLE regress_cw_w1;
+SELECT regress.error_of('SELECT pgjobs.compute_worker_register(''w1'', ''["v9"]'')') AS refused;
+SELECT regress.error_of('SELECT pgjobs.compute_worker_register(''w1'', cpu_cores => -1)') AS refused;
+SELECT regress.error_of('SELECT pgjobs.compute_worker_register(''w1'', worktimes => ''["map-basic"]'')') AS refused;
+SELECT regexp_replace(regress.error_of(format('SELECT pgjobs.compute_worker_join(%L, %L, %L)', g, k, s)),
+                      'group [0-9a-f-]{36}', 'group <id>') AS refused
+FROM (VALUES (:'g_main_opaque'::uuid, 'main-key', 'wrong'),
+             (:'g_main_opaque', 'own-key', 'own-secret'),
+             (gen_random_uuid(), 'main-key', 'main-secret')) v(g, k, s);
+RESET ROLE;
+SELECT regress.compute_fingerprint() = :'before' AS nothing_changed;
+
+-- A deployment: fees (0.5 + 0.25) come off the funds; the job is new, with two estimation slices.
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_deploy(regress.spec()) AS job \gset
+SELECT status, last_slice_number, slice_payment, funds, pgjobs.capability_names(need_capabilities),
+       data_storage_type, worktime, worktime_version
+FROM pgjobs.compute_jobs WHERE job_id = :job;
+SELECT slice_work_payment_total, slice_work_payment_pending, remaining, funds, fees, nsf
+FROM pgjobs.job_fin_data WHERE job_id = :job;
+SELECT slice_number, copy, status, estimation FROM pgjobs.active_slices WHERE job_id = :job ORDER BY 1, 2;
+SELECT value FROM pgjobs.work_functions WHERE job_id = :job;
+SELECT task, queue, status FROM pgjobs.job_list WHERE id = :job;
+-- Someone else's job is not there to pause.
+RESET ROLE;
+SET ROLE regress_cw_other;
+SELECT regress.error_of(format('SELECT pgjobs.compute_pause(%s)', :job)) AS refused;
+SELECT count(*) AS slices_seen FROM pgjobs.active_slices;
+RESET ROLE;
+
+-- Workers register and join; w3 runs no v8, so it gets nothing of this job.
+SET ROLE regress_cw_w1;
+SELECT pgjobs.compute_worker_register('w1', '["v8"]', '{"map-basic": "1.2.0"}', 4, 0, 2) IS NOT NULL AS registered;
+SELECT pgjobs.compute_worker_join(:'g_main_opaque', 'main-key', 'main-secret') = :g_main AS joined;
+RESET ROLE;
+SET ROLE regress_cw_w2;
+SELECT pgjobs.compute_worker_register('w2', '["v8", "webgpu"]', '{"map-basic": "1.0.1"}', 2, 1, 2) IS NOT NULL AS registered;
+SELECT pgjobs.compute_worker_join(:'g_main_opaque', 'main-key', 'main-secret') = :g_main AS joined;
+RESET ROLE;
+SET ROLE regress_cw_w3;
+SELECT pgjobs.compute_worker_register('w3', '[]', '{"map-basic": "1.0.0"}') IS NOT NULL AS registered;
+SELECT pgjobs.compute_worker_join(:'g_main_opaque', 'main-key', 'main-secret') = :g_main AS joined;
+SELECT count(*) AS slices FROM pgjobs.compute_fetch();
+RESET ROLE;
+-- The supplier sees its workers and what they can run.
+SET ROLE regress_cw_supplier;
+SELECT label, pgjobs.capability_names(r.capabilities), r.worktimes
+FROM pgjobs.workers w JOIN pgjobs.worker_run_info r ON r.worker_opaque_id = w.opaque_id ORDER BY label;
+RESET ROLE;
+
+-- Estimation: the first fetch gets the two estimation slices only, and the job is in estimation;
+-- nothing more is handed out until they are done.
+SET ROLE regress_cw_w1;
+CREATE TEMP TABLE task1 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT job_id = :job AS job, slice_number, copy, datum, work, arguments, flags, estimation FROM task1 ORDER BY 2;
+SELECT task_token AS t1 FROM task1 LIMIT 1 \gset
+RESET ROLE;
+SET ROLE regress_cw_w2;
+SELECT count(*) AS slices FROM pgjobs.compute_fetch();
+RESET ROLE;
+SELECT status FROM pgjobs.compute_jobs WHERE job_id = :job;
+SELECT estimation_slices_remaining, task_count FROM pgjobs.job_perf_data WHERE job_id = :job;
+-- Progress, by the holder only.
+SET ROLE regress_cw_w2;
+SELECT pgjobs.compute_progress(:'t1') AS progress_of_another;
+RESET ROLE;
+SET ROLE regress_cw_w1;
+SELECT pgjobs.compute_progress(:'t1') AS progress;
+SELECT regress.error_of(format('SELECT pgjobs.compute_submit(%L, ''{1,2}'', ''{a}'')', :'t1')) AS refused;
+SELECT regress.error_of(format('SELECT pgjobs.compute_submit(%L, ''{1}'', ''{a}'', ''{-1}'')', :'t1')) AS refused;
+SELECT * FROM pgjobs.compute_submit(:'t1', '{1,2,9}', '{1,4,81}', '{10,20,0}', '{0,0,0}', '{20,40,0}', '{8,8,0}', '{16,16,0}')
+ORDER BY 1;
+-- Again: both are gone from the task.
+SELECT * FROM pgjobs.compute_submit(:'t1', '{1}', '{1}') ORDER BY 1;
+RESET ROLE;
+SELECT status FROM pgjobs.compute_jobs WHERE job_id = :job;
+SELECT pgjobs._compute_fold() AS folded;
+SELECT status FROM pgjobs.compute_jobs WHERE job_id = :job;
+
+-- Running: w2 takes the other three, gives one back, and the next fetch gets it again.
+SET ROLE regress_cw_w2;
+CREATE TEMP TABLE task2 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT slice_number, estimation FROM task2 ORDER BY 1;
+SELECT task_token AS t2 FROM task2 LIMIT 1 \gset
+SELECT pgjobs.compute_return(:'t2', '{4}') AS returned;
+SELECT slice_number FROM pgjobs.compute_fetch() ORDER BY 1;
+RESET ROLE;
+SELECT slice_number, status, retask_counter FROM pgjobs.active_slices WHERE job_id = :job ORDER BY 1;
+SELECT return_count FROM pgjobs.job_perf_data WHERE job_id = :job;
+-- The watchdog: slice 3 fell silent; it is overdue, its holder's report is refused, and it goes
+-- to the next fetch.
+UPDATE pgjobs.compute_slices SET last_progress_time = now() - interval '10 minutes'
+WHERE job_id = :job AND slice_number = 3;
+SELECT pgjobs._compute_watchdog(now()) AS overdue;
+SELECT slice_number, status, retask_counter FROM pgjobs.active_slices WHERE job_id = :job ORDER BY 1;
+SET ROLE regress_cw_w2;
+SELECT * FROM pgjobs.compute_submit(:'t2', '{3,5}', ARRAY['9', repeat('x', 5000)], '{30,50}', '{0,0}', '{60,100}', '{8,8}', '{16,5000}')
+ORDER BY 1;
+RESET ROLE;
+SET ROLE regress_cw_w1;
+CREATE TEMP TABLE task3 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT slice_number FROM task3;
+SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM task3), '{3}', '{9}', '{30}', '{0}', '{60}', '{8}', '{16}');
+RESET ROLE;
+-- The copy of slice 4 w2 fetched again is still out; w2 reports it.
+SELECT s.lease_token AS t4 FROM pgjobs.compute_slices s WHERE s.job_id = :job AND s.slice_number = 4 \gset
+SET ROLE regress_cw_w2;
+SELECT * FROM pgjobs.compute_submit(:'t4', '{4}', '{16}', '{40}', '{0}', '{80}', '{8}', '{16}');
+RESET ROLE;
+
+-- Every slice has its result; the large one is in the result store, read by the owner only.
+SELECT pgjobs._compute_fold() AS folded;
+SET ROLE regress_cw_owner;
+SELECT slice_number, left(value, 22) AS value, length(pgjobs.compute_result_text(value)) AS length
+FROM pgjobs.job_results WHERE job_id = :job ORDER BY 1;
+SELECT status, result FROM pgjobs.job_list WHERE id = :job;
+SELECT slice_work_payment_total, slice_work_payment_pending, remaining, funds, fees, commission_total, nsf
+FROM pgjobs.job_fin_data WHERE job_id = :job;
+SELECT measured_slices, task_count, return_count, retasked_count, estimation_slices_remaining,
+       round(slice_cpu_time::numeric, 6) AS cpu, round(slice_cpu_time_variance::numeric, 6) AS cpu_var,
+       round(slice_cpu_density::numeric, 6) AS density, total_cpu_time, total_in_data_size, total_out_data_size
+FROM pgjobs.job_perf_data WHERE job_id = :job;
+RESET ROLE;
+SET ROLE regress_cw_w2;
+SELECT count(*) AS results_seen, pgjobs.compute_result_text('pgjobs:result:1') IS NULL AS stored_one_hidden
+FROM pgjobs.job_results;
+RESET ROLE;
+-- The moving average by hand: folded in report order with alpha = min(0.5, unreported / 5).
+SELECT folded_seq, cpu_time, pgjobs._perf_alpha(folded_seq, 5) AS alpha, accepted, paid, commission
+FROM pgjobs.slice_reports WHERE job_id = :job ORDER BY folded_seq;
+-- The workers were paid the slice payment less the group's commission; the period statistics
+-- add up to the job's totals.
+SELECT w.label, r.earnings FROM pgjobs.workers w JOIN pgjobs.worker_run_info r ON r.worker_opaque_id = w.opaque_id ORDER BY 1;
+SELECT task_eligible_count, no_slice_task_count, tasked_slice_count, total_earnings, total_cpu_time,
+       total_in_data_size, total_out_data_size
+FROM pgjobs.compute_group_job_period_stats WHERE job_id = :job;
+SELECT w.label, s.task_count, s.slice_count, s.cpu_time, s.earnings
+FROM pgjobs.compute_group_worker_period_stats s JOIN pgjobs.workers w ON w.opaque_id = s.worker_opaque_id ORDER BY 1;
+
+-- Consensus, every slice twice: w1 and w2 agree on slice 1 and disagree on slice 2, whose
+-- tiebreaker goes to w3 (a worker never gets two copies of one slice), now able to run v8; the
+-- result two of three reported is the slice's, and w2's is neither accepted nor paid.
+SET ROLE regress_cw_w3;
+SELECT pgjobs.compute_worker_register('w3', '["v8"]', '{"map-basic": "1.0.0"}') IS NOT NULL AS registered;
+RESET ROLE;
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_deploy(regress.spec('{"input": {"range": {"start": 10, "end": 11}}, "duplication_level": 2,
+                                           "duplication_type": "consensus", "estimation_slices": 0}')) AS cjob \gset
+SELECT slice_number, copy, status FROM pgjobs.active_slices WHERE job_id = :cjob ORDER BY 1, 2;
+RESET ROLE;
+SET ROLE regress_cw_w1;
+CREATE TEMP TABLE c1 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT slice_number, copy, datum FROM c1 ORDER BY 1;
+SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM c1 LIMIT 1), '{1,2}', '{100,121}') ORDER BY 1;
+RESET ROLE;
+SET ROLE regress_cw_w2;
+CREATE TEMP TABLE c2 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT slice_number, copy FROM c2 ORDER BY 1;
+SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM c2 LIMIT 1), '{1,2}', '{100,999}') ORDER BY 1;
+RESET ROLE;
+SET ROLE regress_cw_owner;
+SELECT slice_number, copy, status FROM pgjobs.active_slices WHERE job_id = :cjob ORDER BY 1, 2;
+RESET ROLE;
+SET ROLE regress_cw_w3;
+CREATE TEMP TABLE c3 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT slice_number, copy FROM c3 ORDER BY 1;
+SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM c3 LIMIT 1), '{2}', '{121}') ORDER BY 1;
+RESET ROLE;
+SELECT pgjobs._compute_fold() AS folded;
+SET ROLE regress_cw_owner;
+SELECT slice_number, pgjobs.compute_result_text(value) FROM pgjobs.job_results WHERE job_id = :cjob ORDER BY 1;
+SELECT status FROM pgjobs.compute_jobs WHERE job_id = :cjob;
+RESET ROLE;
+SELECT r.slice_number, w.label, r.accepted, r.paid FROM pgjobs.slice_reports r
+JOIN pgjobs.workers w ON w.opaque_id = r.worker_opaque_id WHERE r.job_id = :cjob ORDER BY r.id;
+
+-- Funds run out: 0.75 of fees and one slice payment of 1 leave room for one slice at a time; the
+-- second fetch pauses the job with nsf, and funds added set it running again.
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_deploy(regress.spec('{"offer": 1, "funds": "1.75", "estimation_slices": 0}')) AS njob \gset
+RESET ROLE;
+SET ROLE regress_cw_w1;
+SELECT count(*) AS slices FROM pgjobs.compute_fetch();
+RESET ROLE;
+SET ROLE regress_cw_w2;
+SELECT count(*) AS slices FROM pgjobs.compute_fetch();
+RESET ROLE;
+SET ROLE regress_cw_owner;
+SELECT status, pgjobs.job_flag_names(flags) FROM pgjobs.compute_jobs WHERE job_id = :njob;
+SELECT slice_work_payment_total, slice_work_payment_pending, remaining, nsf FROM pgjobs.job_fin_data WHERE job_id = :njob;
+SELECT regress.error_of(format('SELECT pgjobs.compute_resume(%s)', :njob)) AS refused;
+SELECT regress.error_of(format('SELECT pgjobs.compute_fund(%s, -1)', :njob)) AS refused;
+SELECT pgjobs.compute_fund(:njob, 10);
+SELECT slice_work_payment_total, slice_work_payment_pending, remaining, nsf FROM pgjobs.job_fin_data WHERE job_id = :njob;
+-- Pause, resume, cancel: a cancelled job's copies out are refused when they report.
+SELECT pgjobs.compute_pause(:njob), pgjobs.compute_resume(:njob);
+SELECT pgjobs.compute_cancel(:njob);
+SELECT regress.error_of(format('SELECT pgjobs.compute_cancel(%s)', :njob)) AS refused;
+SELECT status, result FROM pgjobs.job_list WHERE id = :njob;
+SELECT slice_work_payment_total, slice_work_payment_pending, remaining FROM pgjobs.job_fin_data WHERE job_id = :njob;
+RESET ROLE;
+
+-- A rejection: recorded, the slices go back, and the worker gets nothing of the job again.
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_deploy(regress.spec('{"estimation_slices": 0, "max_slices_per_task": 2}')) AS rjob \gset
+RESET ROLE;
+SET ROLE regress_cw_w1;
+CREATE TEMP TABLE r1 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT pgjobs.compute_reject((SELECT task_token FROM r1 LIMIT 1), 'EWORKREJECT', 'work.reject() called', 2) AS returned;
+SELECT count(*) AS slices FROM pgjobs.compute_fetch();
+RESET ROLE;
+SET ROLE regress_cw_owner;
+SELECT slice_number, reason, error_msg, retries, worker_opaque_id IS NOT NULL AS worker
+FROM pgjobs.work_reject_history WHERE job_id = :rjob;
+SELECT slice_number, status FROM pgjobs.active_slices WHERE job_id = :rjob ORDER BY 1;
+-- An open job takes more slices until it is closed.
+SELECT pgjobs.compute_deploy(regress.spec('{"flags": ["open"], "input": {"values": []}}')) AS ojob \gset
+SELECT pgjobs.compute_add_slices(:ojob, '["6", "7"]');
+SELECT regress.error_of(format('SELECT pgjobs.compute_add_slices(%s, count => 2)', :ojob)) AS refused;
+SELECT pgjobs.compute_close(:ojob);
+SELECT regress.error_of(format('SELECT pgjobs.compute_add_slices(%s, ''["8"]'')', :ojob)) AS refused;
+SELECT slice_number, value FROM pgjobs.job_data WHERE job_id = :ojob ORDER BY 1;
+RESET ROLE;
+
+-- A group's owner deploys into its own group by naming it.
+SET ROLE regress_cw_group_owner;
+SELECT pgjobs.compute_deploy(regress.spec(jsonb_build_object('groups', jsonb_build_array(:'g_own_opaque')))) > 0 AS deployed;
+RESET ROLE;
+
+-- Nothing left for the tests after this one.
+TRUNCATE pgjobs.compute_jobs, pgjobs.compute_slices, pgjobs.slice_reports, pgjobs.result_store, pgjobs.compute_tasks,
+    pgjobs.job_perf_data, pgjobs.job_fin_totals, pgjobs.job_results, pgjobs.job_data, pgjobs.job_arguments,
+    pgjobs.work_functions, pgjobs.work_reject_history, pgjobs.compute_group_workers, pgjobs.compute_group_jobs,
+    pgjobs.compute_group_job_period_stats, pgjobs.compute_group_worker_period_stats, pgjobs.compute_groups,
+    pgjobs.worker_task_info, pgjobs.worker_run_info, pgjobs.workers CASCADE;
+SELECT regress.reset();
+SET ROLE regress_cw_supplier;
+SELECT pgjobs.jobs_remove_proxy('regress_cw_w1'), pgjobs.jobs_remove_proxy('regress_cw_w2'),
+       pgjobs.jobs_remove_proxy('regress_cw_w3');
+RESET ROLE;
+DROP FUNCTION regress.spec(jsonb), regress.compute_fingerprint();
+DROP OWNED BY regress_cw_owner, regress_cw_other, regress_cw_group_owner, regress_cw_supplier,
+    regress_cw_w1, regress_cw_w2, regress_cw_w3;
+DROP ROLE regress_cw_owner, regress_cw_other, regress_cw_group_owner, regress_cw_supplier,
+    regress_cw_w1, regress_cw_w2, regress_cw_w3;

@@ -1,0 +1,1457 @@
+-- The compute scheduler at work (seed 000): deploying a job of many slices, workers registering,
+-- joining groups and fetching tasks, progress and the watchdog, results, duplication, and the
+-- statistics and money the background worker folds from committed results.
+--
+-- A compute job is a row of jobs (queue pg_jobs.compute, which nobody claims: its live row says
+-- who owns it and carries its public fields; it moves to job_history when the job ends) and a row
+-- of compute_jobs (its own columns and status). Its slices are rows of compute_slices, one per
+-- copy to be sent; a copy is handed out, worked on and reported, and its report (slice_reports)
+-- is what results, statistics and payments are made from.
+--
+-- Locks, in the order they are taken: a limited group's advisory lock, then a job's compute_jobs
+-- row (FOR NO KEY UPDATE: fetches of one job take turns, which is what makes its funds and
+-- estimation slices exact), then a slice's advisory lock (its copies' results are decided one at
+-- a time). Results never lock the job: what they add to the job's figures is folded in the
+-- background.
+
+CREATE TYPE slice_status AS ENUM ('new', 'scheduled', 'working', 'overdue', 'returned', 'tiebreaker');
+COMMENT ON TYPE slice_status IS
+    'A slice copy''s status: new (not sent), scheduled (sent), working (progress reported), '
+    'overdue (silent too long: sent again), returned (given back), tiebreaker (an extra copy for '
+    'a consensus that failed, not sent yet). active_slices shows paused for the copies of a paused job.';
+
+-- One row per copy of a slice that has no result yet: copy 0 of every slice, copies 1.. of
+-- duplicated slices, and tiebreakers after the planned copies. A reported copy leaves this table.
+CREATE TABLE compute_slices (
+    job_id                         bigint NOT NULL,
+    slice_number                   integer NOT NULL CHECK (slice_number >= 1),
+    copy                           smallint NOT NULL CHECK (copy >= 0),
+    owner                          oid NOT NULL,
+    status                         slice_status NOT NULL DEFAULT 'new',
+    estimation                     boolean NOT NULL DEFAULT false,
+    -- Set while a worker holds the copy: the token of its task, the group it was fetched through.
+    lease_token                    uuid,
+    compute_group_id               bigint,
+    begin_time                     timestamptz,
+    last_progress_time             timestamptz,
+    retask_counter                 integer NOT NULL DEFAULT 0,
+    last_assigned_worker           uuid,
+    last_assigned_worker_identity  oid,
+    PRIMARY KEY (job_id, slice_number, copy),
+    CONSTRAINT compute_slices_held CHECK ((status IN ('scheduled', 'working')) = (lease_token IS NOT NULL))
+);
+-- What a fetch takes, in slice order; and what the watchdog, a report and a group's limits read.
+CREATE INDEX compute_slices_ready ON compute_slices (job_id, slice_number, copy)
+    WHERE status IN ('new', 'overdue', 'returned', 'tiebreaker');
+CREATE INDEX compute_slices_token ON compute_slices (lease_token) WHERE lease_token IS NOT NULL;
+CREATE INDEX compute_slices_silent ON compute_slices (last_progress_time) WHERE lease_token IS NOT NULL;
+CREATE INDEX compute_slices_group ON compute_slices (compute_group_id) WHERE lease_token IS NOT NULL;
+CREATE INDEX compute_slices_owner ON compute_slices (owner);
+COMMENT ON TABLE compute_slices IS
+    'Every copy of a compute job''s slices that has no result yet. Read it through active_slices.';
+
+-- Every result a worker reported, kept: accepted says whether it became the slice's result (null
+-- while its copies are still out), folded_seq its place in the job's moving averages once the
+-- background worker has folded it, paid what it earned (commission included).
+CREATE TABLE slice_reports (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job_id            bigint NOT NULL,
+    slice_number      integer NOT NULL,
+    copy              smallint NOT NULL,
+    owner             oid NOT NULL,
+    worker_opaque_id  uuid NOT NULL,
+    compute_group_id  bigint NOT NULL,
+    value             uri NOT NULL,
+    value_hash        text NOT NULL,
+    accepted          boolean,
+    cpu_time          double precision NOT NULL CHECK (cpu_time >= 0),
+    gpu_time          double precision NOT NULL CHECK (gpu_time >= 0),
+    wall_time         double precision NOT NULL CHECK (wall_time >= 0),
+    in_data_size      bigint NOT NULL CHECK (in_data_size >= 0),
+    out_data_size     bigint NOT NULL CHECK (out_data_size >= 0),
+    reported_at       timestamptz NOT NULL DEFAULT statement_timestamp(),
+    folded_seq        bigint,
+    paid              numeric,
+    commission        numeric
+);
+CREATE INDEX slice_reports_slice ON slice_reports (job_id, slice_number);
+CREATE INDEX slice_reports_unfolded ON slice_reports (id) WHERE folded_seq IS NULL;
+CREATE INDEX slice_reports_owner ON slice_reports (owner);
+COMMENT ON TABLE slice_reports IS
+    'Each result a worker reported, with what it measured; accepted: whether it became the '
+    'slice''s result; folded_seq: its place in the job''s moving averages; paid: what it earned.';
+
+-- Results too large for a data: URI; job_results refers to them as pgjobs:result:<id>.
+CREATE TABLE result_store (
+    id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job_id  bigint NOT NULL,
+    owner   oid NOT NULL,
+    body    text NOT NULL
+);
+CREATE INDEX result_store_owner ON result_store (owner);
+CREATE INDEX result_store_job ON result_store (job_id);
+
+-- Which groups a worker joined (with the group's join key and secret).
+CREATE TABLE compute_group_workers (
+    compute_group_id  bigint NOT NULL REFERENCES compute_groups ON DELETE CASCADE,
+    worker_opaque_id  uuid NOT NULL REFERENCES workers ON DELETE CASCADE,
+    owner             oid NOT NULL,
+    joined_at         timestamptz NOT NULL DEFAULT now(),
+    -- A worker in several groups is served by the one that served it longest ago first.
+    last_served_at    timestamptz,
+    PRIMARY KEY (worker_opaque_id, compute_group_id)
+);
+CREATE INDEX compute_group_workers_owner ON compute_group_workers (owner);
+COMMENT ON TABLE compute_group_workers IS 'The groups each worker joined; owner is the worker''s owner.';
+
+-- Each fetch, for the statistics: the group, the jobs that were eligible, the one that gave
+-- slices and how many. Folded into the period statistics and removed.
+CREATE TABLE compute_tasks (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    worker_opaque_id  uuid NOT NULL,
+    compute_group_id  bigint NOT NULL,
+    eligible          bigint[] NOT NULL,
+    job_id            bigint,
+    slice_count       integer NOT NULL,
+    fetched_at        timestamptz NOT NULL DEFAULT statement_timestamp()
+);
+
+ALTER TABLE compute_slices ENABLE ROW LEVEL SECURITY;
+ALTER TABLE slice_reports ENABLE ROW LEVEL SECURITY;
+ALTER TABLE result_store ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_group_workers ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_tasks ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_owner_reads ON compute_slices FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON slice_reports FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON result_store FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY worker_owner_reads ON compute_group_workers FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+GRANT SELECT ON compute_slices, slice_reports, result_store, compute_group_workers TO pgjobs_user;
+
+-- The seed's activeSlices: copies out or to be sent, paused while their job is.
+CREATE VIEW active_slices WITH (security_invoker = true) AS
+SELECT s.job_id, s.slice_number, s.copy,
+       CASE WHEN c.status = 'paused' AND s.lease_token IS NULL THEN 'paused' ELSE s.status::text END AS status,
+       s.estimation, s.begin_time, s.last_progress_time, s.retask_counter, s.last_assigned_worker,
+       s.last_assigned_worker_identity::regrole AS last_assigned_worker_identity
+FROM compute_slices s JOIN compute_jobs c ON c.job_id = s.job_id;
+COMMENT ON VIEW active_slices IS
+    'The caller''s jobs'' slice copies that have no result yet: new, scheduled, working, overdue, '
+    'returned, tiebreaker, or paused (a paused job''s copies that nobody holds).';
+GRANT SELECT ON active_slices TO pgjobs_user;
+
+-- Escrow held for a job: one slice payment per copy out and per report not yet folded.
+CREATE FUNCTION _compute_pending(job bigint, slice_payment numeric) RETURNS numeric
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN slice_payment * ((SELECT count(*) FROM compute_slices s WHERE s.job_id = job AND s.lease_token IS NOT NULL)
+                        + (SELECT count(*) FROM slice_reports r WHERE r.job_id = job AND r.folded_seq IS NULL));
+-- Every job, live or finished, has a row (the seed's table lost the rows of finished, paid jobs).
+-- pending is escrow held for copies out and results not yet folded; remaining what is left of
+-- the funds; paid + pending + remaining = funds, always.
+CREATE VIEW job_fin_data WITH (security_invoker = true) AS
+SELECT j.id AS job_id, j.owner::regrole AS owner, j.finished,
+       coalesce(t.slice_work_payment_total, 0) AS slice_work_payment_total,
+       coalesce(p.pending, 0) AS slice_work_payment_pending,
+       c.funds - coalesce(t.slice_work_payment_total, 0) - coalesce(p.pending, 0) AS remaining,
+       c.funds, coalesce(t.fees, 0) AS fees, coalesce(t.commission_total, 0) AS commission_total,
+       coalesce(c.flags & 64 <> 0, false) AS nsf, t.last_update
+FROM (SELECT id, owner, false AS finished FROM jobs
+      UNION ALL
+      SELECT id, owner, true FROM job_history) j
+LEFT JOIN job_fin_totals t ON t.job_id = j.id
+LEFT JOIN compute_jobs c ON c.job_id = j.id
+LEFT JOIN LATERAL (SELECT _compute_pending(c.job_id, c.slice_payment) AS pending) p ON c.job_id IS NOT NULL;
+COMMENT ON VIEW job_fin_data IS
+    'For each of the caller''s jobs, finished ones included: DCC paid (slice_work_payment_total, '
+    'commission included), held in escrow for copies out and results not yet folded '
+    '(slice_work_payment_pending), remaining of the funds, the fees charged at deployment, the '
+    'commission, and nsf (paused for want of funds). paid + pending + remaining = funds.';
+
+GRANT SELECT ON job_fin_data TO pgjobs_user;
+
+-- ---------------------------------------------------------------------------------------------
+-- Deploying.
+
+-- The market value of a slice, which a job deployed with a multiplier pays that many times.
+CREATE FUNCTION compute_market_value() RETURNS numeric
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN 0.001;
+COMMENT ON FUNCTION compute_market_value IS 'DCC per slice that a market-value offer multiplies (0.001, constant for now).';
+
+-- Capability names to bits; an unknown name is refused.
+CREATE FUNCTION _capability_bits(names jsonb) RETURNS integer
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    known text[] := ARRAY['v8', 'spidermonkey', 'browser', 'offscreenCanvas', 'fdlibm', 'webgpu', 'KVINv9'];
+    name text;
+    bits integer := 0;
+BEGIN
+    IF names IS NULL OR names = 'null' THEN
+        RETURN 0;
+    END IF;
+    IF jsonb_typeof(names) <> 'array' THEN
+        PERFORM _invalid('capabilities must be an array of names', 'Known: ' || array_to_string(known, ', ') || '.');
+    END IF;
+    FOR name IN SELECT jsonb_array_elements_text(names) LOOP
+        IF NOT name = ANY (known) THEN
+            PERFORM _invalid(format('unknown capability %L', name), 'Known: ' || array_to_string(known, ', ') || '.');
+        END IF;
+        bits := bits | (1 << (array_position(known, name) - 1));
+    END LOOP;
+    RETURN bits;
+END
+$$;
+
+CREATE FUNCTION _job_flag_bits(names jsonb) RETURNS integer
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    known text[] := ARRAY['localExec', 'open', 'workerConsole', 'greedyEstimation', 'discrete', 'useStrict'];
+    name text;
+    bits integer := 0;
+BEGIN
+    IF names IS NULL OR names = 'null' THEN
+        RETURN 0;
+    END IF;
+    IF jsonb_typeof(names) <> 'array' THEN
+        PERFORM _invalid('flags must be an array of names', 'Known: ' || array_to_string(known, ', ') || '.');
+    END IF;
+    FOR name IN SELECT jsonb_array_elements_text(names) LOOP
+        IF NOT name = ANY (known) THEN
+            PERFORM _invalid(format('unknown flag %L', name), 'Known: ' || array_to_string(known, ', ') || ' (nsf is set by the scheduler).');
+        END IF;
+        bits := bits | (1 << (array_position(known, name) - 1));
+    END LOOP;
+    RETURN bits;
+END
+$$;
+
+-- An amount of DCC from a deployment's JSON: a number or a string of one, not negative, at most
+-- 18 decimals (the smallest unit).
+CREATE FUNCTION _amount(spec jsonb, field text) RETURNS numeric
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    amount numeric;
+BEGIN
+    IF spec -> field IS NULL OR spec -> field = 'null' THEN
+        RETURN NULL;
+    END IF;
+    BEGIN
+        amount := (spec ->> field)::numeric;
+    EXCEPTION WHEN invalid_text_representation THEN
+        PERFORM _invalid(format('%s must be an amount of DCC, not %s', field, spec -> field));
+    END;
+    IF amount < 0 THEN
+        PERFORM _invalid(format('%s must not be negative (%s)', field, amount));
+    END IF;
+    IF scale(amount) > 18 THEN
+        PERFORM _invalid(format('%s has more than 18 decimals (%s)', field, amount), 'The smallest unit is 1e-18 DCC.');
+    END IF;
+    RETURN amount;
+END
+$$;
+
+-- The datum of a slice whose input is a range or a pattern, computed, not stored.
+CREATE FUNCTION _slice_datum(storage_type text, details text, slice integer) RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN CASE storage_type
+    WHEN 'range' THEN 'data:,' || ((details::jsonb ->> 'start')::numeric
+                                   + (slice - 1) * coalesce((details::jsonb ->> 'step')::numeric, 1))::text
+    WHEN 'pattern' THEN replace(details::jsonb ->> 'pattern', '{slice}', slice::text)
+END;
+
+-- A value given as input, argument or work function: a URI is kept, anything else becomes a data: URI.
+CREATE FUNCTION _as_uri(value text) RETURNS text
+LANGUAGE sql IMMUTABLE
+RETURN CASE WHEN value ~ '^[a-zA-Z][a-zA-Z0-9+.-]*:' THEN value ELSE 'data:,' || value END;
+
+-- The groups a deployment names, each checked: the caller's own group, or (a group whose
+-- deploy_access is join) one whose join key and secret it gives. Anything else gets one error,
+-- whether the group exists or not.
+CREATE FUNCTION _deploy_groups(caller oid, groups jsonb) RETURNS bigint[]
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    entry jsonb;
+    g compute_groups;
+    ids bigint[] := '{}';
+    wanted uuid;
+BEGIN
+    IF groups IS NULL OR jsonb_typeof(groups) <> 'array' OR jsonb_array_length(groups) = 0 THEN
+        PERFORM _invalid('a compute job needs at least one compute group',
+                         'groups: ["<group opaque id>"] for your own groups, [{"group": ..., "join_key": ..., "secret": ...}] for others.');
+    END IF;
+    FOR entry IN SELECT jsonb_array_elements(groups) LOOP
+        BEGIN
+            wanted := coalesce(entry ->> 'group', entry #>> '{}')::uuid;
+        EXCEPTION WHEN invalid_text_representation THEN
+            PERFORM _invalid(format('%s does not name a compute group by its opaque id', entry));
+        END;
+        SELECT * INTO g FROM compute_groups c WHERE c.opaque_id = wanted FOR SHARE;
+        IF g.id IS NULL OR NOT (g.owner = caller
+                                OR (g.deploy_access = 'join' AND g.join_key = entry ->> 'join_key'
+                                    AND g.join_hash IS NOT NULL
+                                    AND _join_hash_matches(coalesce(entry ->> 'secret', ''), g.join_hash))) THEN
+            RAISE EXCEPTION USING ERRCODE = 'invalid_password',
+                MESSAGE = format('compute group %s does not exist or does not take your deployments', wanted),
+                HINT = 'Deploy into your own groups, or give the join key and secret of a group that lets members deploy.';
+        END IF;
+        ids := ids || g.id;
+    END LOOP;
+    RETURN ids;
+END
+$$;
+
+CREATE FUNCTION _compute_deploy(caller_role oid, spec jsonb) RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _identity_of(caller_role);
+    known text[] := ARRAY['work', 'dependencies', 'require_path', 'module_path', 'arguments', 'input',
+                          'name', 'description', 'link', 'listed', 'groups', 'max_slices_per_task',
+                          'offer', 'market_value', 'funds', 'payment_account', 'duplication_level',
+                          'duplication_type', 'capabilities', 'worktime', 'worktime_version', 'flags',
+                          'estimation_slices', 'result_storage'];
+    unknown text;
+    input jsonb := spec -> 'input';
+    storage_type text;
+    details text;
+    values_ jsonb;
+    slices integer;
+    level double precision := coalesce((spec ->> 'duplication_level')::double precision, 1.0);
+    dup_type text := coalesce(spec ->> 'duplication_type', 'race');
+    offer numeric := _amount(spec, 'offer');
+    multiplier numeric := _amount(spec, 'market_value');
+    funds numeric := coalesce(_amount(spec, 'funds'), 0);
+    per_task integer := coalesce((spec ->> 'max_slices_per_task')::integer, 10);
+    estimation integer := coalesce((spec ->> 'estimation_slices')::integer, 3);
+    range_ text := coalesce(spec ->> 'worktime_version', '*');
+    group_ids bigint[];
+    fees numeric;
+    job bigint;
+BEGIN
+    IF spec IS NULL OR jsonb_typeof(spec) <> 'object' THEN
+        PERFORM _invalid('a deployment is a JSON object', 'See compute_deploy in the README.');
+    END IF;
+    SELECT k INTO unknown FROM jsonb_object_keys(spec) k WHERE NOT k = ANY (known) LIMIT 1;
+    IF unknown IS NOT NULL THEN
+        PERFORM _invalid(format('unknown key %L in the deployment', unknown), 'Known keys: ' || array_to_string(known, ', ') || '.');
+    END IF;
+    IF coalesce(spec ->> 'work', '') = '' THEN
+        PERFORM _invalid('a compute job needs its work function', 'work: the function as text, a data: URI or a URL to it.');
+    END IF;
+    -- The input set: a range, a URL pattern with a count, or a list of values.
+    IF input ? 'range' THEN
+        storage_type := 'range';
+        details := (input -> 'range')::text;
+        slices := floor(((input #>> '{range,end}')::numeric - (input #>> '{range,start}')::numeric)
+                        / coalesce((input #>> '{range,step}')::numeric, 1)) + 1;
+        IF coalesce((input #>> '{range,step}')::numeric, 1) <= 0 THEN
+            PERFORM _invalid('a range''s step must be positive');
+        END IF;
+    ELSIF input ? 'pattern' THEN
+        storage_type := 'pattern';
+        details := jsonb_build_object('pattern', input ->> 'pattern', 'count', input -> 'count')::text;
+        slices := (input ->> 'count')::integer;
+        IF position('{slice}' IN input ->> 'pattern') = 0 THEN
+            PERFORM _invalid('a URL pattern must contain {slice}', 'For example https://data.example/{slice}.json.');
+        END IF;
+    ELSIF input ? 'values' AND jsonb_typeof(input -> 'values') = 'array' THEN
+        storage_type := 'values';
+        values_ := input -> 'values';
+        slices := jsonb_array_length(values_);
+    ELSE
+        PERFORM _invalid('the input set must be a range, a URL pattern or a list of values',
+                         'input: {"range": {"start": 1, "end": 100}}, {"pattern": "https://.../{slice}", "count": 100} or {"values": [...]}.');
+    END IF;
+    IF coalesce(slices, 0) < 1 AND NOT (_job_flag_bits(spec -> 'flags') & 2 <> 0 AND storage_type = 'values') THEN
+        PERFORM _invalid('the input set is empty', 'A job needs at least one slice; an open job may start with none and get more with compute_add_slices.');
+    END IF;
+    IF level < 1 OR level > 10 OR level = 'NaN' THEN
+        PERFORM _invalid(format('duplication_level must be between 1 and 10, not %s', level),
+                         '1.0 sends each slice once, 2.0 twice, 1.5 half of them twice.');
+    END IF;
+    IF dup_type NOT IN ('race', 'consensus') THEN
+        PERFORM _invalid(format('unknown duplication_type %L', dup_type), 'Use race or consensus.');
+    END IF;
+    IF (offer IS NULL) = (multiplier IS NULL) THEN
+        PERFORM _invalid('give either offer (DCC per slice) or market_value (a multiplier of compute_market_value())');
+    END IF;
+    IF per_task < 1 THEN
+        PERFORM _invalid(format('max_slices_per_task must be at least 1, not %s', per_task));
+    END IF;
+    IF estimation < 0 THEN
+        PERFORM _invalid(format('estimation_slices must not be negative, not %s', estimation));
+    END IF;
+    IF NOT _worktime_range_ok(range_) THEN
+        PERFORM _invalid(format('worktime_version %L is not a version range', range_), 'For example ^1.0.0, ~0.23 or >=1, <2.');
+    END IF;
+    group_ids := _deploy_groups(caller, spec -> 'groups');
+    -- Fees: each group's deploy fee and add-job fee, out of the funds.
+    SELECT coalesce(sum(coalesce(g.deploy_fee, 0) + coalesce(g.add_job_fee, 0)), 0) INTO fees
+    FROM compute_groups g WHERE g.id = ANY (group_ids);
+    IF fees > funds THEN
+        RAISE EXCEPTION USING ERRCODE = 'check_violation',
+            MESSAGE = format('the funds (%s DCC) do not cover the groups'' fees (%s DCC)', funds, fees),
+            HINT = 'Fund the job with at least the fees and what its slices are to be paid.';
+    END IF;
+    -- A group's job budget, taken for the job.
+    UPDATE compute_group_accounting_data a SET remaining_jobs = a.remaining_jobs - 1
+    WHERE a.compute_group_id = ANY (group_ids) AND a.remaining_jobs IS NOT NULL;
+    IF EXISTS (SELECT FROM compute_group_accounting_data a
+               WHERE a.compute_group_id = ANY (group_ids) AND a.remaining_jobs < 0) THEN
+        RAISE EXCEPTION USING ERRCODE = 'configuration_limit_exceeded',
+            MESSAGE = 'a compute group named has no jobs left in its budget',
+            HINT = 'Its owner raises remaining_jobs in compute_group_accounting_data.';
+    END IF;
+
+    INSERT INTO jobs (owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff, max_backoff,
+                      lease, payload, due_at, name, description, link, listed)
+    VALUES (caller, _extension_claimant(), coalesce(nullif(spec ->> 'name', ''), 'compute job'),
+            'pg_jobs.compute', 0, 'infinity', 1, '0', '0', '1 hour', '{}', now(),
+            spec ->> 'name', spec ->> 'description', spec ->> 'link', coalesce((spec ->> 'listed')::boolean, false))
+    RETURNING id INTO job;
+    INSERT INTO compute_jobs (job_id, owner, status, address, payment_account, last_slice_number, next_slice_number,
+                              max_slices_per_task, absolute_slice_payment, mv_mult_slice_payment,
+                              duplication_level, duplication_type, flags, need_capabilities,
+                              data_storage_type, data_storage_details, result_storage_type,
+                              result_storage_details, worktime, worktime_version, slice_payment, funds,
+                              estimation_slices)
+    VALUES (job, caller, 'new', 'escrow:' || job, spec ->> 'payment_account', coalesce(slices, 0), 1, per_task,
+            coalesce(offer, 0), coalesce(multiplier, 0), level, dup_type, _job_flag_bits(spec -> 'flags'),
+            _capability_bits(spec -> 'capabilities'), storage_type, CASE WHEN storage_type <> 'values' THEN details END,
+            'pgjobs', spec ->> 'result_storage', coalesce(spec ->> 'worktime', 'map-basic'), range_,
+            coalesce(offer, multiplier * compute_market_value()), funds - fees, estimation);
+    INSERT INTO job_perf_data (job_id, owner, estimation_slices_remaining)
+    VALUES (job, caller, least(estimation, coalesce(slices, 0)));
+    INSERT INTO job_fin_totals (job_id, owner, fees) VALUES (job, caller, fees);
+    INSERT INTO work_functions (job_id, owner, value, require_path, module_path, dependencies)
+    VALUES (job, caller, _as_uri(spec ->> 'work'), _text_array(spec -> 'require_path'),
+            _text_array(spec -> 'module_path'), spec -> 'dependencies');
+    INSERT INTO job_arguments (job_id, owner, arg_index, value)
+    SELECT job, caller, a.n - 1, _as_uri(a.v) FROM jsonb_array_elements_text(coalesce(spec -> 'arguments', '[]')) WITH ORDINALITY a(v, n);
+    INSERT INTO compute_group_jobs (compute_group_id, job_id, job_owner) SELECT g, job, caller FROM unnest(group_ids) g;
+    PERFORM _compute_add_copies(job, caller, 1, coalesce(slices, 0), values_);
+    RETURN job;
+END
+$$;
+
+-- The copies of slices first..first+count-1 (and their data, for a job of values).
+CREATE FUNCTION _compute_add_copies(job bigint, job_owner oid, first integer, count integer, values_ jsonb)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    c compute_jobs;
+BEGIN
+    SELECT * INTO c FROM compute_jobs WHERE job_id = job;
+    IF values_ IS NOT NULL THEN
+        INSERT INTO job_data (job_id, owner, slice_number, value)
+        SELECT job, job_owner, first + v.n - 1, _as_uri(v.value)
+        FROM jsonb_array_elements_text(values_) WITH ORDINALITY v(value, n);
+    END IF;
+    INSERT INTO compute_slices (job_id, slice_number, copy, owner, estimation)
+    SELECT job, s, k, job_owner, s <= c.estimation_slices
+    FROM generate_series(first, first + count - 1) s,
+         generate_series(0, _slice_copies(job, s, c.duplication_level) - 1) k;
+END
+$$;
+
+-- An open job's more slices: values for a job of values, a count for a range or a pattern.
+CREATE FUNCTION _compute_add_slices(caller_role oid, job bigint, values_ jsonb, more integer) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    c compute_jobs := _compute_owned(caller_role, job);
+    n integer;
+BEGIN
+    IF c.flags & 2 = 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('compute job %s is closed', job), HINT = 'Only a job deployed with the flag open takes more slices.';
+    END IF;
+    IF c.data_storage_type = 'values' THEN
+        IF values_ IS NULL OR jsonb_typeof(values_) <> 'array' OR more IS NOT NULL THEN
+            PERFORM _invalid('a job of values takes more values: an array', NULL);
+        END IF;
+        n := jsonb_array_length(values_);
+    ELSE
+        IF more IS NULL OR values_ IS NOT NULL THEN
+            PERFORM _invalid(format('a job whose input is a %s takes a count of more slices', c.data_storage_type));
+        END IF;
+        n := more;
+        UPDATE compute_jobs SET data_storage_details = jsonb_set(data_storage_details::jsonb, '{count}',
+            to_jsonb(c.last_slice_number + n))::text
+        WHERE job_id = job AND data_storage_type = 'pattern';
+    END IF;
+    IF n < 1 THEN
+        PERFORM _invalid('no slices to add');
+    END IF;
+    PERFORM _compute_add_copies(job, c.owner, (c.last_slice_number + 1)::integer, n, values_);
+    UPDATE compute_jobs SET last_slice_number = last_slice_number + n WHERE job_id = job;
+    RETURN c.last_slice_number + n;
+END
+$$;
+
+-- The caller's live compute job, locked for a change; another owner's gets the same error as none.
+CREATE FUNCTION _compute_owned(caller_role oid, job bigint) RETURNS compute_jobs
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    c compute_jobs;
+BEGIN
+    IF job IS NULL THEN
+        PERFORM _null_argument('job_id');
+    END IF;
+    SELECT * INTO c FROM compute_jobs j WHERE j.job_id = job AND j.owner = _identity_of(caller_role) FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'no_data_found', MESSAGE = format('compute job %s does not exist', job);
+    END IF;
+    IF c.status IN ('finished', 'cancelled', 'corrupted') THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('compute job %s has ended (%s)', job, c.status);
+    END IF;
+    RETURN c;
+END
+$$;
+
+-- Owner's acts on a job: pause, resume, close, cancel, fund.
+CREATE FUNCTION _compute_control(caller_role oid, job bigint, act text, amount numeric) RETURNS compute_job_status
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    c compute_jobs := _compute_owned(caller_role, job);
+BEGIN
+    CASE act
+    WHEN 'pause' THEN
+        UPDATE compute_jobs SET status = 'paused' WHERE job_id = job;
+    WHEN 'resume' THEN
+        IF c.flags & 64 <> 0 THEN
+            RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+                MESSAGE = format('compute job %s is out of funds', job), HINT = 'compute_fund adds funds and resumes it.';
+        END IF;
+        UPDATE compute_jobs SET status = _compute_resumed_status(job) WHERE job_id = job AND status = 'paused';
+    WHEN 'close' THEN
+        UPDATE compute_jobs SET flags = flags & ~2 WHERE job_id = job;
+    WHEN 'cancel' THEN
+        PERFORM _compute_end(job, 'cancelled');
+    WHEN 'fund' THEN
+        IF amount IS NULL OR amount <= 0 OR scale(amount) > 18 THEN
+            PERFORM _invalid(format('funds to add must be a positive amount with at most 18 decimals, not %s', amount));
+        END IF;
+        UPDATE compute_jobs SET funds = funds + amount, flags = flags & ~64,
+                                status = CASE WHEN flags & 64 <> 0 AND status = 'paused'
+                                              THEN _compute_resumed_status(job) ELSE status END
+        WHERE job_id = job;
+    END CASE;
+    RETURN (SELECT j.status FROM compute_jobs j WHERE j.job_id = job);
+END
+$$;
+
+-- Whether a job's estimation slices all have their results.
+CREATE FUNCTION _compute_estimated(job bigint) RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN (SELECT (SELECT count(*) FROM job_results r WHERE r.job_id = job AND r.slice_number <= c.estimation_slices)
+               >= least(c.estimation_slices, c.last_slice_number)
+        FROM compute_jobs c WHERE c.job_id = job);
+
+-- Where a job goes on when it runs again: running once its estimation slices are done.
+CREATE FUNCTION _compute_resumed_status(job bigint) RETURNS compute_job_status
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN CASE
+    WHEN NOT EXISTS (SELECT FROM compute_slices s WHERE s.job_id = job AND s.lease_token IS NOT NULL)
+         AND NOT EXISTS (SELECT FROM slice_reports r WHERE r.job_id = job)
+        THEN 'new'
+    WHEN _compute_estimated(job) THEN 'running'
+    ELSE 'estimation' END::compute_job_status;
+
+-- A job ends: its copies go (a worker still holding one finds its report refused), its live row
+-- moves to job_history. Reports already in are still folded and paid.
+CREATE FUNCTION _compute_end(job bigint, final compute_job_status) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    UPDATE compute_jobs SET status = final, end_time = now(), flags = flags & ~2 WHERE job_id = job;
+    DELETE FROM compute_slices WHERE job_id = job;
+    WITH gone AS (DELETE FROM jobs j WHERE j.id = job RETURNING j.*)
+    INSERT INTO job_history (id, opaque_id, owner, status, task, queue, priority, payload, result, errors,
+                             attempts, max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time,
+                             end_time, name, description, link, listed)
+    SELECT g.id, g.opaque_id, g.owner,
+           CASE final WHEN 'finished' THEN 'completed' WHEN 'cancelled' THEN 'aborted' ELSE 'failed' END::job_status,
+           g.task, g.queue, g.priority, g.payload, jsonb_build_object('status', final), g.errors, g.attempt,
+           g.max_attempts, g.idempotency_key, g.key_rule, g.locked_by, g.due_at, g.start_time, now(), g.name,
+           g.description, g.link, g.listed
+    FROM gone g;
+END
+$$;
+
+-- ---------------------------------------------------------------------------------------------
+-- Workers: register, join, fetch, progress, return, reject, submit. A worker calls these as its
+-- own role (a proxy of its owner, or any role its owner is a member of).
+
+CREATE FUNCTION _compute_worker_register(caller_role oid, label text, capabilities jsonb, worktimes jsonb,
+                                         cpu_cores double precision, gpu_cores double precision,
+                                         max_sandboxes double precision, run_info jsonb)
+RETURNS uuid
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    worker uuid;
+    bits integer := _capability_bits(capabilities);
+BEGIN
+    IF worktimes IS NOT NULL AND jsonb_typeof(worktimes) <> 'object' THEN
+        PERFORM _invalid('worktimes must be an object of worktime names and versions', 'For example {"map-basic": "1.4.2"}.');
+    END IF;
+    IF coalesce(cpu_cores, 0) < 0 OR coalesce(gpu_cores, 0) < 0 OR coalesce(max_sandboxes, 0) < 0 THEN
+        PERFORM _invalid('cpu_cores, gpu_cores and max_sandboxes must not be negative');
+    END IF;
+    INSERT INTO workers AS w (owner, identity, label) VALUES (_identity_of(caller_role), caller_role, label)
+    ON CONFLICT (identity) DO UPDATE SET label = excluded.label
+    RETURNING w.opaque_id INTO worker;
+    INSERT INTO worker_run_info AS r (worker_opaque_id, owner, type, hostname, os, arch, cpu_cores, gpu_cores,
+                                      max_sandboxes, capabilities, worktimes, status, last_start_time)
+    VALUES (worker, _identity_of(caller_role), coalesce(run_info ->> 'type', 'dcp-worker'), run_info ->> 'hostname',
+            run_info ->> 'os', run_info ->> 'arch', cpu_cores, gpu_cores, max_sandboxes, bits,
+            coalesce(worktimes, '{}'), 'running', now())
+    ON CONFLICT (worker_opaque_id) DO UPDATE
+    SET type = excluded.type, hostname = excluded.hostname, os = excluded.os, arch = excluded.arch,
+        cpu_cores = excluded.cpu_cores, gpu_cores = excluded.gpu_cores, max_sandboxes = excluded.max_sandboxes,
+        capabilities = excluded.capabilities, worktimes = excluded.worktimes, status = 'running',
+        last_start_time = now();
+    RETURN worker;
+END
+$$;
+
+-- The caller's worker; a role that registered none is told to.
+CREATE FUNCTION _compute_worker_of(caller_role oid) RETURNS workers
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    w workers;
+BEGIN
+    SELECT * INTO w FROM workers x WHERE x.identity = caller_role;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('role %s is not a registered worker', caller_role::regrole),
+            HINT = 'Call compute_worker_register as this role first.';
+    END IF;
+    RETURN w;
+END
+$$;
+
+CREATE FUNCTION _compute_worker_join(caller_role oid, group_opaque_id uuid, join_key text, secret text)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    w workers := _compute_worker_of(caller_role);
+    g compute_groups;
+    matches boolean;
+BEGIN
+    SELECT * INTO g FROM compute_groups c WHERE c.opaque_id = group_opaque_id;
+    -- The hash is computed whether or not the group is there, so the time taken does not tell.
+    matches := _join_hash_matches(coalesce(secret, ''), coalesce(g.join_hash, _join_hash(coalesce(secret, ''))));
+    IF g.id IS NULL OR g.join_hash IS NULL OR g.join_key IS DISTINCT FROM join_key OR NOT matches THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_password',
+            MESSAGE = format('wrong join key or secret for compute group %s', group_opaque_id),
+            HINT = 'The group''s owner gives out its join key and secret (compute_group_set_secret).';
+    END IF;
+    INSERT INTO compute_group_workers (compute_group_id, worker_opaque_id, owner)
+    VALUES (g.id, w.opaque_id, w.owner) ON CONFLICT DO NOTHING;
+    RETURN g.id;
+END
+$$;
+
+CREATE FUNCTION _compute_worker_leave(caller_role oid, group_opaque_id uuid) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    w workers := _compute_worker_of(caller_role);
+    n integer;
+BEGIN
+    DELETE FROM compute_group_workers m USING compute_groups g
+    WHERE m.worker_opaque_id = w.opaque_id AND m.compute_group_id = g.id AND g.opaque_id = group_opaque_id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+-- How many more slices group g may hand out to worker w of a job paying `payment` a slice (null:
+-- no limit), under the group's limits; the caller holds the group's lock. held_job: whether the
+-- job already has copies out in the group.
+CREATE FUNCTION _compute_group_room(g compute_groups, w workers, job bigint, payment numeric) RETURNS bigint
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    held bigint;
+    held_jobs bigint;
+    job_held boolean;
+    worker_held boolean;
+    held_workers bigint;
+    cpus double precision;
+    gpus double precision;
+    escrow numeric;
+    spent numeric;
+    mine worker_run_info;
+    room bigint := NULL;
+BEGIN
+    SELECT count(*), count(DISTINCT s.job_id), count(DISTINCT s.last_assigned_worker),
+           coalesce(bool_or(s.job_id = job), false), coalesce(bool_or(s.last_assigned_worker = w.opaque_id), false),
+           coalesce(sum(c.slice_payment), 0)
+      INTO held, held_jobs, held_workers, job_held, worker_held, escrow
+    FROM compute_slices s JOIN compute_jobs c ON c.job_id = s.job_id
+    WHERE s.compute_group_id = g.id AND s.lease_token IS NOT NULL;
+    SELECT * INTO mine FROM worker_run_info r WHERE r.worker_opaque_id = w.opaque_id;
+    SELECT coalesce(sum(r.cpu_cores), 0), coalesce(sum(r.gpu_cores), 0) INTO cpus, gpus
+    FROM worker_run_info r
+    WHERE r.worker_opaque_id IN (SELECT s.last_assigned_worker FROM compute_slices s
+                                 WHERE s.compute_group_id = g.id AND s.lease_token IS NOT NULL);
+    IF NOT job_held AND held_jobs >= g.max_concurrent_jobs THEN
+        RETURN 0;
+    END IF;
+    IF NOT worker_held AND (held_workers >= g.max_concurrent_workers
+                            OR cpus + coalesce(mine.cpu_cores, 0) > g.max_concurrent_cpus
+                            OR gpus + coalesce(mine.gpu_cores, 0) > g.max_concurrent_gpus) THEN
+        RETURN 0;
+    END IF;
+    IF g.max_concurrent_sandboxes IS NOT NULL THEN
+        room := greatest(g.max_concurrent_sandboxes - held, 0);
+    END IF;
+    IF g.max_concurrent_escrow IS NOT NULL AND payment > 0 THEN
+        room := least(room, greatest(floor((g.max_concurrent_escrow - escrow) / payment), 0));
+    END IF;
+    IF g.max_total_payment IS NOT NULL AND payment > 0 THEN
+        -- Paid through the group so far, and what its copies out and unfolded reports hold.
+        SELECT coalesce(sum(coalesce(r.paid, c.slice_payment)), 0) INTO spent
+        FROM slice_reports r JOIN compute_jobs c ON c.job_id = r.job_id WHERE r.compute_group_id = g.id;
+        room := least(room, greatest(floor((g.max_total_payment - spent - escrow) / payment), 0));
+    END IF;
+    RETURN room;
+END
+$$;
+
+CREATE FUNCTION _compute_fetch(caller_role oid, max_slices integer)
+RETURNS TABLE (task_token uuid, job_id bigint, slice_number integer, copy integer, datum text, work text,
+               arguments text[], flags text[], estimation boolean)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    w workers := _compute_worker_of(caller_role);
+    r worker_run_info;
+    g compute_groups;
+    c compute_jobs;
+    eligible bigint[];
+    job bigint;
+    limited boolean;
+    n bigint;
+    token uuid := gen_random_uuid();
+    taken integer;
+BEGIN
+    IF max_slices IS NOT NULL AND max_slices < 1 THEN
+        PERFORM _invalid(format('max_slices must be at least 1, not %s', max_slices));
+    END IF;
+    SELECT * INTO r FROM worker_run_info x WHERE x.worker_opaque_id = w.opaque_id;
+    INSERT INTO worker_task_info AS t (worker_opaque_id, owner, task_time, serial)
+    VALUES (w.opaque_id, w.owner, now(), 1)
+    ON CONFLICT (worker_opaque_id) DO UPDATE SET task_time = now(), serial = coalesce(t.serial, 0) + 1;
+
+    FOR g IN
+        SELECT x.* FROM compute_group_workers m JOIN compute_groups x ON x.id = m.compute_group_id
+        WHERE m.worker_opaque_id = w.opaque_id ORDER BY m.last_served_at NULLS FIRST, x.id
+    LOOP
+        SELECT array_agg(j.job_id ORDER BY j.last_tasked_at NULLS FIRST, j.job_id) INTO eligible
+        FROM compute_group_jobs m JOIN compute_jobs j ON j.job_id = m.job_id
+        WHERE m.compute_group_id = g.id AND j.status IN ('new', 'estimation', 'running')
+          AND j.need_capabilities & coalesce(r.capabilities, 0) = j.need_capabilities
+          AND _worktime_ok(j.worktime_version, r.worktimes ->> j.worktime)
+          AND NOT EXISTS (SELECT FROM work_reject_history h
+                          WHERE h.job_id = j.job_id AND h.worker_opaque_id = w.opaque_id);
+        CONTINUE WHEN eligible IS NULL;
+        limited := num_nonnulls(g.max_total_payment, g.max_concurrent_jobs, g.max_concurrent_workers,
+                                g.max_concurrent_sandboxes, g.max_concurrent_cpus, g.max_concurrent_gpus,
+                                g.max_concurrent_escrow) > 0;
+        IF limited THEN
+            -- Two fetches through one limited group take turns, so neither counts before the other wrote.
+            PERFORM pg_advisory_xact_lock(-1, g.id::integer);
+        END IF;
+        FOREACH job IN ARRAY eligible LOOP
+            SELECT * INTO c FROM compute_jobs j WHERE j.job_id = job FOR NO KEY UPDATE;
+            CONTINUE WHEN c.status NOT IN ('new', 'estimation', 'running');
+            n := least(c.max_slices_per_task, coalesce(max_slices, c.max_slices_per_task));
+            IF limited THEN
+                n := least(n, _compute_group_room(g, w, job, c.slice_payment));
+                CONTINUE WHEN n < 1;
+            END IF;
+            IF c.slice_payment > 0 THEN
+                n := least(n, floor((c.funds - (SELECT t.slice_work_payment_total FROM job_fin_totals t WHERE t.job_id = job)
+                                     - _compute_pending(job, c.slice_payment)) / c.slice_payment));
+                IF n < 1 THEN
+                    -- Out of funds: paused until its owner adds some (compute_fund).
+                    UPDATE compute_jobs j SET status = 'paused', flags = j.flags | 64 WHERE j.job_id = job;
+                    CONTINUE;
+                END IF;
+            END IF;
+            WITH picked AS (
+                SELECT p.slice_number, p.copy FROM (
+                    SELECT DISTINCT ON (s.slice_number) s.slice_number, s.copy
+                    FROM compute_slices s
+                    WHERE s.job_id = job AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker')
+                      -- In estimation, only the estimation slices, unless the job is greedy.
+                      AND (c.status = 'running' OR c.estimation_slices = 0 OR s.estimation OR c.flags & 8 <> 0)
+                      -- Never two copies of one slice to one worker.
+                      AND (c.duplication_level = 1 AND s.copy = 0
+                           OR NOT EXISTS (SELECT FROM compute_slices o
+                                          WHERE o.job_id = job AND o.slice_number = s.slice_number
+                                            AND o.lease_token IS NOT NULL AND o.last_assigned_worker = w.opaque_id)
+                              AND NOT EXISTS (SELECT FROM slice_reports x
+                                              WHERE x.job_id = job AND x.slice_number = s.slice_number
+                                                AND x.worker_opaque_id = w.opaque_id))
+                    ORDER BY s.slice_number, s.copy
+                ) p
+                ORDER BY p.slice_number
+                LIMIT n
+            ), handed AS (
+                UPDATE compute_slices s
+                SET status = 'scheduled', lease_token = token, compute_group_id = g.id, begin_time = now(),
+                    last_progress_time = now(), last_assigned_worker = w.opaque_id,
+                    last_assigned_worker_identity = caller_role
+                FROM picked p
+                WHERE s.job_id = job AND s.slice_number = p.slice_number AND s.copy = p.copy
+                RETURNING s.slice_number, s.copy, s.estimation
+            )
+            SELECT count(*), count(*) FILTER (WHERE h.estimation) INTO taken, n FROM handed h;
+            CONTINUE WHEN taken = 0;
+            UPDATE compute_jobs j SET last_tasked_at = clock_timestamp(),
+                                      status = CASE WHEN j.status <> 'new' THEN j.status
+                                                    WHEN j.estimation_slices = 0 THEN 'running'
+                                                    ELSE 'estimation' END,
+                                      next_slice_number = greatest(j.next_slice_number,
+                                          (SELECT max(s.slice_number) + 1 FROM compute_slices s WHERE s.lease_token = token))
+            WHERE j.job_id = job;
+            IF n > 0 THEN
+                UPDATE job_perf_data p
+                SET estimation_slices_remaining = (SELECT count(*) FROM compute_slices s
+                                                   WHERE s.job_id = job AND s.estimation AND s.copy = 0 AND s.status = 'new')
+                WHERE p.job_id = job;
+            END IF;
+            UPDATE compute_group_workers m SET last_served_at = clock_timestamp()
+            WHERE m.worker_opaque_id = w.opaque_id AND m.compute_group_id = g.id;
+            INSERT INTO compute_tasks (worker_opaque_id, compute_group_id, eligible, job_id, slice_count)
+            VALUES (w.opaque_id, g.id, eligible, job, taken);
+            UPDATE worker_task_info t SET current_task = jsonb_build_object('job_id', job, 'slices', taken)
+            WHERE t.worker_opaque_id = w.opaque_id;
+            RETURN QUERY
+            SELECT token, job, s.slice_number, s.copy::integer,
+                   coalesce(d.value::text, _slice_datum(c.data_storage_type, c.data_storage_details, s.slice_number)),
+                   f.value::text,
+                   ARRAY(SELECT a.value::text FROM job_arguments a WHERE a.job_id = job ORDER BY a.arg_index),
+                   job_flag_names(c.flags), s.estimation
+            FROM compute_slices s
+            LEFT JOIN job_data d ON d.job_id = job AND d.slice_number = s.slice_number
+            LEFT JOIN work_functions f ON f.job_id = job
+            WHERE s.lease_token = token
+            ORDER BY s.slice_number;
+            RETURN;
+        END LOOP;
+        INSERT INTO compute_tasks (worker_opaque_id, compute_group_id, eligible, job_id, slice_count)
+        VALUES (w.opaque_id, g.id, eligible, NULL, 0);
+    END LOOP;
+END
+$$;
+
+-- The copies of the caller's task named, all of them when slice_numbers is null.
+CREATE FUNCTION _compute_held(caller_role oid, token uuid, slice_numbers integer[]) RETURNS SETOF compute_slices
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT s.* FROM compute_slices s
+    WHERE s.lease_token = token AND s.last_assigned_worker_identity = caller_role
+      AND (slice_numbers IS NULL OR s.slice_number = ANY (slice_numbers));
+END;
+
+CREATE FUNCTION _compute_progress(caller_role oid, token uuid, slice_numbers integer[]) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    n integer;
+BEGIN
+    IF token IS NULL THEN
+        PERFORM _null_argument('task_token');
+    END IF;
+    UPDATE compute_slices s SET status = 'working', last_progress_time = statement_timestamp()
+    FROM _compute_held(caller_role, token, slice_numbers) h
+    WHERE s.job_id = h.job_id AND s.slice_number = h.slice_number AND s.copy = h.copy;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+-- Copies given back unworked: sent to someone else, counted in the job's return_count. A
+-- rejection gives back every copy of the task and records why, and the worker gets none of the
+-- job's slices again.
+CREATE FUNCTION _compute_return(caller_role oid, token uuid, slice_numbers integer[], reason text,
+                                message text, retries integer)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    n integer;
+    job bigint;
+    first_slice integer;
+    worker uuid;
+BEGIN
+    IF token IS NULL THEN
+        PERFORM _null_argument('task_token');
+    END IF;
+    SELECT h.job_id, min(h.slice_number), min(h.last_assigned_worker::text)::uuid INTO job, first_slice, worker
+    FROM _compute_held(caller_role, token, slice_numbers) h GROUP BY h.job_id;
+    IF job IS NULL THEN
+        RETURN 0;
+    END IF;
+    UPDATE compute_slices s SET status = 'returned', lease_token = NULL
+    FROM _compute_held(caller_role, token, CASE WHEN reason IS NULL THEN slice_numbers END) h
+    WHERE s.job_id = h.job_id AND s.slice_number = h.slice_number AND s.copy = h.copy;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF reason IS NULL THEN
+        UPDATE job_perf_data p SET return_count = p.return_count + n WHERE p.job_id = job;
+    ELSE
+        INSERT INTO work_reject_history (job_id, slice_number, worker_opaque_id, reason, error_msg, retries)
+        VALUES (job, first_slice, worker, reason, message, retries);
+    END IF;
+    RETURN n;
+END
+$$;
+
+-- A result as it is kept: a data: URI up to pg_jobs.compute_inline_result_bytes, else in the
+-- result store, referred to as pgjobs:result:<id>.
+CREATE FUNCTION _result_uri(job bigint, job_owner oid, body text) RETURNS text
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    id bigint;
+BEGIN
+    IF octet_length(body) <= current_setting('pg_jobs.compute_inline_result_bytes')::integer THEN
+        RETURN 'data:;base64,' || translate(encode(convert_to(body, 'UTF8'), 'base64'), E'\n', '');
+    END IF;
+    INSERT INTO result_store (job_id, owner, body) VALUES (job, job_owner, body) RETURNING result_store.id INTO id;
+    RETURN 'pgjobs:result:' || id;
+END
+$$;
+
+-- A result's text, from its data: URI or the result store; read as the caller, so only the
+-- job's owner reads a stored one.
+CREATE FUNCTION compute_result_text(uri text) RETURNS text
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN CASE
+    WHEN uri LIKE 'data:;base64,%' THEN convert_from(decode(substr(uri, 14), 'base64'), 'UTF8')
+    WHEN uri LIKE 'pgjobs:result:%' THEN (SELECT s.body FROM result_store s WHERE s.id = substr(uri, 15)::bigint)
+END;
+COMMENT ON FUNCTION compute_result_text IS
+    'The text of a result as job_results keeps it: a data: URI decoded, or a pgjobs:result: URL '
+    'read from the result store (the job''s owner only).';
+
+CREATE FUNCTION _compute_submit(caller_role oid, token uuid, slice_numbers integer[], results text[],
+                                cpu_ms double precision[], gpu_ms double precision[], wall_ms double precision[],
+                                in_bytes bigint[], out_bytes bigint[])
+RETURNS TABLE (slice_number integer, outcome text)
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    n integer := cardinality(slice_numbers);
+    c compute_jobs;
+    report_ids bigint[];
+    reported_slices integer[];
+    decided boolean[];
+    k integer;
+BEGIN
+    IF token IS NULL OR slice_numbers IS NULL OR results IS NULL THEN
+        PERFORM _null_argument(CASE WHEN token IS NULL THEN 'task_token' WHEN slice_numbers IS NULL THEN 'slice_numbers' ELSE 'results' END);
+    END IF;
+    IF cardinality(results) <> n OR cardinality(cpu_ms) <> n OR cardinality(gpu_ms) <> n
+       OR cardinality(wall_ms) <> n OR cardinality(in_bytes) <> n OR cardinality(out_bytes) <> n THEN
+        PERFORM _invalid('slice_numbers, results and the measurements must be arrays of one length',
+                         'Give null for measurements not taken.');
+    END IF;
+    IF EXISTS (SELECT FROM unnest(results, cpu_ms, gpu_ms, wall_ms, in_bytes, out_bytes) u(v, cpu, gpu, wall, i, o)
+               WHERE u.v IS NULL OR u.cpu < 0 OR u.gpu < 0 OR u.wall < 0 OR u.i < 0 OR u.o < 0) THEN
+        PERFORM _invalid('a result must not be null, nor a measurement negative');
+    END IF;
+    SELECT j.* INTO c FROM compute_jobs j
+    WHERE j.job_id = (SELECT s.job_id FROM compute_slices s WHERE s.lease_token = token LIMIT 1);
+    -- The copies held under this token leave for their reports; any other is stale (retasked,
+    -- resolved by another copy, or its job ended).
+    WITH held AS (
+        DELETE FROM compute_slices s
+        USING unnest(slice_numbers, results, cpu_ms, gpu_ms, wall_ms, in_bytes, out_bytes)
+              u(slice_number, value, cpu, gpu, wall, i, o)
+        WHERE s.lease_token = token AND s.last_assigned_worker_identity = caller_role
+          AND s.slice_number = u.slice_number
+        RETURNING s.job_id, s.slice_number, s.copy, s.owner, s.last_assigned_worker, s.compute_group_id,
+                  u.value, u.cpu, u.gpu, u.wall, u.i, u.o
+    ), reported AS (
+        INSERT INTO slice_reports (job_id, slice_number, copy, owner, worker_opaque_id, compute_group_id, value,
+                                   value_hash, accepted, cpu_time, gpu_time, wall_time, in_data_size, out_data_size)
+        SELECT h.job_id, h.slice_number, h.copy, h.owner, h.last_assigned_worker, h.compute_group_id,
+               _result_uri(h.job_id, h.owner, h.value), md5(h.value),
+               -- A slice sent once is resolved by its one result.
+               CASE WHEN c.duplication_level = 1 AND h.copy = 0 THEN true END,
+               coalesce(h.cpu, 0), coalesce(h.gpu, 0), coalesce(h.wall, 0), coalesce(h.i, 0), coalesce(h.o, 0)
+        FROM held h
+        RETURNING slice_reports.id, slice_reports.slice_number, slice_reports.accepted, slice_reports.value,
+                  slice_reports.reported_at
+    ), accepted AS (
+        INSERT INTO job_results (job_id, slice_number, owner, value, completed_at)
+        SELECT c.job_id, r.slice_number, c.owner, r.value, r.reported_at FROM reported r WHERE r.accepted
+    )
+    SELECT array_agg(r.id ORDER BY r.slice_number), array_agg(r.slice_number ORDER BY r.slice_number),
+           array_agg(r.accepted ORDER BY r.slice_number)
+      INTO report_ids, reported_slices, decided
+    FROM reported r;
+
+    FOR k IN 1 .. coalesce(cardinality(report_ids), 0) LOOP
+        slice_number := reported_slices[k];
+        outcome := CASE WHEN decided[k] THEN 'accepted' ELSE _compute_resolve(c, reported_slices[k], report_ids[k]) END;
+        RETURN NEXT;
+    END LOOP;
+    RETURN QUERY
+    SELECT u.s, 'stale' FROM unnest(slice_numbers) u(s)
+    WHERE NOT u.s = ANY (coalesce(reported_slices, '{}'));
+END
+$$;
+
+-- What the reports of one slice of job c come to, once report `mine` is in: under race the first
+-- result is the slice's and its other copies go; under consensus, when no copy is out, the result
+-- reported most often (pg_jobs_core::compute::consensus), or a tiebreaker copy, or a corrupted
+-- job. Returns what became of report `mine`.
+CREATE FUNCTION _compute_resolve(c compute_jobs, slice integer, mine bigint) RETURNS text
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    decision text;
+    winner text;
+    planned integer := _slice_copies(c.job_id, slice, c.duplication_level);
+    copies integer;
+BEGIN
+    PERFORM pg_advisory_xact_lock(c.job_id::integer, slice);
+    IF EXISTS (SELECT FROM job_results r WHERE r.job_id = c.job_id AND r.slice_number = slice) THEN
+        UPDATE slice_reports SET accepted = false WHERE id = mine;
+        RETURN 'not accepted';
+    END IF;
+    IF c.duplication_type = 'race' THEN
+        decision := 'accept';
+        SELECT r.value_hash INTO winner FROM slice_reports r WHERE r.id = mine;
+    ELSE
+        SELECT max(x.copy) + 1 INTO copies
+        FROM (SELECT s.copy FROM compute_slices s WHERE s.job_id = c.job_id AND s.slice_number = slice
+              UNION ALL SELECT r.copy FROM slice_reports r WHERE r.job_id = c.job_id AND r.slice_number = slice) x;
+        decision := _consensus(ARRAY(SELECT r.value_hash FROM slice_reports r
+                                     WHERE r.job_id = c.job_id AND r.slice_number = slice ORDER BY r.id),
+                               (SELECT count(*)::integer FROM compute_slices s
+                                WHERE s.job_id = c.job_id AND s.slice_number = slice),
+                               greatest(2 - (copies - planned), 0));
+        IF decision LIKE 'accept:%' THEN
+            winner := substr(decision, 8);
+            decision := 'accept';
+        END IF;
+    END IF;
+    CASE decision
+    WHEN 'accept' THEN
+        UPDATE slice_reports r SET accepted = (r.value_hash = winner)
+        WHERE r.job_id = c.job_id AND r.slice_number = slice;
+        INSERT INTO job_results (job_id, slice_number, owner, value, completed_at)
+        SELECT r.job_id, r.slice_number, r.owner, r.value, r.reported_at FROM slice_reports r
+        WHERE r.job_id = c.job_id AND r.slice_number = slice AND r.accepted ORDER BY r.id LIMIT 1;
+        DELETE FROM compute_slices s WHERE s.job_id = c.job_id AND s.slice_number = slice;
+    WHEN 'tiebreak' THEN
+        INSERT INTO compute_slices (job_id, slice_number, copy, owner, status)
+        VALUES (c.job_id, slice, copies, c.owner, 'tiebreaker');
+    WHEN 'undecidable' THEN
+        UPDATE slice_reports r SET accepted = false WHERE r.job_id = c.job_id AND r.slice_number = slice;
+        PERFORM _compute_end(c.job_id, 'corrupted');
+        RETURN 'corrupted';
+    ELSE
+        RETURN 'waiting';
+    END CASE;
+    RETURN (SELECT CASE WHEN r.accepted THEN 'accepted' WHEN r.accepted = false THEN 'not accepted' ELSE 'tiebreaker' END
+            FROM slice_reports r WHERE r.id = mine);
+END
+$$;
+
+-- ---------------------------------------------------------------------------------------------
+-- The background worker's part: the watchdog, and folding reports and tasks into statistics and
+-- payments. Folding happens in the transaction that marks what it folded, so each report counts
+-- exactly once, crash or not.
+
+-- Copies silent for longer than pg_jobs.compute_progress_timeout are overdue: sent again to the
+-- next fetch, their worker's report refused. Held rows are skipped, not waited for.
+CREATE FUNCTION _compute_watchdog(at timestamptz) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    n integer;
+BEGIN
+    WITH late AS (
+        SELECT s.job_id, s.slice_number, s.copy FROM compute_slices s
+        WHERE s.lease_token IS NOT NULL
+          AND s.last_progress_time < at - current_setting('pg_jobs.compute_progress_timeout')::interval
+        FOR UPDATE SKIP LOCKED
+    ), marked AS (
+        UPDATE compute_slices s SET status = 'overdue', lease_token = NULL, retask_counter = s.retask_counter + 1
+        FROM late l WHERE s.job_id = l.job_id AND s.slice_number = l.slice_number AND s.copy = l.copy
+        RETURNING s.job_id
+    ), counted AS (
+        UPDATE job_perf_data p SET retasked_count = p.retasked_count + m.n
+        FROM (SELECT m.job_id, count(*) AS n FROM marked m GROUP BY m.job_id) m
+        WHERE p.job_id = m.job_id
+        RETURNING m.n
+    )
+    SELECT coalesce(sum(c.n), 0) INTO n FROM counted c;
+    RETURN n;
+END
+$$;
+
+-- The period a moment falls in: pg_jobs.compute_stats_period long, from the epoch.
+CREATE FUNCTION _stats_period(at timestamptz) RETURNS timestamptz
+LANGUAGE sql STABLE
+RETURN to_timestamp(floor(extract(epoch FROM at) / extract(epoch FROM current_setting('pg_jobs.compute_stats_period')::interval))
+                    * extract(epoch FROM current_setting('pg_jobs.compute_stats_period')::interval));
+
+-- The seven measurements of a report that moving averages are kept of, in the order of
+-- _moving_fold's series: CPU and GPU time, bytes in and out, CPU and GPU density, and the
+-- fraction of a nominal task (pg_jobs.compute_task_target) the slice took.
+CREATE FUNCTION _report_series(r slice_reports) RETURNS double precision[]
+LANGUAGE sql STABLE
+RETURN ARRAY[r.cpu_time, r.gpu_time, r.in_data_size, r.out_data_size,
+             CASE WHEN r.wall_time > 0 THEN r.cpu_time / r.wall_time ELSE 0 END,
+             CASE WHEN r.wall_time > 0 THEN r.gpu_time / r.wall_time ELSE 0 END,
+             r.wall_time / (extract(epoch FROM current_setting('pg_jobs.compute_task_target')::interval) * 1000)];
+
+-- Folds up to `max_reports` decided reports and every task recorded; returns how many reports.
+-- One fold at a time (an advisory lock), so the order of each job's reports is the order of the
+-- fold that took them, as folded_seq records.
+CREATE FUNCTION _compute_fold(max_reports integer DEFAULT 10000) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    job record;
+    n integer := 0;
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(-2, 0) THEN
+        RETURN 0;
+    END IF;
+    FOR job IN
+        SELECT r.job_id, array_agg(r.id ORDER BY r.id) AS ids
+        FROM (SELECT x.id, x.job_id FROM slice_reports x
+              WHERE x.folded_seq IS NULL AND x.accepted IS NOT NULL
+              ORDER BY x.id LIMIT max_reports) r
+        GROUP BY r.job_id
+    LOOP
+        PERFORM _compute_fold_job(job.job_id, job.ids);
+        n := n + cardinality(job.ids);
+    END LOOP;
+    PERFORM _compute_fold_tasks();
+    PERFORM _compute_job_transitions();
+    RETURN n;
+END
+$$;
+
+CREATE FUNCTION _compute_fold_job(job bigint, ids bigint[]) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    c compute_jobs;
+    p job_perf_data;
+    state double precision[];
+    period record;
+BEGIN
+    SELECT * INTO c FROM compute_jobs j WHERE j.job_id = job;
+    SELECT * INTO p FROM job_perf_data x WHERE x.job_id = job FOR UPDATE;
+    -- Each report's place in the job's fold, and what it earns: the slice payment if it was
+    -- accepted, of which the group's commission is the group's.
+    UPDATE slice_reports r
+    SET folded_seq = p.measured_slices + o.n,
+        paid = CASE WHEN r.accepted THEN c.slice_payment ELSE 0 END,
+        commission = CASE WHEN r.accepted THEN round(c.slice_payment * coalesce(g.commission_rate, 0), 18) ELSE 0 END
+    FROM unnest(ids) WITH ORDINALITY o(id, n), compute_groups g
+    WHERE r.id = o.id AND g.id = r.compute_group_id;
+
+    state := _moving_fold(
+        ARRAY[p.slice_cpu_time, p.slice_gpu_time, p.slice_in_data_size, p.slice_out_data_size,
+              p.slice_cpu_density, p.slice_gpu_density, p.task_distribution,
+              p.slice_cpu_time_variance, p.slice_gpu_time_variance, p.slice_in_data_size_variance,
+              p.slice_out_data_size_variance, p.slice_cpu_density_variance, p.slice_gpu_density_variance,
+              p.task_distribution_variance],
+        (SELECT array_agg(x ORDER BY r.folded_seq, k) FROM slice_reports r, unnest(_report_series(r)) WITH ORDINALITY s(x, k)
+         WHERE r.id = ANY (ids)),
+        (SELECT array_agg(_perf_alpha(r.folded_seq, c.last_slice_number) ORDER BY r.folded_seq)
+         FROM slice_reports r WHERE r.id = ANY (ids)));
+    UPDATE job_perf_data x
+    SET measured_slices = x.measured_slices + cardinality(ids),
+        slice_cpu_time = state[1], slice_gpu_time = state[2], slice_in_data_size = state[3],
+        slice_out_data_size = state[4], slice_cpu_density = state[5], slice_gpu_density = state[6],
+        task_distribution = state[7], slice_cpu_time_variance = state[8], slice_gpu_time_variance = state[9],
+        slice_in_data_size_variance = state[10], slice_out_data_size_variance = state[11],
+        slice_cpu_density_variance = state[12], slice_gpu_density_variance = state[13],
+        task_distribution_variance = state[14],
+        total_cpu_time = x.total_cpu_time + t.cpu, total_gpu_time = x.total_gpu_time + t.gpu,
+        total_in_data_size = x.total_in_data_size + t.i, total_out_data_size = x.total_out_data_size + t.o
+    FROM (SELECT sum(round(r.cpu_time))::bigint AS cpu, sum(round(r.gpu_time))::bigint AS gpu,
+                 sum(r.in_data_size) AS i, sum(r.out_data_size) AS o
+          FROM slice_reports r WHERE r.id = ANY (ids)) t
+    WHERE x.job_id = job;
+
+    UPDATE job_fin_totals f
+    SET slice_work_payment_total = f.slice_work_payment_total + t.paid, commission_total = f.commission_total + t.commission
+    FROM (SELECT sum(r.paid) AS paid, sum(r.commission) AS commission FROM slice_reports r WHERE r.id = ANY (ids)) t
+    WHERE f.job_id = job;
+
+    UPDATE worker_run_info w SET earnings = w.earnings + t.earned
+    FROM (SELECT r.worker_opaque_id, sum(r.paid - r.commission) AS earned FROM slice_reports r
+          WHERE r.id = ANY (ids) GROUP BY r.worker_opaque_id) t
+    WHERE w.worker_opaque_id = t.worker_opaque_id AND t.earned > 0;
+
+    -- The group's and the worker's figures for the period each report fell in.
+    FOR period IN
+        SELECT r.compute_group_id, _stats_period(r.reported_at) AS period_start, array_agg(r.id ORDER BY r.folded_seq) AS ids
+        FROM slice_reports r WHERE r.id = ANY (ids) GROUP BY 1, 2
+    LOOP
+        PERFORM _compute_fold_period(c, period.compute_group_id, period.period_start, period.ids);
+    END LOOP;
+    INSERT INTO compute_group_worker_period_stats AS s (compute_group_id, worker_opaque_id, period_start,
+        period_length, slice_count, cpu_time, gpu_time, in_data_size, out_data_size, earnings)
+    SELECT r.compute_group_id, r.worker_opaque_id, _stats_period(r.reported_at),
+           current_setting('pg_jobs.compute_stats_period')::interval, count(*), sum(round(r.cpu_time)),
+           sum(round(r.gpu_time)), sum(r.in_data_size), sum(r.out_data_size), sum(r.paid - r.commission)
+    FROM slice_reports r WHERE r.id = ANY (ids) GROUP BY 1, 2, 3
+    ON CONFLICT (compute_group_id, worker_opaque_id, period_start, period_length) DO UPDATE
+    SET slice_count = s.slice_count + excluded.slice_count, cpu_time = s.cpu_time + excluded.cpu_time,
+        gpu_time = s.gpu_time + excluded.gpu_time, in_data_size = s.in_data_size + excluded.in_data_size,
+        out_data_size = s.out_data_size + excluded.out_data_size, earnings = s.earnings + excluded.earnings;
+END
+$$;
+
+CREATE FUNCTION _compute_fold_period(c compute_jobs, group_id bigint, start timestamptz, ids bigint[]) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    len interval := current_setting('pg_jobs.compute_stats_period')::interval;
+    s compute_group_job_period_stats;
+    state double precision[];
+BEGIN
+    INSERT INTO compute_group_job_period_stats (compute_group_id, job_id, period_start, period_length)
+    VALUES (group_id, c.job_id, start, len) ON CONFLICT DO NOTHING;
+    SELECT * INTO s FROM compute_group_job_period_stats x
+    WHERE x.compute_group_id = group_id AND x.job_id = c.job_id AND x.period_start = start AND x.period_length = len
+    FOR UPDATE;
+    state := _moving_fold(
+        ARRAY[s.slice_cpu_time, s.slice_gpu_time, s.slice_in_data_size, s.slice_out_data_size,
+              s.slice_cpu_density, s.slice_gpu_density, NULL,
+              s.slice_cpu_time_variance, s.slice_gpu_time_variance, s.slice_in_data_size_variance,
+              s.slice_out_data_size_variance, s.slice_cpu_density_variance, s.slice_gpu_density_variance, NULL],
+        (SELECT array_agg(x ORDER BY r.folded_seq, k) FROM slice_reports r, unnest(_report_series(r)) WITH ORDINALITY v(x, k)
+         WHERE r.id = ANY (ids)),
+        (SELECT array_agg(_perf_alpha(r.folded_seq, c.last_slice_number) ORDER BY r.folded_seq)
+         FROM slice_reports r WHERE r.id = ANY (ids)));
+    UPDATE compute_group_job_period_stats x
+    SET slice_cpu_time = state[1], slice_gpu_time = state[2], slice_in_data_size = state[3],
+        slice_out_data_size = state[4], slice_cpu_density = state[5], slice_gpu_density = state[6],
+        slice_cpu_time_variance = state[8], slice_gpu_time_variance = state[9],
+        slice_in_data_size_variance = state[10], slice_out_data_size_variance = state[11],
+        slice_cpu_density_variance = state[12], slice_gpu_density_variance = state[13],
+        total_earnings = x.total_earnings + t.paid, total_cpu_time = x.total_cpu_time + t.cpu,
+        total_gpu_time = x.total_gpu_time + t.gpu, total_in_data_size = x.total_in_data_size + t.i,
+        total_out_data_size = x.total_out_data_size + t.o
+    FROM (SELECT sum(r.paid) AS paid, sum(round(r.cpu_time))::bigint AS cpu, sum(round(r.gpu_time))::bigint AS gpu,
+                 sum(r.in_data_size) AS i, sum(r.out_data_size) AS o
+          FROM slice_reports r WHERE r.id = ANY (ids)) t
+    WHERE x.compute_group_id = group_id AND x.job_id = c.job_id AND x.period_start = start AND x.period_length = len;
+END
+$$;
+
+-- Tasks into the period statistics (requests from eligible workers, those that got no slice of
+-- a job, slices handed out), the workers' task counts and the jobs' task counts.
+CREATE FUNCTION _compute_fold_tasks() RETURNS void
+LANGUAGE sql
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH gone AS (
+        DELETE FROM compute_tasks t RETURNING t.*
+    ), job_stats AS (
+        INSERT INTO compute_group_job_period_stats AS s (compute_group_id, job_id, period_start, period_length,
+            task_eligible_count, no_slice_task_count, tasked_slice_count)
+        SELECT t.compute_group_id, e.job_id, _stats_period(t.fetched_at),
+               current_setting('pg_jobs.compute_stats_period')::interval,
+               count(*), count(*) FILTER (WHERE t.job_id IS DISTINCT FROM e.job_id),
+               coalesce(sum(t.slice_count) FILTER (WHERE t.job_id = e.job_id), 0)
+        FROM gone t, unnest(t.eligible) e(job_id)
+        GROUP BY 1, 2, 3
+        ON CONFLICT (compute_group_id, job_id, period_start, period_length) DO UPDATE
+        SET task_eligible_count = s.task_eligible_count + excluded.task_eligible_count,
+            no_slice_task_count = s.no_slice_task_count + excluded.no_slice_task_count,
+            tasked_slice_count = s.tasked_slice_count + excluded.tasked_slice_count
+    ), worker_stats AS (
+        INSERT INTO compute_group_worker_period_stats AS s (compute_group_id, worker_opaque_id, period_start,
+            period_length, task_count)
+        SELECT t.compute_group_id, t.worker_opaque_id, _stats_period(t.fetched_at),
+               current_setting('pg_jobs.compute_stats_period')::interval, count(*)
+        FROM gone t WHERE t.job_id IS NOT NULL GROUP BY 1, 2, 3
+        ON CONFLICT (compute_group_id, worker_opaque_id, period_start, period_length) DO UPDATE
+        SET task_count = s.task_count + excluded.task_count
+    )
+    UPDATE job_perf_data p SET task_count = p.task_count + t.n
+    FROM (SELECT t.job_id, count(*) AS n FROM gone t WHERE t.job_id IS NOT NULL GROUP BY 1) t
+    WHERE p.job_id = t.job_id;
+END;
+
+-- Jobs whose estimation slices are all done run; jobs whose every slice has its result, that
+-- are closed and have nothing out or unfolded, are finished.
+CREATE FUNCTION _compute_job_transitions() RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    job bigint;
+BEGIN
+    UPDATE compute_jobs c SET status = 'running'
+    WHERE c.status = 'estimation' AND _compute_estimated(c.job_id);
+    FOR job IN
+        SELECT c.job_id FROM compute_jobs c
+        WHERE c.status IN ('new', 'estimation', 'running', 'paused') AND c.flags & 2 = 0
+          AND NOT EXISTS (SELECT FROM compute_slices s WHERE s.job_id = c.job_id)
+          AND NOT EXISTS (SELECT FROM slice_reports r WHERE r.job_id = c.job_id AND r.folded_seq IS NULL)
+        FOR NO KEY UPDATE OF c SKIP LOCKED
+    LOOP
+        PERFORM _compute_end(job, 'finished');
+    END LOOP;
+END
+$$;
+
+-- The launcher's compute part.
+CREATE FUNCTION _compute_tick(at timestamptz) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM _compute_watchdog(at);
+    PERFORM _compute_fold();
+END
+$$;
+
+-- ---------------------------------------------------------------------------------------------
+-- The public functions (C functions of src/api/compute.rs that run these as the extension's owner).
+
+CREATE FUNCTION compute_deploy(spec jsonb) RETURNS bigint
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_deploy';
+COMMENT ON FUNCTION compute_deploy IS
+    'Deploys a compute job of many slices into compute groups and returns its id. spec: work, '
+    'arguments, input ({"range": ...}, {"pattern": ..., "count": n} or {"values": [...]}), groups, '
+    'offer or market_value, funds, duplication_level and duplication_type, capabilities, worktime '
+    'and worktime_version, flags, max_slices_per_task, estimation_slices, name, description, link '
+    '(the README lists them).';
+
+CREATE FUNCTION compute_add_slices(job_id bigint, data jsonb DEFAULT NULL, count integer DEFAULT NULL) RETURNS integer
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_add_slices';
+COMMENT ON FUNCTION compute_add_slices IS
+    'Adds slices to one of the caller''s open jobs: values (a JSON array) for a job of values, a '
+    'count for a range or a pattern. Returns the job''s slice count.';
+
+CREATE FUNCTION compute_pause(job_id bigint) RETURNS compute_job_status
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_pause';
+CREATE FUNCTION compute_resume(job_id bigint) RETURNS compute_job_status
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_resume';
+CREATE FUNCTION compute_close(job_id bigint) RETURNS compute_job_status
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_close';
+CREATE FUNCTION compute_cancel(job_id bigint) RETURNS compute_job_status
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_cancel';
+CREATE FUNCTION compute_fund(job_id bigint, amount numeric) RETURNS compute_job_status
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_fund';
+COMMENT ON FUNCTION compute_pause IS 'Stops handing out one of the caller''s jobs'' slices; copies out may still report.';
+COMMENT ON FUNCTION compute_resume IS 'Hands out a paused job''s slices again.';
+COMMENT ON FUNCTION compute_close IS 'Ends an open job''s taking of slices: it finishes when they are done.';
+COMMENT ON FUNCTION compute_cancel IS 'Ends one of the caller''s jobs: its copies out are refused when they report.';
+COMMENT ON FUNCTION compute_fund IS 'Adds DCC to a job''s funds; a job paused for want of funds runs again.';
+
+CREATE FUNCTION compute_worker_register(label text, capabilities jsonb DEFAULT '[]', worktimes jsonb DEFAULT '{}',
+                                        cpu_cores double precision DEFAULT NULL, gpu_cores double precision DEFAULT NULL,
+                                        max_sandboxes double precision DEFAULT NULL, run_info jsonb DEFAULT '{}')
+RETURNS uuid
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_worker_register';
+COMMENT ON FUNCTION compute_worker_register IS
+    'Registers the calling role as a worker of its identity (or updates it) with what it can run; '
+    'returns its opaque id.';
+
+CREATE FUNCTION compute_worker_join(group_opaque_id uuid, join_key text, secret text) RETURNS bigint
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_worker_join';
+COMMENT ON FUNCTION compute_worker_join IS
+    'Joins the calling worker to a compute group with its join key and secret (28P01 if wrong, '
+    'the same for a group that does not exist).';
+CREATE FUNCTION compute_worker_leave(group_opaque_id uuid) RETURNS integer
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_worker_leave';
+COMMENT ON FUNCTION compute_worker_leave IS 'Leaves a compute group; returns 1, or 0 if not in it.';
+
+CREATE FUNCTION compute_fetch(max_slices integer DEFAULT NULL)
+RETURNS TABLE (task_token uuid, job_id bigint, slice_number integer, copy integer, datum text, work text,
+               arguments text[], flags text[], estimation boolean)
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_fetch';
+COMMENT ON FUNCTION compute_fetch IS
+    'A task for the calling worker: up to max_slices (and the job''s max_slices_per_task) slices of '
+    'one eligible job of the groups it joined, within the groups'' limits; no rows when there is none.';
+
+CREATE FUNCTION compute_progress(task_token uuid, slice_numbers integer[] DEFAULT NULL) RETURNS integer
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_progress';
+COMMENT ON FUNCTION compute_progress IS
+    'Says the task''s slices (all when null) are being worked on; needed at least every '
+    'pg_jobs.compute_progress_timeout. Returns how many are still the caller''s.';
+
+CREATE FUNCTION compute_return(task_token uuid, slice_numbers integer[] DEFAULT NULL) RETURNS integer
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_return';
+COMMENT ON FUNCTION compute_return IS 'Gives slices of a task back unworked (all when null); returns how many.';
+
+CREATE FUNCTION compute_reject(task_token uuid, reason text, message text DEFAULT NULL, retries integer DEFAULT 0)
+RETURNS integer
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_reject';
+COMMENT ON FUNCTION compute_reject IS
+    'Refuses the task''s job: its slices go back, the rejection is recorded in work_reject_history, '
+    'and the worker is given none of the job''s slices again.';
+
+CREATE FUNCTION compute_submit(task_token uuid, slice_numbers integer[], results text[],
+                               cpu_ms double precision[] DEFAULT NULL, gpu_ms double precision[] DEFAULT NULL,
+                               wall_ms double precision[] DEFAULT NULL, in_bytes bigint[] DEFAULT NULL,
+                               out_bytes bigint[] DEFAULT NULL)
+RETURNS TABLE (slice_number integer, outcome text)
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_submit';
+COMMENT ON FUNCTION compute_submit IS
+    'Reports results of a task''s slices with what they measured. outcome per slice: accepted, '
+    'waiting (for its other copies), tiebreaker (they disagree: another copy is sent), not accepted, '
+    'corrupted (no agreement possible: the job ends), stale (not the caller''s: retasked or resolved).';
