@@ -46,6 +46,8 @@ CREATE INDEX compute_slices_ready ON compute_slices (job_id, slice_number, copy)
 CREATE INDEX compute_slices_token ON compute_slices (lease_token) WHERE lease_token IS NOT NULL;
 CREATE INDEX compute_slices_silent ON compute_slices (last_progress_time) WHERE lease_token IS NOT NULL;
 CREATE INDEX compute_slices_group ON compute_slices (compute_group_id) WHERE lease_token IS NOT NULL;
+-- A job's copies out, which its escrow holds a payment for: counted at every fetch of a paying job.
+CREATE INDEX compute_slices_held ON compute_slices (job_id) WHERE lease_token IS NOT NULL;
 CREATE INDEX compute_slices_owner ON compute_slices (owner);
 COMMENT ON TABLE compute_slices IS
     'Every copy of a compute job''s slices that has no result yet. Read it through active_slices.';
@@ -76,6 +78,7 @@ CREATE TABLE slice_reports (
 );
 CREATE INDEX slice_reports_slice ON slice_reports (job_id, slice_number);
 CREATE INDEX slice_reports_unfolded ON slice_reports (id) WHERE folded_seq IS NULL;
+CREATE INDEX slice_reports_job_unfolded ON slice_reports (job_id) WHERE folded_seq IS NULL;
 CREATE INDEX slice_reports_owner ON slice_reports (owner);
 COMMENT ON TABLE slice_reports IS
     'Each result a worker reported, with what it measured; accepted: whether it became the '
@@ -776,6 +779,17 @@ BEGIN
     VALUES (w.opaque_id, w.owner, now(), 1)
     ON CONFLICT (worker_opaque_id) DO UPDATE SET task_time = now(), serial = coalesce(t.serial, 0) + 1;
 
+    -- Two fetches through one limited group take turns, so neither counts before the other wrote:
+    -- the locks of all the worker's limited groups, in id order and before any job's row. (Taken
+    -- group by group, a fetch holding a job's row from one group waited for another group's lock
+    -- held by a fetch waiting for that row: a deadlock, found by the simulation in sim/.)
+    PERFORM pg_advisory_xact_lock(-1, (x.id % 2147483647)::integer)
+    FROM (SELECT x.id FROM compute_group_workers m JOIN compute_groups x ON x.id = m.compute_group_id
+          WHERE m.worker_opaque_id = w.opaque_id
+            AND num_nonnulls(x.max_total_payment, x.max_concurrent_jobs, x.max_concurrent_workers,
+                             x.max_concurrent_sandboxes, x.max_concurrent_cpus, x.max_concurrent_gpus,
+                             x.max_concurrent_escrow) > 0
+          ORDER BY x.id) x;
     FOR g IN
         SELECT x.* FROM compute_group_workers m JOIN compute_groups x ON x.id = m.compute_group_id
         WHERE m.worker_opaque_id = w.opaque_id ORDER BY m.last_served_at NULLS FIRST, x.id
@@ -791,10 +805,6 @@ BEGIN
         limited := num_nonnulls(g.max_total_payment, g.max_concurrent_jobs, g.max_concurrent_workers,
                                 g.max_concurrent_sandboxes, g.max_concurrent_cpus, g.max_concurrent_gpus,
                                 g.max_concurrent_escrow) > 0;
-        IF limited THEN
-            -- Two fetches through one limited group take turns, so neither counts before the other wrote.
-            PERFORM pg_advisory_xact_lock(-1, g.id::integer);
-        END IF;
         FOREACH job IN ARRAY eligible LOOP
             SELECT * INTO c FROM compute_jobs j WHERE j.job_id = job FOR NO KEY UPDATE;
             CONTINUE WHEN c.status NOT IN ('new', 'estimation', 'running');
@@ -1059,7 +1069,7 @@ DECLARE
     planned integer := _slice_copies(c.job_id, slice, c.duplication_level);
     copies integer;
 BEGIN
-    PERFORM pg_advisory_xact_lock(c.job_id::integer, slice);
+    PERFORM pg_advisory_xact_lock((c.job_id % 2147483647)::integer, slice);
     IF EXISTS (SELECT FROM job_results r WHERE r.job_id = c.job_id AND r.slice_number = slice) THEN
         UPDATE slice_reports SET accepted = false WHERE id = mine;
         RETURN 'not accepted';
@@ -1343,8 +1353,13 @@ AS $$
 DECLARE
     job bigint;
 BEGIN
+    -- Skipped when locked: a fetch holding the job's row may be waiting for job_perf_data, which
+    -- this transaction has locked.
     UPDATE compute_jobs c SET status = 'running'
-    WHERE c.status = 'estimation' AND _compute_estimated(c.job_id);
+    FROM (SELECT e.job_id FROM compute_jobs e
+          WHERE e.status = 'estimation' AND _compute_estimated(e.job_id)
+          FOR NO KEY UPDATE SKIP LOCKED) e
+    WHERE c.job_id = e.job_id;
     FOR job IN
         SELECT c.job_id FROM compute_jobs c
         WHERE c.status IN ('new', 'estimation', 'running', 'paused') AND c.flags & 2 = 0

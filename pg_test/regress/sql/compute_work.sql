@@ -160,9 +160,11 @@ SELECT count(*) AS slices FROM pgjobs.compute_fetch();
 RESET ROLE;
 SELECT status FROM pgjobs.compute_jobs WHERE job_id = :job;
 SELECT estimation_slices_remaining, task_count FROM pgjobs.job_perf_data WHERE job_id = :job;
--- Progress, by the holder only.
+-- Progress, returns, rejections and results by the holder only: another worker's token acts on nothing.
 SET ROLE regress_cw_w2;
-SELECT pgjobs.compute_progress(:'t1') AS progress_of_another;
+SELECT pgjobs.compute_progress(:'t1') AS progress_of_another, pgjobs.compute_return(:'t1') AS returned_of_another,
+       pgjobs.compute_reject(:'t1', 'EWORKREJECT') AS rejected_of_another;
+SELECT * FROM pgjobs.compute_submit(:'t1', '{1}', '{1}');
 RESET ROLE;
 SET ROLE regress_cw_w1;
 SELECT pgjobs.compute_progress(:'t1') AS progress;
