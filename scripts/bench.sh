@@ -5,7 +5,8 @@
 # about 10 minutes), and 2 worker agents draining batch jobs (target/bench/batch_agents.md);
 # then the background worker beside pg_cron (target/bench/scheduler.md)
 # and row-level security against the table owner (target/bench/access.md), and the SCHED page's
-# reads with a million batch jobs and 1,000 routines (target/bench/sched.md). About 30 minutes on
+# reads with a million batch jobs and 1,000 routines (target/bench/sched.md), and the compute
+# scheduler's drain beside the queue's (target/bench/compute.md). About 35 minutes on
 # 2 cores; BENCH_QUICK=1 shortens the queue part.
 # The peers are installed here, under target/, and nowhere else: the Node packages into
 # target/bench-peers/node, procrastinate into the Python environment target/bench-venv.
@@ -88,4 +89,9 @@ log "benchmarking row-level security"
 log "benchmarking the SCHED page's reads"
 cargo build --release -q -p pg_jobs_web
 "$VENV/bin/python" "$ROOT/bench/sched.py"
+# The compute scheduler's drain beside the queue's, in `bench` (where the background worker folds
+# the results): a job of a million slices, tasks of 1, 10 and 100, 30 s at most each.
+log "benchmarking the compute scheduler's drain"
+cargo build --release -q -p pg_jobs_compute_sim
+"$ROOT/target/release/pg_jobs_compute_sim" bench --dsn "host=localhost port=$PORT user=postgres dbname=bench"
 echo "Written to $ROOT/target/bench/latest.md; the cluster keeps running until make stop."

@@ -149,8 +149,6 @@ CREATE TABLE compute_jobs (
     -- DCC put in escrow for the slices, fees already taken off; paid + pending + remaining.
     funds                   numeric NOT NULL DEFAULT 0 CHECK (funds >= 0),
     estimation_slices       integer NOT NULL DEFAULT 3 CHECK (estimation_slices >= 0),
-    -- Fetches serve the job that was served longest ago first: jobs share workers evenly.
-    last_tasked_at          timestamptz,
     end_time                timestamptz
 );
 COMMENT ON TABLE compute_jobs IS

@@ -40,13 +40,13 @@ CREATE TABLE compute_slices (
     PRIMARY KEY (job_id, slice_number, copy),
     CONSTRAINT compute_slices_held CHECK ((status IN ('scheduled', 'working')) = (lease_token IS NOT NULL))
 );
--- What a fetch takes, in slice order; and what the watchdog, a report and a group's limits read.
+-- What a fetch takes, in slice order; a task's copies, by its token; a job's copies out, which
+-- its escrow holds a payment for. The copies out are few (tasks in flight), so the watchdog and a
+-- group's limits read them all through the last index rather than keep indexes of their own:
+-- every index here is written at every fetch.
 CREATE INDEX compute_slices_ready ON compute_slices (job_id, slice_number, copy)
     WHERE status IN ('new', 'overdue', 'returned', 'tiebreaker');
 CREATE INDEX compute_slices_token ON compute_slices (lease_token) WHERE lease_token IS NOT NULL;
-CREATE INDEX compute_slices_silent ON compute_slices (last_progress_time) WHERE lease_token IS NOT NULL;
-CREATE INDEX compute_slices_group ON compute_slices (compute_group_id) WHERE lease_token IS NOT NULL;
--- A job's copies out, which its escrow holds a payment for: counted at every fetch of a paying job.
 CREATE INDEX compute_slices_held ON compute_slices (job_id) WHERE lease_token IS NOT NULL;
 CREATE INDEX compute_slices_owner ON compute_slices (owner);
 COMMENT ON TABLE compute_slices IS
@@ -77,8 +77,8 @@ CREATE TABLE slice_reports (
     commission        numeric
 );
 CREATE INDEX slice_reports_slice ON slice_reports (job_id, slice_number);
-CREATE INDEX slice_reports_unfolded ON slice_reports (id) WHERE folded_seq IS NULL;
-CREATE INDEX slice_reports_job_unfolded ON slice_reports (job_id) WHERE folded_seq IS NULL;
+-- What the fold takes, job by job, and what a job's escrow still holds for.
+CREATE INDEX slice_reports_unfolded ON slice_reports (job_id, id) WHERE folded_seq IS NULL;
 CREATE INDEX slice_reports_owner ON slice_reports (owner);
 COMMENT ON TABLE slice_reports IS
     'Each result a worker reported, with what it measured; accepted: whether it became the '
@@ -466,6 +466,11 @@ BEGIN
     SELECT job, s, k, job_owner, s <= c.estimation_slices
     FROM generate_series(first, first + count - 1) s,
          generate_series(0, _slice_copies(job, s, c.duplication_level) - 1) k;
+    -- Planned from statistics that had not seen these rows, fetches scanned every copy of a large
+    -- job until autovacuum analyzed the table (seconds a fetch with 300,000 slices).
+    IF count >= 10000 THEN
+        ANALYZE compute_slices;
+    END IF;
 END
 $$;
 
@@ -637,6 +642,8 @@ BEGIN
         cpu_cores = excluded.cpu_cores, gpu_cores = excluded.gpu_cores, max_sandboxes = excluded.max_sandboxes,
         capabilities = excluded.capabilities, worktimes = excluded.worktimes, status = 'running',
         last_start_time = now();
+    INSERT INTO worker_task_info (worker_opaque_id, owner, serial) VALUES (worker, _identity_of(caller_role), 0)
+    ON CONFLICT (worker_opaque_id) DO NOTHING;
     RETURN worker;
 END
 $$;
@@ -698,10 +705,15 @@ BEGIN
 END
 $$;
 
--- How many more slices group g may hand out to worker w of a job paying `payment` a slice (null:
--- no limit), under the group's limits; the caller holds the group's lock. held_job: whether the
--- job already has copies out in the group.
-CREATE FUNCTION _compute_group_room(g compute_groups, w workers, job bigint, payment numeric) RETURNS bigint
+-- Whether a group has any limit: fetches through it then take turns.
+CREATE FUNCTION _compute_group_limited(g compute_groups) RETURNS boolean
+LANGUAGE sql IMMUTABLE
+RETURN num_nonnulls(g.max_total_payment, g.max_concurrent_jobs, g.max_concurrent_workers, g.max_concurrent_sandboxes,
+                    g.max_concurrent_cpus, g.max_concurrent_gpus, g.max_concurrent_escrow) > 0;
+
+-- How many more slices group g may hand out to a worker of a job paying `payment` a slice (null:
+-- no limit), under the group's limits; the caller holds the group's lock.
+CREATE FUNCTION _compute_group_room(g compute_groups, worker uuid, job bigint, payment numeric) RETURNS bigint
 LANGUAGE plpgsql STABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
@@ -719,12 +731,12 @@ DECLARE
     room bigint := NULL;
 BEGIN
     SELECT count(*), count(DISTINCT s.job_id), count(DISTINCT s.last_assigned_worker),
-           coalesce(bool_or(s.job_id = job), false), coalesce(bool_or(s.last_assigned_worker = w.opaque_id), false),
+           coalesce(bool_or(s.job_id = job), false), coalesce(bool_or(s.last_assigned_worker = worker), false),
            coalesce(sum(c.slice_payment), 0)
       INTO held, held_jobs, held_workers, job_held, worker_held, escrow
     FROM compute_slices s JOIN compute_jobs c ON c.job_id = s.job_id
     WHERE s.compute_group_id = g.id AND s.lease_token IS NOT NULL;
-    SELECT * INTO mine FROM worker_run_info r WHERE r.worker_opaque_id = w.opaque_id;
+    SELECT * INTO mine FROM worker_run_info r WHERE r.worker_opaque_id = worker;
     SELECT coalesce(sum(r.cpu_cores), 0), coalesce(sum(r.gpu_cores), 0) INTO cpus, gpus
     FROM worker_run_info r
     WHERE r.worker_opaque_id IN (SELECT s.last_assigned_worker FROM compute_slices s
@@ -753,6 +765,18 @@ BEGIN
 END
 $$;
 
+-- Whether fetches of job c need not take turns: it is running and what is left of its funds
+-- pays for every connection fetching its largest task at once. Such fetches hold the job's
+-- advisory lock shared, a fetch that counts the money exactly holds it alone, so no fetch counts
+-- without seeing what the others took.
+CREATE FUNCTION _compute_funds_ample(c compute_jobs) RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN c.slice_payment = 0
+    OR c.funds - (SELECT t.slice_work_payment_total FROM job_fin_totals t WHERE t.job_id = c.job_id)
+       - _compute_pending(c.job_id, c.slice_payment)
+       >= c.slice_payment * c.max_slices_per_task * current_setting('max_connections')::integer;
+
 CREATE FUNCTION _compute_fetch(caller_role oid, max_slices integer)
 RETURNS TABLE (task_token uuid, job_id bigint, slice_number integer, copy integer, datum text, work text,
                arguments text[], flags text[], estimation boolean)
@@ -760,86 +784,105 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    w workers := _compute_worker_of(caller_role);
-    r worker_run_info;
+    w record;
     g compute_groups;
     c compute_jobs;
     eligible bigint[];
     job bigint;
+    k integer;
     limited boolean;
+    alone boolean;
     n bigint;
     token uuid := gen_random_uuid();
     taken integer;
+    estimated integer;
 BEGIN
-    IF max_slices IS NOT NULL AND max_slices < 1 THEN
+    IF max_slices < 1 THEN
         PERFORM _invalid(format('max_slices must be at least 1, not %s', max_slices));
     END IF;
-    SELECT * INTO r FROM worker_run_info x WHERE x.worker_opaque_id = w.opaque_id;
-    INSERT INTO worker_task_info AS t (worker_opaque_id, owner, task_time, serial)
-    VALUES (w.opaque_id, w.owner, now(), 1)
-    ON CONFLICT (worker_opaque_id) DO UPDATE SET task_time = now(), serial = coalesce(t.serial, 0) + 1;
-
+    UPDATE worker_task_info t SET task_time = now(), serial = coalesce(t.serial, 0) + 1
+    FROM workers x JOIN worker_run_info r ON r.worker_opaque_id = x.opaque_id
+    WHERE x.identity = caller_role AND t.worker_opaque_id = x.opaque_id
+    RETURNING x.opaque_id, r.capabilities, r.worktimes, t.serial INTO w;
+    IF NOT FOUND THEN
+        PERFORM _compute_worker_of(caller_role);
+    END IF;
     -- Two fetches through one limited group take turns, so neither counts before the other wrote:
-    -- the locks of all the worker's limited groups, in id order and before any job's row. (Taken
-    -- group by group, a fetch holding a job's row from one group waited for another group's lock
-    -- held by a fetch waiting for that row: a deadlock, found by the simulation in sim/.)
+    -- the locks of all the worker's limited groups, in id order and before anything else. (Taken
+    -- group by group, a fetch holding a job from one group waited for another group's lock held by
+    -- a fetch waiting for that job: a deadlock, found by the simulation in sim/.)
     PERFORM pg_advisory_xact_lock(-1, (x.id % 2147483647)::integer)
     FROM (SELECT x.id FROM compute_group_workers m JOIN compute_groups x ON x.id = m.compute_group_id
-          WHERE m.worker_opaque_id = w.opaque_id
-            AND num_nonnulls(x.max_total_payment, x.max_concurrent_jobs, x.max_concurrent_workers,
-                             x.max_concurrent_sandboxes, x.max_concurrent_cpus, x.max_concurrent_gpus,
-                             x.max_concurrent_escrow) > 0
+          WHERE m.worker_opaque_id = w.opaque_id AND _compute_group_limited(x)
           ORDER BY x.id) x;
+
     FOR g IN
         SELECT x.* FROM compute_group_workers m JOIN compute_groups x ON x.id = m.compute_group_id
         WHERE m.worker_opaque_id = w.opaque_id ORDER BY m.last_served_at NULLS FIRST, x.id
     LOOP
-        SELECT array_agg(j.job_id ORDER BY j.last_tasked_at NULLS FIRST, j.job_id) INTO eligible
+        SELECT array_agg(j.job_id ORDER BY j.job_id) INTO eligible
         FROM compute_group_jobs m JOIN compute_jobs j ON j.job_id = m.job_id
         WHERE m.compute_group_id = g.id AND j.status IN ('new', 'estimation', 'running')
-          AND j.need_capabilities & coalesce(r.capabilities, 0) = j.need_capabilities
-          AND _worktime_ok(j.worktime_version, r.worktimes ->> j.worktime)
+          AND j.need_capabilities & w.capabilities = j.need_capabilities
+          AND _worktime_ok(j.worktime_version, w.worktimes ->> j.worktime)
           AND NOT EXISTS (SELECT FROM work_reject_history h
                           WHERE h.job_id = j.job_id AND h.worker_opaque_id = w.opaque_id);
         CONTINUE WHEN eligible IS NULL;
-        limited := num_nonnulls(g.max_total_payment, g.max_concurrent_jobs, g.max_concurrent_workers,
-                                g.max_concurrent_sandboxes, g.max_concurrent_cpus, g.max_concurrent_gpus,
-                                g.max_concurrent_escrow) > 0;
-        FOREACH job IN ARRAY eligible LOOP
-            SELECT * INTO c FROM compute_jobs j WHERE j.job_id = job FOR NO KEY UPDATE;
+        limited := _compute_group_limited(g);
+        -- Jobs take turns: each fetch of a worker starts one job further along the group's list.
+        FOR k IN 0 .. cardinality(eligible) - 1 LOOP
+            job := eligible[1 + (w.serial + k) % cardinality(eligible)];
+            SELECT * INTO c FROM compute_jobs j WHERE j.job_id = job;
+            alone := limited OR c.status <> 'running' OR NOT _compute_funds_ample(c);
+            -- A job another fetch has alone, or whose row its owner holds, is passed over, not
+            -- waited for: each fetch goes through the jobs in its own order, and waiting could
+            -- close a circle.
+            IF alone THEN
+                CONTINUE WHEN NOT pg_try_advisory_xact_lock(-3, (job % 2147483647)::integer);
+                SELECT * INTO c FROM compute_jobs j WHERE j.job_id = job FOR NO KEY UPDATE SKIP LOCKED;
+                CONTINUE WHEN NOT FOUND;
+            ELSE
+                CONTINUE WHEN NOT pg_try_advisory_xact_lock_shared(-3, (job % 2147483647)::integer);
+            END IF;
             CONTINUE WHEN c.status NOT IN ('new', 'estimation', 'running');
             n := least(c.max_slices_per_task, coalesce(max_slices, c.max_slices_per_task));
             IF limited THEN
-                n := least(n, _compute_group_room(g, w, job, c.slice_payment));
+                n := least(n, _compute_group_room(g, w.opaque_id, job, c.slice_payment));
                 CONTINUE WHEN n < 1;
             END IF;
-            IF c.slice_payment > 0 THEN
+            IF alone AND c.slice_payment > 0 THEN
                 n := least(n, floor((c.funds - (SELECT t.slice_work_payment_total FROM job_fin_totals t WHERE t.job_id = job)
                                      - _compute_pending(job, c.slice_payment)) / c.slice_payment));
                 IF n < 1 THEN
-                    -- Out of funds: paused until its owner adds some (compute_fund).
-                    UPDATE compute_jobs j SET status = 'paused', flags = j.flags | 64 WHERE j.job_id = job;
+                    -- Out of funds with slices still to send: paused until its owner adds some
+                    -- (compute_fund).
+                    UPDATE compute_jobs j SET status = 'paused', flags = j.flags | 64
+                    WHERE j.job_id = job
+                      AND EXISTS (SELECT FROM compute_slices s
+                                  WHERE s.job_id = job AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker'));
                     CONTINUE;
                 END IF;
             END IF;
-            WITH picked AS (
-                SELECT p.slice_number, p.copy FROM (
-                    SELECT DISTINCT ON (s.slice_number) s.slice_number, s.copy
-                    FROM compute_slices s
-                    WHERE s.job_id = job AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker')
-                      -- In estimation, only the estimation slices, unless the job is greedy.
-                      AND (c.status = 'running' OR c.estimation_slices = 0 OR s.estimation OR c.flags & 8 <> 0)
-                      -- Never two copies of one slice to one worker.
-                      AND (c.duplication_level = 1 AND s.copy = 0
-                           OR NOT EXISTS (SELECT FROM compute_slices o
-                                          WHERE o.job_id = job AND o.slice_number = s.slice_number
-                                            AND o.lease_token IS NOT NULL AND o.last_assigned_worker = w.opaque_id)
-                              AND NOT EXISTS (SELECT FROM slice_reports x
-                                              WHERE x.job_id = job AND x.slice_number = s.slice_number
-                                                AND x.worker_opaque_id = w.opaque_id))
-                    ORDER BY s.slice_number, s.copy
-                ) p
-                ORDER BY p.slice_number
+            WITH candidates AS (
+                SELECT s.slice_number, s.copy
+                FROM compute_slices s
+                WHERE s.job_id = job AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker')
+                  -- In estimation, only the estimation slices, unless the job is greedy.
+                  AND (c.status = 'running' OR c.estimation_slices = 0 OR s.estimation OR c.flags & 8 <> 0)
+                  -- Never two copies of one slice to one worker.
+                  AND (c.duplication_level = 1 AND s.copy = 0
+                       OR NOT EXISTS (SELECT FROM compute_slices o
+                                      WHERE o.job_id = job AND o.slice_number = s.slice_number
+                                        AND o.lease_token IS NOT NULL AND o.last_assigned_worker = w.opaque_id)
+                          AND NOT EXISTS (SELECT FROM slice_reports x
+                                          WHERE x.job_id = job AND x.slice_number = s.slice_number
+                                            AND x.worker_opaque_id = w.opaque_id))
+                ORDER BY s.slice_number, s.copy
+                LIMIT n * ceil(c.duplication_level)::integer
+                FOR UPDATE SKIP LOCKED
+            ), picked AS (
+                SELECT DISTINCT ON (p.slice_number) p.slice_number, p.copy FROM candidates p
+                ORDER BY p.slice_number, p.copy
                 LIMIT n
             ), handed AS (
                 UPDATE compute_slices s
@@ -849,17 +892,18 @@ BEGIN
                 FROM picked p
                 WHERE s.job_id = job AND s.slice_number = p.slice_number AND s.copy = p.copy
                 RETURNING s.slice_number, s.copy, s.estimation
+            ), task AS (
+                INSERT INTO compute_tasks (worker_opaque_id, compute_group_id, eligible, job_id, slice_count)
+                SELECT w.opaque_id, g.id, eligible, job, count(*) FROM handed HAVING count(*) > 0
             )
-            SELECT count(*), count(*) FILTER (WHERE h.estimation) INTO taken, n FROM handed h;
+            SELECT count(*), count(*) FILTER (WHERE h.estimation) INTO taken, estimated FROM handed h;
             CONTINUE WHEN taken = 0;
-            UPDATE compute_jobs j SET last_tasked_at = clock_timestamp(),
-                                      status = CASE WHEN j.status <> 'new' THEN j.status
-                                                    WHEN j.estimation_slices = 0 THEN 'running'
-                                                    ELSE 'estimation' END,
-                                      next_slice_number = greatest(j.next_slice_number,
-                                          (SELECT max(s.slice_number) + 1 FROM compute_slices s WHERE s.lease_token = token))
-            WHERE j.job_id = job;
-            IF n > 0 THEN
+            IF c.status = 'new' THEN
+                UPDATE compute_jobs j
+                SET status = (CASE WHEN j.estimation_slices = 0 THEN 'running' ELSE 'estimation' END)::compute_job_status
+                WHERE j.job_id = job;
+            END IF;
+            IF estimated > 0 THEN
                 UPDATE job_perf_data p
                 SET estimation_slices_remaining = (SELECT count(*) FROM compute_slices s
                                                    WHERE s.job_id = job AND s.estimation AND s.copy = 0 AND s.status = 'new')
@@ -867,19 +911,17 @@ BEGIN
             END IF;
             UPDATE compute_group_workers m SET last_served_at = clock_timestamp()
             WHERE m.worker_opaque_id = w.opaque_id AND m.compute_group_id = g.id;
-            INSERT INTO compute_tasks (worker_opaque_id, compute_group_id, eligible, job_id, slice_count)
-            VALUES (w.opaque_id, g.id, eligible, job, taken);
             UPDATE worker_task_info t SET current_task = jsonb_build_object('job_id', job, 'slices', taken)
             WHERE t.worker_opaque_id = w.opaque_id;
             RETURN QUERY
             SELECT token, job, s.slice_number, s.copy::integer,
                    coalesce(d.value::text, _slice_datum(c.data_storage_type, c.data_storage_details, s.slice_number)),
-                   f.value::text,
-                   ARRAY(SELECT a.value::text FROM job_arguments a WHERE a.job_id = job ORDER BY a.arg_index),
-                   job_flag_names(c.flags), s.estimation
+                   f.value::text, a.arguments, a.flags, s.estimation
             FROM compute_slices s
             LEFT JOIN job_data d ON d.job_id = job AND d.slice_number = s.slice_number
             LEFT JOIN work_functions f ON f.job_id = job
+            CROSS JOIN (SELECT ARRAY(SELECT a.value::text FROM job_arguments a WHERE a.job_id = job ORDER BY a.arg_index)
+                               AS arguments, job_flag_names(c.flags) AS flags) a
             WHERE s.lease_token = token
             ORDER BY s.slice_number;
             RETURN;
@@ -955,22 +997,15 @@ BEGIN
 END
 $$;
 
--- A result as it is kept: a data: URI up to pg_jobs.compute_inline_result_bytes, else in the
--- result store, referred to as pgjobs:result:<id>.
-CREATE FUNCTION _result_uri(job bigint, job_owner oid, body text) RETURNS text
-LANGUAGE plpgsql
+-- A result larger than pg_jobs.compute_inline_result_bytes (a smaller one is kept as a data:
+-- URI), kept in the result store and referred to as pgjobs:result:<id>.
+CREATE FUNCTION _stored_result(job bigint, job_owner oid, body text) RETURNS text
+LANGUAGE sql
 SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    id bigint;
-BEGIN
-    IF octet_length(body) <= current_setting('pg_jobs.compute_inline_result_bytes')::integer THEN
-        RETURN 'data:;base64,' || translate(encode(convert_to(body, 'UTF8'), 'base64'), E'\n', '');
-    END IF;
-    INSERT INTO result_store (job_id, owner, body) VALUES (job, job_owner, body) RETURNING result_store.id INTO id;
-    RETURN 'pgjobs:result:' || id;
-END
-$$;
+BEGIN ATOMIC
+    INSERT INTO result_store (job_id, owner, body) VALUES (job, job_owner, body)
+    RETURNING 'pgjobs:result:' || result_store.id;
+END;
 
 -- A result's text, from its data: URI or the result store; read as the caller, so only the
 -- job's owner reads a stored one.
@@ -1014,6 +1049,13 @@ BEGIN
     END IF;
     SELECT j.* INTO c FROM compute_jobs j
     WHERE j.job_id = (SELECT s.job_id FROM compute_slices s WHERE s.lease_token = token LIMIT 1);
+    -- The locks _compute_resolve takes, in slice order and before any copy's row: taken one by one
+    -- after the copies were deleted below, two reports of one slice waited for each other (a
+    -- deadlock, found by the simulation in sim/). A slice sent once is never resolved.
+    IF c.duplication_level <> 1 THEN
+        PERFORM pg_advisory_xact_lock((c.job_id % 2147483647)::integer, u.s)
+        FROM (SELECT DISTINCT x AS s FROM unnest(slice_numbers) x ORDER BY 1) u;
+    END IF;
     -- The copies held under this token leave for their reports; any other is stale (retasked,
     -- resolved by another copy, or its job ended).
     WITH held AS (
@@ -1028,7 +1070,10 @@ BEGIN
         INSERT INTO slice_reports (job_id, slice_number, copy, owner, worker_opaque_id, compute_group_id, value,
                                    value_hash, accepted, cpu_time, gpu_time, wall_time, in_data_size, out_data_size)
         SELECT h.job_id, h.slice_number, h.copy, h.owner, h.last_assigned_worker, h.compute_group_id,
-               _result_uri(h.job_id, h.owner, h.value), md5(h.value),
+               CASE WHEN octet_length(h.value) <= current_setting('pg_jobs.compute_inline_result_bytes')::integer
+                    THEN 'data:;base64,' || translate(encode(convert_to(h.value, 'UTF8'), 'base64'), E'\n', '')
+                    ELSE _stored_result(h.job_id, h.owner, h.value) END,
+               md5(h.value),
                -- A slice sent once is resolved by its one result.
                CASE WHEN c.duplication_level = 1 AND h.copy = 0 THEN true END,
                coalesce(h.cpu, 0), coalesce(h.gpu, 0), coalesce(h.wall, 0), coalesce(h.i, 0), coalesce(h.o, 0)
@@ -1100,8 +1145,9 @@ BEGIN
         WHERE r.job_id = c.job_id AND r.slice_number = slice AND r.accepted ORDER BY r.id LIMIT 1;
         DELETE FROM compute_slices s WHERE s.job_id = c.job_id AND s.slice_number = slice;
     WHEN 'tiebreak' THEN
-        INSERT INTO compute_slices (job_id, slice_number, copy, owner, status)
-        VALUES (c.job_id, slice, copies, c.owner, 'tiebreaker');
+        -- An estimation slice's tiebreaker is one too, or a job in estimation never sends it.
+        INSERT INTO compute_slices (job_id, slice_number, copy, owner, status, estimation)
+        VALUES (c.job_id, slice, copies, c.owner, 'tiebreaker', slice <= c.estimation_slices);
     WHEN 'undecidable' THEN
         UPDATE slice_reports r SET accepted = false WHERE r.job_id = c.job_id AND r.slice_number = slice;
         PERFORM _compute_end(c.job_id, 'corrupted');
@@ -1172,21 +1218,24 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    job record;
+    jobs bigint[];
+    job bigint;
+    ids bigint[];
     n integer := 0;
 BEGIN
     IF NOT pg_try_advisory_xact_lock(-2, 0) THEN
         RETURN 0;
     END IF;
-    FOR job IN
-        SELECT r.job_id, array_agg(r.id ORDER BY r.id) AS ids
-        FROM (SELECT x.id, x.job_id FROM slice_reports x
-              WHERE x.folded_seq IS NULL AND x.accepted IS NOT NULL
-              ORDER BY x.id LIMIT max_reports) r
-        GROUP BY r.job_id
-    LOOP
-        PERFORM _compute_fold_job(job.job_id, job.ids);
-        n := n + cardinality(job.ids);
+    -- Every job with something to fold gets its share of the round, so a busy job does not hold
+    -- up the figures of the others.
+    jobs := ARRAY(SELECT DISTINCT r.job_id FROM slice_reports r WHERE r.folded_seq IS NULL);
+    FOREACH job IN ARRAY jobs LOOP
+        ids := ARRAY(SELECT r.id FROM slice_reports r
+                     WHERE r.job_id = job AND r.folded_seq IS NULL AND r.accepted IS NOT NULL
+                     ORDER BY r.id LIMIT greatest(max_reports / cardinality(jobs), 1));
+        CONTINUE WHEN cardinality(ids) = 0;
+        PERFORM _compute_fold_job(job, ids);
+        n := n + cardinality(ids);
     END LOOP;
     PERFORM _compute_fold_tasks();
     PERFORM _compute_job_transitions();
@@ -1345,7 +1394,8 @@ BEGIN ATOMIC
 END;
 
 -- Jobs whose estimation slices are all done run; jobs whose every slice has its result, that
--- are closed and have nothing out or unfolded, are finished.
+-- are closed and have nothing out or unfolded, are finished. Jobs a fetch holds are left for
+-- the next round.
 CREATE FUNCTION _compute_job_transitions() RETURNS void
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -1355,9 +1405,15 @@ DECLARE
 BEGIN
     -- Skipped when locked: a fetch holding the job's row may be waiting for job_perf_data, which
     -- this transaction has locked.
-    UPDATE compute_jobs c SET status = 'running'
+    -- next_slice_number: the first slice never handed out (fetches do not write the job's row).
+    UPDATE compute_jobs c
+    SET status = CASE WHEN c.status = 'estimation' AND _compute_estimated(c.job_id) THEN 'running'::compute_job_status
+                      ELSE c.status END,
+        next_slice_number = coalesce((SELECT min(s.slice_number) FROM compute_slices s
+                                      WHERE s.job_id = c.job_id AND s.status = 'new' AND s.copy = 0),
+                                     c.last_slice_number + 1)
     FROM (SELECT e.job_id FROM compute_jobs e
-          WHERE e.status = 'estimation' AND _compute_estimated(e.job_id)
+          WHERE e.status IN ('new', 'estimation', 'running', 'paused')
           FOR NO KEY UPDATE SKIP LOCKED) e
     WHERE c.job_id = e.job_id;
     FOR job IN
