@@ -386,6 +386,8 @@ CREATE TABLE compute_group_jobs (
     owner             oid NOT NULL DEFAULT identity(),
     -- The job's owner sees the membership too, through compute_groups_jobs_by_job.
     job_owner         oid NOT NULL,
+    -- What the job paid the group to be deployed into it: its deploy fee and add-job fee.
+    fee               numeric NOT NULL DEFAULT 0 CHECK (fee >= 0),
     last_update       timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (compute_group_id, job_id)
 );

@@ -441,7 +441,9 @@ BEGIN
             _text_array(spec -> 'module_path'), spec -> 'dependencies');
     INSERT INTO job_arguments (job_id, owner, arg_index, value)
     SELECT job, caller, a.n - 1, _as_uri(a.v) FROM jsonb_array_elements_text(coalesce(spec -> 'arguments', '[]')) WITH ORDINALITY a(v, n);
-    INSERT INTO compute_group_jobs (compute_group_id, job_id, job_owner) SELECT g, job, caller FROM unnest(group_ids) g;
+    INSERT INTO compute_group_jobs (compute_group_id, job_id, job_owner, fee)
+    SELECT g.id, job, caller, coalesce(g.deploy_fee, 0) + coalesce(g.add_job_fee, 0)
+    FROM compute_groups g WHERE g.id = ANY (group_ids);
     PERFORM _compute_add_copies(job, caller, 1, coalesce(slices, 0), values_);
     RETURN job;
 END
@@ -800,12 +802,18 @@ BEGIN
     IF max_slices < 1 THEN
         PERFORM _invalid(format('max_slices must be at least 1, not %s', max_slices));
     END IF;
-    UPDATE worker_task_info t SET task_time = now(), serial = coalesce(t.serial, 0) + 1
+    SELECT x.opaque_id, r.capabilities, r.worktimes, coalesce(t.serial, 0) AS serial,
+           (SELECT count(*) FROM compute_group_workers m WHERE m.worker_opaque_id = x.opaque_id) AS groups
+      INTO w
     FROM workers x JOIN worker_run_info r ON r.worker_opaque_id = x.opaque_id
-    WHERE x.identity = caller_role AND t.worker_opaque_id = x.opaque_id
-    RETURNING x.opaque_id, r.capabilities, r.worktimes, t.serial INTO w;
+    JOIN worker_task_info t ON t.worker_opaque_id = x.opaque_id
+    WHERE x.identity = caller_role;
     IF NOT FOUND THEN
         PERFORM _compute_worker_of(caller_role);
+        -- Registered by its owner in workers, but it never said what it runs.
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('worker %s has not registered what it runs', caller_role::regrole),
+            HINT = 'Call compute_worker_register as this role first.';
     END IF;
     -- Two fetches through one limited group take turns, so neither counts before the other wrote:
     -- the locks of all the worker's limited groups, in id order and before anything else. (Taken
@@ -909,9 +917,12 @@ BEGIN
                                                    WHERE s.job_id = job AND s.estimation AND s.copy = 0 AND s.status = 'new')
                 WHERE p.job_id = job;
             END IF;
-            UPDATE compute_group_workers m SET last_served_at = clock_timestamp()
-            WHERE m.worker_opaque_id = w.opaque_id AND m.compute_group_id = g.id;
-            UPDATE worker_task_info t SET current_task = jsonb_build_object('job_id', job, 'slices', taken)
+            IF w.groups > 1 THEN
+                UPDATE compute_group_workers m SET last_served_at = clock_timestamp()
+                WHERE m.worker_opaque_id = w.opaque_id AND m.compute_group_id = g.id;
+            END IF;
+            UPDATE worker_task_info t
+            SET task_time = now(), serial = coalesce(t.serial, 0) + 1, current_task = jsonb_build_object('job_id', job, 'slices', taken)
             WHERE t.worker_opaque_id = w.opaque_id;
             RETURN QUERY
             SELECT token, job, s.slice_number, s.copy::integer,
@@ -929,6 +940,8 @@ BEGIN
         INSERT INTO compute_tasks (worker_opaque_id, compute_group_id, eligible, job_id, slice_count)
         VALUES (w.opaque_id, g.id, eligible, NULL, 0);
     END LOOP;
+    UPDATE worker_task_info t SET task_time = now(), serial = coalesce(t.serial, 0) + 1, current_task = NULL
+    WHERE t.worker_opaque_id = w.opaque_id;
 END
 $$;
 

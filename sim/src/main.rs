@@ -4,6 +4,11 @@
 //!   pg_jobs_compute_sim simulate --dsn DSN
 //!       owners, groups, jobs and 20 workers at once, then checks of what must hold afterwards;
 //!       prints `ok - ...` / `not ok - ...: detail` lines and exits 1 if any failed.
+//!   pg_jobs_compute_sim crash-load --dsn DSN [--seconds 120]
+//!       prints a run tag, deploys two jobs and works on them with 8 workers until the server is
+//!       stopped under it (exit 0), then `submitted N`: the reports acknowledged before the crash.
+//!   pg_jobs_compute_sim crash-check --dsn DSN --tag TAG [--submitted N]
+//!       after the restart: finishes that run's jobs, then the simulation's checks on them.
 //!   pg_jobs_compute_sim bench --dsn DSN [--slices 1000000] [--workers 8] [--seconds 30]
 //!       slices/s fetched and completed at tasks of 1, 10 and 100 slices, beside the queue's own
 //!       drain at the same batch sizes; a Markdown table, also written to target/bench/compute.md.
@@ -12,6 +17,7 @@
 //! their own made from it, since the scheduler's functions act for the role that connected.
 
 mod bench;
+mod crash;
 mod simulate;
 
 use postgres::{Client, Config, NoTls};
@@ -25,6 +31,8 @@ fn main() {
     let Some(dsn) = option("--dsn") else { usage() };
     let code = match args.first().map(String::as_str) {
         Some("simulate") => simulate::run(&dsn),
+        Some("crash-load") => crash::load(&dsn, number("--seconds", 120) as u64),
+        Some("crash-check") => crash::check(&dsn, &option("--tag").unwrap_or_else(|| usage()), option("--submitted").map(|n| n.parse().unwrap_or_else(|_| usage()))),
         Some("bench") => bench::run(&dsn, number("--slices", 1_000_000), number("--workers", 8) as usize, number("--seconds", 30) as u64),
         _ => usage(),
     };
@@ -32,7 +40,7 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: pg_jobs_compute_sim simulate --dsn DSN\n       pg_jobs_compute_sim bench --dsn DSN [--slices N] [--workers N] [--seconds N]");
+    eprintln!("usage: pg_jobs_compute_sim simulate --dsn DSN\n       pg_jobs_compute_sim crash-load --dsn DSN [--seconds N]\n       pg_jobs_compute_sim crash-check --dsn DSN --tag TAG [--submitted N]\n       pg_jobs_compute_sim bench --dsn DSN [--slices N] [--workers N] [--seconds N]");
     exit(2);
 }
 

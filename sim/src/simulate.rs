@@ -4,7 +4,7 @@
 //! job. Then checks of what must hold by construction once every job has finished.
 
 use crate::{connect, create_roles, make_proxy, mix, run_tag, unit, work};
-use postgres::Client;
+use postgres::{Client, Row};
 use rust_decimal::{Decimal, RoundingStrategy};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,17 +21,18 @@ const REJECTS: usize = 19;
 /// The dying worker does this many tasks properly, then takes one more and vanishes with it.
 const DIES_AFTER: usize = 5;
 
-struct Group {
-    id: i64,
-    opaque: String,
-    owner: usize,
-    commission_rate: Decimal,
-    fees: Decimal,
-    max_sandboxes: Option<i64>,
-    max_workers: Option<i64>,
+pub struct Group {
+    pub id: i64,
+    pub opaque: String,
+    pub join_key: String,
+    pub owner: usize,
+    pub commission_rate: Decimal,
+    pub fees: Decimal,
+    pub max_sandboxes: Option<i64>,
+    pub max_workers: Option<i64>,
 }
 
-enum Input {
+pub enum Input {
     Range(i64),
     Pattern(&'static str),
     Values(Vec<String>),
@@ -39,7 +40,7 @@ enum Input {
 
 impl Input {
     /// The datum compute_fetch hands out for a slice (see _slice_datum and _as_uri).
-    fn datum(&self, slice: i32) -> String {
+    pub fn datum(&self, slice: i32) -> String {
         match self {
             Input::Range(start) => format!("data:,{}", start + i64::from(slice) - 1),
             Input::Pattern(p) => p.replace("{slice}", &slice.to_string()),
@@ -55,31 +56,33 @@ impl Input {
     }
 }
 
-struct Job {
-    id: i64,
-    name: &'static str,
-    group: usize,
-    slices: i32,
-    consensus: bool,
+pub struct Job {
+    pub id: i64,
+    pub name: &'static str,
+    pub group: usize,
+    pub slices: i32,
+    pub consensus: bool,
     /// DCC per accepted report, and what the owner put in (fees and compute_fund's top-up included).
-    payment: Decimal,
-    deposit: Decimal,
+    pub payment: Decimal,
+    pub deposit: Decimal,
 }
 
 /// What one worker thread saw, for the checks (the server's statistics are compared with it).
 #[derive(Default)]
-struct Tally {
-    opaque: String,
+pub struct Tally {
+    pub opaque: String,
     tasks: HashMap<i64, i64>,
     slices: HashMap<i64, i64>,
-    outcomes: BTreeMap<String, i64>,
-    errors: Vec<String>,
+    pub outcomes: BTreeMap<String, i64>,
+    pub errors: Vec<String>,
+    /// Why the connection was lost, if it was: the thread ended there.
+    pub lost: Option<String>,
     died_holding: Vec<(i64, i32)>,
     rejected: Option<i64>,
     slices_after_reject: i64,
 }
 
-fn dec(s: &str) -> Decimal {
+pub fn dec(s: &str) -> Decimal {
     s.parse().unwrap()
 }
 
@@ -114,27 +117,13 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
         (2, "0", "0", "0", None, None),
     ]
     .into_iter()
-    .map(|(owner, rate, deploy_fee, add_job_fee, sandboxes, max_workers): (usize, &str, &str, &str, Option<i64>, Option<i64>)| {
-        let row = admin
-            .query_one(
-                "INSERT INTO pgjobs.compute_groups (owner, name, join_key, commission_rate, deploy_fee, add_job_fee,
-                                                    max_concurrent_sandboxes, max_concurrent_workers)
-                 VALUES ($1::text::regrole, $2, $2, $3, $4, $5, $6::int8::int4, $7::int8::int4) RETURNING id, opaque_id::text",
-                &[&owners[owner], &format!("{tag}-g{owner}"), &dec(rate), &dec(deploy_fee), &dec(add_job_fee), &sandboxes, &max_workers],
-            )
-            .unwrap();
-        let opaque: String = row.get(1);
-        connect(dsn, Some(&owners[owner]))
-            .execute("SELECT pgjobs.compute_group_set_secret($1::text::uuid, 'sesame')", &[&opaque])
-            .unwrap();
-        Group { id: row.get(0), opaque, owner, commission_rate: dec(rate), fees: dec(deploy_fee) + dec(add_job_fee), max_sandboxes: sandboxes, max_workers }
-    })
+    .map(|plan| create_group(admin, dsn, &tag, &owners, plan))
     .collect();
 
     // (name, group, input, slices, level, consensus, max_slices_per_task, offer or market value)
     let words = |n: usize, stem: &str| -> Vec<String> { (1..=n).map(|k| format!("{stem}-{k}")).collect() };
-    let plan: Vec<(&str, usize, Input, i32, f64, bool, i32, Result<&str, i32>)> = vec![
-        ("range, race 1.0", 0, Input::Range(1), 5000, 1.0, false, 10, Ok("0.001")),
+    let plan: Vec<JobPlan> = vec![
+        ("range, race 1.0", 0, Input::Range(1), 10_000, 1.0, false, 10, Ok("0.001")),
         ("pattern, race 1.5", 0, Input::Pattern("https://data.example/{slice}.json"), 3000, 1.5, false, 25, Ok("0.0005")),
         ("tasks of one slice", 0, Input::Range(1000), 300, 1.0, false, 1, Ok("0.002")),
         ("underfunded", 0, Input::Range(5000), 1000, 1.0, false, 10, Ok("0.01")),
@@ -147,29 +136,12 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
     ];
     let mut jobs = Vec::new();
     let mut inputs = Vec::new();
-    for (name, group, input, slices, level, consensus, per_task, price) in plan {
-        let payment = match price {
-            Ok(offer) => dec(offer),
-            Err(multiplier) => Decimal::from(multiplier) * dec("0.001"),
-        };
+    for plan in plan {
         // Enough for every copy and a tiebreaker each, except the underfunded job: 200 slices.
-        let deposit = groups[group].fees
-            + if name == "underfunded" { dec("2") } else { payment * Decimal::from(slices) * Decimal::from(3) };
-        let mut spec = serde_json::json!({
-            "work": "(x) => x", "name": format!("{tag} {name}"), "input": input.spec(slices),
-            "groups": [groups[group].opaque], "funds": deposit.to_string(), "duplication_level": level,
-            "duplication_type": if consensus { "consensus" } else { "race" }, "max_slices_per_task": per_task,
-        });
-        match price {
-            Ok(offer) => spec["offer"] = offer.into(),
-            Err(multiplier) => spec["market_value"] = multiplier.into(),
-        }
-        let id: i64 = connect(dsn, Some(&owners[groups[group].owner]))
-            .query_one("SELECT pgjobs.compute_deploy($1::text::jsonb)", &[&spec.to_string()])
-            .unwrap()
-            .get(0);
-        jobs.push(Job { id, name, group, slices, consensus, payment, deposit });
-        inputs.push(input);
+        let group = &groups[plan.1];
+        let deposit = if plan.0 == "underfunded" { group.fees + dec("2") } else { ample(group, &plan) };
+        jobs.push(deploy(dsn, &tag, &owners[group.owner], group, &plan, deposit));
+        inputs.push(plan.2);
     }
     let job_ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
     println!("# run {tag}: {} slices in {} jobs, {WORKERS} workers", jobs.iter().map(|j| j.slices).sum::<i32>(), jobs.len());
@@ -194,8 +166,7 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
     let handles: Vec<_> = (0..WORKERS)
         .map(|k| {
             let (dsn, role, stop) = (dsn.to_string(), workers[k].clone(), stop.clone());
-            let joins: Vec<String> = memberships(k).iter().map(|&g| groups[g].opaque.clone()).collect();
-            let joins: Vec<(String, String)> = joins.into_iter().zip(memberships(k).iter().map(|&g| format!("{tag}-g{}", groups[g].owner))).collect();
+            let joins: Vec<(String, String)> = memberships(k).iter().map(|&g| (groups[g].opaque.clone(), groups[g].join_key.clone())).collect();
             thread::spawn(move || worker(&dsn, k, &role, &joins, &stop))
         })
         .collect();
@@ -204,16 +175,7 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
     // it has paused for want of funds.
     let mut nsf_seen: Option<(Decimal, Decimal)> = None;
     let underfunded = jobs.iter().position(|j| j.name == "underfunded").unwrap();
-    let mut timed_out = None;
-    let (mut reports_seen, mut moved_at) = (-1i64, Instant::now());
-    loop {
-        let rows = admin
-            .query("SELECT job_id, status::text, flags FROM pgjobs.compute_jobs WHERE job_id = ANY ($1)", &[&job_ids])
-            .unwrap();
-        let live = rows.iter().filter(|r| !matches!(r.get::<_, &str>(1), "finished" | "cancelled" | "corrupted")).count();
-        if live == 0 {
-            break;
-        }
+    let timed_out = wait_for_jobs(admin, &job_ids, |admin, rows| {
         if nsf_seen.is_none() {
             if let Some(r) = rows.iter().find(|r| r.get::<_, i64>(0) == jobs[underfunded].id) {
                 if r.get::<_, &str>(1) == "paused" && r.get::<_, i32>(2) & 64 != 0 {
@@ -229,32 +191,13 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
                 }
             }
         }
-        // Given up after 10 minutes, or 60 s without a new report (every call failing, say).
-        let reports: i64 = admin.query_one("SELECT count(*) FROM pgjobs.slice_reports WHERE job_id = ANY ($1)", &[&job_ids]).unwrap().get(0);
-        if reports != reports_seen {
-            (reports_seen, moved_at) = (reports, Instant::now());
-        }
-        if started.elapsed() > Duration::from_secs(600) || moved_at.elapsed() > Duration::from_secs(60) {
-            timed_out = Some(format!("after {:.0} s, {:.0} s without a new report: ", started.elapsed().as_secs_f64(), moved_at.elapsed().as_secs_f64()));
-            break;
-        }
-        thread::sleep(Duration::from_millis(250));
-    }
+    });
     let elapsed = started.elapsed();
     stop.store(true, Ordering::Relaxed);
     let tallies: Vec<Tally> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     let limits = monitor.join().unwrap();
-    // The fetches' records (compute_tasks) are folded by the background worker's next ticks.
-    let fold_deadline = Instant::now() + Duration::from_secs(20);
-    while admin.query_one("SELECT count(*) FROM pgjobs.compute_tasks", &[]).unwrap().get::<_, i64>(0) > 0 && Instant::now() < fold_deadline {
-        thread::sleep(Duration::from_millis(200));
-    }
-    let mut outcomes: BTreeMap<String, i64> = BTreeMap::new();
-    for t in &tallies {
-        for (o, n) in &t.outcomes {
-            *outcomes.entry(o.clone()).or_default() += n;
-        }
-    }
+    wait_tasks_folded(admin);
+    let outcomes = outcomes(&tallies);
     println!("# all jobs ended in {:.1} s; outcomes of submitted slices: {outcomes:?}", elapsed.as_secs_f64());
 
     let mut checks = Checks::default();
@@ -262,10 +205,7 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
         Some(when) => Err(when + &statuses(admin, &job_ids)),
         None => Ok(()),
     });
-    checks.check("no worker's call failed", {
-        let errors: Vec<&String> = tallies.iter().flat_map(|t| &t.errors).collect();
-        if errors.is_empty() { Ok(()) } else { Err(format!("{} errors, first: {}", errors.len(), errors[0])) }
-    });
+    check_no_errors(&mut checks, &tallies);
     check_jobs_finished(&mut checks, admin, &job_ids);
     check_results(&mut checks, admin, &jobs, &inputs);
     check_wrong_worker(&mut checks, admin, &jobs, &tallies[WRONG]);
@@ -274,7 +214,7 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
     checks.check(&format!("the limited group never held more than {} copies nor {} workers ({} samples, at most {} copies and {} workers seen)",
                           groups[1].max_sandboxes.unwrap(), groups[1].max_workers.unwrap(), limits.samples, limits.most_copies, limits.most_workers),
                  if limits.violations.is_empty() { Ok(()) } else { Err(limits.violations.join("; ")) });
-    check_period_stats(&mut checks, admin, &jobs, &groups, &tallies);
+    check_period_stats(&mut checks, admin, &jobs, &groups, &tallies, true);
     check_dead_worker(&mut checks, admin, &tallies[DIES]);
     check_rejection(&mut checks, admin, &tallies[REJECTS]);
     checks.check("the underfunded job paused with nsf and, funded, finished with nothing left", match nsf_seen {
@@ -289,12 +229,12 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
 }
 
 #[derive(Default)]
-struct Checks {
-    failed: usize,
+pub struct Checks {
+    pub failed: usize,
 }
 
 impl Checks {
-    fn check(&mut self, what: &str, outcome: Result<(), String>) {
+    pub fn check(&mut self, what: &str, outcome: Result<(), String>) {
         match outcome {
             Ok(()) => println!("ok - {what}"),
             Err(detail) => {
@@ -305,7 +245,7 @@ impl Checks {
     }
 }
 
-fn statuses(admin: &mut Client, job_ids: &[i64]) -> String {
+pub fn statuses(admin: &mut Client, job_ids: &[i64]) -> String {
     admin
         .query_one(
             "SELECT string_agg(c.job_id || ' ' || c.status || ' (' || (SELECT count(*) FROM pgjobs.compute_slices s WHERE s.job_id = c.job_id) || ' copies left)', ', ')
@@ -316,8 +256,127 @@ fn statuses(admin: &mut Client, job_ids: &[i64]) -> String {
         .get(0)
 }
 
-/// One simulated worker: registers, joins its groups, then fetches and submits until told to stop.
-fn worker(dsn: &str, k: usize, role: &str, joins: &[(String, String)], stop: &AtomicBool) -> Tally {
+/// Group `owners[owner]`'s compute group, named and keyed `{tag}-g{owner}` with the secret "sesame".
+pub type GroupPlan = (usize, &'static str, &'static str, &'static str, Option<i64>, Option<i64>);
+
+pub fn create_group(admin: &mut Client, dsn: &str, tag: &str, owners: &[String], plan: GroupPlan) -> Group {
+    let (owner, rate, deploy_fee, add_job_fee, sandboxes, max_workers) = plan;
+    let row = admin
+        .query_one(
+            "INSERT INTO pgjobs.compute_groups (owner, name, join_key, commission_rate, deploy_fee, add_job_fee,
+                                                max_concurrent_sandboxes, max_concurrent_workers)
+             VALUES ($1::text::regrole, $2, $2, $3, $4, $5, $6::int8::int4, $7::int8::int4) RETURNING id, opaque_id::text",
+            &[&owners[owner], &format!("{tag}-g{owner}"), &dec(rate), &dec(deploy_fee), &dec(add_job_fee), &sandboxes, &max_workers],
+        )
+        .unwrap();
+    let opaque: String = row.get(1);
+    connect(dsn, Some(&owners[owner]))
+        .execute("SELECT pgjobs.compute_group_set_secret($1::text::uuid, 'sesame')", &[&opaque])
+        .unwrap();
+    group_of(plan, tag, row.get(0), opaque)
+}
+
+/// The group `plan` made, as the checks expect it (another process's run: see crash.rs).
+pub fn group_of(plan: GroupPlan, tag: &str, id: i64, opaque: String) -> Group {
+    let (owner, rate, deploy_fee, add_job_fee, max_sandboxes, max_workers) = plan;
+    let (commission_rate, fees) = (dec(rate), dec(deploy_fee) + dec(add_job_fee));
+    Group { id, opaque, join_key: format!("{tag}-g{owner}"), owner, commission_rate, fees, max_sandboxes, max_workers }
+}
+
+/// (name, group, input, slices, level, consensus, max_slices_per_task, offer or market value × 0.001 DCC)
+pub type JobPlan = (&'static str, usize, Input, i32, f64, bool, i32, Result<&'static str, i32>);
+
+/// The job `plan` deploys, with `id` (deployed by another process or here) and what was put in.
+pub fn job_of(plan: &JobPlan, id: i64, deposit: Decimal) -> Job {
+    let &(name, group, _, slices, _, consensus, _, price) = plan;
+    let payment = match price {
+        Ok(offer) => dec(offer),
+        Err(multiplier) => Decimal::from(multiplier) * dec("0.001"),
+    };
+    Job { id, name, group, slices, consensus, payment, deposit }
+}
+
+/// Enough for every copy and a tiebreaker each, and the group's fees.
+pub fn ample(group: &Group, plan: &JobPlan) -> Decimal {
+    group.fees + job_of(plan, 0, Decimal::ZERO).payment * Decimal::from(plan.3) * Decimal::from(3)
+}
+
+pub fn deploy(dsn: &str, tag: &str, owner: &str, group: &Group, plan: &JobPlan, deposit: Decimal) -> Job {
+    let (name, _, input, slices, level, consensus, per_task, price) = plan;
+    let mut spec = serde_json::json!({
+        "work": "(x) => x", "name": format!("{tag} {name}"), "input": input.spec(*slices),
+        "groups": [group.opaque], "funds": deposit.to_string(), "duplication_level": level,
+        "duplication_type": if *consensus { "consensus" } else { "race" }, "max_slices_per_task": per_task,
+    });
+    match price {
+        Ok(offer) => spec["offer"] = (*offer).into(),
+        Err(multiplier) => spec["market_value"] = (*multiplier).into(),
+    }
+    let id: i64 = connect(dsn, Some(owner)).query_one("SELECT pgjobs.compute_deploy($1::text::jsonb)", &[&spec.to_string()]).unwrap().get(0);
+    job_of(plan, id, deposit)
+}
+
+/// Polls until every job has ended, calling `each_round` with (job_id, status, flags) rows; gives
+/// up after 10 minutes, or 60 s without a new report (every call failing, say), and says when.
+pub fn wait_for_jobs(admin: &mut Client, job_ids: &[i64], mut each_round: impl FnMut(&mut Client, &[Row])) -> Option<String> {
+    let started = Instant::now();
+    let (mut reports_seen, mut moved_at) = (-1i64, Instant::now());
+    loop {
+        let rows = admin
+            .query("SELECT job_id, status::text, flags FROM pgjobs.compute_jobs WHERE job_id = ANY ($1)", &[&job_ids])
+            .unwrap();
+        if rows.iter().all(|r| matches!(r.get::<_, &str>(1), "finished" | "cancelled" | "corrupted")) {
+            return None;
+        }
+        each_round(admin, &rows);
+        let reports: i64 = admin.query_one("SELECT count(*) FROM pgjobs.slice_reports WHERE job_id = ANY ($1)", &[&job_ids]).unwrap().get(0);
+        if reports != reports_seen {
+            (reports_seen, moved_at) = (reports, Instant::now());
+        }
+        if started.elapsed() > Duration::from_secs(600) || moved_at.elapsed() > Duration::from_secs(60) {
+            return Some(format!("after {:.0} s, {:.0} s without a new report: ", started.elapsed().as_secs_f64(), moved_at.elapsed().as_secs_f64()));
+        }
+        thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// The fetches' records (compute_tasks) are folded by the background worker's next ticks.
+pub fn wait_tasks_folded(admin: &mut Client) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while admin.query_one("SELECT count(*) FROM pgjobs.compute_tasks", &[]).unwrap().get::<_, i64>(0) > 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// What became of the slices the workers submitted ("accepted", "stale", ...), summed.
+pub fn outcomes(tallies: &[Tally]) -> BTreeMap<String, i64> {
+    let mut outcomes: BTreeMap<String, i64> = BTreeMap::new();
+    for (o, n) in tallies.iter().flat_map(|t| &t.outcomes) {
+        *outcomes.entry(o.clone()).or_default() += n;
+    }
+    outcomes
+}
+
+pub fn check_no_errors(checks: &mut Checks, tallies: &[Tally]) {
+    let errors: Vec<&String> = tallies.iter().flat_map(|t| t.errors.iter().chain(&t.lost)).collect();
+    checks.check("no worker's call failed",
+                 if errors.is_empty() { Ok(()) } else { Err(format!("{} errors, first: {}", errors.len(), errors[0])) });
+}
+
+/// Records a failed call; true if the connection is gone with it (the server stopped), which ends
+/// the worker: what it held is left to the watchdog, and only submits that returned count.
+fn failed(tally: &mut Tally, client: &mut Client, what: String) -> bool {
+    if client.is_valid(Duration::from_secs(2)).is_ok() {
+        tally.errors.push(what);
+        return false;
+    }
+    tally.lost = Some(what);
+    true
+}
+
+/// One simulated worker: registers, joins its groups, then fetches and submits until told to stop
+/// or its connection is lost. Workers 17, 18 and 19 misbehave (WRONG, DIES, REJECTS).
+pub fn worker(dsn: &str, k: usize, role: &str, joins: &[(String, String)], stop: &AtomicBool) -> Tally {
     let mut client = connect(dsn, Some(role));
     let mut tally = Tally::default();
     tally.opaque = client
@@ -335,13 +394,12 @@ fn worker(dsn: &str, k: usize, role: &str, joins: &[(String, String)], stop: &At
     let mut done = 0usize;
     let mut seed = (k as u64) << 40;
     while !stop.load(Ordering::Relaxed) {
-        if client.is_closed() {
-            client = connect(dsn, Some(role));
-        }
         let rows = match client.query("SELECT task_token::text, job_id, slice_number, datum FROM pgjobs.compute_fetch($1)", &[&ask]) {
             Ok(rows) => rows,
             Err(e) => {
-                tally.errors.push(format!("{role} fetch: {e:?}"));
+                if failed(&mut tally, &mut client, format!("{role} fetch: {e:?}")) {
+                    return tally;
+                }
                 thread::sleep(Duration::from_millis(100));
                 continue;
             }
@@ -368,14 +426,17 @@ fn worker(dsn: &str, k: usize, role: &str, joins: &[(String, String)], stop: &At
             let sql = "SELECT pgjobs.compute_reject($1::text::uuid, 'EWORKREJECT', 'the simulation refuses this job', 0)";
             match client.query_one(sql, &[&token]) {
                 Ok(_) => tally.rejected = Some(job),
-                Err(e) => tally.errors.push(format!("{role} reject: {e:?}")),
+                Err(e) if failed(&mut tally, &mut client, format!("{role} reject: {e:?}")) => return tally,
+                Err(_) => {}
             }
             continue;
         }
         seed = mix(seed + 1);
         if seed % 4 == 0 {
             if let Err(e) = client.query_one("SELECT pgjobs.compute_progress($1::text::uuid)", &[&token]) {
-                tally.errors.push(format!("{role} progress: {e:?}"));
+                if failed(&mut tally, &mut client, format!("{role} progress: {e:?}")) {
+                    return tally;
+                }
             }
             thread::sleep(Duration::from_millis(seed % 20));
         }
@@ -396,7 +457,8 @@ fn worker(dsn: &str, k: usize, role: &str, joins: &[(String, String)], stop: &At
         let sql = "SELECT outcome FROM pgjobs.compute_submit($1::text::uuid, $2, $3, $4, $5, $6, $7, $8)";
         match client.query(sql, &[&token, &slices, &results, &cpu, &gpu, &wall, &bytes_in, &bytes_out]) {
             Ok(rows) => rows.iter().for_each(|r| *tally.outcomes.entry(r.get(0)).or_default() += 1),
-            Err(e) => tally.errors.push(format!("{role} submit: {e:?}")),
+            Err(e) if failed(&mut tally, &mut client, format!("{role} submit: {e:?}")) => return tally,
+            Err(_) => {}
         }
     }
     tally
@@ -433,7 +495,7 @@ fn watch_limits(dsn: &str, group: i64, stop: &AtomicBool) -> Limits {
     limits
 }
 
-fn check_jobs_finished(checks: &mut Checks, admin: &mut Client, job_ids: &[i64]) {
+pub fn check_jobs_finished(checks: &mut Checks, admin: &mut Client, job_ids: &[i64]) {
     let row = admin
         .query_one(
             "SELECT count(*) FILTER (WHERE c.status = 'finished' AND h.status = 'completed'), string_agg(c.job_id || ': ' || c.status, ', ')
@@ -448,7 +510,7 @@ fn check_jobs_finished(checks: &mut Checks, admin: &mut Client, job_ids: &[i64])
 
 /// Each slice has exactly one result (job_results' key allows at most one; the count says every
 /// slice has one) and it is what an honest worker computes from the slice's datum.
-fn check_results(checks: &mut Checks, admin: &mut Client, jobs: &[Job], inputs: &[Input]) {
+pub fn check_results(checks: &mut Checks, admin: &mut Client, jobs: &[Job], inputs: &[Input]) {
     let mut problems = Vec::new();
     for (job, input) in jobs.iter().zip(inputs) {
         let rows = admin
@@ -551,12 +613,12 @@ fn close(a: Option<f64>, b: Option<f64>) -> bool {
 /// job_perf_data against the job's reports in folded_seq order: seven series (cpu, gpu, bytes in,
 /// bytes out, cpu and gpu density, wall over the task target), each report weighted
 /// alpha = min(0.5, max(total - (seq - 1), 1) / total); and the totals as sums (times rounded).
-fn check_averages(checks: &mut Checks, admin: &mut Client, jobs: &[Job]) {
+pub fn check_averages(checks: &mut Checks, admin: &mut Client, jobs: &[Job]) {
     let target_ms: f64 = admin
         .query_one("SELECT extract(epoch FROM current_setting('pg_jobs.compute_task_target')::interval)::float8 * 1000", &[])
         .unwrap()
         .get(0);
-    let (mut averages, mut totals) = (Vec::new(), Vec::new());
+    let (mut sequence, mut averages, mut totals) = (Vec::new(), Vec::new(), Vec::new());
     for job in jobs {
         let reports = admin
             .query(
@@ -571,7 +633,7 @@ fn check_averages(checks: &mut Checks, admin: &mut Client, jobs: &[Job]) {
         for (k, r) in reports.iter().enumerate() {
             let seq: Option<i64> = r.get(0);
             if seq != Some(k as i64 + 1) {
-                averages.push(format!("job {}: report {} has folded_seq {seq:?}", job.id, k + 1));
+                sequence.push(format!("job {}: report {} has folded_seq {seq:?}", job.id, k + 1));
                 break;
             }
             let (cpu, gpu, wall, bytes_in, bytes_out): (f64, f64, f64, i64, i64) = (r.get(1), r.get(2), r.get(3), r.get(4), r.get(5));
@@ -598,7 +660,7 @@ fn check_averages(checks: &mut Checks, admin: &mut Client, jobs: &[Job]) {
             )
             .unwrap();
         if p.get::<_, i64>(0) != reports.len() as i64 {
-            averages.push(format!("job {}: measured_slices {} for {} reports", job.id, p.get::<_, i64>(0), reports.len()));
+            sequence.push(format!("job {}: measured_slices {} for {} reports", job.id, p.get::<_, i64>(0), reports.len()));
         }
         for (k, m) in series.iter().enumerate() {
             let (mean, variance): (Option<f64>, Option<f64>) = (p.get(1 + k), p.get(8 + k));
@@ -611,7 +673,10 @@ fn check_averages(checks: &mut Checks, admin: &mut Client, jobs: &[Job]) {
             totals.push(format!("job {}: {stored:?} stored, {sums:?} summed", job.id));
         }
     }
+    sequence.truncate(5);
     averages.truncate(5);
+    checks.check("each report was folded once: a job's folded_seq values are 1..measured_slices, no gap, no duplicate",
+                 if sequence.is_empty() { Ok(()) } else { Err(sequence.join("; ")) });
     checks.check("job_perf_data's averages and variances equal a recomputation from the reports in folded_seq order (1e-9 relative)",
                  if averages.is_empty() { Ok(()) } else { Err(averages.join("; ")) });
     checks.check("job_perf_data's totals equal the sums of the reports",
@@ -622,7 +687,7 @@ fn check_averages(checks: &mut Checks, admin: &mut Client, jobs: &[Job]) {
 /// finished; paid is the reports' payments, which are the slice payment for each accepted report
 /// and 0 otherwise; commission round(payment × the group's rate, 18) per accepted report; fees
 /// the group's, taken off the deposit; each worker's earnings its reports' paid − commission.
-fn check_money(checks: &mut Checks, admin: &mut Client, jobs: &[Job], groups: &[Group], tallies: &[Tally]) {
+pub fn check_money(checks: &mut Checks, admin: &mut Client, jobs: &[Job], groups: &[Group], tallies: &[Tally]) {
     let (mut balance, mut payments, mut commissions, mut fees) = (vec![], vec![], vec![], vec![]);
     for job in jobs {
         let f = admin
@@ -685,7 +750,9 @@ fn check_money(checks: &mut Checks, admin: &mut Client, jobs: &[Job], groups: &[
 /// through the group, and tasked_slice_count the slices the workers received; per group and
 /// worker, compute_group_worker_period_stats' slices, times, bytes and earnings are that worker's
 /// reports' and task_count the tasks it received; job_perf_data.task_count the job's tasks.
-fn check_period_stats(checks: &mut Checks, admin: &mut Client, jobs: &[Job], groups: &[Group], tallies: &[Tally]) {
+/// Without `fetches_known` (after a crash: a fetch may commit while its answer is lost) only the
+/// reports are compared, not the fetches.
+pub fn check_period_stats(checks: &mut Checks, admin: &mut Client, jobs: &[Job], groups: &[Group], tallies: &[Tally], fetches_known: bool) {
     let job_ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
     let group_of: HashMap<i64, i64> = jobs.iter().map(|j| (j.id, groups[j.group].id)).collect();
     let mut problems = Vec::new();
@@ -719,7 +786,7 @@ fn check_period_stats(checks: &mut Checks, admin: &mut Client, jobs: &[Job], gro
         if stats != reports || group != group_of.get(&job).copied() {
             problems.push(format!("job {job} group {group:?}: stats {stats:?}, reports {reports:?}"));
         }
-        if r.get::<_, i64>(4) != fetched.get(&job).copied().unwrap_or(0) {
+        if fetches_known && r.get::<_, i64>(4) != fetched.get(&job).copied().unwrap_or(0) {
             problems.push(format!("job {job}: tasked_slice_count {}, workers received {:?}", r.get::<_, i64>(4), fetched.get(&job)));
         }
     }
@@ -728,12 +795,13 @@ fn check_period_stats(checks: &mut Checks, admin: &mut Client, jobs: &[Job], gro
     }
     for job in jobs {
         let counted: i32 = admin.query_one("SELECT task_count FROM pgjobs.job_perf_data WHERE job_id = $1", &[&job.id]).unwrap().get(0);
-        if i64::from(counted) != tasks.get(&job.id).copied().unwrap_or(0) {
+        if fetches_known && i64::from(counted) != tasks.get(&job.id).copied().unwrap_or(0) {
             problems.push(format!("job {}: task_count {counted}, workers received {:?} tasks", job.id, tasks.get(&job.id)));
         }
     }
     problems.truncate(5);
-    checks.check("group-job period statistics summed over periods equal the reports' totals and the slices handed out",
+    let handed_out = if fetches_known { " and the slices handed out" } else { "" };
+    checks.check(&format!("group-job period statistics summed over periods equal the reports' totals{handed_out}"),
                  if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) });
 
     let mut problems = Vec::new();
@@ -761,16 +829,18 @@ fn check_period_stats(checks: &mut Checks, admin: &mut Client, jobs: &[Job], gro
         for r in rows {
             let group: i64 = r.get(0);
             let (stats, reports): (String, String) = (r.get(2), r.get(3));
-            if r.get::<_, i64>(1) != expected_tasks.remove(&group).unwrap_or(0) || stats != reports {
+            let tasks_differ = r.get::<_, i64>(1) != expected_tasks.remove(&group).unwrap_or(0);
+            if fetches_known && tasks_differ || stats != reports {
                 problems.push(format!("worker {} group {group}: tasks {}, {stats} vs reports {reports}", t.opaque, r.get::<_, i64>(1)));
             }
         }
-        if !expected_tasks.is_empty() {
+        if fetches_known && !expected_tasks.is_empty() {
             problems.push(format!("worker {}: no statistics for the tasks {expected_tasks:?}", t.opaque));
         }
     }
     problems.truncate(5);
-    checks.check("group-worker period statistics summed over periods equal each worker's reports and tasks",
+    let and_tasks = if fetches_known { " and tasks" } else { "" };
+    checks.check(&format!("group-worker period statistics summed over periods equal each worker's reports{and_tasks}"),
                  if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) });
 }
 

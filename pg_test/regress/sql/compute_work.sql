@@ -98,6 +98,13 @@ RESET ROLE;
 SET ROLE regress_cw_other;
 SELECT regress.error_of('SELECT pgjobs.compute_fetch()') AS refused;
 RESET ROLE;
+-- A worker its owner put into workers but that never said what it runs.
+INSERT INTO pgjobs.workers (owner, identity, label)
+VALUES ('regress_cw_group_owner'::regrole, 'regress_cw_group_owner'::regrole, 'unregistered');
+SET ROLE regress_cw_group_owner;
+SELECT regress.error_of('SELECT pgjobs.compute_fetch()') AS refused;
+RESET ROLE;
+DELETE FROM pgjobs.workers WHERE label = 'unregistered';
 SET ROLE regress_cw_w1;
 SELECT regress.error_of('SELECT pgjobs.compute_worker_register(''w1'', ''["v9"]'')') AS refused;
 SELECT regress.error_of('SELECT pgjobs.compute_worker_register(''w1'', cpu_cores => -1)') AS refused;
@@ -121,6 +128,10 @@ FROM pgjobs.job_fin_data WHERE job_id = :job;
 SELECT slice_number, copy, status, estimation FROM pgjobs.active_slices WHERE job_id = :job ORDER BY 1, 2;
 SELECT value FROM pgjobs.work_functions WHERE job_id = :job;
 SELECT task, queue, status FROM pgjobs.job_list WHERE id = :job;
+RESET ROLE;
+-- The group's owner sees what the job paid the group.
+SET ROLE regress_cw_group_owner;
+SELECT compute_group_id = :g_main AS main, fee FROM pgjobs.compute_group_jobs WHERE job_id = :job;
 -- Someone else's job is not there to pause.
 RESET ROLE;
 SET ROLE regress_cw_other;
