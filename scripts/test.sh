@@ -7,6 +7,7 @@ source "$(dirname "$0")/live_tests.sh"
 source "$(dirname "$0")/agent_tests.sh"
 source "$(dirname "$0")/routine_tests.sh"
 source "$(dirname "$0")/compute_tests.sh"
+source "$(dirname "$0")/example_tests.sh"
 source "$(dirname "$0")/web_tests.sh"
 # PG_JOBS_TEST_PORT moves the suite's clusters (this port, +2 and +10) off the default.
 PORT=${PG_JOBS_TEST_PORT:-28816}
@@ -106,6 +107,8 @@ if wait_ready; then
     run_routine_tests
     log "the compute scheduler under load"
     run_compute_tests
+    log "the client examples (Python, Node)"
+    run_example_tests
     log "the SCHED page in a browser"
     run_web_tests
 else

@@ -1,0 +1,10 @@
+-- The application table the example workers write to, one row per job they did. No unique
+-- constraint on job_id on purpose: exactly-once comes from completing the job in the same
+-- transaction as this insert, and scripts/example_tests.sh counts the rows to show it. (A real
+-- application would add the constraint as well.)
+CREATE TABLE IF NOT EXISTS example_effects (
+    job_id  bigint NOT NULL,
+    n       integer,
+    worker  text NOT NULL,
+    done_at timestamptz NOT NULL DEFAULT now()
+);
