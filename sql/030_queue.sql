@@ -179,6 +179,7 @@ BEGIN
           WHERE j.status IN ('started', 'aborted') AND j.locked_until < statement_timestamp()
             AND (j.status = 'aborted' OR j.attempt >= j.max_attempts)
           FOR UPDATE SKIP LOCKED) e;
+    PERFORM _metrics_count_rescued(requeued + finished);
     RETURN requeued + finished;
 END
 $$;

@@ -102,6 +102,15 @@ extension_sql_file!(
         api::routines::_routine_decide
     ]
 );
+extension_sql_file!(
+    "../sql/089_metrics.sql",
+    name = "metrics",
+    requires = [
+        "routines",
+        api::metrics::_metrics_counters,
+        api::metrics::_metrics_count_rescued
+    ]
+);
 // Last: it grants every function, Rust's included, and marks the tables for pg_dump.
 extension_sql_file!("../sql/090_grants.sql", name = "grants", finalize);
 
@@ -123,6 +132,7 @@ pub extern "C-unwind" fn _PG_init() {
     }
     gucs::init();
     api::ready::init_ready_state();
+    api::metrics::init_metrics();
     bgworker::init_shared_state();
     bgworker::register_launcher();
 }

@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod compute;
+pub mod metrics;
 pub mod opaque_id;
 pub mod retry;
 pub mod routine;

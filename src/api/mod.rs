@@ -5,6 +5,7 @@ pub mod batch;
 pub mod call;
 pub mod compute;
 pub mod identity;
+pub mod metrics;
 pub mod queue;
 pub mod ready;
 pub mod routines;

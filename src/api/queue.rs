@@ -13,6 +13,7 @@ use super::call::{
     argument, invalid, materialize, null, refuse, refuse_with_detail, required, return_row, value,
     Caller, Parameters, Planning, Rows, Section, Statement,
 };
+use super::metrics::{self, Counter};
 use super::ready;
 use crate::{entry, gucs};
 
@@ -808,10 +809,25 @@ fn claim_from(
     } else {
         &CLAIM_QUEUES
     };
-    section.run(
+    let claimed = section.run(
         statement,
         &[Some(Datum::from(claimant)), given, n, lease, worker],
-    )
+    );
+    metrics::count(Counter::Claims, claimed.len());
+    claimed
+}
+
+/// Runs FINISH, counting the jobs it completed and failed.
+fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
+    let finished = section.run(&FINISH, arguments);
+    let ended = |column| {
+        (0..finished.len())
+            .filter(|&row| finished.get::<bool>(row, column) == Some(true))
+            .count()
+    };
+    metrics::count(Counter::Completions, ended(2));
+    metrics::count(Counter::Failures, ended(3));
+    finished
 }
 
 entry!(jobs_claim, pg_finfo_jobs_claim, |fcinfo| {
@@ -906,8 +922,8 @@ fn complete(
     tokens: Option<Datum>,
     results: Option<Datum>,
 ) -> Vec<i64> {
-    ids_of(&section.run(
-        &FINISH,
+    ids_of(&finish(
+        section,
         &[
             Some(ids),
             tokens,
@@ -986,9 +1002,10 @@ fn fail(
     errors: Option<Datum>,
 ) -> Vec<i64> {
     let retried = section.run(&RETRY, &[Some(ids), tokens, errors, acting_on(caller)]);
+    metrics::count(Counter::Failures, retried.len());
     // Last attempt used, or aborted meanwhile: finished. (The retried are no longer leased.)
-    let finished = section.run(
-        &FINISH,
+    let finished = finish(
+        section,
         &[
             Some(ids),
             tokens,
@@ -1163,7 +1180,7 @@ entry!(_lease_error, pg_finfo__lease_error, |fcinfo| {
 entry!(_finish, pg_finfo__finish, |fcinfo| {
     let section = Section::as_current_user();
     let arguments: Vec<Option<Datum>> = (0..7).map(|n| argument(fcinfo, n)).collect();
-    Datum::from(section.run(&FINISH, &arguments).len() as i32)
+    Datum::from(finish(&section, &arguments).len() as i32)
 });
 
 entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
@@ -1224,20 +1241,19 @@ entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {
     let status = if live.len() == 0 {
         section.run(&FINISHED_JOB, &[Some(job), owner]).datum(0, 0)
     } else if live.get::<String>(0, 0).as_deref() == Some("created") {
-        section
-            .run(
-                &FINISH,
-                &[
-                    Some(array(INT8OID, &[Some(job)])),
-                    None,
-                    Some(array(TEXTOID, &["created".into_datum()])),
-                    "aborted".into_datum(),
-                    owner,
-                    None,
-                    None,
-                ],
-            )
-            .datum(0, 1)
+        finish(
+            &section,
+            &[
+                Some(array(INT8OID, &[Some(job)])),
+                None,
+                Some(array(TEXTOID, &["created".into_datum()])),
+                "aborted".into_datum(),
+                owner,
+                None,
+                None,
+            ],
+        )
+        .datum(0, 1)
     } else {
         section.run(&ABORT_LEASED, &[Some(job)]).datum(0, 0)
     };

@@ -122,7 +122,7 @@ RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_unti
 -- where it is in one of the statuses $3 and owned by $5 (any owner when null), in one statement.
 -- $4 is the outcome; a job aborted while leased finishes as aborted. $6 are results, $7 errors:
 -- an error joins the job's log of errors and a failed job's result. Returns the jobs
--- finished, in no order.
+-- finished, in no order, with their status and whether it is completed or failed (counted).
 WITH given AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[], $6::jsonb[], $7::text[]) AS g(job_id, token, result, error)
 ), j AS (
@@ -148,7 +148,7 @@ SELECT j.id, j.opaque_id, j.owner, f.final, j.task, j.queue, j.priority, j.paylo
        j.attempt, j.max_attempts, j.idempotency_key, j.key_rule, j.locked_by,
        j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed
 FROM j, LATERAL (SELECT CASE WHEN j.status = 'aborted' THEN 'aborted' ELSE $4::job_status END AS final) f
-RETURNING id, status;
+RETURNING id, status, status = 'completed', status = 'failed';
 
 -- name: retry
 -- Failed attempts of jobs $1 (tokens $2, errors $3, owner $4 or any when null) with attempts

@@ -1,0 +1,40 @@
+-- What monitoring reads: one row per figure, in the long shape postgres_exporter's custom
+-- queries take (metric and its labels, then a value; monitoring/postgres_exporter.yml). Counts of
+-- the live table are read at each scrape; the queue's work is counted in shared memory as it
+-- commits (src/api/metrics.rs), since a count from job_history would have to read a month.
+
+-- The view reads as its owner, the extension's owner, so a monitoring role sees every identity's
+-- queues without being able to read a job; only pg_monitor may read it.
+CREATE VIEW metrics AS
+WITH live AS (
+    SELECT j.queue::text AS queue, j.status::text AS status, count(*) AS jobs,
+           count(*) FILTER (WHERE j.status = 'created' AND j.run_at <= now()) AS ready,
+           min(j.run_at) FILTER (WHERE j.status = 'created' AND j.run_at <= now()) AS oldest_ready
+    FROM jobs j GROUP BY j.queue, j.status
+)
+SELECT 'jobs' AS metric, l.queue, l.status, l.jobs::float8 AS value FROM live l
+UNION ALL
+SELECT 'jobs_ready', l.queue, NULL, l.ready::float8 FROM live l WHERE l.status = 'created'
+UNION ALL
+SELECT 'oldest_ready_seconds', l.queue, NULL, extract(epoch FROM now() - l.oldest_ready)::float8
+FROM live l WHERE l.oldest_ready IS NOT NULL
+UNION ALL
+SELECT c.counter || '_total', NULL, NULL, c.total::float8 FROM _metrics_counters() c
+UNION ALL
+SELECT c.counter || '_last_minute', NULL, NULL, c.last_minute::float8 FROM _metrics_counters() c
+UNION ALL
+SELECT 'launcher_alive', NULL, NULL, coalesce((SELECT l.alive::integer FROM launcher l), 0)::float8
+UNION ALL
+SELECT 'launcher_lag_seconds', NULL, NULL, extract(epoch FROM now() - l.heartbeat_at)::float8 FROM launcher_state l
+UNION ALL
+SELECT 'sql_jobs_running', NULL, NULL, count(*)::float8 FROM job_runs r WHERE r.status = 'running';
+COMMENT ON VIEW metrics IS
+    'The job system''s figures for monitoring, one row each (README: Metrics): jobs by queue and '
+    'status, ready jobs and the oldest one''s age by queue, claims, completions, failures and '
+    'expired leases rescued (total since the server started and in the last minute, in this '
+    'database), whether the launcher is alive and how long since its heartbeat, SQL jobs running.';
+REVOKE ALL ON metrics FROM PUBLIC;
+GRANT SELECT ON metrics TO pg_monitor;
+-- Functions a view calls are called as the reader.
+GRANT USAGE ON SCHEMA @extschema@ TO pg_monitor;
+GRANT EXECUTE ON FUNCTION _metrics_counters() TO pg_monitor;

@@ -1,0 +1,136 @@
+//! Counts of the queue's work for `pgjobs.metrics`: claims, completions, failures and rescued
+//! leases, in total since the server started and in the last minute (pg_jobs_core::metrics),
+//! per database. Shared memory, so that counting costs a hot path no write of a row; counted
+//! when the transaction that did the work commits, so a rolled-back completion is not counted.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pg_jobs_core::metrics::{self, SECONDS};
+use pgrx::prelude::*;
+
+#[derive(Clone, Copy)]
+pub(crate) enum Counter {
+    Claims,
+    Completions,
+    Failures,
+    Rescued,
+}
+
+const NAMES: [&str; COUNTERS] = ["claims", "completions", "failures", "rescued"];
+const COUNTERS: usize = 4;
+/// Databases of a cluster that can count; a database past them counts nothing (README).
+const DATABASES: usize = 64;
+/// A database's words: its oid, then per counter its total and its minute.
+const COUNTER_WORDS: usize = 1 + SECONDS;
+const DATABASE_WORDS: usize = 1 + COUNTERS * COUNTER_WORDS;
+
+static METRICS: pgrx::PgAtomic<[AtomicU64; DATABASES * DATABASE_WORDS]> =
+    unsafe { pgrx::PgAtomic::new(c"pg_jobs metrics") };
+
+pub(crate) fn init_metrics() {
+    pgrx::pg_shmem_init!(METRICS = std::array::from_fn(|_| AtomicU64::new(0)));
+}
+
+thread_local! {
+    /// What this transaction counted, added to shared memory when it commits.
+    static PENDING: Cell<[u32; COUNTERS]> = const { Cell::new([0; COUNTERS]) };
+    static CALLBACK_SET: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Counts `n` of `counter` when this transaction commits.
+pub(crate) fn count(counter: Counter, n: usize) {
+    if n == 0 {
+        return;
+    }
+    PENDING.with(|pending| {
+        let mut counts = pending.get();
+        counts[counter as usize] = counts[counter as usize].saturating_add(n as u32);
+        pending.set(counts);
+    });
+    if !CALLBACK_SET.with(|set| set.replace(true)) {
+        pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, || {
+            let counts = PENDING.with(|pending| pending.replace([0; COUNTERS]));
+            if let Some(words) = database_words(true) {
+                let now = now();
+                for (counter, &n) in counts.iter().enumerate().filter(|(_, &n)| n > 0) {
+                    let (total, minute) = counter_words(words, counter);
+                    total.fetch_add(u64::from(n), Ordering::Relaxed);
+                    metrics::add(minute, now, n);
+                }
+            }
+            CALLBACK_SET.with(|set| set.set(false));
+        });
+        pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, || {
+            PENDING.with(|pending| pending.set([0; COUNTERS]));
+            CALLBACK_SET.with(|set| set.set(false));
+        });
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}
+
+/// This database's words; with `claim`, a free place is taken for it if it has none.
+fn database_words(claim: bool) -> Option<&'static [AtomicU64]> {
+    let database = u64::from(unsafe { pg_sys::MyDatabaseId }.to_u32());
+    let all = METRICS.get();
+    for words in all.chunks(DATABASE_WORDS) {
+        match words[0].load(Ordering::Acquire) {
+            found if found == database => return Some(words),
+            0 if claim => {
+                match words[0].compare_exchange(0, database, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => return Some(words),
+                    // Another database took it meanwhile, or this one did in another backend.
+                    Err(found) if found == database => return Some(words),
+                    Err(_) => continue,
+                }
+            }
+            0 => return None,
+            _ => continue,
+        }
+    }
+    None
+}
+
+fn counter_words(words: &[AtomicU64], counter: usize) -> (&AtomicU64, &[AtomicU64; SECONDS]) {
+    let first = 1 + counter * COUNTER_WORDS;
+    let minute = words[first + 1..first + COUNTER_WORDS]
+        .try_into()
+        .expect("SECONDS words");
+    (&words[first], minute)
+}
+
+/// Each counter of this database: its total since the server started and its last minute.
+#[pg_extern(volatile, parallel_safe)]
+fn _metrics_counters() -> TableIterator<
+    'static,
+    (
+        name!(counter, &'static str),
+        name!(total, i64),
+        name!(last_minute, i64),
+    ),
+> {
+    let words = database_words(false);
+    let now = now();
+    TableIterator::new((0..COUNTERS).map(move |counter| match words {
+        Some(words) => {
+            let (total, minute) = counter_words(words, counter);
+            (
+                NAMES[counter],
+                total.load(Ordering::Relaxed) as i64,
+                metrics::last_minute(minute, now) as i64,
+            )
+        }
+        None => (NAMES[counter], 0, 0),
+    }))
+}
+
+/// Counts expired leases rescued, for _rescue_expired (SQL).
+#[pg_extern(volatile, strict)]
+fn _metrics_count_rescued(n: i32) {
+    count(Counter::Rescued, n.max(0) as usize);
+}
