@@ -1,5 +1,5 @@
 # The README's commands. Each one installs what it needs first.
-.PHONY: run test bench stop
+.PHONY: run test bench stop package
 
 run:
 	./scripts/run.sh
@@ -12,3 +12,6 @@ bench:
 
 stop:
 	./scripts/stop.sh
+
+package:
+	./scripts/package.sh

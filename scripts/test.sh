@@ -9,6 +9,7 @@ source "$(dirname "$0")/routine_tests.sh"
 source "$(dirname "$0")/compute_tests.sh"
 source "$(dirname "$0")/example_tests.sh"
 source "$(dirname "$0")/web_tests.sh"
+source "$(dirname "$0")/package_tests.sh"
 # PG_JOBS_TEST_PORT moves the suite's clusters (this port, +2 and +10) off the default.
 PORT=${PG_JOBS_TEST_PORT:-28816}
 OUT="$ROOT/target/test-results"
@@ -130,6 +131,9 @@ else
     echo "CREATE EXTENSION without preloading ... FAILED: $refusal"
     count 0 1
 fi
+
+log "the Debian package"
+run_package_tests
 
 for diffs in "$OUT"/regress/regression.diffs "$OUT"/isolation/regression.diffs; do
     [ -s "$diffs" ] && { echo "--- $diffs"; cat "$diffs"; }
