@@ -31,6 +31,9 @@ CREATE TABLE jobs (
     lease_token     uuid,
     locked_by       text,
     locked_until    timestamptz,
+    -- The lease the attempt under way was claimed with (jobs_claim's lease, or the job's): a
+    -- heartbeat without a lease renews by it, so it never shortens a longer lease a claim chose.
+    claimed_lease   interval,
     begin_time      timestamptz,
     -- What the worker said about the attempt under way (a batch job's process and output tails).
     progress        jsonb,
@@ -102,7 +105,7 @@ CREATE POLICY owner_changes_public_fields ON jobs FOR UPDATE
 -- planner's estimates follow the column's statistics. So no member may name it at all: an owner
 -- reads its own ids in job_opaque_ids below.
 GRANT SELECT (id, owner, claimable_by, status, task, queue, priority, run_at, attempt, max_attempts,
-              backoff, max_backoff, lease, payload, lease_token, locked_by, locked_until, begin_time,
+              backoff, max_backoff, lease, payload, lease_token, locked_by, locked_until, claimed_lease, begin_time,
               progress, errors, idempotency_key, key_rule, due_at, start_time, last_update, name,
               description, link, listed) ON jobs TO pgjobs_user;
 GRANT UPDATE (name, description, link, listed) ON jobs TO pgjobs_user;
@@ -227,7 +230,8 @@ CREATE FUNCTION jobs_heartbeat(id bigint, token uuid, lease interval DEFAULT NUL
                                OUT lease_state text, OUT locked_until timestamptz)
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_heartbeat';
 COMMENT ON FUNCTION jobs_heartbeat IS
-    'Renews a lease. lease_state: held (keep working), aborted (stop, roll back, report with '
+    'Renews a lease, for lease or else the lease the job was claimed with. lease_state: held '
+    '(keep working), aborted (stop, roll back, report with '
     'jobs_fail), lost (another worker holds the job or it has finished: roll back).';
 
 CREATE FUNCTION jobs_complete(ids bigint[], tokens uuid[], results jsonb[] DEFAULT NULL) RETURNS void

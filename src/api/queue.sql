@@ -86,7 +86,7 @@ WHERE EXISTS (SELECT FROM jobs j WHERE j.status <> 'created' AND j.locked_until 
 -- ctid, so that no plan can turn this into a scan of the table.
 UPDATE jobs j
 SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
-    locked_by = $5, begin_time = statement_timestamp(),
+    locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
     locked_until = statement_timestamp() + coalesce($4::interval, j.lease)
 WHERE j.ctid = ANY (ARRAY(
     SELECT c.ctid FROM jobs c
@@ -112,7 +112,7 @@ WITH candidates AS (
 )
 UPDATE jobs j
 SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
-    locked_by = $5, begin_time = statement_timestamp(),
+    locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
     locked_until = statement_timestamp() + coalesce($4::interval, j.lease)
 WHERE j.ctid = ANY (ARRAY(SELECT c.tid FROM candidates c ORDER BY c.priority, c.run_at, c.id LIMIT $3))
 RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until;
@@ -167,9 +167,12 @@ WHERE j.id = g.job_id AND j.lease_token = g.token
 RETURNING j.id;
 
 -- name: heartbeat
--- Renews the lease of job $1 held by token $2 (owner $3, any when null) for $4 (or its lease).
+-- Renews the lease of job $1 held by token $2 (owner $3, any when null) for $4 (or the lease it
+-- was claimed with). An aborted job's lease is not renewed: its worker is told to stop, and one
+-- that goes on heartbeating instead loses the job when the lease runs out (the rescue ends it).
 UPDATE jobs j
-SET locked_until = statement_timestamp() + coalesce($4::interval, j.lease)
+SET locked_until = CASE WHEN j.status = 'aborted' THEN j.locked_until
+                        ELSE statement_timestamp() + coalesce($4::interval, j.claimed_lease, j.lease) END
 WHERE j.id = $1 AND j.lease_token = $2 AND j.status IN ('started', 'aborted')
   AND ($3::oid IS NULL OR j.owner = $3)
 RETURNING j.status::text, j.locked_until;

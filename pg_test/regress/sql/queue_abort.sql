@@ -11,7 +11,11 @@ CREATE TABLE regress.claim AS SELECT * FROM pgjobs.jobs_claim('w');
 SELECT pgjobs.jobs_abort(2);
 SELECT pgjobs.jobs_abort(2) AS again;
 SELECT id AS job_id, status FROM pgjobs.jobs;
+SELECT locked_until AS leased_until FROM pgjobs.jobs WHERE id = 2 \gset
 SELECT lease_state FROM regress.claim c, pgjobs.jobs_heartbeat(c.id, c.lease_token);
+-- ... and the heartbeat did not renew the lease, with or without a lease given.
+SELECT h.locked_until = :'leased_until' AS not_renewed
+FROM regress.claim c, pgjobs.jobs_heartbeat(c.id, c.lease_token, lease => '1 hour') h;
 
 SELECT regress.fingerprint() AS before \gset
 SELECT regress.error_of(format('SELECT pgjobs.jobs_complete(%s, %L, %L)', id, lease_token, '{}')) FROM regress.claim;

@@ -37,4 +37,14 @@ SELECT regress.expire_lease(2);
 SELECT count(*) AS claimed FROM pgjobs.jobs_claim('w5', ARRAY['default']);
 SELECT id AS job_id, status, attempt, locked_by FROM pgjobs.jobs;
 
-DROP TABLE regress.first, regress.second;
+-- A heartbeat without a lease renews by the lease the claim chose, not the job's shorter one.
+SELECT pgjobs.jobs_add('long claim', queue => 'q3', lease => '10 seconds') AS long_job \gset
+CREATE TABLE regress.long_claim AS SELECT * FROM pgjobs.jobs_claim('w6', ARRAY['q3'], 1, lease => '10 minutes');
+SELECT h.lease_state, h.locked_until - statement_timestamp() AS lease
+FROM regress.long_claim c, pgjobs.jobs_heartbeat(c.id, c.lease_token) h;
+SELECT h.lease_state, h.locked_until - statement_timestamp() AS lease
+FROM regress.long_claim c, pgjobs.jobs_heartbeat(c.id, c.lease_token, lease => '1 minute') h;
+SELECT h.lease_state, h.locked_until - statement_timestamp() AS lease
+FROM regress.long_claim c, pgjobs.jobs_heartbeat(c.id, c.lease_token) h;
+
+DROP TABLE regress.first, regress.second, regress.long_claim;
