@@ -261,6 +261,12 @@ COMMENT ON FUNCTION jobs_complete_and_claim IS
 CREATE FUNCTION jobs_fail(ids bigint[], tokens uuid[], errors text[]) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_fail';
 
+CREATE FUNCTION jobs_release(ids bigint[], tokens uuid[]) RETURNS void
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_release';
+COMMENT ON FUNCTION jobs_release IS
+    'Gives leased jobs back unworked (a worker that stops): waiting again and due now, the '
+    'attempt not counted; a job aborted meanwhile ends as aborted.';
+
 CREATE FUNCTION jobs_fail(id bigint, token uuid, error text) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_fail_one';
 COMMENT ON FUNCTION jobs_fail(bigint, uuid, text) IS

@@ -17,7 +17,7 @@ GRANT EXECUTE ON FUNCTION
     jobs_heartbeat(bigint, uuid, interval),
     jobs_complete(bigint[], uuid[], jsonb[]), jobs_complete(bigint, uuid, jsonb),
     jobs_complete_and_claim(bigint[], uuid[], jsonb[], text, text[], integer, interval),
-    jobs_fail(bigint[], uuid[], text[]), jobs_fail(bigint, uuid, text),
+    jobs_fail(bigint[], uuid[], text[]), jobs_fail(bigint, uuid, text), jobs_release(bigint[], uuid[]),
     jobs_abort(bigint),
     jobs_ready_signal(text),
     jobs_find(job_status, text, text, text, date, integer, integer), jobs_counts(date),

@@ -131,6 +131,11 @@ static RETRY: Statement = statement(
     &[INT8ARRAYOID, UUIDARRAYOID, TEXTARRAYOID, OIDOID],
     Planning::Probes,
 );
+static RELEASE: Statement = statement(
+    "release",
+    &[INT8ARRAYOID, UUIDARRAYOID, OIDOID],
+    Planning::Probes,
+);
 static HEARTBEAT: Statement = statement(
     "heartbeat",
     &[INT8OID, UUIDOID, OIDOID, INTERVALOID],
@@ -1051,6 +1056,39 @@ entry!(jobs_fail_one, pg_finfo_jobs_fail_one, |fcinfo| {
         Some(array(TEXTOID, &[argument(fcinfo, 2)])),
     );
     one_reported(fcinfo, &section, &caller, reported.len());
+    Datum::from(0)
+});
+
+entry!(jobs_release, pg_finfo_jobs_release, |fcinfo| {
+    let caller = Caller::current();
+    let ids = check_report(fcinfo, 0);
+    let section = Section::as_owner(fcinfo);
+    let given = argument(fcinfo, 0);
+    let tokens = argument(fcinfo, 1);
+    let released = section.run(&RELEASE, &[given, tokens, acting_on(&caller)]);
+    // Aborted meanwhile: given back, it has ended, as it would by its worker's failure.
+    let ended = finish(
+        &section,
+        &[
+            given,
+            tokens,
+            Some(array(TEXTOID, &["aborted".into_datum()])),
+            "aborted".into_datum(),
+            acting_on(&caller),
+            None,
+            None,
+        ],
+    );
+    let queues: Vec<(Oid, String)> = (0..released.len())
+        .filter_map(|row| Some((released.get(row, 1)?, released.get(row, 2)?)))
+        .collect();
+    wake(
+        &section,
+        queues.iter().map(|(by, queue)| (*by, queue.as_str())),
+    );
+    let mut reported = ids_of(&released);
+    reported.extend(ids_of(&ended));
+    all_reported(fcinfo, &section, &caller, 0, &ids, &reported);
     Datum::from(0)
 });
 

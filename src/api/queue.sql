@@ -166,6 +166,21 @@ WHERE j.id = g.job_id AND j.lease_token = g.token
   AND j.status = 'started' AND j.attempt < j.max_attempts AND ($4::oid IS NULL OR j.owner = $4)
 RETURNING j.id;
 
+-- name: release
+-- Gives leased jobs $1 (tokens $2, owner $3 or any when null) back unworked, as a worker that
+-- stops does: waiting again and due now, the attempt not counted, nothing logged. Returns the
+-- jobs given back, with their queues to wake.
+WITH given AS (
+    SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS g(job_id, token)
+)
+UPDATE jobs j
+SET status = 'created', lease_token = NULL, locked_until = NULL, claimed_lease = NULL,
+    attempt = j.attempt - 1, run_at = statement_timestamp(), progress = NULL
+FROM given g
+WHERE j.id = g.job_id AND j.lease_token = g.token AND j.status = 'started'
+  AND ($3::oid IS NULL OR j.owner = $3)
+RETURNING j.id, j.claimable_by, j.queue::text;
+
 -- name: heartbeat
 -- Renews the lease of job $1 held by token $2 (owner $3, any when null) for $4 (or the lease it
 -- was claimed with). An aborted job's lease is not renewed: its worker is told to stop, and one

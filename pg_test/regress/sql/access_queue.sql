@@ -66,6 +66,7 @@ FROM (VALUES ('regress_other'), ('regress_worker'), ('regress_nobody')) AS r(rol
      (VALUES ($$SELECT pgjobs.jobs_abort(2)$$),
              (format($$SELECT pgjobs.jobs_complete(3, %L)$$, :'token_3')),
              (format($$SELECT pgjobs.jobs_fail(3, %L, 'x')$$, :'token_3')),
+             (format($$SELECT pgjobs.jobs_release(ARRAY[3::bigint], ARRAY[%L::uuid])$$, :'token_3')),
              (format($$SELECT lease_state FROM pgjobs.jobs_heartbeat(3, %L)$$, :'token_3')),
              ($$SELECT pgjobs.jobs_add_proxy('regress_proxy')$$),
              ($$SELECT pgjobs.jobs_add_proxy('regress_other', root => 'regress_owner')$$),

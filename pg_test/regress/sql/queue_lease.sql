@@ -47,4 +47,22 @@ FROM regress.long_claim c, pgjobs.jobs_heartbeat(c.id, c.lease_token, lease => '
 SELECT h.lease_state, h.locked_until - statement_timestamp() AS lease
 FROM regress.long_claim c, pgjobs.jobs_heartbeat(c.id, c.lease_token) h;
 
-DROP TABLE regress.first, regress.second, regress.long_claim;
+-- A worker that stops gives its job back: waiting and due again, the attempt not counted, no
+-- error logged; its token then holds nothing, and the next claim gets the job.
+SELECT regress.reset();
+SELECT pgjobs.jobs_add('given back', max_attempts => 1);
+CREATE TABLE regress.releasing AS SELECT * FROM pgjobs.jobs_claim('w7');
+SELECT pgjobs.jobs_release(array_agg(id), array_agg(lease_token)) FROM regress.releasing;
+SELECT id AS job_id, status, attempt, lease_token IS NULL AS unleased, run_at <= now() AS due, errors FROM pgjobs.jobs;
+SELECT regress.fingerprint() AS before \gset
+SELECT regress.error_of(format('SELECT pgjobs.jobs_release(ARRAY[%s::bigint], ARRAY[%L::uuid])', id, lease_token)) FROM regress.releasing;
+SELECT regress.error_of(format('SELECT pgjobs.jobs_complete(%s, %L)', id, lease_token)) FROM regress.releasing;
+SELECT regress.error_of('SELECT pgjobs.jobs_release(ARRAY[1::bigint], ''{}'')') AS mismatched;
+SELECT regress.fingerprint() = :'before' AS unchanged;
+SELECT id, attempt FROM pgjobs.jobs_claim('w8');
+-- An aborted job given back has ended, as aborted.
+SELECT pgjobs.jobs_abort(1);
+SELECT pgjobs.jobs_release(ARRAY[1::bigint], ARRAY[lease_token]) FROM pgjobs.jobs WHERE id = 1;
+SELECT id, status, attempts FROM pgjobs.job_history;
+
+DROP TABLE regress.first, regress.second, regress.long_claim, regress.releasing;
