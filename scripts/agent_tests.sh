@@ -56,16 +56,6 @@ start_agent() {
 start_alpha() { start_agent alpha agent_a "$@"; }
 start_beta() { start_agent beta agent_b "$@"; }
 
-# wait_log SECONDS FILE PATTERN: polls until FILE has a line matching the extended regex.
-wait_log() {
-    local deadline=$((SECONDS + $1))
-    while [ $SECONDS -le $deadline ]; do
-        grep -qE "$3" "$2" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
 # job_pid COMPUTER JOB: the pid of the job's process, from the agent's "spawned" line.
 job_pid() {
     grep -E "\"event\":\"spawned\",\"job\":$2," "$(agent_log "$1")" | tail -n1 | sed -E 's/.*"pid":([0-9]+).*/\1/'

@@ -108,17 +108,7 @@ ex_start() {
     ex_run worker >"$(ex_log "$1")" 2>&1 &
     EX_PID=$!
     EX_PIDS+=("$EX_PID")
-    wait_log_line 15 "$(ex_log "$1")" "working on"
-}
-
-# wait_log_line SECONDS FILE PATTERN
-wait_log_line() {
-    local deadline=$((SECONDS + $1))
-    while [ $SECONDS -le $deadline ]; do
-        grep -qE "$3" "$2" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
+    wait_log 15 "$(ex_log "$1")" "working on"
 }
 
 # ex_stop SECONDS PID: SIGTERM; EX_RC is the exit status if it exits within SECONDS, else
@@ -180,7 +170,7 @@ example_language() {
         ex_check "an aborted job ends aborted, reported by its worker" ex_until 10 "
             SELECT status = 'aborted' AND errors->-1->>'error' = 'aborted while running: rolled back'
             FROM pgjobs.job_list WHERE id = $slow"
-        ex_check "the worker saw aborted" wait_log_line 5 "$holder_log" "job $slow aborted"
+        ex_check "the worker saw aborted" wait_log 5 "$holder_log" "job $slow aborted"
     else
         ex_failed "a worker claims the slow job" "$(ex_sql "SELECT status, locked_by FROM pgjobs.job_list WHERE id = $slow" 2>&1)"
     fi
@@ -230,7 +220,7 @@ example_language() {
             ex_failed "a job whose worker stopped is requeued" "$(ex_sql "SELECT status, locked_by FROM pgjobs.job_list WHERE id = $lost" 2>&1)"
         fi
         kill -CONT "$w3" || true
-        ex_check "the stopped worker, continued, saw its lease lost" wait_log_line 10 "$(ex_log w3)" "job $lost lost"
+        ex_check "the stopped worker, continued, saw its lease lost" wait_log 10 "$(ex_log w3)" "job $lost lost"
         expected="$expected,$lost"
     else
         ex_failed "a worker claims a job" "$(tail -n 3 "$(ex_log w3)")"

@@ -17,6 +17,16 @@ wait_until() {
     return 1
 }
 
+# wait_log SECONDS FILE PATTERN: polls until FILE has a line matching the extended regex.
+wait_log() {
+    local deadline=$((SECONDS + $1))
+    while [ $SECONDS -le $deadline ]; do
+        grep -qE "$3" "$2" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 wait_ready() {
     local deadline=$((SECONDS + 60))
     until "$PG_BIN/pg_isready" -q -h localhost -p "${1:-$PORT}" && live_sql "SELECT 1" "${1:-$PORT}" >/dev/null 2>&1; do

@@ -181,13 +181,13 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN 0.001;
 COMMENT ON FUNCTION compute_market_value IS 'DCC per slice that a market-value offer multiplies (0.001, constant for now).';
 
--- Capability names to bits; an unknown name is refused.
-CREATE FUNCTION _capability_bits(names jsonb) RETURNS integer
+-- Names to bits, bit n for the n-th of known: capabilities and job flags; what (capability, flag)
+-- names them in the errors, and note ends the hint. An unknown name is refused.
+CREATE FUNCTION _name_bits(names jsonb, known text[], what text, note text DEFAULT '') RETURNS integer
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    known text[] := ARRAY['v8', 'spidermonkey', 'browser', 'offscreenCanvas', 'fdlibm', 'webgpu', 'KVINv9'];
     name text;
     bits integer := 0;
 BEGIN
@@ -195,11 +195,11 @@ BEGIN
         RETURN 0;
     END IF;
     IF jsonb_typeof(names) <> 'array' THEN
-        PERFORM _invalid('capabilities must be an array of names', 'Known: ' || array_to_string(known, ', ') || '.');
+        PERFORM _invalid(format('the %s names must be an array', what), 'Known: ' || array_to_string(known, ', ') || note || '.');
     END IF;
     FOR name IN SELECT jsonb_array_elements_text(names) LOOP
         IF NOT name = ANY (known) THEN
-            PERFORM _invalid(format('unknown capability %L', name), 'Known: ' || array_to_string(known, ', ') || '.');
+            PERFORM _invalid(format('unknown %s %L', what, name), 'Known: ' || array_to_string(known, ', ') || note || '.');
         END IF;
         bits := bits | (1 << (array_position(known, name) - 1));
     END LOOP;
@@ -207,30 +207,16 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION _job_flag_bits(names jsonb) RETURNS integer
-LANGUAGE plpgsql IMMUTABLE
+CREATE FUNCTION _capability_bits(names jsonb) RETURNS integer
+LANGUAGE sql IMMUTABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    known text[] := ARRAY['localExec', 'open', 'workerConsole', 'greedyEstimation', 'discrete', 'useStrict'];
-    name text;
-    bits integer := 0;
-BEGIN
-    IF names IS NULL OR names = 'null' THEN
-        RETURN 0;
-    END IF;
-    IF jsonb_typeof(names) <> 'array' THEN
-        PERFORM _invalid('flags must be an array of names', 'Known: ' || array_to_string(known, ', ') || '.');
-    END IF;
-    FOR name IN SELECT jsonb_array_elements_text(names) LOOP
-        IF NOT name = ANY (known) THEN
-            PERFORM _invalid(format('unknown flag %L', name), 'Known: ' || array_to_string(known, ', ') || ' (nsf is set by the scheduler).');
-        END IF;
-        bits := bits | (1 << (array_position(known, name) - 1));
-    END LOOP;
-    RETURN bits;
-END
-$$;
+RETURN _name_bits(names, ARRAY['v8', 'spidermonkey', 'browser', 'offscreenCanvas', 'fdlibm', 'webgpu', 'KVINv9'], 'capability');
+
+CREATE FUNCTION _job_flag_bits(names jsonb) RETURNS integer
+LANGUAGE sql IMMUTABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN _name_bits(names, ARRAY['localExec', 'open', 'workerConsole', 'greedyEstimation', 'discrete', 'useStrict'], 'flag',
+                  ' (nsf is set by the scheduler)');
 
 -- An amount of DCC from a deployment's JSON: a number or a string of one, not negative, at most
 -- 18 decimals (the smallest unit).
