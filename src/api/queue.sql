@@ -168,8 +168,9 @@ RETURNING j.id;
 
 -- name: release
 -- Gives leased jobs $1 (tokens $2, owner $3 or any when null) back unworked, as a worker that
--- stops does: waiting again and due now, the attempt not counted, nothing logged. Returns the
--- jobs given back, with their queues to wake.
+-- stops does: waiting again and due now, the attempt not counted, nothing logged. The jobs the
+-- extension runs (SQL and batch jobs) have hand-backs of their own. Returns the jobs given back,
+-- with their queues to wake.
 WITH given AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS g(job_id, token)
 )
@@ -178,7 +179,7 @@ SET status = 'created', lease_token = NULL, locked_until = NULL, claimed_lease =
     attempt = j.attempt - 1, run_at = statement_timestamp(), progress = NULL
 FROM given g
 WHERE j.id = g.job_id AND j.lease_token = g.token AND j.status = 'started'
-  AND ($3::oid IS NULL OR j.owner = $3)
+  AND j.claimable_by <> _extension_claimant() AND ($3::oid IS NULL OR j.owner = $3)
 RETURNING j.id, j.claimable_by, j.queue::text;
 
 -- name: heartbeat

@@ -64,5 +64,14 @@ SELECT id, attempt FROM pgjobs.jobs_claim('w8');
 SELECT pgjobs.jobs_abort(1);
 SELECT pgjobs.jobs_release(ARRAY[1::bigint], ARRAY[lease_token]) FROM pgjobs.jobs WHERE id = 1;
 SELECT id, status, attempts FROM pgjobs.job_history;
+-- A job the extension runs (a SQL job here, leased as its executor would hold it) is not given
+-- back through jobs_release, even with its token: it has hand-backs of its own.
+SELECT pgjobs.jobs_add_sql('SELECT 1') AS sql_job \gset
+UPDATE pgjobs.jobs SET status = 'started', attempt = 1, lease_token = gen_random_uuid(), locked_until = now() + interval '1 minute'
+WHERE id = :sql_job;
+SELECT regress.fingerprint() AS before \gset
+SELECT regexp_replace(regress.error_of(format('SELECT pgjobs.jobs_release(ARRAY[%s::bigint], ARRAY[%L::uuid])', id, lease_token)), 'job [0-9]+', 'job N') AS refused
+FROM pgjobs.jobs WHERE id = :sql_job;
+SELECT regress.fingerprint() = :'before' AS unchanged;
 
 DROP TABLE regress.first, regress.second, regress.long_claim, regress.releasing;
