@@ -151,6 +151,7 @@ DECLARE
     woken text[];
     requeued integer;
     finished integer;
+    batch_ids bigint[];
 BEGIN
     WITH expired AS (
         SELECT j.id FROM jobs j
@@ -166,10 +167,16 @@ BEGIN
                 'error', _lease_expired(j.locked_by))
         FROM expired e
         WHERE j.id = e.id
-        RETURNING j.claimable_by, j.queue
+        RETURNING j.id, j.claimable_by, j.queue
     )
-    SELECT count(*), array_agg(DISTINCT _ready_signal(r.claimable_by, r.queue)) INTO requeued, woken
+    SELECT count(*), array_agg(DISTINCT _ready_signal(r.claimable_by, r.queue)),
+           array_agg(r.id) FILTER (WHERE _is_batch_queue(r.queue))
+    INTO requeued, woken, batch_ids
     FROM requeue r;
+    -- Requeued batch jobs are due again: counted for the Jobs tab (sql/085_batch.sql).
+    IF batch_ids IS NOT NULL THEN
+        PERFORM _batch_tally(batch_ids, 1);
+    END IF;
     IF woken IS NOT NULL THEN
         PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
     END IF;

@@ -41,7 +41,8 @@ DECLARE
     part text;
 BEGIN
     FOREACH part IN ARRAY ARRAY['lost runs', 'overdue runs', 'expired leases', 'schedules',
-                                'routines', 'compute', 'run history', 'history months'] LOOP
+                                'routines', 'compute', 'run history', 'history months',
+                                'batch counts'] LOOP
         BEGIN
             CASE part
             WHEN 'lost runs' THEN PERFORM _end_lost_runs(at);
@@ -54,6 +55,7 @@ BEGIN
                 DELETE FROM job_runs r
                 WHERE r.started_at < at - make_interval(days => current_setting('pg_jobs.history_days')::integer);
             WHEN 'history months' THEN PERFORM jobs_history_prepare();
+            WHEN 'batch counts' THEN PERFORM _batch_tally_fold();
             END CASE;
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'pg_jobs launcher: % failed: %', part, SQLERRM;

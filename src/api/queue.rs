@@ -143,6 +143,7 @@ static HEARTBEAT: Statement = statement(
 );
 static LIVE_JOB: Statement = statement("live_job", &[INT8OID, OIDOID], Planning::Default);
 static LOCK_LIVE_JOB: Statement = statement("lock_live_job", &[INT8OID, OIDOID], Planning::Default);
+static UNCOUNT_BATCH_JOB: Statement = statement("uncount_batch_job", &[INT8OID], Planning::Default);
 static FINISHED_JOB: Statement = statement("finished_job", &[INT8OID, OIDOID], Planning::Default);
 static ABORT_LEASED: Statement = statement("abort_leased", &[INT8OID], Planning::Default);
 static READY_SIGNAL: Statement = statement("ready_signal", &[OIDOID, TEXTOID], Planning::Default);
@@ -1279,6 +1280,9 @@ entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {
     let status = if live.len() == 0 {
         section.run(&FINISHED_JOB, &[Some(job), owner]).datum(0, 0)
     } else if live.get::<String>(0, 0).as_deref() == Some("created") {
+        if live.get::<bool>(0, 1) == Some(true) {
+            section.run(&UNCOUNT_BATCH_JOB, &[Some(job)]);
+        }
         finish(
             &section,
             &[

@@ -200,13 +200,18 @@ FROM jobs j
 WHERE j.id = $1 AND ($2::oid IS NULL OR j.owner = $2);
 
 -- name: lock_live_job
--- As live_job, locked: an abort decides from the locked row, so a failure, a rescue or a
+-- As live_job (and whether it is a batch job), locked: an abort decides from the locked row, so a failure, a rescue or a
 -- completion committing meanwhile is waited for and then seen (a requeued job is aborted at
 -- once, a finished one reported as it ended), never mistaken for a job that does not exist.
-SELECT j.status::text
+SELECT j.status::text, j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
 FROM jobs j
 WHERE j.id = $1 AND ($2::oid IS NULL OR j.owner = $2)
 FOR UPDATE;
+
+-- name: uncount_batch_job
+-- A waiting batch job that an abort ends, locked by lock_live_job, leaves the counts of the SCHED
+-- page's Jobs tab (batch_tally, sql/085_batch.sql).
+SELECT _batch_tally(ARRAY[$1::bigint], -1);
 
 -- name: finished_job
 -- Job $1 if it has finished and owner $2 (any when null) may see it.

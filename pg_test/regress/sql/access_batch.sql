@@ -20,7 +20,7 @@ SELECT role, object,
        regress.as_role(role, format('SELECT coalesce(string_agg(x::text, '','' ORDER BY x), ''nothing'') FROM (SELECT %s AS x FROM pgjobs.%s) r', key, object)) AS sees
 FROM (VALUES ('regress_batch_poster'), ('regress_batch_other'), ('regress_batch_agent_a'), ('regress_batch_nobody')) AS r(role),
      (VALUES ('batch_jobs', 'id'), ('batch_active', 'id'), ('batch_waits', 'job_id'), ('batch_months', 'jobs'),
-             ('batch_groups_active', 'jobs'), ('batch_computer_list', 'computer'),
+             ('batch_groups_active', 'jobs'), ('batch_computer_list', 'computer'), ('batch_tally', 'n'),
              ('batch_group_jobs(''computer'', ''ANY'')', 'id'),
              (format('batch_get(%L)', (SELECT idempotency_key FROM pgjobs.jobs WHERE id = 3)), 'id')) AS o(object, key)
 ORDER BY object, role;
@@ -47,6 +47,11 @@ FROM (VALUES (1, 'post', $$SELECT pgjobs.batch_post('x')::text$$),
              (4, 'regress_batch_poster'), (5, 'regress_batch_agent_a')) AS r(m, role)
 WHERE call NOT IN ('cancel where') OR role <> 'regress_batch_poster'
 ORDER BY c.n, r.m;
+-- Nobody writes the Jobs tab's counts but the extension.
+SELECT role, regress.as_role(role, $$DELETE FROM pgjobs.batch_tally RETURNING n$$) AS write_counts
+FROM (VALUES (1, 'regress_batch_nobody'), (2, 'regress_batch_other'), (3, 'regress_batch_agent_b'),
+             (4, 'regress_batch_poster'), (5, 'regress_batch_agent_a')) AS r(m, role)
+ORDER BY r.m;
 
 -- The holder of a job: another computer's agent cannot renew, report or hand back what alpha
 -- holds, even with its token.

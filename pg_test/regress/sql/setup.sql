@@ -32,14 +32,17 @@ $$;
 -- Empties the queue, so each test starts from job 1.
 CREATE FUNCTION regress.reset() RETURNS void
 LANGUAGE sql AS $$
-    TRUNCATE pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history;
+    TRUNCATE pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history, pgjobs.batch_tally;
     ALTER TABLE pgjobs.jobs ALTER COLUMN id RESTART;
 $$;
 
--- Makes a waiting job due now, as if its backoff had passed.
+-- Makes a waiting job due now, as if its backoff had passed (a batch job's counts follow, as
+-- the batch functions keep them).
 CREATE FUNCTION regress.make_due(job bigint) RETURNS void
 LANGUAGE sql AS $$
+    SELECT pgjobs._batch_tally(ARRAY[job], -1);
     UPDATE pgjobs.jobs SET run_at = now() - interval '1 second' WHERE id = job;
+    SELECT pgjobs._batch_tally(ARRAY[job], 1);
 $$;
 
 -- Makes a lease run out, as if its worker had died.
