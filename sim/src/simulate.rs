@@ -845,6 +845,8 @@ pub fn check_period_stats(checks: &mut Checks, admin: &mut Client, jobs: &[Job],
 }
 
 /// The dead worker's copies were retasked by the watchdog and their slices resolved by others.
+/// A copy of a slice sent twice (race 1.5) may instead be withdrawn when the other copy wins the
+/// race before the watchdog comes: only the held slices sent once must have been retasked.
 fn check_dead_worker(checks: &mut Checks, admin: &mut Client, dead: &Tally) {
     let held = dead.died_holding.len();
     let outcome = if held == 0 {
@@ -857,13 +859,15 @@ fn check_dead_worker(checks: &mut Checks, admin: &mut Client, dead: &Tally) {
                 "SELECT (SELECT retasked_count FROM pgjobs.job_perf_data WHERE job_id = $1)::int8,
                         (SELECT count(*) FROM pgjobs.job_results WHERE job_id = $1 AND slice_number = ANY ($2)),
                         (SELECT count(*) FROM pgjobs.slice_reports WHERE job_id = $1 AND slice_number = ANY ($2)
-                                                                     AND worker_opaque_id = $3::text::uuid)",
+                                                                     AND worker_opaque_id = $3::text::uuid),
+                        (SELECT count(*) FROM unnest($2::int4[]) s, pgjobs.compute_jobs c
+                         WHERE c.job_id = $1 AND pgjobs._slice_copies($1, s, c.duplication_level) = 1)",
                 &[&job, &slices, &dead.opaque],
             )
             .unwrap();
-        let (retasked, results, own): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
-        if retasked >= held as i64 && results == held as i64 && own == 0 { Ok(()) }
-        else { Err(format!("job {job}: retasked_count {retasked}, {results} results, {own} reports of its own")) }
+        let (retasked, results, own, sent_once): (i64, i64, i64, i64) = (row.get(0), row.get(1), row.get(2), row.get(3));
+        if retasked >= sent_once && results == held as i64 && own == 0 { Ok(()) }
+        else { Err(format!("job {job}: retasked_count {retasked} (at least {sent_once}), {results} results, {own} reports of its own")) }
     };
     checks.check(&format!("the worker that died holding {held} slices: they were retasked and resolved by others"), outcome);
 }
