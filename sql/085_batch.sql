@@ -382,6 +382,15 @@ LANGUAGE sql STABLE
 RETURN EXISTS (SELECT FROM batch_waits w
                WHERE w.job_id = job AND NOT EXISTS (SELECT FROM jobs d WHERE d.id = w.on_job));
 
+-- A batch job's status word from its row's columns (and batch_waits for a job that waits for
+-- dependencies, the only one that can be blocked), as batch_active has it. One expression, so
+-- that the planner inlines it into the reads that filter by status.
+CREATE FUNCTION _batch_row_status(status job_status, run_at timestamptz, id bigint, progress jsonb, lease_token uuid)
+RETURNS text
+LANGUAGE sql STABLE
+RETURN _batch_status(status::text, run_at <= now(), status = 'created' AND run_at = 'infinity' AND _batch_blocked(id),
+                     progress ->> 'token' = lease_token::text);
+
 -- The caller's active batch jobs counted by minute due (UTC), label, place (the computer that
 -- took a job, else the one it was posted for) and status word, without reading each: the tallied
 -- ones from batch_tally (PENDING when they may run from a minute before the current one, WAITING
@@ -477,9 +486,7 @@ BEGIN
             ids := ARRAY(
                 SELECT j.id FROM jobs j
                 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND (statuses IS NULL OR _batch_status(j.status::text, j.run_at <= now(),
-                                 j.status = 'created' AND j.run_at = 'infinity' AND _batch_blocked(j.id),
-                                 j.progress ->> 'token' = j.lease_token::text) = ANY (statuses))
+                  AND (statuses IS NULL OR _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = ANY (statuses))
                 ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
         END IF;
         WITH c AS MATERIALIZED (
@@ -611,26 +618,20 @@ BEGIN
             END;
             label := substr(group_key, 18);
         END IF;
-        -- The status word as batch_active has it, from the row's columns (and batch_waits for a
-        -- job that waits for dependencies).
         IF by = 'time' THEN
             ids := ARRAY(
                 SELECT j.id FROM jobs j
                 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
                   AND _batch_label(j.payload) = label
                   AND j.due_at >= minute AND j.due_at < minute + interval '1 minute'
-                  AND (statuses IS NULL OR _batch_status(j.status::text, j.run_at <= now(),
-                                 j.status = 'created' AND j.run_at = 'infinity' AND _batch_blocked(j.id),
-                                 j.progress ->> 'token' = j.lease_token::text) = ANY (statuses))
+                  AND (statuses IS NULL OR _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = ANY (statuses))
                 ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
         ELSIF by = 'routine' THEN
             ids := ARRAY(
                 SELECT j.id FROM jobs j
                 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
                   AND _batch_label(j.payload) = group_key
-                  AND (statuses IS NULL OR _batch_status(j.status::text, j.run_at <= now(),
-                                 j.status = 'created' AND j.run_at = 'infinity' AND _batch_blocked(j.id),
-                                 j.progress ->> 'token' = j.lease_token::text) = ANY (statuses))
+                  AND (statuses IS NULL OR _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = ANY (statuses))
                 ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
         ELSIF by = 'computer' THEN
             ids := ARRAY(
@@ -638,9 +639,7 @@ BEGIN
                 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
                   AND coalesce(CASE WHEN j.status <> 'created' THEN j.locked_by END,
                                j.payload ->> 'computer') = group_key
-                  AND (statuses IS NULL OR _batch_status(j.status::text, j.run_at <= now(),
-                                 j.status = 'created' AND j.run_at = 'infinity' AND _batch_blocked(j.id),
-                                 j.progress ->> 'token' = j.lease_token::text) = ANY (statuses))
+                  AND (statuses IS NULL OR _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = ANY (statuses))
                 ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
         ELSIF group_key = 'PENDING' THEN
             -- (Due: an index range of run_at, or the newest first, as the planner finds cheaper.)
@@ -654,9 +653,7 @@ BEGIN
             ids := ARRAY(
                 SELECT j.id FROM jobs j
                 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND j.status = 'created' AND j.run_at > now() AND _batch_status(j.status::text, j.run_at <= now(),
-                                 j.status = 'created' AND j.run_at = 'infinity' AND _batch_blocked(j.id),
-                                 j.progress ->> 'token' = j.lease_token::text) = group_key
+                  AND j.status = 'created' AND j.run_at > now() AND _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = group_key
                   AND (statuses IS NULL OR group_key = ANY (statuses))
                 ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
         ELSE
@@ -664,9 +661,7 @@ BEGIN
             ids := ARRAY(
                 SELECT j.id FROM jobs j
                 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND (j.status <> 'created' OR j.run_at = 'infinity') AND _batch_status(j.status::text, j.run_at <= now(),
-                                 j.status = 'created' AND j.run_at = 'infinity' AND _batch_blocked(j.id),
-                                 j.progress ->> 'token' = j.lease_token::text) = group_key
+                  AND (j.status <> 'created' OR j.run_at = 'infinity') AND _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = group_key
                   AND (statuses IS NULL OR group_key = ANY (statuses))
                 ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
         END IF;

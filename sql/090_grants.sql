@@ -37,7 +37,7 @@ GRANT EXECUTE ON FUNCTION
     _batch_status(text, boolean, boolean, boolean), _batch_status_rank(text), _batch_status_word(integer),
     _mask_args(text[]), _batch_selection(date, text[], text), _batch_month_list(), _batch_group_key(text, timestamptz, text, text, text, text, text),
     _batch_check_reading(text, text[], integer, integer), _batch_check_hash(text),
-    _batch_label(jsonb), _batch_blocked(bigint), _batch_active_counts(),
+    _batch_label(jsonb), _batch_blocked(bigint), _batch_row_status(job_status, timestamptz, bigint, jsonb, uuid), _batch_active_counts(),
     routines_create(text, text),
     routines_put(text, text, text, boolean, text, text, text, text, integer, boolean, text),
     routines_remove(text, text), routines_import(text, text), routines_export(text), routines_drop(text),

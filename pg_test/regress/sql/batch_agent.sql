@@ -8,9 +8,6 @@ CREATE ROLE regress_agent_a IN ROLE pgjobs_agent;
 CREATE ROLE regress_agent_b IN ROLE pgjobs_agent;
 CREATE ROLE regress_submitter IN ROLE pgjobs_user;
 
--- The token that holds a job (the agent got it from its claim; the test reads it as superuser).
-CREATE FUNCTION regress.token(job bigint) RETURNS uuid
-LANGUAGE sql AS $$ SELECT lease_token FROM pgjobs.jobs WHERE id = job $$;
 
 SELECT regress.as_role('regress_agent_a', $$SELECT pgjobs.batch_register('alpha', 2, '{"host": "a"}')$$) AS alpha;
 SELECT regress.as_role('regress_agent_b', $$SELECT pgjobs.batch_register('beta', 1)$$) AS beta;

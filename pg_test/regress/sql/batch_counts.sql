@@ -11,9 +11,6 @@ CREATE ROLE regress_counts_user IN ROLE pgjobs_user;
 CREATE ROLE regress_counts_other IN ROLE pgjobs_user;
 CREATE ROLE regress_counts_agent IN ROLE pgjobs_agent;
 
-CREATE FUNCTION regress.lease_of(job bigint) RETURNS uuid
-LANGUAGE sql AS $$ SELECT lease_token FROM pgjobs.jobs WHERE id = job $$;
-
 -- 'agree', or what disagrees: the counts against the jobs, the groups (first_due to within its
 -- minute, see batch_tally.first_due), each group's jobs, and batch_find's total, counts and months.
 CREATE FUNCTION regress.counts_disagree() RETURNS text
@@ -106,14 +103,14 @@ SELECT * FROM regress.counts('replaced');
 
 -- Claim and start: FETCHED, then RUNNING; their counts leave the tally.
 SELECT regress.as_role('regress_counts_agent', $$SELECT string_agg(command, ',' ORDER BY id) FROM pgjobs.batch_claim('gamma', 3)$$) AS taken;
-SELECT regress.as_role('regress_counts_agent', format('SELECT pgjobs.batch_started(%s, %L, 100)', :build, regress.lease_of(:build))) AS started;
+SELECT regress.as_role('regress_counts_agent', format('SELECT pgjobs.batch_started(%s, %L, 100)', :build, regress.token(:build))) AS started;
 SELECT * FROM regress.counts('claimed');
 
 -- Completed: its dependent is due at once; the dependent fails, and the job after it is BLOCKED.
-SELECT regress.as_role('regress_counts_agent', format($$SELECT pgjobs.batch_finish(%s, %L, 0, '1 second')$$, :build, regress.lease_of(:build))) AS finished;
+SELECT regress.as_role('regress_counts_agent', format($$SELECT pgjobs.batch_finish(%s, %L, 0, '1 second')$$, :build, regress.token(:build))) AS finished;
 SELECT * FROM regress.counts('completed');
 SELECT regress.as_role('regress_counts_agent', $$SELECT string_agg(command, ',' ORDER BY id) FROM pgjobs.batch_claim('gamma', 4)$$) AS taken;
-SELECT regress.as_role('regress_counts_agent', format($$SELECT pgjobs.batch_finish(%s, %L, 1, '1 second', 'broken')$$, :test, regress.lease_of(:test))) AS failed;
+SELECT regress.as_role('regress_counts_agent', format($$SELECT pgjobs.batch_finish(%s, %L, 1, '1 second', 'broken')$$, :test, regress.token(:test))) AS failed;
 SELECT * FROM regress.counts('failed');
 
 -- Release: the blocked job runs without its dependency.
@@ -122,7 +119,7 @@ SELECT * FROM regress.counts('released');
 
 -- Hand back: pending again. Silence: with attempts left, pending again (the rescue); without,
 -- it ends in ERROR.
-SELECT regress.as_role('regress_counts_agent', format($$SELECT pgjobs.batch_hand_back(ARRAY[%s]::bigint[], ARRAY[%L]::uuid[])$$, :past, regress.lease_of(:past))) AS handed_back;
+SELECT regress.as_role('regress_counts_agent', format($$SELECT pgjobs.batch_hand_back(ARRAY[%s]::bigint[], ARRAY[%L]::uuid[])$$, :past, regress.token(:past))) AS handed_back;
 SELECT * FROM regress.counts('handed back');
 SET ROLE regress_counts_user;
 SELECT pgjobs.batch_post('flaky', max_attempts => 2) AS flaky \gset
@@ -138,7 +135,7 @@ SELECT regress.as_role('regress_counts_user', format($$SELECT string_agg(status,
 SELECT * FROM regress.counts('cancelled');
 SELECT regress.as_role('regress_counts_user', format('SELECT pgjobs.jobs_abort(%s)', :flaky)) AS aborted;
 SELECT * FROM regress.counts('aborted');
-SELECT regress.as_role('regress_counts_agent', format($$SELECT pgjobs.batch_finish(%s, %L, NULL, '1 second', cancelled => true)$$, :past, regress.lease_of(:past))) AS cancel_reported;
+SELECT regress.as_role('regress_counts_agent', format($$SELECT pgjobs.batch_finish(%s, %L, NULL, '1 second', cancelled => true)$$, :past, regress.token(:past))) AS cancel_reported;
 SELECT * FROM regress.counts('cancel reported');
 
 -- The fold leaves one row per key and changes no count; the rebuild neither.

@@ -51,6 +51,10 @@ LANGUAGE sql AS $$
     UPDATE pgjobs.jobs SET locked_until = now() - interval '1 second' WHERE id = job;
 $$;
 
+-- The token that holds a job (an agent got it from its claim; the batch tests read it as superuser).
+CREATE FUNCTION regress.token(job bigint) RETURNS uuid
+LANGUAGE sql AS $$ SELECT lease_token FROM pgjobs.jobs WHERE id = job $$;
+
 -- Runs a statement as a role and reports the result or the error (the access_* tests).
 CREATE FUNCTION regress.as_role(role text, statement text) RETURNS text
 LANGUAGE plpgsql AS $$
