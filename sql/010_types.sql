@@ -97,6 +97,36 @@ CREATE FUNCTION _utc_midnight(d date) RETURNS timestamptz
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN d::timestamp AT TIME ZONE 'UTC';
 
+-- A secret made at installation that no member can read: it keys what members must not be able
+-- to compute, the payloads of the ready signals (sql/030_queue.sql) and the advisory lock keys.
+CREATE TABLE installation_key (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    key       bytea NOT NULL
+);
+INSERT INTO installation_key (key) VALUES (uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()));
+
+-- Every advisory lock the extension takes, by what it serializes. Any role may take any advisory
+-- lock, so a key a member can compute is a lock a member can hold while the extension waits on
+-- it (the keys were once (-2, 0), (-3, job), (job, slice), (-1, group), hashes of public names).
+-- A key is now a hash of its class and object keyed by installation_key: no member can compute
+-- one. The classes are listed here and nowhere else.
+CREATE TYPE lock_class AS ENUM (
+    'compute_fold',   -- one fold of compute reports at a time
+    'compute_group',  -- the fetches of a group with limits, one at a time
+    'compute_job',    -- a job's fetches: shared, or alone when money is counted exactly
+    'compute_slice',  -- the results of a slice's copies, decided one at a time
+    'routine_round',  -- one round of a routine schedule at a time
+    'batch_post'      -- the posts of one command by one poster, one at a time
+);
+
+CREATE FUNCTION _lock_key(class lock_class, object text) RETURNS bigint
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = @extschema@, pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT ('x' || left(encode(sha256(k.key || convert_to(class::text || '/' || object, 'UTF8')), 'hex'), 16))::bit(64)::bigint
+    FROM installation_key k;
+END;
+
 -- Shows a secret column through a view without letting a member's predicate reach the column
 -- itself. A security_barrier view still takes in a leakproof condition (uuid comparisons are
 -- leakproof) and runs it on every row of the table, as an index condition even, before the

@@ -112,21 +112,14 @@ GRANT UPDATE (name, description, link, listed) ON jobs TO pgjobs_user;
 
 -- What a NOTIFY on channel pgjobs_ready says when a queue with no ready job gets one. Anyone
 -- may LISTEN (PostgreSQL checks no privilege there), so it is not the queue's name but a number
--- only the queue's identity can ask for (jobs_ready_signal): a keyed hash of the identity and
--- the queue, with a key made at installation that no member can read.
-CREATE TABLE ready_signal_key (
-    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-    key       bytea NOT NULL
-);
-INSERT INTO ready_signal_key (key) VALUES (uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()));
-
--- (Keyed per installation; computed in SQL so that the key never leaves the database.)
+-- only the queue's identity can ask for (jobs_ready_signal): a hash of the identity and the
+-- queue keyed by the installation's secret (installation_key, sql/010_types.sql).
 CREATE FUNCTION _ready_signal(claimable_by oid, queue text) RETURNS text
 LANGUAGE sql STABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     SELECT left(encode(sha256(k.key || convert_to(claimable_by::text || '/' || queue, 'UTF8')), 'hex'), 16)
-    FROM ready_signal_key k;
+    FROM installation_key k;
 END;
 
 -- The error an expired lease records, in the job's log of errors and as a failed job's result.

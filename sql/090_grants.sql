@@ -73,7 +73,7 @@ GRANT EXECUTE ON FUNCTION
 TO pgjobs_agent;
 
 -- pg_dump keeps the rows of every table of the extension and where every sequence has got to;
--- not launcher_state, which says which process runs now, nor ready_signal_key, which each
+-- not launcher_state, which says which process runs now, nor installation_key, which each
 -- installation makes anew (workers ask jobs_ready_signal again after a restore). (The months of job_history are made
 -- by the launcher, after installation: ordinary tables, dumped whole. Made here, they would be
 -- the extension's, and a restore in another month would have no table for their rows.)
@@ -85,7 +85,7 @@ BEGIN
         SELECT c.oid::regclass FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
         WHERE d.classid = 'pg_class'::regclass AND d.deptype = 'e'
           AND d.refobjid = (SELECT e.oid FROM pg_extension e WHERE e.extname = 'pg_jobs')
-          AND c.relkind IN ('r', 'S') AND c.oid NOT IN ('launcher_state'::regclass, 'ready_signal_key'::regclass)
+          AND c.relkind IN ('r', 'S') AND c.oid NOT IN ('launcher_state'::regclass, 'installation_key'::regclass)
     LOOP
         PERFORM pg_extension_config_dump(member, '');
     END LOOP;
