@@ -476,6 +476,7 @@ DECLARE
     found jsonb;
     ids bigint[];
 BEGIN
+    PERFORM _finite_date(month, 'month');
     PERFORM _batch_check_reading('time', statuses, limit_rows, offset_rows);
     IF month IS NULL AND search IS NULL THEN
         -- The active jobs, counted without reading them (see _batch_active_counts); the rows are
@@ -554,6 +555,7 @@ SET search_path = @extschema@, pg_catalog, pg_temp
 SET jit = off
 AS $$
 BEGIN
+    PERFORM _finite_date(month, 'month');
     PERFORM _batch_check_reading(by, statuses, 0, 0);
     IF month IS NULL AND search IS NULL THEN
         -- The active jobs, counted without reading them (see _batch_active_counts).
@@ -600,6 +602,7 @@ DECLARE
     label text;
     ids bigint[];
 BEGIN
+    PERFORM _finite_date(month, 'month');
     PERFORM _batch_check_reading(by, statuses, limit_rows, offset_rows);
     IF month IS NULL AND search IS NULL THEN
         -- The group's active jobs: the ids of its newest from the jobs' columns (an index range
@@ -989,6 +992,7 @@ DECLARE
     acting_for oid := _acting_for(caller_role);
     chosen bigint[];
 BEGIN
+    PERFORM _finite_date(month, 'month');
     PERFORM _batch_check_reading(coalesce(by, 'time'), statuses, 0, 0);
     IF (by IS NULL) <> (group_key IS NULL) THEN
         PERFORM _invalid('by and group_key go together', 'Name both to cancel one group, or neither.');
@@ -1291,6 +1295,10 @@ DECLARE
     outcome job_status;
     error text;
 BEGIN
+    IF NOT run_time BETWEEN interval '0' AND interval '100 years' THEN
+        PERFORM _invalid(format('run_time must be from 0 to 100 years, not %s', run_time),
+                         'The time the job''s process ran, as the agent measured it.');
+    END IF;
     SELECT h.status INTO held FROM _batch_held(caller_role, ARRAY[job], ARRAY[token]) h;
     IF NOT FOUND THEN
         RETURN 'lost';
