@@ -56,8 +56,8 @@ GRANT EXECUTE ON FUNCTION
     -- What job_fin_data calls as the caller.
     _compute_pending(bigint, numeric),
     -- What the routine views, policies and routine_groups call as the caller.
-    _granted_to(oid, oid[]), _routines_heard(timestamptz), _routine_waits_for(text, date, text[]), _routine_runtimes_text(time[]),
-    _routine_shown_args(text), _routine_is_scheduler(text), _routine_failing(text),
+    _granted_to(oid, oid[]), _routines_heard(timestamptz), _routine_waits_for(bigint, date, text[]), _routine_runtimes_text(time[]),
+    _routine_is_scheduler(text), _routine_failing(text),
     _routine_status_rank(text), _routine_status_word(integer)
 TO pgjobs_user;
 
