@@ -596,11 +596,15 @@ BEGIN
     END IF;
     sched := _routines_own(caller_role, name, false);
     -- A grant puts the schedule on the page of the role's members and lets them command it: only
-    -- to a role the granter belongs to, not into anyone else's hands.
-    IF granted AND NOT pg_has_role(caller_role, role::oid, 'MEMBER') THEN
+    -- to a role the granter belongs to, not into anyone else's hands, and not to the extension's
+    -- roles, which every member (or agent) belongs to.
+    IF granted AND (NOT pg_has_role(caller_role, role::oid, 'MEMBER')
+                    OR role IN ('pgjobs_user'::regrole, 'pgjobs_agent'::regrole)) THEN
         RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
-            MESSAGE = format('cannot grant schedule %s to %s: you are not a member of it', name, role),
-            HINT = 'Grant a schedule to a role you are a member of (a team''s role); its members then watch and command it.';
+            MESSAGE = format('cannot grant schedule %s to %s: %s', name, role,
+                             CASE WHEN pg_has_role(caller_role, role::oid, 'MEMBER') THEN 'every member of pg_jobs is in it'
+                                  ELSE 'you are not a member of it' END),
+            HINT = 'Grant a schedule to a team''s role you are a member of; its members then watch and command it.';
     END IF;
     UPDATE routine_schedules s
     SET operators = CASE WHEN granted THEN array_append(array_remove(s.operators, role::oid), role::oid)

@@ -98,13 +98,18 @@ fn mask_word(word: &str, pending: &mut bool) -> String {
             return format!("{name}={MASK}");
         }
     }
+    if word.contains(char::is_whitespace) {
+        // A quoted part that is no secret's value as a whole: its own words are masked, so that
+        // a stray quote in prose hides nothing from the rule.
+        return mask_pieces(word, pending, false);
+    }
     mask_urls(word)
 }
 
-/// Splits text into its blanks and words, in order. A quote that begins a word or a value (after
-/// `=` or `:`) and is closed later keeps its blanks in the word (`'a b'`, `password="a b"`); an
-/// apostrophe in a word (`can't`) is a letter.
-fn pieces(text: &str) -> Vec<(bool, &str)> {
+/// Splits text into its blanks and words, in order. With `quotes`, a quote that begins a word or
+/// a value (after `=` or `:`) and is closed later keeps its blanks in the word (`'a b'`,
+/// `password="a b"`); an apostrophe in a word (`can't`) is a letter.
+fn pieces(text: &str, quotes: bool) -> Vec<(bool, &str)> {
     let last = |q: char| text.rfind(q);
     let (last_single, last_double) = (last('\''), last('"'));
     let mut found = Vec::new();
@@ -128,7 +133,7 @@ fn pieces(text: &str) -> Vec<(bool, &str)> {
                     _ => false,
                 };
                 let opens = !in_word || matches!(before, Some('=' | ':'));
-                (closed && opens).then_some(c)
+                (quotes && closed && opens).then_some(c)
             }
         };
         in_word = !blank;
@@ -140,8 +145,8 @@ fn pieces(text: &str) -> Vec<(bool, &str)> {
     found
 }
 
-fn mask_pieces(text: &str, pending: &mut bool) -> String {
-    pieces(text)
+fn mask_pieces(text: &str, pending: &mut bool, quotes: bool) -> String {
+    pieces(text, quotes)
         .into_iter()
         .map(|(word, piece)| {
             if word {
@@ -155,7 +160,7 @@ fn mask_pieces(text: &str, pending: &mut bool) -> String {
 
 /// Free text as shown (an output tail, an error, a message, a shell command), blanks kept.
 pub fn mask_text(text: &str) -> String {
-    mask_pieces(text, &mut false)
+    mask_pieces(text, &mut false, true)
 }
 
 /// Arguments as shown: each is a word, or several (`host=h password=pw`); a secret flag's value
@@ -169,7 +174,7 @@ pub fn mask_args(args: &[Option<String>]) -> Vec<Option<String>> {
                 None
             }
             Some(_) if std::mem::take(&mut pending) => Some(MASK.to_string()),
-            Some(text) => Some(mask_pieces(text, &mut pending)),
+            Some(text) => Some(mask_pieces(text, &mut pending, true)),
         })
         .collect()
 }
@@ -314,6 +319,14 @@ mod tests {
             (
                 "can't log in: --password hunter2 it's wrong",
                 "can't log in: --password ******** it's wrong",
+            ),
+            (
+                "'tis said: --password hunter2 and that's it",
+                "'tis said: --password ******** and that's it",
+            ),
+            (
+                "echo 'connect to postgresql://u:pw@h/db now'",
+                "echo 'connect to postgresql://u:********@h/db now'",
             ),
             ("", ""),
             ("   ", "   "),

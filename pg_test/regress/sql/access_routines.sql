@@ -89,11 +89,12 @@ SELECT kind, routine, owner FROM pgjobs.batch_jobs ORDER BY id;
 SELECT role, regress.as_role(role, $$SELECT count(*)::text FROM pgjobs.batch_jobs$$) AS batch_jobs_seen
 FROM (VALUES ('regress_rt_owner'), ('regress_rt_operator')) AS r(role);
 
--- A grant is only to a role the granter is a member of: the other role may not put its
--- schedule on the owner's page, nor on the operators'.
+-- A grant is only to a role the granter is a member of, and not to the extension's roles: the
+-- other role may not put its schedule on the owner's page, nor on the operators', nor on
+-- everyone's.
 SELECT role_, regress.as_role('regress_rt_other', format($$SELECT regress.error_of(%L)$$,
                                                          format('SELECT pgjobs.routines_grant(%L, %L)', 'THEIRS', role_))) AS grant_
-FROM (VALUES ('regress_rt_owner'), ('regress_rt_ops')) AS g(role_);
+FROM (VALUES ('regress_rt_owner'), ('regress_rt_ops'), ('pgjobs_user'), ('pgjobs_agent')) AS g(role_);
 SELECT regress.as_role('regress_rt_other', $$SELECT operators::text FROM pgjobs.routine_schedule_list WHERE schedule = 'THEIRS'$$) AS theirs_granted_to;
 SELECT regress.as_role('regress_rt_owner', $$SELECT string_agg(schedule, ',') FROM pgjobs.routine_schedule_list$$) AS owner_page;
 
