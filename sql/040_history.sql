@@ -44,7 +44,7 @@ CREATE FUNCTION _is_batch_queue(queue text) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN starts_with(queue, 'pg_jobs.batch:');
 
--- A payload as members see it: a batch job's arguments that look like secrets masked.
+-- A payload as members see it: a batch job's arguments and environment with secrets masked.
 CREATE FUNCTION _shown_payload(queue text, payload jsonb) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN CASE WHEN _is_batch_queue(queue) THEN _mask_payload(payload) ELSE payload END;
