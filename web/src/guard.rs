@@ -28,6 +28,7 @@ const ROLE_FREE: u32 = 5;
 const KNOWN_FREE: u32 = 5;
 const LOCK_MAX: Duration = Duration::from_secs(15 * 60);
 const FORGET: Duration = Duration::from_secs(3600);
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
 /// Browsers remembered per role (the least recently seen forgotten first).
 const KNOWN_PER_ROLE: usize = 32;
 pub const KNOWN_MAX_AGE: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -53,6 +54,9 @@ struct Known {
 #[derive(Default)]
 pub struct Throttle {
     records: Mutex<HashMap<Key, Record>>,
+    /// When forgotten records were last dropped: once a minute at most, not on every failure
+    /// (a map grown by guesses from many addresses would make each failure sweep all of it).
+    pruned: Mutex<Option<Instant>>,
     known: Mutex<HashMap<String, Known>>,
 }
 
@@ -118,7 +122,12 @@ impl Throttle {
         }
         let now = Instant::now();
         let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
-        records.retain(|_, r| r.locked_until > now || r.last.elapsed() < FORGET);
+        let mut pruned = self.pruned.lock().unwrap_or_else(|p| p.into_inner());
+        if pruned.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+            records.retain(|_, r| r.locked_until > now || r.last.elapsed() < FORGET);
+            *pruned = Some(now);
+        }
+        drop(pruned);
         for key in &attempt.keys {
             let free = match key {
                 Key::Address(_) => ADDRESS_FREE,
@@ -129,6 +138,9 @@ impl Throttle {
                 locked_until: now,
                 last: now,
             });
+            if r.locked_until <= now && r.last.elapsed() >= FORGET {
+                r.failures = 0;
+            }
             r.failures += 1;
             r.last = now;
             r.locked_until = now + lock_for(r.failures, free);
