@@ -140,6 +140,36 @@ def slow_clients_do_not_stall_the_server():
             s.close()
 
 
+def a_client_that_stops_reading_is_let_go():
+    host, port = host_port(ARGS.url)
+    s = socket.create_connection((host, port), timeout=2, source_address=("127.0.0.60", 0))
+    sent = 4000
+    try:
+        # More answers than the buffers of both ends hold (about 100 MB of app.js), never read.
+        try:
+            s.sendall(f"GET /app.js HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode() * sent)
+        except socket.timeout:
+            pass  # the server stopped reading requests while it cannot write
+        time.sleep(1)
+        status, _, _ = request(ARGS.url, "GET", "/", timeout=5)
+        if status != 200:
+            raise AssertionError(f"GET / from another client meanwhile: {status}")
+        time.sleep(14)
+        # Now read: a server that gave up closed the connection before answering everything.
+        s.settimeout(30)
+        data, answered = b"", 0
+        try:
+            while chunk := s.recv(1 << 20):
+                answered += (data[-20:] + chunk).count(b"HTTP/1.1 200") - data[-20:].count(b"HTTP/1.1 200")
+                data = chunk
+        except ConnectionResetError:
+            return
+        if answered >= sent:
+            raise AssertionError(f"all {sent} answers were written to a client that read none for 15 s")
+    finally:
+        s.close()
+
+
 def sessions_and_connections_are_bounded():
     role, app = "web_ana", ARGS.app
     sessions = [session_of(ARGS.url, role) for _ in range(12)]
@@ -256,6 +286,8 @@ def idle_sessions_end():
 TESTS = [
     ("12+ slow clients (no body, unfinished headers, 40 from one address): GET / still answers",
      slow_clients_do_not_stall_the_server),
+    ("a client that stops reading its answers is let go (10 s without progress)",
+     a_client_that_stops_reading_is_let_go),
     ("12 logins of one role: 8 sessions, at most 2 database connections", sessions_and_connections_are_bounded),
     ("wrong passwords get 429 and Retry-After, doubling; the right password works after", wrong_passwords_back_off),
     ("a POST from another site (login, cancel) is refused 403; same origin logs in", cross_site_posts_are_refused),

@@ -13,8 +13,12 @@ mod sessions;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::future::Future;
+use std::io;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
@@ -23,6 +27,7 @@ use hyper::header::{HeaderValue, CONTENT_LENGTH};
 use hyper::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use sessions::{Lease, LeaseError, Limits, Session, Sessions};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 const INDEX_HTML: &str = include_str!("../assets/index.html");
@@ -50,6 +55,8 @@ const MAX_BODY: usize = 1 << 20;
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// To send a request's body, all of it.
 const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// For a write to make progress: a client that stops reading its answers is let go.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CONNECTIONS: usize = 256;
 /// A browser opens up to 6 per site; a few people behind one address fit.
 const CONNECTIONS_PER_ADDRESS: usize = 16;
@@ -192,6 +199,84 @@ impl Drop for Slot {
     }
 }
 
+/// A client's connection whose writes fail after WRITE_TIMEOUT without progress. Reads need no
+/// such bound: hyper times the headers, and read_body the body.
+struct Connection {
+    io: tokio::net::TcpStream,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Connection {
+    fn within_time<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if r.is_ready() {
+            self.stalled = None;
+            return r;
+        }
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(WRITE_TIMEOUT)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client stopped reading",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for Connection {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Connection {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_write(cx, buf);
+        this.within_time(cx, r)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.within_time(cx, r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_flush(cx);
+        this.within_time(cx, r)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_shutdown(cx);
+        this.within_time(cx, r)
+    }
+}
+
 async fn serve(args: Args, base: tokio_postgres::Config) -> i32 {
     let listener = match tokio::net::TcpListener::bind(&args.listen).await {
         Ok(l) => l,
@@ -241,7 +326,13 @@ async fn serve(args: Args, base: tokio_postgres::Config) -> i32 {
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(
+                    TokioIo::new(Connection {
+                        io: stream,
+                        stalled: None,
+                    }),
+                    service,
+                )
                 .await;
             drop(slot);
         });
