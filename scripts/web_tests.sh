@@ -10,6 +10,8 @@
 # ask these two roles for scram-sha-256 first (removed afterwards). A second pg_jobs_web points
 # at a port where no server listens, for the "database not reachable" page.
 #
+# Then the server against faults and abuse (web_abuse_tests.sh), with the same roles.
+#
 # Run on its own: scripts/web_tests.sh (its own cluster web-test, port PG_JOBS_TEST_PORT or 29300).
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
@@ -17,6 +19,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     source "$(dirname "$0")/live_tests.sh"
     source "$(dirname "$0")/agent_tests.sh"
 fi
+source "$(dirname "${BASH_SOURCE[0]}")/web_abuse_tests.sh"
 
 WEB_BIN="$ROOT/target/release/pg_jobs_web"
 WEB_E2E="$ROOT/target/release/pg_jobs_web_e2e"
@@ -148,6 +151,7 @@ run_web_tests() {
         f=1
     fi
     count "$p" "$f"
+    run_web_abuse_tests
     web_cleanup
 }
 

@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use postgres::types::ToSql;
-use postgres::Client;
 use serde_json::Value;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Client;
 
 pub enum Outcome {
     Ok(String),
@@ -17,7 +17,7 @@ pub enum Outcome {
     Lost,
 }
 
-fn from_error(e: postgres::Error) -> Outcome {
+fn from_error(e: tokio_postgres::Error) -> Outcome {
     match e.as_db_error() {
         Some(d) => Outcome::Sql(
             serde_json::json!({
@@ -31,22 +31,22 @@ fn from_error(e: postgres::Error) -> Outcome {
 }
 
 /// The rows of a statement as a JSON array.
-fn rows(
-    client: &mut Client,
+async fn rows(
+    client: &Client,
     sql: &str,
     params: &[&(dyn ToSql + Sync)],
-) -> Result<String, postgres::Error> {
+) -> Result<String, tokio_postgres::Error> {
     let wrapped = format!("SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]')::text FROM ({sql}) t");
-    Ok(client.query_one(&wrapped, params)?.get(0))
+    Ok(client.query_one(&wrapped, params).await?.get(0))
 }
 
 /// A statement whose one value is already JSON text.
-fn value(
-    client: &mut Client,
+async fn value(
+    client: &Client,
     sql: &str,
     params: &[&(dyn ToSql + Sync)],
-) -> Result<String, postgres::Error> {
-    Ok(client.query_one(sql, params)?.get(0))
+) -> Result<String, tokio_postgres::Error> {
+    Ok(client.query_one(sql, params).await?.get(0))
 }
 
 fn text(params: &HashMap<String, String>, name: &str) -> Option<String> {
@@ -73,24 +73,29 @@ fn number(params: &HashMap<String, String>, name: &str, default: i32) -> Result<
     }
 }
 
-pub fn read(client: &mut Client, path: &str, params: &HashMap<String, String>) -> Outcome {
+pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>) -> Outcome {
     let result = match path {
         // Both routine tabs and the toggles: the schedules and today's routines.
-        "/api/routines" => (|| {
-            let schedules = rows(
-                client,
-                "SELECT * FROM pgjobs.routine_schedule_list ORDER BY schedule",
-                &[],
-            )?;
-            let routines = rows(
-                client,
-                "SELECT * FROM pgjobs.routines_today ORDER BY schedule, seq",
-                &[],
-            )?;
-            Ok(format!(
-                r#"{{"schedules":{schedules},"routines":{routines}}}"#
-            ))
-        })(),
+        "/api/routines" => {
+            async {
+                let schedules = rows(
+                    client,
+                    "SELECT * FROM pgjobs.routine_schedule_list ORDER BY schedule",
+                    &[],
+                )
+                .await?;
+                let routines = rows(
+                    client,
+                    "SELECT * FROM pgjobs.routines_today ORDER BY schedule, seq",
+                    &[],
+                )
+                .await?;
+                Ok(format!(
+                    r#"{{"schedules":{schedules},"routines":{routines}}}"#
+                ))
+            }
+            .await
+        }
         "/api/routine/messages" => {
             let (schedule, routine) = (text(params, "schedule"), text(params, "routine"));
             rows(
@@ -98,15 +103,18 @@ pub fn read(client: &mut Client, path: &str, params: &HashMap<String, String>) -
                 "SELECT at, level, message, sender::text AS sender, command FROM pgjobs.routine_messages
                  WHERE owner::text || '/' || schedule = $1 AND routine = $2 ORDER BY at DESC LIMIT 20",
                 &[&schedule, &routine],
-            )
+            ).await
         }
         // The Jobs tab's count (active jobs) and the months it offers.
-        "/api/jobs/summary" => value(
-            client,
-            "SELECT jsonb_build_object('active', f -> 'total', 'months', f -> 'months')::text
+        "/api/jobs/summary" => {
+            value(
+                client,
+                "SELECT jsonb_build_object('active', f -> 'total', 'months', f -> 'months')::text
              FROM pgjobs.batch_find(limit_rows => 0) f",
-            &[],
-        ),
+                &[],
+            )
+            .await
+        }
         "/api/jobs/groups" => {
             let (by, month, search) =
                 (text(params, "by"), text(params, "month"), text(params, "q"));
@@ -116,6 +124,7 @@ pub fn read(client: &mut Client, path: &str, params: &HashMap<String, String>) -
                 "SELECT * FROM pgjobs.batch_groups($1, $2::text::date, $3, $4)",
                 &[&by.unwrap_or_else(|| "time".into()), &month, &st, &search],
             )
+            .await
         }
         "/api/jobs/group" => {
             let (offset, limit) = match (number(params, "offset", 0), number(params, "limit", 200))
@@ -135,6 +144,7 @@ pub fn read(client: &mut Client, path: &str, params: &HashMap<String, String>) -
                 "SELECT * FROM pgjobs.batch_group_jobs($1, $2, $3::text::date, $4, $5, $6, $7)",
                 &[&by, &group, &month, &st, &search, &limit, &offset],
             )
+            .await
         }
         // The plain list: batch_find's {rows, total, counts, months}.
         "/api/jobs/list" => {
@@ -150,6 +160,7 @@ pub fn read(client: &mut Client, path: &str, params: &HashMap<String, String>) -
                 "SELECT pgjobs.batch_find($1::text::date, $2, $3, $4, $5)::text",
                 &[&month, &st, &search, &limit, &offset],
             )
+            .await
         }
         // One job with how each job it waits for ended.
         "/api/job" => {
@@ -167,7 +178,7 @@ pub fn read(client: &mut Client, path: &str, params: &HashMap<String, String>) -
                               FROM pgjobs.batch_jobs d WHERE d.id = ANY (j.depends_on)) AS dependencies
                  FROM pgjobs.batch_jobs j WHERE j.id = $1",
                 &[&id],
-            )
+            ).await
         }
         _ => return Outcome::NotFound,
     };
@@ -178,7 +189,7 @@ fn field(body: &Value, name: &str) -> Option<String> {
     body.get(name).and_then(Value::as_str).map(String::from)
 }
 
-pub fn act(client: &mut Client, path: &str, body: &Value) -> Outcome {
+pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
     let result = match path {
         "/api/routines/restart" | "/api/routines/stop" => {
             let sql = if path.ends_with("restart") {
@@ -191,12 +202,16 @@ pub fn act(client: &mut Client, path: &str, body: &Value) -> Outcome {
                 sql,
                 &[&field(body, "schedule"), &field(body, "routine")],
             )
+            .await
         }
-        "/api/schedules/mode" => rows(
-            client,
-            "SELECT * FROM pgjobs.routines_set_mode($1, $2)",
-            &[&field(body, "schedule"), &field(body, "mode")],
-        ),
+        "/api/schedules/mode" => {
+            rows(
+                client,
+                "SELECT * FROM pgjobs.routines_set_mode($1, $2)",
+                &[&field(body, "schedule"), &field(body, "mode")],
+            )
+            .await
+        }
         "/api/jobs/cancel" => {
             if let Some(ids) = body.get("jobs") {
                 let Some(ids) = ids
@@ -205,7 +220,7 @@ pub fn act(client: &mut Client, path: &str, body: &Value) -> Outcome {
                 else {
                     return Outcome::Bad("jobs is a list of job ids".into());
                 };
-                rows(client, "SELECT * FROM pgjobs.batch_cancel($1)", &[&ids])
+                rows(client, "SELECT * FROM pgjobs.batch_cancel($1)", &[&ids]).await
             } else if let Some(w) = body.get("where") {
                 let st = statuses(w.get("status").and_then(Value::as_str));
                 rows(
@@ -219,6 +234,7 @@ pub fn act(client: &mut Client, path: &str, body: &Value) -> Outcome {
                         &field(w, "group"),
                     ],
                 )
+                .await
             } else {
                 return Outcome::Bad("send {jobs: [...]} or {where: {...}}".into());
             }

@@ -1,45 +1,127 @@
-//! pg_jobs_web: the SCHED page. A small synchronous HTTP server that shows pg_jobs' routines and
-//! batch jobs to a person logged in with a PostgreSQL role and its password. Every read and every
-//! command goes through pgjobs' views and functions on a connection made as that role, so
-//! row-level security decides what each person sees and may do.
+//! pg_jobs_web: the SCHED page. An HTTP server that shows pg_jobs' routines and batch jobs to a
+//! person logged in with a PostgreSQL role and its password. Every read and every command goes
+//! through pgjobs' views and functions on a connection made as that role, so row-level security
+//! decides what each person sees and may do.
+//!
+//! A client costs a parked task, not a thread: headers and bodies have time limits, connections
+//! are bounded in all and per client address, and the database is reached asynchronously, so
+//! neither a slow client nor a slow statement keeps anyone else waiting.
 
 mod api;
+mod guard;
 mod sessions;
 
-use std::io::Read;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use sessions::{Session, Sessions};
-use tiny_http::{Header, Method, Request, Response, Server};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, CONTENT_LENGTH};
+use hyper::{HeaderMap, Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use sessions::{Lease, LeaseError, Limits, Session, Sessions};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
 const APP_CSS: &str = include_str!("../assets/app.css");
 const COOKIE: &str = "pgjobs_session";
-const USAGE: &str = "usage: pg_jobs_web [--listen ADDR] [--dsn DSN]
-  --listen ADDR  where to listen (default 127.0.0.1:28818)
-  --dsn DSN      the database: host, port, dbname, options (default host=localhost dbname=pg_jobs);
-                 the user and the password are those of the person logging in";
+/// The known-browser cookie (see guard.rs).
+const KNOWN_COOKIE: &str = "pgjobs_known";
+const USAGE: &str = "usage: pg_jobs_web [--listen ADDR] [--dsn DSN] [--origin URL]...
+                   [--session-idle SECS] [--session-lifetime SECS]
+                   [--sessions-per-role N] [--connections-per-role N]
+  --listen ADDR             where to listen (default 127.0.0.1:28818)
+  --dsn DSN                 the database: host, port, dbname, options, application_name (default
+                            host=localhost dbname=pg_jobs, application_name pg_jobs_web); the
+                            user and the password are those of the person logging in
+  --origin URL              an origin the page is also served from (https://jobs.example behind
+                            a proxy that changes Host); POSTs from any other are refused
+  --session-idle SECS       a session ends after this long without a request (default 1800)
+  --session-lifetime SECS   and this long after its login in any case (default 43200)
+  --sessions-per-role N     a new login ends the role's least recently used beyond N (default 8)
+  --connections-per-role N  database connections kept per role, shared by its sessions (default 2)";
 /// The largest request body read (a cancel of many ticked jobs fits).
-const MAX_BODY: u64 = 1 << 20;
-const WORKERS: usize = 8;
+const MAX_BODY: usize = 1 << 20;
+/// To send a request's headers; also the longest a kept-alive connection waits for the next.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// To send a request's body, all of it.
+const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// For a write to make progress: a client that stops reading its answers is let go.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_CONNECTIONS: usize = 256;
+/// A browser opens up to 6 per site; a few people behind one address fit.
+const CONNECTIONS_PER_ADDRESS: usize = 16;
+/// Logins checked with the database at once (each opens a connection), and how long one waits
+/// for its turn.
+const LOGIN_CHECKS: usize = 4;
+const LOGIN_WAIT: Duration = Duration::from_secs(10);
+/// How long a request waits for one of its role's connections.
+const LEASE_WAIT: Duration = Duration::from_secs(30);
+/// A role's connections beyond its first close after this long unused.
+const CONNECTION_IDLE: Duration = Duration::from_secs(60);
+/// Bounds for the numeric flags (ten years of seconds).
+const FLAG_MAX: u64 = 10 * 365 * 24 * 3600;
 
 struct Args {
     listen: String,
     dsn: String,
+    origins: Vec<String>,
+    limits: Limits,
+}
+
+fn whole_number(value: Option<String>, flag: &str, max: u64) -> Result<u64, String> {
+    let value = value.ok_or(format!("{flag} needs a number"))?;
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or(format!(
+            "{flag}: {value} is not a whole number from 1 to {max}"
+        ))
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         listen: "127.0.0.1:28818".into(),
         dsn: "host=localhost dbname=pg_jobs".into(),
+        origins: Vec::new(),
+        limits: Limits {
+            idle: Duration::from_secs(1800),
+            lifetime: Duration::from_secs(12 * 3600),
+            per_role: 8,
+            connections_per_role: 2,
+            connection_idle: CONNECTION_IDLE,
+        },
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
+        let seconds = |v, max| whole_number(v, &a, max).map(Duration::from_secs);
         match a.as_str() {
             "--listen" => args.listen = it.next().ok_or("--listen needs an address")?,
             "--dsn" => args.dsn = it.next().ok_or("--dsn needs a connection string")?,
+            "--origin" => args.origins.push(
+                it.next()
+                    .ok_or("--origin needs a URL")?
+                    .trim_end_matches('/')
+                    .to_string(),
+            ),
+            "--session-idle" => args.limits.idle = seconds(it.next(), FLAG_MAX)?,
+            "--session-lifetime" => args.limits.lifetime = seconds(it.next(), FLAG_MAX)?,
+            "--sessions-per-role" => {
+                args.limits.per_role = whole_number(it.next(), &a, 1000)? as usize
+            }
+            "--connections-per-role" => {
+                args.limits.connections_per_role = whole_number(it.next(), &a, 100)? as usize
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -58,7 +140,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let mut base: postgres::Config = match args.dsn.parse() {
+    let mut base: tokio_postgres::Config = match args.dsn.parse() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("pg_jobs_web: bad --dsn: {e}");
@@ -66,68 +148,243 @@ fn main() {
         }
     };
     base.connect_timeout(Duration::from_secs(5));
-    base.application_name("pg_jobs_web");
-    let server = match Server::http(&args.listen) {
-        Ok(s) => Arc::new(s),
+    if base.get_application_name().is_none() {
+        base.application_name("pg_jobs_web");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    std::process::exit(runtime.block_on(serve(args, base)));
+}
+
+/// A connection's place in the bounds, given back when it closes.
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    address: IpAddr,
+    per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+impl Slot {
+    fn take(
+        all: &Arc<Semaphore>,
+        per_address: &Arc<Mutex<HashMap<IpAddr, usize>>>,
+        address: IpAddr,
+    ) -> Option<Slot> {
+        let permit = all.clone().try_acquire_owned().ok()?;
+        let mut map = per_address.lock().unwrap_or_else(|p| p.into_inner());
+        let n = map.entry(address).or_insert(0);
+        if *n >= CONNECTIONS_PER_ADDRESS {
+            return None;
+        }
+        *n += 1;
+        Some(Slot {
+            _permit: permit,
+            address,
+            per_address: per_address.clone(),
+        })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut map = self.per_address.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(&self.address) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.address);
+            }
+        }
+    }
+}
+
+/// A client's connection whose writes fail after WRITE_TIMEOUT without progress. Reads need no
+/// such bound: hyper times the headers, and read_body the body.
+struct Connection {
+    io: tokio::net::TcpStream,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Connection {
+    fn within_time<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if r.is_ready() {
+            self.stalled = None;
+            return r;
+        }
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(WRITE_TIMEOUT)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client stopped reading",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for Connection {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Connection {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_write(cx, buf);
+        this.within_time(cx, r)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.within_time(cx, r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_flush(cx);
+        this.within_time(cx, r)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.io).poll_shutdown(cx);
+        this.within_time(cx, r)
+    }
+}
+
+async fn serve(args: Args, base: tokio_postgres::Config) -> i32 {
+    let listener = match tokio::net::TcpListener::bind(&args.listen).await {
+        Ok(l) => l,
         Err(e) => {
             eprintln!("pg_jobs_web: cannot listen on {}: {e}", args.listen);
-            std::process::exit(1);
+            return 1;
         }
     };
     eprintln!("pg_jobs_web: listening on http://{}", args.listen);
     let app = Arc::new(App {
         base,
-        sessions: Sessions::default(),
+        origins: args.origins,
+        sessions: Sessions::new(args.limits),
+        throttle: guard::Throttle::default(),
+        login_checks: Semaphore::new(LOGIN_CHECKS),
     });
-    let workers: Vec<_> = (0..WORKERS)
-        .map(|_| {
-            let (server, app) = (server.clone(), app.clone());
-            std::thread::spawn(move || {
-                for request in server.incoming_requests() {
-                    app.handle(request);
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        let _ = w.join();
+    let sweeper = app.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            sweeper.sessions.sweep();
+        }
+    });
+    let all = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let per_address = Arc::new(Mutex::new(HashMap::new()));
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                // Out of file descriptors, most likely: connections close meanwhile.
+                eprintln!("pg_jobs_web: accept: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        // Past a bound the connection is closed at once, before anything is read.
+        let Some(slot) = Slot::take(&all, &per_address, peer.ip()) else {
+            continue;
+        };
+        let app = app.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let app = app.clone();
+                async move { Ok::<_, Infallible>(app.handle(peer.ip(), request).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(
+                    TokioIo::new(Connection {
+                        io: stream,
+                        stalled: None,
+                    }),
+                    service,
+                )
+                .await;
+            drop(slot);
+        });
     }
 }
 
 pub struct App {
-    base: postgres::Config,
+    base: tokio_postgres::Config,
+    origins: Vec<String>,
     sessions: Sessions,
+    throttle: guard::Throttle,
+    login_checks: Semaphore,
 }
 
-pub type Reply = Response<std::io::Cursor<Vec<u8>>>;
+pub type Reply = Response<Full<Bytes>>;
 
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a valid header")
+fn with_header(mut r: Reply, name: &'static str, value: &str) -> Reply {
+    r.headers_mut()
+        .append(name, HeaderValue::from_str(value).expect("a valid header"));
+    r
 }
 
 fn with_security_headers(r: Reply) -> Reply {
-    r.with_header(header(
+    let r = with_header(
+        r,
         "Content-Security-Policy",
         "default-src 'self'; frame-ancestors 'none'; form-action 'self'",
-    ))
-    .with_header(header("X-Content-Type-Options", "nosniff"))
-    .with_header(header("X-Frame-Options", "DENY"))
-    .with_header(header("Referrer-Policy", "no-referrer"))
-    .with_header(header("Cache-Control", "no-store"))
+    );
+    let r = with_header(r, "X-Content-Type-Options", "nosniff");
+    let r = with_header(r, "X-Frame-Options", "DENY");
+    // Not no-referrer: under it browsers send `Origin: null` with the page's own POSTs, which
+    // the origin check then refuses.
+    let r = with_header(r, "Referrer-Policy", "same-origin");
+    with_header(r, "Cache-Control", "no-store")
 }
 
-pub fn reply(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
-    Response::from_data(body.into())
-        .with_status_code(status)
-        .with_header(header("Content-Type", content_type))
+pub fn reply(status: u16, content_type: &str, body: impl Into<Bytes>) -> Reply {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = StatusCode::from_u16(status).expect("a valid status");
+    with_header(r, "Content-Type", content_type)
 }
 
-pub fn json(status: u16, body: impl Into<Vec<u8>>) -> Reply {
+pub fn json(status: u16, body: impl Into<Bytes>) -> Reply {
     reply(status, "application/json; charset=utf-8", body)
 }
 
 pub fn json_error(status: u16, message: &str) -> Reply {
     json(status, serde_json::json!({ "error": message }).to_string())
+}
+
+fn lost() -> Reply {
+    json(503, r#"{"error":"database not reachable","lost":true}"#)
 }
 
 fn escape_html(s: &str) -> String {
@@ -138,7 +395,8 @@ fn escape_html(s: &str) -> String {
         .replace('\'', "&#39;")
 }
 
-/// A page of its own for what went wrong at login: wrong role or password, or no database.
+/// A page of its own for what went wrong at login: wrong role or password, no database, too
+/// many failures, another site's form.
 fn login_failure_page(status: u16, testid: &str, title: &str, detail: &str) -> Reply {
     let body = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>SCHED: {t}</title>\
@@ -151,81 +409,113 @@ fn login_failure_page(status: u16, testid: &str, title: &str, detail: &str) -> R
     reply(status, "text/html; charset=utf-8", body)
 }
 
-fn cookie_value(request: &Request, name: &str) -> Option<String> {
-    request
-        .headers()
+fn too_many_failures(wait: Duration) -> Reply {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    with_header(
+        login_failure_page(
+            429,
+            "login-throttled",
+            "Too many failed logins",
+            &format!(
+                "Logins from here or as this role failed too often. Try again in {seconds} s."
+            ),
+        ),
+        "Retry-After",
+        &seconds.to_string(),
+    )
+}
+
+fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all("cookie")
         .iter()
-        .filter(|h| h.field.equiv("Cookie"))
-        .find_map(|h| {
-            h.value.as_str().split(';').find_map(|part| {
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| {
+            v.split(';').find_map(|part| {
                 let (k, v) = part.trim().split_once('=')?;
                 (k == name).then(|| v.to_string())
             })
         })
 }
 
-fn header_value(request: &Request, name: &'static str) -> Option<String> {
-    request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv(name))
-        .map(|h| h.value.as_str().to_string())
+fn header_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn read_body(request: &mut Request) -> Result<String, Reply> {
-    let mut body = String::new();
-    request
-        .as_reader()
-        .take(MAX_BODY)
-        .read_to_string(&mut body)
-        .map_err(|_| json_error(400, "the request's body is not UTF-8 text"))?;
-    Ok(body)
+async fn read_body(request: Request<Incoming>) -> Result<String, Reply> {
+    let declared = header_value(request.headers(), CONTENT_LENGTH.as_str())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return Err(json_error(413, "the request's body is too large"));
+    }
+    let body = Limited::new(request.into_body(), MAX_BODY).collect();
+    match tokio::time::timeout(BODY_TIMEOUT, body).await {
+        Err(_) => Err(json_error(408, "the request's body did not come in time")),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => {
+            Err(json_error(413, "the request's body is too large"))
+        }
+        Ok(Err(_)) => Err(json_error(400, "the request's body was cut off")),
+        Ok(Ok(c)) => String::from_utf8(c.to_bytes().to_vec())
+            .map_err(|_| json_error(400, "the request's body is not UTF-8 text")),
+    }
 }
 
 impl App {
-    fn handle(&self, mut request: Request) {
-        let reply = self.route(&mut request);
-        let _ = request.respond(with_security_headers(reply));
+    async fn handle(&self, peer: IpAddr, request: Request<Incoming>) -> Reply {
+        with_security_headers(self.route(peer, request).await)
     }
 
-    fn route(&self, request: &mut Request) -> Reply {
-        let url = request.url().to_string();
-        let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+    async fn route(&self, peer: IpAddr, request: Request<Incoming>) -> Reply {
+        let path = request.uri().path().to_string();
+        let query = request.uri().query().unwrap_or("").to_string();
         let method = request.method().clone();
-        match (&method, path) {
-            (Method::Get, "/") => reply(200, "text/html; charset=utf-8", INDEX_HTML),
-            (Method::Get, "/app.js") => reply(200, "text/javascript; charset=utf-8", APP_JS),
-            (Method::Get, "/app.css") => reply(200, "text/css; charset=utf-8", APP_CSS),
-            (Method::Post, "/login") => self.login(request),
+        if method == Method::POST && !guard::same_origin(request.headers(), &self.origins) {
+            return if path == "/login" {
+                login_failure_page(
+                    403,
+                    "login-cross-site",
+                    "Refused",
+                    "This login was sent from another site's page.",
+                )
+            } else {
+                json_error(403, "a request from another site's page")
+            };
+        }
+        match (&method, path.as_str()) {
+            (&Method::GET, "/") => reply(200, "text/html; charset=utf-8", INDEX_HTML),
+            (&Method::GET, "/app.js") => reply(200, "text/javascript; charset=utf-8", APP_JS),
+            (&Method::GET, "/app.css") => reply(200, "text/css; charset=utf-8", APP_CSS),
+            (&Method::POST, "/login") => self.login(peer, request).await,
             (_, p) if p.starts_with("/api/") || p == "/logout" => {
                 let Some(session) =
-                    cookie_value(request, COOKIE).and_then(|id| self.sessions.get(&id))
+                    cookie_value(request.headers(), COOKIE).and_then(|id| self.sessions.get(&id))
                 else {
                     return json(401, r#"{"error":"not logged in","login":true}"#);
                 };
                 match method {
-                    Method::Get => self.read(&session, path, query),
-                    Method::Post => {
+                    Method::GET => self.read(&session, &path, &query).await,
+                    Method::POST => {
                         // A state-changing request: the session's CSRF token in a header, which a
                         // page of another site cannot set, and JSON, which a plain form cannot send.
-                        let token = header_value(request, "X-CSRF-Token").unwrap_or_default();
-                        if !session.csrf_matches(&token) {
+                        let token = header_value(request.headers(), "x-csrf-token").unwrap_or("");
+                        if !session.csrf_matches(token) {
                             return json_error(403, "missing or wrong CSRF token");
                         }
                         if path == "/logout" {
                             self.sessions.remove(&session.id);
-                            return json(200, r#"{"ok":true}"#).with_header(header(
+                            return with_header(
+                                json(200, r#"{"ok":true}"#),
                                 "Set-Cookie",
                                 &format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
-                            ));
+                            );
                         }
-                        let is_json = header_value(request, "Content-Type")
+                        let is_json = header_value(request.headers(), "content-type")
                             .is_some_and(|c| c.starts_with("application/json"));
                         if !is_json {
                             return json_error(415, "send JSON");
                         }
-                        match read_body(request) {
-                            Ok(body) => self.act(&session, path, &body),
+                        match read_body(request).await {
+                            Ok(body) => self.act(&session, &path, &body).await,
                             Err(r) => r,
                         }
                     }
@@ -236,8 +526,12 @@ impl App {
         }
     }
 
-    fn login(&self, request: &mut Request) -> Reply {
-        let body = match read_body(request) {
+    async fn login(&self, peer: IpAddr, request: Request<Incoming>) -> Reply {
+        if let Some(wait) = self.throttle.address_locked(peer) {
+            return too_many_failures(wait);
+        }
+        let known = cookie_value(request.headers(), KNOWN_COOKIE);
+        let body = match read_body(request).await {
             Ok(b) => b,
             Err(r) => return r,
         };
@@ -257,25 +551,53 @@ impl App {
                 "Give a role and its password.",
             );
         }
+        let attempt = self.throttle.attempt(peer, &role, known.as_deref());
+        if let Some(wait) = self.throttle.locked(&attempt) {
+            return too_many_failures(wait);
+        }
+        let Ok(Ok(_turn)) = tokio::time::timeout(LOGIN_WAIT, self.login_checks.acquire()).await
+        else {
+            return login_failure_page(
+                503,
+                "login-busy",
+                "Too many logins at once",
+                "Other logins are being checked; try again in a moment.",
+            );
+        };
         let mut config = self.base.clone();
         config.user(&role).password(&password);
-        match config.connect(postgres::NoTls) {
-            Ok(client) => {
+        match config.connect(tokio_postgres::NoTls).await {
+            Ok((client, connection)) => {
+                tokio::spawn(connection);
+                let known = self.throttle.succeeded(&attempt, &role);
                 let session = self.sessions.create(role, client);
-                Response::from_data(Vec::new())
-                    .with_status_code(303)
-                    .with_header(header("Location", "/"))
-                    .with_header(header("Set-Cookie", &format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", session.id)))
+                let r = with_header(reply(303, "text/plain", ""), "Location", "/");
+                let r = with_header(
+                    r,
+                    "Set-Cookie",
+                    &format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", session.id),
+                );
+                with_header(
+                    r,
+                    "Set-Cookie",
+                    &format!(
+                        "{KNOWN_COOKIE}={known}; HttpOnly; SameSite=Strict; Path=/login; Max-Age={}",
+                        guard::KNOWN_MAX_AGE.as_secs()
+                    ),
+                )
             }
             Err(e) => match e.as_db_error().map(|d| d.code().code()) {
                 // invalid_password, invalid_authorization_specification (no such role, or pg_hba
                 // refuses it): the same answer, so that the page does not tell which.
-                Some("28P01") | Some("28000") => login_failure_page(
-                    401,
-                    "login-wrong",
-                    "Wrong role or password",
-                    "The database refused this role and password. Check both and try again.",
-                ),
+                Some("28P01") | Some("28000") => {
+                    self.throttle.failed(&attempt);
+                    login_failure_page(
+                        401,
+                        "login-wrong",
+                        "Wrong role or password",
+                        "The database refused this role and password. Check both and try again.",
+                    )
+                }
                 Some(_) => login_failure_page(
                     503,
                     "login-refused",
@@ -292,40 +614,55 @@ impl App {
         }
     }
 
-    fn read(&self, session: &Arc<Session>, path: &str, query: &str) -> Reply {
+    async fn read(&self, session: &Arc<Session>, path: &str, query: &str) -> Reply {
         if path == "/api/me" {
             return json(
                 200,
                 serde_json::json!({ "role": session.role, "csrf": session.csrf }).to_string(),
             );
         }
-        let params: std::collections::HashMap<String, String> =
-            form_urlencoded::parse(query.as_bytes())
-                .into_owned()
-                .collect();
-        self.with_client(session, |client| api::read(client, path, &params))
+        let params: HashMap<String, String> = form_urlencoded::parse(query.as_bytes())
+            .into_owned()
+            .collect();
+        match self.lease(session).await {
+            Ok(client) => {
+                let outcome = api::read(&client, path, &params).await;
+                self.answer(session, client, outcome)
+            }
+            Err(r) => r,
+        }
     }
 
-    fn act(&self, session: &Arc<Session>, path: &str, body: &str) -> Reply {
+    async fn act(&self, session: &Arc<Session>, path: &str, body: &str) -> Reply {
         let body: serde_json::Value = match serde_json::from_str(body) {
             Ok(v) => v,
             Err(_) => return json_error(400, "the body is not JSON"),
         };
-        self.with_client(session, |client| api::act(client, path, &body))
+        match self.lease(session).await {
+            Ok(client) => {
+                let outcome = api::act(&client, path, &body).await;
+                self.answer(session, client, outcome)
+            }
+            Err(r) => r,
+        }
     }
 
-    /// Runs a request on the session's connection; a lost connection ends the session.
-    fn with_client(
-        &self,
-        session: &Arc<Session>,
-        f: impl FnOnce(&mut postgres::Client) -> api::Outcome,
-    ) -> Reply {
-        let mut client = session.client.lock().unwrap_or_else(|p| p.into_inner());
-        let outcome = if client.is_closed() {
-            api::Outcome::Lost
-        } else {
-            f(&mut client)
-        };
+    /// One of the session's role's connections; none left ends the role's sessions.
+    async fn lease(&self, session: &Session) -> Result<Lease, Reply> {
+        match session.pool.lease(LEASE_WAIT).await {
+            Ok(client) if !client.is_closed() => Ok(client),
+            Ok(_) | Err(LeaseError::Lost) => {
+                self.sessions.end_role(&session.role);
+                Err(lost())
+            }
+            Err(LeaseError::Busy) => Err(json_error(
+                503,
+                "the connections of this role stayed busy; try again",
+            )),
+        }
+    }
+
+    fn answer(&self, session: &Session, client: Lease, outcome: api::Outcome) -> Reply {
         match outcome {
             api::Outcome::Ok(body) => json(200, body),
             api::Outcome::NotFound => json_error(404, "not found"),
@@ -333,8 +670,8 @@ impl App {
             api::Outcome::Sql(body) => json(400, body),
             api::Outcome::Lost => {
                 drop(client);
-                self.sessions.remove(&session.id);
-                json(503, r#"{"error":"database not reachable","lost":true}"#)
+                self.sessions.end_role(&session.role);
+                lost()
             }
         }
     }
