@@ -124,6 +124,15 @@ COMMENT ON FUNCTION jobs_counts IS
 
 -- Months of history: one partition job_history_YYYYMM per UTC month.
 
+-- The months that have a partition of job_history.
+CREATE FUNCTION _history_month_partitions() RETURNS TABLE (month date)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT to_date(right(c.relname, 6), 'YYYYMM')
+    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = 'job_history'::regclass AND c.relname ~ '^job_history_[0-9]{6}$';
+END;
+
 CREATE FUNCTION jobs_history_months()
 RETURNS TABLE (month date, partition regclass, jobs bigint)
 LANGUAGE plpgsql STABLE

@@ -201,10 +201,13 @@ RETURN ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(elements) e);
 
 -- The batch jobs that have not finished, whatever month they were due in, as the worker pool
 -- shows them, read as the caller (so through row-level security: a member sees its own).
--- Arguments that look like secrets are masked.
+-- Arguments that look like secrets are masked. Due (PENDING) is as a claim has it: run_at at or
+-- before the time of the reading statement. now(), the time its transaction began, made a job
+-- released earlier in the same transaction WAITING, and so batch_release's own answer over the
+-- extended protocol, where the statement's time is taken again at its Execute message.
 CREATE VIEW batch_active WITH (security_invoker = true) AS
 SELECT j.id, j.idempotency_key AS hash, j.owner::regrole AS owner,
-       _batch_status(j.status::text, j.run_at <= now(), w.blocked_by IS NOT NULL,
+       _batch_status(j.status::text, j.run_at <= statement_timestamp(), w.blocked_by IS NOT NULL,
                      j.progress ->> 'token' = j.lease_token::text) AS status,
        w.blocked_by AS blocked_reason,
        j.task::text AS kind, j.payload ->> 'computer' AS computer,
@@ -388,7 +391,7 @@ RETURN EXISTS (SELECT FROM batch_waits w
 CREATE FUNCTION _batch_row_status(status job_status, run_at timestamptz, id bigint, progress jsonb, lease_token uuid)
 RETURNS text
 LANGUAGE sql STABLE
-RETURN _batch_status(status::text, run_at <= now(), status = 'created' AND run_at = 'infinity' AND _batch_blocked(id),
+RETURN _batch_status(status::text, run_at <= statement_timestamp(), status = 'created' AND run_at = 'infinity' AND _batch_blocked(id),
                      progress ->> 'token' = lease_token::text);
 
 -- The caller's active batch jobs counted by minute due (UTC), label, place (the computer that
@@ -406,7 +409,7 @@ BEGIN ATOMIC
     -- row. Not for the range of jobs: the planner, not knowing the value, would take a third of
     -- the jobs to be in it, and compile the plan with JIT.)
     WITH this AS MATERIALIZED (
-        SELECT date_trunc('minute', now(), 'UTC') AS minute
+        SELECT date_trunc('minute', statement_timestamp(), 'UTC') AS minute
     ), tallied AS (
         SELECT t.owner, t.due_minute, t.label, t.computer, t.run_minute, sum(t.n)::bigint AS n,
                min(t.first_due) AS first_due
@@ -421,11 +424,11 @@ BEGIN ATOMIC
     FROM tallied t
     UNION ALL
     SELECT date_trunc('minute', j.due_at, 'UTC'), _batch_label(j.payload), j.payload ->> 'computer',
-           CASE WHEN j.run_at <= now() THEN 'PENDING' ELSE 'WAITING' END, count(*), min(j.due_at)
+           CASE WHEN j.run_at <= statement_timestamp() THEN 'PENDING' ELSE 'WAITING' END, count(*), min(j.due_at)
     FROM jobs j
     WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue) AND j.status = 'created'
-      AND j.run_at >= date_trunc('minute', now(), 'UTC')
-      AND j.run_at < date_trunc('minute', now(), 'UTC') + interval '1 minute'
+      AND j.run_at >= date_trunc('minute', statement_timestamp(), 'UTC')
+      AND j.run_at < date_trunc('minute', statement_timestamp(), 'UTC') + interval '1 minute'
     GROUP BY 1, 2, 3, 4
     UNION ALL
     SELECT date_trunc('minute', a.due_at, 'UTC'), coalesce(a.routine, a.command),
@@ -438,9 +441,37 @@ BEGIN ATOMIC
     GROUP BY 1, 2, 3, 4;
 END;
 
+-- The months of the caller's batch jobs in job_history_other, which holds the finished jobs of
+-- months without a partition (due before the oldest month made, or far ahead): read through the
+-- ranges of due_at that no month's partition covers, so that only that partition is read.
+CREATE FUNCTION _batch_unpartitioned_months() RETURNS TABLE (month date)
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    gap record;
+BEGIN
+    FOR gap IN
+        SELECT coalesce(_utc_midnight((lag(p.month) OVER w + interval '1 month')::date), '-infinity') AS since,
+               _utc_midnight(p.month) AS until
+        FROM _history_month_partitions() p WINDOW w AS (ORDER BY p.month)
+        UNION ALL
+        SELECT coalesce(max(_utc_midnight((p.month + interval '1 month')::date)), '-infinity'), 'infinity'
+        FROM _history_month_partitions() p
+    LOOP
+        CONTINUE WHEN gap.since >= gap.until;
+        RETURN QUERY
+        SELECT DISTINCT _utc_month(h.due_at) FROM job_history h
+        WHERE h.due_at >= gap.since AND h.due_at < gap.until AND _is_batch_queue(h.queue);
+    END LOOP;
+END
+$$;
+
 -- The months that have batch jobs of the caller, without counting them: the months of its active
--- jobs, and each month of job_history in which one of its batch jobs is found first (an index
--- probe in that month's partition, not a scan of the history).
+-- jobs, each month of job_history in which one of its batch jobs is found first (an index probe
+-- in that month's partition, not a scan of the history), and the months of those in
+-- job_history_other (a job due three months ago, before the oldest month made, was found by
+-- batch_find(month => ...) but its month was not offered).
 CREATE FUNCTION _batch_month_list() RETURNS TABLE (month date)
 LANGUAGE sql STABLE
 BEGIN ATOMIC
@@ -454,13 +485,13 @@ BEGIN ATOMIC
           AND (j.status <> 'created' OR j.run_at = 'infinity')))
     UNION
     SELECT p.month
-    FROM (SELECT to_date(right(c.relname, 6), 'YYYYMM') AS month
-          FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-          WHERE i.inhparent = 'job_history'::regclass AND c.relname ~ '^job_history_[0-9]{6}$') p
+    FROM _history_month_partitions() p
     WHERE EXISTS (SELECT FROM job_history h
                   WHERE h.due_at >= _utc_midnight(p.month)
                     AND h.due_at < _utc_midnight((p.month + interval '1 month')::date)
-                    AND _is_batch_queue(h.queue));
+                    AND _is_batch_queue(h.queue))
+    UNION
+    SELECT o.month FROM _batch_unpartitioned_months() o;
 END;
 
 CREATE FUNCTION batch_find(month date DEFAULT NULL, statuses text[] DEFAULT NULL,
@@ -646,14 +677,14 @@ BEGIN
             ids := ARRAY(
                 SELECT j.id FROM jobs j
                 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND j.status = 'created' AND j.run_at <= now()
+                  AND j.status = 'created' AND j.run_at <= statement_timestamp()
                   AND (statuses IS NULL OR group_key = ANY (statuses))
                 ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
         ELSIF group_key = 'WAITING' THEN
             ids := ARRAY(
                 SELECT j.id FROM jobs j
                 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND j.status = 'created' AND j.run_at > now() AND _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = group_key
+                  AND j.status = 'created' AND j.run_at > statement_timestamp() AND _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = group_key
                   AND (statuses IS NULL OR group_key = ANY (statuses))
                 ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
         ELSE
