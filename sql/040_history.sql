@@ -179,7 +179,13 @@ END
 $$;
 SELECT _index_history('job_history_other');
 
-CREATE FUNCTION jobs_history_prepare(months_ahead integer DEFAULT 3) RETURNS SETOF regclass
+-- wait false (the background worker): a month that cannot be attached at once is left for a
+-- later call. The attach locks job_history_other alone, and any open read of job_history holds
+-- it (a member's BEGIN; SELECT count(*) FROM pgjobs.job_history; left open made every round of
+-- the worker wait a second and fail); the worker makes the months a year ahead, so a reader
+-- would have to stay for most of a year before a month began without its partition.
+CREATE FUNCTION jobs_history_prepare(months_ahead integer DEFAULT 3, wait boolean DEFAULT true)
+RETURNS SETOF regclass
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
@@ -203,7 +209,18 @@ BEGIN
         -- Jobs finishing now wait until the month is attached: an insert routed to the default
         -- partition before the attach would fail its new constraint after it (23514). Readers
         -- do not wait.
-        LOCK TABLE @extschema@.job_history IN SHARE ROW EXCLUSIVE MODE;
+        IF wait THEN
+            LOCK TABLE @extschema@.job_history IN SHARE ROW EXCLUSIVE MODE;
+        ELSE
+            BEGIN
+                LOCK TABLE @extschema@.job_history IN SHARE ROW EXCLUSIVE MODE NOWAIT;
+                LOCK TABLE @extschema@.job_history_other IN ACCESS EXCLUSIVE MODE NOWAIT;
+            EXCEPTION WHEN lock_not_available THEN
+                RAISE LOG 'pg_jobs: month % of job_history not made yet: job_history is in use (%)',
+                    to_char(m, 'YYYY-MM'), SQLERRM;
+                RETURN;
+            END;
+        END IF;
         CONTINUE WHEN to_regclass('@extschema@.' || part) IS NOT NULL;
         month_start := _utc_midnight(m);
         month_end := _utc_midnight((m + interval '1 month')::date);
@@ -222,7 +239,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION jobs_history_prepare IS
-    'Makes the partitions of job_history from last month to months_ahead months ahead.';
+    'Makes the partitions of job_history from last month to months_ahead months ahead. wait '
+    'false: stops, making none, where a transaction reading or writing job_history stands in the way.';
 
 CREATE FUNCTION jobs_history_drop(before date) RETURNS SETOF date
 LANGUAGE plpgsql
