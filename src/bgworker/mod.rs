@@ -5,8 +5,10 @@
 //! standby starts scheduling. Each round it calls `pgjobs._launcher_tick()` (heartbeat, rescue of
 //! expired leases, due schedules, retention) and then hands ready SQL jobs to executors, at most
 //! `pg_jobs.max_workers` at once. A part of a round that fails is a WARNING and the others go on
-//! (sql/070_launcher.sql); an error outside them ends the process, and the postmaster starts it
-//! again a second later: the leases and keys in the tables make the restart harmless.
+//! (sql/070_launcher.sql); a round that fails as a whole (53200 while a member's transaction fills
+//! the lock table) is a WARNING too, rolled back and tried again after a back-off
+//! (`launcher::survive`). Only an error outside the rounds ends the process, and the postmaster
+//! starts it again a second later: the leases and keys in the tables make the restart harmless.
 
 mod executor;
 mod launcher;
