@@ -237,11 +237,13 @@ SQL
 }
 
 # A member's transaction that fills the server's lock table (advisory locks, held open) makes
-# every round of the launcher fail with 53200 (out of shared memory). The launcher logs it,
-# backs off and goes on: the same process, its heartbeat fresh again once the member is done.
-# (It used to exit, and be restarted a second later only to exit again.)
+# every round of the launcher fail with 53200 (out of shared memory), while a per-second
+# schedule keeps it coming round. The launcher logs it, backs off and goes on: the same process,
+# its heartbeat fresh and the schedule firing again once the member is done. (It used to exit,
+# and be restarted a second later only to exit again.)
 test_launcher_survives_a_full_lock_table() {
-    live_sql "CREATE ROLE live_filler IN ROLE pgjobs_user" || return 1
+    live_sql "CREATE ROLE live_filler IN ROLE pgjobs_user;
+              SELECT pgjobs.jobs_schedule('lock-ticks', 'every 1 second', '{\"task\": \"lock-tick\"}')" >/dev/null || return 1
     local pid log
     pid=$(launcher_pid)
     log="$(cluster_dir test)/server.log"
@@ -269,8 +271,13 @@ SQL
     local failed=f
     wait_log 20 "$log" "\\[$pid\\] WARNING:  pg_jobs launcher: its round failed.*out of shared memory" && failed=t
     wait "$filler"
+    local ended
+    ended=$(live_sql "SELECT clock_timestamp()")
     wait_until 30 "SELECT pid = $pid AND heartbeat_at > now() - interval '3 seconds' FROM pgjobs.launcher" || return 1
-    [ "$failed" = t ] && [ "$(launcher_pid)" = "$pid" ]
+    local firing=f
+    wait_until 30 "SELECT count(*) >= 2 FROM pgjobs.jobs WHERE task = 'lock-tick' AND due_at > '$ended'" && firing=t
+    live_sql "SELECT pgjobs.jobs_unschedule('lock-ticks'); DELETE FROM pgjobs.jobs WHERE task = 'lock-tick'" >/dev/null
+    [ "$failed" = t ] && [ "$firing" = t ] && [ "$(launcher_pid)" = "$pid" ]
 }
 
 # A SQL job that catches query_canceled outlived its timeout and jobs_abort and held an executor

@@ -103,15 +103,7 @@ fn survive<R>(what: &str, body: impl FnOnce() -> R + std::panic::UnwindSafe) -> 
         }
         Ok(result)
     })
-    .catch_others(|caught| {
-        Err(match caught {
-            pg_sys::panic::CaughtError::PostgresError(report)
-            | pg_sys::panic::CaughtError::ErrorReport(report)
-            | pg_sys::panic::CaughtError::RustPanic {
-                ereport: report, ..
-            } => report.message().to_string(),
-        })
-    })
+    .catch_others(|caught| Err(super::caught_message(caught)))
     .execute();
     outcome
         .map_err(|message| {

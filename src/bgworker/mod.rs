@@ -79,6 +79,17 @@ pub(crate) fn rescues_expired_leases_here() -> bool {
         && (now_seconds().wrapping_sub(state & 0xffff_ffff) & 0xffff_ffff) <= 2 * longest_sleep + 1
 }
 
+/// The message of an error caught by a `PgTryBuilder` (a Postgres error or a panic).
+pub(crate) fn caught_message(caught: pg_sys::panic::CaughtError) -> String {
+    match caught {
+        pg_sys::panic::CaughtError::PostgresError(report)
+        | pg_sys::panic::CaughtError::ErrorReport(report)
+        | pg_sys::panic::CaughtError::RustPanic {
+            ereport: report, ..
+        } => report.message().to_string(),
+    }
+}
+
 pub(crate) const PINNED_SEARCH_PATH: &std::ffi::CStr = c"pg_catalog, pg_temp";
 
 pub(crate) const EXTENSION_INSTALLED: &str =
