@@ -1,5 +1,5 @@
 # The README's commands. Each one installs what it needs first.
-.PHONY: run test bench stop package
+.PHONY: run test bench stop package install
 
 run:
 	./scripts/run.sh
@@ -15,3 +15,6 @@ stop:
 
 package:
 	./scripts/package.sh
+
+install:
+	./scripts/setup.sh

@@ -53,6 +53,21 @@ CONF
     printf %s "$dir"
 }
 
+# install_extension: the release build into PG_BIN's PostgreSQL. Every file is written beside its
+# place and renamed over it, never overwritten in place: a running server that preloads the
+# library keeps the file it has mapped (an overwrite crashed it: "unrecognized function API
+# version", then a segfault) and loads the new one when it restarts.
+install_extension() {
+    local built file
+    cargo pgrx package --pg-config "$PG_CONFIG" >/dev/null
+    built="$ROOT/target/release/pg_jobs-pg15"
+    (cd "$built" && find . -type f) | while read -r file; do
+        file=${file#.}
+        as_root install -D -m "$([ "${file##*.}" = so ] && echo 755 || echo 644)" "$built$file" "$file.new" &&
+            as_root mv -f "$file.new" "$file" || exit 1
+    done
+}
+
 stop_cluster() {
     local dir
     dir=$(cluster_dir "$1")

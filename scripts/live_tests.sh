@@ -682,7 +682,23 @@ fault_run() {
     [ "$process_kills" -ge 1 ] && [ "$backend_kills" -ge 1 ] && [ "$restarts" = 1 ]
 }
 
+# Installing pg_jobs again while this cluster runs with the library preloaded: the library is a
+# new file renamed into place (a new inode), so the postmaster and its sessions keep the one they
+# mapped and go on; new sessions work. (An overwrite in place crashed the server.)
+test_install_under_a_running_server() {
+    local library postmaster inode_before
+    library="$("$PG_CONFIG" --pkglibdir)/pg_jobs.so"
+    postmaster=$(head -n 1 "$(cluster_dir test)/data/postmaster.pid")
+    inode_before=$(stat -c %i "$library")
+    (cd "$ROOT" && install_extension 2>/dev/null) || return 1
+    [ "$(stat -c %i "$library")" != "$inode_before" ] || return 1
+    live_sql "SELECT pgjobs.jobs_add('after-install', queue => 'install') > 0" | grep -qx t || return 1
+    [ "$(head -n 1 "$(cluster_dir test)/data/postmaster.pid")" = "$postmaster" ] && kill -0 "$postmaster" &&
+        wait_until 10 "SELECT alive FROM pgjobs.launcher"
+}
+
 run_live_tests() {
+    verdict "installing again under a running server leaves it running" test_install_under_a_running_server
     verdict "per-second schedule fires once per slot across a SIGKILL" test_seconds_fire_once_per_slot_across_sigkill
     verdict "SQL job effects and completion commit together" test_sql_job_effects_and_completion_are_atomic
     verdict "abort stops a running SQL job within 2 s" test_abort_stops_a_running_sql_job

@@ -127,9 +127,9 @@ routines_export_import_command_line() {
     "$AGENT_BIN" routines export RT --dsn "$dsn" >"$csv" || return 1
     grep -q '^poster_a@alpha:feed,FEED,false,true,' "$csv" || return 1
     local before after
-    before=$(live_sql "SELECT md5(string_agg(d::text, ',' ORDER BY routine)) FROM pgjobs.routine_definitions d WHERE schedule = 'RT'")
+    before=$(live_sql "SELECT md5(string_agg(d::text, ',' ORDER BY routine)) FROM pgjobs.routine_definitions d JOIN pgjobs.routine_schedules s ON s.id = d.schedule_id WHERE s.schedule = 'RT'")
     "$AGENT_BIN" routines import RT "$csv" --dsn "$dsn" | grep -qx "imported 4 routines into RT" || return 1
-    after=$(live_sql "SELECT md5(string_agg(d::text, ',' ORDER BY routine)) FROM pgjobs.routine_definitions d WHERE schedule = 'RT'")
+    after=$(live_sql "SELECT md5(string_agg(d::text, ',' ORDER BY routine)) FROM pgjobs.routine_definitions d JOIN pgjobs.routine_schedules s ON s.id = d.schedule_id WHERE s.schedule = 'RT'")
     [ "$before" = "$after" ] || return 1
     "$AGENT_BIN" routines list --dsn "$dsn" | grep -q "^RT	4 routines	observe$"
 }

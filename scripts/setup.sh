@@ -28,8 +28,4 @@ fi
 
 log "building and installing the extension"
 cd "$ROOT"
-if [ "$(id -u)" = 0 ]; then
-    cargo pgrx install --release --pg-config "$PG_CONFIG" >/dev/null
-else
-    cargo pgrx install --release --sudo --pg-config "$PG_CONFIG" >/dev/null
-fi
+install_extension

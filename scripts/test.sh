@@ -46,13 +46,23 @@ count_cargo "$OUT/unit.log"
 
 log "#[pg_test]s"
 pgrx_data=$(cluster_dir pgrx-test)
-if ! cargo pgrx test pg15 --runas postgres --pgdata "$pgrx_data/data" 2>&1 | tee "$OUT/pg_test.log"; then
+# `cargo pgrx test` installs its test build into the PostgreSQL it runs by overwriting the
+# library in place, which would crash any running server that preloads it (make run's): it gets
+# a copy of PostgreSQL 15 of its own, named in a PGRX_HOME of its own.
+pgrx_pg="$pgrx_data/postgresql"
+if [ ! -x "$pgrx_pg/usr/lib/postgresql/15/bin/pg_config" ]; then
+    mkdir -p "$pgrx_pg/usr/lib/postgresql" "$pgrx_pg/usr/share/postgresql" "$pgrx_pg/usr/include"
+    cp -a "$PG_BIN/.." "$pgrx_pg/usr/lib/postgresql/15"
+    cp -a "$("$PG_CONFIG" --sharedir)" "$pgrx_pg/usr/share/postgresql/15"
+    cp -a "$("$PG_CONFIG" --includedir)" "$pgrx_pg/usr/include/postgresql"
+fi
+mkdir -p "$pgrx_data/home"
+printf '[configs]\npg15 = "%s"\n' "$pgrx_pg/usr/lib/postgresql/15/bin/pg_config" >"$pgrx_data/home/config.toml"
+if ! PGRX_HOME="$pgrx_data/home" cargo pgrx test pg15 --runas postgres --pgdata "$pgrx_data/data" 2>&1 | tee "$OUT/pg_test.log"; then
     grep -q 'test result' "$OUT/pg_test.log" || count 0 1
 fi
 count_cargo "$OUT/pg_test.log"
 
-# `cargo pgrx test` installed its test build; the SQL suites run against the release build.
-"$ROOT/scripts/setup.sh"
 # A new cluster every run: roles are cluster-wide, and tests create some.
 stop_cluster test
 rm -rf "$(cluster_dir test)/data"

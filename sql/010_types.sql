@@ -88,6 +88,22 @@ BEGIN
 END
 $$;
 
+-- True for a date a caller gives (null: left out), refused when it is not finite: a month of
+-- 'infinity' named no month and found jobs all the same. Called in a WHERE clause without a
+-- column, so that the planner makes it a one-time filter, checked even where no row is read.
+CREATE FUNCTION _finite_date(d date, name text) RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NOT isfinite(d) THEN
+        PERFORM _invalid(format('%s must be a finite date, not %s', name, d),
+                         'Give a day of the month, for example date_trunc(''month'', now())::date.');
+    END IF;
+    RETURN true;
+END
+$$;
+
 -- Months are UTC months: a job's month in job_history is the UTC month of its due_at.
 CREATE FUNCTION _utc_month(t timestamptz) RETURNS date
 LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -44,7 +44,7 @@ CREATE FUNCTION _is_batch_queue(queue text) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN starts_with(queue, 'pg_jobs.batch:');
 
--- A payload as members see it: a batch job's arguments that look like secrets masked.
+-- A payload as members see it: a batch job's arguments and environment with secrets masked.
 CREATE FUNCTION _shown_payload(queue text, payload jsonb) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN CASE WHEN _is_batch_queue(queue) THEN _mask_payload(payload) ELSE payload END;
@@ -92,7 +92,8 @@ CREATE FUNCTION jobs_find(
 LANGUAGE sql STABLE
 BEGIN ATOMIC
     SELECT l.* FROM job_list l
-    WHERE (jobs_find.status IS NULL OR l.status = jobs_find.status)
+    WHERE _finite_date(jobs_find.month, 'month')
+      AND (jobs_find.status IS NULL OR l.status = jobs_find.status)
       AND (jobs_find.queue IS NULL OR l.queue = jobs_find.queue)
       AND (jobs_find.key IS NULL OR l.idempotency_key = jobs_find.key)
       AND (jobs_find.month IS NULL OR _utc_month(l.due_at) = date_trunc('month', jobs_find.month)::date)
@@ -115,7 +116,7 @@ BEGIN ATOMIC
     FROM (SELECT j.queue::text, j.status FROM jobs j
           UNION ALL
           SELECT h.queue, h.status FROM job_history h
-          WHERE _utc_month(h.due_at) = coalesce(date_trunc('month', month)::date, _utc_month(now()))) c
+          WHERE _finite_date(month, 'month') AND _utc_month(h.due_at) = coalesce(date_trunc('month', month)::date, _utc_month(now()))) c
     GROUP BY c.queue, c.status
     ORDER BY c.queue, c.status;
 END;
@@ -249,6 +250,7 @@ AS $$
 DECLARE
     m record;
 BEGIN
+    PERFORM _finite_date(before, 'before');
     IF before IS NULL OR before > _utc_month(now()) THEN
         PERFORM _invalid(format('cannot drop history before %s: it includes the current month',
                                 coalesce(to_char(before, 'YYYY-MM-DD'), 'null')),

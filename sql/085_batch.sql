@@ -201,10 +201,11 @@ RETURN ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(elements) e);
 
 -- The batch jobs that have not finished, whatever month they were due in, as the worker pool
 -- shows them, read as the caller (so through row-level security: a member sees its own).
--- Arguments that look like secrets are masked. Due (PENDING) is as a claim has it: run_at at or
--- before the time of the reading statement. now(), the time its transaction began, made a job
--- released earlier in the same transaction WAITING, and so batch_release's own answer over the
--- extended protocol, where the statement's time is taken again at its Execute message.
+-- Secrets in arguments, output tails and errors are masked (pg_jobs_core::mask).
+-- Due (PENDING) is as a claim has it: run_at at or before the time of the reading statement.
+-- now(), the time its transaction began, made a job released earlier in the same transaction
+-- WAITING, and so batch_release's own answer over the extended protocol, where the statement's
+-- time is taken again at its Execute message.
 CREATE VIEW batch_active WITH (security_invoker = true) AS
 SELECT j.id, j.idempotency_key AS hash, j.owner::regrole AS owner,
        _batch_status(j.status::text, j.run_at <= statement_timestamp(), w.blocked_by IS NOT NULL,
@@ -217,8 +218,8 @@ SELECT j.id, j.idempotency_key AS hash, j.owner::regrole AS owner,
        (j.payload ->> 'shell')::boolean AS shell, j.payload -> 'revision' AS revision,
        _bigint_array(j.payload -> 'depends_on') AS depends_on,
        NULL::integer AS exit_code, NULL::interval AS run_time,
-       j.progress ->> 'stderr' AS stderr, j.progress ->> 'stdout' AS stdout,
-       j.errors -> -1 ->> 'error' AS error,
+       _mask_text(j.progress ->> 'stderr') AS stderr, _mask_text(j.progress ->> 'stdout') AS stdout,
+       _mask_text(j.errors -> -1 ->> 'error') AS error,
        (j.progress ->> 'pid')::integer AS pid,
        j.attempt, j.max_attempts::integer, j.priority,
        CASE WHEN j.run_at < 'infinity' THEN j.run_at END AS run_at, j.due_at,
@@ -253,7 +254,7 @@ SELECT h.id, h.idempotency_key, h.owner::regrole, _batch_status(h.status::text, 
        (h.payload ->> 'shell')::boolean, h.payload -> 'revision',
        _bigint_array(h.payload -> 'depends_on'),
        (h.result ->> 'exit_code')::integer, (h.result ->> 'run_time')::interval,
-       h.result ->> 'stderr', h.result ->> 'stdout', h.result ->> 'error', NULL,
+       _mask_text(h.result ->> 'stderr'), _mask_text(h.result ->> 'stdout'), _mask_text(h.result ->> 'error'), NULL,
        h.attempts, h.max_attempts, h.priority, NULL, h.due_at, _utc_month(h.due_at), h.end_time,
        NULL, h.end_time, h.payload -> 'extra'
 FROM job_history h
@@ -261,7 +262,7 @@ WHERE _is_batch_queue(h.queue);
 COMMENT ON VIEW batch_jobs IS
     'Every batch job of the caller, active or finished, with its status word (WAITING, BLOCKED, '
     'PENDING, FETCHED, RUNNING, COMPLETED, ERROR, CANCEL); month is the UTC month it was due. '
-    'Arguments whose flag looks like a secret are masked.';
+    'Secrets in arguments, output tails and errors are masked.';
 -- The columns of both views, described once.
 DO $$
 DECLARE
@@ -278,16 +279,16 @@ BEGIN
         ('target', 'The computer that took it.'),
         ('routine', 'The routine it belongs to, if posted with one (a kill job: the routine to end).'),
         ('command', 'The program run (looked up in PATH), or the shell command when shell is true.'),
-        ('args', 'Its arguments; the values of flags that look like secrets are masked.'),
+        ('args', 'Its arguments, secrets masked (README: What is masked).'),
         ('cwd', 'The working folder (null: the agent''s).'),
         ('shell', 'Whether the command runs through sh -c.'),
         ('revision', 'Source-revision metadata, as posted.'),
         ('depends_on', 'The jobs it waits for or waited for.'),
         ('exit_code', 'The exit code of a finished run (null: ended by a signal, or never ran).'),
         ('run_time', 'How long its process ran.'),
-        ('stderr', 'The tail of its stderr: while it runs, as the agent last sent it; then the last 8 KB.'),
+        ('stderr', 'The tail of its stderr, secrets masked: while it runs, as the agent last sent it; then the last 8 KB.'),
         ('stdout', 'The tail of its stdout, likewise.'),
-        ('error', 'Why it failed: the tail of its stderr, or what happened to its agent.'),
+        ('error', 'Why it failed, secrets masked: the tail of its stderr, or what happened to its agent.'),
         ('pid', 'The process id on the target while it runs.'),
         ('attempt', 'Attempts made (an agent that went silent used one).'),
         ('max_attempts', 'Attempts allowed.'),
@@ -507,6 +508,7 @@ DECLARE
     found jsonb;
     ids bigint[];
 BEGIN
+    PERFORM _finite_date(month, 'month');
     PERFORM _batch_check_reading('time', statuses, limit_rows, offset_rows);
     IF month IS NULL AND search IS NULL THEN
         -- The active jobs, counted without reading them (see _batch_active_counts); the rows are
@@ -585,6 +587,7 @@ SET search_path = @extschema@, pg_catalog, pg_temp
 SET jit = off
 AS $$
 BEGIN
+    PERFORM _finite_date(month, 'month');
     PERFORM _batch_check_reading(by, statuses, 0, 0);
     IF month IS NULL AND search IS NULL THEN
         -- The active jobs, counted without reading them (see _batch_active_counts).
@@ -631,6 +634,7 @@ DECLARE
     label text;
     ids bigint[];
 BEGIN
+    PERFORM _finite_date(month, 'month');
     PERFORM _batch_check_reading(by, statuses, limit_rows, offset_rows);
     IF month IS NULL AND search IS NULL THEN
         -- The group's active jobs: the ids of its newest from the jobs' columns (an index range
@@ -1115,6 +1119,7 @@ DECLARE
     acting_for oid := _acting_for(caller_role);
     chosen bigint[];
 BEGIN
+    PERFORM _finite_date(month, 'month');
     PERFORM _batch_check_reading(coalesce(by, 'time'), statuses, 0, 0);
     IF (by IS NULL) <> (group_key IS NULL) THEN
         PERFORM _invalid('by and group_key go together', 'Name both to cancel one group, or neither.');
@@ -1417,6 +1422,10 @@ DECLARE
     outcome job_status;
     error text;
 BEGIN
+    IF NOT run_time BETWEEN interval '0' AND interval '100 years' THEN
+        PERFORM _invalid(format('run_time must be from 0 to 100 years, not %s', run_time),
+                         'The time the job''s process ran, as the agent measured it.');
+    END IF;
     SELECT h.status INTO held FROM _batch_held(caller_role, ARRAY[job], ARRAY[token]) h;
     IF NOT FOUND THEN
         RETURN 'lost';

@@ -10,15 +10,25 @@
 -- both are pure code: pg_jobs_core::routine.
 --
 -- Access: a schedule has an owner (an identity); the owner and the members of the roles it
--- granted (routines_grant) see the schedule and command its routines; nobody else sees anything
--- of it. Only the owner edits the definition. Runs are batch jobs of the owner.
+-- granted (routines_grant, only to a role the granter is a member of) see the schedule and
+-- command its routines; nobody else sees anything of it. Only the owner edits the definition.
+-- Runs are batch jobs of the owner. Arguments and commands are readable by members only as
+-- shown (masked: pg_jobs_core::mask), output lines and messages are kept masked; the owner reads
+-- its own definition as written with routines_export.
+--
+-- Names are per owner: two identities may each have a schedule MASTER. A function given a name
+-- acts on the caller's own schedule of that name; one that watches or commands (reload, mode,
+-- set_mode, restart, stop) takes, when the caller has none of that name, the one schedule of
+-- that name granted to it. OWNER/NAME names another's schedule (two granted ones of one name
+-- must be named so).
 
 CREATE FUNCTION _routine_schedule_name_ok(name text) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$';
 
 CREATE TABLE routine_schedules (
-    schedule   text PRIMARY KEY CHECK (_routine_schedule_name_ok(schedule)),
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    schedule   text NOT NULL CHECK (_routine_schedule_name_ok(schedule)),
     owner      oid NOT NULL,
     time_zone  text NOT NULL DEFAULT 'UTC',
     -- Roles whose members watch the schedule and command its routines.
@@ -35,15 +45,16 @@ CREATE TABLE routine_schedules (
     day        date,
     loaded_at  timestamptz,
     reload     boolean NOT NULL DEFAULT true,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    -- A name is the owner's, as an idempotency key is.
+    UNIQUE (owner, schedule)
 );
-CREATE INDEX routine_schedules_owner ON routine_schedules (owner);
 COMMENT ON TABLE routine_schedules IS
     'Routine schedules: owner, time zone of their runtimes, the roles granted to watch and command '
     'them, the observe/control switch and what the scheduler reports.';
 
 CREATE TABLE routine_definitions (
-    schedule     text NOT NULL REFERENCES routine_schedules ON DELETE CASCADE,
+    schedule_id  bigint NOT NULL REFERENCES routine_schedules ON DELETE CASCADE,
     routine      text NOT NULL,
     group_name   text NOT NULL DEFAULT '',
     external     boolean NOT NULL DEFAULT false,
@@ -54,7 +65,10 @@ CREATE TABLE routine_definitions (
     computer     text NOT NULL,
     seq          integer NOT NULL,
     command      text NOT NULL DEFAULT '',
-    PRIMARY KEY (schedule, routine)
+    -- What members read: arguments and command masked (only these columns are granted).
+    args_shown    text NOT NULL GENERATED ALWAYS AS (_routine_shown_args(args)) STORED,
+    command_shown text NOT NULL GENERATED ALWAYS AS (_mask_text(command)) STORED,
+    PRIMARY KEY (schedule_id, routine)
 );
 COMMENT ON TABLE routine_definitions IS
     'One row per routine of a schedule. Read into the day''s state when the scheduler starts, when '
@@ -72,7 +86,7 @@ COMMENT ON COLUMN routine_definitions.command IS 'What the agent runs (a shell c
 
 -- The day's state: the definition as read, and how each routine is doing.
 CREATE TABLE routine_days (
-    schedule         text NOT NULL REFERENCES routine_schedules ON DELETE CASCADE,
+    schedule_id      bigint NOT NULL REFERENCES routine_schedules ON DELETE CASCADE,
     day              date NOT NULL,
     routine          text NOT NULL,
     group_name       text NOT NULL,
@@ -84,7 +98,10 @@ CREATE TABLE routine_days (
     computer         text NOT NULL,
     seq              integer NOT NULL,
     command          text NOT NULL,
+    args_shown       text NOT NULL GENERATED ALWAYS AS (_routine_shown_args(args)) STORED,
+    command_shown    text NOT NULL GENERATED ALWAYS AS (_mask_text(command)) STORED,
     status           text NOT NULL DEFAULT 'scheduled',
+    -- Masked: a line of the run's output, a message, or why it could not start.
     last_message     text,
     last_level       text,
     last_message_at  timestamptz,
@@ -102,7 +119,7 @@ CREATE TABLE routine_days (
     -- A person's restart waiting for the run it ended to end.
     restart_asked_by oid,
     run_order        integer,
-    PRIMARY KEY (schedule, day, routine)
+    PRIMARY KEY (schedule_id, day, routine)
 );
 COMMENT ON TABLE routine_days IS
     'One row per routine and scheduler day: the definition as read that day, its status, its last '
@@ -110,18 +127,19 @@ COMMENT ON TABLE routine_days IS
 
 -- What routines said (routine_message, a person's or the scheduler's commands).
 CREATE TABLE routine_log (
-    id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    schedule text NOT NULL REFERENCES routine_schedules ON DELETE CASCADE,
-    routine  text NOT NULL,
-    at       timestamptz NOT NULL DEFAULT clock_timestamp(),
-    level    text NOT NULL,
-    message  text NOT NULL,
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    schedule_id bigint NOT NULL REFERENCES routine_schedules ON DELETE CASCADE,
+    routine     text NOT NULL,
+    at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+    level       text NOT NULL,
+    -- Masked when written.
+    message     text NOT NULL,
     -- Who said it: the routine's role (a message), a person's (a command), or null (the scheduler).
-    sender   oid,
+    sender      oid,
     -- A command is news about the routine, not a sign of its life.
-    command  boolean NOT NULL DEFAULT false
+    command     boolean NOT NULL DEFAULT false
 );
-CREATE INDEX routine_log_latest ON routine_log (schedule, routine, at DESC);
+CREATE INDEX routine_log_latest ON routine_log (schedule_id, routine, at DESC);
 CREATE INDEX routine_log_at ON routine_log (at);
 COMMENT ON TABLE routine_log IS
     'Messages of routines (routine_message) and the commands sent for them, with who sent them.';
@@ -155,14 +173,22 @@ CREATE POLICY watchers_read ON routine_schedules FOR SELECT
     USING (owner = (SELECT identity()) OR _granted_to(_current_role(), operators));
 ALTER TABLE routine_definitions ENABLE ROW LEVEL SECURITY;
 CREATE POLICY watchers_read ON routine_definitions FOR SELECT
-    USING (EXISTS (SELECT FROM routine_schedules s WHERE s.schedule = routine_definitions.schedule));
+    USING (EXISTS (SELECT FROM routine_schedules s WHERE s.id = routine_definitions.schedule_id));
 ALTER TABLE routine_days ENABLE ROW LEVEL SECURITY;
 CREATE POLICY watchers_read ON routine_days FOR SELECT
-    USING (EXISTS (SELECT FROM routine_schedules s WHERE s.schedule = routine_days.schedule));
+    USING (EXISTS (SELECT FROM routine_schedules s WHERE s.id = routine_days.schedule_id));
 ALTER TABLE routine_log ENABLE ROW LEVEL SECURITY;
 CREATE POLICY watchers_read ON routine_log FOR SELECT
-    USING (EXISTS (SELECT FROM routine_schedules s WHERE s.schedule = routine_log.schedule));
-GRANT SELECT ON routine_schedules, routine_definitions, routine_days, routine_log TO pgjobs_user;
+    USING (EXISTS (SELECT FROM routine_schedules s WHERE s.id = routine_log.schedule_id));
+GRANT SELECT ON routine_schedules, routine_log TO pgjobs_user;
+-- Every column but the arguments and the command as written: an operator reads them masked.
+GRANT SELECT (schedule_id, routine, group_name, external, realtime, runtimes, dependencies, computer, seq,
+              args_shown, command_shown)
+    ON routine_definitions TO pgjobs_user;
+GRANT SELECT (schedule_id, day, routine, group_name, external, realtime, runtimes, dependencies, computer,
+              seq, args_shown, command_shown, status, last_message, last_level, last_message_at, due_since,
+              job_id, posted_at, started_at, ended_at, restarts, ending_since, restart_asked_by, run_order)
+    ON routine_days TO pgjobs_user;
 
 -- The scheduler is heard of when it wrote the schedule's state within pg_jobs.routines_stale_after.
 CREATE FUNCTION _routines_heard(state_at timestamptz) RETURNS boolean
@@ -171,31 +197,33 @@ RETURN state_at > now() - current_setting('pg_jobs.routines_stale_after')::inter
 
 -- The dependencies a routine still waits for: a batch one has not completed, a realtime one
 -- does not run.
-CREATE FUNCTION _routine_waits_for(name text, day date, dependencies text[]) RETURNS text[]
+CREATE FUNCTION _routine_waits_for(schedule_id bigint, day date, dependencies text[]) RETURNS text[]
 LANGUAGE sql STABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN ARRAY(SELECT x FROM unnest(dependencies) x
              WHERE NOT EXISTS (SELECT FROM routine_days p
-                               WHERE p.schedule = name AND p.day = _routine_waits_for.day AND p.routine = x
+                               WHERE p.schedule_id = _routine_waits_for.schedule_id AND p.day = _routine_waits_for.day
+                                 AND p.routine = x
                                  AND p.status = CASE WHEN p.realtime THEN 'running' ELSE 'completed' END));
 
 -- Today's routines of every schedule the caller may watch, with their status: WAS RUNNING for
 -- every routine of a schedule whose scheduler is not heard of.
 CREATE VIEW routines_today WITH (security_invoker = true) AS
-SELECT d.schedule, d.routine, d.group_name, d.computer, d.realtime, d.external,
-       _routine_runtimes_text(d.runtimes) AS runtimes, _routine_shown_args(d.args) AS args,
+SELECT s.schedule, s.owner::regrole AS owner, d.routine, d.group_name, d.computer, d.realtime, d.external,
+       _routine_runtimes_text(d.runtimes) AS runtimes, d.args_shown AS args,
        d.dependencies,
-       _routine_waits_for(d.schedule, d.day, d.dependencies) AS waits_for,
+       _routine_waits_for(d.schedule_id, d.day, d.dependencies) AS waits_for,
        CASE WHEN _routines_heard(s.state_at) THEN d.status ELSE 'WAS RUNNING' END AS status,
        d.last_message, d.last_level, d.last_message_at, d.posted_at, d.started_at, d.ended_at,
        d.job_id, d.restarts, d.seq, d.run_order, d.day,
        NOT d.external AND NOT _routine_is_scheduler(d.routine) AS commandable
 FROM routine_days d
-JOIN routine_schedules s ON s.schedule = d.schedule AND s.day = d.day;
+JOIN routine_schedules s ON s.id = d.schedule_id AND s.day = d.day;
 COMMENT ON VIEW routines_today IS
     'Today''s routines of the schedules the caller may watch, with their status (WAS RUNNING when '
     'the scheduler is not heard of), last message and run times; ORDER BY run_order for the run '
-    'order. commandable: Restart and Stop apply (not the scheduler itself, not an external routine).';
+    'order. commandable: Restart and Stop apply (not the scheduler itself, not an external routine). '
+    'Arguments and the last message are masked.';
 GRANT SELECT ON routines_today TO pgjobs_user;
 
 CREATE VIEW routines_realtime WITH (security_invoker = true) AS
@@ -212,7 +240,7 @@ CREATE VIEW routine_schedule_list WITH (security_invoker = true) AS
 SELECT s.schedule, s.owner::regrole AS owner, s.time_zone,
        ARRAY(SELECT r::regrole FROM unnest(s.operators) r WHERE EXISTS (SELECT FROM pg_roles g WHERE g.oid = r))
            AS operators,
-       (SELECT count(*) FROM routine_definitions d WHERE d.schedule = s.schedule)::integer AS routines,
+       (SELECT count(*) FROM routine_definitions d WHERE d.schedule_id = s.id)::integer AS routines,
        coalesce(c.realtime, 0) AS realtime, coalesce(c.realtime_failing, 0) AS realtime_failing,
        coalesce(c.batch, 0) AS batch, coalesce(c.batch_failing, 0) AS batch_failing,
        s.mode, s.mode_by::regrole AS mode_by, s.mode_at,
@@ -224,7 +252,7 @@ LEFT JOIN LATERAL (
            count(*) FILTER (WHERE t.realtime AND _routine_failing(t.status))::integer AS realtime_failing,
            count(*) FILTER (WHERE NOT t.realtime)::integer AS batch,
            count(*) FILTER (WHERE NOT t.realtime AND _routine_failing(t.status))::integer AS batch_failing
-    FROM routines_today t WHERE t.schedule = s.schedule
+    FROM routines_today t WHERE t.schedule = s.schedule AND t.owner = s.owner::regrole
 ) c ON true;
 COMMENT ON VIEW routine_schedule_list IS
     'The schedules the caller may watch: routines in the definition, today''s realtime and batch '
@@ -232,13 +260,16 @@ COMMENT ON VIEW routine_schedule_list IS
     '(doing; not_known when it has not written the state for pg_jobs.routines_stale_after).';
 GRANT SELECT ON routine_schedule_list TO pgjobs_user;
 
--- The definitions the caller may see, as edited (arguments masked).
+-- The definitions the caller may see, as edited (arguments and command masked).
 CREATE VIEW routine_definition WITH (security_invoker = true) AS
-SELECT d.schedule, d.routine, d.group_name, d.external, d.realtime,
-       _routine_runtimes_text(d.runtimes) AS runtimes, _routine_shown_args(d.args) AS args,
-       d.dependencies, d.computer, d.seq, d.command
-FROM routine_definitions d;
-COMMENT ON VIEW routine_definition IS 'The definitions of the schedules the caller may watch, arguments masked.';
+SELECT s.schedule, s.owner::regrole AS owner, d.routine, d.group_name, d.external, d.realtime,
+       _routine_runtimes_text(d.runtimes) AS runtimes, d.args_shown AS args,
+       d.dependencies, d.computer, d.seq, d.command_shown AS command
+FROM routine_definitions d
+JOIN routine_schedules s ON s.id = d.schedule_id;
+COMMENT ON VIEW routine_definition IS
+    'The definitions of the schedules the caller may watch, arguments and command masked '
+    '(routines_export gives the owner its own as written).';
 GRANT SELECT ON routine_definition TO pgjobs_user;
 
 -- Today's routines grouped by group, computer, status or schedule: each group's status is
@@ -278,47 +309,94 @@ COMMENT ON FUNCTION routine_groups IS
     'schedule only): RUNNING when all of a group runs, else its most pressing status, and counts.';
 
 CREATE VIEW routine_messages WITH (security_invoker = true) AS
-SELECT l.schedule, l.routine, l.at, l.level, l.message, l.sender::regrole AS sender, l.command
-FROM routine_log l;
+SELECT s.schedule, s.owner::regrole AS owner, l.routine, l.at, l.level, l.message,
+       l.sender::regrole AS sender, l.command
+FROM routine_log l
+JOIN routine_schedules s ON s.id = l.schedule_id;
 COMMENT ON VIEW routine_messages IS
     'What routines said and the commands sent for them (sender null: the scheduler).';
 GRANT SELECT ON routine_messages TO pgjobs_user;
 
 -- ---- Definitions (run as the extension's owner by the functions of src/api/routines.rs) ----
 
--- The schedule a caller edits: its own, made if it does not exist yet.
+-- The owner part of OWNER/NAME, as an identity (null for a plain NAME, an unknown role: 0).
+CREATE FUNCTION _routines_named_owner(name text) RETURNS oid
+LANGUAGE sql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+RETURN CASE WHEN strpos(name, '/') > 0
+            THEN coalesce(_identity_of(to_regrole(substring(name FROM '^(.*)/[^/]*$'))), 0) END;
+
+-- The schedule a caller names that it may watch (see the rules at the top), or null.
+CREATE FUNCTION _routines_find(caller_role oid, name text) RETURNS routine_schedules
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    me oid := _identity_of(caller_role);
+    owner_ oid := _routines_named_owner(name);
+    found routine_schedules[];
+BEGIN
+    IF name IS NULL THEN
+        PERFORM _null_argument('schedule');
+    END IF;
+    found := ARRAY(SELECT s FROM routine_schedules s
+                   WHERE s.schedule = substring(name FROM '[^/]*$') AND s.owner = coalesce(owner_, s.owner)
+                     AND _may_watch(caller_role, s.owner, s.operators)
+                   ORDER BY s.owner <> me, s.id);
+    IF cardinality(found) > 1 AND found[1].owner <> me THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('%s names %s schedules granted to you', name, cardinality(found)),
+            HINT = format('Name one as OWNER/NAME: %s.',
+                          (SELECT string_agg(quote_literal(f.owner::regrole::text || '/' || f.schedule), ' or ')
+                           FROM unnest(found) f));
+    END IF;
+    RETURN found[1];
+END
+$$;
+
+-- The schedule a caller edits: its own of that name (OWNER/NAME: an administrator's way to name
+-- another's), made if it does not exist yet and make is true; locked.
 CREATE FUNCTION _routines_own(caller_role oid, name text, make boolean) RETURNS routine_schedules
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
+    me oid := _identity_of(caller_role);
     sched routine_schedules;
 BEGIN
     IF name IS NULL THEN
         PERFORM _null_argument('schedule');
     END IF;
-    SELECT * INTO sched FROM routine_schedules s WHERE s.schedule = name FOR UPDATE;
-    IF NOT FOUND AND make THEN
+    IF _routines_named_owner(name) IS NULL THEN
+        SELECT * INTO sched FROM routine_schedules s WHERE s.owner = me AND s.schedule = name;
+    ELSE
+        sched := _routines_find(caller_role, name);
+    END IF;
+    IF sched.id IS NULL AND make AND _routines_named_owner(name) IS NULL THEN
         IF NOT _routine_schedule_name_ok(name) THEN
             PERFORM _invalid(format('invalid schedule name %s', quote_literal(name)),
                              'A schedule''s name is up to 63 letters, digits, _ . and -, for example MASTER.');
         END IF;
         INSERT INTO routine_schedules (schedule, owner, mode, mode_at)
-        VALUES (name, _identity_of(caller_role), current_setting('pg_jobs.routines_start_mode'), now())
-        RETURNING * INTO sched;
+        VALUES (name, me, current_setting('pg_jobs.routines_start_mode'), now())
+        ON CONFLICT (owner, schedule) DO NOTHING;
+        SELECT * INTO sched FROM routine_schedules s WHERE s.owner = me AND s.schedule = name;
         PERFORM _wake_launcher();
-    ELSIF NOT FOUND THEN
+    ELSIF sched.id IS NULL THEN
+        IF _routines_named_owner(name) IS NULL AND EXISTS (
+            SELECT FROM routine_schedules s
+            WHERE s.schedule = name AND _may_watch(caller_role, s.owner, s.operators)) THEN
+            RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+                MESSAGE = format('only the owner of schedule %s edits it', name),
+                HINT = 'Names are each owner''s own: routines_put and routines_import make a schedule of yours of that name.';
+        END IF;
         RAISE EXCEPTION USING ERRCODE = 'no_data_found', MESSAGE = format('no schedule %s', name),
             HINT = 'See pgjobs.routine_schedule_list.';
-    ELSIF sched.owner <> _identity_of(caller_role) AND NOT _is_admin(caller_role) THEN
-        IF _may_watch(caller_role, sched.owner, sched.operators) THEN
-            RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
-                MESSAGE = format('only the owner of schedule %s edits it', name);
-        END IF;
+    ELSIF sched.owner <> me AND NOT _is_admin(caller_role) THEN
         RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
-            MESSAGE = format('schedule %s belongs to another role', name),
-            HINT = 'Schedule names are shared by everyone; choose another.';
+            MESSAGE = format('only the owner of schedule %s edits it', name);
     END IF;
+    SELECT * INTO sched FROM routine_schedules s WHERE s.id = sched.id FOR UPDATE;
     RETURN sched;
 END
 $$;
@@ -329,13 +407,9 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    sched routine_schedules;
+    sched routine_schedules := _routines_find(caller_role, name);
 BEGIN
-    IF name IS NULL THEN
-        PERFORM _null_argument('schedule');
-    END IF;
-    SELECT * INTO sched FROM routine_schedules s WHERE s.schedule = name;
-    IF NOT FOUND OR NOT _may_watch(caller_role, sched.owner, sched.operators) THEN
+    IF sched.id IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'no_data_found', MESSAGE = format('no schedule %s', name),
             HINT = 'See pgjobs.routine_schedule_list for the schedules you may watch.';
     END IF;
@@ -346,20 +420,22 @@ $$;
 -- Writes routines into a schedule's definition (rows of routine_definitions as jsonb, fields
 -- as text: routine, group, external, realtime, runtimes, args, dependencies, computer, seq,
 -- command), replacing all of it or adding to it, then checks the whole.
-CREATE FUNCTION _routines_write(name text, rows jsonb, replace_all boolean) RETURNS integer
+CREATE FUNCTION _routines_write(sched routine_schedules, rows jsonb, replace_all boolean) RETURNS integer
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
+    sid bigint := sched.id;
+    name text := sched.schedule;
     row_ jsonb;
     problem text;
     next_seq integer;
     path text[];
 BEGIN
     IF replace_all THEN
-        DELETE FROM routine_definitions d WHERE d.schedule = name;
+        DELETE FROM routine_definitions d WHERE d.schedule_id = sid;
     END IF;
-    SELECT coalesce(max(d.seq), 0) INTO next_seq FROM routine_definitions d WHERE d.schedule = name;
+    SELECT coalesce(max(d.seq), 0) INTO next_seq FROM routine_definitions d WHERE d.schedule_id = sid;
     FOR row_ IN SELECT * FROM jsonb_array_elements(rows) LOOP
         problem := _routine_problem(row_ ->> 'routine', row_ ->> 'runtimes', row_ ->> 'args',
                                     (row_ ->> 'realtime')::boolean);
@@ -367,16 +443,16 @@ BEGIN
             PERFORM _invalid(problem, 'A routine is user@COMPUTER:path; runtimes are HH:MM, separated by commas.');
         END IF;
         next_seq := greatest(next_seq, coalesce((row_ ->> 'seq')::integer, next_seq + 1));
-        INSERT INTO routine_definitions AS d (schedule, routine, group_name, external, realtime, runtimes,
+        INSERT INTO routine_definitions AS d (schedule_id, routine, group_name, external, realtime, runtimes,
                                               args, dependencies, computer, seq, command)
-        VALUES (name, row_ ->> 'routine', coalesce(row_ ->> 'group', ''), coalesce((row_ ->> 'external')::boolean, false),
+        VALUES (sid, row_ ->> 'routine', coalesce(row_ ->> 'group', ''), coalesce((row_ ->> 'external')::boolean, false),
                 coalesce((row_ ->> 'realtime')::boolean, false), _routine_runtimes(row_ ->> 'runtimes'),
                 coalesce(row_ ->> 'args', ''),
                 ARRAY(SELECT btrim(x) FROM unnest(string_to_array(coalesce(row_ ->> 'dependencies', ''), ',')) x
                       WHERE btrim(x) <> ''),
                 coalesce(nullif(btrim(row_ ->> 'computer'), ''), _routine_computer(row_ ->> 'routine')),
                 coalesce((row_ ->> 'seq')::integer, next_seq), coalesce(row_ ->> 'command', ''))
-        ON CONFLICT (schedule, routine) DO UPDATE
+        ON CONFLICT (schedule_id, routine) DO UPDATE
         SET group_name = excluded.group_name, external = excluded.external, realtime = excluded.realtime,
             runtimes = excluded.runtimes, args = excluded.args, dependencies = excluded.dependencies,
             computer = excluded.computer,
@@ -387,8 +463,8 @@ BEGIN
     SELECT format('routine %s depends on %s, which schedule %s does not list', d.routine, x, name)
     INTO problem
     FROM routine_definitions d, unnest(d.dependencies) x
-    WHERE d.schedule = name
-      AND NOT EXISTS (SELECT FROM routine_definitions e WHERE e.schedule = name AND e.routine = x)
+    WHERE d.schedule_id = sid
+      AND NOT EXISTS (SELECT FROM routine_definitions e WHERE e.schedule_id = sid AND e.routine = x)
     ORDER BY d.seq LIMIT 1;
     IF problem IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation', MESSAGE = problem,
@@ -398,12 +474,12 @@ BEGIN
                           array_agg(x ORDER BY d.seq, d.routine, x))
     INTO path
     FROM routine_definitions d, unnest(d.dependencies) x
-    WHERE d.schedule = name;
+    WHERE d.schedule_id = sid;
     IF path IS NOT NULL THEN
         PERFORM _invalid(format('dependency cycle in schedule %s: %s', name, array_to_string(path, ' → ')),
                          'Remove one of these dependencies.');
     END IF;
-    RETURN (SELECT count(*) FROM routine_definitions d WHERE d.schedule = name);
+    RETURN (SELECT count(*) FROM routine_definitions d WHERE d.schedule_id = sid);
 END
 $$;
 
@@ -412,15 +488,16 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
+    sched routine_schedules;
     problem text := _time_zone_problem(coalesce(time_zone, ''));
 BEGIN
     IF problem IS NOT NULL THEN
         PERFORM _invalid(format('unknown time zone %s: %s', coalesce(quote_literal(time_zone), 'null'), problem),
                          'Name an IANA time zone, for example Europe/Paris, or UTC.');
     END IF;
-    PERFORM _routines_own(caller_role, name, true);
+    sched := _routines_own(caller_role, name, true);
     UPDATE routine_schedules s SET time_zone = _routines_create.time_zone, reload = true
-    WHERE s.schedule = name;
+    WHERE s.id = sched.id;
     PERFORM _wake_launcher();
 END
 $$;
@@ -433,8 +510,7 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM _routines_own(caller_role, name, true);
-    RETURN _routines_write(name, jsonb_build_array(jsonb_build_object(
+    RETURN _routines_write(_routines_own(caller_role, name, true), jsonb_build_array(jsonb_build_object(
         'routine', routine, 'group', group_name, 'realtime', realtime, 'runtimes', runtimes,
         'args', args, 'dependencies', dependencies, 'computer', computer, 'seq', seq,
         'external', external, 'command', command)), false);
@@ -446,22 +522,23 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
+    sched routine_schedules;
     dependent text;
 BEGIN
-    PERFORM _routines_own(caller_role, name, false);
+    sched := _routines_own(caller_role, name, false);
     SELECT d.routine INTO dependent FROM routine_definitions d
-    WHERE d.schedule = name AND _routines_remove.routine = ANY (d.dependencies) LIMIT 1;
+    WHERE d.schedule_id = sched.id AND _routines_remove.routine = ANY (d.dependencies) LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation',
             MESSAGE = format('routine %s of schedule %s depends on %s', dependent, name, routine),
             HINT = 'Remove that dependency first (routines_put).';
     END IF;
-    DELETE FROM routine_definitions d WHERE d.schedule = name AND d.routine = _routines_remove.routine;
+    DELETE FROM routine_definitions d WHERE d.schedule_id = sched.id AND d.routine = _routines_remove.routine;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'no_data_found',
             MESSAGE = format('schedule %s lists no routine %s', name, routine);
     END IF;
-    RETURN (SELECT count(*) FROM routine_definitions d WHERE d.schedule = name);
+    RETURN (SELECT count(*) FROM routine_definitions d WHERE d.schedule_id = sched.id);
 END
 $$;
 
@@ -473,8 +550,7 @@ BEGIN
     IF csv IS NULL THEN
         PERFORM _null_argument('csv');
     END IF;
-    PERFORM _routines_own(caller_role, name, true);
-    RETURN _routines_write(name, _routines_csv_rows(csv), true);
+    RETURN _routines_write(_routines_own(caller_role, name, true), _routines_csv_rows(csv), true);
 END
 $$;
 
@@ -482,15 +558,17 @@ CREATE FUNCTION _routines_export(caller_role oid, name text) RETURNS text
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
+DECLARE
+    sched routine_schedules;
 BEGIN
-    PERFORM _routines_own(caller_role, name, false);
+    sched := _routines_own(caller_role, name, false);
     RETURN _routines_csv(coalesce((
         SELECT jsonb_agg(jsonb_build_object(
                    'routine', d.routine, 'group', d.group_name, 'external', d.external,
                    'realtime', d.realtime, 'runtimes', _routine_runtimes_text(d.runtimes),
                    'args', d.args, 'dependencies', array_to_string(d.dependencies, ','),
                    'computer', d.computer, 'seq', d.seq, 'command', d.command) ORDER BY d.seq, d.routine)
-        FROM routine_definitions d WHERE d.schedule = name), '[]'));
+        FROM routine_definitions d WHERE d.schedule_id = sched.id), '[]'));
 END
 $$;
 
@@ -498,9 +576,11 @@ CREATE FUNCTION _routines_drop(caller_role oid, name text) RETURNS void
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
+DECLARE
+    sched routine_schedules;
 BEGIN
-    PERFORM _routines_own(caller_role, name, false);
-    DELETE FROM routine_schedules s WHERE s.schedule = name;
+    sched := _routines_own(caller_role, name, false);
+    DELETE FROM routine_schedules s WHERE s.id = sched.id;
 END
 $$;
 
@@ -508,15 +588,28 @@ CREATE FUNCTION _routines_grant(caller_role oid, name text, role regrole, grante
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
+DECLARE
+    sched routine_schedules;
 BEGIN
     IF role IS NULL THEN
         PERFORM _null_argument('role');
     END IF;
-    PERFORM _routines_own(caller_role, name, false);
+    sched := _routines_own(caller_role, name, false);
+    -- A grant puts the schedule on the page of the role's members and lets them command it: only
+    -- to a role the granter belongs to, not into anyone else's hands, and not to the extension's
+    -- roles, which every member (or agent) belongs to.
+    IF granted AND (NOT pg_has_role(caller_role, role::oid, 'MEMBER')
+                    OR role IN ('pgjobs_user'::regrole, 'pgjobs_agent'::regrole)) THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('cannot grant schedule %s to %s: %s', name, role,
+                             CASE WHEN pg_has_role(caller_role, role::oid, 'MEMBER') THEN 'every member of pg_jobs is in it'
+                                  ELSE 'you are not a member of it' END),
+            HINT = 'Grant a schedule to a team''s role you are a member of; its members then watch and command it.';
+    END IF;
     UPDATE routine_schedules s
     SET operators = CASE WHEN granted THEN array_append(array_remove(s.operators, role::oid), role::oid)
                          ELSE array_remove(s.operators, role::oid) END
-    WHERE s.schedule = name;
+    WHERE s.id = sched.id;
 END
 $$;
 
@@ -524,9 +617,11 @@ CREATE FUNCTION _routines_reload(caller_role oid, name text) RETURNS void
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
+DECLARE
+    sched routine_schedules;
 BEGIN
-    PERFORM _routines_watched(caller_role, name);
-    UPDATE routine_schedules s SET reload = true WHERE s.schedule = name;
+    sched := _routines_watched(caller_role, name);
+    UPDATE routine_schedules s SET reload = true WHERE s.id = sched.id;
     PERFORM _wake_launcher();
 END
 $$;
@@ -539,10 +634,12 @@ RETURNS TABLE (asked text, asked_by regrole, asked_at timestamptz, doing text,
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
+DECLARE
+    sched routine_schedules;
 BEGIN
-    PERFORM _routines_watched(caller_role, name);
+    sched := _routines_watched(caller_role, name);
     RETURN QUERY SELECT l.mode, l.mode_by, l.mode_at, l.doing, l.state_at, l.not_known
-                 FROM routine_schedule_list l WHERE l.schedule = name;
+                 FROM routine_schedule_list l WHERE l.schedule = sched.schedule AND l.owner = sched.owner::regrole;
 END
 $$;
 
@@ -552,15 +649,17 @@ RETURNS TABLE (asked text, asked_by regrole, asked_at timestamptz, doing text,
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
+DECLARE
+    sched routine_schedules;
 BEGIN
     IF mode IS NULL OR mode NOT IN ('observe', 'control') THEN
         PERFORM _invalid(format('unknown mode %s', coalesce(quote_literal(mode), 'null')),
                          'observe: status only, no command is sent; control: the scheduler starts and restarts routines.');
     END IF;
-    PERFORM _routines_watched(caller_role, name);
+    sched := _routines_watched(caller_role, name);
     UPDATE routine_schedules s
     SET mode = _routines_set_mode.mode, mode_by = caller_role, mode_at = clock_timestamp()
-    WHERE s.schedule = name;
+    WHERE s.id = sched.id;
     PERFORM _wake_launcher();
     RETURN QUERY SELECT * FROM _routines_mode(caller_role, name);
 END
@@ -582,11 +681,11 @@ BEGIN
     IF message IS NULL THEN
         PERFORM _null_argument('message');
     END IF;
-    INSERT INTO routine_log (schedule, routine, level, message, sender)
-    SELECT s.schedule, _routine_message.routine, level, left(message, 4096), caller_role
+    INSERT INTO routine_log (schedule_id, routine, level, message, sender)
+    SELECT s.id, _routine_message.routine, level, left(_mask_text(message), 4096), caller_role
     FROM routine_schedules s
     WHERE EXISTS (SELECT FROM routine_definitions d
-                  WHERE d.schedule = s.schedule AND d.routine = _routine_message.routine)
+                  WHERE d.schedule_id = s.id AND d.routine = _routine_message.routine)
       AND _may_watch(caller_role, s.owner, s.operators);
     GET DIAGNOSTICS written = ROW_COUNT;
     IF written = 0 THEN
@@ -608,7 +707,7 @@ DECLARE
     d routine_days;
 BEGIN
     SELECT * INTO d FROM routine_days r
-    WHERE r.schedule = name AND r.day = s.day AND r.routine = _routine_commanded.routine
+    WHERE r.schedule_id = s.id AND r.day = s.day AND r.routine = _routine_commanded.routine
     FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'no_data_found',
@@ -628,12 +727,12 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION _routine_log_command(name text, routine text, what text, sender oid) RETURNS void
+CREATE FUNCTION _routine_log_command(schedule_id bigint, routine text, what text, sender oid) RETURNS void
 LANGUAGE sql
 SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
-    INSERT INTO routine_log (schedule, routine, level, message, sender, command)
-    VALUES (name, routine, 'info',
+    INSERT INTO routine_log (schedule_id, routine, level, message, sender, command)
+    VALUES (schedule_id, routine, 'info',
             'SCHED: ' || what || ' of ' || routine
             || CASE WHEN sender IS NULL THEN ' by the scheduler' ELSE ' sent by ' || sender::regrole::text END,
             sender, true);
@@ -652,11 +751,11 @@ AS $$
 DECLARE
     d routine_days := _routine_commanded(caller_role, name, routine);
 BEGIN
-    PERFORM _routine_log_command(name, routine, 'restart', caller_role);
+    PERFORM _routine_log_command(d.schedule_id, routine, 'restart', caller_role);
     IF _routine_run_alive(d) THEN
         PERFORM _routine_post(d, 'kill');
         UPDATE routine_days r SET restart_asked_by = caller_role
-        WHERE r.schedule = d.schedule AND r.day = d.day AND r.routine = d.routine;
+        WHERE r.schedule_id = d.schedule_id AND r.day = d.day AND r.routine = d.routine;
         PERFORM _wake_launcher();
         RETURN 'ending the run; it starts again once ended';
     END IF;
@@ -672,11 +771,11 @@ AS $$
 DECLARE
     d routine_days := _routine_commanded(caller_role, name, routine);
 BEGIN
-    PERFORM _routine_log_command(name, routine, 'stop', caller_role);
+    PERFORM _routine_log_command(d.schedule_id, routine, 'stop', caller_role);
     PERFORM _routine_post(d, 'kill');
     -- Not the scheduler's restart: a realtime routine starts again once silent for 45 s.
     UPDATE routine_days r SET restart_asked_by = NULL, ending_since = NULL
-    WHERE r.schedule = d.schedule AND r.day = d.day AND r.routine = d.routine;
+    WHERE r.schedule_id = d.schedule_id AND r.day = d.day AND r.routine = d.routine;
     RETURN CASE WHEN d.realtime THEN 'ending it; the scheduler starts it again once it has been silent for 45 s '
                                      '(remove it from the definition to keep it stopped)'
                 ELSE 'ending it' END;
@@ -691,25 +790,25 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    owner_ oid := (SELECT s.owner FROM routine_schedules s WHERE s.schedule = d.schedule);
+    s routine_schedules := (SELECT s FROM routine_schedules s WHERE s.id = d.schedule_id);
     job bigint;
 BEGIN
-    job := _batch_post(owner_,
+    job := _batch_post(s.owner,
         CASE kind WHEN 'kill' THEN '' ELSE _routine_shell_command(d.routine, d.command, d.args) END,
         CASE kind WHEN 'kill' THEN '{}' ELSE _routine_args(d.args) END,
         d.computer, kind, d.routine, NULL, kind <> 'kill', '{}', NULL, 1, 0, NULL, '{}',
-        jsonb_build_object('schedule', d.schedule, 'day', d.day), nowait);
+        jsonb_build_object('schedule', s.schedule, 'day', d.day), nowait);
     IF kind = 'kill' THEN
         UPDATE routine_days r SET ending_since = clock_timestamp()
-        WHERE r.schedule = d.schedule AND r.day = d.day AND r.routine = d.routine;
+        WHERE r.schedule_id = d.schedule_id AND r.day = d.day AND r.routine = d.routine;
     ELSE
         UPDATE routine_days r
         SET restarts = r.restarts + (r.job_id IS NOT NULL)::integer, job_id = job,
             posted_at = clock_timestamp(), started_at = NULL, ended_at = NULL, restart_asked_by = NULL,
             ending_since = NULL,
             run_order = coalesce(r.run_order, (SELECT coalesce(max(o.run_order), 0) + 1 FROM routine_days o
-                                               WHERE o.schedule = r.schedule AND o.day = r.day))
-        WHERE r.schedule = d.schedule AND r.day = d.day AND r.routine = d.routine;
+                                               WHERE o.schedule_id = r.schedule_id AND o.day = r.day))
+        WHERE r.schedule_id = d.schedule_id AND r.day = d.day AND r.routine = d.routine;
     END IF;
     RETURN job;
 END
@@ -727,26 +826,26 @@ AS $$
 DECLARE
     new_day boolean := s.day IS DISTINCT FROM today;
 BEGIN
-    INSERT INTO routine_days AS r (schedule, day, routine, group_name, external, realtime, runtimes,
+    INSERT INTO routine_days AS r (schedule_id, day, routine, group_name, external, realtime, runtimes,
                                    args, dependencies, computer, seq, command, due_since,
                                    job_id, posted_at, started_at, last_message, last_level, last_message_at)
-    SELECT d.schedule, today, d.routine, d.group_name, d.external, d.realtime, d.runtimes, d.args,
+    SELECT d.schedule_id, today, d.routine, d.group_name, d.external, d.realtime, d.runtimes, d.args,
            d.dependencies, d.computer, d.seq, d.command,
            CASE WHEN new_day AND s.day IS NOT NULL THEN today::timestamp AT TIME ZONE s.time_zone ELSE at END,
            y.job_id, y.posted_at, y.started_at, y.last_message, y.last_level, y.last_message_at
     FROM routine_definitions d
     LEFT JOIN routine_days y
-        ON new_day AND d.realtime AND y.schedule = d.schedule AND y.day = s.day AND y.routine = d.routine
+        ON new_day AND d.realtime AND y.schedule_id = d.schedule_id AND y.day = s.day AND y.routine = d.routine
            AND _routine_run_alive(y)
-    WHERE d.schedule = s.schedule
-    ON CONFLICT (schedule, day, routine) DO UPDATE
+    WHERE d.schedule_id = s.id
+    ON CONFLICT (schedule_id, day, routine) DO UPDATE
     SET group_name = excluded.group_name, external = excluded.external, realtime = excluded.realtime,
         runtimes = excluded.runtimes, args = excluded.args, dependencies = excluded.dependencies,
         computer = excluded.computer, seq = excluded.seq, command = excluded.command;
     DELETE FROM routine_days r
-    WHERE r.schedule = s.schedule AND r.day = today
-      AND NOT EXISTS (SELECT FROM routine_definitions d WHERE d.schedule = s.schedule AND d.routine = r.routine);
-    UPDATE routine_schedules x SET day = today, loaded_at = at, reload = false WHERE x.schedule = s.schedule;
+    WHERE r.schedule_id = s.id AND r.day = today
+      AND NOT EXISTS (SELECT FROM routine_definitions d WHERE d.schedule_id = s.id AND d.routine = r.routine);
+    UPDATE routine_schedules x SET day = today, loaded_at = at, reload = false WHERE x.id = s.id;
 END
 $$;
 
@@ -754,14 +853,14 @@ CREATE FUNCTION _last_line(t text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN nullif((regexp_match(rtrim(t, E' \t\r\n'), '([^\n]*)$'))[1], '');
 
--- The last line a run wrote, and when: from a job's progress (the stream written last) or a
--- finished job's result.
+-- The last line a run wrote (masked: operators read it), and when: from a job's progress (the
+-- stream written last) or a finished job's result.
 CREATE FUNCTION _routine_output(said jsonb, changed timestamptz)
 RETURNS TABLE (line text, at timestamptz)
 LANGUAGE sql IMMUTABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT o.line, coalesce(o.at, changed)
+    SELECT _mask_text(o.line), coalesce(o.at, changed)
     FROM (VALUES (_last_line(said ->> 'stdout'), (said ->> 'stdout_at')::timestamptz, 1),
                  (_last_line(said ->> 'stderr'), (said ->> 'stderr_at')::timestamptz, 2)) o(line, at, stream)
     WHERE o.line IS NOT NULL
@@ -771,7 +870,7 @@ END;
 
 -- What is known of each routine of a schedule's day, and what follows from it
 -- (pg_jobs_core::routine): its status, and the command due for it, if any.
-CREATE FUNCTION _routine_decisions(name text, today date, at timestamptz)
+CREATE FUNCTION _routine_decisions(schedule_id bigint, today date, at timestamptz)
 RETURNS TABLE (routine text, started_at timestamptz, ended_at timestamptz, last_message text,
                last_level text, last_message_at timestamptz, status text, command text)
 LANGUAGE sql STABLE
@@ -786,11 +885,11 @@ BEGIN ATOMIC
                CASE WHEN d.realtime OR d.runtimes = '{}' THEN d.due_since
                     ELSE (SELECT max((today + t) AT TIME ZONE s.time_zone) FROM unnest(d.runtimes) t
                           WHERE (today + t) AT TIME ZONE s.time_zone <= _routine_decisions.at) END AS due_at,
-               cardinality(_routine_waits_for(d.schedule, today, d.dependencies)) = 0 AS dependencies_done,
+               cardinality(_routine_waits_for(d.schedule_id, today, d.dependencies)) = 0 AS dependencies_done,
                greatest(m.at, x.output_at, x.started_at, x.ended_at) AS last_sign,
                n.message AS last_message, n.level AS last_level, n.at AS last_message_at
         FROM routine_days d
-        JOIN routine_schedules s ON s.schedule = d.schedule
+        JOIN routine_schedules s ON s.id = d.schedule_id
         LEFT JOIN LATERAL (
             SELECT CASE WHEN j.status = 'created' THEN 'waiting'
                         WHEN j.progress ->> 'token' = j.lease_token::text THEN 'running'
@@ -811,20 +910,20 @@ BEGIN ATOMIC
         -- The latest of the routine's own messages (its sign of life), and the latest of any kind.
         LEFT JOIN LATERAL (
             SELECT l.at FROM routine_log l
-            WHERE l.schedule = d.schedule AND l.routine = d.routine AND NOT l.command
+            WHERE l.schedule_id = d.schedule_id AND l.routine = d.routine AND NOT l.command
               AND l.at >= today::timestamp AT TIME ZONE s.time_zone
             ORDER BY l.at DESC LIMIT 1
         ) m ON true
         LEFT JOIN LATERAL (
             SELECT c.message, c.level, c.at FROM (
                 SELECT l.message, l.level, l.at FROM routine_log l
-                WHERE l.schedule = d.schedule AND l.routine = d.routine
+                WHERE l.schedule_id = d.schedule_id AND l.routine = d.routine
                   AND l.at >= today::timestamp AT TIME ZONE s.time_zone
                 UNION ALL
                 SELECT x.line, _routine_line_level(x.line), x.output_at WHERE x.line IS NOT NULL
             ) c ORDER BY c.at DESC NULLS LAST LIMIT 1
         ) n ON true
-        WHERE d.schedule = name AND d.day = today
+        WHERE d.schedule_id = _routine_decisions.schedule_id AND d.day = today
     ) f
     CROSS JOIN LATERAL _routine_decide(_routine_decisions.at, f.realtime, f.external,
                                        _routine_is_scheduler(f.routine), f.due_at, f.dependencies_done,
@@ -833,7 +932,7 @@ BEGIN ATOMIC
 END;
 
 -- The status task: each routine's status and last message.
-CREATE FUNCTION _routines_status(name text, today date, at timestamptz) RETURNS void
+CREATE FUNCTION _routines_status(schedule_id bigint, today date, at timestamptz) RETURNS void
 LANGUAGE sql
 SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
@@ -841,8 +940,8 @@ BEGIN ATOMIC
     SET status = f.status, last_message = f.last_message, last_level = f.last_level,
         last_message_at = f.last_message_at, started_at = coalesce(f.started_at, d.started_at),
         ended_at = f.ended_at
-    FROM _routine_decisions(name, today, _routines_status.at) f
-    WHERE d.schedule = name AND d.day = today AND d.routine = f.routine
+    FROM _routine_decisions(_routines_status.schedule_id, today, _routines_status.at) f
+    WHERE d.schedule_id = _routines_status.schedule_id AND d.day = today AND d.routine = f.routine
       -- Every 2 seconds: only what changed is written.
       AND (d.status, d.last_message, d.last_level, d.last_message_at, d.started_at, d.ended_at)
           IS DISTINCT FROM (f.status, f.last_message, f.last_level, f.last_message_at,
@@ -851,7 +950,7 @@ END;
 
 -- One schedule's round: the day's state (read again on a new day, a new scheduler or a reload),
 -- then the status of each routine, then the commands that are due. Returns what it did.
-CREATE FUNCTION _routines_round(name text, at timestamptz, scheduler_started timestamptz) RETURNS text
+CREATE FUNCTION _routines_round(sid bigint, at timestamptz, scheduler_started timestamptz) RETURNS text
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
@@ -864,11 +963,12 @@ DECLARE
     held integer := 0;
 BEGIN
     -- One round of a schedule at a time; an advisory lock, not the schedule's row, so that the
-    -- switch can be changed while a round runs (and be seen before its next command).
-    IF NOT pg_try_advisory_xact_lock('routine_schedules'::regclass::oid::integer, hashtext(name)) THEN
+    -- switch can be changed while a round runs (and be seen before its next command). Its key is
+    -- one no member can compute, so no member can hold it and freeze the schedule's rounds.
+    IF NOT pg_try_advisory_xact_lock(_lock_key('routine_round', sid::text)) THEN
         RETURN NULL;
     END IF;
-    SELECT * INTO s FROM routine_schedules x WHERE x.schedule = name;
+    SELECT * INTO s FROM routine_schedules x WHERE x.id = sid;
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
@@ -878,7 +978,7 @@ BEGIN
         -- schedule's commands off; anyone may switch them on again.
         IF current_setting('pg_jobs.routines_start_mode') = 'observe' AND s.loaded_at IS NOT NULL THEN
             UPDATE routine_schedules x SET mode = 'observe', mode_by = NULL, mode_at = at
-            WHERE x.schedule = name AND x.mode <> 'observe';
+            WHERE x.id = sid AND x.mode <> 'observe';
         END IF;
         s.reload := true;
     END IF;
@@ -886,18 +986,18 @@ BEGIN
         PERFORM _routines_load(s, today, at);
     END IF;
 
-    PERFORM _routines_status(name, today, at);
+    PERFORM _routines_status(sid, today, at);
     -- Dependencies are read from the statuses just written.
     FOR todo IN
         SELECT d AS day_row, d.routine, d.job_id, x.command AS what
         FROM routine_days d
-        JOIN _routine_decisions(name, today, at) x ON x.routine = d.routine
-        WHERE d.schedule = name AND d.day = today AND x.command IS NOT NULL
+        JOIN _routine_decisions(sid, today, at) x ON x.routine = d.routine
+        WHERE d.schedule_id = sid AND d.day = today AND x.command IS NOT NULL
         ORDER BY d.seq
     LOOP
         -- The switch is read right before each command: one switched off in the middle of a
         -- round stops the rest of it. A person's restart goes whatever it says.
-        SELECT x.mode INTO mode_now FROM routine_schedules x WHERE x.schedule = name;
+        SELECT x.mode INTO mode_now FROM routine_schedules x WHERE x.id = sid;
         IF todo.what <> 'start_asked' AND mode_now <> 'control' THEN
             held := held + 1;
             CONTINUE;
@@ -905,7 +1005,7 @@ BEGIN
         BEGIN
             PERFORM _routine_post(todo.day_row, CASE todo.what WHEN 'kill' THEN 'kill' ELSE 'routine' END, true);
             IF todo.what <> 'start_asked' THEN
-                PERFORM _routine_log_command(name, todo.routine,
+                PERFORM _routine_log_command(sid, todo.routine,
                     CASE WHEN todo.what = 'kill' THEN 'restart (silent)'
                          WHEN todo.job_id IS NULL THEN 'start' ELSE 'restart' END, NULL);
             END IF;
@@ -917,22 +1017,22 @@ BEGIN
         WHEN OTHERS THEN
             -- A computer no agent has registered, say: the routine stays due and shows why.
             UPDATE routine_days r
-            SET last_message = 'SCHED: cannot start: ' || SQLERRM, last_level = 'error', last_message_at = at
-            WHERE r.schedule = name AND r.day = today AND r.routine = todo.routine;
+            SET last_message = _mask_text('SCHED: cannot start: ' || SQLERRM), last_level = 'error', last_message_at = at
+            WHERE r.schedule_id = sid AND r.day = today AND r.routine = todo.routine;
         END;
     END LOOP;
 
     IF sent > 0 THEN
-        PERFORM _routines_status(name, today, at);
+        PERFORM _routines_status(sid, today, at);
     END IF;
-    SELECT x.mode INTO mode_now FROM routine_schedules x WHERE x.schedule = name;
+    SELECT x.mode INTO mode_now FROM routine_schedules x WHERE x.id = sid;
     UPDATE routine_schedules x
     SET state_at = clock_timestamp(),
         doing = CASE WHEN mode_now = 'control' THEN 'controlling' ELSE 'observing' END
                 || CASE WHEN sent > 0 THEN format('; %s command(s) sent', sent) ELSE '' END
                 || CASE WHEN held > 0 THEN format('; %s held back (commands off)', held) ELSE '' END
-    WHERE x.schedule = name;
-    RETURN format('%s: %s sent, %s held', name, sent, held);
+    WHERE x.id = sid;
+    RETURN format('%s: %s sent, %s held', s.schedule, sent, held);
 END
 $$;
 
@@ -945,14 +1045,14 @@ SET search_path = @extschema@, pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE
-    name text;
+    sched record;
     started timestamptz := (SELECT l.started_at FROM launcher_state l);
 BEGIN
-    FOR name IN SELECT s.schedule FROM routine_schedules s ORDER BY s.schedule LOOP
+    FOR sched IN SELECT s.id, s.schedule, s.owner FROM routine_schedules s ORDER BY s.id LOOP
         BEGIN
-            PERFORM _routines_round(name, at, started);
+            PERFORM _routines_round(sched.id, at, started);
         EXCEPTION WHEN OTHERS THEN
-            RAISE WARNING 'pg_jobs scheduler: schedule % failed: %', name, SQLERRM;
+            RAISE WARNING 'pg_jobs scheduler: schedule % of % failed: %', sched.schedule, sched.owner::regrole, SQLERRM;
         END;
     END LOOP;
     DELETE FROM routine_days d WHERE d.day < (at - make_interval(days => current_setting('pg_jobs.history_days')::integer))::date;
@@ -966,7 +1066,8 @@ CREATE FUNCTION routines_create(schedule text, time_zone text DEFAULT 'UTC') RET
 LANGUAGE c AS 'MODULE_PATHNAME', 'routines_create';
 COMMENT ON FUNCTION routines_create IS
     'Makes a routine schedule of yours (or sets the time zone of its runtimes); routines_put and '
-    'routines_import make one in UTC when it does not exist.';
+    'routines_import make one in UTC when it does not exist. Names are each owner''s: another role '
+    'may have a schedule of the same name.';
 
 CREATE FUNCTION routines_put(schedule text, routine text, group_name text DEFAULT '',
     realtime boolean DEFAULT false, runtimes text DEFAULT '', args text DEFAULT '',
@@ -991,7 +1092,8 @@ COMMENT ON FUNCTION routines_import IS
 CREATE FUNCTION routines_export(schedule text) RETURNS text
 LANGUAGE c AS 'MODULE_PATHNAME', 'routines_export';
 COMMENT ON FUNCTION routines_export IS
-    'Your schedule''s definition as CSV: routine,group,external,realtime,runtimes,args,dependencies,computer,seq,command.';
+    'Your schedule''s definition as CSV, arguments and commands as written (unmasked): '
+    'routine,group,external,realtime,runtimes,args,dependencies,computer,seq,command.';
 
 CREATE FUNCTION routines_drop(schedule text) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'routines_drop';
@@ -1000,7 +1102,8 @@ COMMENT ON FUNCTION routines_drop IS 'Drops your schedule, its definition, state
 CREATE FUNCTION routines_grant(schedule text, role regrole) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'routines_grant';
 COMMENT ON FUNCTION routines_grant IS
-    'Lets the members of a role watch your schedule, switch its commands, restart and stop its routines.';
+    'Lets the members of a role you are a member of watch your schedule, switch its commands, restart '
+    'and stop its routines (they read its arguments masked).';
 
 CREATE FUNCTION routines_revoke(schedule text, role regrole) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'routines_revoke';

@@ -16,7 +16,9 @@ SELECT 'jobs' AS metric, l.queue, l.status, l.jobs::float8 AS value FROM live l
 UNION ALL
 SELECT 'jobs_ready', l.queue, NULL, l.ready::float8 FROM live l WHERE l.status = 'created'
 UNION ALL
-SELECT 'oldest_ready_seconds', l.queue, NULL, extract(epoch FROM now() - l.oldest_ready)::float8
+-- (Epochs subtracted, not times: a run_at no interval can reach from now, as -infinity was
+-- before callers' times were checked, makes an infinite age instead of failing every reader.)
+SELECT 'oldest_ready_seconds', l.queue, NULL, (extract(epoch FROM now()) - extract(epoch FROM l.oldest_ready))::float8
 FROM live l WHERE l.oldest_ready IS NOT NULL
 UNION ALL
 SELECT c.counter || '_total', NULL, NULL, c.total::float8 FROM _metrics_counters() c
@@ -38,3 +40,7 @@ GRANT SELECT ON metrics TO pg_monitor;
 -- Functions a view calls are called as the reader.
 GRANT USAGE ON SCHEMA @extschema@ TO pg_monitor;
 GRANT EXECUTE ON FUNCTION _metrics_counters() TO pg_monitor;
+-- And so are the functions in the predicates of the partial indexes of the tables it reads: the
+-- planner evaluates them as the reader when it first loads an index in a session (and keeps the
+-- result, so a session that a superuser had used first hid this).
+GRANT EXECUTE ON FUNCTION _extension_claimant() TO pg_monitor;

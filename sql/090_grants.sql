@@ -8,7 +8,7 @@
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @extschema@ FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    identity(), _current_role(), _opaque_id(), _invalid(text, text), _row_count(integer, text), _utc_month(timestamptz), _utc_midnight(date),
+    identity(), _current_role(), _opaque_id(), _invalid(text, text), _row_count(integer, text), _finite_date(date, text), _utc_month(timestamptz), _utc_midnight(date),
     retry_delay_seconds(integer, double precision, double precision),
     schedule_next_slot(text, text, timestamptz), _schedule_next_epoch(text, text, double precision),
     jobs_add(text, jsonb, text, integer, timestamptz, integer, interval, interval, interval, text, text),
@@ -35,7 +35,7 @@ GRANT EXECUTE ON FUNCTION
     -- What the batch views and reading functions call as the caller.
     _extension_claimant(), _is_batch_queue(text), _text_array(jsonb), _bigint_array(jsonb),
     _batch_status(text, boolean, boolean, boolean), _batch_status_rank(text), _batch_status_word(integer),
-    _mask_args(text[]), _batch_selection(date, text[], text), _batch_month_list(), _batch_unpartitioned_months(), _history_month_partitions(), _batch_group_key(text, timestamptz, text, text, text, text, text),
+    _mask_args(text[]), _mask_text(text), _batch_selection(date, text[], text), _batch_month_list(), _batch_unpartitioned_months(), _history_month_partitions(), _batch_group_key(text, timestamptz, text, text, text, text, text),
     _batch_check_reading(text, text[], integer, integer), _batch_check_hash(text),
     _batch_label(jsonb), _batch_blocked(bigint), _batch_row_status(job_status, timestamptz, bigint, jsonb, uuid), _batch_active_counts(),
     routines_create(text, text),
@@ -56,8 +56,8 @@ GRANT EXECUTE ON FUNCTION
     -- What job_fin_data calls as the caller.
     _compute_pending(bigint, numeric),
     -- What the routine views, policies and routine_groups call as the caller.
-    _granted_to(oid, oid[]), _routines_heard(timestamptz), _routine_waits_for(text, date, text[]), _routine_runtimes_text(time[]),
-    _routine_shown_args(text), _routine_is_scheduler(text), _routine_failing(text),
+    _granted_to(oid, oid[]), _routines_heard(timestamptz), _routine_waits_for(bigint, date, text[]), _routine_runtimes_text(time[]),
+    _routine_is_scheduler(text), _routine_failing(text),
     _routine_status_rank(text), _routine_status_word(integer)
 TO pgjobs_user;
 

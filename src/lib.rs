@@ -85,6 +85,7 @@ extension_sql_file!(
         api::batch::_batch_status_rank,
         api::batch::_batch_status_word,
         api::batch::_mask_args,
+        api::batch::_mask_text,
         api::batch::_batch_silence,
         api::batch::_lease_state
     ]

@@ -205,7 +205,7 @@ fn signals(events: Sender<Event>) {
 /// Arguments as the log shows them: secret values masked as batch_jobs masks them.
 fn shown_args(args: &[String]) -> Vec<String> {
     let given: Vec<Option<String>> = args.iter().cloned().map(Some).collect();
-    pg_jobs_core::batch::mask_secret_args(&given)
+    pg_jobs_core::mask::mask_args(&given)
         .into_iter()
         .map(Option::unwrap_or_default)
         .collect()

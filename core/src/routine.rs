@@ -390,14 +390,14 @@ pub fn split_args(text: &str) -> Result<Vec<String>, String> {
 }
 
 /// Arguments as shown: split, the values of secret-looking flags masked
-/// ([`crate::batch::mask_secret_args`]), joined again with a shell's quoting where needed.
+/// ([`crate::mask`]), joined again with a shell's quoting where needed.
 pub fn shown_args(text: &str) -> String {
     // A definition's arguments always split; anything else shows nothing of itself.
     let Ok(words) = split_args(text) else {
-        return crate::batch::MASK.to_string();
+        return crate::mask::MASK.to_string();
     };
     let given: Vec<Option<String>> = words.into_iter().map(Some).collect();
-    crate::batch::mask_secret_args(&given)
+    crate::mask::mask_args(&given)
         .into_iter()
         .flatten()
         .map(|word| {

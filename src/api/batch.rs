@@ -1,5 +1,5 @@
 //! Batch jobs (`sql/085_batch.sql`): the public functions of posters and agents, and the status
-//! words and masked arguments their views show (`pg_jobs_core::batch`).
+//! words (`pg_jobs_core::batch`) and the masked secrets (`pg_jobs_core::mask`) their views show.
 
 use pgrx::prelude::*;
 
@@ -81,13 +81,20 @@ fn _batch_status_word(rank: i32) -> Option<&'static str> {
         .copied()
 }
 
-/// Arguments as shown: the values of flags that look like secrets masked.
+/// Arguments as shown (`pg_jobs_core::mask`, the one rule of what is masked).
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _mask_args(args: Vec<Option<String>>) -> Vec<Option<String>> {
-    pg_jobs_core::batch::mask_secret_args(&args)
+    pg_jobs_core::mask::mask_args(&args)
 }
 
-/// A job's payload as shown: a batch job's arguments masked (job_list shows every job).
+/// Text as shown: an output tail, an error, a message, a command (`pg_jobs_core::mask`).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn _mask_text(text: &str) -> String {
+    pg_jobs_core::mask::mask_text(text)
+}
+
+/// A job's payload as shown: a batch job's arguments and environment masked (job_list shows
+/// every job).
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _mask_payload(payload: pgrx::JsonB) -> pgrx::JsonB {
     let mut payload = payload.0;
@@ -96,12 +103,16 @@ fn _mask_payload(payload: pgrx::JsonB) -> pgrx::JsonB {
             .iter()
             .map(|a| a.as_str().map(str::to_string))
             .collect();
-        for (arg, shown) in args
-            .iter_mut()
-            .zip(pg_jobs_core::batch::mask_secret_args(&given))
-        {
+        for (arg, shown) in args.iter_mut().zip(pg_jobs_core::mask::mask_args(&given)) {
             if let Some(shown) = shown {
                 *arg = serde_json::Value::String(shown);
+            }
+        }
+    }
+    if let Some(serde_json::Value::Object(env)) = payload.get_mut("env") {
+        for (name, value) in env.iter_mut() {
+            if let Some(given) = value.as_str() {
+                *value = serde_json::Value::String(pg_jobs_core::mask::mask_env(name, given));
             }
         }
     }

@@ -21,6 +21,16 @@ use crate::{entry, gucs};
 /// capped at `max_backoff`, saturating rather than overflowing.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn retry_delay_seconds(attempt: i32, backoff_seconds: f64, max_backoff_seconds: f64) -> f64 {
+    // The backoffs a job may have (BACKOFF_SPAN), in seconds; NaN is outside every range.
+    let one_year = ONE_YEAR as f64 / 1e6;
+    if !(0.0..=one_year).contains(&backoff_seconds) || !(0.0..=one_year).contains(&max_backoff_seconds) {
+        invalid(
+            format!(
+                "backoff_seconds and max_backoff_seconds must be from 0 to {one_year} (1 year), not {backoff_seconds} and {max_backoff_seconds}"
+            ),
+            None,
+        );
+    }
     pg_jobs_core::retry::retry_delay_seconds(attempt, backoff_seconds, max_backoff_seconds)
 }
 
@@ -223,6 +233,15 @@ impl Spec {
                 ));
             }
         }
+        if let Some(run_at) = self.get(Field::RunAt).filter(|&at| !within_a_century(at)) {
+            return Some(Problem::invalid(
+                format!(
+                    "run_at must be a finite time within 100 years of now, not {}",
+                    output(run_at, pg_sys::TIMESTAMPTZOID)
+                ),
+                Some("Leave it out (null) for now, or give a time such as now() + interval '1 hour'."),
+            ));
+        }
         if let Some(attempts) = self.integer(Field::MaxAttempts).filter(|&a| a < 1) {
             return Some(Problem::invalid(
                 format!("max_attempts must be at least 1, not {attempts}"),
@@ -348,6 +367,18 @@ fn interval_span(datum: Datum) -> i128 {
 /// What a lease may be (positive, at most a year) and a backoff (0 to a year), in microseconds.
 const LEASE_SPAN: std::ops::RangeInclusive<i128> = 1..=ONE_YEAR;
 const BACKOFF_SPAN: std::ops::RangeInclusive<i128> = 0..=ONE_YEAR;
+
+/// Whether a time a caller gives is finite and within 100 years of the transaction's start:
+/// `-infinity` and times past what intervals and the history's months can hold are refused.
+/// (The extension's own `infinity`, the run_at of a job waiting for its dependencies, is set
+/// internally and never passes here.)
+fn within_a_century(datum: Datum) -> bool {
+    let at = datum.value() as i64;
+    let now = unsafe { pg_sys::GetCurrentTransactionStartTimestamp() };
+    // 100 years of 366 days, in microseconds.
+    const CENTURY: u128 = 100 * 366 * 86_400_000_000;
+    i128::from(at).abs_diff(i128::from(now)) <= CENTURY
+}
 
 /// Whether an interval given (None: left out) is outside `span`.
 fn outside(datum: Option<Datum>, span: std::ops::RangeInclusive<i128>) -> bool {

@@ -65,6 +65,13 @@ fn _time_zone_problem(time_zone: &str) -> Option<String> {
 
 #[pg_extern(immutable, parallel_safe)]
 fn _schedule_next_epoch(schedule: &str, time_zone: &str, after: f64) -> Option<f64> {
+    // schedule_next_slot's `after`, from a caller: ±infinity has no next slot to ask for.
+    if !after.is_finite() {
+        crate::api::call::invalid(
+            "after must be a finite time",
+            Some("Ask for the slot after a time such as now()."),
+        );
+    }
     parse(schedule, time_zone)
         .next_after(instant(after)?)
         .map(epoch_seconds)

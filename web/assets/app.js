@@ -218,7 +218,7 @@ async function switchMode(s, mode) {
     : `Switch the commands of ${s.schedule} on? The scheduler starts and restarts its routines.`;
   if (!confirm(question)) return;
   try {
-    await post('/api/schedules/mode', { schedule: s.schedule, mode });
+    await post('/api/schedules/mode', { schedule: scheduleRef(s), mode });
     notice(`${s.schedule}: commands ${mode === 'observe' ? 'off' : 'on'}`);
     await refresh();
   } catch (e) { showError(e); }
@@ -241,7 +241,9 @@ function groupBox(key, open, header, body, onToggle) {
 
 // ---- routines ----
 
-const routineKey = (r) => r.schedule + '\u0000' + r.routine;
+// A schedule as the functions take it: names are each owner's, OWNER/NAME is always one schedule.
+const scheduleRef = (x) => x.owner + '/' + x.schedule;
+const routineKey = (r) => scheduleRef(r) + '\u0000' + r.routine;
 function routineGroupKey(r) {
   switch (state.groupBy.routines) {
     case 'schedule': return r.schedule;
@@ -332,7 +334,7 @@ async function openRoutine(r) {
 async function loadMessages() {
   const r = state.routines.find((x) => routineKey(x) === state.openRoutine);
   if (!r) return;
-  try { state.messages = await get('/api/routine/messages', { schedule: r.schedule, routine: r.routine }); } catch (e) { showError(e); }
+  try { state.messages = await get('/api/routine/messages', { schedule: scheduleRef(r), routine: r.routine }); } catch (e) { showError(e); }
   render();
 }
 
@@ -342,7 +344,7 @@ async function command(r, what) {
     : `Stop ${r.routine}?${r.realtime ? ' The scheduler starts a realtime routine again once it has been silent for 45 s.' : ''}`;
   if (!confirm(question)) return;
   try {
-    const answer = await post(`/api/routines/${what}`, { schedule: r.schedule, routine: r.routine });
+    const answer = await post(`/api/routines/${what}`, { schedule: scheduleRef(r), routine: r.routine });
     notice(`${what} of ${r.routine}: ${answer}`);
     await refresh();
   } catch (e) { showError(e); }

@@ -96,7 +96,7 @@ pub fn read(client: &mut Client, path: &str, params: &HashMap<String, String>) -
             rows(
                 client,
                 "SELECT at, level, message, sender::text AS sender, command FROM pgjobs.routine_messages
-                 WHERE schedule = $1 AND routine = $2 ORDER BY at DESC LIMIT 20",
+                 WHERE owner::text || '/' || schedule = $1 AND routine = $2 ORDER BY at DESC LIMIT 20",
                 &[&schedule, &routine],
             )
         }

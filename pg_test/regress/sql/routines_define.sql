@@ -12,7 +12,7 @@ LANGUAGE sql AS $$ SELECT regress.as_role('regress_routines_owner', statement) $
 CREATE FUNCTION regress.routines_fingerprint() RETURNS text
 LANGUAGE sql AS $$
     SELECT md5(concat_ws('|',
-        (SELECT string_agg(d::text, ',' ORDER BY d.schedule, d.routine) FROM pgjobs.routine_definitions d),
+        (SELECT string_agg(d::text, ',' ORDER BY d.schedule_id, d.routine) FROM pgjobs.routine_definitions d),
         (SELECT string_agg(s.schedule || s.mode || s.operators::text, ',' ORDER BY s.schedule) FROM pgjobs.routine_schedules s)))
 $$;
 
