@@ -821,7 +821,6 @@ DECLARE
     job bigint;
     turn bigint;
     lock_wait text;
-    attempts integer := 0;
 BEGIN
     IF kind IS NULL OR kind NOT IN ('batch', 'routine', 'kill') THEN
         PERFORM _invalid(format('unknown job kind %s', coalesce(quote_literal(kind), 'null')),
@@ -957,14 +956,9 @@ BEGIN
         -- Done too: replaced, or this command's job is taken by an agent (it stays as it is).
         EXIT WHEN replaced IS NOT NULL OR NOT EXISTS (SELECT FROM jobs j WHERE j.id = job AND j.status = 'created');
         -- A waiting job of this command was added, and committed, while this post waited for
-        -- its key: once more, to lock and replace it (seen now, in a new snapshot; not in one
-        -- kept for the whole transaction).
-        attempts := attempts + 1;
-        IF attempts > 2 THEN
-            RAISE EXCEPTION USING ERRCODE = 'serialization_failure',
-                MESSAGE = format('job %s of this command was added by a concurrent transaction', job),
-                HINT = 'Post again in a new transaction (or at isolation level read committed).';
-        END IF;
+        -- its key: once more, to lock and replace it, seen now in the statement's new snapshot.
+        -- (Where the snapshot is the transaction's, repeatable read, the key's insert refuses
+        -- with 40001 instead.)
     END LOOP;
     IF nowait THEN
         PERFORM set_config('lock_timeout', lock_wait, true);
