@@ -208,8 +208,9 @@ BEGIN
     LOOP
         part := 'job_history_' || to_char(m, 'YYYYMM');
         -- Jobs finishing now wait until the month is attached: an insert routed to the default
-        -- partition before the attach would fail its new constraint after it (23514). Readers
-        -- do not wait.
+        -- partition before the attach would fail its new constraint after it (23514). The
+        -- attach locks job_history_other alone (readers wait for it; it waits for them):
+        -- without wait, that lock is taken first, or the month left for a later call.
         IF wait THEN
             LOCK TABLE @extschema@.job_history IN SHARE ROW EXCLUSIVE MODE;
         ELSE
