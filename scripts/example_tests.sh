@@ -248,6 +248,31 @@ example_language() {
     ex_kill_all
 }
 
+# batch_release answers the job's status after the call over the extended protocol too, as
+# psycopg (and the SCHED page) send statements: it answered WAITING for the job it had just made
+# PENDING, since the statement's time is taken again at Execute, after its transaction began.
+example_batch_release_extended() {
+    "$EXAMPLE_VENV/bin/python" - "$PORT" "$LIVE_DB" <<'PY'
+import sys
+
+import psycopg
+
+with psycopg.connect(host="localhost", port=sys.argv[1], user="postgres", dbname=sys.argv[2]) as conn:
+    conn.execute("DO $$ BEGIN CREATE ROLE ex_batch_poster IN ROLE pgjobs_user; "
+                 "EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    conn.execute("SET ROLE ex_batch_poster")
+    first = conn.execute("SELECT pgjobs.batch_post('ex-first', run_at => now() + interval '1 hour')").fetchone()[0]
+    second = conn.execute("SELECT pgjobs.batch_post('ex-second', depends_on => ARRAY[%s::text])", (first,)).fetchone()[0]
+    conn.commit()
+    released = conn.execute("SELECT pgjobs.batch_release(%s)", (second,)).fetchone()[0]
+    shown = conn.execute("SELECT status FROM pgjobs.batch_jobs WHERE id = %s", (second,)).fetchone()[0]
+    conn.execute("SELECT count(*) FROM pgjobs.batch_cancel(ARRAY[%s, %s]::bigint[])", (first, second))
+    conn.commit()
+if (released, shown) != ("PENDING", "PENDING"):
+    sys.exit(f"released: {released}, then shown as {shown}")
+PY
+}
+
 run_example_tests() {
     local started=$SECONDS
     mkdir -p "$OUT/examples"
@@ -260,6 +285,13 @@ run_example_tests() {
         echo "examples: roles and example_effects made ... FAILED"
         count 0 1
         return
+    fi
+    if example_batch_release_extended; then
+        echo "python: batch_release answers PENDING over the extended protocol ... ok"
+        count 1 0
+    else
+        echo "python: batch_release answers PENDING over the extended protocol ... FAILED"
+        count 0 1
     fi
     local language
     for language in ${EXAMPLE_LANGUAGES:-python node}; do

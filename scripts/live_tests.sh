@@ -236,6 +236,50 @@ SQL
     [ "$ticking" = t ] && grep -q "22023\|reserved for the scheduler" <<<"$refused"
 }
 
+# A member's transaction that fills the server's lock table (advisory locks, held open) makes
+# every round of the launcher fail with 53200 (out of shared memory), while a per-second
+# schedule keeps it coming round. The launcher logs it, backs off and goes on: the same process,
+# its heartbeat fresh and the schedule firing again once the member is done. (It used to exit,
+# and be restarted a second later only to exit again.)
+test_launcher_survives_a_full_lock_table() {
+    live_sql "CREATE ROLE live_filler IN ROLE pgjobs_user;
+              SELECT pgjobs.jobs_schedule('lock-ticks', 'every 1 second', '{\"task\": \"lock-tick\"}')" >/dev/null || return 1
+    local pid log
+    pid=$(launcher_pid)
+    log="$(cluster_dir test)/server.log"
+    "$PG_BIN/psql" -X -q -h localhost -p "$PORT" -U postgres -d "$LIVE_DB" >/dev/null 2>&1 <<'SQL' &
+SET ROLE live_filler;
+BEGIN;
+DO $$
+DECLARE
+    n bigint := 0;
+BEGIN
+    LOOP
+        n := n + 1;
+        BEGIN
+            PERFORM pg_advisory_xact_lock(n);
+        EXCEPTION WHEN out_of_memory THEN
+            EXIT;
+        END;
+    END LOOP;
+END
+$$;
+SELECT pg_sleep(6);
+COMMIT;
+SQL
+    local filler=$!
+    local failed=f
+    wait_log 20 "$log" "\\[$pid\\] WARNING:  pg_jobs launcher: its round failed.*out of shared memory" && failed=t
+    wait "$filler"
+    local ended
+    ended=$(live_sql "SELECT clock_timestamp()")
+    wait_until 30 "SELECT pid = $pid AND heartbeat_at > now() - interval '3 seconds' FROM pgjobs.launcher" || return 1
+    local firing=f
+    wait_until 30 "SELECT count(*) >= 2 FROM pgjobs.jobs WHERE task = 'lock-tick' AND due_at > '$ended'" && firing=t
+    live_sql "SELECT pgjobs.jobs_unschedule('lock-ticks'); DELETE FROM pgjobs.jobs WHERE task = 'lock-tick'" >/dev/null
+    [ "$failed" = t ] && [ "$firing" = t ] && [ "$(launcher_pid)" = "$pid" ]
+}
+
 # A SQL job that catches query_canceled outlived its timeout and jobs_abort and held an executor
 # for good. Now the launcher ends its process pg_jobs.cancel_grace (5 s) after the cancel and
 # records the run as timed out or aborted.
@@ -663,6 +707,7 @@ run_live_tests() {
     verdict "SQL job leaves nothing for the extension to run" test_sql_job_leaves_nothing_for_the_extension_to_run
     verdict "database settings do not reach the background workers" test_database_settings_do_not_reach_the_background_workers
     verdict "a member holding rows does not stop the launcher" test_a_member_holding_rows_does_not_stop_the_launcher
+    verdict "the launcher survives a full lock table" test_launcher_survives_a_full_lock_table
     verdict "SQL job that ignores cancel is stopped" test_sql_job_that_ignores_cancel_is_stopped
     verdict "the launcher requeues an expired lease without a claim" test_launcher_requeues_expired_leases
     verdict "the launcher idles while SQL jobs wait for an executor" test_launcher_idles_while_sql_jobs_wait

@@ -132,7 +132,7 @@ CREATE TYPE lock_class AS ENUM (
     'compute_job',    -- a job's fetches: shared, or alone when money is counted exactly
     'compute_slice',  -- the results of a slice's copies, decided one at a time
     'routine_round',  -- one round of a routine schedule at a time
-    'batch_post'      -- the posts of one command by one poster, one at a time
+    'batch_post'      -- a poster's posts (held shared, by sixteenths of its commands), tried alone by the scheduler
 );
 
 CREATE FUNCTION _lock_key(class lock_class, object text) RETURNS bigint

@@ -125,6 +125,15 @@ COMMENT ON FUNCTION jobs_counts IS
 
 -- Months of history: one partition job_history_YYYYMM per UTC month.
 
+-- The months that have a partition of job_history.
+CREATE FUNCTION _history_month_partitions() RETURNS TABLE (month date)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT to_date(right(c.relname, 6), 'YYYYMM')
+    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = 'job_history'::regclass AND c.relname ~ '^job_history_[0-9]{6}$';
+END;
+
 CREATE FUNCTION jobs_history_months()
 RETURNS TABLE (month date, partition regclass, jobs bigint)
 LANGUAGE plpgsql STABLE
@@ -171,7 +180,13 @@ END
 $$;
 SELECT _index_history('job_history_other');
 
-CREATE FUNCTION jobs_history_prepare(months_ahead integer DEFAULT 3) RETURNS SETOF regclass
+-- wait false (the background worker): a month that cannot be attached at once is left for a
+-- later call. The attach locks job_history_other alone, and any open read of job_history holds
+-- it (a member's BEGIN; SELECT count(*) FROM pgjobs.job_history; left open made every round of
+-- the worker wait a second and fail); the worker makes the months a year ahead, so a reader
+-- would have to stay for most of a year before a month began without its partition.
+CREATE FUNCTION jobs_history_prepare(months_ahead integer DEFAULT 3, wait boolean DEFAULT true)
+RETURNS SETOF regclass
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
@@ -193,9 +208,21 @@ BEGIN
     LOOP
         part := 'job_history_' || to_char(m, 'YYYYMM');
         -- Jobs finishing now wait until the month is attached: an insert routed to the default
-        -- partition before the attach would fail its new constraint after it (23514). Readers
-        -- do not wait.
-        LOCK TABLE @extschema@.job_history IN SHARE ROW EXCLUSIVE MODE;
+        -- partition before the attach would fail its new constraint after it (23514). The
+        -- attach locks job_history_other alone (readers wait for it; it waits for them):
+        -- without wait, that lock is taken first, or the month left for a later call.
+        IF wait THEN
+            LOCK TABLE @extschema@.job_history IN SHARE ROW EXCLUSIVE MODE;
+        ELSE
+            BEGIN
+                LOCK TABLE @extschema@.job_history IN SHARE ROW EXCLUSIVE MODE NOWAIT;
+                LOCK TABLE @extschema@.job_history_other IN ACCESS EXCLUSIVE MODE NOWAIT;
+            EXCEPTION WHEN lock_not_available THEN
+                RAISE LOG 'pg_jobs: month % of job_history not made yet: job_history is in use (%)',
+                    to_char(m, 'YYYY-MM'), SQLERRM;
+                RETURN;
+            END;
+        END IF;
         CONTINUE WHEN to_regclass('@extschema@.' || part) IS NOT NULL;
         month_start := _utc_midnight(m);
         month_end := _utc_midnight((m + interval '1 month')::date);
@@ -214,7 +241,8 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION jobs_history_prepare IS
-    'Makes the partitions of job_history from last month to months_ahead months ahead.';
+    'Makes the partitions of job_history from last month to months_ahead months ahead. wait '
+    'false: stops, making none, where a transaction reading or writing job_history stands in the way.';
 
 CREATE FUNCTION jobs_history_drop(before date) RETURNS SETOF date
 LANGUAGE plpgsql

@@ -54,7 +54,7 @@ BEGIN
             WHEN 'run history' THEN
                 DELETE FROM job_runs r
                 WHERE r.started_at < at - make_interval(days => current_setting('pg_jobs.history_days')::integer);
-            WHEN 'history months' THEN PERFORM jobs_history_prepare();
+            WHEN 'history months' THEN PERFORM jobs_history_prepare(12, wait => false);
             WHEN 'batch counts' THEN PERFORM _batch_tally_fold();
             END CASE;
         EXCEPTION WHEN OTHERS THEN

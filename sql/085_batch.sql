@@ -202,9 +202,13 @@ RETURN ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(elements) e);
 -- The batch jobs that have not finished, whatever month they were due in, as the worker pool
 -- shows them, read as the caller (so through row-level security: a member sees its own).
 -- Secrets in arguments, output tails and errors are masked (pg_jobs_core::mask).
+-- Due (PENDING) is as a claim has it: run_at at or before the time of the reading statement.
+-- now(), the time its transaction began, made a job released earlier in the same transaction
+-- WAITING, and so batch_release's own answer over the extended protocol, where the statement's
+-- time is taken again at its Execute message.
 CREATE VIEW batch_active WITH (security_invoker = true) AS
 SELECT j.id, j.idempotency_key AS hash, j.owner::regrole AS owner,
-       _batch_status(j.status::text, j.run_at <= now(), w.blocked_by IS NOT NULL,
+       _batch_status(j.status::text, j.run_at <= statement_timestamp(), w.blocked_by IS NOT NULL,
                      j.progress ->> 'token' = j.lease_token::text) AS status,
        w.blocked_by AS blocked_reason,
        j.task::text AS kind, j.payload ->> 'computer' AS computer,
@@ -388,7 +392,7 @@ RETURN EXISTS (SELECT FROM batch_waits w
 CREATE FUNCTION _batch_row_status(status job_status, run_at timestamptz, id bigint, progress jsonb, lease_token uuid)
 RETURNS text
 LANGUAGE sql STABLE
-RETURN _batch_status(status::text, run_at <= now(), status = 'created' AND run_at = 'infinity' AND _batch_blocked(id),
+RETURN _batch_status(status::text, run_at <= statement_timestamp(), status = 'created' AND run_at = 'infinity' AND _batch_blocked(id),
                      progress ->> 'token' = lease_token::text);
 
 -- The caller's active batch jobs counted by minute due (UTC), label, place (the computer that
@@ -406,7 +410,7 @@ BEGIN ATOMIC
     -- row. Not for the range of jobs: the planner, not knowing the value, would take a third of
     -- the jobs to be in it, and compile the plan with JIT.)
     WITH this AS MATERIALIZED (
-        SELECT date_trunc('minute', now(), 'UTC') AS minute
+        SELECT date_trunc('minute', statement_timestamp(), 'UTC') AS minute
     ), tallied AS (
         SELECT t.owner, t.due_minute, t.label, t.computer, t.run_minute, sum(t.n)::bigint AS n,
                min(t.first_due) AS first_due
@@ -421,11 +425,11 @@ BEGIN ATOMIC
     FROM tallied t
     UNION ALL
     SELECT date_trunc('minute', j.due_at, 'UTC'), _batch_label(j.payload), j.payload ->> 'computer',
-           CASE WHEN j.run_at <= now() THEN 'PENDING' ELSE 'WAITING' END, count(*), min(j.due_at)
+           CASE WHEN j.run_at <= statement_timestamp() THEN 'PENDING' ELSE 'WAITING' END, count(*), min(j.due_at)
     FROM jobs j
     WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue) AND j.status = 'created'
-      AND j.run_at >= date_trunc('minute', now(), 'UTC')
-      AND j.run_at < date_trunc('minute', now(), 'UTC') + interval '1 minute'
+      AND j.run_at >= date_trunc('minute', statement_timestamp(), 'UTC')
+      AND j.run_at < date_trunc('minute', statement_timestamp(), 'UTC') + interval '1 minute'
     GROUP BY 1, 2, 3, 4
     UNION ALL
     SELECT date_trunc('minute', a.due_at, 'UTC'), coalesce(a.routine, a.command),
@@ -438,9 +442,37 @@ BEGIN ATOMIC
     GROUP BY 1, 2, 3, 4;
 END;
 
+-- The months of the caller's batch jobs in job_history_other, which holds the finished jobs of
+-- months without a partition (due before the oldest month made, or far ahead): read through the
+-- ranges of due_at that no month's partition covers, so that only that partition is read.
+CREATE FUNCTION _batch_unpartitioned_months() RETURNS TABLE (month date)
+LANGUAGE plpgsql STABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    gap record;
+BEGIN
+    FOR gap IN
+        SELECT coalesce(_utc_midnight((lag(p.month) OVER w + interval '1 month')::date), '-infinity') AS since,
+               _utc_midnight(p.month) AS until
+        FROM _history_month_partitions() p WINDOW w AS (ORDER BY p.month)
+        UNION ALL
+        SELECT coalesce(max(_utc_midnight((p.month + interval '1 month')::date)), '-infinity'), 'infinity'
+        FROM _history_month_partitions() p
+    LOOP
+        CONTINUE WHEN gap.since >= gap.until;
+        RETURN QUERY
+        SELECT DISTINCT _utc_month(h.due_at) FROM job_history h
+        WHERE h.due_at >= gap.since AND h.due_at < gap.until AND _is_batch_queue(h.queue);
+    END LOOP;
+END
+$$;
+
 -- The months that have batch jobs of the caller, without counting them: the months of its active
--- jobs, and each month of job_history in which one of its batch jobs is found first (an index
--- probe in that month's partition, not a scan of the history).
+-- jobs, each month of job_history in which one of its batch jobs is found first (an index probe
+-- in that month's partition, not a scan of the history), and the months of those in
+-- job_history_other (a job due three months ago, before the oldest month made, was found by
+-- batch_find(month => ...) but its month was not offered).
 CREATE FUNCTION _batch_month_list() RETURNS TABLE (month date)
 LANGUAGE sql STABLE
 BEGIN ATOMIC
@@ -454,13 +486,13 @@ BEGIN ATOMIC
           AND (j.status <> 'created' OR j.run_at = 'infinity')))
     UNION
     SELECT p.month
-    FROM (SELECT to_date(right(c.relname, 6), 'YYYYMM') AS month
-          FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-          WHERE i.inhparent = 'job_history'::regclass AND c.relname ~ '^job_history_[0-9]{6}$') p
+    FROM _history_month_partitions() p
     WHERE EXISTS (SELECT FROM job_history h
                   WHERE h.due_at >= _utc_midnight(p.month)
                     AND h.due_at < _utc_midnight((p.month + interval '1 month')::date)
-                    AND _is_batch_queue(h.queue));
+                    AND _is_batch_queue(h.queue))
+    UNION
+    SELECT o.month FROM _batch_unpartitioned_months() o;
 END;
 
 CREATE FUNCTION batch_find(month date DEFAULT NULL, statuses text[] DEFAULT NULL,
@@ -649,14 +681,14 @@ BEGIN
             ids := ARRAY(
                 SELECT j.id FROM jobs j
                 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND j.status = 'created' AND j.run_at <= now()
+                  AND j.status = 'created' AND j.run_at <= statement_timestamp()
                   AND (statuses IS NULL OR group_key = ANY (statuses))
                 ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
         ELSIF group_key = 'WAITING' THEN
             ids := ARRAY(
                 SELECT j.id FROM jobs j
                 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND j.status = 'created' AND j.run_at > now() AND _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = group_key
+                  AND j.status = 'created' AND j.run_at > statement_timestamp() AND _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = group_key
                   AND (statuses IS NULL OR group_key = ANY (statuses))
                 ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
         ELSE
@@ -714,10 +746,65 @@ BEGIN
 END
 $$;
 
+-- The most jobs a replace's cycle check follows upstream of its new dependencies.
+CREATE FUNCTION _batch_upstream_limit() RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN 10000;
+
+-- Refuses to let the waiting job replaced wait for waiting_for if one of them waits, through
+-- batch_waits, for it. Each job upstream is visited once (UNION keeps the set of those seen), so
+-- the work grows with the jobs and their waits, not with the paths between them: a lattice of
+-- 21 levels, each job waiting for both of the level below, took 15 s when every path was
+-- followed, twice that with each level more. Past _batch_upstream_limit() jobs it stops.
+CREATE FUNCTION _batch_check_cycle(replaced bigint, waiting_for bigint[]) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    reached bigint[];
+    path bigint[];
+    step bigint;
+BEGIN
+    IF cardinality(waiting_for) = 0 THEN
+        RETURN;
+    END IF;
+    -- (The recursion is read as far as the limit asks and no further.)
+    WITH RECURSIVE upstream(id) AS (
+        SELECT d FROM unnest(waiting_for) d
+        UNION
+        SELECT b.on_job FROM batch_waits b JOIN upstream u ON b.job_id = u.id
+    )
+    SELECT array_agg(u.id) INTO reached FROM (SELECT u.id FROM upstream u LIMIT _batch_upstream_limit() + 1) u;
+    IF replaced = ANY (reached) THEN
+        -- A path back from it to a new dependency: every job reached but those given was
+        -- reached from one reached before it, so each step back finds one.
+        path := ARRAY[replaced];
+        WHILE NOT path[1] = ANY (waiting_for) AND cardinality(path) <= cardinality(reached) LOOP
+            SELECT b.job_id INTO step FROM batch_waits b
+            WHERE b.on_job = path[1] AND b.job_id = ANY (reached) AND b.job_id <> ALL (path)
+            ORDER BY b.job_id LIMIT 1;
+            EXIT WHEN NOT FOUND;
+            path := step || path;
+        END LOOP;
+        PERFORM _invalid(format('dependency cycle: job %s would wait for itself (%s)', replaced,
+                                array_to_string(replaced || path, ' → ')),
+                         'The job with this command is still waiting; post it without the dependency that leads back to it.');
+    END IF;
+    IF cardinality(reached) > _batch_upstream_limit() THEN
+        RAISE EXCEPTION USING ERRCODE = 'program_limit_exceeded',
+            MESSAGE = format('job %s would wait, through its dependencies, for more than %s waiting jobs',
+                             replaced, _batch_upstream_limit()),
+            DETAIL = 'Replacing a waiting job checks every job it would come to wait for, to refuse a dependency cycle.',
+            HINT = 'Cancel the waiting job and post the command again (a new job cannot close a cycle), or depend on fewer jobs.';
+    END IF;
+END
+$$;
+
 -- Posting. (Run as the extension's owner by batch_post, src/api/batch.rs.)
 CREATE FUNCTION _batch_post(caller_role oid, command text, args text[], computer text,
     kind text, routine text, cwd text, shell boolean, depends_on text[], run_at timestamptz,
-    max_attempts integer, priority integer, revision jsonb, env jsonb, extra jsonb)
+    max_attempts integer, priority integer, revision jsonb, env jsonb, extra jsonb,
+    nowait boolean DEFAULT false)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -731,8 +818,9 @@ DECLARE
     spec jsonb;
     hash text;
     replaced bigint;
-    cycle bigint[];
     job bigint;
+    turn bigint;
+    lock_wait text;
 BEGIN
     IF kind IS NULL OR kind NOT IN ('batch', 'routine', 'kill') THEN
         PERFORM _invalid(format('unknown job kind %s', coalesce(quote_literal(kind), 'null')),
@@ -811,37 +899,70 @@ BEGIN
                                'shell', coalesce(shell, false), 'env', env);
     hash := encode(sha256(convert_to(spec::text, 'UTF8')), 'hex');
 
-    -- Posts of one command take turns, so that the job this post replaces is seen (and locked,
-    -- as the replace's update would lock it) before it changes: what it counted in batch_tally
-    -- is subtracted, and what it counts once posted added. Without the turn, a post could replace
-    -- a job that a concurrent post had just made and that this one could not yet see.
-    PERFORM pg_advisory_xact_lock(-2, hashtext(poster::text || '/' || hash));
-    -- The job this post replaces, if one with the same command waits: it must not come to wait
-    -- for itself.
-    SELECT j.id INTO replaced FROM jobs j
-    WHERE j.owner = poster AND j.idempotency_key = hash AND j.status = 'created'
-    FOR NO KEY UPDATE OF j;
-    PERFORM _batch_tally(ARRAY[replaced], -1) WHERE replaced IS NOT NULL;
-    IF replaced IS NOT NULL THEN
-        WITH RECURSIVE upstream(id, path) AS (
-            SELECT d, ARRAY[d] FROM unnest(waiting_for) d
-            UNION
-            SELECT b.on_job, u.path || b.on_job FROM batch_waits b JOIN upstream u ON b.job_id = u.id
-            WHERE b.on_job <> ALL (u.path)
-        )
-        SELECT u.path INTO cycle FROM upstream u WHERE u.id = replaced LIMIT 1;
-        IF FOUND THEN
-            PERFORM _invalid(format('dependency cycle: job %s would wait for itself (%s)', replaced,
-                                    array_to_string(replaced || cycle, ' → ')),
-                             'The job with this command is still waiting; post it without the dependency that leads back to it.');
+    -- Posts of one command take turns on the row of its waiting job, locked before anything about
+    -- it is read, as the replace's update would lock it: what it counted in batch_tally is
+    -- subtracted, and what it counts once posted added. A post that sees no such job adds one
+    -- with rule skip: if a post of the same command made one meanwhile, the key's unique index
+    -- has this post wait for that post's transaction (the same identity's), and gives it that
+    -- job, which it then locks and replaces here. No lock per command is held to the end of the
+    -- transaction: one transaction posting 14,000 commands filled the server's lock table.
+    --
+    -- Every post holds, shared, one of 16 advisory locks of its poster (by the first digit of the
+    -- hash; so at most 16 per transaction, and posts never wait for each other there). nowait is
+    -- the scheduler posting a routine's run, which must not wait for a transaction of the
+    -- routine's owner that posts the same command: it tries the lock alone for an instant, and a
+    -- poster's open transaction in that sixteenth makes it fail with 55P03 (tried again at the
+    -- next round; only that owner's commands are passed over); so does the job's row held.
+    turn := _lock_key('batch_post', poster::text || '/' || left(hash, 1));
+    IF nowait THEN
+        IF NOT pg_try_advisory_lock(turn) THEN
+            RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
+                MESSAGE = format('a transaction of %s is posting batch jobs', poster::regrole),
+                HINT = 'Posted again once it has ended.';
         END IF;
+        PERFORM pg_advisory_unlock(turn);
+        -- A post that begins in between would still be waited for: not long.
+        lock_wait := current_setting('lock_timeout');
+        PERFORM set_config('lock_timeout', '1ms', true);
     END IF;
-
-    SELECT a INTO job FROM _add(ARRAY[ROW(
-        kind, spec || jsonb_build_object('revision', revision, 'extra', coalesce(extra, '{}'),
-                                        'depends_on', to_jsonb(dependencies), 'run_at', run_at),
-        _batch_queue(computer), coalesce(priority, 0), run_at, coalesce(max_attempts, 1), NULL, NULL,
-        _batch_silence(), hash, 'replace')::job_spec], poster, true, false) a;
+    PERFORM pg_advisory_xact_lock_shared(turn);
+    LOOP
+        IF nowait THEN
+            SELECT j.id INTO replaced FROM jobs j
+            WHERE j.owner = poster AND j.idempotency_key = hash AND j.status = 'created'
+            FOR NO KEY UPDATE OF j NOWAIT;
+        ELSE
+            SELECT j.id INTO replaced FROM jobs j
+            WHERE j.owner = poster AND j.idempotency_key = hash AND j.status = 'created'
+            FOR NO KEY UPDATE OF j;
+        END IF;
+        IF replaced IS NOT NULL THEN
+            PERFORM _batch_tally(ARRAY[replaced], -1);
+            -- It must not come to wait for itself.
+            PERFORM _batch_check_cycle(replaced, waiting_for);
+        END IF;
+        SELECT a INTO job FROM _add(ARRAY[ROW(
+            kind, spec || jsonb_build_object('revision', revision, 'extra', coalesce(extra, '{}'),
+                                            'depends_on', to_jsonb(dependencies), 'run_at', run_at),
+            _batch_queue(computer), coalesce(priority, 0), run_at, coalesce(max_attempts, 1), NULL, NULL,
+            _batch_silence(), hash, CASE WHEN replaced IS NULL THEN 'skip' ELSE 'replace' END)::job_spec],
+            poster, true, false) a;
+        IF replaced IS NULL AND job = currval('jobs_id_seq'::regclass) THEN
+            -- A new job (its id the one _add drew for it; a key taken gives the holder's, drawn
+            -- earlier). Added with rule skip, its key must still be freed when it finishes.
+            UPDATE jobs j SET key_rule = 'replace' WHERE j.id = job;
+            EXIT;
+        END IF;
+        -- Done too: replaced, or this command's job is taken by an agent (it stays as it is).
+        EXIT WHEN replaced IS NOT NULL OR NOT EXISTS (SELECT FROM jobs j WHERE j.id = job AND j.status = 'created');
+        -- A waiting job of this command was added, and committed, while this post waited for
+        -- its key: once more, to lock and replace it, seen now in the statement's new snapshot.
+        -- (Where the snapshot is the transaction's, repeatable read, the key's insert refuses
+        -- with 40001 instead.)
+    END LOOP;
+    IF nowait THEN
+        PERFORM set_config('lock_timeout', lock_wait, true);
+    END IF;
 
     -- A new job, or the waiting one it replaced, waits for its unfinished dependencies; a job
     -- already taken by an agent keeps its own.

@@ -783,8 +783,9 @@ END
 $$;
 
 -- Posts a routine's run (kind routine) or the end of its runs (kind kill) as a batch job of the
--- schedule's owner, and records a run in the day's row.
-CREATE FUNCTION _routine_post(d routine_days, kind text) RETURNS bigint
+-- schedule's owner, and records a run in the day's row. nowait: the scheduler's round, which
+-- leaves a command whose job another transaction holds for its next round (see _batch_post).
+CREATE FUNCTION _routine_post(d routine_days, kind text, nowait boolean DEFAULT false) RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
@@ -796,7 +797,7 @@ BEGIN
         CASE kind WHEN 'kill' THEN '' ELSE _routine_shell_command(d.routine, d.command, d.args) END,
         CASE kind WHEN 'kill' THEN '{}' ELSE _routine_args(d.args) END,
         d.computer, kind, d.routine, NULL, kind <> 'kill', '{}', NULL, 1, 0, NULL, '{}',
-        jsonb_build_object('schedule', s.schedule, 'day', d.day));
+        jsonb_build_object('schedule', s.schedule, 'day', d.day), nowait);
     IF kind = 'kill' THEN
         UPDATE routine_days r SET ending_since = clock_timestamp()
         WHERE r.schedule_id = d.schedule_id AND r.day = d.day AND r.routine = d.routine;
@@ -1002,14 +1003,18 @@ BEGIN
             CONTINUE;
         END IF;
         BEGIN
-            PERFORM _routine_post(todo.day_row, CASE todo.what WHEN 'kill' THEN 'kill' ELSE 'routine' END);
+            PERFORM _routine_post(todo.day_row, CASE todo.what WHEN 'kill' THEN 'kill' ELSE 'routine' END, true);
             IF todo.what <> 'start_asked' THEN
                 PERFORM _routine_log_command(sid, todo.routine,
                     CASE WHEN todo.what = 'kill' THEN 'restart (silent)'
                          WHEN todo.job_id IS NULL THEN 'start' ELSE 'restart' END, NULL);
             END IF;
             sent := sent + 1;
-        EXCEPTION WHEN OTHERS THEN
+        EXCEPTION WHEN lock_not_available THEN
+            -- Its job is held by a transaction of the schedule's owner: it stays due, for the
+            -- next round; no round waits for one identity's transactions.
+            NULL;
+        WHEN OTHERS THEN
             -- A computer no agent has registered, say: the routine stays due and shows why.
             UPDATE routine_days r
             SET last_message = _mask_text('SCHED: cannot start: ' || SQLERRM), last_level = 'error', last_message_at = at

@@ -167,15 +167,7 @@ fn run_as_owner_and_complete(
         )
         .map_err(|error| error.to_string())
     })
-    .catch_others(|caught| {
-        Err(match caught {
-            pg_sys::panic::CaughtError::PostgresError(report)
-            | pg_sys::panic::CaughtError::ErrorReport(report)
-            | pg_sys::panic::CaughtError::RustPanic {
-                ereport: report, ..
-            } => report.message().to_string(),
-        })
-    })
+    .catch_others(|caught| Err(super::caught_message(caught)))
     .execute();
     unsafe {
         disable_timeout(STATEMENT_TIMEOUT, false);

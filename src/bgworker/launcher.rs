@@ -45,6 +45,7 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
     });
     let mut executors: Vec<DynamicBackgroundWorker> = Vec::new();
     let mut sleep = Duration::ZERO;
+    let mut failures: u32 = 0;
     while BackgroundWorker::wait_latch(Some(sleep)) {
         if BackgroundWorker::sighup_received() {
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
@@ -56,11 +57,21 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
             )
         });
         let running = executors.len();
-        let (wait, round_done) = BackgroundWorker::transaction(|| tick(started_at, running));
-        if round_done {
-            super::round_finished();
+        match survive("round", || tick(started_at, running)) {
+            Some((wait, round_done)) => {
+                if round_done {
+                    super::round_finished();
+                }
+                failures = 0;
+                sleep = wait;
+            }
+            None => {
+                // Backs off (1, 2, 4 ... seconds, up to pg_jobs.refresh_interval) while the
+                // rounds fail, as they do while the server's lock table is full.
+                failures = failures.saturating_add(1);
+                sleep = Duration::from_secs(1u64 << (failures - 1).min(16)).min(refresh_interval());
+            }
         }
-        sleep = wait;
         start_sql_jobs(&mut executors);
     }
     // Exiting with 1 has the postmaster start it again a second later, unless the server is
@@ -70,10 +81,42 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
     unsafe { pg_sys::proc_exit(1) };
 }
 
+fn refresh_interval() -> Duration {
+    Duration::from_secs(gucs::REFRESH_INTERVAL.get().max(1) as u64)
+}
+
+/// Runs `body` in a transaction of its own; an error in it (any statement of the round may fail
+/// with 53200 while a member's transaction fills the server's lock table) is logged and the
+/// transaction rolled back, and the launcher goes on: it used to exit, and be restarted by the
+/// postmaster a second later, only to fail again (4 exits in 4 s).
+fn survive<R>(what: &str, body: impl FnOnce() -> R + std::panic::UnwindSafe) -> Option<R> {
+    unsafe {
+        pg_sys::SetCurrentStatementStartTimestamp();
+        pg_sys::StartTransactionCommand();
+        pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
+    }
+    let outcome = PgTryBuilder::new(move || {
+        let result = body();
+        unsafe {
+            pg_sys::PopActiveSnapshot();
+            pg_sys::CommitTransactionCommand();
+        }
+        Ok(result)
+    })
+    .catch_others(|caught| Err(super::caught_message(caught)))
+    .execute();
+    outcome
+        .map_err(|message| {
+            unsafe { pg_sys::AbortCurrentTransaction() };
+            warning!("{LAUNCHER_TYPE}: its {what} failed, tried again later: {message}");
+        })
+        .ok()
+}
+
 /// One round of `_launcher_tick`; returns how long to sleep before the next, and whether a round
 /// ran (not where the extension is not installed).
 fn tick(started_at: Option<TimestampWithTimeZone>, running_sql_jobs: usize) -> (Duration, bool) {
-    let refresh = Duration::from_secs(gucs::REFRESH_INTERVAL.get().max(1) as u64);
+    let refresh = refresh_interval();
     if !matches!(Spi::get_one::<bool>(EXTENSION_INSTALLED), Ok(Some(true))) {
         return (refresh, false);
     }
@@ -105,13 +148,14 @@ fn start_sql_jobs(executors: &mut Vec<DynamicBackgroundWorker>) {
     if free == 0 {
         return;
     }
-    let claimed: Vec<(i64, pgrx::Uuid)> = BackgroundWorker::transaction(|| {
+    let claimed: Vec<(i64, pgrx::Uuid)> = survive("claim of SQL jobs", || {
         let installed = Spi::get_one::<bool>(EXTENSION_INSTALLED);
         if installed != Ok(Some(true)) {
             return Vec::new();
         }
         crate::api::queue::claim_sql_jobs(LAUNCHER_TYPE, free as i32)
-    });
+    })
+    .unwrap_or_default();
     for (job, token) in claimed {
         // The token travels to the executor as 32 hex digits in the worker's extra bytes.
         let token = format!("{:032x}", u128::from_be_bytes(*token.as_bytes()));

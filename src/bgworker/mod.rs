@@ -5,8 +5,10 @@
 //! standby starts scheduling. Each round it calls `pgjobs._launcher_tick()` (heartbeat, rescue of
 //! expired leases, due schedules, retention) and then hands ready SQL jobs to executors, at most
 //! `pg_jobs.max_workers` at once. A part of a round that fails is a WARNING and the others go on
-//! (sql/070_launcher.sql); an error outside them ends the process, and the postmaster starts it
-//! again a second later: the leases and keys in the tables make the restart harmless.
+//! (sql/070_launcher.sql); a round that fails as a whole (53200 while a member's transaction fills
+//! the lock table) is a WARNING too, rolled back and tried again after a back-off
+//! (`launcher::survive`). Only an error outside the rounds ends the process, and the postmaster
+//! starts it again a second later: the leases and keys in the tables make the restart harmless.
 
 mod executor;
 mod launcher;
@@ -75,6 +77,17 @@ pub(crate) fn rescues_expired_leases_here() -> bool {
     let longest_sleep = gucs::REFRESH_INTERVAL.get().max(1) as u64;
     state >> 32 == database
         && (now_seconds().wrapping_sub(state & 0xffff_ffff) & 0xffff_ffff) <= 2 * longest_sleep + 1
+}
+
+/// The message of an error caught by a `PgTryBuilder` (a Postgres error or a panic).
+pub(crate) fn caught_message(caught: pg_sys::panic::CaughtError) -> String {
+    match caught {
+        pg_sys::panic::CaughtError::PostgresError(report)
+        | pg_sys::panic::CaughtError::ErrorReport(report)
+        | pg_sys::panic::CaughtError::RustPanic {
+            ereport: report, ..
+        } => report.message().to_string(),
+    }
 }
 
 pub(crate) const PINNED_SEARCH_PATH: &std::ffi::CStr = c"pg_catalog, pg_temp";
