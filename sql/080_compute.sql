@@ -686,9 +686,9 @@ RETURNS boolean
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_group_check_secret';
 COMMENT ON FUNCTION compute_group_check_secret IS
     'Whether join_key and secret are the join credentials of the group: true or false, and false '
-    'as well for a group that does not exist or has no secret. 20 wrong in 10 minutes, here, in '
-    'compute_worker_join or compute_deploy, and the caller''s identity is refused (53400) until '
-    'the 10 minutes are over.';
+    'as well for a group that does not exist or has no secret. 20 wrong within 20 minutes (this '
+    'and the previous 10-minute window), here, in compute_worker_join or compute_deploy, and the '
+    'caller''s identity is refused (53400) until they are older.';
 
 -- The caller's own groups' opaque ids (to hand out with the join credentials, or for
 -- compute_group_set_secret), as job_opaque_ids for jobs.

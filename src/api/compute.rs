@@ -210,19 +210,20 @@ fn _worktime_range_ok(range: &str) -> bool {
 }
 
 // Join secrets can be tried by anyone, hundreds a second. Each identity may get JOIN_FAILURES_ALLOWED
-// wrong in a window of JOIN_WINDOW_SECS; past that its attempts are refused until the window ends.
-// The count is in shared memory, not a table: a failed attempt's transaction is rolled back (or
-// the caller rolls it back), and a count that went with it would limit nothing.
+// wrong in the current and the previous window of JOIN_WINDOW_SECS (so in the last 10 to 20
+// minutes); past that its attempts are refused until enough of them are two windows old. The
+// count is in shared memory, not a table: a failed attempt's transaction is rolled back (or the
+// caller rolls it back), and a count that went with it would limit nothing.
 //
 // Each slot holds an identity's oid (high 32 bits), the window it counts in (16 bits) and its
 // failures (16 bits). An identity's slots are among JOIN_PROBES from its hash, and its count is
-// the sum of those of the current window (two backends may claim two slots at once). A slot of
-// an earlier window is free; with none free, the slot with the fewest failures is taken over:
-// what an identity that guesses hard has counted is the last to go.
+// the sum of those of the two windows (two backends may claim two slots at once). A slot of an
+// older window is free; with none free, the slot with the fewest failures is taken over: what an
+// identity that guesses hard has counted is the last to go.
 const JOIN_SLOTS: usize = 1024;
 const JOIN_PROBES: usize = 8;
 const JOIN_WINDOW_SECS: u64 = 600;
-/// Wrong join secrets an identity may give in a window.
+/// Wrong join secrets an identity may give in two windows.
 const JOIN_FAILURES_ALLOWED: i32 = 20;
 
 static JOIN_FAILURES: pgrx::PgAtomic<[AtomicU64; JOIN_SLOTS]> =
@@ -248,6 +249,12 @@ fn join_word(identity: u32, window: u64, failures: u64) -> u64 {
     (u64::from(identity) << 32) | (window << 16) | failures.min(0xffff)
 }
 
+/// Whether a slot's word counts failures of `window` (the current one) or the one before.
+fn join_counts(word: u64, window: u64) -> bool {
+    let of = (word >> 16) & 0xffff;
+    word & 0xffff > 0 && (of == window || of == (window + 0xffff) & 0xffff)
+}
+
 /// Refuses `identity` another try at a join secret once it has used up its failures.
 #[pg_extern(volatile, strict, parallel_unsafe)]
 fn _join_budget(identity: pg_sys::Oid) {
@@ -256,25 +263,25 @@ fn _join_budget(identity: pg_sys::Oid) {
             PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
             format!(
                 "too many wrong join secrets: {JOIN_FAILURES_ALLOWED} in {} minutes",
-                JOIN_WINDOW_SECS / 60
+                2 * JOIN_WINDOW_SECS / 60
             ),
             "_join_budget",
         )
         .set_hint(format!(
             "Join attempts of this identity are refused for up to {} minutes.",
-            JOIN_WINDOW_SECS / 60
+            2 * JOIN_WINDOW_SECS / 60
         ))
         .report(PgLogLevel::ERROR);
     }
 }
 
-/// The wrong join secrets `identity` gave in the current window.
+/// The wrong join secrets `identity` gave in the current and the previous window.
 fn join_failures(identity: pg_sys::Oid) -> i32 {
     let (slots, window) = (JOIN_FAILURES.get(), join_window());
     let identity = identity.to_u32();
     join_slots(identity)
         .map(|k| slots[k].load(Ordering::SeqCst))
-        .filter(|word| (word >> 32) as u32 == identity && (word >> 16) & 0xffff == window && word & 0xffff > 0)
+        .filter(|&word| (word >> 32) as u32 == identity && join_counts(word, window))
         .map(|word| (word & 0xffff) as i32)
         .sum()
 }
@@ -284,17 +291,18 @@ fn join_failures(identity: pg_sys::Oid) -> i32 {
 fn _join_failed(identity: pg_sys::Oid) {
     let (slots, window) = (JOIN_FAILURES.get(), join_window());
     let id = identity.to_u32();
+    let this_window = |word: u64| (word >> 32) as u32 == id && (word >> 16) & 0xffff == window && word & 0xffff > 0;
     loop {
         let words: Vec<(usize, u64)> = join_slots(id).map(|k| (k, slots[k].load(Ordering::SeqCst))).collect();
-        let current = |word: u64| (word >> 16) & 0xffff == window && word & 0xffff > 0;
-        let target = words
+        let Some(&(k, word)) = words
             .iter()
-            .find(|(_, word)| (word >> 32) as u32 == id && current(*word))
-            .or_else(|| words.iter().find(|(_, word)| !current(*word)))
+            .find(|(_, word)| this_window(*word))
+            .or_else(|| words.iter().find(|(_, word)| !join_counts(*word, window)))
             .or_else(|| words.iter().min_by_key(|(_, word)| word & 0xffff))
-            .copied();
-        let Some((k, word)) = target else { unreachable!("JOIN_PROBES > 0") };
-        let failures = if (word >> 32) as u32 == id && current(word) { (word & 0xffff) + 1 } else { 1 };
+        else {
+            unreachable!("JOIN_PROBES > 0")
+        };
+        let failures = if this_window(word) { (word & 0xffff) + 1 } else { 1 };
         if slots[k]
             .compare_exchange(word, join_word(id, window, failures), Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()

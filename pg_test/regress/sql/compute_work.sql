@@ -565,9 +565,10 @@ FROM pgjobs.compute_jobs c JOIN pgjobs.job_fin_data f ON f.job_id = c.job_id JOI
 WHERE c.job_id IN (:good_job, :bad_job) ORDER BY 1 DESC;
 RESET ROLE;
 
--- Join secrets: shorter than 16 characters is refused. 20 wrong ones in a 10-minute window, by
--- any way in and whether or not their transaction commits, and the identity's attempts are
--- refused (53400), the right secret too; another identity is not affected.
+-- Join secrets: shorter than 16 characters is refused. 20 wrong ones within 20 minutes (this and
+-- the previous 10-minute window), by any way in and whether or not their transaction commits, and
+-- the identity's attempts are refused (53400), the right secret too; another identity is not
+-- affected.
 SET ROLE regress_cw_group_owner;
 SELECT regress.error_of(format('SELECT pgjobs.compute_group_set_secret(%L, %L)', :'g_main_opaque', 'fifteen chars!!')) AS refused;
 RESET ROLE;
