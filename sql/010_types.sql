@@ -130,6 +130,7 @@ CREATE TYPE lock_class AS ENUM (
     'compute_fold',   -- one fold of compute reports at a time
     'compute_group',  -- the fetches of a group with limits, one at a time
     'compute_job',    -- a job's fetches: shared, or alone when money is counted exactly
+    'compute_copies', -- the fetches of one job's slices by one identity, one at a time
     'compute_slice',  -- the results of a slice's copies, decided one at a time
     'routine_round',  -- one round of a routine schedule at a time
     'batch_post'      -- a poster's posts (held shared, by sixteenths of its commands), tried alone by the scheduler

@@ -18,6 +18,30 @@ COMMENT ON DOMAIN uri IS 'Text that starts like a URI (scheme:), for example dat
 
 CREATE DOMAIN duplication_type AS text CHECK (VALUE IN ('race', 'consensus'));
 
+-- Every column of DCC, so that no path, the owner's included, stores an amount the scheduler and
+-- its readers (rust_decimal holds |x| < 7.9e28) cannot add up. numeric has NaN and ±Infinity, and
+-- NaN sorts above every number: it passes `>= 0`, so it is named.
+CREATE DOMAIN money_amount AS numeric CHECK (VALUE >= 0 AND VALUE < 1e28 AND VALUE <> 'NaN');
+COMMENT ON DOMAIN money_amount IS 'An amount of DCC: finite, not negative, below 1e28.';
+CREATE DOMAIN fraction AS numeric CHECK (VALUE >= 0 AND VALUE <= 1 AND VALUE <> 'NaN');
+
+-- An amount a caller gives: finite, not negative, at most 18 decimals (the smallest unit) and
+-- below 1e10 DCC, so that it is exact in 28 digits (rust_decimal's) and a job's sums stay far
+-- from any bound. Refused, never rounded.
+CREATE FUNCTION _money(amount numeric, name text) RETURNS numeric
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF amount IN ('NaN', 'Infinity', '-Infinity') OR amount < 0 OR amount >= 1e10 OR scale(amount) > 18 THEN
+        PERFORM _invalid(format('%s must be a finite amount of DCC from 0 to below 1e10, not %s', name,
+                                CASE WHEN length(amount::text) > 40 THEN left(amount::text, 20) || '...' ELSE amount::text END),
+                         'At most 18 decimals: the smallest unit is 1e-18 DCC.');
+    END IF;
+    RETURN amount;
+END
+$$;
+
 CREATE TYPE compute_job_status AS ENUM ('new', 'estimation', 'running', 'paused', 'finished', 'cancelled', 'corrupted');
 COMMENT ON TYPE compute_job_status IS
     'A compute job''s status; the README''s status map gives the transitions.';
@@ -129,8 +153,8 @@ CREATE TABLE compute_jobs (
     last_slice_number       bigint,
     next_slice_number       bigint,
     max_slices_per_task     integer,
-    absolute_slice_payment  numeric,
-    mv_mult_slice_payment   numeric,
+    absolute_slice_payment  money_amount,
+    mv_mult_slice_payment   money_amount,
     duplication_level       double precision NOT NULL DEFAULT 1.0,
     duplication_type        duplication_type,
     flags                   integer NOT NULL DEFAULT 0,
@@ -145,11 +169,14 @@ CREATE TABLE compute_jobs (
     worktime_version        text,
     -- What one copy of a slice is paid: absolute_slice_payment, or the multiplier times the
     -- market value, fixed when the job is deployed.
-    slice_payment           numeric NOT NULL DEFAULT 0 CHECK (slice_payment >= 0),
+    slice_payment           money_amount NOT NULL DEFAULT 0,
     -- DCC put in escrow for the slices, fees already taken off; paid + pending + remaining.
-    funds                   numeric NOT NULL DEFAULT 0 CHECK (funds >= 0),
+    funds                   money_amount NOT NULL DEFAULT 0,
     estimation_slices       integer NOT NULL DEFAULT 3 CHECK (estimation_slices >= 0),
-    end_time                timestamptz
+    end_time                timestamptz,
+    -- Why the background worker could not fold this job's reports; it folds none of them after
+    -- that, and the other jobs' go on.
+    fold_error              text
 );
 COMMENT ON TABLE compute_jobs IS
     'A compute job''s own columns (seed 000): escrow and payment, slice numbering and payment per '
@@ -158,6 +185,9 @@ COMMENT ON TABLE compute_jobs IS
     'after the job finishes, like the job''s other rows. Read-only for its owner.';
 COMMENT ON COLUMN compute_jobs.address IS 'The job''s escrow account: an opaque account identifier.';
 COMMENT ON COLUMN compute_jobs.flags IS 'Bit flags; job_flag_names(flags) names them.';
+COMMENT ON COLUMN compute_jobs.fold_error IS
+    'Set when the job''s reports could not be folded (the error and its SQLSTATE): they stay '
+    'unfolded and unpaid, and the job does not finish; the other jobs are not held up.';
 COMMENT ON COLUMN compute_jobs.need_capabilities IS 'Bit flags; capability_names(need_capabilities) names them.';
 
 CREATE TABLE job_perf_data (
@@ -210,10 +240,10 @@ COMMENT ON COLUMN job_perf_data.task_distribution IS
 CREATE TABLE job_fin_totals (
     job_id                      bigint PRIMARY KEY,
     owner                       oid NOT NULL DEFAULT identity(),
-    slice_work_payment_total    numeric NOT NULL DEFAULT 0 CHECK (slice_work_payment_total >= 0),
+    slice_work_payment_total    money_amount NOT NULL DEFAULT 0,
     -- Of the payments, what went to the groups as commission; and the fees charged at deployment.
-    commission_total            numeric NOT NULL DEFAULT 0 CHECK (commission_total >= 0),
-    fees                        numeric NOT NULL DEFAULT 0 CHECK (fees >= 0),
+    commission_total            money_amount NOT NULL DEFAULT 0,
+    fees                        money_amount NOT NULL DEFAULT 0,
     last_update                 timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE job_fin_totals IS
@@ -355,19 +385,19 @@ CREATE TABLE compute_groups (
     join_key                  text,
     join_hash                 text CHECK (join_hash ~ '^\$2[abxy]?\$'),
     join_address              text,
-    commission_rate           numeric CHECK (commission_rate BETWEEN 0 AND 1),
+    commission_rate           fraction,
     commission_account        text,
-    deploy_fee                numeric CHECK (deploy_fee >= 0),
-    add_job_fee               numeric CHECK (add_job_fee >= 0),
+    deploy_fee                money_amount,
+    add_job_fee               money_amount,
     deploy_access             text NOT NULL DEFAULT 'owner' CHECK (deploy_access IN ('owner', 'join')),
     -- Limits; null means unlimited.
-    max_total_payment         numeric CHECK (max_total_payment >= 0),
+    max_total_payment         money_amount,
     max_concurrent_jobs       integer CHECK (max_concurrent_jobs >= 0),
     max_concurrent_workers    integer CHECK (max_concurrent_workers >= 0),
     max_concurrent_sandboxes  integer CHECK (max_concurrent_sandboxes >= 0),
     max_concurrent_cpus       integer CHECK (max_concurrent_cpus >= 0),
     max_concurrent_gpus       integer CHECK (max_concurrent_gpus >= 0),
-    max_concurrent_escrow     numeric CHECK (max_concurrent_escrow >= 0),
+    max_concurrent_escrow     money_amount,
     creation_time             timestamptz NOT NULL DEFAULT now(),
     last_update               timestamptz NOT NULL DEFAULT now()
 );
@@ -387,7 +417,7 @@ CREATE TABLE compute_group_jobs (
     -- The job's owner sees the membership too, through compute_groups_jobs_by_job.
     job_owner         oid NOT NULL,
     -- What the job paid the group to be deployed into it: its deploy fee and add-job fee.
-    fee               numeric NOT NULL DEFAULT 0 CHECK (fee >= 0),
+    fee               money_amount NOT NULL DEFAULT 0,
     last_update       timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (compute_group_id, job_id)
 );
@@ -431,7 +461,7 @@ CREATE TABLE compute_group_job_period_stats (
     task_eligible_count           bigint NOT NULL DEFAULT 0,
     no_slice_task_count           bigint NOT NULL DEFAULT 0,
     tasked_slice_count            bigint NOT NULL DEFAULT 0,
-    total_earnings                numeric NOT NULL DEFAULT 0,
+    total_earnings                money_amount NOT NULL DEFAULT 0,
     total_cpu_time                bigint NOT NULL DEFAULT 0,
     total_gpu_time                bigint NOT NULL DEFAULT 0,
     total_in_data_size            bigint NOT NULL DEFAULT 0,
@@ -471,7 +501,7 @@ CREATE TABLE compute_group_worker_period_stats (
     gpu_time          bigint NOT NULL DEFAULT 0,
     in_data_size      bigint NOT NULL DEFAULT 0,
     out_data_size     bigint NOT NULL DEFAULT 0,
-    earnings          numeric NOT NULL DEFAULT 0,
+    earnings          money_amount NOT NULL DEFAULT 0,
     PRIMARY KEY (compute_group_id, worker_opaque_id, period_start, period_length)
 );
 COMMENT ON TABLE compute_group_worker_period_stats IS
@@ -591,6 +621,31 @@ CREATE FUNCTION _join_hash_matches(secret text, hash text) RETURNS boolean
 LANGUAGE sql STABLE STRICT
 RETURN crypt(secret, hash) = hash;
 
+-- The group whose join key and secret these are, or null; every way in (a check, a join, a
+-- deployment into a group that takes joiners') goes through here. The hash is computed whether
+-- or not the group, key and hash are there, so the time taken does not tell which was wrong. A
+-- wrong one counts against the caller's identity (_join_failed, src/api/compute.rs), and past
+-- its budget the identity is refused before anything is compared.
+CREATE FUNCTION _join_check(caller_role oid, group_opaque_id uuid, key text, secret text) RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller oid := _identity_of(caller_role);
+    g compute_groups;
+    matches boolean;
+BEGIN
+    PERFORM _join_budget(caller);
+    SELECT * INTO g FROM compute_groups c WHERE c.opaque_id = group_opaque_id;
+    matches := _join_hash_matches(coalesce(secret, ''), coalesce(g.join_hash, _join_hash(coalesce(secret, ''))));
+    IF g.id IS NULL OR g.join_hash IS NULL OR g.join_key IS DISTINCT FROM key OR NOT matches THEN
+        PERFORM _join_failed(caller);
+        RETURN NULL;
+    END IF;
+    RETURN g.id;
+END
+$$;
+
 -- (Run as the extension's owner by compute_group_set_secret, src/api/compute.rs; so are the
 -- _*remove* functions below.)
 CREATE FUNCTION _compute_group_set_secret(caller_role oid, group_opaque_id uuid, secret text) RETURNS void
@@ -609,10 +664,11 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'no_data_found',
             MESSAGE = format('compute group %s does not exist', coalesce(group_opaque_id::text, 'null'));
     END IF;
-    IF secret = '' THEN
+    -- Anyone may try join secrets, hundreds a second: a short one would be found.
+    IF length(secret) < 16 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'a join secret must not be empty',
-            HINT = 'Pass null to remove the secret, so that nobody can join with one.';
+            MESSAGE = format('a join secret must be at least 16 characters long, not %s', length(secret)),
+            HINT = 'Use a random one, such as encode(gen_random_bytes(16), ''hex''); null removes the secret.';
     END IF;
     UPDATE compute_groups SET join_hash = _join_hash(secret) WHERE id = group_id;
 END
@@ -630,7 +686,9 @@ RETURNS boolean
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_group_check_secret';
 COMMENT ON FUNCTION compute_group_check_secret IS
     'Whether join_key and secret are the join credentials of the group: true or false, and false '
-    'as well for a group that does not exist or has no secret.';
+    'as well for a group that does not exist or has no secret. 20 wrong within 20 minutes (this '
+    'and the previous 10-minute window), here, in compute_worker_join or compute_deploy, and the '
+    'caller''s identity is refused (53400) until they are older.';
 
 -- The caller's own groups' opaque ids (to hand out with the join credentials, or for
 -- compute_group_set_secret), as job_opaque_ids for jobs.
@@ -718,7 +776,7 @@ CREATE TABLE worker_run_info (
     gpu_target_utilization  double precision,
     max_sandboxes           double precision,
     earnings_account        text,
-    earnings                numeric NOT NULL DEFAULT 0,
+    earnings                money_amount NOT NULL DEFAULT 0,
     -- What the worker can run: capability bits (capability_names) and worktime versions
     -- ({"map-basic": "1.4.2"}); a job is handed only to workers that satisfy it.
     capabilities            integer NOT NULL DEFAULT 0,
@@ -1260,7 +1318,7 @@ ALTER TABLE reliable_events ENABLE ROW LEVEL SECURITY;
 REVOKE ALL ON FUNCTION job_flag_names(integer), capability_names(integer), worker_flag_names(integer),
     _owner_from_job(), _owner_from_group(), _owner_from_worker(), _owner_from_creds_list(),
     _touch_last_update(), _compute_group_job_owners(), _worker_owner_changes(),
-    compute_group_public(uuid), _join_hash(text), _join_hash_matches(text, text),
+    compute_group_public(uuid), _join_hash(text), _join_hash_matches(text, text), _join_check(oid, uuid, text, text),
     _compute_group_set_secret(oid, uuid, text), compute_group_set_secret(uuid, text),
     compute_group_check_secret(uuid, text, text), _null_argument(text),
     _compute_groups_jobs_by_job(oid), _caller_compute_groups_jobs_by_job(),

@@ -12,7 +12,8 @@
 -- row (FOR NO KEY UPDATE: fetches of one job take turns, which is what makes its funds and
 -- estimation slices exact), then a slice's advisory lock (its copies' results are decided one at
 -- a time). Results never lock the job: what they add to the job's figures is folded in the
--- background.
+-- background. Every advisory key is _lock_key's (sql/010_types.sql), which no member can compute;
+-- a fetch only tries its locks and passes over what it cannot take, and so does the fold.
 
 CREATE TYPE slice_status AS ENUM ('new', 'scheduled', 'working', 'overdue', 'returned', 'tiebreaker');
 COMMENT ON TYPE slice_status IS
@@ -37,6 +38,8 @@ CREATE TABLE compute_slices (
     retask_counter                 integer NOT NULL DEFAULT 0,
     last_assigned_worker           uuid,
     last_assigned_worker_identity  oid,
+    -- Its root identity (after proxies): no two copies of a slice go to one identity.
+    last_assigned_root             oid,
     PRIMARY KEY (job_id, slice_number, copy),
     CONSTRAINT compute_slices_held CHECK ((status IN ('scheduled', 'working')) = (lease_token IS NOT NULL))
 );
@@ -62,19 +65,22 @@ CREATE TABLE slice_reports (
     copy              smallint NOT NULL,
     owner             oid NOT NULL,
     worker_opaque_id  uuid NOT NULL,
+    -- The root identity the copy was handed to: a consensus counts one vote per identity.
+    worker_root       oid NOT NULL,
     compute_group_id  bigint NOT NULL,
     value             uri NOT NULL,
     value_hash        text NOT NULL,
     accepted          boolean,
-    cpu_time          double precision NOT NULL CHECK (cpu_time >= 0),
-    gpu_time          double precision NOT NULL CHECK (gpu_time >= 0),
-    wall_time         double precision NOT NULL CHECK (wall_time >= 0),
+    -- Finite: NaN passes >= 0 (it sorts above every number), Infinity would poison the averages.
+    cpu_time          double precision NOT NULL CHECK (cpu_time >= 0 AND cpu_time < 'Infinity'),
+    gpu_time          double precision NOT NULL CHECK (gpu_time >= 0 AND gpu_time < 'Infinity'),
+    wall_time         double precision NOT NULL CHECK (wall_time >= 0 AND wall_time < 'Infinity'),
     in_data_size      bigint NOT NULL CHECK (in_data_size >= 0),
     out_data_size     bigint NOT NULL CHECK (out_data_size >= 0),
     reported_at       timestamptz NOT NULL DEFAULT statement_timestamp(),
     folded_seq        bigint,
-    paid              numeric,
-    commission        numeric
+    paid              money_amount,
+    commission        money_amount
 );
 CREATE INDEX slice_reports_slice ON slice_reports (job_id, slice_number);
 -- What the fold takes, job by job, and what a job's escrow still holds for.
@@ -218,8 +224,7 @@ SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN _name_bits(names, ARRAY['localExec', 'open', 'workerConsole', 'greedyEstimation', 'discrete', 'useStrict'], 'flag',
                   ' (nsf is set by the scheduler)');
 
--- An amount of DCC from a deployment's JSON: a number or a string of one, not negative, at most
--- 18 decimals (the smallest unit).
+-- An amount of DCC from a deployment's JSON: a number or a string of one (see _money).
 CREATE FUNCTION _amount(spec jsonb, field text) RETURNS numeric
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -235,13 +240,7 @@ BEGIN
     EXCEPTION WHEN invalid_text_representation THEN
         PERFORM _invalid(format('%s must be an amount of DCC, not %s', field, spec -> field));
     END;
-    IF amount < 0 THEN
-        PERFORM _invalid(format('%s must not be negative (%s)', field, amount));
-    END IF;
-    IF scale(amount) > 18 THEN
-        PERFORM _invalid(format('%s has more than 18 decimals (%s)', field, amount), 'The smallest unit is 1e-18 DCC.');
-    END IF;
-    RETURN amount;
+    RETURN _money(amount, field);
 END
 $$;
 
@@ -285,9 +284,8 @@ BEGIN
         END;
         SELECT * INTO g FROM compute_groups c WHERE c.opaque_id = wanted FOR SHARE;
         IF g.id IS NULL OR NOT (g.owner = caller
-                                OR (g.deploy_access = 'join' AND g.join_key = entry ->> 'join_key'
-                                    AND g.join_hash IS NOT NULL
-                                    AND _join_hash_matches(coalesce(entry ->> 'secret', ''), g.join_hash))) THEN
+                                OR g.deploy_access = 'join'
+                                   AND _join_check(caller, wanted, entry ->> 'join_key', entry ->> 'secret') IS NOT NULL) THEN
             RAISE EXCEPTION USING ERRCODE = 'invalid_password',
                 MESSAGE = format('compute group %s does not exist or does not take your deployments', wanted),
                 HINT = 'Deploy into your own groups, or give the join key and secret of a group that lets members deploy.';
@@ -314,6 +312,9 @@ DECLARE
     storage_type text;
     details text;
     values_ jsonb;
+    range_start numeric;
+    range_end numeric;
+    range_step numeric;
     slices integer;
     level double precision := coalesce((spec ->> 'duplication_level')::double precision, 1.0);
     dup_type text := coalesce(spec ->> 'duplication_type', 'race');
@@ -341,11 +342,23 @@ BEGIN
     IF input ? 'range' THEN
         storage_type := 'range';
         details := (input -> 'range')::text;
-        slices := floor(((input #>> '{range,end}')::numeric - (input #>> '{range,start}')::numeric)
-                        / coalesce((input #>> '{range,step}')::numeric, 1)) + 1;
-        IF coalesce((input #>> '{range,step}')::numeric, 1) <= 0 THEN
-            PERFORM _invalid('a range''s step must be positive');
+        BEGIN
+            range_start := (input #>> '{range,start}')::numeric;
+            range_end := (input #>> '{range,end}')::numeric;
+            range_step := coalesce((input #>> '{range,step}')::numeric, 1);
+        EXCEPTION WHEN invalid_text_representation THEN
+            PERFORM _invalid(format('a range is numbers: %s', input -> 'range'));
+        END;
+        -- NaN and ±Infinity are numeric values too; and a slice number is an integer.
+        IF NOT (range_start BETWEEN -1e15 AND 1e15 AND range_end BETWEEN -1e15 AND 1e15
+                AND range_step BETWEEN 1e-15 AND 1e15) THEN
+            PERFORM _invalid('a range''s start and end must be finite numbers from -1e15 to 1e15, and its step a positive one',
+                             'NaN and Infinity are not numbers of a range.');
         END IF;
+        IF floor((range_end - range_start) / range_step) + 1 > 2147483647 THEN
+            PERFORM _invalid('a range gives at most 2147483647 slices');
+        END IF;
+        slices := floor((range_end - range_start) / range_step) + 1;
     ELSIF input ? 'pattern' THEN
         storage_type := 'pattern';
         details := jsonb_build_object('pattern', input ->> 'pattern', 'count', input -> 'count')::text;
@@ -373,6 +386,10 @@ BEGIN
     END IF;
     IF (offer IS NULL) = (multiplier IS NULL) THEN
         PERFORM _invalid('give either offer (DCC per slice) or market_value (a multiplier of compute_market_value())');
+    END IF;
+    IF scale(multiplier * compute_market_value()) > 18 THEN
+        PERFORM _invalid(format('market_value %s makes a slice payment of more than 18 decimals', multiplier),
+                         'The smallest unit is 1e-18 DCC: give market_value with at most 15 decimals.');
     END IF;
     IF per_task < 1 THEN
         PERFORM _invalid(format('max_slices_per_task must be at least 1, not %s', per_task));
@@ -543,8 +560,12 @@ BEGIN
     WHEN 'cancel' THEN
         PERFORM _compute_end(job, 'cancelled');
     WHEN 'fund' THEN
-        IF amount IS NULL OR amount <= 0 OR scale(amount) > 18 THEN
-            PERFORM _invalid(format('funds to add must be a positive amount with at most 18 decimals, not %s', amount));
+        IF amount IS NULL OR _money(amount, 'the amount to add') = 0 THEN
+            PERFORM _invalid(format('funds to add must be a positive amount, not %s', coalesce(amount::text, 'null')));
+        END IF;
+        IF c.funds + amount >= 1e10 THEN
+            PERFORM _invalid(format('a job''s funds must stay below 10000000000 DCC (%s now)', c.funds),
+                             'Deploy another job for more work.');
         END IF;
         UPDATE compute_jobs SET funds = funds + amount, flags = flags & ~64,
                                 status = CASE WHEN flags & 64 <> 0 AND status = 'paused'
@@ -614,8 +635,11 @@ BEGIN
     IF worktimes IS NOT NULL AND jsonb_typeof(worktimes) <> 'object' THEN
         PERFORM _invalid('worktimes must be an object of worktime names and versions', 'For example {"map-basic": "1.4.2"}.');
     END IF;
-    IF coalesce(cpu_cores, 0) < 0 OR coalesce(gpu_cores, 0) < 0 OR coalesce(max_sandboxes, 0) < 0 THEN
-        PERFORM _invalid('cpu_cores, gpu_cores and max_sandboxes must not be negative');
+    -- NaN passes `< 0` (it sorts above every number), and a group's limits add these up.
+    IF NOT (coalesce(cpu_cores, 0) BETWEEN 0 AND 1e6 AND coalesce(gpu_cores, 0) BETWEEN 0 AND 1e6
+            AND coalesce(max_sandboxes, 0) BETWEEN 0 AND 1e6) THEN
+        PERFORM _invalid('cpu_cores, gpu_cores and max_sandboxes must be numbers from 0 to 1e6',
+                         'NaN and Infinity are not counts of cores.');
     END IF;
     INSERT INTO workers AS w (owner, identity, label) VALUES (_identity_of(caller_role), caller_role, label)
     ON CONFLICT (identity) DO UPDATE SET label = excluded.label
@@ -661,20 +685,16 @@ SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
     w workers := _compute_worker_of(caller_role);
-    g compute_groups;
-    matches boolean;
+    group_id bigint := _join_check(caller_role, group_opaque_id, join_key, secret);
 BEGIN
-    SELECT * INTO g FROM compute_groups c WHERE c.opaque_id = group_opaque_id;
-    -- The hash is computed whether or not the group is there, so the time taken does not tell.
-    matches := _join_hash_matches(coalesce(secret, ''), coalesce(g.join_hash, _join_hash(coalesce(secret, ''))));
-    IF g.id IS NULL OR g.join_hash IS NULL OR g.join_key IS DISTINCT FROM join_key OR NOT matches THEN
+    IF group_id IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_password',
             MESSAGE = format('wrong join key or secret for compute group %s', group_opaque_id),
             HINT = 'The group''s owner gives out its join key and secret (compute_group_set_secret).';
     END IF;
     INSERT INTO compute_group_workers (compute_group_id, worker_opaque_id, owner)
-    VALUES (g.id, w.opaque_id, w.owner) ON CONFLICT DO NOTHING;
-    RETURN g.id;
+    VALUES (group_id, w.opaque_id, w.owner) ON CONFLICT DO NOTHING;
+    RETURN group_id;
 END
 $$;
 
@@ -698,6 +718,13 @@ CREATE FUNCTION _compute_group_limited(g compute_groups) RETURNS boolean
 LANGUAGE sql IMMUTABLE
 RETURN num_nonnulls(g.max_total_payment, g.max_concurrent_jobs, g.max_concurrent_workers, g.max_concurrent_sandboxes,
                     g.max_concurrent_cpus, g.max_concurrent_gpus, g.max_concurrent_escrow) > 0;
+
+-- How many slices `amount` pays for at `payment` (> 0) a slice, none if it is negative. Counted in
+-- numeric and bounded before it becomes an integer: 1e-18 DCC a slice into an escrow of 1e27 is
+-- 1e45 slices, which no bigint holds (a fetch failed with 22003).
+CREATE FUNCTION _slices_paid_by(amount numeric, payment numeric) RETURNS integer
+LANGUAGE sql IMMUTABLE
+RETURN greatest(least(floor(amount / payment), 2147483647), 0)::integer;
 
 -- How many more slices group g may hand out to a worker of a job paying `payment` a slice (null:
 -- no limit), under the group's limits; the caller holds the group's lock.
@@ -741,13 +768,13 @@ BEGIN
         room := greatest(g.max_concurrent_sandboxes - held, 0);
     END IF;
     IF g.max_concurrent_escrow IS NOT NULL AND payment > 0 THEN
-        room := least(room, greatest(floor((g.max_concurrent_escrow - escrow) / payment), 0));
+        room := least(room, _slices_paid_by(g.max_concurrent_escrow - escrow, payment));
     END IF;
     IF g.max_total_payment IS NOT NULL AND payment > 0 THEN
         -- Paid through the group so far, and what its copies out and unfolded reports hold.
         SELECT coalesce(sum(coalesce(r.paid, c.slice_payment)), 0) INTO spent
         FROM slice_reports r JOIN compute_jobs c ON c.job_id = r.job_id WHERE r.compute_group_id = g.id;
-        room := least(room, greatest(floor((g.max_total_payment - spent - escrow) / payment), 0));
+        room := least(room, _slices_paid_by(g.max_total_payment - spent - escrow, payment));
     END IF;
     RETURN room;
 END
@@ -782,6 +809,8 @@ DECLARE
     alone boolean;
     n bigint;
     token uuid := gen_random_uuid();
+    me oid := _identity_of(caller_role);
+    held_groups bigint[];
     taken integer;
     estimated integer;
 BEGIN
@@ -802,13 +831,17 @@ BEGIN
             HINT = 'Call compute_worker_register as this role first.';
     END IF;
     -- Two fetches through one limited group take turns, so neither counts before the other wrote:
-    -- the locks of all the worker's limited groups, in id order and before anything else. (Taken
-    -- group by group, a fetch holding a job from one group waited for another group's lock held by
-    -- a fetch waiting for that job: a deadlock, found by the simulation in sim/.)
-    PERFORM pg_advisory_xact_lock(-1, (x.id % 2147483647)::integer)
-    FROM (SELECT x.id FROM compute_group_workers m JOIN compute_groups x ON x.id = m.compute_group_id
-          WHERE m.worker_opaque_id = w.opaque_id AND _compute_group_limited(x)
-          ORDER BY x.id) x;
+    -- the locks of all the worker's limited groups, before anything else. Tried, not waited for:
+    -- a fetch holds its group's lock until its transaction ends, which the worker decides, and a
+    -- group another fetch holds is passed over this time. (Waited for group by group, a fetch
+    -- holding a job from one group waited for another group's lock held by a fetch waiting for
+    -- that job: a deadlock, found by the simulation in sim/.)
+    -- (The worker's groups first, then the locks: in one query the planner may try a lock on
+    -- every group before filtering, and hold the locks of groups this fetch never uses.)
+    held_groups := ARRAY(
+        SELECT l.id FROM unnest(ARRAY(SELECT x.id FROM compute_group_workers m JOIN compute_groups x ON x.id = m.compute_group_id
+                                      WHERE m.worker_opaque_id = w.opaque_id AND _compute_group_limited(x))) l(id)
+        WHERE pg_try_advisory_xact_lock(_lock_key('compute_group', l.id::text)));
 
     FOR g IN
         SELECT x.* FROM compute_group_workers m JOIN compute_groups x ON x.id = m.compute_group_id
@@ -823,6 +856,7 @@ BEGIN
                           WHERE h.job_id = j.job_id AND h.worker_opaque_id = w.opaque_id);
         CONTINUE WHEN eligible IS NULL;
         limited := _compute_group_limited(g);
+        CONTINUE WHEN limited AND NOT g.id = ANY (held_groups);
         -- Jobs take turns: each fetch of a worker starts one job further along the group's list.
         FOR k IN 0 .. cardinality(eligible) - 1 LOOP
             job := eligible[1 + (w.serial + k) % cardinality(eligible)];
@@ -832,11 +866,15 @@ BEGIN
             -- waited for: each fetch goes through the jobs in its own order, and waiting could
             -- close a circle.
             IF alone THEN
-                CONTINUE WHEN NOT pg_try_advisory_xact_lock(-3, (job % 2147483647)::integer);
+                CONTINUE WHEN NOT pg_try_advisory_xact_lock(_lock_key('compute_job', job::text));
                 SELECT * INTO c FROM compute_jobs j WHERE j.job_id = job FOR NO KEY UPDATE SKIP LOCKED;
                 CONTINUE WHEN NOT FOUND;
             ELSE
-                CONTINUE WHEN NOT pg_try_advisory_xact_lock_shared(-3, (job % 2147483647)::integer);
+                CONTINUE WHEN NOT pg_try_advisory_xact_lock_shared(_lock_key('compute_job', job::text));
+                -- Fetches of one identity take turns at a duplicated job: two at once would each
+                -- miss the copy the other took, and the identity would hold two of one slice.
+                CONTINUE WHEN c.duplication_level <> 1
+                              AND NOT pg_try_advisory_xact_lock(_lock_key('compute_copies', job || '/' || me));
             END IF;
             CONTINUE WHEN c.status NOT IN ('new', 'estimation', 'running');
             n := least(c.max_slices_per_task, coalesce(max_slices, c.max_slices_per_task));
@@ -845,8 +883,8 @@ BEGIN
                 CONTINUE WHEN n < 1;
             END IF;
             IF alone AND c.slice_payment > 0 THEN
-                n := least(n, floor((c.funds - (SELECT t.slice_work_payment_total FROM job_fin_totals t WHERE t.job_id = job)
-                                     - _compute_pending(job, c.slice_payment)) / c.slice_payment));
+                n := least(n, _slices_paid_by(c.funds - (SELECT t.slice_work_payment_total FROM job_fin_totals t WHERE t.job_id = job)
+                                              - _compute_pending(job, c.slice_payment), c.slice_payment));
                 IF n < 1 THEN
                     -- Out of funds with slices still to send: paused until its owner adds some
                     -- (compute_fund).
@@ -863,14 +901,16 @@ BEGIN
                 WHERE s.job_id = job AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker')
                   -- In estimation, only the estimation slices, unless the job is greedy.
                   AND (c.status = 'running' OR c.estimation_slices = 0 OR s.estimation OR c.flags & 8 <> 0)
-                  -- Never two copies of one slice to one worker.
+                  -- Never two copies of one slice to one identity (its proxies are it), held or
+                  -- reported: copies are sent to meet independent faults, and a consensus counts
+                  -- identities.
                   AND (c.duplication_level = 1 AND s.copy = 0
                        OR NOT EXISTS (SELECT FROM compute_slices o
                                       WHERE o.job_id = job AND o.slice_number = s.slice_number
-                                        AND o.lease_token IS NOT NULL AND o.last_assigned_worker = w.opaque_id)
+                                        AND o.lease_token IS NOT NULL AND o.last_assigned_root = me)
                           AND NOT EXISTS (SELECT FROM slice_reports x
                                           WHERE x.job_id = job AND x.slice_number = s.slice_number
-                                            AND x.worker_opaque_id = w.opaque_id))
+                                            AND x.worker_root = me))
                 ORDER BY s.slice_number, s.copy
                 LIMIT n * ceil(c.duplication_level)::integer
                 FOR UPDATE SKIP LOCKED
@@ -882,7 +922,7 @@ BEGIN
                 UPDATE compute_slices s
                 SET status = 'scheduled', lease_token = token, compute_group_id = g.id, begin_time = now(),
                     last_progress_time = now(), last_assigned_worker = w.opaque_id,
-                    last_assigned_worker_identity = caller_role
+                    last_assigned_worker_identity = caller_role, last_assigned_root = me
                 FROM picked p
                 WHERE s.job_id = job AND s.slice_number = p.slice_number AND s.copy = p.copy
                 RETURNING s.slice_number, s.copy, s.estimation
@@ -1042,18 +1082,25 @@ BEGIN
         PERFORM _invalid('slice_numbers, results and the measurements must be arrays of one length',
                          'Give null for measurements not taken.');
     END IF;
-    IF EXISTS (SELECT FROM unnest(results, cpu_ms, gpu_ms, wall_ms, in_bytes, out_bytes) u(v, cpu, gpu, wall, i, o)
-               WHERE u.v IS NULL OR u.cpu < 0 OR u.gpu < 0 OR u.wall < 0 OR u.i < 0 OR u.o < 0) THEN
-        PERFORM _invalid('a result must not be null, nor a measurement negative');
+    IF EXISTS (SELECT FROM unnest(results) v WHERE v IS NULL) THEN
+        PERFORM _invalid('a result must not be null');
+    END IF;
+    -- Bounded so that what the fold adds up stays far inside a bigint (and NaN, which sorts above
+    -- every number, is out of range too): 1e12 ms is 31 years, 1e12 bytes a terabyte.
+    IF EXISTS (SELECT FROM unnest(cpu_ms, gpu_ms, wall_ms, in_bytes, out_bytes) u(cpu, gpu, wall, i, o)
+               WHERE NOT (coalesce(u.cpu, 0) BETWEEN 0 AND 1e12 AND coalesce(u.gpu, 0) BETWEEN 0 AND 1e12
+                          AND coalesce(u.wall, 0) BETWEEN 0 AND 1e12
+                          AND coalesce(u.i, 0) BETWEEN 0 AND 1e12 AND coalesce(u.o, 0) BETWEEN 0 AND 1e12)) THEN
+        PERFORM _invalid('a measurement must be a number from 0 to 1e12 (milliseconds or bytes)',
+                         'Give null for a measurement not taken; NaN and Infinity are not measurements.');
     END IF;
     SELECT j.* INTO c FROM compute_jobs j
     WHERE j.job_id = (SELECT s.job_id FROM compute_slices s WHERE s.lease_token = token LIMIT 1);
-    -- The locks _compute_resolve takes, in slice order and before any copy's row: taken one by one
-    -- after the copies were deleted below, two reports of one slice waited for each other (a
-    -- deadlock, found by the simulation in sim/). A slice sent once is never resolved.
+    -- The locks under which _compute_resolve decides, in slice order and before any copy's row:
+    -- taken one by one after the copies were deleted below, two reports of one slice waited for
+    -- each other (a deadlock, found by the simulation in sim/). A slice sent once is never resolved.
     IF c.duplication_level <> 1 THEN
-        PERFORM pg_advisory_xact_lock((c.job_id % 2147483647)::integer, u.s)
-        FROM (SELECT DISTINCT x AS s FROM unnest(slice_numbers) x ORDER BY 1) u;
+        PERFORM _compute_lock_slices(c.job_id, slice_numbers);
     END IF;
     -- The copies held under this token leave for their reports; any other is stale (retasked,
     -- resolved by another copy, or its job ended).
@@ -1063,12 +1110,13 @@ BEGIN
               u(slice_number, value, cpu, gpu, wall, i, o)
         WHERE s.lease_token = token AND s.last_assigned_worker_identity = caller_role
           AND s.slice_number = u.slice_number
-        RETURNING s.job_id, s.slice_number, s.copy, s.owner, s.last_assigned_worker, s.compute_group_id,
-                  u.value, u.cpu, u.gpu, u.wall, u.i, u.o
+        RETURNING s.job_id, s.slice_number, s.copy, s.owner, s.last_assigned_worker, s.last_assigned_root,
+                  s.compute_group_id, u.value, u.cpu, u.gpu, u.wall, u.i, u.o
     ), reported AS (
-        INSERT INTO slice_reports (job_id, slice_number, copy, owner, worker_opaque_id, compute_group_id, value,
-                                   value_hash, accepted, cpu_time, gpu_time, wall_time, in_data_size, out_data_size)
-        SELECT h.job_id, h.slice_number, h.copy, h.owner, h.last_assigned_worker, h.compute_group_id,
+        INSERT INTO slice_reports (job_id, slice_number, copy, owner, worker_opaque_id, worker_root, compute_group_id,
+                                   value, value_hash, accepted, cpu_time, gpu_time, wall_time, in_data_size,
+                                   out_data_size)
+        SELECT h.job_id, h.slice_number, h.copy, h.owner, h.last_assigned_worker, h.last_assigned_root, h.compute_group_id,
                CASE WHEN octet_length(h.value) <= current_setting('pg_jobs.compute_inline_result_bytes')::integer
                     THEN 'data:;base64,' || translate(encode(convert_to(h.value, 'UTF8'), 'base64'), E'\n', '')
                     ELSE _stored_result(h.job_id, h.owner, h.value) END,
@@ -1099,10 +1147,29 @@ BEGIN
 END
 $$;
 
+-- The locks of a job's slices, for deciding their copies' results. A submit of another copy holds
+-- one until its transaction ends, which its worker decides: waited for a few seconds at most, then
+-- refused, the caller's copies still its own to submit again. (Holding a copy without reporting it
+-- delays its slice as long as this would.)
+CREATE FUNCTION _compute_lock_slices(job bigint, slices integer[]) RETURNS void
+LANGUAGE plpgsql
+SET search_path = @extschema@, pg_catalog, pg_temp
+SET lock_timeout = '5s'
+AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(_lock_key('compute_slice', job || '/' || u.s))
+    FROM (SELECT DISTINCT x AS s FROM unnest(slices) x ORDER BY 1) u;
+EXCEPTION WHEN lock_not_available THEN
+    RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
+        MESSAGE = format('another copy of a slice of compute job %s is being reported', job),
+        HINT = 'Submit again: the slices are still this task''s.';
+END
+$$;
+
 -- What the reports of one slice of job c come to, once report `mine` is in: under race the first
 -- result is the slice's and its other copies go; under consensus, when no copy is out, the result
--- reported most often (pg_jobs_core::compute::consensus), or a tiebreaker copy, or a corrupted
--- job. Returns what became of report `mine`.
+-- voted for most (pg_jobs_core::compute::consensus), or a tiebreaker copy, or a corrupted job.
+-- Returns what became of report `mine`. The caller holds the slice's lock (_compute_lock_slices).
 CREATE FUNCTION _compute_resolve(c compute_jobs, slice integer, mine bigint) RETURNS text
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -1113,7 +1180,6 @@ DECLARE
     planned integer := _slice_copies(c.job_id, slice, c.duplication_level);
     copies integer;
 BEGIN
-    PERFORM pg_advisory_xact_lock((c.job_id % 2147483647)::integer, slice);
     IF EXISTS (SELECT FROM job_results r WHERE r.job_id = c.job_id AND r.slice_number = slice) THEN
         UPDATE slice_reports SET accepted = false WHERE id = mine;
         RETURN 'not accepted';
@@ -1127,6 +1193,8 @@ BEGIN
               UNION ALL SELECT r.copy FROM slice_reports r WHERE r.job_id = c.job_id AND r.slice_number = slice) x;
         decision := _consensus(ARRAY(SELECT r.value_hash FROM slice_reports r
                                      WHERE r.job_id = c.job_id AND r.slice_number = slice ORDER BY r.id),
+                               ARRAY(SELECT r.worker_root::bigint FROM slice_reports r
+                                     WHERE r.job_id = c.job_id AND r.slice_number = slice ORDER BY r.id),
                                (SELECT count(*)::integer FROM compute_slices s
                                 WHERE s.job_id = c.job_id AND s.slice_number = slice),
                                greatest(2 - (copies - planned), 0));
@@ -1137,7 +1205,13 @@ BEGIN
     END IF;
     CASE decision
     WHEN 'accept' THEN
-        UPDATE slice_reports r SET accepted = (r.value_hash = winner)
+        -- Under consensus, an identity's first report is its vote, and only a vote is paid.
+        UPDATE slice_reports r
+        SET accepted = (r.value_hash = winner
+                        AND (c.duplication_type = 'race'
+                             OR NOT EXISTS (SELECT FROM slice_reports e
+                                            WHERE e.job_id = c.job_id AND e.slice_number = slice
+                                              AND e.worker_root = r.worker_root AND e.id < r.id)))
         WHERE r.job_id = c.job_id AND r.slice_number = slice;
         INSERT INTO job_results (job_id, slice_number, owner, value, completed_at)
         SELECT r.job_id, r.slice_number, r.owner, r.value, r.reported_at FROM slice_reports r
@@ -1220,21 +1294,36 @@ DECLARE
     jobs bigint[];
     job bigint;
     ids bigint[];
+    failure text;
     n integer := 0;
 BEGIN
-    IF NOT pg_try_advisory_xact_lock(-2, 0) THEN
+    IF NOT pg_try_advisory_xact_lock(_lock_key('compute_fold', '')) THEN
         RETURN 0;
     END IF;
     -- Every job with something to fold gets its share of the round, so a busy job does not hold
-    -- up the figures of the others.
-    jobs := ARRAY(SELECT DISTINCT r.job_id FROM slice_reports r WHERE r.folded_seq IS NULL);
+    -- up the figures of the others; and each job is folded in a subtransaction of its own, so that
+    -- one that cannot be folded holds up nobody: it is marked with its error and left out.
+    jobs := ARRAY(SELECT u.job_id FROM (SELECT DISTINCT r.job_id FROM slice_reports r WHERE r.folded_seq IS NULL) u
+                  JOIN compute_jobs c ON c.job_id = u.job_id WHERE c.fold_error IS NULL);
     FOREACH job IN ARRAY jobs LOOP
         ids := ARRAY(SELECT r.id FROM slice_reports r
                      WHERE r.job_id = job AND r.folded_seq IS NULL AND r.accepted IS NOT NULL
                      ORDER BY r.id LIMIT greatest(max_reports / cardinality(jobs), 1));
         CONTINUE WHEN cardinality(ids) = 0;
-        PERFORM _compute_fold_job(job, ids);
-        n := n + cardinality(ids);
+        BEGIN
+            PERFORM _compute_fold_job(job, ids);
+            n := n + cardinality(ids);
+        EXCEPTION
+            -- A row a fetch holds (past the launcher's lock_timeout): the job's turn comes next round.
+            WHEN lock_not_available OR deadlock_detected THEN
+                NULL;
+            WHEN OTHERS THEN
+                GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT;
+                -- Marked when no fetch holds the row, or else at the next round's try.
+                UPDATE compute_jobs c SET fold_error = format('%s (SQLSTATE %s)', failure, SQLSTATE)
+                WHERE c.job_id = (SELECT x.job_id FROM compute_jobs x WHERE x.job_id = job FOR NO KEY UPDATE SKIP LOCKED);
+                RAISE WARNING USING MESSAGE = format('compute job %s could not be folded: %s', job, failure);
+        END;
     END LOOP;
     PERFORM _compute_fold_tasks();
     PERFORM _compute_job_transitions();

@@ -134,6 +134,7 @@ pub extern "C-unwind" fn _PG_init() {
     gucs::init();
     api::ready::init_ready_state();
     api::metrics::init_metrics();
+    api::compute::init_join_failures();
     bgworker::init_shared_state();
     bgworker::register_launcher();
 }

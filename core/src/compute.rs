@@ -34,16 +34,23 @@ pub enum Decision {
     Undecidable,
 }
 
-/// Consensus over the results in: with copies still out, wait; else the result reported most
-/// often wins if it was reported at least twice (or is the only one, for a slice sent once) and
-/// no other result was reported as often; else a tiebreaker, while any are left.
-pub fn consensus(hashes: &[&str], copies_out: usize, tiebreakers_left: u32) -> Decision {
-    if copies_out > 0 || hashes.is_empty() {
+/// Consensus over the results in, each a hash and the identity that reported it: with copies
+/// still out, wait; else each identity votes once, for the first result it reported, and the
+/// result voted for most wins if at least two identities voted for it (or it is the only result,
+/// for a slice sent once) and no other result got as many votes; else a tiebreaker, while any are
+/// left. One identity's several results are one vote, so nobody wins a consensus alone.
+pub fn consensus(reports: &[(&str, i64)], copies_out: usize, tiebreakers_left: u32) -> Decision {
+    if copies_out > 0 || reports.is_empty() {
         return Decision::Wait;
     }
+    let mut voted: Vec<i64> = Vec::new();
     let mut counts: Vec<(&str, usize)> = Vec::new();
-    for hash in hashes {
-        match counts.iter_mut().find(|(h, _)| h == hash) {
+    for &(hash, identity) in reports {
+        if voted.contains(&identity) {
+            continue;
+        }
+        voted.push(identity);
+        match counts.iter_mut().find(|(h, _)| *h == hash) {
             Some((_, n)) => *n += 1,
             None => counts.push((hash, 1)),
         }
@@ -51,7 +58,7 @@ pub fn consensus(hashes: &[&str], copies_out: usize, tiebreakers_left: u32) -> D
     counts.sort_by(|a, b| b.1.cmp(&a.1));
     let (best, n) = counts[0];
     let unique = counts.get(1).is_none_or(|(_, m)| *m < n);
-    if unique && (n >= 2 || hashes.len() == 1) {
+    if unique && (n >= 2 || reports.len() == 1) {
         Decision::Accept(best.to_string())
     } else if tiebreakers_left > 0 {
         Decision::Tiebreak
@@ -136,14 +143,22 @@ mod tests {
 
     #[test]
     fn consensus_waits_agrees_and_breaks_ties() {
-        assert_eq!(consensus(&["a"], 1, 2), Decision::Wait);
-        assert_eq!(consensus(&["a"], 0, 2), Decision::Accept("a".into()));
-        assert_eq!(consensus(&["a", "a"], 0, 2), Decision::Accept("a".into()));
-        assert_eq!(consensus(&["a", "b"], 0, 2), Decision::Tiebreak);
-        assert_eq!(consensus(&["a", "b", "b"], 0, 1), Decision::Accept("b".into()));
-        assert_eq!(consensus(&["a", "b", "c"], 0, 1), Decision::Tiebreak);
-        assert_eq!(consensus(&["a", "b", "c"], 0, 0), Decision::Undecidable);
-        assert_eq!(consensus(&["a", "b", "a", "b"], 0, 0), Decision::Undecidable);
+        // Distinct identities, as the results came in.
+        let by = |hashes: &[&'static str]| -> Vec<(&'static str, i64)> { hashes.iter().zip(1..).map(|(h, k)| (*h, k)).collect() };
+        assert_eq!(consensus(&by(&["a"]), 1, 2), Decision::Wait);
+        assert_eq!(consensus(&by(&["a"]), 0, 2), Decision::Accept("a".into()));
+        assert_eq!(consensus(&by(&["a", "a"]), 0, 2), Decision::Accept("a".into()));
+        assert_eq!(consensus(&by(&["a", "b"]), 0, 2), Decision::Tiebreak);
+        assert_eq!(consensus(&by(&["a", "b", "b"]), 0, 1), Decision::Accept("b".into()));
+        assert_eq!(consensus(&by(&["a", "b", "c"]), 0, 1), Decision::Tiebreak);
+        assert_eq!(consensus(&by(&["a", "b", "c"]), 0, 0), Decision::Undecidable);
+        assert_eq!(consensus(&by(&["a", "b", "a", "b"]), 0, 0), Decision::Undecidable);
+        // One identity agreeing with itself is one vote: never a consensus alone.
+        assert_eq!(consensus(&[("f", 7), ("f", 7)], 0, 1), Decision::Tiebreak);
+        assert_eq!(consensus(&[("f", 7), ("f", 7), ("f", 7)], 0, 0), Decision::Undecidable);
+        assert_eq!(consensus(&[("f", 7), ("a", 1), ("f", 7), ("a", 2)], 0, 0), Decision::Accept("a".into()));
+        // An identity votes for its first result only.
+        assert_eq!(consensus(&[("a", 1), ("b", 1), ("b", 2)], 0, 1), Decision::Tiebreak);
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub fn run(dsn: &str, slices: i64, workers: usize, seconds: u64) -> i32 {
         .unwrap()
         .get(0);
     let mut as_owner = connect(dsn, Some(&owner));
-    as_owner.execute("SELECT pgjobs.compute_group_set_secret($1::text::uuid, 'bench')", &[&group]).unwrap();
+    as_owner.execute("SELECT pgjobs.compute_group_set_secret($1::text::uuid, 'bench bench bench')", &[&group]).unwrap();
 
     let started = Instant::now();
     let spec = serde_json::json!({
@@ -42,7 +42,7 @@ pub fn run(dsn: &str, slices: i64, workers: usize, seconds: u64) -> i32 {
         .map(|role| {
             let mut c = connect(dsn, Some(role));
             c.query_one("SELECT pgjobs.compute_worker_register($1, '[]', '{\"map-basic\": \"1.0.0\"}')::text", &[role]).unwrap();
-            c.query_one("SELECT pgjobs.compute_worker_join($1::text::uuid, 'bench', 'bench')", &[&group]).unwrap();
+            c.query_one("SELECT pgjobs.compute_worker_join($1::text::uuid, 'bench', 'bench bench bench')", &[&group]).unwrap();
             c
         })
         .collect();

@@ -256,7 +256,7 @@ pub fn statuses(admin: &mut Client, job_ids: &[i64]) -> String {
         .get(0)
 }
 
-/// Group `owners[owner]`'s compute group, named and keyed `{tag}-g{owner}` with the secret "sesame".
+/// Group `owners[owner]`'s compute group, named and keyed `{tag}-g{owner}` with the secret "open sesame, open sesame".
 pub type GroupPlan = (usize, &'static str, &'static str, &'static str, Option<i64>, Option<i64>);
 
 pub fn create_group(admin: &mut Client, dsn: &str, tag: &str, owners: &[String], plan: GroupPlan) -> Group {
@@ -265,13 +265,13 @@ pub fn create_group(admin: &mut Client, dsn: &str, tag: &str, owners: &[String],
         .query_one(
             "INSERT INTO pgjobs.compute_groups (owner, name, join_key, commission_rate, deploy_fee, add_job_fee,
                                                 max_concurrent_sandboxes, max_concurrent_workers)
-             VALUES ($1::text::regrole, $2, $2, $3, $4, $5, $6::int8::int4, $7::int8::int4) RETURNING id, opaque_id::text",
+             VALUES ($1::text::regrole, $2, $2, $3::numeric, $4::numeric, $5::numeric, $6::int8::int4, $7::int8::int4) RETURNING id, opaque_id::text",
             &[&owners[owner], &format!("{tag}-g{owner}"), &dec(rate), &dec(deploy_fee), &dec(add_job_fee), &sandboxes, &max_workers],
         )
         .unwrap();
     let opaque: String = row.get(1);
     connect(dsn, Some(&owners[owner]))
-        .execute("SELECT pgjobs.compute_group_set_secret($1::text::uuid, 'sesame')", &[&opaque])
+        .execute("SELECT pgjobs.compute_group_set_secret($1::text::uuid, 'open sesame, open sesame')", &[&opaque])
         .unwrap();
     group_of(plan, tag, row.get(0), opaque)
 }
@@ -387,7 +387,7 @@ pub fn worker(dsn: &str, k: usize, role: &str, joins: &[(String, String)], stop:
         .unwrap()
         .get(0);
     for (group, key) in joins {
-        client.query_one("SELECT pgjobs.compute_worker_join($1::text::uuid, $2, 'sesame')", &[group, key]).unwrap();
+        client.query_one("SELECT pgjobs.compute_worker_join($1::text::uuid, $2, 'open sesame, open sesame')", &[group, key]).unwrap();
     }
     // Workers ask for their job's task size, or fewer (5), or more (50, capped by the job).
     let ask: Option<i32> = [None, Some(5), Some(50)][k % 3];

@@ -4,6 +4,8 @@
 //! of `pg_jobs_core::compute` the scheduler's SQL calls.
 
 use pg_jobs_core::compute::{self, Decision, Moving};
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use pgrx::prelude::*;
 
 use crate::owner_call;
@@ -149,10 +151,11 @@ fn _slice_copies(job: i64, slice: i32, level: f64) -> i32 {
 }
 
 /// What a consensus slice's results come to: wait, accept:<hash>, tiebreak or undecidable.
+/// `identities[k]` reported `hashes[k]` (see `pg_jobs_core::compute::consensus`).
 #[pg_extern(immutable, strict, parallel_safe)]
-fn _consensus(hashes: Vec<String>, copies_out: i32, tiebreakers_left: i32) -> String {
-    let hashes: Vec<&str> = hashes.iter().map(String::as_str).collect();
-    match compute::consensus(&hashes, copies_out.max(0) as usize, tiebreakers_left.max(0) as u32) {
+fn _consensus(hashes: Vec<String>, identities: Vec<i64>, copies_out: i32, tiebreakers_left: i32) -> String {
+    let reports: Vec<(&str, i64)> = hashes.iter().map(String::as_str).zip(identities).collect();
+    match compute::consensus(&reports, copies_out.max(0) as usize, tiebreakers_left.max(0) as u32) {
         Decision::Wait => "wait".into(),
         Decision::Accept(hash) => format!("accept:{hash}"),
         Decision::Tiebreak => "tiebreak".into(),
@@ -204,4 +207,107 @@ fn _worktime_ok(range: &str, version: &str) -> bool {
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _worktime_range_ok(range: &str) -> bool {
     compute::worktime_range_ok(range)
+}
+
+// Join secrets can be tried by anyone, hundreds a second. Each identity may get JOIN_FAILURES_ALLOWED
+// wrong in the current and the previous window of JOIN_WINDOW_SECS (so in the last 10 to 20
+// minutes); past that its attempts are refused until enough of them are two windows old. The
+// count is in shared memory, not a table: a failed attempt's transaction is rolled back (or the
+// caller rolls it back), and a count that went with it would limit nothing.
+//
+// Each slot holds an identity's oid (high 32 bits), the window it counts in (16 bits) and its
+// failures (16 bits). An identity's slots are among JOIN_PROBES from its hash, and its count is
+// the sum of those of the two windows (two backends may claim two slots at once). A slot of an
+// older window is free; with none free, the slot with the fewest failures is taken over: what an
+// identity that guesses hard has counted is the last to go.
+const JOIN_SLOTS: usize = 1024;
+const JOIN_PROBES: usize = 8;
+const JOIN_WINDOW_SECS: u64 = 600;
+/// Wrong join secrets an identity may give in two windows.
+const JOIN_FAILURES_ALLOWED: i32 = 20;
+
+static JOIN_FAILURES: pgrx::PgAtomic<[AtomicU64; JOIN_SLOTS]> =
+    unsafe { pgrx::PgAtomic::new(c"pg_jobs join failures") };
+
+pub(crate) fn init_join_failures() {
+    pgrx::pg_shmem_init!(JOIN_FAILURES = std::array::from_fn(|_| AtomicU64::new(0)));
+}
+
+fn join_window() -> u64 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    (secs / JOIN_WINDOW_SECS) & 0xffff
+}
+
+fn join_slots(identity: u32) -> impl Iterator<Item = usize> {
+    let start = (u64::from(identity).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize;
+    (0..JOIN_PROBES).map(move |k| (start + k) % JOIN_SLOTS)
+}
+
+fn join_word(identity: u32, window: u64, failures: u64) -> u64 {
+    (u64::from(identity) << 32) | (window << 16) | failures.min(0xffff)
+}
+
+/// Whether a slot's word counts failures of `window` (the current one) or the one before.
+fn join_counts(word: u64, window: u64) -> bool {
+    let of = (word >> 16) & 0xffff;
+    word & 0xffff > 0 && (of == window || of == (window + 0xffff) & 0xffff)
+}
+
+/// Refuses `identity` another try at a join secret once it has used up its failures.
+#[pg_extern(volatile, strict, parallel_unsafe)]
+fn _join_budget(identity: pg_sys::Oid) {
+    if join_failures(identity) >= JOIN_FAILURES_ALLOWED {
+        pgrx::pg_sys::panic::ErrorReport::new(
+            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!(
+                "too many wrong join secrets: {JOIN_FAILURES_ALLOWED} in {} minutes",
+                2 * JOIN_WINDOW_SECS / 60
+            ),
+            "_join_budget",
+        )
+        .set_hint(format!(
+            "Join attempts of this identity are refused for up to {} minutes.",
+            2 * JOIN_WINDOW_SECS / 60
+        ))
+        .report(PgLogLevel::ERROR);
+    }
+}
+
+/// The wrong join secrets `identity` gave in the current and the previous window.
+fn join_failures(identity: pg_sys::Oid) -> i32 {
+    let (slots, window) = (JOIN_FAILURES.get(), join_window());
+    let identity = identity.to_u32();
+    join_slots(identity)
+        .map(|k| slots[k].load(Ordering::SeqCst))
+        .filter(|&word| (word >> 32) as u32 == identity && join_counts(word, window))
+        .map(|word| (word & 0xffff) as i32)
+        .sum()
+}
+
+/// Counts a wrong join secret of `identity`, whatever becomes of the transaction.
+#[pg_extern(volatile, strict, parallel_unsafe)]
+fn _join_failed(identity: pg_sys::Oid) {
+    let (slots, window) = (JOIN_FAILURES.get(), join_window());
+    let id = identity.to_u32();
+    let this_window = |word: u64| (word >> 32) as u32 == id && (word >> 16) & 0xffff == window && word & 0xffff > 0;
+    loop {
+        let words: Vec<(usize, u64)> = join_slots(id).map(|k| (k, slots[k].load(Ordering::SeqCst))).collect();
+        let Some(&(k, word)) = words
+            .iter()
+            .find(|(_, word)| this_window(*word))
+            .or_else(|| words.iter().find(|(_, word)| !join_counts(*word, window)))
+            .or_else(|| words.iter().min_by_key(|(_, word)| word & 0xffff))
+        else {
+            unreachable!("JOIN_PROBES > 0")
+        };
+        let failures = if this_window(word) { (word & 0xffff) + 1 } else { 1 };
+        if slots[k]
+            .compare_exchange(word, join_word(id, window, failures), Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return;
+        }
+    }
 }

@@ -44,17 +44,7 @@ UNION ALL
 SELECT h.opaque_id, h.name, h.description, h.link FROM job_history h WHERE h.opaque_id = $2;
 
 -- name: compute_group_check_secret
--- Whether $3 and $4 are the join key and secret of group $2. The hash is computed whether or not
--- the group, key and hash are there (a materialized CTE computes its whole target list), so the
--- time taken does not tell which of them was wrong.
-WITH g AS MATERIALIZED (
-    SELECT c.join_hash, c.join_key FROM (SELECT) one LEFT JOIN compute_groups c ON c.opaque_id = $2
-), checked AS MATERIALIZED (
-    SELECT g.*, _join_hash_matches(coalesce($4, ''), coalesce(g.join_hash, _join_hash(coalesce($4, ''))))
-           AS hash_matches
-    FROM g
-)
-SELECT coalesce(c.join_hash IS NOT NULL AND c.join_key = $3 AND c.hash_matches, false) FROM checked c;
+SELECT _join_check($1, $2, $3, $4) IS NOT NULL;
 
 -- name: compute_deploy
 SELECT _compute_deploy($1, $2);

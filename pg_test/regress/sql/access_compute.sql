@@ -92,7 +92,7 @@ INSERT INTO pgjobs.worker_config_value (owner, worker_opaque_id, type, key_path,
 INSERT INTO pgjobs.creds_list (owner, label) VALUES ('regress_owner'::regrole, 'joins')
 RETURNING id AS list \gset
 INSERT INTO pgjobs.credential (creds_list_id, compute_group_opaque_id, identifier, secret)
-VALUES (:list, :'g1_opaque', 'open-key', 'open-secret');
+VALUES (:list, :'g1_opaque', 'open-key', 'open-secret-long-enough');
 INSERT INTO pgjobs.worker_creds (worker_opaque_id, creds_list_id) VALUES (:'w1', :list);
 INSERT INTO pgjobs.worker_notifications (worker_opaque_id, event, signature)
 VALUES (:'w1', 'reload', 'sig');
@@ -104,9 +104,9 @@ INSERT INTO pgjobs.reliable_events (event) VALUES ('job finished');
 INSERT INTO pgjobs.compute_slices (job_id, slice_number, copy, owner, status, lease_token, compute_group_id,
                                    last_assigned_worker, last_assigned_worker_identity)
 VALUES (:live, 3, 0, 'regress_owner'::regrole, 'scheduled', gen_random_uuid(), :g1, :'w1', 'regress_worker'::regrole);
-INSERT INTO pgjobs.slice_reports (job_id, slice_number, copy, owner, worker_opaque_id, compute_group_id, value,
+INSERT INTO pgjobs.slice_reports (job_id, slice_number, copy, owner, worker_opaque_id, worker_root, compute_group_id, value,
                                   value_hash, accepted, cpu_time, gpu_time, wall_time, in_data_size, out_data_size)
-VALUES (:live, 1, 0, 'regress_owner'::regrole, :'w1', :g1, 'data:,1', md5('1'), true, 10, 0, 20, 1, 1);
+VALUES (:live, 1, 0, 'regress_owner'::regrole, :'w1', 'regress_owner'::regrole, :g1, 'data:,1', md5('1'), true, 10, 0, 20, 1, 1);
 INSERT INTO pgjobs.result_store (job_id, owner, body) VALUES (:live, 'regress_owner'::regrole, 'a large result');
 INSERT INTO pgjobs.compute_group_workers (compute_group_id, worker_opaque_id, owner)
 VALUES (:g1, :'w1', 'regress_owner'::regrole);
@@ -356,18 +356,18 @@ SELECT count(*) AS origins FROM pgjobs.compute_group_worker_origins;
 -- Join secrets: only a salted hash is kept; checking gives true or false and nothing else; another
 -- owner's group gets the error of a group that does not exist.
 SET ROLE regress_group_owner;
-SELECT pgjobs.compute_group_set_secret(:'g1_opaque', 'open-secret');
-SELECT join_hash <> 'open-secret' AS hashed, join_hash ~ '^\$2a\$' AS bcrypt,
-       strpos(join_hash, 'open-secret') = 0 AS secret_not_in_hash
+SELECT pgjobs.compute_group_set_secret(:'g1_opaque', 'open-secret-long-enough');
+SELECT join_hash <> 'open-secret-long-enough' AS hashed, join_hash ~ '^\$2a\$' AS bcrypt,
+       strpos(join_hash, 'open-secret-long-enough') = 0 AS secret_not_in_hash
 FROM pgjobs.compute_groups WHERE id = :g1;
 SELECT replace(regress.error_of(format('SELECT pgjobs.compute_group_set_secret(%L, %L)', :'g1_opaque', '')), :'g1_opaque', '<g1>');
 RESET ROLE;
 SET ROLE regress_worker;
-SELECT pgjobs.compute_group_check_secret(:'g1_opaque', 'open-key', 'open-secret') AS right_secret,
+SELECT pgjobs.compute_group_check_secret(:'g1_opaque', 'open-key', 'open-secret-long-enough') AS right_secret,
        pgjobs.compute_group_check_secret(:'g1_opaque', 'open-key', 'wrong') AS wrong_secret,
-       pgjobs.compute_group_check_secret(:'g1_opaque', 'other-key', 'open-secret') AS wrong_key,
-       pgjobs.compute_group_check_secret(:'g2_opaque', 'hidden-key', 'open-secret') AS no_secret_set,
-       pgjobs.compute_group_check_secret('00000000-0000-0000-0000-000000000000', 'open-key', 'open-secret') AS no_group,
+       pgjobs.compute_group_check_secret(:'g1_opaque', 'other-key', 'open-secret-long-enough') AS wrong_key,
+       pgjobs.compute_group_check_secret(:'g2_opaque', 'hidden-key', 'open-secret-long-enough') AS no_secret_set,
+       pgjobs.compute_group_check_secret('00000000-0000-0000-0000-000000000000', 'open-key', 'open-secret-long-enough') AS no_group,
        pgjobs.compute_group_check_secret(:'g1_opaque', 'open-key', NULL) AS null_secret;
 RESET ROLE;
 SET ROLE regress_owner;
@@ -375,11 +375,11 @@ SELECT replace(regress.error_of(format('SELECT pgjobs.compute_group_set_secret(%
 SELECT replace(regress.error_of(format('SELECT pgjobs.compute_group_set_secret(%L, %L)', '00000000-0000-0000-0000-000000000000', 'mine now')), '00000000-0000-0000-0000-000000000000', '<id>') AS missing_group;
 SELECT regress.error_of(format('SELECT pgjobs._compute_group_set_secret(%s, %L, %L)', 'regress_group_owner'::regrole::oid, :'g1_opaque', 'forged caller')) ~ 'permission denied' AS forged_caller_refused;
 RESET ROLE;
-SELECT pgjobs.compute_group_check_secret(:'g1_opaque', 'open-key', 'open-secret') AS still_open_secret;
+SELECT pgjobs.compute_group_check_secret(:'g1_opaque', 'open-key', 'open-secret-long-enough') AS still_open_secret;
 SET ROLE regress_group_owner;
 SELECT pgjobs.compute_group_set_secret(:'g1_opaque', NULL);
-SELECT pgjobs.compute_group_check_secret(:'g1_opaque', 'open-key', 'open-secret') AS after_removal;
-SELECT pgjobs.compute_group_set_secret(:'g1_opaque', 'open-secret');
+SELECT pgjobs.compute_group_check_secret(:'g1_opaque', 'open-key', 'open-secret-long-enough') AS after_removal;
+SELECT pgjobs.compute_group_set_secret(:'g1_opaque', 'open-secret-long-enough');
 RESET ROLE;
 
 -- Public: any pgjobs_user sees the listed groups' three public columns, and finds an unlisted

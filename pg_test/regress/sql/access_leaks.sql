@@ -117,12 +117,12 @@ SELECT count(*) AS found_by_id FROM pgjobs.job_opaque_ids WHERE opaque_id IN (:'
 SELECT name FROM pgjobs.compute_group_opaque_ids g JOIN pgjobs.compute_groups c USING (id)
 WHERE g.opaque_id = :'a_group_id';
 UPDATE pgjobs.compute_groups SET join_key = 'a-key' WHERE id = :a_group;
-SELECT pgjobs.compute_group_set_secret(opaque_id, 'a secret') FROM pgjobs.compute_group_opaque_ids WHERE id = :a_group;
+SELECT pgjobs.compute_group_set_secret(opaque_id, 'a secret of sixteen characters') FROM pgjobs.compute_group_opaque_ids WHERE id = :a_group;
 UPDATE pgjobs.jobs SET name = 'shared by link' WHERE id = :a_live;
 RESET ROLE;
 -- Whoever A gives the ids to can use them.
 SET ROLE regress_leak_b;
-SELECT pgjobs.compute_group_check_secret(:'a_group_id', 'a-key', 'a secret') AS joins,
+SELECT pgjobs.compute_group_check_secret(:'a_group_id', 'a-key', 'a secret of sixteen characters') AS joins,
        (SELECT name FROM pgjobs.jobs_public_lookup(:'a_live_id')) AS job_by_link;
 RESET ROLE;
 

@@ -12,14 +12,25 @@ CREATE ROLE regress_cw_supplier;       -- owns the workers
 CREATE ROLE regress_cw_w1;             -- workers: proxies of the supplier
 CREATE ROLE regress_cw_w2;
 CREATE ROLE regress_cw_w3;
+CREATE ROLE regress_cw_x2;             -- workers that are identities of their own
+CREATE ROLE regress_cw_x3;
+CREATE ROLE regress_cw_mallory;        -- a supplier who forges results, with two proxies
+CREATE ROLE regress_cw_mallory_p1;
+CREATE ROLE regress_cw_mallory_p2;
 GRANT pgjobs_user TO regress_cw_owner, regress_cw_other, regress_cw_group_owner, regress_cw_supplier,
-    regress_cw_w1, regress_cw_w2, regress_cw_w3;
+    regress_cw_w1, regress_cw_w2, regress_cw_w3, regress_cw_x2, regress_cw_x3, regress_cw_mallory,
+    regress_cw_mallory_p1, regress_cw_mallory_p2;
 GRANT regress_cw_w1, regress_cw_w2, regress_cw_w3 TO regress_cw_supplier;
+GRANT regress_cw_mallory_p1, regress_cw_mallory_p2 TO regress_cw_mallory;
 GRANT USAGE ON SCHEMA regress TO regress_cw_owner, regress_cw_other, regress_cw_group_owner,
-    regress_cw_supplier, regress_cw_w1, regress_cw_w2, regress_cw_w3;
+    regress_cw_supplier, regress_cw_w1, regress_cw_w2, regress_cw_w3, regress_cw_x2, regress_cw_x3,
+    regress_cw_mallory, regress_cw_mallory_p1, regress_cw_mallory_p2;
 SET ROLE regress_cw_supplier;
 SELECT pgjobs.jobs_add_proxy('regress_cw_w1'), pgjobs.jobs_add_proxy('regress_cw_w2'),
        pgjobs.jobs_add_proxy('regress_cw_w3');
+RESET ROLE;
+SET ROLE regress_cw_mallory;
+SELECT pgjobs.jobs_add_proxy('regress_cw_mallory_p1'), pgjobs.jobs_add_proxy('regress_cw_mallory_p2');
 RESET ROLE;
 
 -- Groups, as an administrator makes them: Main, with a commission and fees, takes deployments
@@ -31,8 +42,8 @@ INSERT INTO pgjobs.compute_groups (owner, name, join_key)
 VALUES ('regress_cw_group_owner'::regrole, 'Own', 'own-key')
 RETURNING id AS g_own, opaque_id AS g_own_opaque \gset
 SET ROLE regress_cw_group_owner;
-SELECT pgjobs.compute_group_set_secret(:'g_main_opaque', 'main-secret'),
-       pgjobs.compute_group_set_secret(:'g_own_opaque', 'own-secret');
+SELECT pgjobs.compute_group_set_secret(:'g_main_opaque', 'main-secret-long-enough'),
+       pgjobs.compute_group_set_secret(:'g_own_opaque', 'own-secret-long-enough');
 RESET ROLE;
 
 -- What the compute tables hold, to show that a refused call changed nothing.
@@ -54,7 +65,7 @@ LANGUAGE sql AS $$
         'arguments', jsonb_build_array('data:,7'),
         'input', jsonb_build_object('values', jsonb_build_array('1', '2', '3', '4', '5')),
         'groups', jsonb_build_array(jsonb_build_object('group', current_setting('regress.g_main'),
-                                                       'join_key', 'main-key', 'secret', 'main-secret')),
+                                                       'join_key', 'main-key', 'secret', 'main-secret-long-enough')),
         'offer', '0.01', 'funds', '2', 'estimation_slices', 2, 'max_slices_per_task', 10,
         'capabilities', jsonb_build_array('v8'), 'worktime_version', '^1.0.0', 'name', 'squares') || changes
 $$;
@@ -71,6 +82,11 @@ FROM (VALUES ('{"offer": "-1"}'::jsonb),
              ('{"duplication_level": 0.5}'),
              ('{"input": {"values": []}}'),
              ('{"input": {"range": {"start": 5, "end": 1}}}'),
+             ('{"input": {"range": {"start": "NaN", "end": 1}}}'),
+             ('{"input": {"range": {"start": 1, "end": "Infinity"}}}'),
+             ('{"input": {"range": {"start": 1, "end": 1e300}}}'),
+             ('{"input": {"range": {"start": 1, "end": 5, "step": 0}}}'),
+             ('{"input": {"range": {"start": 1, "end": 3e9}}}'),
              ('{"input": {"nothing": 1}}'),
              ('{"input": {"pattern": "https://data.example/x", "count": 3}}'),
              ('{"capabilities": ["v8", "quantum"]}'),
@@ -91,7 +107,7 @@ FROM (VALUES ('{"offer": "-1"}'::jsonb),
 SELECT regexp_replace(regress.error_of(format('SELECT pgjobs.compute_deploy(%L)', regress.spec(jsonb_build_object('groups', g)))),
                       'group [0-9a-f-]{36}', 'group <id>') AS refused
 FROM (VALUES (jsonb_build_array(:'g_own_opaque')),
-             (jsonb_build_array(jsonb_build_object('group', :'g_own_opaque', 'join_key', 'own-key', 'secret', 'own-secret'))),
+             (jsonb_build_array(jsonb_build_object('group', :'g_own_opaque', 'join_key', 'own-key', 'secret', 'own-secret-long-enough'))),
              (jsonb_build_array(jsonb_build_object('group', :'g_main_opaque', 'join_key', 'main-key', 'secret', 'wrong'))),
              (jsonb_build_array(gen_random_uuid()))) v(g);
 RESET ROLE;
@@ -110,12 +126,14 @@ DELETE FROM pgjobs.workers WHERE label = 'unregistered';
 SET ROLE regress_cw_w1;
 SELECT regress.error_of('SELECT pgjobs.compute_worker_register(''w1'', ''["v9"]'')') AS refused;
 SELECT regress.error_of('SELECT pgjobs.compute_worker_register(''w1'', cpu_cores => -1)') AS refused;
+SELECT regress.error_of(format('SELECT pgjobs.compute_worker_register(''w1'', %s => %L)', p, v)) AS refused
+FROM (VALUES ('cpu_cores', 'NaN'), ('gpu_cores', 'Infinity'), ('max_sandboxes', '1e300')) v(p, v);
 SELECT regress.error_of('SELECT pgjobs.compute_worker_register(''w1'', worktimes => ''["map-basic"]'')') AS refused;
 SELECT regexp_replace(regress.error_of(format('SELECT pgjobs.compute_worker_join(%L, %L, %L)', g, k, s)),
                       'group [0-9a-f-]{36}', 'group <id>') AS refused
 FROM (VALUES (:'g_main_opaque'::uuid, 'main-key', 'wrong'),
-             (:'g_main_opaque', 'own-key', 'own-secret'),
-             (gen_random_uuid(), 'main-key', 'main-secret')) v(g, k, s);
+             (:'g_main_opaque', 'own-key', 'own-secret-long-enough'),
+             (gen_random_uuid(), 'main-key', 'main-secret-long-enough')) v(g, k, s);
 RESET ROLE;
 SELECT regress.compute_fingerprint() = :'before' AS nothing_changed;
 
@@ -144,15 +162,15 @@ RESET ROLE;
 -- Workers register and join; w3 runs no v8, so it gets nothing of this job.
 SET ROLE regress_cw_w1;
 SELECT pgjobs.compute_worker_register('w1', '["v8"]', '{"map-basic": "1.2.0"}', 4, 0, 2) IS NOT NULL AS registered;
-SELECT pgjobs.compute_worker_join(:'g_main_opaque', 'main-key', 'main-secret') = :g_main AS joined;
+SELECT pgjobs.compute_worker_join(:'g_main_opaque', 'main-key', 'main-secret-long-enough') = :g_main AS joined;
 RESET ROLE;
 SET ROLE regress_cw_w2;
 SELECT pgjobs.compute_worker_register('w2', '["v8", "webgpu"]', '{"map-basic": "1.0.1"}', 2, 1, 2) IS NOT NULL AS registered;
-SELECT pgjobs.compute_worker_join(:'g_main_opaque', 'main-key', 'main-secret') = :g_main AS joined;
+SELECT pgjobs.compute_worker_join(:'g_main_opaque', 'main-key', 'main-secret-long-enough') = :g_main AS joined;
 RESET ROLE;
 SET ROLE regress_cw_w3;
 SELECT pgjobs.compute_worker_register('w3', '[]', '{"map-basic": "1.0.0"}') IS NOT NULL AS registered;
-SELECT pgjobs.compute_worker_join(:'g_main_opaque', 'main-key', 'main-secret') = :g_main AS joined;
+SELECT pgjobs.compute_worker_join(:'g_main_opaque', 'main-key', 'main-secret-long-enough') = :g_main AS joined;
 SELECT count(*) AS slices FROM pgjobs.compute_fetch();
 RESET ROLE;
 -- The supplier sees its workers and what they can run.
@@ -252,9 +270,18 @@ FROM pgjobs.compute_group_job_period_stats WHERE job_id = :job;
 SELECT w.label, s.task_count, s.slice_count, s.cpu_time, s.earnings
 FROM pgjobs.compute_group_worker_period_stats s JOIN pgjobs.workers w ON w.opaque_id = s.worker_opaque_id ORDER BY 1;
 
--- Consensus, every slice twice: w1 and w2 agree on slice 1 and disagree on slice 2, whose
--- tiebreaker goes to w3 (a worker never gets two copies of one slice), now able to run v8; the
--- result two of three reported is the slice's, and w2's is neither accepted nor paid.
+-- Consensus, every slice twice, with workers of three identities: w1 (the supplier's) and x2
+-- agree on slice 1 and disagree on slice 2, whose tiebreaker goes to x3 (an identity never gets
+-- two copies of one slice: w2 and w3 are the supplier's too, and get none); the result two of
+-- three reported is the slice's, and x2's is neither accepted nor paid.
+SET ROLE regress_cw_x2;
+SELECT pgjobs.compute_worker_register('x2', '["v8"]', '{"map-basic": "1.0.0"}') IS NOT NULL AS registered;
+SELECT pgjobs.compute_worker_join(:'g_main_opaque', 'main-key', 'main-secret-long-enough') = :g_main AS joined;
+RESET ROLE;
+SET ROLE regress_cw_x3;
+SELECT pgjobs.compute_worker_register('x3', '["v8"]', '{"map-basic": "1.0.0"}') IS NOT NULL AS registered;
+SELECT pgjobs.compute_worker_join(:'g_main_opaque', 'main-key', 'main-secret-long-enough') = :g_main AS joined;
+RESET ROLE;
 SET ROLE regress_cw_w3;
 SELECT pgjobs.compute_worker_register('w3', '["v8"]', '{"map-basic": "1.0.0"}') IS NOT NULL AS registered;
 RESET ROLE;
@@ -269,6 +296,9 @@ SELECT slice_number, copy, datum FROM c1 ORDER BY 1;
 SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM c1 LIMIT 1), '{1,2}', '{100,121}') ORDER BY 1;
 RESET ROLE;
 SET ROLE regress_cw_w2;
+SELECT count(*) AS slices_for_the_same_identity FROM pgjobs.compute_fetch();
+RESET ROLE;
+SET ROLE regress_cw_x2;
 CREATE TEMP TABLE c2 AS SELECT * FROM pgjobs.compute_fetch();
 SELECT slice_number, copy FROM c2 ORDER BY 1;
 SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM c2 LIMIT 1), '{1,2}', '{100,999}') ORDER BY 1;
@@ -277,6 +307,9 @@ SET ROLE regress_cw_owner;
 SELECT slice_number, copy, status FROM pgjobs.active_slices WHERE job_id = :cjob ORDER BY 1, 2;
 RESET ROLE;
 SET ROLE regress_cw_w3;
+SELECT count(*) AS slices_for_the_same_identity FROM pgjobs.compute_fetch();
+RESET ROLE;
+SET ROLE regress_cw_x3;
 CREATE TEMP TABLE c3 AS SELECT * FROM pgjobs.compute_fetch();
 SELECT slice_number, copy FROM c3 ORDER BY 1;
 SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM c3 LIMIT 1), '{2}', '{121}') ORDER BY 1;
@@ -342,6 +375,224 @@ SET ROLE regress_cw_group_owner;
 SELECT pgjobs.compute_deploy(regress.spec(jsonb_build_object('groups', jsonb_build_array(:'g_own_opaque')))) > 0 AS deployed;
 RESET ROLE;
 
+-- The owner's own group for what follows, which w1 and x2 join instead of Main.
+INSERT INTO pgjobs.compute_groups (owner, name, join_key)
+VALUES ('regress_cw_owner'::regrole, 'Alice', 'alice-key') RETURNING opaque_id AS g_alice \gset
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_group_set_secret(:'g_alice', 'alice-secret-long-enough');
+RESET ROLE;
+SELECT set_config('regress.alice', jsonb_build_object('groups', jsonb_build_array(:'g_alice'))::text, false) IS NOT NULL AS alice;
+SELECT r AS worker,
+       regress.as_role(r, format('SELECT pgjobs.compute_worker_leave(%L)', :'g_main_opaque')) AS left_main,
+       regress.as_role(r, format('SELECT pgjobs.compute_worker_join(%L, ''alice-key'', ''alice-secret-long-enough'') IS NOT NULL',
+                                 :'g_alice')) AS joined
+FROM unnest(ARRAY['regress_cw_w1', 'regress_cw_x2']) r;
+
+-- One identity cannot win a consensus alone: mallory and her two proxies each register a worker
+-- and join the group; of a consensus job sending every slice three times, her side gets one copy of
+-- each slice and her proxies none, whatever order they fetch in; w1 (the supplier's) and x2 get
+-- the other copies, and their result is the slice's, not mallory's FORGED, which is not paid.
+SELECT r AS worker,
+       regress.as_role(r, format('SELECT pgjobs.compute_worker_register(%L, ''["v8"]'', ''{"map-basic": "1.0.0"}'') IS NOT NULL', l))
+           AS registered,
+       regress.as_role(r, format('SELECT pgjobs.compute_worker_join(%L, ''alice-key'', ''alice-secret-long-enough'') IS NOT NULL',
+                                 :'g_alice')) AS joined
+FROM (VALUES ('regress_cw_mallory', 'm0'), ('regress_cw_mallory_p1', 'm1'), ('regress_cw_mallory_p2', 'm2')) v(r, l);
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_deploy(regress.spec('{"input": {"range": {"start": 20, "end": 21}}, "duplication_level": 3,
+                                           "duplication_type": "consensus", "estimation_slices": 0}'
+                                          || current_setting('regress.alice')::jsonb)) AS fjob \gset
+RESET ROLE;
+SET ROLE regress_cw_mallory_p1;
+CREATE TEMP TABLE m1 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT job_id = :fjob AS forged_job, slice_number, copy FROM m1 ORDER BY 2;
+SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM m1 LIMIT 1), '{1,2}', '{FORGED,FORGED}') ORDER BY 1;
+RESET ROLE;
+SELECT r AS worker, regress.as_role(r, 'SELECT count(*) FROM pgjobs.compute_fetch()') AS slices
+FROM unnest(ARRAY['regress_cw_mallory', 'regress_cw_mallory_p2']) r;
+SET ROLE regress_cw_w1;
+SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM pgjobs.compute_fetch() LIMIT 1), '{1,2}', '{400,441}') ORDER BY 1;
+RESET ROLE;
+SET ROLE regress_cw_x2;
+SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM pgjobs.compute_fetch() LIMIT 1), '{1,2}', '{400,441}') ORDER BY 1;
+RESET ROLE;
+SELECT pgjobs._compute_fold() AS folded;
+SET ROLE regress_cw_owner;
+SELECT slice_number, pgjobs.compute_result_text(value) FROM pgjobs.job_results WHERE job_id = :fjob ORDER BY 1;
+RESET ROLE;
+SELECT r.slice_number, w.label, r.worker_root::regrole, r.accepted, r.paid FROM pgjobs.slice_reports r
+JOIN pgjobs.workers w ON w.opaque_id = r.worker_opaque_id WHERE r.job_id = :fjob ORDER BY r.slice_number, r.id;
+
+-- Even if two copies of a slice did reach one identity (handed to mallory_p1 by hand here, as the
+-- fetch never does), her two agreeing results are one vote: a tiebreaker goes out, then another
+-- when w1 disagrees, and x2's vote with w1's decides; FORGED is not accepted.
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_deploy(regress.spec('{"input": {"range": {"start": 30, "end": 30}}, "duplication_level": 2,
+                                           "duplication_type": "consensus", "estimation_slices": 0}'
+                                          || current_setting('regress.alice')::jsonb)) AS gjob \gset
+RESET ROLE;
+SET ROLE regress_cw_mallory;
+SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM pgjobs.compute_fetch() LIMIT 1), '{1}', '{FORGED}');
+RESET ROLE;
+UPDATE pgjobs.compute_slices s
+SET status = 'scheduled', lease_token = gen_random_uuid(), compute_group_id = m.compute_group_id, begin_time = now(),
+    last_progress_time = now(), last_assigned_worker = w.opaque_id, last_assigned_worker_identity = w.identity,
+    last_assigned_root = w.owner
+FROM pgjobs.workers w, pgjobs.compute_group_jobs m WHERE w.label = 'm1' AND m.job_id = :gjob AND s.job_id = :gjob AND s.copy = 1
+RETURNING s.lease_token AS forged_token \gset
+SET ROLE regress_cw_mallory_p1;
+SELECT * FROM pgjobs.compute_submit(:'forged_token', '{1}', '{FORGED}');
+RESET ROLE;
+SET ROLE regress_cw_w1;
+SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM pgjobs.compute_fetch() LIMIT 1), '{1}', '{900}');
+RESET ROLE;
+SET ROLE regress_cw_mallory_p2;
+SELECT count(*) AS slices_for_mallory FROM pgjobs.compute_fetch();
+RESET ROLE;
+SET ROLE regress_cw_x2;
+SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM pgjobs.compute_fetch() LIMIT 1), '{1}', '{900}');
+RESET ROLE;
+SELECT pgjobs._compute_fold() AS folded;
+SELECT r.copy, w.label, r.accepted, r.paid FROM pgjobs.slice_reports r
+JOIN pgjobs.workers w ON w.opaque_id = r.worker_opaque_id WHERE r.job_id = :gjob ORDER BY r.id;
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_result_text(value) AS result FROM pgjobs.job_results WHERE job_id = :gjob;
+RESET ROLE;
+
+-- NaN and Infinity are not money: every amount parameter of every public function (compute_deploy's
+-- offer, market_value and funds, compute_fund's amount) with NaN, Infinity, -Infinity, 1e300, -1,
+-- 1e10 and 19 decimals is refused with 22023, and nothing changes.
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_deploy(regress.spec('{"estimation_slices": 0}')) AS mjob \gset
+RESET ROLE;
+SELECT regress.compute_fingerprint() AS before \gset
+SET ROLE regress_cw_owner;
+SELECT f, v, regress.error_of(format('SELECT pgjobs.compute_deploy(%L)',
+           regress.spec(CASE f WHEN 'market_value' THEN jsonb_build_object('offer', NULL, f, v) ELSE jsonb_build_object(f, v) END)))
+       AS refused
+FROM unnest(ARRAY['offer', 'market_value', 'funds']) f,
+     unnest(ARRAY['NaN', 'Infinity', '-Infinity', '1e300', '-1', '1e10', '0.0000000000000000001']) v;
+SELECT v, regress.error_of(format('SELECT pgjobs.compute_fund(%s, %L)', :mjob, v)) AS refused
+FROM unnest(ARRAY['NaN', 'Infinity', '-Infinity', '1e300', '-1', '0', '9999999999', '0.0000000000000000001']) v;
+SELECT regress.error_of(format('SELECT pgjobs.compute_deploy(%L)', regress.spec('{"offer": null, "market_value": "0.0000000000000001"}')))
+       AS refused;
+RESET ROLE;
+SELECT regress.compute_fingerprint() = :'before' AS nothing_changed;
+-- Every column of DCC is a money_amount (commission_rate a fraction); the one plain numeric is the
+-- generated rate, a quotient of two of them. Not even the extension's owner stores NaN, Infinity
+-- or a negative amount in one.
+SELECT c.relname, a.attname, a.atttypid::regtype FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+WHERE c.relnamespace = 'pgjobs'::regnamespace AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
+  AND a.atttypid IN ('numeric'::regtype, 'pgjobs.money_amount'::regtype, 'pgjobs.fraction'::regtype)
+ORDER BY 1, 2;
+SELECT c.relname, a.attname, count(*) FILTER (WHERE e LIKE '23514:%') AS refused, string_agg(DISTINCT left(e, 5), ',') AS errors
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid,
+     unnest(ARRAY['NaN', 'Infinity', '-Infinity', '-1', '1e28']) v,
+     regress.error_of(format('UPDATE pgjobs.%I SET %I = %L', c.relname, a.attname, v)) e
+WHERE c.relnamespace = 'pgjobs'::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
+  AND a.atttypid IN ('pgjobs.money_amount'::regtype, 'pgjobs.fraction'::regtype)
+GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT regress.compute_fingerprint() = :'before' AS nothing_changed;
+
+-- The smallest and largest amounts overflow nothing: a group of the owner's with every money limit
+-- just below 1e28, an offer of 1e-18 with the largest funds, and an offer of the largest amount
+-- that the same funds pay once. Fetches through the group count slices in numeric (a fetch failed
+-- with 22003 once).
+INSERT INTO pgjobs.compute_groups (owner, name, join_key, max_concurrent_escrow, max_total_payment)
+VALUES ('regress_cw_owner'::regrole, 'Limited', 'limited-key', 9999999999999999999999999999, 9999999999999999999999999999)
+RETURNING opaque_id AS g_limited_opaque \gset
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_group_set_secret(:'g_limited_opaque', 'limited-secret-long-enough');
+SELECT pgjobs.compute_deploy(regress.spec(jsonb_build_object('groups', jsonb_build_array(:'g_limited_opaque'),
+           'offer', '0.000000000000000001', 'funds', '9999999999.999999999999999999', 'estimation_slices', 0,
+           'max_slices_per_task', 3))) AS tiny_job \gset
+SELECT pgjobs.compute_deploy(regress.spec(jsonb_build_object('groups', jsonb_build_array(:'g_limited_opaque'),
+           'offer', '9999999999.999999999999999999', 'funds', '9999999999.999999999999999999', 'estimation_slices', 0,
+           'max_slices_per_task', 3))) AS huge_job \gset
+RESET ROLE;
+SET ROLE regress_cw_x3;
+SELECT pgjobs.compute_worker_join(:'g_limited_opaque', 'limited-key', 'limited-secret-long-enough') IS NOT NULL AS joined;
+SELECT pgjobs.compute_worker_leave(:'g_main_opaque') AS left_main;
+SELECT CASE job_id WHEN :tiny_job THEN 'tiny' WHEN :huge_job THEN 'huge' END AS job, slice_number FROM pgjobs.compute_fetch();
+SELECT CASE job_id WHEN :tiny_job THEN 'tiny' WHEN :huge_job THEN 'huge' END AS job, slice_number FROM pgjobs.compute_fetch();
+SELECT CASE job_id WHEN :tiny_job THEN 'tiny' WHEN :huge_job THEN 'huge' END AS job, slice_number FROM pgjobs.compute_fetch();
+SELECT CASE job_id WHEN :tiny_job THEN 'tiny' WHEN :huge_job THEN 'huge' END AS job, slice_number FROM pgjobs.compute_fetch();
+RESET ROLE;
+SET ROLE regress_cw_owner;
+SELECT job_id = :tiny_job AS tiny, slice_work_payment_pending, remaining, nsf FROM pgjobs.job_fin_data
+WHERE job_id IN (:tiny_job, :huge_job) ORDER BY 1 DESC;
+RESET ROLE;
+
+-- Measurements are refused at submit unless each is a number from 0 to 1e12: 1e300, NaN,
+-- ±Infinity, negative, and bytes that would overflow the sums (2^63 - 1).
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_deploy(regress.spec('{"estimation_slices": 0, "name": "good"}' || current_setting('regress.alice')::jsonb))
+       AS good_job \gset
+-- Needs what no worker here runs: only its reports put in by hand below.
+SELECT pgjobs.compute_deploy(regress.spec('{"estimation_slices": 0, "name": "bad", "capabilities": ["webgpu"]}'
+                                          || current_setting('regress.alice')::jsonb)) AS bad_job \gset
+RESET ROLE;
+SET ROLE regress_cw_w1;
+CREATE TEMP TABLE good AS SELECT * FROM pgjobs.compute_fetch() WHERE job_id = :good_job;
+SELECT count(*) AS good_slices FROM good;
+RESET ROLE;
+SELECT regress.compute_fingerprint() AS before \gset
+SET ROLE regress_cw_w1;
+SELECT m, v, regress.error_of(format('SELECT * FROM pgjobs.compute_submit(%L, ''{1}'', ''{1}'', %s => %L)',
+                                     (SELECT task_token FROM good LIMIT 1), m, v)) AS refused
+FROM (VALUES ('cpu_ms', '{1e300}'), ('cpu_ms', '{NaN}'), ('gpu_ms', '{Infinity}'), ('wall_ms', '{-Infinity}'),
+             ('gpu_ms', '{-1}'), ('wall_ms', '{1e13}'), ('in_bytes', '{9223372036854775807}'), ('out_bytes', '{-1}')) v(m, v);
+RESET ROLE;
+SELECT regress.compute_fingerprint() = :'before' AS nothing_changed;
+
+-- One job that cannot be folded holds up no other: two reports of 2^63 - 1 bytes put into the bad
+-- job's reports by hand (as no submit can) overflow its totals. The fold marks it with the error,
+-- which its owner reads, and folds and pays the good job beside it; the next fold leaves it out.
+SET ROLE regress_cw_w1;
+SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM good LIMIT 1), (SELECT array_agg(slice_number) FROM good),
+                                    (SELECT array_agg('r' || slice_number) FROM good)) ORDER BY 1;
+RESET ROLE;
+INSERT INTO pgjobs.slice_reports (job_id, slice_number, copy, owner, worker_opaque_id, worker_root, compute_group_id,
+                                  value, value_hash, accepted, cpu_time, gpu_time, wall_time, in_data_size, out_data_size)
+SELECT :bad_job, n, 0, 'regress_cw_owner'::regrole, w.opaque_id, w.owner, m.compute_group_id, 'data:,x', md5('x'), true, 1, 0, 1,
+       9223372036854775807, 0
+FROM pgjobs.workers w, pgjobs.compute_group_jobs m, generate_series(1, 2) n WHERE w.label = 'w1' AND m.job_id = :bad_job;
+SELECT pgjobs._compute_fold() AS folded;
+SELECT pgjobs._compute_fold() AS folded_again;
+SET ROLE regress_cw_owner;
+SELECT c.job_id = :good_job AS good, c.status, c.fold_error, f.slice_work_payment_total, p.measured_slices
+FROM pgjobs.compute_jobs c JOIN pgjobs.job_fin_data f ON f.job_id = c.job_id JOIN pgjobs.job_perf_data p ON p.job_id = c.job_id
+WHERE c.job_id IN (:good_job, :bad_job) ORDER BY 1 DESC;
+RESET ROLE;
+
+-- Join secrets: shorter than 16 characters is refused. 20 wrong ones within 20 minutes (this and
+-- the previous 10-minute window), by any way in and whether or not their transaction commits, and
+-- the identity's attempts are refused (53400), the right secret too; another identity is not
+-- affected.
+SET ROLE regress_cw_group_owner;
+SELECT regress.error_of(format('SELECT pgjobs.compute_group_set_secret(%L, %L)', :'g_main_opaque', 'fifteen chars!!')) AS refused;
+RESET ROLE;
+SET ROLE regress_cw_other;
+BEGIN;
+SELECT count(*) FILTER (WHERE NOT pgjobs.compute_group_check_secret(:'g_main_opaque', 'main-key', 'guess ' || k)) AS wrong
+FROM generate_series(1, 18) k;
+ROLLBACK;
+SELECT regexp_replace(regress.error_of(format('SELECT pgjobs.compute_deploy(%L)', regress.spec('{}') || jsonb_build_object('groups',
+           jsonb_build_array(jsonb_build_object('group', :'g_main_opaque', 'join_key', 'main-key', 'secret', 'guess 19'))))),
+                      'group [0-9a-f-]{36}', 'group <id>') AS refused;
+SELECT pgjobs.compute_group_check_secret(:'g_main_opaque', 'main-key', 'guess 20') AS twentieth;
+SELECT regress.error_of(format('SELECT pgjobs.compute_group_check_secret(%L, %L, %L)', :'g_main_opaque', 'main-key', 'main-secret-long-enough'))
+       AS refused;
+SELECT regress.error_of(format('SELECT pgjobs.compute_deploy(%L)', regress.spec('{}'))) AS refused;
+RESET ROLE;
+SET ROLE regress_cw_x3;
+SELECT pgjobs.compute_group_check_secret(:'g_main_opaque', 'main-key', 'main-secret-long-enough') AS another_identity;
+RESET ROLE;
+SET ROLE regress_cw_mallory_p1;
+SELECT regress.error_of('SELECT pgjobs._lock_key(''compute_fold'', '''')') AS lock_key,
+       regress.error_of('SELECT key FROM pgjobs.installation_key') AS installation_key;
+RESET ROLE;
+
 -- Nothing left for the tests after this one.
 TRUNCATE pgjobs.compute_jobs, pgjobs.compute_slices, pgjobs.slice_reports, pgjobs.result_store, pgjobs.compute_tasks,
     pgjobs.job_perf_data, pgjobs.job_fin_totals, pgjobs.job_results, pgjobs.job_data, pgjobs.job_arguments,
@@ -353,8 +604,13 @@ SET ROLE regress_cw_supplier;
 SELECT pgjobs.jobs_remove_proxy('regress_cw_w1'), pgjobs.jobs_remove_proxy('regress_cw_w2'),
        pgjobs.jobs_remove_proxy('regress_cw_w3');
 RESET ROLE;
+SET ROLE regress_cw_mallory;
+SELECT pgjobs.jobs_remove_proxy('regress_cw_mallory_p1'), pgjobs.jobs_remove_proxy('regress_cw_mallory_p2');
+RESET ROLE;
 DROP FUNCTION regress.spec(jsonb), regress.compute_fingerprint();
 DROP OWNED BY regress_cw_owner, regress_cw_other, regress_cw_group_owner, regress_cw_supplier,
-    regress_cw_w1, regress_cw_w2, regress_cw_w3;
+    regress_cw_w1, regress_cw_w2, regress_cw_w3, regress_cw_x2, regress_cw_x3, regress_cw_mallory,
+    regress_cw_mallory_p1, regress_cw_mallory_p2;
 DROP ROLE regress_cw_owner, regress_cw_other, regress_cw_group_owner, regress_cw_supplier,
-    regress_cw_w1, regress_cw_w2, regress_cw_w3;
+    regress_cw_w1, regress_cw_w2, regress_cw_w3, regress_cw_x2, regress_cw_x3, regress_cw_mallory,
+    regress_cw_mallory_p1, regress_cw_mallory_p2;
