@@ -544,8 +544,14 @@ LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
-    c compute_jobs := _compute_owned(caller_role, job);
+    c compute_jobs;
 BEGIN
+    -- The amount is checked before the job is looked up: bad input is refused as such, whoever's
+    -- job it names.
+    IF act = 'fund' AND (amount IS NULL OR _money(amount, 'the amount to add') = 0) THEN
+        PERFORM _invalid(format('funds to add must be a positive amount, not %s', coalesce(amount::text, 'null')));
+    END IF;
+    c := _compute_owned(caller_role, job);
     CASE act
     WHEN 'pause' THEN
         UPDATE compute_jobs SET status = 'paused' WHERE job_id = job;
@@ -560,9 +566,6 @@ BEGIN
     WHEN 'cancel' THEN
         PERFORM _compute_end(job, 'cancelled');
     WHEN 'fund' THEN
-        IF amount IS NULL OR _money(amount, 'the amount to add') = 0 THEN
-            PERFORM _invalid(format('funds to add must be a positive amount, not %s', coalesce(amount::text, 'null')));
-        END IF;
         IF c.funds + amount >= 1e10 THEN
             PERFORM _invalid(format('a job''s funds must stay below 10000000000 DCC (%s now)', c.funds),
                              'Deploy another job for more work.');

@@ -58,3 +58,21 @@ DROP TABLE locks;
 DROP FUNCTION regress.lock_modes(regclass);
 DROP OWNED BY regress_locker;
 DROP ROLE regress_locker;
+
+-- Advisory locks: any role may take any key, so the extension's keys are ones no member can
+-- compute (_lock_key: a hash keyed by installation_key). Its classes, listed in one place:
+SELECT unnest(enum_range(NULL::pgjobs.lock_class)) AS lock_class;
+-- Every advisory lock the extension takes is keyed so, by _lock_key in the call or in the
+-- variable the call names: no line here.
+SELECT p.oid::regprocedure AS function, m[1] AS unkeyed_advisory_lock
+FROM pg_proc p, regexp_matches(p.prosrc, 'pg_(?:try_)?advisory_\w+\(\s*(\w+)', 'g') m
+WHERE p.pronamespace = 'pgjobs'::regnamespace
+  AND m[1] <> '_lock_key' AND p.prosrc !~ (m[1] || '\s*:=\s*_lock_key\(')
+ORDER BY 1::text;
+-- And no member can compute a key, nor read the secret.
+CREATE ROLE regress_locker IN ROLE pgjobs_user;
+SET ROLE regress_locker;
+SELECT regress.error_of('SELECT pgjobs._lock_key(''compute_fold'', ''0'')') AS compute_a_key;
+SELECT regress.error_of('SELECT key FROM pgjobs.installation_key') AS read_the_secret;
+RESET ROLE;
+DROP ROLE regress_locker;

@@ -46,7 +46,18 @@ INSERT INTO regress.bounded_calls VALUES
     ('regress_inputs', 'date', 'SELECT count(*) FROM pgjobs.batch_groups(month => %s)'),
     ('regress_inputs', 'date', 'SELECT count(*) FROM pgjobs.batch_group_jobs(''time'', ''x'', month => %s)'),
     ('regress_inputs', 'date', 'SELECT count(*) FROM pgjobs.batch_cancel_where(month => %s)'),
-    ('regress_inputs_agent', 'span', 'SELECT pgjobs.batch_finish(1, gen_random_uuid(), 0, %s)');
+    ('regress_inputs_agent', 'span', 'SELECT pgjobs.batch_finish(1, gen_random_uuid(), 0, %s)'),
+    ('regress_inputs', 'money', 'SELECT pgjobs.compute_fund(1, %s)'),
+    ('regress_inputs', 'float', 'SELECT pgjobs.compute_worker_register(''w'', cpu_cores => %s)'),
+    ('regress_inputs', 'float', 'SELECT pgjobs.compute_worker_register(''w'', gpu_cores => %s)'),
+    ('regress_inputs', 'float', 'SELECT pgjobs.compute_worker_register(''w'', max_sandboxes => %s)'),
+    ('regress_inputs', 'float', 'SELECT count(*) FROM pgjobs.compute_submit(gen_random_uuid(), ''{1}'', ''{r}'', cpu_ms => ARRAY[%s])'),
+    ('regress_inputs', 'float', 'SELECT count(*) FROM pgjobs.compute_submit(gen_random_uuid(), ''{1}'', ''{r}'', gpu_ms => ARRAY[%s])'),
+    ('regress_inputs', 'float', 'SELECT count(*) FROM pgjobs.compute_submit(gen_random_uuid(), ''{1}'', ''{r}'', wall_ms => ARRAY[%s])'),
+    ('regress_inputs', 'money', 'SELECT pgjobs.compute_deploy(jsonb_build_object(''offer'', %s, ''input'', jsonb_build_object(''range'', jsonb_build_object(''start'', 1, ''end'', 2))))'),
+    ('regress_inputs', 'money', 'SELECT pgjobs.compute_deploy(jsonb_build_object(''market_value'', %s, ''input'', jsonb_build_object(''range'', jsonb_build_object(''start'', 1, ''end'', 2))))'),
+    ('regress_inputs', 'money', 'SELECT pgjobs.compute_deploy(jsonb_build_object(''offer'', 1, ''funds'', %s, ''input'', jsonb_build_object(''range'', jsonb_build_object(''start'', 1, ''end'', 2))))'),
+    ('regress_inputs', 'float', 'SELECT pgjobs.compute_deploy(jsonb_build_object(''offer'', 1, ''work'', ''f'', ''input'', jsonb_build_object(''range'', jsonb_build_object(''start'', %s, ''end'', 2))))');
 
 CREATE TABLE regress.bounded_values (kind text, value text);
 INSERT INTO regress.bounded_values VALUES
