@@ -236,6 +236,45 @@ SQL
     [ "$ticking" = t ] && grep -q "22023\|reserved for the scheduler" <<<"$refused"
 }
 
+# A member restarts or stops her own 15 due routines (one schedule each) in a transaction she
+# leaves open, which holds their rows of the day, and switches her schedules' commands on: each
+# of the launcher's rounds used to wait a second for each such row (lock_timeout), and another
+# identity's per-second schedule fired every 15 s or so. The rounds pass her rows over: the
+# other schedule fires each second, and her routines start once she commits.
+test_a_member_holding_her_routines_does_not_slow_others() {
+    live_sql "CREATE ROLE live_rt_holder IN ROLE pgjobs_user; CREATE ROLE live_rt_victim IN ROLE pgjobs_user;
+              CREATE ROLE live_rt_agent IN ROLE pgjobs_agent;
+              CREATE TABLE live_rt_ticks (at timestamptz); GRANT INSERT ON live_rt_ticks TO live_rt_victim" || return 1
+    live_sql "SET ROLE live_rt_agent; SELECT pgjobs.batch_register('HOLDPC');
+              SET ROLE live_rt_holder;
+              SELECT count(pgjobs.routines_put('MAL' || g, 'mal@HOLDPC:feed' || g, realtime => true, command => 'feed'))
+              FROM generate_series(1, 15) g;
+              SELECT count(*) FROM generate_series(1, 15) g, pgjobs.routines_set_mode('MAL' || g, 'observe')" >/dev/null || return 1
+    wait_until 15 "SELECT count(*) = 15 FROM pgjobs.routines_today WHERE routine LIKE 'mal@HOLDPC:%'" || return 1
+    "$PG_BIN/psql" -X -q -h localhost -p "$PORT" -U postgres -d "$LIVE_DB" >/dev/null 2>&1 <<'SQL' &
+SET ROLE live_rt_holder;
+BEGIN;
+SELECT pgjobs.routine_stop('MAL' || g, 'mal@HOLDPC:feed' || g) FROM generate_series(1, 15) g;
+SELECT pg_sleep(12);
+COMMIT;
+SQL
+    local holder=$!
+    sleep 1
+    live_sql "SET ROLE live_rt_holder;
+              SELECT count(*) FROM generate_series(1, 15) g, pgjobs.routines_set_mode('MAL' || g, 'control');
+              SET ROLE live_rt_victim;
+              SELECT pgjobs.jobs_schedule('victim-ticks', 'every 1 second', '{\"sql\": \"INSERT INTO live_rt_ticks VALUES (now())\"}')" >/dev/null || return 1
+    sleep 8
+    local ticks
+    ticks=$(live_sql "SELECT count(*) FROM live_rt_ticks")
+    live_sql "SET ROLE live_rt_victim; SELECT pgjobs.jobs_unschedule('victim-ticks')" >/dev/null
+    wait "$holder"
+    local started=f
+    wait_until 15 "SELECT count(*) = 15 FROM pgjobs.batch_jobs WHERE kind = 'routine' AND routine LIKE 'mal@HOLDPC:%'" && started=t
+    live_sql "DELETE FROM pgjobs.routine_schedules WHERE schedule LIKE 'MAL%'" >/dev/null
+    [ "$ticks" -ge 4 ] && [ "$started" = t ]
+}
+
 # A member's transaction that fills the server's lock table (advisory locks, held open) makes
 # every round of the launcher fail with 53200 (out of shared memory), while a per-second
 # schedule keeps it coming round. The launcher logs it, backs off and goes on: the same process,
@@ -707,6 +746,7 @@ run_live_tests() {
     verdict "SQL job leaves nothing for the extension to run" test_sql_job_leaves_nothing_for_the_extension_to_run
     verdict "database settings do not reach the background workers" test_database_settings_do_not_reach_the_background_workers
     verdict "a member holding rows does not stop the launcher" test_a_member_holding_rows_does_not_stop_the_launcher
+    verdict "a member holding her routines does not slow others" test_a_member_holding_her_routines_does_not_slow_others
     verdict "the launcher survives a full lock table" test_launcher_survives_a_full_lock_table
     verdict "SQL job that ignores cancel is stopped" test_sql_job_that_ignores_cancel_is_stopped
     verdict "the launcher requeues an expired lease without a claim" test_launcher_requeues_expired_leases

@@ -818,14 +818,26 @@ $$;
 
 -- Reads a schedule's definition into the state of its day: routines added are due from now (or
 -- from the day's start, on a new day), routines removed leave it, the others keep their state.
--- A realtime routine's run carries over into a new day while it runs.
-CREATE FUNCTION _routines_load(s routine_schedules, today date, at timestamptz) RETURNS void
+-- A realtime routine's run carries over into a new day while it runs. Returns false, having
+-- changed nothing, where a row it writes is held: the schedule's (a switch or a reload left open)
+-- or a routine's of the day (a person's restart or stop left open). The scheduler never waits for
+-- a transaction of anyone who commands a schedule; a later round reads it.
+CREATE FUNCTION _routines_load(s routine_schedules, today date, at timestamptz) RETURNS boolean
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
     new_day boolean := s.day IS DISTINCT FROM today;
 BEGIN
+    PERFORM FROM routine_schedules x WHERE x.id = s.id FOR NO KEY UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    BEGIN
+        PERFORM FROM routine_days r WHERE r.schedule_id = s.id AND r.day = today FOR UPDATE NOWAIT;
+    EXCEPTION WHEN lock_not_available THEN
+        RETURN false;
+    END;
     INSERT INTO routine_days AS r (schedule_id, day, routine, group_name, external, realtime, runtimes,
                                    args, dependencies, computer, seq, command, due_since,
                                    job_id, posted_at, started_at, last_message, last_level, last_message_at)
@@ -846,6 +858,7 @@ BEGIN
     WHERE r.schedule_id = s.id AND r.day = today
       AND NOT EXISTS (SELECT FROM routine_definitions d WHERE d.schedule_id = s.id AND d.routine = r.routine);
     UPDATE routine_schedules x SET day = today, loaded_at = at, reload = false WHERE x.id = s.id;
+    RETURN true;
 END
 $$;
 
@@ -931,21 +944,29 @@ BEGIN ATOMIC
                                        f.restart_asked, f.ending) r;
 END;
 
--- The status task: each routine's status and last message.
+-- The status task: each routine's status and last message. A routine whose row is held (a
+-- person's restart or stop in an open transaction) keeps its status until a later round.
 CREATE FUNCTION _routines_status(schedule_id bigint, today date, at timestamptz) RETURNS void
 LANGUAGE sql
 SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
+    WITH f AS (
+        SELECT * FROM _routine_decisions(_routines_status.schedule_id, today, _routines_status.at)
+    ), changed AS (
+        SELECT d.routine FROM routine_days d JOIN f ON f.routine = d.routine
+        WHERE d.schedule_id = _routines_status.schedule_id AND d.day = today
+          -- Every 2 seconds: only what changed is written (and locked).
+          AND (d.status, d.last_message, d.last_level, d.last_message_at, d.started_at, d.ended_at)
+              IS DISTINCT FROM (f.status, f.last_message, f.last_level, f.last_message_at,
+                                coalesce(f.started_at, d.started_at), f.ended_at)
+        FOR NO KEY UPDATE OF d SKIP LOCKED
+    )
     UPDATE routine_days d
     SET status = f.status, last_message = f.last_message, last_level = f.last_level,
         last_message_at = f.last_message_at, started_at = coalesce(f.started_at, d.started_at),
         ended_at = f.ended_at
-    FROM _routine_decisions(_routines_status.schedule_id, today, _routines_status.at) f
-    WHERE d.schedule_id = _routines_status.schedule_id AND d.day = today AND d.routine = f.routine
-      -- Every 2 seconds: only what changed is written.
-      AND (d.status, d.last_message, d.last_level, d.last_message_at, d.started_at, d.ended_at)
-          IS DISTINCT FROM (f.status, f.last_message, f.last_level, f.last_message_at,
-                            coalesce(f.started_at, d.started_at), f.ended_at);
+    FROM f JOIN changed c ON c.routine = f.routine
+    WHERE d.schedule_id = _routines_status.schedule_id AND d.day = today AND d.routine = f.routine;
 END;
 
 -- One schedule's round: the day's state (read again on a new day, a new scheduler or a reload),
@@ -957,6 +978,7 @@ AS $$
 DECLARE
     s routine_schedules;
     today date;
+    starting boolean;
     todo record;
     mode_now text;
     sent integer := 0;
@@ -968,32 +990,41 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(_lock_key('routine_round', sid::text)) THEN
         RETURN NULL;
     END IF;
-    SELECT * INTO s FROM routine_schedules x WHERE x.id = sid;
+    -- Nothing here waits for a row that anyone but the scheduler can hold: each is locked with
+    -- SKIP LOCKED or NOWAIT, and what is held is done at a later round. First the schedule's row,
+    -- shared as the rows of its state and log refer to it: its owner editing the definition holds
+    -- it, and the schedule is passed over until that transaction ends.
+    SELECT * INTO s FROM routine_schedules x WHERE x.id = sid FOR KEY SHARE SKIP LOCKED;
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
     today := (at AT TIME ZONE s.time_zone)::date;
-    IF s.loaded_at IS NULL OR s.loaded_at < scheduler_started THEN
-        -- A scheduler that starts with pg_jobs.routines_start_mode = observe switches every
-        -- schedule's commands off; anyone may switch them on again.
-        IF current_setting('pg_jobs.routines_start_mode') = 'observe' AND s.loaded_at IS NOT NULL THEN
+    starting := s.loaded_at IS NULL OR coalesce(s.loaded_at < scheduler_started, false);
+    IF starting OR s.reload OR s.day IS DISTINCT FROM today THEN
+        IF NOT _routines_load(s, today, at) THEN
+            -- Held: a reload waits, and the day goes on as read; a new day or a new scheduler
+            -- (whose switch must be set first) waits with its commands.
+            IF starting OR s.day IS DISTINCT FROM today THEN
+                RETURN format('%s: passed over (its rows are held)', s.schedule);
+            END IF;
+        ELSIF starting AND s.loaded_at IS NOT NULL AND current_setting('pg_jobs.routines_start_mode') = 'observe' THEN
+            -- A scheduler that starts with pg_jobs.routines_start_mode = observe switches every
+            -- schedule's commands off; anyone may switch them on again. (The load locked the row.)
             UPDATE routine_schedules x SET mode = 'observe', mode_by = NULL, mode_at = at
             WHERE x.id = sid AND x.mode <> 'observe';
         END IF;
-        s.reload := true;
-    END IF;
-    IF s.reload OR s.day IS DISTINCT FROM today THEN
-        PERFORM _routines_load(s, today, at);
     END IF;
 
     PERFORM _routines_status(sid, today, at);
-    -- Dependencies are read from the statuses just written.
+    -- Dependencies are read from the statuses just written. A routine whose row is held (a
+    -- person's restart or stop left open) is passed over: still due, for a later round.
     FOR todo IN
         SELECT d AS day_row, d.routine, d.job_id, x.command AS what
         FROM routine_days d
         JOIN _routine_decisions(sid, today, at) x ON x.routine = d.routine
         WHERE d.schedule_id = sid AND d.day = today AND x.command IS NOT NULL
         ORDER BY d.seq
+        FOR NO KEY UPDATE OF d SKIP LOCKED
     LOOP
         -- The switch is read right before each command: one switched off in the middle of a
         -- round stops the rest of it. A person's restart goes whatever it says.
@@ -1026,12 +1057,13 @@ BEGIN
         PERFORM _routines_status(sid, today, at);
     END IF;
     SELECT x.mode INTO mode_now FROM routine_schedules x WHERE x.id = sid;
+    -- Not written while a switch or a reload holds the row.
     UPDATE routine_schedules x
     SET state_at = clock_timestamp(),
         doing = CASE WHEN mode_now = 'control' THEN 'controlling' ELSE 'observing' END
                 || CASE WHEN sent > 0 THEN format('; %s command(s) sent', sent) ELSE '' END
                 || CASE WHEN held > 0 THEN format('; %s held back (commands off)', held) ELSE '' END
-    WHERE x.id = sid;
+    WHERE x.id = (SELECT y.id FROM routine_schedules y WHERE y.id = sid FOR NO KEY UPDATE SKIP LOCKED);
     RETURN format('%s: %s sent, %s held', s.schedule, sent, held);
 END
 $$;
@@ -1055,7 +1087,12 @@ BEGIN
             RAISE WARNING 'pg_jobs scheduler: schedule % of % failed: %', sched.schedule, sched.owner::regrole, SQLERRM;
         END;
     END LOOP;
-    DELETE FROM routine_days d WHERE d.day < (at - make_interval(days => current_setting('pg_jobs.history_days')::integer))::date;
+    -- A day's row held (a person's command left open since) goes at a later round.
+    DELETE FROM routine_days d
+    USING (SELECT o.schedule_id, o.day, o.routine FROM routine_days o
+           WHERE o.day < (at - make_interval(days => current_setting('pg_jobs.history_days')::integer))::date
+           FOR UPDATE SKIP LOCKED) o
+    WHERE (d.schedule_id, d.day, d.routine) = (o.schedule_id, o.day, o.routine);
     DELETE FROM routine_log l WHERE l.at < _routines_tick.at - make_interval(days => current_setting('pg_jobs.history_days')::integer);
 END
 $$;
