@@ -24,7 +24,7 @@ RESET ROLE;
 INSERT INTO pgjobs.compute_groups (owner, name, join_key) VALUES ('upgrade_groups'::regrole, 'upgrade-group', 'key')
 RETURNING opaque_id AS group_id \gset
 SET ROLE upgrade_groups;
-SELECT pgjobs.compute_group_set_secret(:'group_id', 'sesame');
+SELECT pgjobs.compute_group_set_secret(:'group_id', 'open-sesame-0123456789');
 SELECT pgjobs.compute_deploy(jsonb_build_object('work', '(x) => x', 'input', '{"range": {"start": 1, "end": 20}}'::jsonb,
                                                 'groups', jsonb_build_array(:'group_id'), 'offer', '0.001', 'funds', '1'));
 RESET ROLE;
