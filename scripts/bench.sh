@@ -61,12 +61,10 @@ if wanted queue && ! "$VENV/bin/python" -c "import procrastinate, sys; sys.exit(
     "$VENV/bin/pip" install -q "$PROCRASTINATE"
 fi
 
-if wanted queue; then
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+if wanted queue && { ! command -v node >/dev/null || ! command -v npm >/dev/null; }; then
     log "installing Node.js and npm (Debian packages)"
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-fi
 fi
 if ! command -v valgrind >/dev/null; then
     log "installing valgrind (Debian package; bench/access.py and bench/costs.py count instructions with it)"
