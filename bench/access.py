@@ -319,32 +319,34 @@ def server_cpu(role, rls_statements, owner_statements):
 INSTRUCTION_CALLS = (20, 120)
 
 
-def snapshot_data():
+def snapshot_data(cluster=CLUSTER, port=PORT):
     """Stops the cluster, copies its data directory to `snapshot` beside it (the state every
     count starts from: the same rows, statistics and hint bits on both sides) and starts it
     again. drop_snapshot() removes it."""
-    lib_sh(f'stop_cluster {CLUSTER}; dir=$(cluster_dir {CLUSTER}); rm -rf "$dir/snapshot"; '
-           f'cp -a "$dir/data" "$dir/snapshot"; start_cluster {CLUSTER} {PORT} bench >/dev/null')
+    lib_sh(f'stop_cluster {cluster}; dir=$(cluster_dir {cluster}); rm -rf "$dir/snapshot"; '
+           f'cp -a "$dir/data" "$dir/snapshot"; start_cluster {cluster} {port} bench >/dev/null')
 
 
-def drop_snapshot():
-    lib_sh(f'rm -rf "$(cluster_dir {CLUSTER})/snapshot"')
+def drop_snapshot(cluster=CLUSTER):
+    lib_sh(f'rm -rf "$(cluster_dir {cluster})/snapshot"')
 
 
-def instructions(role, statements, calls):
+def instructions(role, statements, calls, cluster=CLUSTER, database="bench"):
     """Instructions a backend executes to do `calls` calls: a single-user backend under
-    valgrind's callgrind, on a fresh copy of the snapshot, given the statements as PREPAREd ones
-    (EXECUTE), as `role` (SET ROLE) or as the superuser."""
+    valgrind's callgrind, on a fresh copy of the snapshot of `cluster`, in `database`, given the
+    statements as PREPAREd ones (EXECUTE), as `role` (SET ROLE) or as the superuser."""
     prepared = [(f"s{n}", statement) for n, statement in enumerate(statements)]
+    # Transaction control cannot be prepared; every other statement is.
+    control = ("BEGIN", "COMMIT", "ROLLBACK")
     script = [f"SET ROLE {role};"] if role else []
-    script += [f"PREPARE {name} AS {statement};" for name, statement in prepared if statement.startswith("SELECT")]
-    call = [f"EXECUTE {name};" if statement.startswith("SELECT") else f"{statement};" for name, statement in prepared]
+    script += [f"PREPARE {name} AS {statement};" for name, statement in prepared if statement not in control]
+    call = [f"{statement};" if statement in control else f"EXECUTE {name};" for name, statement in prepared]
     script += call * calls
     run = subprocess.run(
-        ["bash", "-c", f'source "{ROOT}/scripts/lib.sh"; dir=$(cluster_dir {CLUSTER}); '
+        ["bash", "-c", f'source "{ROOT}/scripts/lib.sh"; dir=$(cluster_dir {cluster}); '
                        'rm -rf "$dir/counted"; cp -a "$dir/snapshot" "$dir/counted"; '
                        'as_db_user valgrind --tool=callgrind --callgrind-out-file=/dev/null '
-                       '"$PG_BIN/postgres" --single -D "$dir/counted" -c autovacuum=off bench; '
+                       f'"$PG_BIN/postgres" --single -D "$dir/counted" -c autovacuum=off {database}; '
                        'status=$?; rm -rf "$dir/counted"; exit $status'],
         input="\n".join(script) + "\n", capture_output=True, text=True)
     collected = re.search(r"Collected : (\d+)", run.stderr)
@@ -354,9 +356,10 @@ def instructions(role, statements, calls):
     return int(collected.group(1))
 
 
-def instructions_per_call(role, statements):
+def instructions_per_call(role, statements, cluster=CLUSTER, database="bench"):
     few, many = INSTRUCTION_CALLS
-    return (instructions(role, statements, many) - instructions(role, statements, few)) / (many - few)
+    return ((instructions(role, statements, many, cluster, database)
+             - instructions(role, statements, few, cluster, database)) / (many - few))
 
 
 # --- Where the time goes ---------------------------------------------------------------------

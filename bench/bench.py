@@ -1,11 +1,13 @@
 """pg_jobs beside its peers, in one run on one cluster, as one Markdown table; run by
 scripts/bench.sh.
 
-Expects the cluster that scripts/bench.sh starts (port 28817) with fresh databases: `bench` with
-pg_jobs created in it, and empty `bench_sql`, `bench_graphile`, `bench_pgboss` and
-`bench_procrastinate` for the peers, whose packages bench.sh has installed under target/
-(graphile-worker and pg-boss from npm in target/bench-peers/node, procrastinate in the venv that
-runs this script). Prints the table and writes it to target/bench/latest.md.
+Expects the cluster that scripts/bench.sh starts (port 28817, or BENCH_PORT) with fresh databases:
+`bench` with pg_jobs created in it, and empty `bench_sql`, `bench_graphile`, `bench_pgboss`,
+`bench_procrastinate` and `bench_pgmq` for the peers, whose packages bench.sh has installed under
+target/ (graphile-worker and pg-boss from npm in target/bench-peers/node, procrastinate in the venv
+that runs this script); pgmq is its release's SQL file (PGMQ_SQL, by default
+../shared/peers/pgmq-1.5.1/pgmq.sql beside the checkout), loaded here. Prints the table and writes
+it to target/bench/latest.md.
 
 The systems:
 - pg_jobs, driven by pgbench (bench/*.sql) as a worker written in SQL would drive it.
@@ -13,6 +15,13 @@ The systems:
   statement, driven by pgbench at the same batch sizes: the floor any queue in Postgres sits on.
 - graphile-worker, pg-boss and procrastinate, each by its own worker with a no-op handler
   (bench/peers/): graphile-worker's `run`, pg-boss's `work()`, procrastinate's `run_worker_async`.
+- pgmq 1.5.1, driven by pgbench through its functions (bench/pgmq_*.sql): `send`, `send_batch`,
+  `read` with a visibility timeout, then `delete` or `archive`. Its rows are left out, with a
+  message, when its SQL file is not there.
+
+`--systems pg_jobs,sql,pgmq` (or BENCH_SYSTEMS) measures only those systems, and `--parts
+enqueue,drain` (or BENCH_PARTS; also pickup, claim-latency, long-transaction, batch-agents) only
+those parts of the run, in the same table; pg_jobs is always measured.
 
 Then the long-transaction scenario (see long_transaction), written to
 target/bench/long_transaction.md; then 2 worker agents draining batch jobs (see batch_agents), written to
@@ -54,6 +63,9 @@ NODE_MODULES = ROOT / "target" / "bench-peers" / "node" / "node_modules"
 # copy, a port of one's own); scripts/bench.sh uses the defaults.
 PGBENCH = str(Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")) / "pgbench")
 PORT = int(os.environ.get("BENCH_PORT", "28817"))
+# pgmq has no package in any registry reachable here: its release's SQL file is kept beside the
+# checkout (../shared/peers, with its licence), and loaded into its database by setup_peers.
+PGMQ_SQL = Path(os.environ.get("PGMQ_SQL", ROOT.parent / "shared" / "peers" / "pgmq-1.5.1" / "pgmq.sql"))
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 CLIENTS = 8
@@ -98,14 +110,15 @@ AUTOVACUUM_WAIT = 300
 
 CLAIM_ONE = "SELECT * FROM pgjobs.jobs_claim('b', ARRAY['default'], 1)"
 
-SYSTEMS = ("pg_jobs", "sql", "graphile", "pgboss", "procrastinate")
-NAMES = {"pg_jobs": "pg_jobs", "sql": "hand-written SQL", "graphile": "graphile-worker",
+SYSTEMS = ("pg_jobs", "sql", "pgmq", "graphile", "pgboss", "procrastinate")
+NAMES = {"pg_jobs": "pg_jobs", "sql": "hand-written SQL", "pgmq": "pgmq", "graphile": "graphile-worker",
          "pgboss": "pg-boss", "procrastinate": "procrastinate"}
-DATABASES = {"pg_jobs": "bench", "sql": "bench_sql", "graphile": "bench_graphile",
+DATABASES = {"pg_jobs": "bench", "sql": "bench_sql", "pgmq": "bench_pgmq", "graphile": "bench_graphile",
              "pgboss": "bench_pgboss", "procrastinate": "bench_procrastinate"}
 # The job systems pg_jobs is compared with in the last column (hand-written SQL is the floor
 # they all stand on, not an alternative with retries, leases and schedules).
-PEERS = ("graphile", "pgboss", "procrastinate")
+PEERS = ("pgmq", "graphile", "pgboss", "procrastinate")
+PARTS = ("enqueue", "drain", "pickup", "claim-latency", "long-transaction", "batch-agents")
 
 
 def log(message):
@@ -384,17 +397,50 @@ class Procrastinate(System):
         return "SELECT count(*) FROM procrastinate_jobs"
 
 
-PG_JOBS, SQL, GRAPHILE, PGBOSS, PROCRASTINATE = PgJobs(), HandWritten(), Graphile(), PgBoss(), Procrastinate()
+class Pgmq(System):
+    key = "pgmq"
+
+    def queue_tables(self):
+        return [("pgmq", "q_noop"), ("pgmq", "a_noop")]
+
+    def reset(self):
+        execute("TRUNCATE pgmq.q_noop, pgmq.a_noop", "pgmq")
+
+    def fill(self, count):
+        execute(f"""SELECT count(*) FROM pgmq.send_batch('noop', ARRAY(
+                        SELECT '{{"task": "noop"}}'::jsonb FROM generate_series(1, {count})))""", "pgmq")
+
+    def left_sql(self):
+        # A deleted message is gone; an archived one is in a_noop, done.
+        return "SELECT count(*) FROM pgmq.q_noop"
 
 
-def setup_peers():
-    """The peers' schemas, in their own databases: the hand-written table, and what
-    graphile-worker, pg-boss and procrastinate make themselves."""
+PG_JOBS, SQL, PGMQ, GRAPHILE, PGBOSS, PROCRASTINATE = (
+    PgJobs(), HandWritten(), Pgmq(), Graphile(), PgBoss(), Procrastinate())
+
+
+def pgmq_missing():
+    """Why pgmq cannot be measured, or None."""
+    if PGMQ_SQL.is_file():
+        return None
+    return (f"pgmq left out: its SQL file {PGMQ_SQL} is not there (it is kept in ../shared/peers beside "
+            "the checkout; PGMQ_SQL names another place)")
+
+
+def setup_peers(systems):
+    """The peers' schemas, in their own databases: the hand-written table, pgmq's SQL install and
+    its queue `noop`, and what graphile-worker, pg-boss and procrastinate make themselves."""
     log("making the peers' schemas")
-    execute("CREATE TABLE q (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload jsonb NOT NULL)", "sql")
-    driver("graphile", "migrate")
-    driver("pgboss", "setup")
-    driver("procrastinate", "setup")
+    if "sql" in systems:
+        execute("CREATE TABLE q (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload jsonb NOT NULL)", "sql")
+    if "pgmq" in systems:
+        with connect("pgmq") as conn:
+            conn.execute("SET client_min_messages = warning")
+            conn.execute(PGMQ_SQL.read_text())
+            conn.execute("SELECT pgmq.create('noop')")
+    for system, command in (("graphile", "migrate"), ("pgboss", "setup"), ("procrastinate", "setup")):
+        if system in systems:
+            driver(system, command)
 
 
 # --- dead tuples ----------------------------------------------------------------------------
@@ -502,17 +548,24 @@ def check_added(system, before, added):
         raise RuntimeError(f"{NAMES[system]}: {added} jobs counted as added, but the queue grew by {after - before}")
 
 
-def enqueue_rates():
+def enqueue_rates(systems):
     """Jobs added per second by CLIENTS clients: one per transaction, and 100 per transaction."""
     single, batched = {}, {}
     hundred = noop_jobs(100)
-    for system, script_single, script_batch, defines in (
-            ("pg_jobs", "enqueue_single.sql", "enqueue_batch.sql", [("jobs", hundred)]),
-            ("sql", "sql_enqueue_single.sql", "sql_enqueue_batch.sql", [("jobs", hundred)]),
-            ("graphile", "graphile_enqueue_single.sql", "graphile_enqueue_batch.sql",
-             [("specs", query("""SELECT array_agg(ROW('noop', '{}', NULL, NULL, NULL, NULL, NULL, NULL)
-                                                   ::graphile_worker.job_spec)::text
-                                 FROM generate_series(1, 100)""", "graphile")[0][0])])):
+    pgbench_systems = [
+        ("pg_jobs", "enqueue_single.sql", "enqueue_batch.sql", lambda: [("jobs", hundred)]),
+        ("sql", "sql_enqueue_single.sql", "sql_enqueue_batch.sql", lambda: [("jobs", hundred)]),
+        ("pgmq", "pgmq_enqueue_single.sql", "pgmq_enqueue_batch.sql",
+         lambda: [("msgs", query("SELECT array_agg(e)::text FROM jsonb_array_elements(%s::jsonb) e",
+                                 "pgmq", [hundred])[0][0])]),
+        ("graphile", "graphile_enqueue_single.sql", "graphile_enqueue_batch.sql",
+         lambda: [("specs", query("""SELECT array_agg(ROW('noop', '{}', NULL, NULL, NULL, NULL, NULL, NULL)
+                                                       ::graphile_worker.job_spec)::text
+                                     FROM generate_series(1, 100)""", "graphile")[0][0])])]
+    for system, script_single, script_batch, batch_defines in pgbench_systems:
+        if system not in systems:
+            continue
+        defines = batch_defines()
         for results, script, per_transaction, extra in ((single, script_single, 1, []),
                                                         (batched, script_batch, 100, defines)):
             log(f"enqueue: {NAMES[system]}, {per_transaction} per transaction, {CLIENTS} clients, {SECONDS} s")
@@ -522,6 +575,8 @@ def enqueue_rates():
             check_added(system, before, per_transaction * run.transactions)
             results[system] = Figure(per_transaction * run.tps)
     for system in ("pgboss", "procrastinate"):
+        if system not in systems:
+            continue
         for results, batch in ((single, 1), (batched, 100)):
             log(f"enqueue: {NAMES[system]}, {batch} per call, {CLIENTS} concurrent callers, {SECONDS} s")
             enqueue_backlog(system, fresh=batch == 1)
@@ -626,13 +681,15 @@ def transactions_per_client(batch):
     return DRAIN_JOBS // (CLIENTS * batch)
 
 
-def drain_rates():
+def drain_rates(systems):
     """Rows for the drains: every system at batch 1, 10 and 100 where it has a batch, pg_jobs
-    also completing and claiming in one call; and the dead tuples after the batch-1 drains."""
+    also completing and claiming in one call, pgmq deleting and archiving; and the dead tuples
+    after the batch-1 drains."""
     drains = {batch: {} for batch in DRAIN_BATCHES}
     one_trip = {}
     dead = {}
     pgboss_fetch = {}
+    pgmq_archive = {}
     notes = []
 
     for batch in DRAIN_BATCHES:
@@ -648,13 +705,41 @@ def drain_rates():
                             [("claims", claims), ("ids", "{}"), ("tokens", "{}")])
     one_trip["pg_jobs"] = Figure(rate)
 
-    for batch in DRAIN_BATCHES:
+    for batch in DRAIN_BATCHES if "sql" in systems else ():
         log(f"drain: hand-written SQL, {CLIENTS} clients claiming and deleting {batch} at a time, from {DRAIN_JOBS:,} jobs")
         rate, tuples = pgbench_drain("sql", "sql_drain.sql", batch, transactions_per_client(batch), [("batch", batch)])
         drains[batch]["sql"] = Figure(rate)
         if batch == 1:
             dead["sql"] = tuples
 
+    for batch in DRAIN_BATCHES if "pgmq" in systems else ():
+        for archive in (0, 1):
+            log(f"drain: pgmq, {CLIENTS} clients reading {batch} at a time (visibility timeout 30 s), then "
+                f"{'archiving' if archive else 'deleting'} them, from {DRAIN_JOBS:,} jobs")
+            rate, tuples = pgbench_drain("pgmq", "pgmq_drain.sql", batch, transactions_per_client(batch),
+                                         [("batch", batch), ("archive", archive)])
+            if archive:
+                pgmq_archive[batch] = (Figure(rate), tuples)
+            else:
+                drains[batch]["pgmq"] = Figure(rate)
+                if batch == 1:
+                    dead["pgmq"] = tuples
+
+    if "graphile" in systems:
+        drains[1]["graphile"], dead["graphile"], note = graphile_drains()
+        notes.append(note)
+    if "pgboss" in systems:
+        pgboss_fetch, dead["pgboss"] = pgboss_drains(drains)
+    if "procrastinate" in systems:
+        log(f"drain: procrastinate, one worker with concurrency {CLIENTS}, from {DRAIN_JOBS:,} jobs")
+        rate, done, tuples = worker_drain("procrastinate", "drain", concurrency=CLIENTS)
+        drains[1]["procrastinate"] = Figure(rate)
+        dead["procrastinate"] = tuples
+    return drain_rows(drains, one_trip, pgboss_fetch, pgmq_archive, dead), notes
+
+
+def graphile_drains():
+    """graphile-worker's best configuration: its rate, its dead tuples and a note of every one."""
     best = None
     tried = []
     for processes, concurrency in GRAPHILE_CONFIGS:
@@ -663,11 +748,15 @@ def drain_rates():
         tried.append(f"{processes}×{concurrency}: {rate:,.0f}")
         if best is None or rate > best[0]:
             best = (rate, f"{processes}×{concurrency}", tuples)
-    drains[1]["graphile"] = Figure(best[0], best[1])
-    dead["graphile"] = best[2]
-    notes.append("- graphile-worker has no batch (one `get_job` and one `complete_job` per job); processes × "
-                 "concurrency tried: " + "; ".join(tried) + " jobs/s. The table shows the best.")
+    return Figure(best[0], best[1]), best[2], (
+        "- graphile-worker has no batch (one `get_job` and one `complete_job` per job); processes × "
+        "concurrency tried: " + "; ".join(tried) + " jobs/s. The table shows the best.")
 
+
+def pgboss_drains(drains):
+    """pg-boss by work() into `drains`, and by fetch() and complete() loops: those rates, and the
+    dead tuples of the batch-1 fetch() drain."""
+    pgboss_fetch, dead = {}, None
     for batch in DRAIN_BATCHES:
         log(f"drain: pg-boss, {CLIENTS} work() workers, batchSize {batch}, polling every "
             f"{PGBOSS_POLLING_SECONDS} s, at most {PGBOSS_WINDOW} s")
@@ -678,13 +767,11 @@ def drain_rates():
         rate, done, tuples = worker_drain("pgboss", "drain", workers=CLIENTS, batch=batch, mode="fetch")
         pgboss_fetch[batch] = Figure(rate)
         if batch == 1:
-            dead["pgboss"] = tuples
+            dead = tuples
+    return pgboss_fetch, dead
 
-    log(f"drain: procrastinate, one worker with concurrency {CLIENTS}, from {DRAIN_JOBS:,} jobs")
-    rate, done, tuples = worker_drain("procrastinate", "drain", concurrency=CLIENTS)
-    drains[1]["procrastinate"] = Figure(rate)
-    dead["procrastinate"] = tuples
 
+def drain_rows(drains, one_trip, pgboss_fetch, pgmq_archive, dead):
     rows = []
     for batch in DRAIN_BATCHES:
         values = dict(drains[batch])
@@ -698,10 +785,14 @@ def drain_rates():
         else:
             rows.append(Row(f"Drain {DRAIN_JOBS:,} jobs, {CLIENTS} workers, {batch} jobs at a time",
                             "jobs/s", "higher", values))
-    for batch in DRAIN_BATCHES:
+    for batch, (rate, _) in pgmq_archive.items():
+        rows.append(Row(f"Drain, {batch} at a time, pgmq by read() then archive() (keeps every message, as "
+                        "pg_jobs keeps its history) instead of delete()", "jobs/s", "higher",
+                        {"pg_jobs": drains[batch]["pg_jobs"], "pgmq": rate}))
+    for batch, rate in pgboss_fetch.items():
         rows.append(Row(f"Drain, {batch} at a time, pg-boss by fetch() and complete() loops instead of work()",
                         "jobs/s", "higher",
-                        {"pg_jobs": drains[batch]["pg_jobs"], "pgboss": pgboss_fetch[batch]}))
+                        {"pg_jobs": drains[batch]["pg_jobs"], "pgboss": rate}))
     dead_values, wal_values = {}, {}
     for system, aftermath in dead.items():
         parts = " + ".join(f"{table} {n:,}" for table, n in aftermath.dead.items())
@@ -711,7 +802,13 @@ def drain_rates():
     rows.append(Row(f"Dead tuples left in the queue tables after draining {DRAIN_JOBS:,} jobs 1 at a time "
                     "(n_dead_tup)", "tuples", "lower", dead_values))
     rows.append(Row("WAL written per job in that drain (claim and completion)", "bytes", "lower", wal_values))
-    return rows, notes
+    if 1 in pgmq_archive:
+        archived = pgmq_archive[1][1]
+        rows.append(Row("The same dead tuples, pgmq archiving instead of deleting", "tuples", "lower",
+                        {"pg_jobs": dead_values["pg_jobs"], "pgmq": Figure(sum(archived.dead.values()))}))
+        rows.append(Row("The same WAL per job, pgmq archiving instead of deleting", "bytes", "lower",
+                        {"pg_jobs": wal_values["pg_jobs"], "pgmq": Figure(archived.wal_per_job)}))
+    return rows
 
 
 def pickup_latency(listen, add, claim, complete=None, samples=PICKUP_JOBS, system="pg_jobs"):
@@ -760,8 +857,9 @@ def pickup_latency(listen, add, claim, complete=None, samples=PICKUP_JOBS, syste
     return results
 
 
-def pickup_latencies():
-    """Rows for pickup latency: every system's idle worker, one job at a time."""
+def pickup_latencies(systems):
+    """Rows for pickup latency: every system's idle worker, one job at a time (not pgmq's: 1.5.1
+    sends no notification, so its workers poll)."""
     samples = {}
     log(f"pickup latency: pg_jobs, {PICKUP_JOBS} jobs, one at a time, to a LISTENing worker")
     PG_JOBS.reset()
@@ -769,16 +867,19 @@ def pickup_latencies():
     samples["pg_jobs"] = pickup_latency(
         "pgjobs_ready", "SELECT pgjobs.jobs_add('noop', %s)", CLAIM_ONE,
         "SELECT pgjobs.jobs_complete(%(id)s, %(lease_token)s)")
-    log(f"pickup latency: hand-written SQL, {PICKUP_JOBS} jobs, one at a time, to a LISTENing worker")
-    SQL.reset()
-    settle("sql")
-    samples["sql"] = pickup_latency(
-        "q_ready", "WITH i AS (INSERT INTO q (payload) VALUES (%s) RETURNING id) SELECT pg_notify('q_ready', '') FROM i",
-        "WITH c AS (SELECT id FROM q ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) "
-        "DELETE FROM q USING c WHERE q.id = c.id RETURNING q.*", system="sql")
+    if "sql" in systems:
+        log(f"pickup latency: hand-written SQL, {PICKUP_JOBS} jobs, one at a time, to a LISTENing worker")
+        SQL.reset()
+        settle("sql")
+        samples["sql"] = pickup_latency(
+            "q_ready", "WITH i AS (INSERT INTO q (payload) VALUES (%s) RETURNING id) SELECT pg_notify('q_ready', '') FROM i",
+            "WITH c AS (SELECT id FROM q ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) "
+            "DELETE FROM q USING c WHERE q.id = c.id RETURNING q.*", system="sql")
     for system, count, options in (("graphile", PICKUP_JOBS, {}),
                                    ("procrastinate", PICKUP_JOBS, {}),
                                    ("pgboss", PGBOSS_PICKUP_JOBS, {"pollingIntervalSeconds": PGBOSS_POLLING_SECONDS})):
+        if system not in systems:
+            continue
         log(f"pickup latency: {NAMES[system]}, {count} jobs, one at a time, to its idle worker")
         SYSTEM_OBJECTS[system].reset()
         settle(system)
@@ -875,13 +976,13 @@ def size_after_drain(queued):
             SELECT count(*) FROM pg_stat_user_tables t
             WHERE {tables} AND t.autovacuum_count > (%s::jsonb ->> t.relid::regclass::text)::bigint""",
                              params=[Jsonb(baseline)])
-        if visited == 2 or time.monotonic() > deadline:
+        if visited or time.monotonic() > deadline:
             break
         time.sleep(1)
     heap, total = claimable_pages()
     note = f"{queued:,} drained in {drained:.0f} s at batch 100"
-    if visited < 2:
-        note += f"; autovacuum had not visited both tables {AUTOVACUUM_WAIT} s after the drain"
+    if not visited:
+        note += f"; autovacuum had not visited it {AUTOVACUUM_WAIT} s after the drain"
     return [
         Row(f"Claimable table (jobs) after draining {queued:,} jobs and one autovacuum, "
             "heap pages", "pages", "", {"pg_jobs": Figure(heap, f"empty: {empty_heap}; at the end of the "
@@ -1247,7 +1348,7 @@ def processes_alone(count, parallel):
     return count / (time.monotonic() - started)
 
 
-SYSTEM_OBJECTS = {"pg_jobs": PG_JOBS, "sql": SQL, "graphile": GRAPHILE, "pgboss": PGBOSS,
+SYSTEM_OBJECTS = {"pg_jobs": PG_JOBS, "sql": SQL, "pgmq": PGMQ, "graphile": GRAPHILE, "pgboss": PGBOSS,
                   "procrastinate": PROCRASTINATE}
 
 
@@ -1261,14 +1362,14 @@ def ratio_text(ratio):
     return f"{ratio:.2f}" if ratio < 10 else f"{ratio:,.0f}"
 
 
-def render(rows):
+def render(rows, systems):
     arrows = {"higher": " ↑", "lower": " ↓", "": ""}
-    head = ["Figure", "Unit", *(NAMES[s] for s in SYSTEMS), "pg_jobs ÷ best peer"]
-    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(SYSTEMS) + 1)]
+    head = ["Figure", "Unit", *(NAMES[s] for s in systems), "pg_jobs ÷ best peer"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(systems) + 1)]
     for row in rows:
         ours = row.values.get("pg_jobs")
         cells = []
-        for system in SYSTEMS:
+        for system in systems:
             figure = row.values.get(system)
             if figure is None:
                 cells.append("—")
@@ -1291,18 +1392,24 @@ def render(rows):
     return lines
 
 
-def versions():
+def versions(systems):
     def npm_version(package):
         return json.loads((NODE_MODULES / package / "package.json").read_text())["version"]
 
-    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
-    return (f"graphile-worker {npm_version('graphile-worker')} and pg-boss {npm_version('pg-boss')} "
-            f"(Node {node}, node-postgres {npm_version('pg')}); procrastinate "
-            f"{importlib.metadata.version('procrastinate')} (Python {sys.version.split()[0]}, psycopg "
-            f"{importlib.metadata.version('psycopg')})")
+    found = []
+    if "pgmq" in systems:
+        found.append(f"pgmq 1.5.1 ({PGMQ_SQL})")
+    if {"graphile", "pgboss"} & set(systems):
+        node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+        found.append(f"graphile-worker {npm_version('graphile-worker')} and pg-boss {npm_version('pg-boss')} "
+                     f"(Node {node}, node-postgres {npm_version('pg')})")
+    if "procrastinate" in systems:
+        found.append(f"procrastinate {importlib.metadata.version('procrastinate')}")
+    found.append(f"Python {sys.version.split()[0]}, psycopg {importlib.metadata.version('psycopg')}")
+    return "; ".join(found)
 
 
-def environment():
+def environment(systems):
     [(version,)] = query("SELECT current_setting('server_version')")
     shown = ("fsync", "synchronous_commit", "full_page_writes", "wal_level", "shared_buffers", "work_mem",
              "max_wal_size", "checkpoint_timeout", "autovacuum", "autovacuum_naptime", "max_connections")
@@ -1324,7 +1431,7 @@ def environment():
     load = os.getloadavg()[0]
     return [
         f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; pg_jobs {revision}; "
-        f"{versions()}",
+        f"{versions(systems)}",
         f"- Server: PostgreSQL {version}, one cluster for every system, each in its own database; "
         "initdb's settings except " + ", ".join(changed) + ". In force: "
         + ", ".join(f"{name} {settings[name]}" for name in shown),
@@ -1344,6 +1451,13 @@ def notes(extra):
         "`WITH c AS (SELECT id FROM q ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED) DELETE FROM q USING c "
         "WHERE q.id = c.id RETURNING q.*`: one round trip per claim, no lease, no retry, no history; its "
         "pickup worker LISTENs on a `pg_notify` sent by the add.",
+        "- pgmq 1.5.1: its release's SQL install (no compiled library) in a database of its own, one queue "
+        "`noop` made by `pgmq.create` (a table `q_noop`, and `a_noop` for archived messages), driven by "
+        "pgbench like pg_jobs: `send`, `send_batch` of a `jsonb[]` parameter of the same 100 jobs, and a "
+        "worker's loop of `read(queue, 30, n)` (a visibility timeout of 30 s, its lease) then `delete` (the "
+        "message is gone, as in the hand-written queue) or `archive` (moved to `a_noop`, as pg_jobs moves a "
+        "finished job to `job_history`) of the ids read, in two transactions. It sends no notification, so "
+        "it has no pickup latency row.",
         f"- Enqueues add to a queue already holding {DRAIN_JOBS:,} jobs, vacuumed and analyzed (the batch "
         "run follows the single one): a busy queue's steady state. There pg_jobs' adds send no NOTIFY (it "
         "notifies a queue only when a claim has looked at it since its last notification, or a second has "
@@ -1365,13 +1479,13 @@ def notes(extra):
         "them (`completed`) until its maintenance archives them; pg_jobs moves them to `job_history`.",
         "- Dead tuples: n_dead_tup of the queue tables (pg_jobs: `jobs`; graphile-worker: "
         "`_private_jobs`; pg-boss: the queue's partition of `pgboss.job`; procrastinate: "
-        "`procrastinate_jobs`; hand-written: `q`), read after the drain's clients disconnected. Autovacuum "
+        "`procrastinate_jobs`; hand-written: `q`; pgmq: `q_noop` and `a_noop`), read after the drain's clients disconnected. Autovacuum "
         "is off on the queue tables during every drain (`autovacuum_enabled = false`, reset after), so "
         "that it cannot remove them first; the drains start vacuumed. pg-boss's come from the "
         "fetch()/complete() drain, which finishes.",
         "- Each peer's cell: its value (pg_jobs ÷ it). ↑: higher is better, so a ratio above 1 favours "
         "pg_jobs; ↓: lower is better, a ratio below 1 favours pg_jobs. Best peer: the best of "
-        "graphile-worker, pg-boss and procrastinate. Compare ratios within one run; this machine is noisy.",
+        "pgmq, graphile-worker, pg-boss and procrastinate. Compare ratios within one run; this machine is noisy.",
         *extra,
     ]
 
@@ -1406,6 +1520,10 @@ def main():
     parser.add_argument("--only", choices=("long-transaction", "pickup", "batch-agents"),
                         help="measure this alone (pickup: pg_jobs and hand-written SQL only; "
                              "batch-agents: 2 worker agents draining batch jobs)")
+    parser.add_argument("--systems", default=os.environ.get("BENCH_SYSTEMS", ",".join(SYSTEMS)),
+                        help="the systems measured beside pg_jobs, comma-separated (default: all)")
+    parser.add_argument("--parts", default=os.environ.get("BENCH_PARTS", ",".join(PARTS)),
+                        help=f"the parts of the run, comma-separated, of {', '.join(PARTS)} (default: all)")
     parser.add_argument("--long-transaction", metavar="BEFORE,PINNED,AFTER",
                         default=",".join(map(str, LONG_PHASES)),
                         help="seconds before the snapshot is taken, held, and after it is released "
@@ -1421,28 +1539,46 @@ def main():
     if args.only == "batch-agents":
         batch_agents()
         return
-    header = environment()
+    systems = [system for system in SYSTEMS if system == "pg_jobs" or system in args.systems.split(",")]
+    parts = args.parts.split(",")
+    unknown = set(args.systems.split(",")) - set(SYSTEMS) | set(parts) - set(PARTS)
+    if unknown:
+        parser.error(f"unknown systems or parts: {', '.join(sorted(unknown))}")
+    missing = pgmq_missing() if "pgmq" in systems else None
+    if missing:
+        log(missing)
+        systems.remove("pgmq")
+    header = environment(systems)
     started = time.monotonic()
-    setup_peers()
+    setup_peers(systems)
     rows = [Row("Reference: one-row UPDATE commits", "tx/s", "", {"pg_jobs": Figure(reference_commit_rate())})]
-    single, batched = enqueue_rates()
-    rows.append(Row("Enqueue, 1 job per transaction (pg_jobs: jobs_add)", "jobs/s", "higher", single))
-    rows.append(Row("Enqueue, 100 jobs per transaction (pg_jobs: jobs_add_batch)", "jobs/s", "higher", batched))
-    drain_rows, drain_notes = drain_rates()
-    rows += drain_rows
-    rows += pickup_latencies()
-    rows += claim_latencies()
+    drain_notes = [f"- {missing}."] if missing else []
+    if "enqueue" in parts:
+        single, batched = enqueue_rates(systems)
+        rows.append(Row("Enqueue, 1 job per transaction (pg_jobs: jobs_add)", "jobs/s", "higher", single))
+        rows.append(Row("Enqueue, 100 jobs per transaction (pg_jobs: jobs_add_batch)", "jobs/s", "higher", batched))
+    if "drain" in parts:
+        drain_rows, graphile_notes = drain_rates(systems)
+        rows += drain_rows
+        drain_notes += graphile_notes
+    if "pickup" in parts:
+        rows += pickup_latencies(systems)
+    if "claim-latency" in parts:
+        rows += claim_latencies()
     elapsed = time.monotonic() - started
 
     table = "\n".join([
         *header,
-        f"- Measured in {elapsed / 60:.1f} minutes{' (BENCH_QUICK=1)' if QUICK else ''}",
-        "", *render(rows), "", *notes(drain_notes)]) + "\n"
+        f"- Measured in {elapsed / 60:.1f} minutes{' (BENCH_QUICK=1)' if QUICK else ''}"
+        + ("" if parts == list(PARTS) else f"; parts: {', '.join(parts)}"),
+        "", *render(rows, systems), "", *notes(drain_notes)]) + "\n"
     OUTPUT.parent.mkdir(parents=True, exist_ok=True)
     OUTPUT.write_text(table)
     print(table)
-    long_transaction(phases)
-    batch_agents()
+    if "long-transaction" in parts:
+        long_transaction(phases)
+    if "batch-agents" in parts:
+        batch_agents()
 
 
 if __name__ == "__main__":

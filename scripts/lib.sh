@@ -47,8 +47,9 @@ max_connections = 200
 log_min_messages = warning
 CONF
     fi
+    # The port given wins over the one the cluster was made with (BENCH_PORT on an old cluster).
     if ! as_db_user "$PG_BIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
-        as_db_user "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+        as_db_user "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "-p $port" -w start >/dev/null
     fi
     printf %s "$dir"
 }
