@@ -39,6 +39,35 @@ GRANT SELECT (id, owner, status, task, queue, priority, payload, result, errors,
               max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time, name,
               description, link, listed) ON job_history TO pgjobs_user;
 
+-- What job_history keeps of an identity's queue (River's cleaner, pgmq's archive or delete,
+-- pg-boss's retention): every finished job (all, also where a queue has no rule), the failed and
+-- aborted ones (failures), or none. A completion in a queue that keeps no successes is then one
+-- DELETE from jobs. The finish reads the rule of each job it moves by this table's primary key, in
+-- its own statement, so a rule applies from the first completion whose statement starts after it
+-- committed. The extension's queues (pg_jobs.*) keep everything: the batch store reads finished
+-- batch jobs from job_history, and so does the compute scheduler's monthly store.
+CREATE TYPE history_keep AS ENUM ('all', 'failures', 'none');
+CREATE TABLE queue_history_rules (
+    owner           oid NOT NULL,
+    queue           nonempty_text NOT NULL CONSTRAINT queue_history_rules_not_reserved CHECK (NOT _reserved_queue(queue)),
+    keep            history_keep NOT NULL,
+    PRIMARY KEY (owner, queue)
+);
+COMMENT ON TABLE queue_history_rules IS
+    'Which finished jobs job_history keeps, per queue of an identity: all (also a queue without a '
+    'row), failures (failed and aborted) or none. Set with jobs_queue_history.';
+-- Members read their identity's rules and write them only through jobs_queue_history.
+ALTER TABLE queue_history_rules ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON queue_history_rules FOR SELECT USING (owner = (SELECT identity()));
+GRANT SELECT ON queue_history_rules TO pgjobs_user;
+
+CREATE FUNCTION jobs_queue_history(queue text, keep text) RETURNS void
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_queue_history';
+COMMENT ON FUNCTION jobs_queue_history IS
+    'Sets which of the caller''s finished jobs in a queue job_history keeps: all (the default), '
+    'failures (failed and aborted ones) or none. A job finished where it is not kept is in '
+    'neither jobs nor job_history; its skip key stays taken until its month is dropped.';
+
 -- Batch jobs' queues (sql/085_batch.sql).
 CREATE FUNCTION _is_batch_queue(queue text) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -157,6 +157,8 @@ static UNCOUNT_BATCH_JOB: Statement = statement("uncount_batch_job", &[INT8OID],
 static FINISHED_JOB: Statement = statement("finished_job", &[INT8OID, OIDOID], Planning::Default);
 static ABORT_LEASED: Statement = statement("abort_leased", &[INT8OID], Planning::Default);
 static READY_SIGNAL: Statement = statement("ready_signal", &[OIDOID, TEXTOID], Planning::Default);
+static SET_HISTORY_RULE: Statement =
+    statement("set_history_rule", &[OIDOID, TEXTOID, TEXTOID], Planning::Default);
 
 /// The fields of one job to add, in the order of `job_spec` and of jobs_add's parameters, as
 /// given (None where left out).
@@ -1345,4 +1347,43 @@ entry!(jobs_ready_signal, pg_finfo_jobs_ready_signal, |fcinfo| {
         Some(text) => section.keep(text, TEXTOID),
         None => null(fcinfo),
     }
+});
+
+/// What `jobs_queue_history`'s `keep` may say (the labels of `history_keep`).
+const HISTORY_RULES: [&str; 3] = ["all", "failures", "none"];
+
+entry!(jobs_queue_history, pg_finfo_jobs_queue_history, |fcinfo| {
+    let caller = Caller::current();
+    match value::<String>(fcinfo, 0) {
+        None => invalid(
+            "queue must name one of the caller's queues",
+            Some("For example jobs_queue_history('emails', 'failures')."),
+        ),
+        Some(queue) if queue.is_empty() => invalid("queue must not be empty", None),
+        Some(queue) if is_reserved_queue(&queue) => invalid(
+            format!("queue {queue} is the extension's and keeps every finished job"),
+            Some("Batch jobs, SQL jobs and compute jobs are read from job_history; their history is dropped by month with jobs_history_drop."),
+        ),
+        Some(_) => {}
+    }
+    let keep: Option<String> = value(fcinfo, 1);
+    if keep.as_deref().is_none_or(|keep| !HISTORY_RULES.contains(&keep)) {
+        invalid(
+            format!(
+                "unknown history rule {}",
+                keep.map_or("null".into(), |keep| format!("\"{keep}\""))
+            ),
+            Some("keep is all (every finished job), failures (failed and aborted ones) or none."),
+        );
+    }
+    let section = Section::as_owner(fcinfo);
+    section.run(
+        &SET_HISTORY_RULE,
+        &[
+            Some(Datum::from(caller.identity)),
+            argument(fcinfo, 0),
+            argument(fcinfo, 1),
+        ],
+    );
+    Datum::from(0)
 });

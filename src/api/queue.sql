@@ -118,37 +118,45 @@ WHERE j.ctid = ANY (ARRAY(SELECT c.tid FROM candidates c ORDER BY c.priority, c.
 RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until;
 
 -- name: finish
--- Moves each given job ($1, with lease token $2 unless $2 is null) from jobs to job_history
--- where it is in one of the statuses $3 and owned by $5 (any owner when null), in one statement.
--- $4 is the outcome; a job aborted while leased finishes as aborted. $6 are results, $7 errors:
--- an error joins the job's log of errors and a failed job's result. Returns the jobs
--- finished, in no order, with their status and whether it is completed or failed (counted).
+-- Moves each given job ($1, with lease token $2 unless $2 is null) out of jobs where it is in one
+-- of the statuses $3 and owned by $5 (any owner when null), in one statement, and into job_history
+-- unless its owner's rule for its queue (queue_history_rules, read by its primary key) keeps no
+-- job that ended so: there a completion is the DELETE alone. $4 is the outcome; a job aborted
+-- while leased finishes as aborted. $6 are results, $7 errors: an error joins the job's log of
+-- errors and a failed job's result. Returns every job finished, kept or not, in no order, with its
+-- status and whether it is completed or failed (counted).
 WITH given AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[], $6::jsonb[], $7::text[]) AS g(job_id, token, result, error)
 ), j AS (
     DELETE FROM jobs j USING given g
     WHERE j.id = g.job_id AND j.status = ANY ($3::job_status[])
       AND ($2::uuid[] IS NULL OR j.lease_token = g.token) AND ($5::oid IS NULL OR j.owner = $5)
-    RETURNING j.*, g.result, g.error
+    RETURNING j.*, g.result, g.error,
+              CASE WHEN j.status = 'aborted' THEN 'aborted' ELSE $4::job_status END AS final
 ), freed_keys AS (
     DELETE FROM job_keys k USING j
     WHERE j.key_rule = 'replace' AND k.owner = j.owner AND k.idempotency_key = j.idempotency_key
       AND k.job_id = j.id
+), kept AS (
+    INSERT INTO job_history (
+        id, opaque_id, owner, status, task, queue, priority, payload, result, errors, attempts,
+        max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
+        name, description, link, listed)
+    SELECT j.id, j.opaque_id, j.owner, j.final, j.task, j.queue, j.priority, j.payload,
+           CASE WHEN j.final = 'failed' AND j.error IS NOT NULL
+                THEN coalesce(j.result, '{}') || jsonb_build_object('error', j.error) ELSE j.result END,
+           CASE WHEN j.error IS NULL THEN j.errors
+                ELSE j.errors || jsonb_build_object('attempt', j.attempt,
+                                                    'at', statement_timestamp(), 'error', j.error) END,
+           j.attempt, j.max_attempts, j.idempotency_key, j.key_rule, j.locked_by,
+           j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed
+    FROM j
+    WHERE NOT EXISTS (
+        SELECT FROM queue_history_rules r
+        WHERE r.owner = j.owner AND r.queue = j.queue
+          AND (r.keep = 'none' OR (r.keep = 'failures' AND j.final = 'completed')))
 )
-INSERT INTO job_history (
-    id, opaque_id, owner, status, task, queue, priority, payload, result, errors, attempts,
-    max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
-    name, description, link, listed)
-SELECT j.id, j.opaque_id, j.owner, f.final, j.task, j.queue, j.priority, j.payload,
-       CASE WHEN f.final = 'failed' AND j.error IS NOT NULL
-            THEN coalesce(j.result, '{}') || jsonb_build_object('error', j.error) ELSE j.result END,
-       CASE WHEN j.error IS NULL THEN j.errors
-            ELSE j.errors || jsonb_build_object('attempt', j.attempt,
-                                                'at', statement_timestamp(), 'error', j.error) END,
-       j.attempt, j.max_attempts, j.idempotency_key, j.key_rule, j.locked_by,
-       j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed
-FROM j, LATERAL (SELECT CASE WHEN j.status = 'aborted' THEN 'aborted' ELSE $4::job_status END AS final) f
-RETURNING id, status, status = 'completed', status = 'failed';
+SELECT j.id, j.final, j.final = 'completed', j.final = 'failed' FROM j;
 
 -- name: retry
 -- Failed attempts of jobs $1 (tokens $2, errors $3, owner $4 or any when null) with attempts
@@ -227,3 +235,8 @@ RETURNING j.status, _cancel_sql_job(j.id);
 
 -- name: ready_signal
 SELECT _ready_signal($1, $2);
+
+-- name: set_history_rule
+-- The rule of owner $1's queue $2: which of its finished jobs job_history keeps ($3).
+INSERT INTO queue_history_rules (owner, queue, keep) VALUES ($1, $2, $3::history_keep)
+ON CONFLICT (owner, queue) DO UPDATE SET keep = excluded.keep;

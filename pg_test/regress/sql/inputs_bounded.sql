@@ -10,7 +10,7 @@ WHERE p.pronamespace = 'pgjobs'::regnamespace AND p.proname !~ '^_'
        OR has_function_privilege('pgjobs_agent', p.oid, 'EXECUTE'))
   AND EXISTS (SELECT FROM unnest(p.proargtypes::oid[]) t
               WHERE t = ANY ('{timestamptz, date, interval, float8, numeric, timestamptz[], interval[], float8[], numeric[]}'::regtype[]))
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text COLLATE "C";
 
 CREATE ROLE regress_inputs IN ROLE pgjobs_user;
 CREATE ROLE regress_inputs_agent IN ROLE pgjobs_agent;
