@@ -147,8 +147,10 @@ where
             Ok(())
         });
     }
-    let mut child = command.spawn()?;
+    // Before the spawn: it returns once the child has exec'd, and the command may have been
+    // running for a while by then (a `sleep 7` was reported as 6.9996 s).
     let started = Instant::now();
+    let mut child = command.spawn()?;
     let pid = child.id() as i32;
     let stdout = Arc::new(Mutex::new(Tail::new()));
     let stderr = Arc::new(Mutex::new(Tail::new()));
