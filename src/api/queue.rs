@@ -97,17 +97,27 @@ static ADD: Statement = statement(
     ADD_PARAMETERS.split_at(1 + Field::Key as usize).0,
     Planning::Default,
 );
+/// The owner, then one job's fields (the task to the lease).
+const ADD_ONE_PARAMETERS: [Oid; 1 + Field::Key as usize] = {
+    let mut types = [OIDOID; 1 + Field::Key as usize];
+    let mut field = 0;
+    while field < Field::Key as usize {
+        types[1 + field] = FIELD_TYPES[field];
+        field += 1;
+    }
+    types
+};
+static ADD_ONE: Statement = statement("add_one", &ADD_ONE_PARAMETERS, Planning::Default);
 static ADD_KEYED: Statement = statement("add_keyed", &ADD_PARAMETERS, Planning::Probes);
 static NOTIFY_READY: Statement = statement("notify_ready", &[OIDOID, TEXTOID], Planning::Default);
 static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, TEXTARRAYOID], Planning::Probes);
-/// The job to replace and its owner, then the fields a replace sets (the task to the lease).
+/// The job to replace, then its owner and the fields a replace sets, as for add_one.
 const REPLACE_PARAMETERS: [Oid; 2 + Field::Key as usize] = {
     let mut types = [INT8OID; 2 + Field::Key as usize];
-    types[1] = OIDOID;
-    let mut field = 0;
-    while field < Field::Key as usize {
-        types[2 + field] = FIELD_TYPES[field];
-        field += 1;
+    let mut n = 0;
+    while n < ADD_ONE_PARAMETERS.len() {
+        types[1 + n] = ADD_ONE_PARAMETERS[n];
+        n += 1;
     }
     types
 };
@@ -481,6 +491,7 @@ fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         None,
     ];
     let keyed = specs.iter().any(|spec| spec.get(Field::Key).is_some());
+    let one = specs.len() == 1 && !keyed;
     let skip = "skip".into_datum();
     let mut arguments = vec![Some(Datum::from(owner))];
     for field in 0..if keyed { FIELDS } else { Field::Key as usize } {
@@ -493,9 +504,18 @@ fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
                 f => spec.0[f].or(defaults[f]),
             })
             .collect();
-        arguments.push(Some(array(FIELD_TYPES[field], &values)));
+        arguments.push(if one {
+            values[0]
+        } else {
+            Some(array(FIELD_TYPES[field], &values))
+        });
     }
-    let added = section.run(if keyed { &ADD_KEYED } else { &ADD }, &arguments);
+    let statement = match (keyed, one) {
+        (true, _) => &ADD_KEYED,
+        (false, true) => &ADD_ONE,
+        (false, false) => &ADD,
+    };
+    let added = section.run(statement, &arguments);
     // (id, claimable by, queue, ready now) of each job added; None where its key was taken.
     let mut rows: Vec<Option<(i64, Oid, String, bool)>> = (0..added.len())
         .map(|row| {
