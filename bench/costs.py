@@ -50,7 +50,8 @@ SQL_CLAIM_AND_DELETE = ("WITH c AS (SELECT id FROM q ORDER BY id LIMIT 1 FOR UPD
                         "DELETE FROM q USING c WHERE q.id = c.id RETURNING q.id")
 PGMQ_READ = "SELECT msg_id FROM pgmq.read('noop', 30, 1)"
 # The leased job a steady jobs_complete_and_claim completes, found in a single-user backend where
-# no client carries it from one call to the next (jobs_leased is the index on locked_until).
+# no client carries it from one call to the next (a scan of the table: no index names
+# locked_until; its own count is subtracted).
 LEASED = ("ARRAY(SELECT id FROM pgjobs.jobs WHERE locked_until IS NOT NULL)",
           "ARRAY(SELECT lease_token FROM pgjobs.jobs WHERE locked_until IS NOT NULL)")
 

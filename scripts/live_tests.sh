@@ -211,7 +211,8 @@ test_a_member_holding_rows_does_not_stop_the_launcher() {
         SELECT pgjobs.jobs_add('held', max_attempts => 1)") || return 1
     held=$(tail -n1 <<<"$held")
     live_sql "SET ROLE live_holder; SELECT count(*) FROM pgjobs.jobs_claim('holder-worker')" >/dev/null || return 1
-    live_sql "UPDATE pgjobs.jobs SET locked_until = now() - interval '1 second' WHERE id = $held" || return 1
+    live_sql "UPDATE pgjobs.jobs SET locked_until = now() - interval '1 second' WHERE id = $held;
+              SELECT pgjobs._leases_found(now() - interval '1 second')" || return 1
     local refused
     refused=$(live_sql "SET ROLE live_holder;
         SELECT pgjobs.jobs_add('squat', key => 'scheduled_job:1:2030-01-01T00:00:00Z')" 2>&1 || true)
@@ -346,6 +347,7 @@ SELECT pgjobs.batch_register('live-rescuer');
 SELECT pgjobs.batch_post('true', computer => 'live-rescuer') AS job \gset
 SELECT count(*) FROM pgjobs.batch_claim('live-rescuer');
 UPDATE pgjobs.jobs SET locked_until = now() - interval '1 second' WHERE id = :job;
+SELECT pgjobs._leases_found(now() - interval '1 second');
 SELECT count(*) FROM pgjobs.batch_claim('live-rescuer');
 SELECT status FROM pgjobs.batch_jobs WHERE id = :job;
 ROLLBACK;

@@ -47,7 +47,7 @@ BEGIN
             CASE part
             WHEN 'lost runs' THEN PERFORM _end_lost_runs(at);
             WHEN 'overdue runs' THEN PERFORM _stop_overdue_sql_jobs(at);
-            WHEN 'expired leases' THEN PERFORM _rescue_expired();
+            WHEN 'expired leases' THEN PERFORM _rescue_expired() WHERE _leases_due();
             WHEN 'schedules' THEN PERFORM _fire_schedules(at);
             WHEN 'routines' THEN PERFORM _routines_tick(at);
             WHEN 'compute' THEN PERFORM _compute_tick(at);
@@ -66,7 +66,7 @@ BEGIN
         (SELECT min(s.next_slot) FROM schedules s WHERE s.enabled),
         (SELECT min(s.run_at) FROM jobs s
          WHERE s.claimable_by = _extension_claimant() AND s.queue = _sql_queue() AND s.status = 'created'),
-        (SELECT min(s.locked_until) FROM jobs s WHERE s.status <> 'created'),
+        _leases_next(),
         (SELECT min(r.deadline) FROM job_runs r WHERE r.status = 'running'),
         -- Routine schedules are looked at every 2 seconds.
         (SELECT at + interval '2 seconds' WHERE EXISTS (SELECT FROM routine_schedules)),
@@ -96,7 +96,8 @@ BEGIN ATOMIC
         FOR UPDATE OF j SKIP LOCKED
     )
     UPDATE jobs j SET locked_until = least(j.locked_until, at - interval '1 microsecond')
-    FROM leased l WHERE j.id = l.id;
+    FROM leased l WHERE j.id = l.id
+    RETURNING _leases_note(j.locked_until);
 END;
 
 GRANT SELECT ON launcher TO pgjobs_user;

@@ -69,13 +69,18 @@ RETURN coalesce(payload ->> 'routine', payload ->> 'command');
 -- completions add no entry to them (their predicate fails at claimable_by).
 CREATE INDEX jobs_batch_group ON jobs (_batch_label(payload), due_at, (payload ->> 'computer'), owner)
     WHERE claimable_by = _extension_claimant() AND _is_batch_queue(queue);
--- The tallied jobs by time: which of the current minute's are due already.
+-- No index names status or another column a claim sets: the plain queue's claims are HOT updates
+-- (sql/030_queue.sql). A batch job's progress stands for its status here: it is set from the
+-- claim that takes the job ('{}' until its agent says more) to the end of the attempt, and only
+-- for batch jobs, so that a claim of a batch job is not HOT but a plain one still is.
+-- The tallied jobs by time (with the jobs taken, which readers skip by status): which of the
+-- current minute's are due already.
 CREATE INDEX jobs_batch_run_at ON jobs (run_at)
-    WHERE claimable_by = _extension_claimant() AND _is_batch_queue(queue) AND status = 'created';
--- The untallied jobs, read one by one.
+    WHERE claimable_by = _extension_claimant() AND _is_batch_queue(queue);
+-- The untallied jobs, read one by one: taken (progress set) or waiting for dependencies.
 CREATE INDEX jobs_batch_untallied ON jobs (id)
     WHERE claimable_by = _extension_claimant() AND _is_batch_queue(queue)
-      AND (status <> 'created' OR run_at = 'infinity');
+      AND (progress IS NOT NULL OR run_at = 'infinity');
 
 -- Counts of the tallied jobs by owner, minute due (UTC), label, computer and minute they may
 -- run (UTC; the minute that is now is split by reading its jobs). Rows are only ever inserted,
@@ -438,7 +443,7 @@ BEGIN ATOMIC
     WHERE a.id = ANY (ARRAY(
         SELECT j.id FROM jobs j
         WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-          AND (j.status <> 'created' OR j.run_at = 'infinity')))
+          AND (j.progress IS NOT NULL OR j.run_at = 'infinity')))
     GROUP BY 1, 2, 3, 4;
 END;
 
@@ -483,7 +488,7 @@ BEGIN ATOMIC
     WHERE a.id = ANY (ARRAY(
         SELECT j.id FROM jobs j
         WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-          AND (j.status <> 'created' OR j.run_at = 'infinity')))
+          AND (j.progress IS NOT NULL OR j.run_at = 'infinity')))
     UNION
     SELECT p.month
     FROM _history_month_partitions() p
@@ -696,7 +701,7 @@ BEGIN
             ids := ARRAY(
                 SELECT j.id FROM jobs j
                 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND (j.status <> 'created' OR j.run_at = 'infinity') AND _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = group_key
+                  AND (j.progress IS NOT NULL OR j.run_at = 'infinity') AND _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = group_key
                   AND (statuses IS NULL OR group_key = ANY (statuses))
                 ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
         END IF;
@@ -1354,6 +1359,7 @@ BEGIN
                                       'changed', statement_timestamp()),
         locked_until = statement_timestamp() + _batch_silence()
     WHERE j.id = job AND held IS NOT NULL;
+    PERFORM _leases_note(statement_timestamp() + _batch_silence());
     RETURN _lease_state(held::text);
 END
 $$;
@@ -1375,6 +1381,7 @@ BEGIN
         PERFORM _invalid('ids, tokens, stderr and stdout must be arrays of one length',
                          'Pass null for stderr or stdout to leave the tails as they are.');
     END IF;
+    PERFORM _leases_note(statement_timestamp() + _batch_silence());
     RETURN QUERY
     WITH held AS MATERIALIZED (SELECT * FROM _batch_held(caller_role, ids, tokens)),
     renewed AS (

@@ -64,7 +64,7 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/070_launcher.sql",
     name = "launcher",
-    requires = ["schedules"]
+    requires = ["schedules", api::leases::_leases_note]
 );
 extension_sql_file!(
     "../sql/080_compute.sql",
@@ -134,6 +134,7 @@ pub extern "C-unwind" fn _PG_init() {
     gucs::init();
     api::ready::init_ready_state();
     api::metrics::init_metrics();
+    api::leases::init_lease_expiries();
     api::compute::init_join_failures();
     bgworker::init_shared_state();
     bgworker::register_launcher();

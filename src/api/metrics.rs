@@ -51,7 +51,7 @@ pub(crate) fn count(counter: Counter, n: usize) {
     if !CALLBACK_SET.with(|set| set.replace(true)) {
         pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, || {
             let counts = PENDING.with(|pending| pending.replace([0; COUNTERS]));
-            if let Some(words) = database_words(true) {
+            if let Some(words) = database_words(METRICS.get(), DATABASE_WORDS, true) {
                 let now = now();
                 for (counter, &n) in counts.iter().enumerate().filter(|(_, &n)| n > 0) {
                     let (total, minute) = counter_words(words, counter);
@@ -74,11 +74,15 @@ fn now() -> u64 {
         .map_or(0, |elapsed| elapsed.as_secs())
 }
 
-/// This database's words; with `claim`, a free place is taken for it if it has none.
-fn database_words(claim: bool) -> Option<&'static [AtomicU64]> {
+/// This database's words of `all`, in which each database has `width` words, the first its oid;
+/// with `claim`, a free place is taken for it if it has none.
+pub(crate) fn database_words(
+    all: &'static [AtomicU64],
+    width: usize,
+    claim: bool,
+) -> Option<&'static [AtomicU64]> {
     let database = u64::from(unsafe { pg_sys::MyDatabaseId }.to_u32());
-    let all = METRICS.get();
-    for words in all.chunks(DATABASE_WORDS) {
+    for words in all.chunks(width) {
         match words[0].load(Ordering::Acquire) {
             found if found == database => return Some(words),
             0 if claim => {
@@ -114,7 +118,7 @@ fn _metrics_counters() -> TableIterator<
         name!(last_minute, i64),
     ),
 > {
-    let words = database_words(false);
+    let words = database_words(METRICS.get(), DATABASE_WORDS, false);
     let now = now();
     TableIterator::new((0..COUNTERS).map(move |counter| match words {
         Some(words) => {

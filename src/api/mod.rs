@@ -1,10 +1,11 @@
-//! The API by domain: the boundary every public function crosses (call), identities, the queue
-//! and when it wakes workers (ready), SQL jobs, cron schedules, the compute tables, batch jobs, and routine schedules.
+//! The API by domain: the boundary every public function crosses (call), identities, the queue,
+//! when its leases may run out (leases) and when it wakes workers (ready), SQL jobs, cron schedules, the compute tables, batch jobs, and routine schedules.
 
 pub mod batch;
 pub mod call;
 pub mod compute;
 pub mod identity;
+pub mod leases;
 pub mod metrics;
 pub mod queue;
 pub mod ready;

@@ -14,7 +14,7 @@ use super::call::{
     Caller, Parameters, Planning, Rows, Section, Statement,
 };
 use super::metrics::{self, Counter};
-use super::ready;
+use super::{leases, ready};
 use crate::{entry, gucs};
 
 /// Seconds to wait after failed attempt `attempt` before the next one: `backoff × 2^(attempt-1)`,
@@ -122,7 +122,7 @@ const REPLACE_PARAMETERS: [Oid; 2 + Field::Key as usize] = {
     types
 };
 static REPLACE: Statement = statement("replace", &REPLACE_PARAMETERS, Planning::Default);
-static RESCUE_DUE: Statement = statement("rescue_due", &[], Planning::Default);
+static RESCUE: Statement = statement("rescue", &[], Planning::Default);
 static CLAIM: Statement = statement(
     "claim",
     &[OIDOID, TEXTOID, INT4OID, INTERVALOID, TEXTOID],
@@ -860,8 +860,8 @@ fn claim_from(
     // Before the claim reads the queues (in a statement of its own, so before the claim's
     // snapshot): its worker may sleep on what it finds, so the next add notifies.
     ready::looking(claimant, queues);
-    if rescue_first {
-        section.run(&RESCUE_DUE, &[]);
+    if rescue_first && leases::take_due() {
+        section.run(&RESCUE, &[]);
     }
     let statement = if queues.len() == 1 {
         &CLAIM
@@ -873,7 +873,19 @@ fn claim_from(
         &[Some(Datum::from(claimant)), given, n, lease, worker],
     );
     metrics::count(Counter::Claims, claimed.len());
+    note_leases(&claimed, 5);
     claimed
+}
+
+/// Notes the earliest of the leases in column `column` of `rows` (src/api/leases.rs).
+fn note_leases(rows: &Rows, column: usize) {
+    if let Some(earliest) = (0..rows.len())
+        .filter_map(|row| rows.get::<TimestampWithTimeZone>(row, column))
+        .map(TimestampWithTimeZone::into_inner)
+        .min()
+    {
+        leases::note(earliest);
+    }
 }
 
 /// Runs FINISH, counting the jobs it completed and failed.
@@ -1283,6 +1295,7 @@ entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
     let token = argument(fcinfo, 1);
     let section = Section::as_owner(fcinfo);
     let renewed = section.run(&HEARTBEAT, &[job, token, acting_on(&caller), lease]);
+    note_leases(&renewed, 1);
     let (state, until) = if renewed.len() > 0 {
         let status: Option<String> = renewed.get(0, 0);
         (

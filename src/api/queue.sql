@@ -92,19 +92,21 @@ SET task = $3, payload = $4, queue = $5, priority = $6,
     last_update = statement_timestamp()
 WHERE j.id = $1 AND j.status = 'created' AND j.owner = $2;
 
--- name: rescue_due
--- Expired leases first. Almost always nothing has expired, and one index probe says so.
-SELECT _rescue_expired()
-WHERE EXISTS (SELECT FROM jobs j WHERE j.status <> 'created' AND j.locked_until < statement_timestamp());
+-- name: rescue
+-- Expired leases first, when one may have run out (src/api/leases.rs says when).
+SELECT _rescue_expired();
 
 -- name: claim
 -- Claims up to $3 ready jobs claimable by $1 in queue $2 for worker $5, leased for $4 (or each
 -- job's lease): the first ones in the ready index, locked as they are read, then updated by
--- ctid, so that no plan can turn this into a scan of the table.
+-- ctid, so that no plan can turn this into a scan of the table. The ready index holds the leased
+-- jobs too: the status filter passes over them. A batch job's progress marks it taken (see
+-- jobs_batch_untallied, sql/085_batch.sql); a plain job's stays null, so its claim is HOT.
 UPDATE jobs j
 SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
     locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
-    locked_until = statement_timestamp() + coalesce($4::interval, j.lease)
+    locked_until = statement_timestamp() + coalesce($4::interval, j.lease),
+    progress = CASE WHEN j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue) THEN '{}'::jsonb END
 WHERE j.ctid = ANY (ARRAY(
     SELECT c.ctid FROM jobs c
     WHERE c.status = 'created' AND c.claimable_by = $1 AND c.queue = $2::text
@@ -130,7 +132,8 @@ WITH candidates AS (
 UPDATE jobs j
 SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
     locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
-    locked_until = statement_timestamp() + coalesce($4::interval, j.lease)
+    locked_until = statement_timestamp() + coalesce($4::interval, j.lease),
+    progress = CASE WHEN j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue) THEN '{}'::jsonb END
 WHERE j.ctid = ANY (ARRAY(SELECT c.tid FROM candidates c ORDER BY c.priority, c.run_at, c.id LIMIT $3))
 RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until;
 

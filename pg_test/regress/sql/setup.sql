@@ -45,10 +45,12 @@ LANGUAGE sql AS $$
     SELECT pgjobs._batch_tally(ARRAY[job], 1);
 $$;
 
--- Makes a lease run out, as if its worker had died.
+-- Makes a lease run out, as if its worker had died, and says so where a rescue looks
+-- (src/api/leases.rs).
 CREATE FUNCTION regress.expire_lease(job bigint) RETURNS void
 LANGUAGE sql AS $$
     UPDATE pgjobs.jobs SET locked_until = now() - interval '1 second' WHERE id = job;
+    SELECT pgjobs._leases_found(now() - interval '1 second');
 $$;
 
 -- The token that holds a job (an agent got it from its claim; the batch tests read it as superuser).

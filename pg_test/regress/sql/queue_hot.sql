@@ -1,0 +1,57 @@
+-- A claim and a heartbeat are HOT updates: PostgreSQL writes one new version of the job's row on
+-- its page and no index entry. That holds while no index of pgjobs.jobs names a column they
+-- change (in its keys, expressions or predicate) and each page keeps room for the new versions
+-- of all its rows (the table's fillfactor), so a claim of a page's every row stays HOT.
+SELECT regress.reset();
+
+-- No index names a lease column.
+SELECT i.indexrelid::regclass AS index, a.attname AS lease_column
+FROM pg_index i
+JOIN pg_attribute a ON a.attrelid = i.indrelid
+WHERE i.indrelid = 'pgjobs.jobs'::regclass
+  AND a.attname IN ('status', 'attempt', 'begin_time', 'lease_token', 'locked_by', 'locked_until',
+                    'claimed_lease')
+  AND (a.attnum = ANY (i.indkey)
+       OR pg_get_expr(i.indexprs, i.indrelid) ~ ('\m' || a.attname || '\M')
+       OR pg_get_expr(i.indpred, i.indrelid) ~ ('\m' || a.attname || '\M'));
+
+-- A member's 200 jobs (several pages), claimed 100 at a time, then renewed, then completed, each
+-- in a transaction of its own: every update is HOT. The counts are this backend's of the table,
+-- not yet reported (so they may include an earlier transaction's): each is read at the start and
+-- at the end of the transaction.
+CREATE ROLE regress_hot IN ROLE pgjobs_user;
+SET ROLE regress_hot;
+SELECT count(*) AS added
+FROM pgjobs.jobs_add_batch((SELECT jsonb_agg(jsonb_build_object('task', 'hot', 'payload', jsonb_build_object('n', n)))
+                            FROM generate_series(1, 200) n));
+BEGIN;
+SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) AS u0,
+       pg_stat_get_xact_tuples_hot_updated('pgjobs.jobs'::regclass) AS h0,
+       pg_stat_get_xact_tuples_deleted('pgjobs.jobs'::regclass) AS d0 \gset
+CREATE TEMP TABLE claimed AS SELECT * FROM pgjobs.jobs_claim('hot', n => 100);
+INSERT INTO claimed SELECT * FROM pgjobs.jobs_claim('hot', n => 100);
+SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) - :u0 AS updated,
+       pg_stat_get_xact_tuples_hot_updated('pgjobs.jobs'::regclass) - :h0 AS hot_updated;
+COMMIT;
+BEGIN;
+SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) AS u0,
+       pg_stat_get_xact_tuples_hot_updated('pgjobs.jobs'::regclass) AS h0,
+       pg_stat_get_xact_tuples_deleted('pgjobs.jobs'::regclass) AS d0 \gset
+SELECT count(*) AS heartbeats FROM claimed c, pgjobs.jobs_heartbeat(c.id, c.lease_token, '1 hour') h
+WHERE h.lease_state = 'held';
+SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) - :u0 AS updated,
+       pg_stat_get_xact_tuples_hot_updated('pgjobs.jobs'::regclass) - :h0 AS hot_updated;
+COMMIT;
+-- A completion deletes the row (and keeps it in job_history).
+BEGIN;
+SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) AS u0,
+       pg_stat_get_xact_tuples_hot_updated('pgjobs.jobs'::regclass) AS h0,
+       pg_stat_get_xact_tuples_deleted('pgjobs.jobs'::regclass) AS d0 \gset
+SELECT pgjobs.jobs_complete(array_agg(id), array_agg(lease_token)) FROM claimed;
+SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) - :u0 AS updated,
+       pg_stat_get_xact_tuples_deleted('pgjobs.jobs'::regclass) - :d0 AS deleted;
+COMMIT;
+DROP TABLE claimed;
+RESET ROLE;
+SELECT count(*) AS completed FROM pgjobs.job_history WHERE task = 'hot' AND status = 'completed';
+DROP ROLE regress_hot;
