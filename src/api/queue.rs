@@ -126,12 +126,12 @@ static RESCUE: Statement = statement("rescue", &[], Planning::Default);
 static CLAIM: Statement = statement(
     "claim",
     &[OIDOID, TEXTOID, INT4OID, INTERVALOID, TEXTOID],
-    Planning::Probes,
+    Planning::Head,
 );
 static CLAIM_QUEUES: Statement = statement(
     "claim_queues",
     &[OIDOID, TEXTARRAYOID, INT4OID, INTERVALOID, TEXTOID],
-    Planning::Probes,
+    Planning::Head,
 );
 static FINISH: Statement = statement(
     "finish",
