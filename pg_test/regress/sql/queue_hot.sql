@@ -17,41 +17,37 @@ WHERE i.indrelid = 'pgjobs.jobs'::regclass
 
 -- A member's 200 jobs (several pages), claimed 100 at a time, then renewed, then completed, each
 -- in a transaction of its own: every update is HOT. The counts are this backend's of the table,
--- not yet reported (so they may include an earlier transaction's): each is read at the start and
--- at the end of the transaction.
+-- not yet reported (so they may include an earlier transaction's): each transaction reads them
+-- at its start (\gset into start_*) and shows what it added at its end (regress_hot_counts).
 CREATE ROLE regress_hot IN ROLE pgjobs_user;
 SET ROLE regress_hot;
+CREATE TEMP VIEW regress_hot_counts AS
+SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) AS updated,
+       pg_stat_get_xact_tuples_hot_updated('pgjobs.jobs'::regclass) AS hot_updated,
+       pg_stat_get_xact_tuples_deleted('pgjobs.jobs'::regclass) AS deleted;
 SELECT count(*) AS added
 FROM pgjobs.jobs_add_batch((SELECT jsonb_agg(jsonb_build_object('task', 'hot', 'payload', jsonb_build_object('n', n)))
                             FROM generate_series(1, 200) n));
 BEGIN;
-SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) AS u0,
-       pg_stat_get_xact_tuples_hot_updated('pgjobs.jobs'::regclass) AS h0,
-       pg_stat_get_xact_tuples_deleted('pgjobs.jobs'::regclass) AS d0 \gset
+SELECT * FROM regress_hot_counts \gset start_
 CREATE TEMP TABLE claimed AS SELECT * FROM pgjobs.jobs_claim('hot', n => 100);
 INSERT INTO claimed SELECT * FROM pgjobs.jobs_claim('hot', n => 100);
-SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) - :u0 AS updated,
-       pg_stat_get_xact_tuples_hot_updated('pgjobs.jobs'::regclass) - :h0 AS hot_updated;
+SELECT updated - :start_updated AS updated, hot_updated - :start_hot_updated AS hot_updated FROM regress_hot_counts;
 COMMIT;
 BEGIN;
-SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) AS u0,
-       pg_stat_get_xact_tuples_hot_updated('pgjobs.jobs'::regclass) AS h0,
-       pg_stat_get_xact_tuples_deleted('pgjobs.jobs'::regclass) AS d0 \gset
+SELECT * FROM regress_hot_counts \gset start_
 SELECT count(*) AS heartbeats FROM claimed c, pgjobs.jobs_heartbeat(c.id, c.lease_token, '1 hour') h
 WHERE h.lease_state = 'held';
-SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) - :u0 AS updated,
-       pg_stat_get_xact_tuples_hot_updated('pgjobs.jobs'::regclass) - :h0 AS hot_updated;
+SELECT updated - :start_updated AS updated, hot_updated - :start_hot_updated AS hot_updated FROM regress_hot_counts;
 COMMIT;
 -- A completion deletes the row (and keeps it in job_history).
 BEGIN;
-SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) AS u0,
-       pg_stat_get_xact_tuples_hot_updated('pgjobs.jobs'::regclass) AS h0,
-       pg_stat_get_xact_tuples_deleted('pgjobs.jobs'::regclass) AS d0 \gset
+SELECT * FROM regress_hot_counts \gset start_
 SELECT pgjobs.jobs_complete(array_agg(id), array_agg(lease_token)) FROM claimed;
-SELECT pg_stat_get_xact_tuples_updated('pgjobs.jobs'::regclass) - :u0 AS updated,
-       pg_stat_get_xact_tuples_deleted('pgjobs.jobs'::regclass) - :d0 AS deleted;
+SELECT updated - :start_updated AS updated, deleted - :start_deleted AS deleted FROM regress_hot_counts;
 COMMIT;
 DROP TABLE claimed;
+DROP VIEW regress_hot_counts;
 RESET ROLE;
 SELECT count(*) AS completed FROM pgjobs.job_history WHERE task = 'hot' AND status = 'completed';
 DROP ROLE regress_hot;
