@@ -140,9 +140,10 @@ RETURN format('lease expired: worker %s stopped renewing it', worker);
 -- that used its last attempt, or was aborted, finishes. Locked rows are skipped, so a worker
 -- completing right now is never overwritten, and an owner holding its job's row (a change of
 -- its public fields in an open transaction) delays only that job's rescue, not everyone's: it
--- is looked at again 10 seconds later. Each statement scans the table (no index names
--- locked_until, see jobs above); the callers run this only when src/api/leases.rs says a lease
--- may have run out, and it tells that when the earliest lease left runs out.
+-- is looked at again 10 seconds later. No index names locked_until (see jobs above): one scan
+-- of the table finds the expired leases and the earliest lease left, and the expired ones are
+-- then taken by their ids. The callers run this only when src/api/leases.rs says a lease may
+-- have run out, and it tells that when the earliest lease left runs out.
 CREATE FUNCTION _rescue_expired() RETURNS integer
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
@@ -150,54 +151,69 @@ SET plan_cache_mode = force_generic_plan
 SET jit = off
 AS $$
 DECLARE
+    to_requeue bigint[];
+    to_finish bigint[];
+    earliest timestamptz;
     woken text[];
-    requeued integer;
-    finished integer;
+    requeued integer := 0;
+    finished integer := 0;
     batch_ids bigint[];
 BEGIN
     PERFORM _leases_rescanning();
-    WITH requeue AS (
-        UPDATE jobs j
-        SET status = 'created', lease_token = NULL, locked_until = NULL, progress = NULL,
-            run_at = statement_timestamp(),
-            errors = j.errors || jsonb_build_object(
-                'attempt', j.attempt, 'at', statement_timestamp(),
-                'error', _lease_expired(j.locked_by))
-        WHERE j.ctid = ANY (ARRAY(
-            SELECT e.ctid FROM jobs e
-            WHERE e.status = 'started' AND e.locked_until < statement_timestamp()
-              AND e.attempt < e.max_attempts
-            FOR UPDATE SKIP LOCKED))
-        RETURNING j.id, j.claimable_by, j.queue
-    )
-    SELECT count(*), array_agg(DISTINCT _ready_signal(r.claimable_by, r.queue)),
-           array_agg(r.id) FILTER (WHERE _is_batch_queue(r.queue))
-    INTO requeued, woken, batch_ids
-    FROM requeue r;
-    -- Requeued batch jobs are due again: counted for the Jobs tab (sql/085_batch.sql).
-    IF batch_ids IS NOT NULL THEN
-        PERFORM _batch_tally(batch_ids, 1);
-    END IF;
-    IF woken IS NOT NULL THEN
-        PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
+    SELECT array_agg(j.id) FILTER (WHERE j.locked_until < statement_timestamp()
+                                     AND j.status = 'started' AND j.attempt < j.max_attempts),
+           array_agg(j.id) FILTER (WHERE j.locked_until < statement_timestamp()
+                                     AND (j.status = 'aborted' OR j.attempt >= j.max_attempts)),
+           min(j.locked_until) FILTER (WHERE j.locked_until >= statement_timestamp())
+    INTO to_requeue, to_finish, earliest
+    FROM jobs j
+    WHERE j.locked_until IS NOT NULL;
+
+    IF to_requeue IS NOT NULL THEN
+        WITH requeue AS (
+            UPDATE jobs j
+            SET status = 'created', lease_token = NULL, locked_until = NULL, progress = NULL,
+                run_at = statement_timestamp(),
+                errors = j.errors || jsonb_build_object(
+                    'attempt', j.attempt, 'at', statement_timestamp(),
+                    'error', _lease_expired(j.locked_by))
+            WHERE j.ctid = ANY (ARRAY(
+                SELECT e.ctid FROM jobs e
+                WHERE e.id = ANY (to_requeue) AND e.status = 'started'
+                  AND e.locked_until < statement_timestamp() AND e.attempt < e.max_attempts
+                FOR UPDATE SKIP LOCKED))
+            RETURNING j.id, j.claimable_by, j.queue
+        )
+        SELECT count(*), array_agg(DISTINCT _ready_signal(r.claimable_by, r.queue)),
+               array_agg(r.id) FILTER (WHERE _is_batch_queue(r.queue))
+        INTO requeued, woken, batch_ids
+        FROM requeue r;
+        -- Requeued batch jobs are due again: counted for the Jobs tab (sql/085_batch.sql).
+        IF batch_ids IS NOT NULL THEN
+            PERFORM _batch_tally(batch_ids, 1);
+        END IF;
+        IF woken IS NOT NULL THEN
+            PERFORM pg_notify('pgjobs_ready', q) FROM unnest(woken) q;
+        END IF;
     END IF;
 
-    SELECT _finish(array_agg(e.job_id), array_agg(e.lease_token), '{started,aborted}', 'failed',
-                   NULL, NULL, array_agg(_lease_expired(e.locked_by)))
-    INTO finished
-    FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
-          FROM jobs j
-          WHERE j.status IN ('started', 'aborted') AND j.locked_until < statement_timestamp()
-            AND (j.status = 'aborted' OR j.attempt >= j.max_attempts)
-          FOR UPDATE SKIP LOCKED) e;
+    IF to_finish IS NOT NULL THEN
+        SELECT coalesce(_finish(array_agg(e.job_id), array_agg(e.lease_token), '{started,aborted}',
+                                'failed', NULL, NULL, array_agg(_lease_expired(e.locked_by))), 0)
+        INTO finished
+        FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
+              FROM jobs j
+              WHERE j.id = ANY (to_finish) AND j.status IN ('started', 'aborted')
+                AND j.locked_until < statement_timestamp()
+                AND (j.status = 'aborted' OR j.attempt >= j.max_attempts)
+              FOR UPDATE SKIP LOCKED) e;
+    END IF;
     PERFORM _metrics_count_rescued(requeued + finished);
 
     PERFORM _leases_found(least(
-        min(j.locked_until) FILTER (WHERE j.locked_until >= statement_timestamp()),
-        CASE WHEN bool_or(j.locked_until < statement_timestamp())
-             THEN statement_timestamp() + interval '10 seconds' END))
-    FROM jobs j
-    WHERE j.locked_until IS NOT NULL;
+        earliest,
+        CASE WHEN requeued + finished < coalesce(cardinality(to_requeue), 0) + coalesce(cardinality(to_finish), 0)
+             THEN statement_timestamp() + interval '10 seconds' END));
     RETURN requeued + finished;
 END
 $$;
