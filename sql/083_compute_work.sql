@@ -1242,13 +1242,17 @@ $$;
 -- exactly once, crash or not.
 
 -- Copies silent for longer than pg_jobs.compute_progress_timeout are overdue: sent again to the
--- next fetch, their worker's report refused. Held rows are skipped, not waited for.
+-- next fetch, their worker's report refused. Held rows are skipped, not waited for. The escrow
+-- of an overdue copy is free again: a job that a fetch paused for want of funds while the copy
+-- was out (its escrow counted as spent) goes on if its funds now pay for a slice; otherwise it
+-- stayed paused with enough left, as nothing else resumes it but compute_fund.
 CREATE FUNCTION _compute_watchdog(at timestamptz) RETURNS integer
 LANGUAGE plpgsql
 SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
     n integer;
+    freed bigint[];
 BEGIN
     WITH late AS (
         SELECT s.job_id, s.slice_number, s.copy FROM compute_slices s
@@ -1263,9 +1267,19 @@ BEGIN
         UPDATE job_perf_data p SET retasked_count = p.retasked_count + m.n
         FROM (SELECT m.job_id, count(*) AS n FROM marked m GROUP BY m.job_id) m
         WHERE p.job_id = m.job_id
-        RETURNING m.n
+        RETURNING m.job_id, m.n
     )
-    SELECT coalesce(sum(c.n), 0) INTO n FROM counted c;
+    SELECT coalesce(sum(c.n), 0), array_agg(c.job_id) INTO n, freed FROM counted c;
+    IF freed IS NOT NULL THEN
+        UPDATE compute_jobs c SET status = _compute_resumed_status(c.job_id), flags = c.flags & ~64
+        WHERE c.job_id IN (
+            SELECT j.job_id FROM compute_jobs j
+            WHERE j.job_id = ANY (freed) AND j.status = 'paused' AND j.flags & 64 <> 0
+              AND j.funds - coalesce((SELECT t.slice_work_payment_total FROM job_fin_totals t
+                                      WHERE t.job_id = j.job_id), 0)
+                  - _compute_pending(j.job_id, j.slice_payment) >= j.slice_payment
+            FOR UPDATE SKIP LOCKED);
+    END IF;
     RETURN n;
 END
 $$;

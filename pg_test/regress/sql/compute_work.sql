@@ -348,6 +348,27 @@ SELECT status, result FROM pgjobs.job_list WHERE id = :njob;
 SELECT slice_work_payment_total, slice_work_payment_pending, remaining FROM pgjobs.job_fin_data WHERE job_id = :njob;
 RESET ROLE;
 
+-- Paused for want of funds while a copy was out, whose escrow counted as spent: when that copy
+-- goes overdue its escrow is free again, and the watchdog sets the job going without a top-up.
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_deploy(regress.spec('{"offer": 1, "funds": "1.75", "estimation_slices": 0}')) AS fjob \gset
+RESET ROLE;
+SET ROLE regress_cw_w1;
+SELECT count(*) AS slices FROM pgjobs.compute_fetch();
+RESET ROLE;
+SET ROLE regress_cw_w2;
+SELECT count(*) AS slices FROM pgjobs.compute_fetch();
+RESET ROLE;
+SELECT status, nsf FROM pgjobs.compute_jobs c JOIN pgjobs.job_fin_data f ON f.job_id = c.job_id WHERE c.job_id = :fjob;
+UPDATE pgjobs.compute_slices SET last_progress_time = now() - interval '1 hour'
+WHERE job_id = :fjob AND lease_token IS NOT NULL;
+SELECT pgjobs._compute_watchdog(now()) AS overdue;
+SELECT status, nsf, slice_work_payment_pending, remaining
+FROM pgjobs.compute_jobs c JOIN pgjobs.job_fin_data f ON f.job_id = c.job_id WHERE c.job_id = :fjob;
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_cancel(:fjob);
+RESET ROLE;
+
 -- A rejection: recorded, the slices go back, and the worker gets nothing of the job again.
 SET ROLE regress_cw_owner;
 SELECT pgjobs.compute_deploy(regress.spec('{"estimation_slices": 0, "max_slices_per_task": 2}')) AS rjob \gset
