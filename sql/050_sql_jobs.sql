@@ -1,30 +1,5 @@
--- SQL jobs: jobs the background worker runs in the database (src/bgworker.rs), as their owner.
-
--- (Run as the extension's owner by jobs_add_sql, src/api/sql_jobs.rs.)
-CREATE FUNCTION _add_sql(caller_role oid, sql text, run_at timestamptz, priority integer,
-    max_attempts integer, backoff interval, max_backoff interval, timeout interval, key text,
-    on_conflict text) RETURNS bigint
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    id bigint;
-BEGIN
-    IF sql IS NULL OR btrim(sql) = '' THEN
-        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = 'sql must not be empty',
-            HINT = 'Pass the statements the job runs, for example ''VACUUM ANALYZE orders''.';
-    END IF;
-    PERFORM _check_timeout(timeout);
-    -- The lease outlives the statement timeout, so a slow job is cancelled before anyone else
-    -- could take it.
-    SELECT a INTO id FROM _add(ARRAY[ROW(
-        'sql', jsonb_build_object('sql', sql, 'timeout_ms', (extract(epoch FROM timeout) * 1000)::bigint),
-        _sql_queue(), priority, run_at, max_attempts, backoff, max_backoff,
-        timeout + interval '1 minute', key, on_conflict)::job_spec], _identity_of(caller_role), true, false) a;
-    PERFORM _wake_launcher();
-    RETURN id;
-END
-$$;
+-- SQL jobs: jobs the background worker runs in the database (src/bgworker/executor.rs), as their
+-- owner. jobs_add_sql is src/api/sql_jobs.rs.
 
 CREATE FUNCTION jobs_add_sql(
     sql text,
@@ -40,19 +15,6 @@ CREATE FUNCTION jobs_add_sql(
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add_sql';
 COMMENT ON FUNCTION jobs_add_sql IS
     'Adds a job that the background worker runs in the database, as the job''s owner, with a statement timeout.';
-
--- A SQL job's statement timeout: what a statement timeout can hold (2^31 - 1 ms, 24 days).
-CREATE FUNCTION _check_timeout(timeout interval) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF timeout IS NULL OR timeout <= '0' OR timeout > '24 days' THEN
-        PERFORM _invalid(format('timeout must be positive and at most 24 days, not %s',
-                                coalesce(timeout::text, 'null')));
-    END IF;
-END
-$$;
 
 -- One row per run of a SQL job (start, end, status, message), kept pg_jobs.history_days days.
 -- A run still going at its deadline (its timeout, or an abort, plus pg_jobs.cancel_grace) did

@@ -3,24 +3,143 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
+use pgrx::pg_sys::{BOOLOID, OIDOID, REGROLEOID};
 use pgrx::prelude::*;
 
-use crate::owner_call;
+use super::call::{argument, invalid, refuse, value, Parameters, Planning, Section, Statement};
+use super::datum::output;
+use crate::entry;
 
 const STATEMENTS: &str = include_str!("identity.sql");
 
-owner_call!(
-    jobs_add_proxy,
-    pg_finfo_jobs_add_proxy,
-    STATEMENTS,
-    "add_proxy"
-);
-owner_call!(
-    jobs_remove_proxy,
-    pg_finfo_jobs_remove_proxy,
-    STATEMENTS,
-    "remove_proxy"
-);
+const fn statement(name: &'static str, parameters: &'static [pg_sys::Oid]) -> Statement {
+    Statement::new(
+        STATEMENTS,
+        name,
+        Parameters::Of(parameters),
+        Planning::Default,
+    )
+}
+
+static PROXY_STANDING: Statement = statement("proxy_standing", &[OIDOID, OIDOID]);
+static ADD_PROXY: Statement = statement("add_proxy", &[OIDOID, OIDOID, OIDOID]);
+static REMOVE_PROXY: Statement = statement("remove_proxy", &[OIDOID, OIDOID, BOOLOID]);
+
+/// A role's name as `regrole` prints it (quoted where it must be).
+fn role_name(role: pg_sys::Oid) -> String {
+    output(pg_sys::Datum::from(role), REGROLEOID)
+}
+
+// Proxies: registered by their root (who must be a member of the proxy role, so that nobody
+// takes over what another role creates) or by an administrator.
+entry!(jobs_add_proxy, pg_finfo_jobs_add_proxy, |fcinfo| {
+    let caller_role = pg_sys::GetUserId();
+    let caller = _identity_of(caller_role);
+    let admin = _is_admin(caller_role);
+    let Some(proxy) = value::<pg_sys::Oid>(fcinfo, 0) else {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "proxy must name a role",
+            None,
+        )
+    };
+    let root = value::<pg_sys::Oid>(fcinfo, 1).unwrap_or(caller);
+    if root != caller && !admin {
+        refuse(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "only an administrator may register a proxy for another identity",
+            None,
+        );
+    }
+    if !admin && !pg_sys::is_member_of_role(caller_role, proxy) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "you must be a member of role {} to register it as your proxy",
+                role_name(proxy)
+            ),
+            Some(&format!(
+                "An administrator can run GRANT {} TO {}.",
+                role_name(proxy),
+                role_name(caller_role)
+            )),
+        );
+    }
+    let section = Section::as_owner(fcinfo);
+    let standing = section.run(
+        &PROXY_STANDING,
+        &[argument(fcinfo, 0), Some(pg_sys::Datum::from(root))],
+    );
+    if proxy == root || standing.get::<bool>(0, 0) == Some(true) {
+        invalid(
+            format!(
+                "{} cannot act for {}: a root identity cannot be a proxy",
+                role_name(proxy),
+                role_name(root)
+            ),
+            None,
+        );
+    }
+    if _is_admin(proxy) || standing.get::<bool>(0, 1) == Some(true) {
+        invalid(
+            format!(
+                "{} cannot be a proxy: it is a superuser or has proxies of its own",
+                role_name(proxy)
+            ),
+            None,
+        );
+    }
+    if standing
+        .get::<pg_sys::Oid>(0, 2)
+        .is_some_and(|current| current != root)
+    {
+        refuse(
+            PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
+            format!(
+                "{} is already a proxy of another identity",
+                role_name(proxy)
+            ),
+            Some("Its root (or an administrator) must remove it first."),
+        );
+    }
+    section.run(
+        &ADD_PROXY,
+        &[
+            argument(fcinfo, 0),
+            Some(pg_sys::Datum::from(root)),
+            Some(pg_sys::Datum::from(caller_role)),
+        ],
+    );
+    pg_sys::Datum::from(0)
+});
+
+entry!(jobs_remove_proxy, pg_finfo_jobs_remove_proxy, |fcinfo| {
+    let caller_role = pg_sys::GetUserId();
+    let Some(proxy) = value::<pg_sys::Oid>(fcinfo, 0) else {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "proxy must name a role",
+            None,
+        )
+    };
+    let section = Section::as_owner(fcinfo);
+    let removed = section.run(
+        &REMOVE_PROXY,
+        &[
+            argument(fcinfo, 0),
+            Some(pg_sys::Datum::from(_identity_of(caller_role))),
+            Some(pg_sys::Datum::from(_is_admin(caller_role))),
+        ],
+    );
+    if removed.len() == 0 {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!("{} is not a proxy of yours", role_name(proxy)),
+            None,
+        );
+    }
+    pg_sys::Datum::from(0)
+});
 
 /// The current role, as `current_user` but without a catalog query.
 #[pg_extern(stable, parallel_safe)]

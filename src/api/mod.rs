@@ -4,6 +4,7 @@
 pub mod batch;
 pub mod call;
 pub mod compute;
+pub mod datum;
 pub mod identity;
 pub mod leases;
 pub mod metrics;

@@ -13,6 +13,7 @@ use super::call::{
     argument, invalid, materialize, null, refuse, refuse_with_detail, required, return_row, value,
     Caller, Parameters, Planning, Rows, Section, Statement,
 };
+use super::datum::{array, input, interval_span, interval_text, output, seconds};
 use super::metrics::{self, Counter};
 use super::{leases, ready};
 use crate::{entry, gucs};
@@ -23,7 +24,9 @@ use crate::{entry, gucs};
 fn retry_delay_seconds(attempt: i32, backoff_seconds: f64, max_backoff_seconds: f64) -> f64 {
     // The backoffs a job may have (BACKOFF_SPAN), in seconds; NaN is outside every range.
     let one_year = ONE_YEAR as f64 / 1e6;
-    if !(0.0..=one_year).contains(&backoff_seconds) || !(0.0..=one_year).contains(&max_backoff_seconds) {
+    if !(0.0..=one_year).contains(&backoff_seconds)
+        || !(0.0..=one_year).contains(&max_backoff_seconds)
+    {
         invalid(
             format!(
                 "backoff_seconds and max_backoff_seconds must be from 0 to {one_year} (1 year), not {backoff_seconds} and {max_backoff_seconds}"
@@ -167,13 +170,16 @@ static UNCOUNT_BATCH_JOB: Statement = statement("uncount_batch_job", &[INT8OID],
 static FINISHED_JOB: Statement = statement("finished_job", &[INT8OID, OIDOID], Planning::Default);
 static ABORT_LEASED: Statement = statement("abort_leased", &[INT8OID], Planning::Default);
 static READY_SIGNAL: Statement = statement("ready_signal", &[OIDOID, TEXTOID], Planning::Default);
-static SET_HISTORY_RULE: Statement =
-    statement("set_history_rule", &[OIDOID, TEXTOID, TEXTOID], Planning::Default);
+static SET_HISTORY_RULE: Statement = statement(
+    "set_history_rule",
+    &[OIDOID, TEXTOID, TEXTOID],
+    Planning::Default,
+);
 
 /// The fields of one job to add, in the order of `job_spec` and of jobs_add's parameters, as
 /// given (None where left out).
 #[derive(Clone, Copy)]
-enum Field {
+pub(crate) enum Field {
     Task,
     Payload,
     Queue,
@@ -203,9 +209,18 @@ const FIELD_TYPES: [Oid; FIELDS] = [
 ];
 
 #[derive(Clone, Copy)]
-struct Spec([Option<Datum>; FIELDS]);
+pub(crate) struct Spec([Option<Datum>; FIELDS]);
 
 impl Spec {
+    /// A job with every field left out.
+    pub(crate) const fn empty() -> Self {
+        Spec([None; FIELDS])
+    }
+
+    pub(crate) fn set(&mut self, field: Field, value: Option<Datum>) {
+        self.0[field as usize] = value;
+    }
+
     fn get(&self, field: Field) -> Option<Datum> {
         self.0[field as usize]
     }
@@ -335,7 +350,7 @@ impl Problem {
 }
 
 /// Refuses a batch at its first bad job.
-fn check_all(specs: &[Spec], sql_jobs: bool, scheduled: bool) {
+pub(crate) fn check_all(specs: &[Spec], sql_jobs: bool, scheduled: bool) {
     for (n, spec) in specs.iter().enumerate() {
         if let Some(problem) = spec.problem(sql_jobs, scheduled) {
             problem.raise((specs.len() > 1).then_some(n + 1));
@@ -367,14 +382,6 @@ const EXTENSION_CLAIMANT: Oid = pg_sys::InvalidOid;
 
 /// One year as PostgreSQL compares intervals (a month is 30 days), in microseconds.
 const ONE_YEAR: i128 = 12 * 30 * 86_400_000_000;
-
-/// An interval's length as PostgreSQL compares intervals.
-fn interval_span(datum: Datum) -> i128 {
-    let interval = unsafe { &*datum.cast_mut_ptr::<pg_sys::Interval>() };
-    i128::from(interval.month) * 30 * 86_400_000_000
-        + i128::from(interval.day) * 86_400_000_000
-        + i128::from(interval.time)
-}
 
 /// What a lease may be (positive, at most a year) and a backoff (0 to a year), in microseconds.
 const LEASE_SPAN: std::ops::RangeInclusive<i128> = 1..=ONE_YEAR;
@@ -410,72 +417,9 @@ fn check_lease(lease: Option<Datum>) {
     }
 }
 
-/// An interval as PostgreSQL prints it.
-fn interval_text(datum: Option<Datum>) -> String {
-    datum.map_or_else(|| "null".into(), |datum| output(datum, INTERVALOID))
-}
-
-/// A value as its type's output function prints it.
-fn output(datum: Datum, type_oid: Oid) -> String {
-    unsafe {
-        let mut function = pg_sys::InvalidOid;
-        let mut varlena = false;
-        pg_sys::getTypeOutputInfo(type_oid, &mut function, &mut varlena);
-        let text = pg_sys::OidOutputFunctionCall(function, datum);
-        std::ffi::CStr::from_ptr(text)
-            .to_string_lossy()
-            .into_owned()
-    }
-}
-
-/// A value of a type from its text, by the type's input function.
-fn input(text: &str, type_oid: Oid) -> Datum {
-    let text =
-        std::ffi::CString::new(text).unwrap_or_else(|_| invalid("text must not contain NUL", None));
-    unsafe {
-        let mut function = pg_sys::InvalidOid;
-        let mut parameter = pg_sys::InvalidOid;
-        pg_sys::getTypeInputInfo(type_oid, &mut function, &mut parameter);
-        pg_sys::OidInputFunctionCall(function, text.as_ptr().cast_mut(), parameter, -1)
-    }
-}
-
-/// A one-dimensional array of `values` of a type.
-fn array(type_oid: Oid, values: &[Option<Datum>]) -> Datum {
-    unsafe {
-        let mut length: i16 = 0;
-        let mut by_value = false;
-        let mut align: std::ffi::c_char = 0;
-        pg_sys::get_typlenbyvalalign(type_oid, &mut length, &mut by_value, &mut align);
-        let mut elements: Vec<Datum> = values.iter().map(|v| v.unwrap_or(Datum::from(0))).collect();
-        let mut nulls: Vec<bool> = values.iter().map(Option::is_none).collect();
-        let mut dimensions = [values.len() as std::ffi::c_int];
-        let mut lower_bounds = [1 as std::ffi::c_int];
-        Datum::from(pg_sys::construct_md_array(
-            elements.as_mut_ptr(),
-            nulls.as_mut_ptr(),
-            1,
-            dimensions.as_mut_ptr(),
-            lower_bounds.as_mut_ptr(),
-            type_oid,
-            length.into(),
-            by_value,
-            align,
-        ))
-    }
-}
-
-/// An interval of whole seconds.
-fn seconds(seconds: i32) -> Datum {
-    pgrx::datum::Interval::new(0, 0, i64::from(seconds) * 1_000_000)
-        .unwrap_or_else(|_| error!("pg_jobs: interval out of range"))
-        .into_datum()
-        .expect("an interval")
-}
-
 /// Adds jobs for `owner`; returns each job's id in the batch's order, or the id of the job that
 /// holds its key.
-fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
+pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
     // Read once per call, not once per job.
     let defaults: [Option<Datum>; FIELDS] = [
         None,
@@ -638,7 +582,7 @@ fn specs_of_array(datum: Datum) -> Vec<Spec> {
         (0..count as usize)
             .map(|n| {
                 if *nulls.add(n) {
-                    return Spec([None; FIELDS]);
+                    return Spec::empty();
                 }
                 spec_of_record(*elements.add(n))
             })
@@ -761,7 +705,7 @@ entry!(_add, pg_finfo__add, |fcinfo| {
 
 // Refuses a job a schedule would add: _check_spec(spec job_spec, sql_job boolean, scheduled boolean).
 entry!(_check_spec, pg_finfo__check_spec, |fcinfo| {
-    let spec = argument(fcinfo, 0).map_or(Spec([None; FIELDS]), spec_of_record);
+    let spec = argument(fcinfo, 0).map_or(Spec::empty(), spec_of_record);
     if let Some(problem) = spec.problem(
         value(fcinfo, 1).unwrap_or(false),
         value(fcinfo, 2).unwrap_or(false),
@@ -1400,7 +1344,10 @@ entry!(jobs_queue_history, pg_finfo_jobs_queue_history, |fcinfo| {
         Some(_) => {}
     }
     let keep: Option<String> = value(fcinfo, 1);
-    if keep.as_deref().is_none_or(|keep| !HISTORY_RULES.contains(&keep)) {
+    if keep
+        .as_deref()
+        .is_none_or(|keep| !HISTORY_RULES.contains(&keep))
+    {
         invalid(
             format!(
                 "unknown history rule {}",

@@ -1,33 +1,270 @@
-//! Cron schedules, exposed to the SQL in `sql/060_schedules.sql`, and the schedules' public
-//! functions. Times cross the boundary as Unix epoch seconds, so the parser in `pg_jobs_core`
-//! needs no PostgreSQL date types.
+//! Cron schedules: the schedules' public functions (statements in `schedules.sql`), and the slot
+//! arithmetic that `sql/060_schedules.sql` calls. Times cross the boundary as Unix epoch
+//! seconds, so the parser in `pg_jobs_core` needs no PostgreSQL date types.
 
 use chrono::{DateTime, TimeDelta, Utc};
-use pg_jobs_core::schedule::Schedule;
+use pg_jobs_core::schedule::{parse_time_zone, Schedule};
+use pgrx::pg_sys::{Datum, INT8OID, INTERVALOID, JSONBOID, OIDOID, TEXTOID};
 use pgrx::prelude::*;
+use pgrx::{IntoDatum, JsonB};
+use serde_json::{Map, Value};
 
-use crate::owner_call;
+use super::call::{
+    argument, invalid, refuse, value, Caller, Parameters, Planning, Section, Statement,
+};
+use super::datum::input;
+use super::sql_jobs::check_timeout;
+use crate::entry;
 
 const STATEMENTS: &str = include_str!("schedules.sql");
 
-owner_call!(
-    jobs_schedule,
-    pg_finfo_jobs_schedule,
-    STATEMENTS,
-    "schedule"
+const fn statement(name: &'static str, parameters: &'static [pg_sys::Oid]) -> Statement {
+    Statement::new(
+        STATEMENTS,
+        name,
+        Parameters::Of(parameters),
+        Planning::Default,
+    )
+}
+
+static CHECK_WORK: Statement = statement("check_work", &[JSONBOID, JSONBOID]);
+static INSERT: Statement = statement(
+    "insert",
+    &[TEXTOID, OIDOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID],
 );
-owner_call!(
+static LOCK: Statement = statement("lock", &[TEXTOID, OIDOID, JSONBOID]);
+static UPDATE: Statement = statement("update", &[INT8OID, TEXTOID, TEXTOID, JSONBOID, JSONBOID]);
+static DELETE: Statement = statement("delete", &[TEXTOID, OIDOID]);
+
+const WORK_KEYS: [&str; 4] = ["task", "payload", "queue", "sql"];
+const OPTIONS: [&str; 10] = [
+    "time_zone",
+    "missed",
+    "max_catch_up",
+    "enabled",
+    "priority",
+    "max_attempts",
+    "backoff",
+    "max_backoff",
+    "lease",
+    "timeout",
+];
+const MISSED_RULES: [&str; 3] = ["skip", "once", "all"];
+
+/// A JSON value as `->>` reads it: null for JSON null, a string's text, any other value's JSON.
+fn text_of(value: &Value) -> Option<String> {
+    match value {
+        Value::Null => None,
+        Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// The time zone the options name, UTC where they name none.
+fn time_zone(options: &Value) -> String {
+    options
+        .get("time_zone")
+        .and_then(text_of)
+        .unwrap_or_else(|| "UTC".into())
+}
+
+/// Refuses an unknown time zone, then a schedule that does not parse in it.
+fn check_timing(schedule: &str, time_zone: &str) {
+    if let Err(problem) = parse_time_zone(time_zone) {
+        invalid(
+            problem.to_string(),
+            Some("Name a zone of pg_timezone_names, such as 'UTC' or 'Europe/Berlin' (names are case-sensitive)."),
+        );
+    }
+    if let Err(problem) = Schedule::parse(schedule, time_zone) {
+        invalid(
+            format!("invalid schedule \"{schedule}\": {problem}"),
+            Some(
+                "Use five cron fields (minute hour day month weekday), six with seconds first, \
+                  a macro such as @hourly, or an interval such as 'every 10 seconds'.",
+            ),
+        );
+    }
+}
+
+/// Refuses work that is not one task or one SQL job, and options that are unknown or out of
+/// range; then the job a slot would add, so that a schedule never fires a job that cannot be
+/// added.
+fn check_work_and_options(section: &Section, work: Option<Datum>, options: Datum) {
+    let work_value = work
+        .and_then(|w| unsafe { JsonB::from_datum(w, false) })
+        .map(|w| w.0);
+    let Some(fields) = work_value
+        .as_ref()
+        .and_then(Value::as_object)
+        .filter(|w| w.contains_key("task") != w.contains_key("sql"))
+    else {
+        invalid(
+            r#"work must be {"task": ..., "payload": ..., "queue": ...} or {"sql": ...}"#,
+            Some("A schedule adds a queued task for your workers, or runs SQL in the database."),
+        )
+    };
+    if let Some(unknown) = fields.keys().find(|k| !WORK_KEYS.contains(&k.as_str())) {
+        invalid(
+            format!("unknown key \"{unknown}\" in work"),
+            Some("work takes task, payload and queue, or sql."),
+        );
+    }
+    let options_value = unsafe { JsonB::from_datum(options, false) }.map(|o| o.0);
+    let Some(options_map) = options_value.as_ref().and_then(Value::as_object) else {
+        invalid("options must be a JSON object", None)
+    };
+    check_options(options_map);
+    section.run(&CHECK_WORK, &[work, Some(options)]);
+}
+
+fn check_options(options: &Map<String, Value>) {
+    if let Some(unknown) = options.keys().find(|k| !OPTIONS.contains(&k.as_str())) {
+        invalid(
+            format!("unknown option \"{unknown}\""),
+            Some(
+                "Options are time_zone, missed, max_catch_up, enabled, priority, max_attempts, \
+                  backoff, max_backoff, lease and timeout.",
+            ),
+        );
+    }
+    if let Some(missed) = options
+        .get("missed")
+        .and_then(text_of)
+        .filter(|m| !MISSED_RULES.contains(&m.as_str()))
+    {
+        invalid(
+            format!("unknown missed-slot rule \"{missed}\""),
+            Some(
+                "missed is skip (a slot nobody fired is skipped), once (one catch-up run) or all \
+                  (every missed slot, up to max_catch_up).",
+            ),
+        );
+    }
+    if let Some(given) = options.get("max_catch_up") {
+        let whole = text_of(given).map(|text| {
+            (1..=4).contains(&text.len())
+                && text.bytes().all(|b| b.is_ascii_digit())
+                && (1..=1000).contains(&text.parse::<i32>().unwrap_or(0))
+        });
+        if whole == Some(false) {
+            invalid(
+                format!("max_catch_up must be a whole number from 1 to 1000, not {given}"),
+                Some("With missed => all, at most this many of the latest missed slots are fired."),
+            );
+        }
+    }
+    if let Some(enabled) = options.get("enabled").filter(|e| !e.is_boolean()) {
+        invalid(
+            format!("enabled must be true or false, not {enabled}"),
+            None,
+        );
+    }
+    if let Some(timeout) = options.get("timeout") {
+        check_timeout(text_of(timeout).map(|t| input(&t, INTERVALOID)));
+    }
+}
+
+entry!(jobs_schedule, pg_finfo_jobs_schedule, |fcinfo| {
+    let caller = Caller::current();
+    let (Some(name), Some(schedule)) = (
+        value::<String>(fcinfo, 0).filter(|name| !name.is_empty()),
+        value::<String>(fcinfo, 1),
+    ) else {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "a schedule needs a name and a schedule",
+            None,
+        )
+    };
+    let options = argument(fcinfo, 3).unwrap_or_else(|| input("{}", JSONBOID));
+    let options_value = JsonB::from_datum(options, false).map_or(Value::Null, |o| o.0);
+    let zone = time_zone(&options_value);
+    check_timing(&schedule, &zone);
+    let section = Section::as_owner(fcinfo);
+    check_work_and_options(&section, argument(fcinfo, 2), options);
+    let inserted = section.run(
+        &INSERT,
+        &[
+            argument(fcinfo, 0),
+            Some(Datum::from(caller.identity)),
+            argument(fcinfo, 1),
+            zone.as_str().into_datum(),
+            argument(fcinfo, 2),
+            Some(options),
+        ],
+    );
+    let Some(id) = inserted.get::<i64>(0, 0) else {
+        refuse(
+            PgSqlErrorCode::ERRCODE_UNIQUE_VIOLATION,
+            format!("schedule \"{name}\" already exists"),
+            Some("Change it with jobs_alter_schedule, or remove it with jobs_unschedule."),
+        )
+    };
+    _wake_launcher();
+    Datum::from(id)
+});
+
+fn missing_schedule(name: Option<String>) -> ! {
+    refuse(
+        PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+        format!("schedule \"{}\" does not exist", name.unwrap_or_default()),
+        Some("SELECT name FROM pgjobs.jobs_schedules lists the schedules."),
+    )
+}
+
+entry!(
     jobs_alter_schedule,
     pg_finfo_jobs_alter_schedule,
-    STATEMENTS,
-    "alter_schedule"
+    |fcinfo| {
+        let caller = Caller::current();
+        let section = Section::as_owner(fcinfo);
+        let old = section.run(
+            &LOCK,
+            &[
+                argument(fcinfo, 0),
+                Some(Datum::from(caller.identity)),
+                argument(fcinfo, 3),
+            ],
+        );
+        let (Some(id), Some(old_schedule), Some(options)) =
+            (old.datum(0, 0), old.get::<String>(0, 1), old.datum(0, 3))
+        else {
+            missing_schedule(value(fcinfo, 0))
+        };
+        let schedule = value::<String>(fcinfo, 1).unwrap_or(old_schedule);
+        let options_value = JsonB::from_datum(options, false).map_or(Value::Null, |o| o.0);
+        let zone = time_zone(&options_value);
+        check_timing(&schedule, &zone);
+        check_work_and_options(&section, argument(fcinfo, 2).or(old.datum(0, 2)), options);
+        section.run(
+            &UPDATE,
+            &[
+                Some(id),
+                schedule.as_str().into_datum(),
+                zone.as_str().into_datum(),
+                argument(fcinfo, 2),
+                Some(options),
+            ],
+        );
+        _wake_launcher();
+        Datum::from(0)
+    }
 );
-owner_call!(
-    jobs_unschedule,
-    pg_finfo_jobs_unschedule,
-    STATEMENTS,
-    "unschedule"
-);
+
+entry!(jobs_unschedule, pg_finfo_jobs_unschedule, |fcinfo| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let deleted = section.run(
+        &DELETE,
+        &[argument(fcinfo, 0), Some(Datum::from(caller.identity))],
+    );
+    if deleted.len() == 0 {
+        missing_schedule(value(fcinfo, 0));
+    }
+    _wake_launcher();
+    Datum::from(0)
+});
 
 fn parse(schedule: &str, time_zone: &str) -> Schedule {
     Schedule::parse(schedule, time_zone).unwrap_or_else(|problem| {
@@ -45,14 +282,6 @@ fn instant(epoch_seconds: f64) -> Option<DateTime<Utc>> {
 
 fn epoch_seconds(instant: DateTime<Utc>) -> f64 {
     instant.timestamp_micros() as f64 / 1e6
-}
-
-/// Why a schedule is invalid, or null when it is valid.
-#[pg_extern(immutable, parallel_safe)]
-fn _schedule_problem(schedule: &str, time_zone: &str) -> Option<String> {
-    Schedule::parse(schedule, time_zone)
-        .err()
-        .map(|problem| problem.to_string())
 }
 
 /// Why a time zone name is unknown, or null when it is known.
@@ -113,10 +342,10 @@ fn _schedule_latest_slots_epoch(
     unreachable!("the last window starts at `after`")
 }
 
-/// Wakes the launcher once the calling transaction commits, so that a new schedule or SQL job is
-/// seen at once rather than after pg_jobs.refresh_interval.
+/// Wakes the launcher once the calling transaction commits, so that a new schedule, SQL job or
+/// routine is seen at once rather than after pg_jobs.refresh_interval.
 #[pg_extern(volatile, parallel_unsafe)]
-fn _wake_launcher() {
+pub(crate) fn _wake_launcher() {
     let Ok(Some(pid)) = Spi::get_one::<i32>("SELECT pid FROM pgjobs.launcher_state") else {
         return;
     };

@@ -1,0 +1,79 @@
+//! Values across the boundary: PostgreSQL's own input and output functions, arrays and
+//! intervals, for the domains' calls.
+
+use pgrx::pg_sys::{self, Datum, Oid, INTERVALOID};
+use pgrx::prelude::*;
+use pgrx::IntoDatum;
+
+use super::call::invalid;
+
+/// An interval's length as PostgreSQL compares intervals.
+pub(crate) fn interval_span(datum: Datum) -> i128 {
+    let interval = unsafe { &*datum.cast_mut_ptr::<pg_sys::Interval>() };
+    i128::from(interval.month) * 30 * 86_400_000_000
+        + i128::from(interval.day) * 86_400_000_000
+        + i128::from(interval.time)
+}
+
+/// An interval as PostgreSQL prints it.
+pub(crate) fn interval_text(datum: Option<Datum>) -> String {
+    datum.map_or_else(|| "null".into(), |datum| output(datum, INTERVALOID))
+}
+
+/// A value as its type's output function prints it.
+pub(crate) fn output(datum: Datum, type_oid: Oid) -> String {
+    unsafe {
+        let mut function = pg_sys::InvalidOid;
+        let mut varlena = false;
+        pg_sys::getTypeOutputInfo(type_oid, &mut function, &mut varlena);
+        let text = pg_sys::OidOutputFunctionCall(function, datum);
+        std::ffi::CStr::from_ptr(text)
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// A value of a type from its text, by the type's input function.
+pub(crate) fn input(text: &str, type_oid: Oid) -> Datum {
+    let text =
+        std::ffi::CString::new(text).unwrap_or_else(|_| invalid("text must not contain NUL", None));
+    unsafe {
+        let mut function = pg_sys::InvalidOid;
+        let mut parameter = pg_sys::InvalidOid;
+        pg_sys::getTypeInputInfo(type_oid, &mut function, &mut parameter);
+        pg_sys::OidInputFunctionCall(function, text.as_ptr().cast_mut(), parameter, -1)
+    }
+}
+
+/// A one-dimensional array of `values` of a type.
+pub(crate) fn array(type_oid: Oid, values: &[Option<Datum>]) -> Datum {
+    unsafe {
+        let mut length: i16 = 0;
+        let mut by_value = false;
+        let mut align: std::ffi::c_char = 0;
+        pg_sys::get_typlenbyvalalign(type_oid, &mut length, &mut by_value, &mut align);
+        let mut elements: Vec<Datum> = values.iter().map(|v| v.unwrap_or(Datum::from(0))).collect();
+        let mut nulls: Vec<bool> = values.iter().map(Option::is_none).collect();
+        let mut dimensions = [values.len() as std::ffi::c_int];
+        let mut lower_bounds = [1 as std::ffi::c_int];
+        Datum::from(pg_sys::construct_md_array(
+            elements.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+            1,
+            dimensions.as_mut_ptr(),
+            lower_bounds.as_mut_ptr(),
+            type_oid,
+            length.into(),
+            by_value,
+            align,
+        ))
+    }
+}
+
+/// An interval of whole seconds.
+pub(crate) fn seconds(seconds: i32) -> Datum {
+    pgrx::datum::Interval::new(0, 0, i64::from(seconds) * 1_000_000)
+        .unwrap_or_else(|_| error!("pg_jobs: interval out of range"))
+        .into_datum()
+        .expect("an interval")
+}
