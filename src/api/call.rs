@@ -550,3 +550,31 @@ macro_rules! owner_call {
         });
     };
 }
+
+/// Runs `body` in a subtransaction, as a PL/pgSQL block with an EXCEPTION clause does: an error
+/// in it rolls back what it wrote and comes back as its message; the caller's statements, its
+/// section and its memory are as they were.
+pub fn in_subtransaction<R>(body: impl FnOnce() -> R) -> Result<R, String> {
+    let (context, owner) = unsafe { (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner) };
+    let back = move || unsafe {
+        pg_sys::MemoryContextSwitchTo(context);
+        pg_sys::CurrentResourceOwner = owner;
+    };
+    unsafe {
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(context);
+    }
+    PgTryBuilder::new(std::panic::AssertUnwindSafe(|| {
+        let result = body();
+        unsafe { pg_sys::ReleaseCurrentSubTransaction() };
+        back();
+        Ok(result)
+    }))
+    .catch_others(|caught| {
+        back();
+        unsafe { pg_sys::RollbackAndReleaseCurrentSubTransaction() };
+        back();
+        Err(crate::bgworker::caught_message(caught))
+    })
+    .execute()
+}

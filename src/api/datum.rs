@@ -77,3 +77,42 @@ pub(crate) fn seconds(seconds: i32) -> Datum {
         .into_datum()
         .expect("an interval")
 }
+
+/// The elements of a one-dimensional array, None for null.
+pub(crate) fn elements(datum: Datum) -> Vec<Option<Datum>> {
+    unsafe {
+        let array = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::ArrayType>();
+        let element_type = (*array).elemtype;
+        let mut length: i16 = 0;
+        let mut by_value = false;
+        let mut align: std::ffi::c_char = 0;
+        pg_sys::get_typlenbyvalalign(element_type, &mut length, &mut by_value, &mut align);
+        let mut values: *mut Datum = std::ptr::null_mut();
+        let mut nulls: *mut bool = std::ptr::null_mut();
+        let mut count: std::ffi::c_int = 0;
+        pg_sys::deconstruct_array(
+            array,
+            element_type,
+            length.into(),
+            by_value,
+            align,
+            &mut values,
+            &mut nulls,
+            &mut count,
+        );
+        (0..count as usize)
+            .map(|n| (!*nulls.add(n)).then(|| *values.add(n)))
+            .collect()
+    }
+}
+
+/// Field `n` (from 0) of a composite value, None for null.
+pub(crate) fn field(record: Datum, n: usize) -> Option<Datum> {
+    unsafe {
+        let record =
+            pg_sys::pg_detoast_datum(record.cast_mut_ptr()).cast::<pg_sys::HeapTupleHeaderData>();
+        let mut is_null = false;
+        let value = pg_sys::GetAttributeByNum(record, (n + 1) as pg_sys::AttrNumber, &mut is_null);
+        (!is_null).then_some(value)
+    }
+}

@@ -11,5 +11,6 @@ pub mod metrics;
 pub mod queue;
 pub mod ready;
 pub mod routines;
+pub mod schedule_firing;
 pub mod schedules;
 pub mod sql_jobs;

@@ -13,7 +13,7 @@ use super::call::{
     argument, invalid, materialize, null, refuse, refuse_with_detail, required, return_row, value,
     Caller, Parameters, Planning, Rows, Section, Statement,
 };
-use super::datum::{array, input, interval_span, interval_text, output, seconds};
+use super::datum::{array, elements, field, input, interval_span, interval_text, output, seconds};
 use super::metrics::{self, Counter};
 use super::{leases, ready};
 use crate::{entry, gucs};
@@ -559,50 +559,16 @@ fn take_keys(
 
 /// The spec of each element of an array of job_spec.
 fn specs_of_array(datum: Datum) -> Vec<Spec> {
-    unsafe {
-        let array = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::ArrayType>();
-        let element_type = (*array).elemtype;
-        let mut length: i16 = 0;
-        let mut by_value = false;
-        let mut align: std::ffi::c_char = 0;
-        pg_sys::get_typlenbyvalalign(element_type, &mut length, &mut by_value, &mut align);
-        let mut elements: *mut Datum = std::ptr::null_mut();
-        let mut nulls: *mut bool = std::ptr::null_mut();
-        let mut count: std::ffi::c_int = 0;
-        pg_sys::deconstruct_array(
-            array,
-            element_type,
-            length.into(),
-            by_value,
-            align,
-            &mut elements,
-            &mut nulls,
-            &mut count,
-        );
-        (0..count as usize)
-            .map(|n| {
-                if *nulls.add(n) {
-                    return Spec::empty();
-                }
-                spec_of_record(*elements.add(n))
-            })
-            .collect()
-    }
+    elements(datum)
+        .into_iter()
+        .map(|element| element.map_or(Spec::empty(), Spec::of_record))
+        .collect()
 }
 
-/// The spec in a job_spec value.
-fn spec_of_record(datum: Datum) -> Spec {
-    unsafe {
-        let record =
-            pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::HeapTupleHeaderData>();
-        let mut spec = [None; FIELDS];
-        for (n, field) in spec.iter_mut().enumerate() {
-            let mut is_null = false;
-            let value =
-                pg_sys::GetAttributeByNum(record, (n + 1) as pg_sys::AttrNumber, &mut is_null);
-            *field = (!is_null).then_some(value);
-        }
-        Spec(spec)
+impl Spec {
+    /// The spec in a job_spec value.
+    pub(crate) fn of_record(datum: Datum) -> Spec {
+        Spec(std::array::from_fn(|n| field(datum, n)))
     }
 }
 
@@ -705,7 +671,7 @@ entry!(_add, pg_finfo__add, |fcinfo| {
 
 // Refuses a job a schedule would add: _check_spec(spec job_spec, sql_job boolean, scheduled boolean).
 entry!(_check_spec, pg_finfo__check_spec, |fcinfo| {
-    let spec = argument(fcinfo, 0).map_or(Spec::empty(), spec_of_record);
+    let spec = argument(fcinfo, 0).map_or(Spec::empty(), Spec::of_record);
     if let Some(problem) = spec.problem(
         value(fcinfo, 1).unwrap_or(false),
         value(fcinfo, 2).unwrap_or(false),

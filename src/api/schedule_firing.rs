@@ -1,0 +1,186 @@
+//! Firing the cron schedules: the launcher's round calls `_fire_schedules` (and a regression test
+//! can, at a chosen time). Statements in `schedule_firing.sql`.
+//!
+//! The jobs of all due schedules of one owner are added in one call, which is what lets thousands
+//! of schedules fire within their second. Nothing one schedule holds stops the others: if the
+//! slots of all cannot be computed together, each is computed alone, and if one owner's adds
+//! fail, its schedules are fired one by one; a schedule that fails records its error in
+//! `last_error` and is tried again at its next slot.
+
+use pgrx::pg_sys::{self, Datum, INT8ARRAYOID, INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID};
+use pgrx::IntoDatum;
+
+use super::call::{argument, in_subtransaction, Parameters, Planning, Section, Statement};
+use super::datum::{array, elements, seconds};
+use super::queue::{add, check_all, Spec};
+use crate::{entry, gucs};
+
+const STATEMENTS: &str = include_str!("schedule_firing.sql");
+
+const fn statement(name: &'static str, parameters: &'static [pg_sys::Oid]) -> Statement {
+    Statement::new(
+        STATEMENTS,
+        name,
+        Parameters::Of(parameters),
+        Planning::Default,
+    )
+}
+
+static DUE: Statement = statement("due", &[TIMESTAMPTZOID, INTERVALOID, INT8OID]);
+static DUE_IDS: Statement = statement("due_ids", &[TIMESTAMPTZOID]);
+static SET_LAST_JOBS: Statement = statement("set_last_jobs", &[INT8ARRAYOID, INT8ARRAYOID]);
+static PASSED: Statement = statement(
+    "passed",
+    &[
+        TIMESTAMPTZOID,
+        INTERVALOID,
+        INT8ARRAYOID,
+        pg_sys::TIMESTAMPTZARRAYOID,
+        INT8ARRAYOID,
+        pg_sys::TEXTARRAYOID,
+    ],
+);
+
+/// A due schedule: its latest slot, and the jobs of the slots its rule fires.
+struct Due {
+    schedule: i64,
+    owner: pg_sys::Oid,
+    latest_slot: Option<Datum>,
+    specs: Vec<Spec>,
+}
+
+/// The due schedules at `at` (all, or only `one`), locked.
+fn due(section: &Section, at: Datum, grace: Datum, one: Option<i64>) -> Vec<Due> {
+    let rows = section.run(&DUE, &[Some(at), Some(grace), one.into_datum()]);
+    (0..rows.len())
+        .map(|row| Due {
+            schedule: rows.get(row, 0).expect("a schedule's id"),
+            owner: rows.get(row, 1).expect("a schedule's owner"),
+            latest_slot: rows.datum(row, 2),
+            specs: rows.datum(row, 3).map_or_else(Vec::new, |specs| {
+                elements(specs)
+                    .into_iter()
+                    .map(|spec| spec.map_or(Spec::empty(), Spec::of_record))
+                    .collect()
+            }),
+        })
+        .collect()
+}
+
+/// Adds the jobs of `firing` (schedules of one owner) and records each schedule's last job.
+fn fire(section: &Section, owner: pg_sys::Oid, firing: &[&Due]) {
+    let specs: Vec<Spec> = firing
+        .iter()
+        .flat_map(|due| due.specs.iter().copied())
+        .collect();
+    check_all(&specs, true, true);
+    let jobs = add(section, owner, &specs);
+    let schedules = firing
+        .iter()
+        .flat_map(|due| std::iter::repeat_n(due.schedule, due.specs.len()));
+    // The last job of each schedule: its latest slot's.
+    let mut last: Vec<(i64, i64)> = Vec::new();
+    for (schedule, job) in schedules.zip(jobs) {
+        match last.last_mut() {
+            Some((previous, latest)) if *previous == schedule => *latest = job,
+            _ => last.push((schedule, job)),
+        }
+    }
+    let ids = |pick: fn(&(i64, i64)) -> i64| {
+        Some(array(
+            INT8OID,
+            &last
+                .iter()
+                .map(|pair| Some(Datum::from(pick(pair))))
+                .collect::<Vec<_>>(),
+        ))
+    };
+    section.run(&SET_LAST_JOBS, &[ids(|p| p.0), ids(|p| p.1)]);
+}
+
+entry!(_fire_schedules, pg_finfo__fire_schedules, |fcinfo| {
+    let at = argument(fcinfo, 0).unwrap_or_else(|| super::call::required("at"));
+    let grace = seconds(gucs::REFRESH_INTERVAL.get());
+    let section = Section::as_current_user();
+    let mut failed: Vec<(i64, String)> = Vec::new();
+    let dues = in_subtransaction(|| due(&section, at, grace, None)).unwrap_or_else(|_| {
+        let ids = section.run(&DUE_IDS, &[Some(at)]);
+        let ids: Vec<i64> = (0..ids.len()).filter_map(|row| ids.get(row, 0)).collect();
+        let mut dues = Vec::new();
+        for id in ids {
+            match in_subtransaction(|| due(&section, at, grace, Some(id))) {
+                Ok(one) => dues.extend(one),
+                Err(message) => failed.push((id, message)),
+            }
+        }
+        dues
+    });
+    let mut owners: Vec<pg_sys::Oid> = Vec::new();
+    for due in &dues {
+        if !owners.contains(&due.owner) {
+            owners.push(due.owner);
+        }
+    }
+    for owner in owners {
+        let firing: Vec<&Due> = dues
+            .iter()
+            .filter(|due| due.owner == owner && !due.specs.is_empty())
+            .collect();
+        if firing.is_empty() {
+            continue;
+        }
+        if in_subtransaction(|| fire(&section, owner, &firing)).is_err() {
+            for due in firing {
+                if let Err(message) = in_subtransaction(|| fire(&section, owner, &[due])) {
+                    failed.push((due.schedule, message));
+                }
+            }
+        }
+    }
+    let fired: usize = dues
+        .iter()
+        .filter(|due| !failed.iter().any(|(id, _)| *id == due.schedule))
+        .map(|due| due.specs.len())
+        .sum();
+    // Every due schedule passes its slots, and so do those whose slots could not be computed.
+    let mut passed: Vec<(i64, Option<Datum>)> = dues
+        .iter()
+        .map(|due| (due.schedule, due.latest_slot))
+        .collect();
+    passed.extend(
+        failed
+            .iter()
+            .filter(|(id, _)| !dues.iter().any(|due| due.schedule == *id))
+            .map(|(id, _)| (*id, None)),
+    );
+    let int8s = |values: Vec<i64>| {
+        Some(array(
+            INT8OID,
+            &values
+                .into_iter()
+                .map(|v| Some(Datum::from(v)))
+                .collect::<Vec<_>>(),
+        ))
+    };
+    section.run(
+        &PASSED,
+        &[
+            Some(at),
+            Some(grace),
+            int8s(passed.iter().map(|(id, _)| *id).collect()),
+            Some(array(
+                TIMESTAMPTZOID,
+                &passed.iter().map(|(_, slot)| *slot).collect::<Vec<_>>(),
+            )),
+            int8s(failed.iter().map(|(id, _)| *id).collect()),
+            Some(array(
+                TEXTOID,
+                &failed
+                    .iter()
+                    .map(|(_, message)| message.as_str().into_datum())
+                    .collect::<Vec<_>>(),
+            )),
+        ],
+    );
+    Datum::from(fired as i32)
+});

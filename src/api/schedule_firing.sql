@@ -1,0 +1,48 @@
+-- The statements of src/api/schedule_firing.rs: $1 is the time fired at, $2 the grace of slots
+-- on time (pg_jobs.refresh_interval).
+
+-- name: due
+-- The due schedules (all, or only $3), locked, each with the latest of its slots since it last
+-- fired and the jobs to add for the slots its rule fires, oldest first. Each slot's job carries
+-- the key scheduled_job:<id>:<slot>, so however many schedulers fire, a slot runs once.
+WITH due AS (
+    SELECT x.id, x.owner, x.work, x.options, x.last_slot, x.missed, x.max_catch_up,
+           _schedule_slots(x.schedule, x.time_zone, x.last_slot, $1, x.max_catch_up + 1) AS slots
+    FROM schedules x
+    WHERE x.enabled AND x.next_slot <= $1 AND ($3::bigint IS NULL OR x.id = $3)
+    FOR UPDATE SKIP LOCKED
+)
+SELECT d.id, d.owner, coalesce(d.slots[cardinality(d.slots)], d.last_slot),
+       ARRAY(SELECT _scheduled_spec(d.work, d.options, f.slot,
+                        format('scheduled_job:%s:%s', d.id,
+                               to_char(f.slot AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')))
+             FROM unnest(_slots_to_fire(d.slots, d.missed, d.max_catch_up, $1, $2)) AS f(slot)
+             ORDER BY f.slot)
+FROM due d
+ORDER BY d.id;
+
+-- name: due_ids
+-- The due schedules, one by one when their slots cannot be computed together.
+SELECT x.id FROM schedules x
+WHERE x.enabled AND x.next_slot <= $1
+ORDER BY x.id
+FOR UPDATE SKIP LOCKED;
+
+-- name: set_last_jobs
+UPDATE schedules x SET last_job_id = u.job
+FROM unnest($1::bigint[], $2::bigint[]) AS u(id, job)
+WHERE x.id = u.id;
+
+-- name: passed
+-- The due schedules ($3, each with the latest of its slots, $4, null where they could not be
+-- computed) and the failed ones among them ($5, with their errors, $6). A failed schedule retries at its next
+-- slot; the slots it could not fire are passed over. One whose slots could not be computed has
+-- no next slot to compute either: it is tried again after the grace.
+UPDATE schedules x
+SET last_slot = CASE WHEN e.message IS NULL THEN d.latest_slot ELSE $1 END,
+    next_slot = CASE WHEN d.latest_slot IS NULL THEN $1 + $2
+                     ELSE schedule_next_slot(x.schedule, x.time_zone, $1) END,
+    last_error = e.message
+FROM unnest($3::bigint[], $4::timestamptz[]) AS d(id, latest_slot)
+LEFT JOIN unnest($5::bigint[], $6::text[]) AS e(id, message) ON e.id = d.id
+WHERE x.id = d.id;
