@@ -175,6 +175,47 @@ test_sql_job_leaves_nothing_for_the_extension_to_run() {
               FROM pgjobs.job_history WHERE id IN ($jobs)" | grep -qx t
 }
 
+# Executors stay: a burst of SQL jobs is run by at most pg_jobs.max_workers (4) processes, job
+# after job, and nothing one job leaves in its session reaches the next, another owner's: its
+# settings, session advisory locks and sequence values are gone (PostgreSQL refuses temporary
+# tables, prepared statements and LISTEN to a job, a security-restricted operation), and no job
+# sees the executor's own sequence values either.
+test_sql_job_executors_stay_and_forget() {
+    live_sql "CREATE ROLE live_leaver IN ROLE pgjobs_user; CREATE ROLE live_looker IN ROLE pgjobs_user;
+              CREATE SEQUENCE live_seq; GRANT USAGE ON live_seq TO live_leaver;
+              CREATE TABLE live_session_seen (pid integer, advisory bigint, work_mem text, lastval_known boolean);
+              GRANT INSERT ON live_session_seen TO live_looker" >/dev/null || return 1
+    local leave='SELECT pg_advisory_lock(4242); SET work_mem = $m$77MB$m$; SELECT nextval($s$live_seq$s$)'
+    local look='DO $d$ DECLARE known boolean := true; BEGIN
+                  BEGIN PERFORM lastval(); EXCEPTION WHEN object_not_in_prerequisite_state THEN known := false; END;
+                  INSERT INTO live_session_seen SELECT pg_backend_pid(),
+                      (SELECT count(*) FROM pg_locks WHERE locktype = $a$advisory$a$ AND pid = pg_backend_pid()),
+                      current_setting($w$work_mem$w$), known;
+                END $d$'
+    local jobs
+    jobs=$("$PG_BIN/psql" -X -q -tA -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d "$LIVE_DB" \
+        -v leave="$leave" -v look="$look" <<'SQL'
+BEGIN;
+SET ROLE live_leaver;
+SELECT string_agg(pgjobs.jobs_add_sql(:'leave', max_attempts => 1)::text, ',') AS leavers
+FROM generate_series(1, 10) \gset
+SET ROLE live_looker;
+SELECT string_agg(pgjobs.jobs_add_sql(:'look', max_attempts => 1)::text, ',') AS lookers
+FROM generate_series(1, 10) \gset
+COMMIT;
+\echo :leavers,:lookers
+SQL
+) || return 1
+    wait_until 30 "SELECT count(*) = 20 FROM pgjobs.job_history WHERE id IN ($jobs)" || return 1
+    live_sql "SELECT (SELECT bool_and(status = 'completed') FROM pgjobs.job_history WHERE id IN ($jobs))
+                 AND (SELECT count(DISTINCT pid) BETWEEN 1 AND 4 FROM pgjobs.job_runs WHERE job_id IN ($jobs))
+                 AND (SELECT count(*) = 10 AND bool_and(advisory = 0 AND work_mem <> '77MB' AND NOT lastval_known)
+                      FROM live_session_seen)
+                 AND EXISTS (SELECT FROM live_session_seen s
+                             JOIN pgjobs.job_runs r ON r.pid = s.pid AND r.owner = 'live_leaver'::regrole
+                             WHERE r.job_id IN ($jobs))" | grep -qx t
+}
+
 # A database owner who is no superuser cannot make the background workers run its code: they
 # resolve names with a pinned search_path, not the one the owner set for the database.
 test_database_settings_do_not_reach_the_background_workers() {
@@ -746,6 +787,7 @@ run_live_tests() {
     verdict "failing SQL job follows the backoff" test_failing_sql_job_follows_the_backoff
     verdict "SQL job runs with its owner's rights" test_sql_job_runs_with_its_owners_rights
     verdict "SQL job leaves nothing for the extension to run" test_sql_job_leaves_nothing_for_the_extension_to_run
+    verdict "SQL job executors stay, and forget each job's session" test_sql_job_executors_stay_and_forget
     verdict "database settings do not reach the background workers" test_database_settings_do_not_reach_the_background_workers
     verdict "a member holding rows does not stop the launcher" test_a_member_holding_rows_does_not_stop_the_launcher
     verdict "a member holding her routines does not slow others" test_a_member_holding_her_routines_does_not_slow_others

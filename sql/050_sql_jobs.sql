@@ -39,29 +39,6 @@ CREATE INDEX job_runs_owner ON job_runs (owner);
 CREATE INDEX job_runs_started ON job_runs (started_at);
 CREATE INDEX job_runs_running ON job_runs (pid) WHERE status = 'running';
 
--- What the executor of a SQL job needs, checked against its lease.
-CREATE FUNCTION _sql_job_start(job bigint, token uuid, pid integer,
-    OUT sql text, OUT timeout_ms bigint, OUT owner oid, OUT run_id bigint)
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    attempt integer;
-BEGIN
-    UPDATE jobs j SET locked_by = _executor_name(pid)
-    WHERE j.id = job AND j.lease_token = token AND j.status = 'started'
-    RETURNING j.payload ->> 'sql', (j.payload ->> 'timeout_ms')::bigint, j.owner, j.attempt
-    INTO sql, timeout_ms, owner, attempt;
-    IF NOT FOUND THEN
-        PERFORM _lease_error(job, token, NULL);
-    END IF;
-    INSERT INTO job_runs (job_id, owner, attempt, pid, deadline)
-    VALUES (job, owner, attempt, pid,
-            clock_timestamp() + make_interval(secs => timeout_ms / 1000.0) + _cancel_grace())
-    RETURNING id INTO run_id;
-END
-$$;
-
 -- The name an executor holds a job's lease by (src/bgworker/executor.rs starts it under the same
 -- type), and whether a pid is still one: a pid whose executor died may belong to another process.
 CREATE FUNCTION _executor_name(pid integer) RETURNS text
@@ -79,24 +56,6 @@ BEGIN ATOMIC
     UPDATE job_runs r SET status = outcome, message = _sql_job_end.message, ended_at = clock_timestamp()
     WHERE r.id = run AND r.status = 'running';
 END;
-
--- A SQL job whose statements raised: its attempt fails (or ends aborted), and the run says why.
-CREATE FUNCTION _sql_job_failed(run bigint, job bigint, token uuid, message text) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    ended job_status;
-BEGIN
-    BEGIN
-        PERFORM jobs_fail(job, token, message);
-    EXCEPTION WHEN object_not_in_prerequisite_state THEN
-        message := message || ' (and the lease was lost, so the job was not reported)';
-    END;
-    SELECT h.status INTO ended FROM job_history h WHERE h.id = job;
-    PERFORM _sql_job_end(run, CASE WHEN ended = 'aborted' THEN 'aborted' ELSE 'failed' END, message);
-END
-$$;
 
 CREATE FUNCTION _cancel_grace() RETURNS interval
 LANGUAGE sql STABLE

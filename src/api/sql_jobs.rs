@@ -1,15 +1,29 @@
 //! SQL jobs: added here, run by the launcher's executors (`src/bgworker/executor.rs`), recorded
 //! in `job_runs` (`sql/050_sql_jobs.sql`).
 
-use pgrx::pg_sys::{self, Datum};
+use pgrx::pg_sys::{self, Datum, INT4OID, INT8OID, TEXTOID, UUIDOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::{argument, value, Caller, Section};
+use super::call::{
+    argument, in_subtransaction, value, Caller, Parameters, Planning, Section, Statement,
+};
 use super::datum::{input, interval_span, interval_text};
-use super::queue::{add, check_all, Field, Spec, SQL_QUEUE};
+use super::queue::{add, check_all, claim_sql_jobs, Field, Spec, SQL_QUEUE};
 use super::schedules::_wake_launcher;
 use crate::entry;
+
+const STATEMENTS: &str = include_str!("sql_jobs.sql");
+
+const fn statement(name: &'static str, parameters: &'static [pg_sys::Oid]) -> Statement {
+    Statement::new(STATEMENTS, name, Parameters::Of(parameters), Planning::Default)
+}
+
+static READY: Statement = statement("ready", &[INT4OID]);
+static START: Statement = statement("start", &[INT8OID, INT4OID]);
+static SUCCEEDED: Statement = statement("succeeded", &[INT8OID, UUIDOID, INT8OID]);
+static FAIL: Statement = statement("fail", &[INT8OID, UUIDOID, TEXTOID]);
+static FAILED: Statement = statement("failed", &[INT8OID, INT8OID, TEXTOID]);
 
 /// The longest statement timeout PostgreSQL can hold (2^31 - 1 ms, a little under 25 days), in
 /// the whole days a caller would write.
@@ -81,3 +95,80 @@ entry!(jobs_add_sql, pg_finfo_jobs_add_sql, |fcinfo| {
     _wake_launcher();
     Datum::from(id)
 });
+
+/// How many SQL jobs are ready to run, counted up to `limit`.
+pub(crate) fn ready_sql_jobs(limit: i32) -> i64 {
+    Section::as_current_user()
+        .run(&READY, &[Some(Datum::from(limit))])
+        .get(0, 0)
+        .unwrap_or(0)
+}
+
+/// One SQL job an executor holds: what it runs, as whom, for how long, and its run's row.
+pub(crate) struct SqlJob {
+    pub job: i64,
+    pub token: pgrx::Uuid,
+    pub sql: String,
+    pub timeout_ms: i64,
+    pub owner: pg_sys::Oid,
+    pub run: i64,
+}
+
+/// Claims the next ready SQL job for the executor with process id `pid` (its lease held by
+/// `worker`, the executor's name) and records its run; None when none is ready.
+pub(crate) fn next_sql_job(worker: &str, pid: i32) -> Option<SqlJob> {
+    let (job, token) = claim_sql_jobs(worker, 1).pop()?;
+    let section = Section::as_current_user();
+    let started = section.run(&START, &[Some(Datum::from(job)), Some(Datum::from(pid))]);
+    Some(SqlJob {
+        job,
+        token,
+        sql: started.get(0, 0).expect("a SQL job's statements"),
+        timeout_ms: started.get(0, 1).expect("a SQL job's timeout"),
+        owner: started.get(0, 2).expect("a SQL job's owner"),
+        run: started.get(0, 3).expect("a SQL job's run"),
+    })
+}
+
+impl SqlJob {
+    /// Completes the job and ends its run, in the transaction its statements ran in.
+    pub(crate) fn succeeded(&self) {
+        Section::as_current_user().run(
+            &SUCCEEDED,
+            &[
+                Some(Datum::from(self.job)),
+                self.token.into_datum(),
+                Some(Datum::from(self.run)),
+            ],
+        );
+    }
+
+    /// Reports the job's statements' error: its attempt fails (or ends aborted, when it was
+    /// aborted), and its run says why. A report refused (the lease lost meanwhile) is said in
+    /// the run's message; the job is then left to its lease.
+    pub(crate) fn failed(&self, message: &str) {
+        let section = Section::as_current_user();
+        let reported = in_subtransaction(|| {
+            section.run(
+                &FAIL,
+                &[
+                    Some(Datum::from(self.job)),
+                    self.token.into_datum(),
+                    message.into_datum(),
+                ],
+            );
+        });
+        let message = match reported {
+            Ok(()) => message.to_string(),
+            Err(refusal) => format!("{message} (and the job could not be reported: {refusal})"),
+        };
+        section.run(
+            &FAILED,
+            &[
+                Some(Datum::from(self.run)),
+                Some(Datum::from(self.job)),
+                message.as_str().into_datum(),
+            ],
+        );
+    }
+}

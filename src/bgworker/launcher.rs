@@ -141,39 +141,39 @@ fn tick(started_at: Option<TimestampWithTimeZone>, running_sql_jobs: usize) -> (
     )
 }
 
-/// Claims ready SQL jobs for the free executor slots and starts one executor per job. A job
-/// whose executor cannot start stays claimed until its lease runs out, then it is requeued.
+/// Starts executors for the ready SQL jobs, at most pg_jobs.max_workers running at once; each
+/// runs ready jobs until there are none (executor.rs). A job that finds no free executor waits
+/// for one to take it.
 fn start_sql_jobs(executors: &mut Vec<DynamicBackgroundWorker>) {
     let free = (gucs::MAX_WORKERS.get().max(0) as usize).saturating_sub(executors.len());
     if free == 0 {
         return;
     }
-    let claimed: Vec<(i64, pgrx::Uuid)> = survive("claim of SQL jobs", || {
+    let ready = survive("count of ready SQL jobs", || {
         let installed = Spi::get_one::<bool>(EXTENSION_INSTALLED);
         if installed != Ok(Some(true)) {
-            return Vec::new();
+            return 0;
         }
-        crate::api::queue::claim_sql_jobs(LAUNCHER_TYPE, free as i32)
+        crate::api::sql_jobs::ready_sql_jobs(free as i32)
     })
     .unwrap_or_default();
-    for (job, token) in claimed {
-        // The token travels to the executor as 32 hex digits in the worker's extra bytes.
-        let token = format!("{:032x}", u128::from_be_bytes(*token.as_bytes()));
-        let started = BackgroundWorkerBuilder::new(&format!("{EXECUTOR_TYPE} for job {job}"))
+    for _ in 0..ready {
+        let started = BackgroundWorkerBuilder::new(EXECUTOR_TYPE)
             .set_type(EXECUTOR_TYPE)
             .set_library("pg_jobs")
             .set_function("pg_jobs_sql_executor_main")
             .enable_spi_access()
-            .set_argument(job.into_datum())
-            .set_extra(&token)
             .set_notify_pid(unsafe { pg_sys::MyProcPid })
             .load_dynamic();
         match started {
             Ok(executor) => executors.push(executor),
-            Err(_) => warning!(
-                "pg_jobs: no background worker slot for SQL job {job}; it is retried when its lease runs out \
-                 (raise max_worker_processes or lower pg_jobs.max_workers)"
-            ),
+            Err(_) => {
+                warning!(
+                    "pg_jobs: no background worker slot for an executor of SQL jobs; they wait for one \
+                     (raise max_worker_processes or lower pg_jobs.max_workers)"
+                );
+                break;
+            }
         }
     }
 }

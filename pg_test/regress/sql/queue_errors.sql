@@ -58,8 +58,6 @@ FROM (SELECT lease_token AS t FROM regress.claim WHERE id = 1) c;
 SELECT regress.fingerprint() = :'before' AS unchanged;
 DROP TABLE regress.claim;
 
--- The SQL job executor's check of its lease explains a job it cannot start.
-SELECT regress.error_of('SELECT pgjobs._sql_job_start(999, gen_random_uuid(), 0)');
 
 -- The tables keep their own rules, even against a superuser writing them directly: a waiting
 -- job has no lease token, a leased one has one, none is finished; a job's task and queue are
