@@ -61,68 +61,6 @@ CREATE FUNCTION _cancel_grace() RETURNS interval
 LANGUAGE sql STABLE
 RETURN current_setting('pg_jobs.cancel_grace')::interval;
 
--- Aborts a running SQL job: its statement is cancelled as soon as the abort commits, and if it
--- has not stopped within pg_jobs.cancel_grace, the launcher ends its process.
-CREATE FUNCTION _cancel_sql_job(job bigint) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    pid integer;
-BEGIN
-    UPDATE job_runs r SET deadline = least(r.deadline, statement_timestamp() + _cancel_grace())
-    WHERE r.job_id = job AND r.status = 'running'
-    RETURNING r.pid INTO pid;
-    IF FOUND THEN
-        PERFORM _cancel_executor_at_commit(pid);
-    END IF;
-END
-$$;
-
--- Runs still going at their deadline: recorded aborted (their job was aborted) or timed out,
--- their jobs finished as aborted or failed (the attempt counts, as a timeout's does), and their
--- executors' processes ended. A worker's completion after this is fenced by its lease token.
-CREATE FUNCTION _stop_overdue_sql_jobs(at timestamptz) RETURNS integer
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    overdue record;
-    outcome text;
-    stopped integer := 0;
-BEGIN
-    FOR overdue IN
-        SELECT r.id AS run, r.pid, s.id AS job_id, s.lease_token, s.status
-        FROM job_runs r JOIN jobs s ON s.id = r.job_id AND s.locked_by = _executor_name(r.pid)
-        WHERE r.status = 'running' AND r.deadline < at
-        FOR UPDATE OF r, s SKIP LOCKED
-    LOOP
-        outcome := CASE WHEN overdue.status = 'aborted' THEN 'aborted' ELSE 'timed out' END;
-        BEGIN
-            PERFORM _sql_job_end(overdue.run, outcome,
-                format('did not stop within %s s of its %s; its process was ended',
-                       extract(epoch FROM _cancel_grace())::integer,
-                       CASE outcome WHEN 'aborted' THEN 'abort' ELSE 'timeout' END));
-            IF outcome = 'aborted' THEN
-                PERFORM _finish(ARRAY[overdue.job_id], ARRAY[overdue.lease_token], '{aborted}', 'aborted', NULL);
-            ELSE
-                PERFORM jobs_fail(overdue.job_id, overdue.lease_token, 'timed out: the statement did not stop when cancelled');
-            END IF;
-        EXCEPTION WHEN OTHERS THEN
-            -- One job that cannot be finished must not keep the others' executors running: its
-            -- process is ended all the same, and the rescue takes the job when its lease runs out.
-            PERFORM _sql_job_end(overdue.run, outcome,
-                format('its process was ended; the job is left to its lease (%s)', SQLERRM));
-        END;
-        IF _is_executor(overdue.pid) THEN
-            PERFORM pg_terminate_backend(overdue.pid);
-        END IF;
-        stopped := stopped + 1;
-    END LOOP;
-    RETURN stopped;
-END
-$$;
-
 ALTER TABLE job_runs ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON job_runs FOR SELECT USING (owner = (SELECT identity()));
 GRANT SELECT ON job_runs TO pgjobs_user;

@@ -3,9 +3,23 @@
 
 use pgrx::prelude::*;
 
+use super::call::{Parameters, Planning, Statement};
+use super::services::{no_wish, Service};
 use crate::{gucs, owner_call};
 
 const STATEMENTS: &str = include_str!("batch.sql");
+
+static FOLD_COUNTS: Statement =
+    Statement::new(STATEMENTS, "fold_counts", Parameters::Of(&[]), Planning::Default);
+
+/// The batch store's counts: the deltas of each key folded into one row (`_batch_tally_fold`).
+pub(crate) static COUNTS: Service = Service {
+    name: "batch counts",
+    work: |section, _| {
+        section.run(&FOLD_COUNTS, &[]);
+    },
+    next: no_wish,
+};
 
 owner_call!(batch_post, pg_finfo_batch_post, STATEMENTS, "post");
 owner_call!(batch_cancel, pg_finfo_batch_cancel, STATEMENTS, "cancel");

@@ -35,3 +35,6 @@ SELECT _batch_finish($1, $2, $3, $4, $5, $6, $7, $8);
 
 -- name: hand_back
 SELECT _batch_hand_back($1, $2, $3);
+
+-- name: fold_counts
+SELECT _batch_tally_fold();

@@ -10,7 +10,33 @@ use pgrx::prelude::*;
 
 use crate::owner_call;
 
+use super::call::{Parameters, Planning, Statement};
+use super::services::{wished, Service};
+
 const STATEMENTS: &str = include_str!("compute.sql");
+
+static TICK: Statement = Statement::new(
+    STATEMENTS,
+    "tick",
+    Parameters::Of(&[pg_sys::TIMESTAMPTZOID]),
+    Planning::Default,
+);
+static NEXT_LOOK: Statement = Statement::new(
+    STATEMENTS,
+    "next_look",
+    Parameters::Of(&[pg_sys::TIMESTAMPTZOID]),
+    Planning::Default,
+);
+
+/// The compute scheduler's watchdog, fold and statistics (sql/083_compute_work.sql,
+/// `_compute_tick`).
+pub(crate) static COMPUTE: Service = Service {
+    name: "compute",
+    work: |section, at| {
+        section.run(&TICK, &[Some(at)]);
+    },
+    next: |section, at| wished(section, &NEXT_LOOK, at),
+};
 
 // The view's rows: the caller's jobs' groups, read as the extension's owner (a job's owner does
 // not own the groups its jobs are in).

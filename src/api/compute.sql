@@ -90,3 +90,14 @@ SELECT _compute_return($1, $2, NULL, coalesce($3, 'EWORKREJECT'), $4, $5);
 
 -- name: compute_submit
 SELECT * FROM _compute_submit($1, $2, $3, $4, $5, $6, $7, $8, $9);
+
+-- name: tick
+-- The launcher's round at $1 (see compute.rs's COMPUTE).
+SELECT _compute_tick($1);
+
+-- name: next_look
+-- Compute slices out or results to fold: the watchdog and the fold every second.
+SELECT $1 + interval '1 second'
+WHERE EXISTS (SELECT FROM compute_slices s WHERE s.lease_token IS NOT NULL)
+   OR EXISTS (SELECT FROM slice_reports r WHERE r.folded_seq IS NULL)
+   OR EXISTS (SELECT FROM compute_tasks);

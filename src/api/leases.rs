@@ -100,12 +100,6 @@ fn _leases_note(until: Option<TimestampWithTimeZone>) {
     }
 }
 
-/// For the launcher's round: whether to rescue now (see take_due).
-#[pg_extern(volatile, parallel_unsafe)]
-fn _leases_due() -> bool {
-    take_due()
-}
-
 /// For a rescue, before its scan: the word raised to now + RESCAN.
 #[pg_extern(volatile, parallel_unsafe)]
 fn _leases_rescanning() {
@@ -120,10 +114,12 @@ fn _leases_found(earliest: Option<TimestampWithTimeZone>) {
     }
 }
 
-/// When a lease may next run out, for the launcher's sleep.
+/// When a lease may next run out, for the launcher's sleep: at most now + RESCAN.
+pub(crate) fn next() -> pg_sys::Datum {
+    pg_sys::Datum::from(word().load(Ordering::Acquire) as pg_sys::TimestampTz)
+}
+
 #[pg_extern(stable, parallel_safe)]
 fn _leases_next() -> TimestampWithTimeZone {
-    // At most now + RESCAN: always a finite time.
-    TimestampWithTimeZone::try_from(word().load(Ordering::Acquire) as pg_sys::TimestampTz)
-        .expect("a finite time")
+    TimestampWithTimeZone::try_from(next().value() as pg_sys::TimestampTz).expect("a finite time")
 }

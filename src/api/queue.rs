@@ -15,6 +15,7 @@ use super::call::{
 };
 use super::datum::{array, elements, field, input, interval_span, interval_text, output, seconds};
 use super::metrics::{self, Counter};
+use super::services::Service;
 use super::{leases, ready};
 use crate::{entry, gucs};
 
@@ -1333,3 +1334,15 @@ entry!(jobs_queue_history, pg_finfo_jobs_queue_history, |fcinfo| {
     );
     Datum::from(0)
 });
+
+/// Expired leases: requeued, or finished on their last attempt, when one may have run out (see
+/// leases.rs); wakes the launcher when the earliest lease ends.
+pub(crate) static EXPIRED_LEASES: Service = Service {
+    name: "expired leases",
+    work: |section, _| {
+        if leases::take_due() {
+            section.run(&RESCUE, &[]);
+        }
+    },
+    next: |_, _| Some(leases::next()),
+};

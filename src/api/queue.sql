@@ -249,9 +249,18 @@ WHERE h.id = $1 AND ($2::oid IS NULL OR h.owner = $2);
 
 -- name: abort_leased
 -- A leased job's abort: its worker learns it at its next heartbeat; a SQL job is stopped as soon
--- as the abort commits (its statement is cancelled and its transaction rolls back).
-UPDATE jobs j SET status = 'aborted' WHERE j.id = $1
-RETURNING j.status, _cancel_sql_job(j.id);
+-- as the abort commits (its statement is cancelled and its transaction rolls back), and if it
+-- has not stopped within pg_jobs.cancel_grace, the launcher ends its process.
+WITH aborted AS (
+    UPDATE jobs j SET status = 'aborted' WHERE j.id = $1
+    RETURNING j.id, j.status
+), running AS (
+    UPDATE job_runs r SET deadline = least(r.deadline, statement_timestamp() + _cancel_grace())
+    FROM aborted a
+    WHERE r.job_id = a.id AND r.status = 'running'
+    RETURNING _cancel_executor_at_commit(r.pid)
+)
+SELECT a.status FROM aborted a;
 
 -- name: ready_signal
 SELECT _ready_signal($1, $2);

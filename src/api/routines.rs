@@ -7,7 +7,32 @@ use serde_json::{json, Value};
 
 use crate::owner_call;
 
+use super::call::{Parameters, Planning, Statement};
+use super::services::{wished, Service};
+
 const STATEMENTS: &str = include_str!("routines.sql");
+
+static TICK: Statement = Statement::new(
+    STATEMENTS,
+    "tick",
+    Parameters::Of(&[pg_sys::TIMESTAMPTZOID]),
+    Planning::Default,
+);
+static NEXT_LOOK: Statement = Statement::new(
+    STATEMENTS,
+    "next_look",
+    Parameters::Of(&[pg_sys::TIMESTAMPTZOID]),
+    Planning::Default,
+);
+
+/// The routine schedules' scheduler (sql/087_routines.sql, `_routines_tick`).
+pub(crate) static ROUTINES: Service = Service {
+    name: "routines",
+    work: |section, at| {
+        section.run(&TICK, &[Some(at)]);
+    },
+    next: |section, at| wished(section, &NEXT_LOOK, at),
+};
 
 owner_call!(
     routines_create,

@@ -41,3 +41,11 @@ SELECT _routine_stop($1, $2, $3);
 
 -- name: message
 SELECT _routine_message($1, $2, $3, $4);
+
+-- name: tick
+-- The launcher's round at $1 (see routines.rs's ROUTINES).
+SELECT _routines_tick($1);
+
+-- name: next_look
+-- Routine schedules are looked at every 2 seconds.
+SELECT $1 + interval '2 seconds' WHERE EXISTS (SELECT FROM routine_schedules);

@@ -13,6 +13,7 @@ use pgrx::IntoDatum;
 use super::call::{argument, in_subtransaction, Parameters, Planning, Section, Statement};
 use super::datum::{array, elements, seconds};
 use super::queue::{add, check_all, Spec};
+use super::services::{wished, Service};
 use crate::{entry, gucs};
 
 const STATEMENTS: &str = include_str!("schedule_firing.sql");
@@ -27,6 +28,7 @@ const fn statement(name: &'static str, parameters: &'static [pg_sys::Oid]) -> St
 }
 
 static DUE: Statement = statement("due", &[TIMESTAMPTZOID, INTERVALOID, INT8OID]);
+static NEXT_SLOT: Statement = statement("next_slot", &[TIMESTAMPTZOID]);
 static DUE_IDS: Statement = statement("due_ids", &[TIMESTAMPTZOID]);
 static SET_LAST_JOBS: Statement = statement("set_last_jobs", &[INT8ARRAYOID, INT8ARRAYOID]);
 static PASSED: Statement = statement(
@@ -98,10 +100,23 @@ fn fire(section: &Section, owner: pg_sys::Oid, firing: &[&Due]) {
     section.run(&SET_LAST_JOBS, &[ids(|p| p.0), ids(|p| p.1)]);
 }
 
+/// The schedules: each fires its due slots; wakes the launcher at the next slot.
+pub(crate) static SCHEDULES: Service = Service {
+    name: "schedules",
+    work: |section, at| {
+        fire_due(section, at);
+    },
+    next: |section, at| wished(section, &NEXT_SLOT, at),
+};
+
 entry!(_fire_schedules, pg_finfo__fire_schedules, |fcinfo| {
     let at = argument(fcinfo, 0).unwrap_or_else(|| super::call::required("at"));
+    Datum::from(fire_due(&Section::as_current_user(), at) as i32)
+});
+
+/// Fires every schedule due at `at`; returns how many jobs it added.
+fn fire_due(section: &Section, at: Datum) -> usize {
     let grace = seconds(gucs::REFRESH_INTERVAL.get());
-    let section = Section::as_current_user();
     let mut failed: Vec<(i64, String)> = Vec::new();
     let dues = in_subtransaction(|| due(&section, at, grace, None)).unwrap_or_else(|_| {
         let ids = section.run(&DUE_IDS, &[Some(at)]);
@@ -182,5 +197,5 @@ entry!(_fire_schedules, pg_finfo__fire_schedules, |fcinfo| {
             )),
         ],
     );
-    Datum::from(fired as i32)
-});
+    fired
+}

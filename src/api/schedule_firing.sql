@@ -46,3 +46,6 @@ SET last_slot = CASE WHEN e.message IS NULL THEN d.latest_slot ELSE $1 END,
 FROM unnest($3::bigint[], $4::timestamptz[]) AS d(id, latest_slot)
 LEFT JOIN unnest($5::bigint[], $6::text[]) AS e(id, message) ON e.id = d.id
 WHERE x.id = d.id;
+
+-- name: next_slot
+SELECT min(s.next_slot) FROM schedules s WHERE s.enabled;

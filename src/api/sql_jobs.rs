@@ -1,7 +1,7 @@
 //! SQL jobs: added here, run by the launcher's executors (`src/bgworker/executor.rs`), recorded
 //! in `job_runs` (`sql/050_sql_jobs.sql`).
 
-use pgrx::pg_sys::{self, Datum, INT4OID, INT8OID, TEXTOID, UUIDOID};
+use pgrx::pg_sys::{self, Datum, INT4OID, INT8OID, TEXTOID, TIMESTAMPTZOID, UUIDOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
@@ -11,7 +11,8 @@ use super::call::{
 use super::datum::{input, interval_span, interval_text};
 use super::queue::{add, check_all, claim_sql_jobs, Field, Spec, SQL_QUEUE};
 use super::schedules::_wake_launcher;
-use crate::entry;
+use super::services::{no_wish, wished, Service};
+use crate::{entry, gucs};
 
 const STATEMENTS: &str = include_str!("sql_jobs.sql");
 
@@ -24,6 +25,14 @@ static START: Statement = statement("start", &[INT8OID, INT4OID]);
 static SUCCEEDED: Statement = statement("succeeded", &[INT8OID, UUIDOID, INT8OID]);
 static FAIL: Statement = statement("fail", &[INT8OID, UUIDOID, TEXTOID]);
 static FAILED: Statement = statement("failed", &[INT8OID, INT8OID, TEXTOID]);
+static END_LOST_RUNS: Statement = statement("end_lost_runs", &[TIMESTAMPTZOID]);
+static OVERDUE_RUNS_AT: Statement = statement("overdue_runs", &[TIMESTAMPTZOID]);
+static END_RUN: Statement = statement("end_run", &[INT8OID, TEXTOID, TEXTOID]);
+static ABORT_JOB: Statement = statement("abort_job", &[INT8OID, UUIDOID]);
+static FAIL_TIMED_OUT: Statement = statement("fail_timed_out", &[INT8OID, UUIDOID]);
+static END_EXECUTOR: Statement = statement("end_executor", &[INT4OID]);
+static NEXT_RUN_EVENT: Statement = statement("next_run_event", &[TIMESTAMPTZOID]);
+static FORGET_OLD_RUNS: Statement = statement("forget_old_runs", &[TIMESTAMPTZOID, INT4OID]);
 
 /// The longest statement timeout PostgreSQL can hold (2^31 - 1 ms, a little under 25 days), in
 /// the whole days a caller would write.
@@ -172,3 +181,67 @@ impl SqlJob {
         );
     }
 }
+
+/// Runs whose executor died (a crash, kill -9) are `lost`, and their jobs' leases end now.
+pub(crate) static LOST_RUNS: Service = Service {
+    name: "lost runs",
+    work: |section, at| {
+        section.run(&END_LOST_RUNS, &[Some(at)]);
+    },
+    next: no_wish,
+};
+
+/// Runs still going at their deadline (their timeout, or an abort, plus pg_jobs.cancel_grace)
+/// did not stop when cancelled (a job that catches query_canceled): each is recorded aborted
+/// (its job was aborted) or timed out, its job finished as aborted or failed (the attempt
+/// counts, as a timeout's does), and its executor's process ended. A report of the job after
+/// this is fenced by its lease token. Wakes the launcher for the next deadline, and for the next
+/// SQL job due.
+pub(crate) static OVERDUE_RUNS: Service = Service {
+    name: "overdue runs",
+    work: stop_overdue_runs,
+    next: |section, at| wished(section, &NEXT_RUN_EVENT, at),
+};
+
+fn stop_overdue_runs(section: &Section, at: Datum) {
+    let overdue = section.run(&OVERDUE_RUNS_AT, &[Some(at)]);
+    let grace = gucs::CANCEL_GRACE.get();
+    for row in 0..overdue.len() {
+        let (run, pid, job, token) = (
+            overdue.datum(row, 0),
+            overdue.datum(row, 1),
+            overdue.datum(row, 2),
+            overdue.datum(row, 3),
+        );
+        let aborted = overdue.get::<bool>(row, 4) == Some(true);
+        let (outcome, cancelled_by) = if aborted {
+            ("aborted", "abort")
+        } else {
+            ("timed out", "timeout")
+        };
+        let ended = in_subtransaction(|| {
+            let message = format!("did not stop within {grace} s of its {cancelled_by}; its process was ended");
+            section.run(&END_RUN, &[run, outcome.into_datum(), message.as_str().into_datum()]);
+            section.run(if aborted { &ABORT_JOB } else { &FAIL_TIMED_OUT }, &[job, token]);
+        });
+        // One job that cannot be finished must not keep the others' executors running: its
+        // process is ended all the same, and the rescue takes the job when its lease runs out.
+        if let Err(problem) = ended {
+            let message = format!("its process was ended; the job is left to its lease ({problem})");
+            section.run(&END_RUN, &[run, outcome.into_datum(), message.as_str().into_datum()]);
+        }
+        section.run(&END_EXECUTOR, &[pid]);
+    }
+}
+
+/// Runs are kept pg_jobs.history_days days.
+pub(crate) static RUN_HISTORY: Service = Service {
+    name: "run history",
+    work: |section, at| {
+        section.run(
+            &FORGET_OLD_RUNS,
+            &[Some(at), Some(Datum::from(gucs::HISTORY_DAYS.get()))],
+        );
+    },
+    next: no_wish,
+};

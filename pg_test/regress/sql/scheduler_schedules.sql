@@ -113,5 +113,16 @@ SELECT statement, regress.error_of(statement) AS error FROM (VALUES
 ) AS t(statement);
 SELECT regress.fingerprint() = :'before' AS unchanged, count(*) = :schedules AS same_schedules FROM pgjobs.schedules;
 
+-- A launcher round whose service fails (here the routines' scheduler, its table renamed away)
+-- warns and goes on with every other service: the schedule due fires, and the round says when
+-- to come back.
+SELECT regress.reset();
+BEGIN;
+ALTER TABLE pgjobs.routine_schedules RENAME TO routine_schedules_away;
+UPDATE pgjobs.schedules SET last_slot = '2026-01-01 00:14:50Z', next_slot = '2026-01-01 00:15Z' WHERE name = 'other';
+SELECT pgjobs._launcher_tick('2026-01-01 00:15:01Z') IS NOT NULL AS round_ends;
+SELECT task, run_at FROM pgjobs.job_list;
+ROLLBACK;
+
 SELECT pgjobs.jobs_unschedule('report'), pgjobs.jobs_unschedule('vacuum'), pgjobs.jobs_unschedule('other');
 SELECT count(*) AS left FROM pgjobs.schedules;
