@@ -1,4 +1,4 @@
--- Identities: a role, or the root a registered proxy acts for (identity(), src/identity.rs),
+-- Identities: a role, or the root a registered proxy acts for (identity(), src/api/identity.rs),
 -- and the proxies' functions.
 
 -- A proxy acts for a root identity: what it creates is the root's, and it sees what the root

@@ -165,139 +165,25 @@ END;
 
 CREATE FUNCTION jobs_history_months()
 RETURNS TABLE (month date, partition regclass, jobs bigint)
-LANGUAGE plpgsql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    part record;
-BEGIN
-    FOR part IN
-        SELECT c.oid::regclass AS rel, c.relname
-        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-        WHERE i.inhparent = '@extschema@.job_history'::regclass
-        ORDER BY c.relname
-    LOOP
-        month := CASE WHEN part.relname ~ '^job_history_[0-9]{6}$'
-                      THEN to_date(right(part.relname, 6), 'YYYYMM') END;
-        partition := part.rel;
-        EXECUTE format('SELECT count(*) FROM %s', part.rel) INTO jobs;
-        RETURN NEXT;
-    END LOOP;
-END
-$$;
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'jobs_history_months';
 COMMENT ON FUNCTION jobs_history_months IS
     'The months of job_history, each with its partition and job count; month is null for the '
     'partition that catches jobs due in a month that has none yet.';
 
--- The indexes of one month of job_history (or of its catch-all partition). Made on each
--- partition, not on job_history: pg_dump writes a month (an ordinary table) and attaches it
--- before it makes the month's indexes, and an index on the extension's job_history would make
--- them at the attach, so that the restore failed on the dump's own.
+-- The indexes of one month of job_history (or of its catch-all partition): src/api/history.rs.
 CREATE FUNCTION _index_history(part regclass) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    columns text;
-BEGIN
-    FOREACH columns IN ARRAY ARRAY['id', 'opaque_id', 'owner', 'status, queue'] LOOP
-        EXECUTE format('CREATE INDEX ON %s (%s)', part, columns);
-    END LOOP;
-    -- A finished job by its key (batch_get by command hash); jobs without a key never enter it.
-    EXECUTE format('CREATE INDEX ON %s (idempotency_key) WHERE idempotency_key IS NOT NULL', part);
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', '_index_history';
 SELECT _index_history('job_history_other');
 
--- wait false (the background worker): a month that cannot be attached at once is left for a
--- later call. The attach locks job_history_other alone, and any open read of job_history holds
--- it (a member's BEGIN; SELECT count(*) FROM pgjobs.job_history; left open made every round of
--- the worker wait a second and fail); the worker makes the months a year ahead, so a reader
--- would have to stay for most of a year before a month began without its partition.
+-- jobs_history_prepare and jobs_history_drop: src/api/history.rs.
 CREATE FUNCTION jobs_history_prepare(months_ahead integer DEFAULT 3, wait boolean DEFAULT true)
 RETURNS SETOF regclass
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    this_month date := _utc_month(now());
-    m date;
-    part text;
-    made regclass;
-    month_start timestamptz;
-    month_end timestamptz;
-BEGIN
-    IF months_ahead IS NULL OR months_ahead < 0 OR months_ahead > 120 THEN
-        PERFORM _invalid('months_ahead must be between 0 and 120');
-    END IF;
-    FOR m IN SELECT g.month FROM generate_series(this_month - interval '1 month',
-                                                 this_month + make_interval(months => months_ahead),
-                                                 interval '1 month') AS g(month)
-             WHERE to_regclass('@extschema@.job_history_' || to_char(g.month, 'YYYYMM')) IS NULL
-    LOOP
-        part := 'job_history_' || to_char(m, 'YYYYMM');
-        -- Jobs finishing now wait until the month is attached: an insert routed to the default
-        -- partition before the attach would fail its new constraint after it (23514). The
-        -- attach locks job_history_other alone (readers wait for it; it waits for them):
-        -- without wait, that lock is taken first, or the month left for a later call.
-        IF wait THEN
-            LOCK TABLE @extschema@.job_history IN SHARE ROW EXCLUSIVE MODE;
-        ELSE
-            BEGIN
-                LOCK TABLE @extschema@.job_history IN SHARE ROW EXCLUSIVE MODE NOWAIT;
-                LOCK TABLE @extschema@.job_history_other IN ACCESS EXCLUSIVE MODE NOWAIT;
-            EXCEPTION WHEN lock_not_available THEN
-                RAISE LOG 'pg_jobs: month % of job_history not made yet: job_history is in use (%)',
-                    to_char(m, 'YYYY-MM'), SQLERRM;
-                RETURN;
-            END;
-        END IF;
-        CONTINUE WHEN to_regclass('@extschema@.' || part) IS NOT NULL;
-        month_start := _utc_midnight(m);
-        month_end := _utc_midnight((m + interval '1 month')::date);
-        -- Jobs of this month already in the catch-all partition move into the new one.
-        EXECUTE format('CREATE TABLE @extschema@.%I (LIKE @extschema@.job_history INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', part);
-        made := ('@extschema@.' || part)::regclass;
-        EXECUTE format(
-            'WITH moved AS (DELETE FROM @extschema@.job_history_other WHERE due_at >= %L AND due_at < %L RETURNING *) '
-            'INSERT INTO @extschema@.%I SELECT * FROM moved',
-            month_start, month_end, part);
-        PERFORM _index_history(made);
-        EXECUTE format('ALTER TABLE @extschema@.job_history ATTACH PARTITION @extschema@.%I FOR VALUES FROM (%L) TO (%L)',
-                       part, month_start, month_end);
-        RETURN NEXT made;
-    END LOOP;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_history_prepare';
 COMMENT ON FUNCTION jobs_history_prepare IS
     'Makes the partitions of job_history from last month to months_ahead months ahead. wait '
     'false: stops, making none, where a transaction reading or writing job_history stands in the way.';
 
 CREATE FUNCTION jobs_history_drop(before date) RETURNS SETOF date
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    m record;
-BEGIN
-    PERFORM _finite_date(before, 'before');
-    IF before IS NULL OR before > _utc_month(now()) THEN
-        PERFORM _invalid(format('cannot drop history before %s: it includes the current month',
-                                coalesce(to_char(before, 'YYYY-MM-DD'), 'null')),
-            'Only months before the current one can be dropped, for example '
-            'jobs_history_drop((now() - interval ''6 months'')::date).');
-    END IF;
-    FOR m IN SELECT * FROM jobs_history_months() h
-             WHERE h.month IS NOT NULL AND h.month + interval '1 month' <= before ORDER BY h.month
-    LOOP
-        -- Keys of finished skip-jobs are remembered as long as their month is.
-        DELETE FROM job_keys k
-        WHERE _utc_month(k.due_at) = m.month
-          AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = k.job_id);
-        EXECUTE format('DROP TABLE %s', m.partition);
-        RETURN NEXT m.month;
-    END LOOP;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_history_drop';
 COMMENT ON FUNCTION jobs_history_drop IS
     'Drops the months of job_history that end on or before the given date; returns the months dropped.';

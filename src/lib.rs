@@ -108,8 +108,7 @@ extension_sql_file!(
     name = "metrics",
     requires = [
         "routines",
-        api::metrics::_metrics_counters,
-        api::metrics::_metrics_count_rescued
+        api::metrics::_metrics_counters
     ]
 );
 // Last: it grants every function, Rust's included, and marks the tables for pg_dump.

@@ -9,8 +9,12 @@ use crate::{gucs, owner_call};
 
 const STATEMENTS: &str = include_str!("batch.sql");
 
-static FOLD_COUNTS: Statement =
-    Statement::new(STATEMENTS, "fold_counts", Parameters::Of(&[]), Planning::Default);
+static FOLD_COUNTS: Statement = Statement::new(
+    STATEMENTS,
+    "fold_counts",
+    Parameters::Of(&[]),
+    Planning::Default,
+);
 
 /// The batch store's counts: the deltas of each key folded into one row (`_batch_tally_fold`).
 pub(crate) static COUNTS: Service = Service {

@@ -101,17 +101,21 @@ fn _leases_note(until: Option<TimestampWithTimeZone>) {
 }
 
 /// For a rescue, before its scan: the word raised to now + RESCAN.
-#[pg_extern(volatile, parallel_unsafe)]
-fn _leases_rescanning() {
+pub(crate) fn rescanning() {
     word().store(now() + RESCAN_MICROS, Ordering::Release);
 }
 
-/// For a rescue, after its scan: the earliest lease left (null: none).
+/// For a rescue, after its scan: the earliest lease left (None: none).
+pub(crate) fn found(earliest: Option<pg_sys::TimestampTz>) {
+    if let Some(earliest) = earliest {
+        word().fetch_min(micros(earliest), Ordering::AcqRel);
+    }
+}
+
+/// For tests that make a lease look expired: the next look rescues.
 #[pg_extern(volatile, parallel_unsafe)]
 fn _leases_found(earliest: Option<TimestampWithTimeZone>) {
-    if let Some(earliest) = earliest {
-        word().fetch_min(micros(earliest.into_inner()), Ordering::AcqRel);
-    }
+    found(earliest.map(TimestampWithTimeZone::into_inner));
 }
 
 /// When a lease may next run out, for the launcher's sleep: at most now + RESCAN.

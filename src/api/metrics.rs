@@ -132,9 +132,3 @@ fn _metrics_counters() -> TableIterator<
         None => (NAMES[counter], 0, 0),
     }))
 }
-
-/// Counts expired leases rescued, for _rescue_expired (SQL).
-#[pg_extern(volatile, strict)]
-fn _metrics_count_rescued(n: i32) {
-    count(Counter::Rescued, n.max(0) as usize);
-}

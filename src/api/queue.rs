@@ -126,7 +126,13 @@ const REPLACE_PARAMETERS: [Oid; 2 + Field::Key as usize] = {
     types
 };
 static REPLACE: Statement = statement("replace", &REPLACE_PARAMETERS, Planning::Default);
-static RESCUE: Statement = statement("rescue", &[], Planning::Default);
+static EXPIRED_LEASES_SCAN: Statement = statement("expired_leases", &[], Planning::Default);
+static REQUEUE_EXPIRED: Statement =
+    statement("requeue_expired", &[INT8ARRAYOID], Planning::Default);
+static COUNT_BATCH_DUE: Statement =
+    statement("count_batch_due", &[INT8ARRAYOID], Planning::Default);
+static NOTIFY_SIGNALS: Statement = statement("notify_signals", &[TEXTARRAYOID], Planning::Default);
+static FINISH_EXPIRED: Statement = statement("finish_expired", &[INT8ARRAYOID], Planning::Default);
 static CLAIM: Statement = statement(
     "claim",
     &[OIDOID, TEXTOID, INT4OID, INTERVALOID, TEXTOID],
@@ -772,7 +778,7 @@ fn claim_from(
     // snapshot): its worker may sleep on what it finds, so the next add notifies.
     ready::looking(claimant, queues);
     if rescue_first && leases::take_due() {
-        section.run(&RESCUE, &[]);
+        rescue(section);
     }
     let statement = if queues.len() == 1 {
         &CLAIM
@@ -1341,8 +1347,51 @@ pub(crate) static EXPIRED_LEASES: Service = Service {
     name: "expired leases",
     work: |section, _| {
         if leases::take_due() {
-            section.run(&RESCUE, &[]);
+            rescue(section);
         }
     },
     next: |_, _| Some(leases::next()),
 };
+
+/// Requeues the jobs whose leases ran out, or finishes those on their last attempt (or aborted);
+/// returns how many. Locked rows are skipped, so a worker completing right now is never
+/// overwritten, and an owner holding its job's row (a change of its public fields in an open
+/// transaction) delays only that job's rescue, not everyone's: it is looked at again 10 seconds
+/// later. The callers run this only when leases.rs says a lease may have run out; it tells
+/// leases.rs when the earliest lease left runs out, after raising it for the scan (see there).
+fn rescue(section: &Section) -> i32 {
+    leases::rescanning();
+    let scan = section.run(&EXPIRED_LEASES_SCAN, &[]);
+    let (to_requeue, to_finish) = (scan.datum(0, 0), scan.datum(0, 1));
+    let expired = to_requeue.map_or(0, array_length) + to_finish.map_or(0, array_length);
+    let mut rescued = 0;
+    if let Some(ids) = to_requeue {
+        let requeued = section.run(&REQUEUE_EXPIRED, &[Some(ids)]);
+        rescued += requeued.get::<i32>(0, 0).unwrap_or(0);
+        if let Some(batch_jobs) = requeued.datum(0, 2) {
+            section.run(&COUNT_BATCH_DUE, &[Some(batch_jobs)]);
+        }
+        if let Some(signals) = requeued.datum(0, 1) {
+            section.run(&NOTIFY_SIGNALS, &[Some(signals)]);
+        }
+    }
+    if let Some(ids) = to_finish {
+        rescued += section
+            .run(&FINISH_EXPIRED, &[Some(ids)])
+            .get::<i32>(0, 0)
+            .unwrap_or(0);
+    }
+    metrics::count(Counter::Rescued, rescued as usize);
+    let held = (rescued as usize) < expired;
+    let look_again =
+        held.then(|| unsafe { pg_sys::GetCurrentStatementStartTimestamp() } + 10_000_000);
+    let earliest = scan.datum(0, 2).map(|at| at.value() as pg_sys::TimestampTz);
+    leases::found(earliest.into_iter().chain(look_again).min());
+    rescued
+}
+
+// The rescue, for tests that drive it: _rescue_expired() returns how many jobs it requeued or
+// finished.
+entry!(_rescue_expired, pg_finfo__rescue_expired, |_fcinfo| {
+    Datum::from(rescue(&Section::as_current_user()))
+});

@@ -92,9 +92,57 @@ SET task = $3, payload = $4, queue = $5, priority = $6,
     last_update = statement_timestamp()
 WHERE j.id = $1 AND j.status = 'created' AND j.owner = $2;
 
--- name: rescue
--- Expired leases first, when one may have run out (src/api/leases.rs says when).
-SELECT _rescue_expired();
+-- name: expired_leases
+-- One scan of jobs (no index names locked_until, see sql/030_queue.sql): the expired leases to
+-- requeue, those to finish (their last attempt used, or aborted), and the earliest lease left.
+SELECT array_agg(j.id) FILTER (WHERE j.locked_until < statement_timestamp()
+                                 AND j.status = 'started' AND j.attempt < j.max_attempts),
+       array_agg(j.id) FILTER (WHERE j.locked_until < statement_timestamp()
+                                 AND (j.status = 'aborted' OR j.attempt >= j.max_attempts)),
+       min(j.locked_until) FILTER (WHERE j.locked_until >= statement_timestamp())
+FROM jobs j
+WHERE j.locked_until IS NOT NULL;
+
+-- name: requeue_expired
+-- The jobs $1 whose leases ran out, back to waiting with the lease's end in their log, unless
+-- someone holds their rows; how many, the ready signals of their queues, and the batch jobs
+-- among them.
+WITH requeue AS (
+    UPDATE jobs j
+    SET status = 'created', lease_token = NULL, locked_until = NULL, progress = NULL,
+        run_at = statement_timestamp(),
+        errors = j.errors || jsonb_build_object(
+            'attempt', j.attempt, 'at', statement_timestamp(),
+            'error', _lease_expired(j.locked_by))
+    WHERE j.ctid = ANY (ARRAY(
+        SELECT e.ctid FROM jobs e
+        WHERE e.id = ANY ($1) AND e.status = 'started'
+          AND e.locked_until < statement_timestamp() AND e.attempt < e.max_attempts
+        FOR UPDATE SKIP LOCKED))
+    RETURNING j.id, j.claimable_by, j.queue
+)
+SELECT count(*)::integer, array_agg(DISTINCT _ready_signal(r.claimable_by, r.queue)),
+       array_agg(r.id) FILTER (WHERE _is_batch_queue(r.queue))
+FROM requeue r;
+
+-- name: count_batch_due
+-- Requeued batch jobs $1 are due again: counted for the Jobs tab (sql/085_batch.sql).
+SELECT _batch_tally($1, 1);
+
+-- name: notify_signals
+SELECT pg_notify('pgjobs_ready', q) FROM unnest($1::text[]) q;
+
+-- name: finish_expired
+-- The jobs $1 whose leases ran out on their last attempt (or while aborted), finished, unless
+-- someone holds their rows; how many.
+SELECT coalesce(_finish(array_agg(e.job_id), array_agg(e.lease_token), '{started,aborted}',
+                        'failed', NULL, NULL, array_agg(_lease_expired(e.locked_by))), 0)
+FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
+      FROM jobs j
+      WHERE j.id = ANY ($1) AND j.status IN ('started', 'aborted')
+        AND j.locked_until < statement_timestamp()
+        AND (j.status = 'aborted' OR j.attempt >= j.max_attempts)
+      FOR UPDATE SKIP LOCKED) e;
 
 -- name: claim
 -- Claims up to $3 ready jobs claimable by $1 in queue $2 for worker $5, leased for $4 (or each

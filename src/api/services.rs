@@ -56,11 +56,10 @@ entry!(_launcher_tick, pg_finfo__launcher_tick, |fcinfo| {
     let next = SERVICES
         .iter()
         .filter_map(|service| {
-            in_subtransaction(|| (service.next)(&section, at))
-                .unwrap_or_else(|problem| {
-                    warning!("pg_jobs launcher: {} failed: {problem}", service.name);
-                    None
-                })
+            in_subtransaction(|| (service.next)(&section, at)).unwrap_or_else(|problem| {
+                warning!("pg_jobs launcher: {} failed: {problem}", service.name);
+                None
+            })
         })
         .map(|wish| wish.value() as i64)
         .fold(refresh, i64::min);

@@ -17,7 +17,12 @@ use crate::{entry, gucs};
 const STATEMENTS: &str = include_str!("sql_jobs.sql");
 
 const fn statement(name: &'static str, parameters: &'static [pg_sys::Oid]) -> Statement {
-    Statement::new(STATEMENTS, name, Parameters::Of(parameters), Planning::Default)
+    Statement::new(
+        STATEMENTS,
+        name,
+        Parameters::Of(parameters),
+        Planning::Default,
+    )
 }
 
 static READY: Statement = statement("ready", &[INT4OID]);
@@ -220,15 +225,27 @@ fn stop_overdue_runs(section: &Section, at: Datum) {
             ("timed out", "timeout")
         };
         let ended = in_subtransaction(|| {
-            let message = format!("did not stop within {grace} s of its {cancelled_by}; its process was ended");
-            section.run(&END_RUN, &[run, outcome.into_datum(), message.as_str().into_datum()]);
-            section.run(if aborted { &ABORT_JOB } else { &FAIL_TIMED_OUT }, &[job, token]);
+            let message = format!(
+                "did not stop within {grace} s of its {cancelled_by}; its process was ended"
+            );
+            section.run(
+                &END_RUN,
+                &[run, outcome.into_datum(), message.as_str().into_datum()],
+            );
+            section.run(
+                if aborted { &ABORT_JOB } else { &FAIL_TIMED_OUT },
+                &[job, token],
+            );
         });
         // One job that cannot be finished must not keep the others' executors running: its
         // process is ended all the same, and the rescue takes the job when its lease runs out.
         if let Err(problem) = ended {
-            let message = format!("its process was ended; the job is left to its lease ({problem})");
-            section.run(&END_RUN, &[run, outcome.into_datum(), message.as_str().into_datum()]);
+            let message =
+                format!("its process was ended; the job is left to its lease ({problem})");
+            section.run(
+                &END_RUN,
+                &[run, outcome.into_datum(), message.as_str().into_datum()],
+            );
         }
         section.run(&END_EXECUTOR, &[pid]);
     }

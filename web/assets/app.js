@@ -1,7 +1,7 @@
 // The SCHED page: routines (Realtime, Batch) and batch jobs (Jobs) of pg_jobs, read every 5 s from
 // pg_jobs_web, which reads them as the role logged in. No build step, no library.
 //
-// data-testid used by the browser tests (web/src/bin/e2e.rs):
+// data-testid used by the browser tests (web/src/e2e/main.rs):
 //   login, login-form, login-role, login-password, login-submit   the login form
 //   login-wrong, login-unreachable, login-again (server pages)     a failed login
 //   lost-page                                                      the database was lost
@@ -45,10 +45,12 @@ const store = {
 };
 
 const TABS = { 1: 'realtime', 2: 'batch', 3: 'jobs', realtime: 'realtime', batch: 'batch', jobs: 'jobs' };
-// Most pressing first, as the views rank them.
-const ROUTINE_STATUSES = ['ERROR', 'DELAYED', 'SILENT', 'starting', 'waiting', 'WAS RUNNING', 'running', 'scheduled', 'completed'];
-const JOB_STATUSES = ['ERROR', 'BLOCKED', 'CANCEL', 'PENDING', 'FETCHED', 'WAITING', 'RUNNING', 'COMPLETED'];
-const FAILING = new Set(['ERROR', 'DELAYED', 'SILENT']);
+// The status words, most pressing first, as the extension ranks them (pg_jobs_core): put here by
+// the server (web/src/main.rs, app_js).
+const VOCABULARY = /* the vocabulary of pg_jobs_core, put here by the server */ null;
+const ROUTINE_STATUSES = VOCABULARY.routine_statuses;
+const JOB_STATUSES = VOCABULARY.job_statuses;
+const FAILING = new Set(VOCABULARY.routine_failing);
 const JOB_PROBLEMS = ['ERROR', 'BLOCKED'];
 const JOB_ACTIVE = new Set(['WAITING', 'BLOCKED', 'PENDING', 'FETCHED', 'RUNNING']);
 const ROUTINE_GROUPINGS = [['group', 'By group'], ['schedule', 'By schedule'], ['computer', 'By computer'], ['status', 'By status'], ['order', 'Run order']];

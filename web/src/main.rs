@@ -32,6 +32,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
+/// app.js with the vocabulary of `pg_jobs_core` in place of its placeholder.
+static APP_JS_SERVED: std::sync::LazyLock<String> = std::sync::LazyLock::new(app_js);
 const APP_CSS: &str = include_str!("../assets/app.css");
 const COOKIE: &str = "pgjobs_session";
 /// The known-browser cookie (see guard.rs).
@@ -369,6 +371,21 @@ fn with_security_headers(r: Reply) -> Reply {
     with_header(r, "Cache-Control", "no-store")
 }
 
+/// The page's script, given the words the extension ranks statuses by: the routines' (most
+/// pressing first) and their failing set, and the batch jobs' (NEW, which no job is shown with,
+/// left out).
+fn app_js() -> String {
+    use pg_jobs_core::{batch, routine};
+    let vocabulary = serde_json::json!({
+        "routine_statuses": routine::STATUS_WORDS,
+        "routine_failing": routine::FAILING_WORDS,
+        "job_statuses": batch::STATUS_WORDS.iter().filter(|w| **w != "NEW").collect::<Vec<_>>(),
+    });
+    let placeholder = "/* the vocabulary of pg_jobs_core, put here by the server */ null";
+    assert!(APP_JS.contains(placeholder), "app.js has the vocabulary's placeholder");
+    APP_JS.replace(placeholder, &vocabulary.to_string())
+}
+
 pub fn reply(status: u16, content_type: &str, body: impl Into<Bytes>) -> Reply {
     let mut r = Response::new(Full::new(body.into()));
     *r.status_mut() = StatusCode::from_u16(status).expect("a valid status");
@@ -483,7 +500,9 @@ impl App {
         }
         match (&method, path.as_str()) {
             (&Method::GET, "/") => reply(200, "text/html; charset=utf-8", INDEX_HTML),
-            (&Method::GET, "/app.js") => reply(200, "text/javascript; charset=utf-8", APP_JS),
+            (&Method::GET, "/app.js") => {
+                reply(200, "text/javascript; charset=utf-8", APP_JS_SERVED.as_str())
+            }
             (&Method::GET, "/app.css") => reply(200, "text/css; charset=utf-8", APP_CSS),
             (&Method::POST, "/login") => self.login(peer, request).await,
             (_, p) if p.starts_with("/api/") || p == "/logout" => {
@@ -684,5 +703,18 @@ mod tests {
     #[test]
     fn failure_pages_escape_what_the_database_said() {
         assert_eq!(escape_html(r#"<b a='1'>&"#), "&lt;b a=&#39;1&#39;&gt;&amp;");
+    }
+}
+
+#[cfg(test)]
+mod page_vocabulary {
+    #[test]
+    fn the_page_ranks_statuses_as_the_extension_does() {
+        let served = super::app_js();
+        assert!(!served.contains("put here by the server */ null"));
+        assert!(served.contains(
+            r#""job_statuses":["ERROR","BLOCKED","CANCEL","RUNNING","FETCHED","PENDING","WAITING","COMPLETED"]"#
+        ));
+        assert!(served.contains(r#""routine_failing":["ERROR","DELAYED","SILENT"]"#));
     }
 }

@@ -58,7 +58,6 @@ SELECT count(*) > 0 AS reads FROM pgjobs.metrics;
 SET ROLE regress_metrics_member;
 SELECT regress.error_of('SELECT * FROM pgjobs.metrics') AS refused;
 SELECT regress.error_of('SELECT * FROM pgjobs._metrics_counters()') AS refused;
-SELECT regress.error_of('SELECT pgjobs._metrics_count_rescued(1000)') AS refused;
 RESET ROLE;
 DROP ROLE regress_metrics_monitor, regress_metrics_member;
 SELECT regress.reset();
