@@ -90,7 +90,7 @@ COMMENT ON TABLE slice_reports IS
     'Each result a worker reported, with what it measured; accepted: whether it became the '
     'slice''s result; folded_seq: its place in the job''s moving averages; paid: what it earned.';
 
--- Results too large for a data: URI; job_results refers to them as pgjobs:result:<id>.
+-- Results too large for a data: URI; compute_results refers to them as pgjobs:result:<id>.
 CREATE TABLE result_store (
     id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     job_id  bigint NOT NULL,
@@ -167,7 +167,7 @@ SELECT j.id AS job_id, j.owner::regrole AS owner, j.finished,
 FROM (SELECT id, owner, false AS finished FROM jobs
       UNION ALL
       SELECT id, owner, true FROM job_history) j
-LEFT JOIN job_fin_totals t ON t.job_id = j.id
+LEFT JOIN compute_fin_totals t ON t.job_id = j.id
 LEFT JOIN compute_jobs c ON c.job_id = j.id
 LEFT JOIN LATERAL (SELECT _compute_pending(c.job_id, c.slice_payment) AS pending) p ON c.job_id IS NOT NULL;
 COMMENT ON VIEW job_fin_data IS
@@ -436,13 +436,13 @@ BEGIN
             _capability_bits(spec -> 'capabilities'), storage_type, CASE WHEN storage_type <> 'values' THEN details END,
             'pgjobs', spec ->> 'result_storage', coalesce(spec ->> 'worktime', 'map-basic'), range_,
             coalesce(offer, multiplier * compute_market_value()), funds - fees, estimation);
-    INSERT INTO job_perf_data (job_id, owner, estimation_slices_remaining)
+    INSERT INTO compute_perf_data (job_id, owner, estimation_slices_remaining)
     VALUES (job, caller, least(estimation, coalesce(slices, 0)));
-    INSERT INTO job_fin_totals (job_id, owner, fees) VALUES (job, caller, fees);
+    INSERT INTO compute_fin_totals (job_id, owner, fees) VALUES (job, caller, fees);
     INSERT INTO work_functions (job_id, owner, value, require_path, module_path, dependencies)
     VALUES (job, caller, _as_uri(spec ->> 'work'), _text_array(spec -> 'require_path'),
             _text_array(spec -> 'module_path'), spec -> 'dependencies');
-    INSERT INTO job_arguments (job_id, owner, arg_index, value)
+    INSERT INTO compute_arguments (job_id, owner, arg_index, value)
     SELECT job, caller, a.n - 1, _as_uri(a.v) FROM jsonb_array_elements_text(coalesce(spec -> 'arguments', '[]')) WITH ORDINALITY a(v, n);
     INSERT INTO compute_group_jobs (compute_group_id, job_id, job_owner, fee)
     SELECT g.id, job, caller, coalesce(g.deploy_fee, 0) + coalesce(g.add_job_fee, 0)
@@ -463,7 +463,7 @@ DECLARE
 BEGIN
     SELECT * INTO c FROM compute_jobs WHERE job_id = job;
     IF values_ IS NOT NULL THEN
-        INSERT INTO job_data (job_id, owner, slice_number, value)
+        INSERT INTO compute_data (job_id, owner, slice_number, value)
         SELECT job, job_owner, first + v.n - 1, _as_uri(v.value)
         FROM jsonb_array_elements_text(values_) WITH ORDINALITY v(value, n);
     END IF;
@@ -583,7 +583,7 @@ $$;
 CREATE FUNCTION _compute_estimated(job bigint) RETURNS boolean
 LANGUAGE sql STABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
-RETURN (SELECT (SELECT count(*) FROM job_results r WHERE r.job_id = job AND r.slice_number <= c.estimation_slices)
+RETURN (SELECT (SELECT count(*) FROM compute_results r WHERE r.job_id = job AND r.slice_number <= c.estimation_slices)
                >= least(c.estimation_slices, c.last_slice_number)
         FROM compute_jobs c WHERE c.job_id = job);
 
@@ -791,7 +791,7 @@ CREATE FUNCTION _compute_funds_ample(c compute_jobs) RETURNS boolean
 LANGUAGE sql STABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN c.slice_payment = 0
-    OR c.funds - (SELECT t.slice_work_payment_total FROM job_fin_totals t WHERE t.job_id = c.job_id)
+    OR c.funds - (SELECT t.slice_work_payment_total FROM compute_fin_totals t WHERE t.job_id = c.job_id)
        - _compute_pending(c.job_id, c.slice_payment)
        >= c.slice_payment * c.max_slices_per_task * current_setting('max_connections')::integer;
 
@@ -886,7 +886,7 @@ BEGIN
                 CONTINUE WHEN n < 1;
             END IF;
             IF alone AND c.slice_payment > 0 THEN
-                n := least(n, _slices_paid_by(c.funds - (SELECT t.slice_work_payment_total FROM job_fin_totals t WHERE t.job_id = job)
+                n := least(n, _slices_paid_by(c.funds - (SELECT t.slice_work_payment_total FROM compute_fin_totals t WHERE t.job_id = job)
                                               - _compute_pending(job, c.slice_payment), c.slice_payment));
                 IF n < 1 THEN
                     -- Out of funds with slices still to send: paused until its owner adds some
@@ -941,7 +941,7 @@ BEGIN
                 WHERE j.job_id = job;
             END IF;
             IF estimated > 0 THEN
-                UPDATE job_perf_data p
+                UPDATE compute_perf_data p
                 SET estimation_slices_remaining = (SELECT count(*) FROM compute_slices s
                                                    WHERE s.job_id = job AND s.estimation AND s.copy = 0 AND s.status = 'new')
                 WHERE p.job_id = job;
@@ -958,9 +958,9 @@ BEGIN
                    coalesce(d.value::text, _slice_datum(c.data_storage_type, c.data_storage_details, s.slice_number)),
                    f.value::text, a.arguments, a.flags, s.estimation
             FROM compute_slices s
-            LEFT JOIN job_data d ON d.job_id = job AND d.slice_number = s.slice_number
+            LEFT JOIN compute_data d ON d.job_id = job AND d.slice_number = s.slice_number
             LEFT JOIN work_functions f ON f.job_id = job
-            CROSS JOIN (SELECT ARRAY(SELECT a.value::text FROM job_arguments a WHERE a.job_id = job ORDER BY a.arg_index)
+            CROSS JOIN (SELECT ARRAY(SELECT a.value::text FROM compute_arguments a WHERE a.job_id = job ORDER BY a.arg_index)
                                AS arguments, job_flag_names(c.flags) AS flags) a
             WHERE s.lease_token = token
             ORDER BY s.slice_number;
@@ -1030,7 +1030,7 @@ BEGIN
     WHERE s.job_id = h.job_id AND s.slice_number = h.slice_number AND s.copy = h.copy;
     GET DIAGNOSTICS n = ROW_COUNT;
     IF reason IS NULL THEN
-        UPDATE job_perf_data p SET return_count = p.return_count + n WHERE p.job_id = job;
+        UPDATE compute_perf_data p SET return_count = p.return_count + n WHERE p.job_id = job;
     ELSE
         INSERT INTO work_reject_history (job_id, slice_number, worker_opaque_id, reason, error_msg, retries)
         VALUES (job, first_slice, worker, reason, message, retries);
@@ -1059,7 +1059,7 @@ RETURN CASE
     WHEN uri LIKE 'pgjobs:result:%' THEN (SELECT s.body FROM result_store s WHERE s.id = substr(uri, 15)::bigint)
 END;
 COMMENT ON FUNCTION compute_result_text IS
-    'The text of a result as job_results keeps it: a data: URI decoded, or a pgjobs:result: URL '
+    'The text of a result as compute_results keeps it: a data: URI decoded, or a pgjobs:result: URL '
     'read from the result store (the job''s owner only).';
 
 CREATE FUNCTION _compute_submit(caller_role oid, token uuid, slice_numbers integer[], results text[],
@@ -1131,7 +1131,7 @@ BEGIN
         RETURNING slice_reports.id, slice_reports.slice_number, slice_reports.accepted, slice_reports.value,
                   slice_reports.reported_at
     ), accepted AS (
-        INSERT INTO job_results (job_id, slice_number, owner, value, completed_at)
+        INSERT INTO compute_results (job_id, slice_number, owner, value, completed_at)
         SELECT c.job_id, r.slice_number, c.owner, r.value, r.reported_at FROM reported r WHERE r.accepted
     )
     SELECT array_agg(r.id ORDER BY r.slice_number), array_agg(r.slice_number ORDER BY r.slice_number),
@@ -1183,7 +1183,7 @@ DECLARE
     planned integer := _slice_copies(c.job_id, slice, c.duplication_level);
     copies integer;
 BEGIN
-    IF EXISTS (SELECT FROM job_results r WHERE r.job_id = c.job_id AND r.slice_number = slice) THEN
+    IF EXISTS (SELECT FROM compute_results r WHERE r.job_id = c.job_id AND r.slice_number = slice) THEN
         UPDATE slice_reports SET accepted = false WHERE id = mine;
         RETURN 'not accepted';
     END IF;
@@ -1216,7 +1216,7 @@ BEGIN
                                             WHERE e.job_id = c.job_id AND e.slice_number = slice
                                               AND e.worker_root = r.worker_root AND e.id < r.id)))
         WHERE r.job_id = c.job_id AND r.slice_number = slice;
-        INSERT INTO job_results (job_id, slice_number, owner, value, completed_at)
+        INSERT INTO compute_results (job_id, slice_number, owner, value, completed_at)
         SELECT r.job_id, r.slice_number, r.owner, r.value, r.reported_at FROM slice_reports r
         WHERE r.job_id = c.job_id AND r.slice_number = slice AND r.accepted ORDER BY r.id LIMIT 1;
         DELETE FROM compute_slices s WHERE s.job_id = c.job_id AND s.slice_number = slice;
@@ -1264,7 +1264,7 @@ BEGIN
         FROM late l WHERE s.job_id = l.job_id AND s.slice_number = l.slice_number AND s.copy = l.copy
         RETURNING s.job_id
     ), counted AS (
-        UPDATE job_perf_data p SET retasked_count = p.retasked_count + m.n
+        UPDATE compute_perf_data p SET retasked_count = p.retasked_count + m.n
         FROM (SELECT m.job_id, count(*) AS n FROM marked m GROUP BY m.job_id) m
         WHERE p.job_id = m.job_id
         RETURNING m.job_id, m.n
@@ -1275,7 +1275,7 @@ BEGIN
         WHERE c.job_id IN (
             SELECT j.job_id FROM compute_jobs j
             WHERE j.job_id = ANY (freed) AND j.status = 'paused' AND j.flags & 64 <> 0
-              AND j.funds - coalesce((SELECT t.slice_work_payment_total FROM job_fin_totals t
+              AND j.funds - coalesce((SELECT t.slice_work_payment_total FROM compute_fin_totals t
                                       WHERE t.job_id = j.job_id), 0)
                   - _compute_pending(j.job_id, j.slice_payment) >= j.slice_payment
             FOR UPDATE SKIP LOCKED);
@@ -1354,12 +1354,12 @@ SET search_path = @extschema@, pg_catalog, pg_temp
 AS $$
 DECLARE
     c compute_jobs;
-    p job_perf_data;
+    p compute_perf_data;
     state double precision[];
     period record;
 BEGIN
     SELECT * INTO c FROM compute_jobs j WHERE j.job_id = job;
-    SELECT * INTO p FROM job_perf_data x WHERE x.job_id = job FOR UPDATE;
+    SELECT * INTO p FROM compute_perf_data x WHERE x.job_id = job FOR UPDATE;
     -- Each report's place in the job's fold, and what it earns: the slice payment if it was
     -- accepted, of which the group's commission is the group's.
     UPDATE slice_reports r
@@ -1379,7 +1379,7 @@ BEGIN
          WHERE r.id = ANY (ids)),
         (SELECT array_agg(_perf_alpha(r.folded_seq, c.last_slice_number) ORDER BY r.folded_seq)
          FROM slice_reports r WHERE r.id = ANY (ids)));
-    UPDATE job_perf_data x
+    UPDATE compute_perf_data x
     SET measured_slices = x.measured_slices + cardinality(ids),
         slice_cpu_time = state[1], slice_gpu_time = state[2], slice_in_data_size = state[3],
         slice_out_data_size = state[4], slice_cpu_density = state[5], slice_gpu_density = state[6],
@@ -1394,7 +1394,7 @@ BEGIN
           FROM slice_reports r WHERE r.id = ANY (ids)) t
     WHERE x.job_id = job;
 
-    UPDATE job_fin_totals f
+    UPDATE compute_fin_totals f
     SET slice_work_payment_total = f.slice_work_payment_total + t.paid, commission_total = f.commission_total + t.commission
     FROM (SELECT sum(r.paid) AS paid, sum(r.commission) AS commission FROM slice_reports r WHERE r.id = ANY (ids)) t
     WHERE f.job_id = job;
@@ -1493,7 +1493,7 @@ BEGIN ATOMIC
         ON CONFLICT (compute_group_id, worker_opaque_id, period_start, period_length) DO UPDATE
         SET task_count = s.task_count + excluded.task_count
     )
-    UPDATE job_perf_data p SET task_count = p.task_count + t.n
+    UPDATE compute_perf_data p SET task_count = p.task_count + t.n
     FROM (SELECT t.job_id, count(*) AS n FROM gone t WHERE t.job_id IS NOT NULL GROUP BY 1) t
     WHERE p.job_id = t.job_id;
 END;
@@ -1508,7 +1508,7 @@ AS $$
 DECLARE
     job bigint;
 BEGIN
-    -- Skipped when locked: a fetch holding the job's row may be waiting for job_perf_data, which
+    -- Skipped when locked: a fetch holding the job's row may be waiting for compute_perf_data, which
     -- this transaction has locked.
     -- next_slice_number: the first slice never handed out (fetches do not write the job's row).
     UPDATE compute_jobs c

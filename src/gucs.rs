@@ -169,7 +169,7 @@ pub fn init() {
     );
     GucRegistry::define_int_guc(
         c"pg_jobs.compute_task_target",
-        c"Seconds a task is meant to take: job_perf_data.task_distribution is a slice's wall time over this.",
+        c"Seconds a task is meant to take: compute_perf_data.task_distribution is a slice's wall time over this.",
         c"",
         &COMPUTE_TASK_TARGET,
         1,

@@ -67,7 +67,7 @@ extension_sql_file!(
     requires = ["schedules", api::leases::_leases_note]
 );
 extension_sql_file!(
-    "../sql/080_compute.sql",
+    "../sql/080_compute_tables.sql",
     name = "compute",
     requires = ["launcher"]
 );

@@ -137,7 +137,7 @@ fn finish_and_check(dsn: &str, tag: &str, submitted: Option<i64>, admin: &mut Cl
     let tallies: Vec<Tally> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     wait_tasks_folded(admin);
     let retasked: i64 = admin
-        .query_one("SELECT coalesce(sum(retasked_count), 0)::int8 FROM pgjobs.job_perf_data WHERE job_id = ANY ($1)", &[&job_ids])
+        .query_one("SELECT coalesce(sum(retasked_count), 0)::int8 FROM pgjobs.compute_perf_data WHERE job_id = ANY ($1)", &[&job_ids])
         .unwrap()
         .get(0);
     println!("# jobs ended {:.1} s after the restart; {retasked} copies retasked; outcomes after it: {:?}",

@@ -508,13 +508,13 @@ pub fn check_jobs_finished(checks: &mut Checks, admin: &mut Client, job_ids: &[i
                   if finished == job_ids.len() as i64 { Ok(()) } else { Err(row.get(1)) });
 }
 
-/// Each slice has exactly one result (job_results' key allows at most one; the count says every
+/// Each slice has exactly one result (compute_results' key allows at most one; the count says every
 /// slice has one) and it is what an honest worker computes from the slice's datum.
 pub fn check_results(checks: &mut Checks, admin: &mut Client, jobs: &[Job], inputs: &[Input]) {
     let mut problems = Vec::new();
     for (job, input) in jobs.iter().zip(inputs) {
         let rows = admin
-            .query("SELECT slice_number, pgjobs.compute_result_text(value) FROM pgjobs.job_results WHERE job_id = $1", &[&job.id])
+            .query("SELECT slice_number, pgjobs.compute_result_text(value) FROM pgjobs.compute_results WHERE job_id = $1", &[&job.id])
             .unwrap();
         if rows.len() != job.slices as usize {
             problems.push(format!("job {} has {} results for {} slices", job.id, rows.len(), job.slices));
@@ -540,7 +540,7 @@ pub fn check_results(checks: &mut Checks, admin: &mut Client, jobs: &[Job], inpu
         let bad: Vec<String> = admin
             .query(
                 "SELECT r.slice_number || ': ' || count(*) FILTER (WHERE r.accepted) || ' accepted of ' || count(*)
-                 FROM pgjobs.slice_reports r JOIN pgjobs.job_results j USING (job_id, slice_number)
+                 FROM pgjobs.slice_reports r JOIN pgjobs.compute_results j USING (job_id, slice_number)
                  WHERE r.job_id = $1
                  GROUP BY r.slice_number, j.value
                  HAVING bool_or(r.accepted IS NULL)
@@ -581,7 +581,7 @@ fn check_wrong_worker(checks: &mut Checks, admin: &mut Client, jobs: &[Job], wro
                  else { Err(format!("{reports} reports, {accepted} accepted, {tiebroken} slices tiebroken")) });
 }
 
-/// An exponential moving average and variance, as job_perf_data's comment defines them, written
+/// An exponential moving average and variance, as compute_perf_data's comment defines them, written
 /// here again so that the check does not use the code it checks.
 #[derive(Clone, Copy)]
 struct Ema {
@@ -610,7 +610,7 @@ fn close(a: Option<f64>, b: Option<f64>) -> bool {
     }
 }
 
-/// job_perf_data against the job's reports in folded_seq order: seven series (cpu, gpu, bytes in,
+/// compute_perf_data against the job's reports in folded_seq order: seven series (cpu, gpu, bytes in,
 /// bytes out, cpu and gpu density, wall over the task target), each report weighted
 /// alpha = min(0.5, max(total - (seq - 1), 1) / total); and the totals as sums (times rounded).
 pub fn check_averages(checks: &mut Checks, admin: &mut Client, jobs: &[Job]) {
@@ -655,7 +655,7 @@ pub fn check_averages(checks: &mut Checks, admin: &mut Client, jobs: &[Job]) {
                         slice_cpu_time_variance, slice_gpu_time_variance, slice_in_data_size_variance,
                         slice_out_data_size_variance, slice_cpu_density_variance, slice_gpu_density_variance,
                         task_distribution_variance, total_cpu_time, total_gpu_time, total_in_data_size, total_out_data_size
-                 FROM pgjobs.job_perf_data WHERE job_id = $1",
+                 FROM pgjobs.compute_perf_data WHERE job_id = $1",
                 &[&job.id],
             )
             .unwrap();
@@ -677,9 +677,9 @@ pub fn check_averages(checks: &mut Checks, admin: &mut Client, jobs: &[Job]) {
     averages.truncate(5);
     checks.check("each report was folded once: a job's folded_seq values are 1..measured_slices, no gap, no duplicate",
                  if sequence.is_empty() { Ok(()) } else { Err(sequence.join("; ")) });
-    checks.check("job_perf_data's averages and variances equal a recomputation from the reports in folded_seq order (1e-9 relative)",
+    checks.check("compute_perf_data's averages and variances equal a recomputation from the reports in folded_seq order (1e-9 relative)",
                  if averages.is_empty() { Ok(()) } else { Err(averages.join("; ")) });
-    checks.check("job_perf_data's totals equal the sums of the reports",
+    checks.check("compute_perf_data's totals equal the sums of the reports",
                  if totals.is_empty() { Ok(()) } else { Err(totals.join("; ")) });
 }
 
@@ -749,7 +749,7 @@ pub fn check_money(checks: &mut Checks, admin: &mut Client, jobs: &[Job], groups
 /// per group and job, the totals of compute_group_job_period_stats are those of the job's reports
 /// through the group, and tasked_slice_count the slices the workers received; per group and
 /// worker, compute_group_worker_period_stats' slices, times, bytes and earnings are that worker's
-/// reports' and task_count the tasks it received; job_perf_data.task_count the job's tasks.
+/// reports' and task_count the tasks it received; compute_perf_data.task_count the job's tasks.
 /// Without `fetches_known` (after a crash: a fetch may commit while its answer is lost) only the
 /// reports are compared, not the fetches.
 pub fn check_period_stats(checks: &mut Checks, admin: &mut Client, jobs: &[Job], groups: &[Group], tallies: &[Tally], fetches_known: bool) {
@@ -794,7 +794,7 @@ pub fn check_period_stats(checks: &mut Checks, admin: &mut Client, jobs: &[Job],
         problems.push(format!("{} group-job pairs in the statistics for {} jobs", rows.len(), jobs.len()));
     }
     for job in jobs {
-        let counted: i32 = admin.query_one("SELECT task_count FROM pgjobs.job_perf_data WHERE job_id = $1", &[&job.id]).unwrap().get(0);
+        let counted: i32 = admin.query_one("SELECT task_count FROM pgjobs.compute_perf_data WHERE job_id = $1", &[&job.id]).unwrap().get(0);
         if fetches_known && i64::from(counted) != tasks.get(&job.id).copied().unwrap_or(0) {
             problems.push(format!("job {}: task_count {counted}, workers received {:?} tasks", job.id, tasks.get(&job.id)));
         }
@@ -856,8 +856,8 @@ fn check_dead_worker(checks: &mut Checks, admin: &mut Client, dead: &Tally) {
         let slices: Vec<i32> = dead.died_holding.iter().map(|h| h.1).collect();
         let row = admin
             .query_one(
-                "SELECT (SELECT retasked_count FROM pgjobs.job_perf_data WHERE job_id = $1)::int8,
-                        (SELECT count(*) FROM pgjobs.job_results WHERE job_id = $1 AND slice_number = ANY ($2)),
+                "SELECT (SELECT retasked_count FROM pgjobs.compute_perf_data WHERE job_id = $1)::int8,
+                        (SELECT count(*) FROM pgjobs.compute_results WHERE job_id = $1 AND slice_number = ANY ($2)),
                         (SELECT count(*) FROM pgjobs.slice_reports WHERE job_id = $1 AND slice_number = ANY ($2)
                                                                      AND worker_opaque_id = $3::text::uuid),
                         (SELECT count(*) FROM unnest($2::int4[]) s, pgjobs.compute_jobs c

@@ -1,4 +1,4 @@
-//! The compute scheduler's public functions (`sql/080_compute.sql`, `sql/083_compute_work.sql`):
+//! The compute scheduler's public functions (`sql/080_compute_tables.sql`, `sql/083_compute_work.sql`):
 //! join secrets, the deletes members make through functions, the rows of the view
 //! `compute_groups_jobs_by_job`; deploying and controlling jobs; what workers call; and the rules
 //! of `pg_jobs_core::compute` the scheduler's SQL calls.

@@ -1,5 +1,5 @@
 -- Who may read, change, add and delete what in the compute scheduler's tables
--- (sql/080_compute.sql), checked as each kind of role: allowed cells and refused ones.
+-- (sql/080_compute_tables.sql), checked as each kind of role: allowed cells and refused ones.
 
 CREATE ROLE regress_owner;        -- owns jobs, a worker, credentials
 CREATE ROLE regress_owner_proxy;  -- acts for regress_owner
@@ -38,12 +38,12 @@ VALUES ('regress_group_owner'::regrole, 'Hidden group', 'not listed', 'hidden-ke
 RETURNING id AS g2, opaque_id AS g2_opaque \gset
 
 -- Rows of a job carry the job's owner whatever the writer said: the owner given here is wrong.
-INSERT INTO pgjobs.job_results (job_id, slice_number, owner, value) VALUES
+INSERT INTO pgjobs.compute_results (job_id, slice_number, owner, value) VALUES
     (:live, 1, 'regress_other'::regrole, 'data:,1'),
     (:live, 2, 'regress_owner'::regrole, 'https://results.example/2'),
     (:done, 1, 'regress_owner'::regrole, 'data:,done');
 SELECT job_id = :live AS live, slice_number, owner::regrole, value, completed_at IS NOT NULL AS completed_at
-FROM pgjobs.job_results ORDER BY job_id, slice_number;
+FROM pgjobs.compute_results ORDER BY job_id, slice_number;
 -- A compute job's own columns: the owner given here is wrong too.
 INSERT INTO pgjobs.compute_jobs (job_id, owner, address, payment_account, last_slice_number,
     next_slice_number, duplication_level, duplication_type, flags, need_capabilities, worktime,
@@ -52,12 +52,12 @@ INSERT INTO pgjobs.compute_jobs (job_id, owner, address, payment_account, last_s
      'map-basic', '^1.0.0'),
     (:done, 'regress_other'::regrole, 'acct:escrow-done', 'acct:bank', 2, 3, 1.0, 'race', 0, 1,
      'pyodide', '^0.23');
-INSERT INTO pgjobs.job_perf_data (job_id, measured_slices, slice_cpu_time, slice_cpu_time_variance)
+INSERT INTO pgjobs.compute_perf_data (job_id, measured_slices, slice_cpu_time, slice_cpu_time_variance)
 VALUES (:live, 2, 120.5, 4.0);
-INSERT INTO pgjobs.job_fin_totals (job_id, slice_work_payment_total) VALUES (:live, 1.5), (:done, 3);
-INSERT INTO pgjobs.job_data (job_id, slice_number, value)
+INSERT INTO pgjobs.compute_fin_totals (job_id, slice_work_payment_total) VALUES (:live, 1.5), (:done, 3);
+INSERT INTO pgjobs.compute_data (job_id, slice_number, value)
 VALUES (:live, 1, 'data:,in1'), (:live, 2, 'https://inputs.example/2');
-INSERT INTO pgjobs.job_arguments (job_id, arg_index, value) VALUES (:live, 0, 'data:,arg');
+INSERT INTO pgjobs.compute_arguments (job_id, arg_index, value) VALUES (:live, 0, 'data:,arg');
 INSERT INTO pgjobs.work_functions (job_id, value, require_path, module_path, dependencies)
 VALUES (:live, 'data:application/javascript,function(x){return x}', '{}', '{}', '[]');
 INSERT INTO pgjobs.work_reject_history (job_id, slice_number, worker_opaque_id, reason, error_msg, retries)
@@ -115,7 +115,7 @@ SELECT 'credential' AS relation, owner::regrole FROM pgjobs.credential
 UNION ALL SELECT 'worker_creds', owner::regrole FROM pgjobs.worker_creds
 UNION ALL SELECT 'worker_notifications', owner::regrole FROM pgjobs.worker_notifications
 UNION ALL SELECT 'worker_run_info', owner::regrole FROM pgjobs.worker_run_info
-UNION ALL SELECT 'job_perf_data', owner::regrole FROM pgjobs.job_perf_data
+UNION ALL SELECT 'compute_perf_data', owner::regrole FROM pgjobs.compute_perf_data
 UNION ALL SELECT 'compute_jobs', owner::regrole FROM pgjobs.compute_jobs
 UNION ALL SELECT 'compute_group_worker_origins', owner::regrole FROM pgjobs.compute_group_worker_origins;
 
@@ -129,8 +129,8 @@ DECLARE
     n bigint;
 BEGIN
     FOREACH relation IN ARRAY ARRAY[
-        'compute_jobs', 'job_perf_data', 'job_fin_totals', 'job_fin_data', 'job_results', 'job_data',
-        'job_arguments', 'work_functions', 'work_reject_history', 'compute_groups_jobs_by_job',
+        'compute_jobs', 'compute_perf_data', 'compute_fin_totals', 'job_fin_data', 'compute_results', 'compute_data',
+        'compute_arguments', 'work_functions', 'work_reject_history', 'compute_groups_jobs_by_job',
         'compute_groups', 'compute_groups_public', 'compute_group_jobs',
         'compute_group_accounting_data', 'compute_group_worker_origins',
         'compute_group_job_period_stats', 'compute_group_worker_period_stats',
@@ -182,7 +182,7 @@ FROM regress.compute_seen GROUP BY relation ORDER BY min(ord);
 -- The messages behind the refusals: no schema for a role outside pgjobs_user, no table for the
 -- bookkeeping nobody may query.
 SET ROLE regress_no_rights;
-SELECT regress.error_of('SELECT * FROM pgjobs.job_results');
+SELECT regress.error_of('SELECT * FROM pgjobs.compute_results');
 SELECT regress.error_of(format('SELECT pgjobs.compute_group_check_secret(%L, %L, %L)', :'g1_opaque', 'open-key', 'x'));
 RESET ROLE;
 SET ROLE regress_owner;
@@ -198,7 +198,7 @@ SET ROLE regress_owner;
 SELECT job_id = :live AS live, owner, finished, slice_work_payment_total, slice_work_payment_pending
 FROM pgjobs.job_fin_data ORDER BY job_id;
 SELECT measured_slices, slice_cpu_time, sqrt(slice_cpu_time_variance) AS slice_cpu_time_stddev
-FROM pgjobs.job_perf_data;
+FROM pgjobs.compute_perf_data;
 SELECT compute_group_id = :g1 AS g1, compute_group_opaque_id = :'g1_opaque' AS g1_opaque
 FROM pgjobs.compute_groups_jobs_by_job WHERE job_id = :live;
 SELECT name, description FROM pgjobs.compute_group_public(:'g1_opaque');
@@ -211,35 +211,35 @@ SELECT job_id = :other_job AS own_job, owner, finished, slice_work_payment_total
 FROM pgjobs.job_fin_data;
 RESET ROLE;
 
--- The owner may repoint value on job_results, job_data and job_arguments, and nothing else.
+-- The owner may repoint value on compute_results, compute_data and compute_arguments, and nothing else.
 SET ROLE regress_owner;
-WITH u AS (UPDATE pgjobs.job_results SET value = 'https://archive.example/1'
+WITH u AS (UPDATE pgjobs.compute_results SET value = 'https://archive.example/1'
            WHERE job_id = :live AND slice_number = 1 RETURNING 1)
 SELECT count(*) AS results_changed FROM u;
-WITH u AS (UPDATE pgjobs.job_data SET value = 'https://inputs.example/1'
+WITH u AS (UPDATE pgjobs.compute_data SET value = 'https://inputs.example/1'
            WHERE job_id = :live AND slice_number = 1 RETURNING 1)
 SELECT count(*) AS data_changed FROM u;
-WITH u AS (UPDATE pgjobs.job_arguments SET value = 'https://inputs.example/arg'
+WITH u AS (UPDATE pgjobs.compute_arguments SET value = 'https://inputs.example/arg'
            WHERE job_id = :live RETURNING 1)
 SELECT count(*) AS arguments_changed FROM u;
-SELECT regress.error_of('UPDATE pgjobs.job_results SET value = ''/no/scheme'' WHERE slice_number = 1');
-SELECT regress.error_of('UPDATE pgjobs.job_results SET completed_at = now()');
-SELECT regress.error_of('UPDATE pgjobs.job_results SET owner = 0');
-SELECT regress.error_of('UPDATE pgjobs.job_data SET slice_number = 9');
+SELECT regress.error_of('UPDATE pgjobs.compute_results SET value = ''/no/scheme'' WHERE slice_number = 1');
+SELECT regress.error_of('UPDATE pgjobs.compute_results SET completed_at = now()');
+SELECT regress.error_of('UPDATE pgjobs.compute_results SET owner = 0');
+SELECT regress.error_of('UPDATE pgjobs.compute_data SET slice_number = 9');
 SELECT regress.error_of('UPDATE pgjobs.work_functions SET value = ''data:,evil''');
-SELECT regress.error_of('UPDATE pgjobs.job_perf_data SET measured_slices = 0');
-SELECT regress.error_of('UPDATE pgjobs.job_fin_totals SET slice_work_payment_total = 1000');
-SELECT regress.error_of(format('INSERT INTO pgjobs.job_results (job_id, slice_number, value) VALUES (%s, 3, ''data:,x'')', :live));
-SELECT regress.error_of('DELETE FROM pgjobs.job_results');
+SELECT regress.error_of('UPDATE pgjobs.compute_perf_data SET measured_slices = 0');
+SELECT regress.error_of('UPDATE pgjobs.compute_fin_totals SET slice_work_payment_total = 1000');
+SELECT regress.error_of(format('INSERT INTO pgjobs.compute_results (job_id, slice_number, value) VALUES (%s, 3, ''data:,x'')', :live));
+SELECT regress.error_of('DELETE FROM pgjobs.compute_results');
 SELECT regress.error_of('DELETE FROM pgjobs.work_reject_history');
 RESET ROLE;
 -- Another identity changes nothing of the owner's: its update finds no row.
 SET ROLE regress_other;
-WITH u AS (UPDATE pgjobs.job_results SET value = 'https://thief.example/' RETURNING 1)
+WITH u AS (UPDATE pgjobs.compute_results SET value = 'https://thief.example/' RETURNING 1)
 SELECT count(*) AS results_changed FROM u;
 RESET ROLE;
-SELECT slice_number, value FROM pgjobs.job_results WHERE job_id = :live ORDER BY slice_number;
-SELECT value FROM pgjobs.job_data WHERE job_id = :live ORDER BY slice_number;
+SELECT slice_number, value FROM pgjobs.compute_results WHERE job_id = :live ORDER BY slice_number;
+SELECT value FROM pgjobs.compute_data WHERE job_id = :live ORDER BY slice_number;
 
 -- compute_jobs (the compute scheduler's columns of a job). The owner and its proxy read their
 -- compute jobs' rows, the finished job's too; the read matrix above shows everyone else's 0.
@@ -581,8 +581,8 @@ SELECT (SELECT count(*) FROM pgjobs.workers) AS workers, (SELECT count(*) FROM p
 -- Clean up: the jobs, every compute row, and the roles.
 SELECT pgjobs.jobs_abort(:live) AS live_status, pgjobs.jobs_abort(:other_job) AS other_status;
 DELETE FROM pgjobs.job_history WHERE id IN (:live, :done, :other_job);
-TRUNCATE pgjobs.compute_jobs, pgjobs.job_perf_data, pgjobs.job_fin_totals, pgjobs.job_results,
-    pgjobs.job_data, pgjobs.job_arguments, pgjobs.work_functions, pgjobs.work_reject_history,
+TRUNCATE pgjobs.compute_jobs, pgjobs.compute_perf_data, pgjobs.compute_fin_totals, pgjobs.compute_results,
+    pgjobs.compute_data, pgjobs.compute_arguments, pgjobs.work_functions, pgjobs.work_reject_history,
     pgjobs.compute_groups, pgjobs.compute_group_jobs, pgjobs.compute_group_accounting_data,
     pgjobs.compute_group_worker_origins, pgjobs.compute_group_job_period_stats,
     pgjobs.compute_group_worker_period_stats, pgjobs.workers, pgjobs.worker_run_info,

@@ -190,7 +190,7 @@ SET ROLE regress_cw_w2;
 SELECT count(*) AS slices FROM pgjobs.compute_fetch();
 RESET ROLE;
 SELECT status FROM pgjobs.compute_jobs WHERE job_id = :job;
-SELECT estimation_slices_remaining, task_count FROM pgjobs.job_perf_data WHERE job_id = :job;
+SELECT estimation_slices_remaining, task_count FROM pgjobs.compute_perf_data WHERE job_id = :job;
 -- Progress, returns, rejections and results by the holder only: another worker's token acts on nothing.
 SET ROLE regress_cw_w2;
 SELECT pgjobs.compute_progress(:'t1') AS progress_of_another, pgjobs.compute_return(:'t1') AS returned_of_another,
@@ -219,7 +219,7 @@ SELECT pgjobs.compute_return(:'t2', '{4}') AS returned;
 SELECT slice_number FROM pgjobs.compute_fetch() ORDER BY 1;
 RESET ROLE;
 SELECT slice_number, status, retask_counter FROM pgjobs.active_slices WHERE job_id = :job ORDER BY 1;
-SELECT return_count FROM pgjobs.job_perf_data WHERE job_id = :job;
+SELECT return_count FROM pgjobs.compute_perf_data WHERE job_id = :job;
 -- The watchdog: slice 3 fell silent; it is overdue, its holder's report is refused, and it goes
 -- to the next fetch.
 UPDATE pgjobs.compute_slices SET last_progress_time = now() - interval '10 minutes'
@@ -245,18 +245,18 @@ RESET ROLE;
 SELECT pgjobs._compute_fold() AS folded;
 SET ROLE regress_cw_owner;
 SELECT slice_number, left(value, 22) AS value, length(pgjobs.compute_result_text(value)) AS length
-FROM pgjobs.job_results WHERE job_id = :job ORDER BY 1;
+FROM pgjobs.compute_results WHERE job_id = :job ORDER BY 1;
 SELECT status, result FROM pgjobs.job_list WHERE id = :job;
 SELECT slice_work_payment_total, slice_work_payment_pending, remaining, funds, fees, commission_total, nsf
 FROM pgjobs.job_fin_data WHERE job_id = :job;
 SELECT measured_slices, task_count, return_count, retasked_count, estimation_slices_remaining,
        round(slice_cpu_time::numeric, 6) AS cpu, round(slice_cpu_time_variance::numeric, 6) AS cpu_var,
        round(slice_cpu_density::numeric, 6) AS density, total_cpu_time, total_in_data_size, total_out_data_size
-FROM pgjobs.job_perf_data WHERE job_id = :job;
+FROM pgjobs.compute_perf_data WHERE job_id = :job;
 RESET ROLE;
 SET ROLE regress_cw_w2;
 SELECT count(*) AS results_seen, pgjobs.compute_result_text('pgjobs:result:1') IS NULL AS stored_one_hidden
-FROM pgjobs.job_results;
+FROM pgjobs.compute_results;
 RESET ROLE;
 -- The moving average by hand: folded in report order with alpha = min(0.5, unreported / 5).
 SELECT folded_seq, cpu_time, pgjobs._perf_alpha(folded_seq, 5) AS alpha, accepted, paid, commission
@@ -316,7 +316,7 @@ SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM c3 LIMIT 1), '{2}', 
 RESET ROLE;
 SELECT pgjobs._compute_fold() AS folded;
 SET ROLE regress_cw_owner;
-SELECT slice_number, pgjobs.compute_result_text(value) FROM pgjobs.job_results WHERE job_id = :cjob ORDER BY 1;
+SELECT slice_number, pgjobs.compute_result_text(value) FROM pgjobs.compute_results WHERE job_id = :cjob ORDER BY 1;
 SELECT status FROM pgjobs.compute_jobs WHERE job_id = :cjob;
 RESET ROLE;
 SELECT r.slice_number, w.label, r.accepted, r.paid FROM pgjobs.slice_reports r
@@ -388,7 +388,7 @@ SELECT pgjobs.compute_add_slices(:ojob, '["6", "7"]');
 SELECT regress.error_of(format('SELECT pgjobs.compute_add_slices(%s, count => 2)', :ojob)) AS refused;
 SELECT pgjobs.compute_close(:ojob);
 SELECT regress.error_of(format('SELECT pgjobs.compute_add_slices(%s, ''["8"]'')', :ojob)) AS refused;
-SELECT slice_number, value FROM pgjobs.job_data WHERE job_id = :ojob ORDER BY 1;
+SELECT slice_number, value FROM pgjobs.compute_data WHERE job_id = :ojob ORDER BY 1;
 RESET ROLE;
 
 -- A group's owner deploys into its own group by naming it.
@@ -439,7 +439,7 @@ SELECT * FROM pgjobs.compute_submit((SELECT task_token FROM pgjobs.compute_fetch
 RESET ROLE;
 SELECT pgjobs._compute_fold() AS folded;
 SET ROLE regress_cw_owner;
-SELECT slice_number, pgjobs.compute_result_text(value) FROM pgjobs.job_results WHERE job_id = :fjob ORDER BY 1;
+SELECT slice_number, pgjobs.compute_result_text(value) FROM pgjobs.compute_results WHERE job_id = :fjob ORDER BY 1;
 RESET ROLE;
 SELECT r.slice_number, w.label, r.worker_root::regrole, r.accepted, r.paid FROM pgjobs.slice_reports r
 JOIN pgjobs.workers w ON w.opaque_id = r.worker_opaque_id WHERE r.job_id = :fjob ORDER BY r.slice_number, r.id;
@@ -477,7 +477,7 @@ SELECT pgjobs._compute_fold() AS folded;
 SELECT r.copy, w.label, r.accepted, r.paid FROM pgjobs.slice_reports r
 JOIN pgjobs.workers w ON w.opaque_id = r.worker_opaque_id WHERE r.job_id = :gjob ORDER BY r.id;
 SET ROLE regress_cw_owner;
-SELECT pgjobs.compute_result_text(value) AS result FROM pgjobs.job_results WHERE job_id = :gjob;
+SELECT pgjobs.compute_result_text(value) AS result FROM pgjobs.compute_results WHERE job_id = :gjob;
 RESET ROLE;
 
 -- NaN and Infinity are not money: every amount parameter of every public function (compute_deploy's
@@ -582,7 +582,7 @@ SELECT pgjobs._compute_fold() AS folded;
 SELECT pgjobs._compute_fold() AS folded_again;
 SET ROLE regress_cw_owner;
 SELECT c.job_id = :good_job AS good, c.status, c.fold_error, f.slice_work_payment_total, p.measured_slices
-FROM pgjobs.compute_jobs c JOIN pgjobs.job_fin_data f ON f.job_id = c.job_id JOIN pgjobs.job_perf_data p ON p.job_id = c.job_id
+FROM pgjobs.compute_jobs c JOIN pgjobs.job_fin_data f ON f.job_id = c.job_id JOIN pgjobs.compute_perf_data p ON p.job_id = c.job_id
 WHERE c.job_id IN (:good_job, :bad_job) ORDER BY 1 DESC;
 RESET ROLE;
 
@@ -616,7 +616,7 @@ RESET ROLE;
 
 -- Nothing left for the tests after this one.
 TRUNCATE pgjobs.compute_jobs, pgjobs.compute_slices, pgjobs.slice_reports, pgjobs.result_store, pgjobs.compute_tasks,
-    pgjobs.job_perf_data, pgjobs.job_fin_totals, pgjobs.job_results, pgjobs.job_data, pgjobs.job_arguments,
+    pgjobs.compute_perf_data, pgjobs.compute_fin_totals, pgjobs.compute_results, pgjobs.compute_data, pgjobs.compute_arguments,
     pgjobs.work_functions, pgjobs.work_reject_history, pgjobs.compute_group_workers, pgjobs.compute_group_jobs,
     pgjobs.compute_group_job_period_stats, pgjobs.compute_group_worker_period_stats, pgjobs.compute_groups,
     pgjobs.worker_task_info, pgjobs.worker_run_info, pgjobs.workers CASCADE;

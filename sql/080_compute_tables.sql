@@ -190,7 +190,7 @@ COMMENT ON COLUMN compute_jobs.fold_error IS
     'unfolded and unpaid, and the job does not finish; the other jobs are not held up.';
 COMMENT ON COLUMN compute_jobs.need_capabilities IS 'Bit flags; capability_names(need_capabilities) names them.';
 
-CREATE TABLE job_perf_data (
+CREATE TABLE compute_perf_data (
     job_id                       bigint PRIMARY KEY,
     owner                        oid NOT NULL DEFAULT identity(),
     last_update                  timestamptz NOT NULL DEFAULT now(),
@@ -222,22 +222,22 @@ CREATE TABLE job_perf_data (
     total_in_data_size           bigint NOT NULL DEFAULT 0,
     total_out_data_size          bigint NOT NULL DEFAULT 0
 );
-COMMENT ON TABLE job_perf_data IS
+COMMENT ON TABLE compute_perf_data IS
     'What a job''s slices cost, one row per job. Averages are exponential with '
     'alpha = min(0.5, unreported / total), so a small job''s figures move fast and a large job''s '
     'settle; the square root of a *_variance is a usable standard deviation. Times are '
     'milliseconds, sizes bytes; wall time per slice is slice_cpu_time / slice_cpu_density.';
-COMMENT ON COLUMN job_perf_data.estimation_slices_remaining IS
+COMMENT ON COLUMN compute_perf_data.estimation_slices_remaining IS
     'Estimation slices not yet handed out; the job leaves estimation when this reaches 0.';
-COMMENT ON COLUMN job_perf_data.measured_slices IS 'Results that fed the averages, duplicates included.';
-COMMENT ON COLUMN job_perf_data.return_count IS 'Slices given back by workers without being worked on.';
-COMMENT ON COLUMN job_perf_data.retasked_count IS 'Slices re-issued by the watchdog.';
-COMMENT ON COLUMN job_perf_data.task_distribution IS
+COMMENT ON COLUMN compute_perf_data.measured_slices IS 'Results that fed the averages, duplicates included.';
+COMMENT ON COLUMN compute_perf_data.return_count IS 'Slices given back by workers without being worked on.';
+COMMENT ON COLUMN compute_perf_data.retasked_count IS 'Slices re-issued by the watchdog.';
+COMMENT ON COLUMN compute_perf_data.task_distribution IS
     'Fraction of a task''s nominal duration this job''s slices took, on requests where the job '
     'was eligible; long slices can exceed 1.';
 
 -- The money a job's slices earned, as the scheduler records it. job_fin_data is how it is read.
-CREATE TABLE job_fin_totals (
+CREATE TABLE compute_fin_totals (
     job_id                      bigint PRIMARY KEY,
     owner                       oid NOT NULL DEFAULT identity(),
     slice_work_payment_total    money_amount NOT NULL DEFAULT 0,
@@ -246,12 +246,12 @@ CREATE TABLE job_fin_totals (
     fees                        money_amount NOT NULL DEFAULT 0,
     last_update                 timestamptz NOT NULL DEFAULT now()
 );
-COMMENT ON TABLE job_fin_totals IS
+COMMENT ON TABLE compute_fin_totals IS
     'DCC paid out for a job''s slices (commission included), folded from its results by the '
     'background worker; kept after the job finishes. Read it through job_fin_data, which adds '
     'what escrow holds.';
 
-CREATE TABLE job_results (
+CREATE TABLE compute_results (
     job_id        bigint NOT NULL,
     slice_number  integer NOT NULL CHECK (slice_number >= 1),
     owner         oid NOT NULL DEFAULT identity(),
@@ -259,32 +259,32 @@ CREATE TABLE job_results (
     completed_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (job_id, slice_number)
 );
-COMMENT ON TABLE job_results IS
+COMMENT ON TABLE compute_results IS
     'One row per completed slice; count(*) for a job is its finished slices, and completed_at '
     'gives completion over time without sampling.';
-COMMENT ON COLUMN job_results.value IS
+COMMENT ON COLUMN compute_results.value IS
     'The result: a data: URI for a small one, a URL into the result store for a large one. '
     'The owner may change it, to move a result to other storage.';
 
-CREATE TABLE job_data (
+CREATE TABLE compute_data (
     job_id        bigint NOT NULL,
     slice_number  integer NOT NULL CHECK (slice_number >= 1),
     owner         oid NOT NULL DEFAULT identity(),
     value         uri NOT NULL,
     PRIMARY KEY (job_id, slice_number)
 );
-COMMENT ON TABLE job_data IS
+COMMENT ON TABLE compute_data IS
     'One input datum per slice. The owner may change value, to point a slice that has not '
     'started at a new remote URI.';
 
-CREATE TABLE job_arguments (
+CREATE TABLE compute_arguments (
     job_id     bigint NOT NULL,
     arg_index  integer NOT NULL CHECK (arg_index >= 0),
     owner      oid NOT NULL DEFAULT identity(),
     value      uri NOT NULL,
     PRIMARY KEY (job_id, arg_index)
 );
-COMMENT ON TABLE job_arguments IS 'The arguments every slice of the job is given, in order. value is changeable.';
+COMMENT ON TABLE compute_arguments IS 'The arguments every slice of the job is given, in order. value is changeable.';
 
 CREATE TABLE work_functions (
     job_id        bigint PRIMARY KEY,
@@ -315,60 +315,60 @@ COMMENT ON TABLE work_reject_history IS
     'or top of the stack), after how many retries.';
 
 CREATE INDEX compute_jobs_owner ON compute_jobs (owner);
-CREATE INDEX job_perf_data_owner ON job_perf_data (owner);
-CREATE INDEX job_fin_totals_owner ON job_fin_totals (owner);
-CREATE INDEX job_results_owner ON job_results (owner);
-CREATE INDEX job_data_owner ON job_data (owner);
-CREATE INDEX job_arguments_owner ON job_arguments (owner);
+CREATE INDEX compute_perf_data_owner ON compute_perf_data (owner);
+CREATE INDEX compute_fin_totals_owner ON compute_fin_totals (owner);
+CREATE INDEX compute_results_owner ON compute_results (owner);
+CREATE INDEX compute_data_owner ON compute_data (owner);
+CREATE INDEX compute_arguments_owner ON compute_arguments (owner);
 CREATE INDEX work_functions_owner ON work_functions (owner);
 CREATE INDEX work_reject_history_owner ON work_reject_history (owner);
 
 CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON compute_jobs
     FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
-CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON job_perf_data
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON compute_perf_data
     FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
-CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON job_fin_totals
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON compute_fin_totals
     FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
-CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON job_results
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON compute_results
     FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
-CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON job_data
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON compute_data
     FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
-CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON job_arguments
+CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON compute_arguments
     FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
 CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON work_functions
     FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
 CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON work_reject_history
     FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
-CREATE TRIGGER touch BEFORE UPDATE ON job_perf_data
+CREATE TRIGGER touch BEFORE UPDATE ON compute_perf_data
     FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
-CREATE TRIGGER touch BEFORE UPDATE ON job_fin_totals
+CREATE TRIGGER touch BEFORE UPDATE ON compute_fin_totals
     FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
 
 ALTER TABLE compute_jobs ENABLE ROW LEVEL SECURITY;
-ALTER TABLE job_perf_data ENABLE ROW LEVEL SECURITY;
-ALTER TABLE job_fin_totals ENABLE ROW LEVEL SECURITY;
-ALTER TABLE job_results ENABLE ROW LEVEL SECURITY;
-ALTER TABLE job_data ENABLE ROW LEVEL SECURITY;
-ALTER TABLE job_arguments ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_perf_data ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_fin_totals ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_results ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_data ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_arguments ENABLE ROW LEVEL SECURITY;
 ALTER TABLE work_functions ENABLE ROW LEVEL SECURITY;
 ALTER TABLE work_reject_history ENABLE ROW LEVEL SECURITY;
 CREATE POLICY job_owner_reads ON compute_jobs FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
-CREATE POLICY job_owner_reads ON job_perf_data FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
-CREATE POLICY job_owner_reads ON job_fin_totals FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
-CREATE POLICY job_owner_reads ON job_results FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
-CREATE POLICY job_owner_reads ON job_data FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
-CREATE POLICY job_owner_reads ON job_arguments FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON compute_perf_data FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON compute_fin_totals FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON compute_results FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON compute_data FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY job_owner_reads ON compute_arguments FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
 CREATE POLICY job_owner_reads ON work_functions FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
 CREATE POLICY job_owner_reads ON work_reject_history FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
-CREATE POLICY job_owner_changes_value ON job_results FOR UPDATE TO pgjobs_user
+CREATE POLICY job_owner_changes_value ON compute_results FOR UPDATE TO pgjobs_user
     USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
-CREATE POLICY job_owner_changes_value ON job_data FOR UPDATE TO pgjobs_user
+CREATE POLICY job_owner_changes_value ON compute_data FOR UPDATE TO pgjobs_user
     USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
-CREATE POLICY job_owner_changes_value ON job_arguments FOR UPDATE TO pgjobs_user
+CREATE POLICY job_owner_changes_value ON compute_arguments FOR UPDATE TO pgjobs_user
     USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
-GRANT SELECT ON compute_jobs, job_perf_data, job_fin_totals, job_results, job_data,
-    job_arguments, work_functions, work_reject_history TO pgjobs_user;
-GRANT UPDATE (value) ON job_results, job_data, job_arguments TO pgjobs_user;
+GRANT SELECT ON compute_jobs, compute_perf_data, compute_fin_totals, compute_results, compute_data,
+    compute_arguments, work_functions, work_reject_history TO pgjobs_user;
+GRANT UPDATE (value) ON compute_results, compute_data, compute_arguments TO pgjobs_user;
 
 -- ---------------------------------------------------------------------------------------------
 -- Compute groups: read by the group's owner, who may rename a group, change its join
@@ -484,7 +484,7 @@ CREATE TABLE compute_group_job_period_stats (
 COMMENT ON TABLE compute_group_job_period_stats IS
     'What happened to one job in one group during one period: the record any market rate is '
     'computed from. task_eligible_count counts task requests from eligible workers, '
-    'no_slice_task_count those that got no slice of the job; averages are as in job_perf_data, '
+    'no_slice_task_count those that got no slice of the job; averages are as in compute_perf_data, '
     'scoped to the group.';
 COMMENT ON COLUMN compute_group_job_period_stats.earnings_per_cpu_ms IS
     'The realised rate: DCC earned per CPU millisecond for this job, group and period.';
