@@ -91,14 +91,14 @@ count_regress() {
 
 log "SQL regression suite"
 "$PGXS_TEST/regress/pg_regress" --host=localhost --port="$PORT" --user=postgres \
-    --inputdir="$ROOT/pg_test/regress" --outputdir="$OUT/regress" \
-    --schedule="$ROOT/pg_test/regress/schedule" --dbname=pg_jobs_regress 2>&1 | tee "$OUT/regress.log" || true
+    --inputdir="$ROOT/tests/regress" --outputdir="$OUT/regress" \
+    --schedule="$ROOT/tests/regress/schedule" --dbname=pg_jobs_regress 2>&1 | tee "$OUT/regress.log" || true
 count_regress "$OUT/regress.log"
 
 log "isolation specs"
 "$PGXS_TEST/isolation/pg_isolation_regress" --host=localhost --port="$PORT" --user=postgres \
-    --inputdir="$ROOT/pg_test/isolation" --outputdir="$OUT/isolation" \
-    --schedule="$ROOT/pg_test/isolation/schedule" --dbname=pg_jobs_isolation 2>&1 | tee "$OUT/isolation.log" || true
+    --inputdir="$ROOT/tests/isolation" --outputdir="$OUT/isolation" \
+    --schedule="$ROOT/tests/isolation/schedule" --dbname=pg_jobs_isolation 2>&1 | tee "$OUT/isolation.log" || true
 count_regress "$OUT/isolation.log"
 
 log "background worker"

@@ -1,19 +1,19 @@
 # The upgrade test: a release's package installed, filled with rows of every kind
-# (pg_test/upgrade/fill.sql), the server stopped, the new package unpacked over it (library,
+# (tests/upgrade/fill.sql), the server stopped, the new package unpacked over it (library,
 # control file, scripts, the upgrade scripts among them), the server started, ALTER EXTENSION
-# pg_jobs UPDATE; then every table's rows are as they were (pg_test/upgrade/fingerprint.sql), the
-# version is the new one, and the API works on the old rows (pg_test/upgrade/check.sql).
+# pg_jobs UPDATE; then every table's rows are as they were (tests/upgrade/fingerprint.sql), the
+# version is the new one, and the API works on the old rows (tests/upgrade/check.sql).
 # PG_JOBS_UPGRADE_FROM names the previous release's .deb; until the first release (README:
 # Upgrades) both ends are the current package. Sourced by package_tests.sh.
 
 run_upgrade_tests() {
     local from=$1 to=$2 port=$3 root before after version expected
-    local fill="$ROOT/pg_test/upgrade/fill.sql" fingerprint="$ROOT/pg_test/upgrade/fingerprint.sql"
+    local fill="$ROOT/tests/upgrade/fill.sql" fingerprint="$ROOT/tests/upgrade/fingerprint.sql"
     expected=$(dpkg-deb -f "$to" Version)
     root=$(package_root)
     package_unpack "$root" "$from"
     # In a database of its own: the launcher works in postgres, and would change the rows.
-    cp "$fill" "$fingerprint" "$ROOT/pg_test/upgrade/check.sql" "$root/"
+    cp "$fill" "$fingerprint" "$ROOT/tests/upgrade/check.sql" "$root/"
     if package_start "$root" "$port" &&
         package_psql "$root" "$port" postgres -c "CREATE DATABASE upgrade" &&
         package_psql "$root" "$port" upgrade -c "CREATE EXTENSION pg_jobs CASCADE" -f "$root/fill.sql" >"$OUT/upgrade-fill.log" 2>&1 &&
