@@ -95,12 +95,12 @@ extension_sql_file!(
     name = "routines",
     requires = [
         "batch",
-        api::routines::_routine_minutes,
-        api::routines::_routine_shown_args,
-        api::routines::_routine_is_scheduler,
-        api::routines::_routine_failing,
-        api::routines::_routine_line_level,
-        api::routines::_routine_decide
+        api::routine_rules::_routine_minutes,
+        api::routine_rules::_routine_shown_args,
+        api::routine_rules::_routine_is_scheduler,
+        api::routine_rules::_routine_failing,
+        api::routine_rules::_routine_line_level,
+        api::routine_rules::_routine_decide
     ]
 );
 extension_sql_file!(

@@ -116,3 +116,14 @@ pub(crate) fn field(record: Datum, n: usize) -> Option<Datum> {
         (!is_null).then_some(value)
     }
 }
+
+/// Text as a SQL literal, as PostgreSQL's quote_literal writes it (E'...' where it has a
+/// backslash).
+pub(crate) fn quote_literal(text: &str) -> String {
+    let quoted = text.replace('\'', "''");
+    if text.contains('\\') {
+        format!("E'{}'", quoted.replace('\\', "\\\\"))
+    } else {
+        format!("'{quoted}'")
+    }
+}

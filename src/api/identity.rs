@@ -149,7 +149,7 @@ fn _current_role() -> pg_sys::Oid {
 
 /// Whether a role is a superuser: one syscache lookup, not a query of `pg_roles`.
 #[pg_extern(stable, parallel_safe)]
-fn _is_admin(role: pg_sys::Oid) -> bool {
+pub(crate) fn _is_admin(role: pg_sys::Oid) -> bool {
     unsafe { pg_sys::superuser_arg(role) }
 }
 

@@ -11,6 +11,7 @@ pub mod leases;
 pub mod metrics;
 pub mod queue;
 pub mod ready;
+pub mod routine_rules;
 pub mod routines;
 pub mod schedule_firing;
 pub mod schedules;

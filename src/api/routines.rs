@@ -1,29 +1,69 @@
 //! Routine schedules (`sql/087_routines.sql`): the public functions of owners, watchers and
-//! routines, and the rules of `pg_jobs_core::routine` the scheduler's SQL calls.
+//! routines (statements in `routines.sql`), and the scheduler's round as a service. The rules of
+//! `pg_jobs_core::routine` that the SQL calls are in `routine_rules.rs`.
+//!
+//! A function that edits a definition (create, put, remove, import, export, drop, grant, revoke)
+//! acts on the caller's own schedule of that name; one that watches or commands (reload, mode,
+//! set_mode, restart, stop) takes, when the caller has none of that name, the one schedule of
+//! that name granted to it. OWNER/NAME names another's schedule (two granted ones of one name
+//! must be named so).
 
-use pg_jobs_core::routine::{self, Command, DefinitionRow, Facts, Level, Run};
+use pg_jobs_core::routine;
+use pgrx::pg_sys::{
+    self, Datum, Oid, BOOLOID, INT4OID, INT8OID, JSONBOID, OIDOID, TEXTOID, TIMESTAMPTZOID,
+};
 use pgrx::prelude::*;
+use pgrx::{IntoDatum, JsonB};
 use serde_json::{json, Value};
 
-use crate::owner_call;
-
-use super::call::{Parameters, Planning, Statement};
+use super::call::{
+    argument, invalid, materialize, refuse, required, value, Parameters, Planning, Section,
+    Statement,
+};
+use super::datum::{input, quote_literal};
+use super::identity::{_identity_of, _is_admin};
+use super::routine_rules::{csv, csv_rows, level_ok, problem};
+use super::schedules::{time_zone_problem, _wake_launcher};
 use super::services::{wished, Service};
+use crate::entry;
 
 const STATEMENTS: &str = include_str!("routines.sql");
 
-static TICK: Statement = Statement::new(
-    STATEMENTS,
-    "tick",
-    Parameters::Of(&[pg_sys::TIMESTAMPTZOID]),
-    Planning::Default,
-);
-static NEXT_LOOK: Statement = Statement::new(
-    STATEMENTS,
-    "next_look",
-    Parameters::Of(&[pg_sys::TIMESTAMPTZOID]),
-    Planning::Default,
-);
+const fn statement(name: &'static str, parameters: &'static [Oid]) -> Statement {
+    Statement::new(STATEMENTS, name, Parameters::Of(parameters), Planning::Default)
+}
+
+static TICK: Statement = statement("tick", &[TIMESTAMPTZOID]);
+static NEXT_LOOK: Statement = statement("next_look", &[TIMESTAMPTZOID]);
+static NAMED_OWNER: Statement = statement("named_owner", &[TEXTOID]);
+static NAME_OK: Statement = statement("name_ok", &[TEXTOID]);
+static FIND: Statement = statement("find", &[OIDOID, TEXTOID]);
+static OWN_SCHEDULE: Statement = statement("own_schedule", &[OIDOID, TEXTOID]);
+static MAKE_SCHEDULE: Statement = statement("make_schedule", &[OIDOID, TEXTOID]);
+static WATCHED_ELSEWHERE: Statement = statement("watched_elsewhere", &[OIDOID, TEXTOID]);
+static LOCK_SCHEDULE: Statement = statement("lock_schedule", &[INT8OID]);
+static SET_TIME_ZONE: Statement = statement("set_time_zone", &[INT8OID, TEXTOID]);
+static FIRST_SEQ: Statement = statement("first_seq", &[INT8OID]);
+static CLEAR_DEFINITION: Statement = statement("clear_definition", &[INT8OID]);
+static WRITE_ROUTINE: Statement = statement("write_routine", &[INT8OID, JSONBOID, INT4OID]);
+static MISSING_DEPENDENCY: Statement = statement("missing_dependency", &[INT8OID, TEXTOID]);
+static DEPENDENCIES: Statement = statement("dependencies", &[INT8OID]);
+static COUNT_ROUTINES: Statement = statement("count_routines", &[INT8OID]);
+static DEPENDENT: Statement = statement("dependent", &[INT8OID, TEXTOID]);
+static REMOVE_ROUTINE: Statement = statement("remove_routine", &[INT8OID, TEXTOID]);
+static DEFINITION: Statement = statement("definition", &[INT8OID]);
+static DROP_SCHEDULE: Statement = statement("drop_schedule", &[INT8OID]);
+static MAY_GRANT: Statement = statement("may_grant", &[OIDOID, OIDOID]);
+static SET_OPERATOR: Statement = statement("set_operator", &[INT8OID, OIDOID, BOOLOID]);
+static ASK_RELOAD: Statement = statement("ask_reload", &[INT8OID]);
+static MODE: Statement = statement("mode", &[INT8OID]);
+static SET_MODE: Statement = statement("set_mode", &[INT8OID, TEXTOID, OIDOID]);
+static MESSAGE: Statement = statement("message", &[TEXTOID, TEXTOID, TEXTOID, OIDOID]);
+static COMMANDED: Statement = statement("commanded", &[INT8OID, TEXTOID]);
+static LOG_COMMAND: Statement = statement("log_command", &[INT8OID, TEXTOID, TEXTOID, OIDOID]);
+static POST_RUN: Statement = statement("post_run", &[INT8OID, TEXTOID, TEXTOID]);
+static RESTART_ASKED: Statement = statement("restart_asked", &[INT8OID, TEXTOID, OIDOID]);
+static STOP_ASKED: Statement = statement("stop_asked", &[INT8OID, TEXTOID]);
 
 /// The routine schedules' scheduler (sql/087_routines.sql, `_routines_tick`).
 pub(crate) static ROUTINES: Service = Service {
@@ -34,276 +74,538 @@ pub(crate) static ROUTINES: Service = Service {
     next: |section, at| wished(section, &NEXT_LOOK, at),
 };
 
-owner_call!(
-    routines_create,
-    pg_finfo_routines_create,
-    STATEMENTS,
-    "create"
-);
-owner_call!(routines_put, pg_finfo_routines_put, STATEMENTS, "put");
-owner_call!(
-    routines_remove,
-    pg_finfo_routines_remove,
-    STATEMENTS,
-    "remove"
-);
-owner_call!(
-    routines_import,
-    pg_finfo_routines_import,
-    STATEMENTS,
-    "import"
-);
-owner_call!(
-    routines_export,
-    pg_finfo_routines_export,
-    STATEMENTS,
-    "export"
-);
-owner_call!(routines_drop, pg_finfo_routines_drop, STATEMENTS, "drop");
-owner_call!(routines_grant, pg_finfo_routines_grant, STATEMENTS, "grant");
-owner_call!(
-    routines_revoke,
-    pg_finfo_routines_revoke,
-    STATEMENTS,
-    "revoke"
-);
-owner_call!(
-    routines_reload,
-    pg_finfo_routines_reload,
-    STATEMENTS,
-    "reload"
-);
-owner_call!(routines_mode, pg_finfo_routines_mode, STATEMENTS, "mode");
-owner_call!(
-    routines_set_mode,
-    pg_finfo_routines_set_mode,
-    STATEMENTS,
-    "set_mode"
-);
-owner_call!(
-    routine_restart,
-    pg_finfo_routine_restart,
-    STATEMENTS,
-    "restart"
-);
-owner_call!(routine_stop, pg_finfo_routine_stop, STATEMENTS, "stop");
-owner_call!(
-    routine_message,
-    pg_finfo_routine_message,
-    STATEMENTS,
-    "message"
-);
-
-fn seconds(at: Option<TimestampWithTimeZone>) -> Option<f64> {
-    let at = at?;
-    if !at.is_finite() {
-        return None;
-    }
-    // PostgreSQL counts from 2000-01-01.
-    let micros = at.into_inner() + 946_684_800_000_000;
-    Some(micros as f64 / 1e6)
+/// Who calls: the role (a grant of a schedule names roles) and the identity it acts for.
+struct Caller {
+    role: Oid,
+    identity: Oid,
 }
 
-/// A routine's status and the command due for it (start, kill, start_asked, or null), from what
-/// is known of it (see `pg_jobs_core::routine`).
-#[allow(clippy::too_many_arguments)]
-#[pg_extern(immutable, parallel_safe)]
-fn _routine_decide(
-    now: TimestampWithTimeZone,
-    realtime: bool,
-    external: bool,
-    scheduler: bool,
-    due_at: Option<TimestampWithTimeZone>,
-    dependencies_done: bool,
-    run: Option<&str>,
-    posted_at: Option<TimestampWithTimeZone>,
-    last_sign: Option<TimestampWithTimeZone>,
-    last_level: Option<&str>,
-    restarts: i32,
-    restart_asked: bool,
-    ending: bool,
-) -> TableIterator<
-    'static,
-    (
-        name!(status, &'static str),
-        name!(command, Option<&'static str>),
-    ),
-> {
-    let facts = Facts {
-        now: seconds(Some(now)).unwrap_or_default(),
-        realtime,
-        external,
-        scheduler,
-        due_at: seconds(due_at),
-        dependencies_done,
-        run: run.and_then(Run::parse),
-        posted_at: seconds(posted_at),
-        last_sign: seconds(last_sign),
-        last_level: last_level.and_then(Level::parse),
-        restarts,
-        restart_asked,
-        ending,
-    };
-    TableIterator::once((
-        routine::status(&facts),
-        routine::command(&facts).map(Command::word),
-    ))
-}
-
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routine_status_rank(word: &str) -> Option<i32> {
-    routine::status_rank(word)
-}
-
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routine_status_word(rank: i32) -> Option<&'static str> {
-    routine::STATUS_WORDS
-        .get(usize::try_from(rank).ok()?)
-        .copied()
-}
-
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routine_failing(word: &str) -> bool {
-    routine::failing(word)
-}
-
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routine_level_ok(level: &str) -> bool {
-    Level::parse(level).is_some()
-}
-
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routine_line_level(line: &str) -> &'static str {
-    routine::line_level(line).word()
-}
-
-/// What is wrong with a routine of a definition, or null.
-#[pg_extern(immutable, parallel_safe)]
-fn _routine_problem(
-    name: Option<&str>,
-    runtimes: Option<&str>,
-    args: Option<&str>,
-    realtime: Option<bool>,
-) -> Option<String> {
-    let Some(name) = name else {
-        return Some("a routine must have a name".into());
-    };
-    let found = || -> Result<(), String> {
-        routine::parse_routine(name)?;
-        let runtimes = routine::parse_runtimes(runtimes.unwrap_or(""))?;
-        if realtime.unwrap_or(false) && !runtimes.is_empty() {
-            return Err(format!(
-                "routine {name} is realtime: it runs all day and has no runtimes"
-            ));
+impl Caller {
+    fn current() -> Self {
+        let role = unsafe { pg_sys::GetUserId() };
+        Caller {
+            role,
+            identity: _identity_of(role),
         }
-        routine::split_args(args.unwrap_or(""))?;
-        Ok(())
-    };
-    found().err()
-}
-
-/// Runtimes as times of day (the text was checked by `_routine_problem`).
-#[pg_extern(immutable, parallel_safe)]
-fn _routine_minutes(runtimes: Option<&str>) -> Vec<i32> {
-    routine::parse_runtimes(runtimes.unwrap_or("")).unwrap_or_default()
-}
-
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routine_computer(name: &str) -> Option<&str> {
-    routine::parse_routine(name).ok().map(|r| r.computer)
-}
-
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routine_is_scheduler(name: &str) -> bool {
-    routine::parse_routine(name).is_ok_and(|r| routine::is_scheduler(r.path))
-}
-
-/// The shell command of a routine's run: its command (by default the path of its name), and
-/// after it the arguments, which the job passes as words ("$@"), if it has any.
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routine_shell_command(name: &str, command: &str, args: &str) -> String {
-    let command = match command.trim() {
-        "" => routine::parse_routine(name).map_or(name, |r| r.path),
-        given => given,
-    };
-    match routine::split_args(args) {
-        Ok(words) if words.is_empty() => command.to_string(),
-        _ => format!("{command} \"$@\""),
     }
 }
 
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routine_args(args: &str) -> Vec<String> {
-    routine::split_args(args).unwrap_or_else(|problem| {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            problem
+/// A schedule a call acts on: its id, and its name as it was given.
+struct Schedule {
+    id: Datum,
+    name: String,
+}
+
+fn schedule_name(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> String {
+    value::<String>(fcinfo, n).unwrap_or_else(|| required("schedule"))
+}
+
+/// The schedule named `name` that the caller may watch (its own first), or None. Two granted
+/// ones of that name, and none of its own, must be named as OWNER/NAME.
+fn find(section: &Section, caller: &Caller, name: &str) -> Option<(Datum, Oid)> {
+    let found = section.run(
+        &FIND,
+        &[Some(Datum::from(caller.role)), name.into_datum()],
+    );
+    let owner = |row| found.get::<Oid>(row, 1).expect("an owner");
+    if found.len() > 1 && owner(0) != caller.identity {
+        let names: Vec<String> = (0..found.len())
+            .map(|row| found.get::<String>(row, 2).expect("a name"))
+            .collect();
+        invalid(
+            format!("{name} names {} schedules granted to you", found.len()),
+            Some(&format!("Name one as OWNER/NAME: {}.", names.join(" or "))),
         );
-    })
+    }
+    Some((found.datum(0, 0)?, owner(0)))
 }
 
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routine_shown_args(args: &str) -> String {
-    routine::shown_args(args)
+/// The schedule the caller edits: its own of that name (OWNER/NAME: an administrator's way to
+/// name another's), made if it does not exist yet and `make`; locked.
+fn own(section: &Section, caller: &Caller, name: &str, make: bool) -> Schedule {
+    let named_owner = section
+        .run(&NAMED_OWNER, &[name.into_datum()])
+        .get::<Oid>(0, 0);
+    let look = || match named_owner {
+        None => {
+            let own = section.run(
+                &OWN_SCHEDULE,
+                &[Some(Datum::from(caller.identity)), name.into_datum()],
+            );
+            own.datum(0, 0).map(|id| (id, caller.identity))
+        }
+        Some(_) => find(section, caller, name),
+    };
+    let mut found = look();
+    if found.is_none() && make && named_owner.is_none() {
+        let name_ok = section.run(&NAME_OK, &[name.into_datum()]);
+        if name_ok.get::<bool>(0, 0) != Some(true) {
+            invalid(
+                format!("invalid schedule name {}", quote_literal(name)),
+                Some("A schedule's name is up to 63 letters, digits, _ . and -, for example MASTER."),
+            );
+        }
+        section.run(
+            &MAKE_SCHEDULE,
+            &[Some(Datum::from(caller.identity)), name.into_datum()],
+        );
+        found = look();
+        _wake_launcher();
+    }
+    let Some((id, owner)) = found else {
+        let elsewhere = named_owner.is_none()
+            && section
+                .run(
+                    &WATCHED_ELSEWHERE,
+                    &[Some(Datum::from(caller.role)), name.into_datum()],
+                )
+                .get::<bool>(0, 0)
+                == Some(true);
+        if elsewhere {
+            refuse(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!("only the owner of schedule {name} edits it"),
+                Some("Names are each owner's own: routines_put and routines_import make a schedule of yours of that name."),
+            );
+        }
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!("no schedule {name}"),
+            Some("See pgjobs.routine_schedule_list."),
+        )
+    };
+    if owner != caller.identity && !_is_admin(caller.role) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("only the owner of schedule {name} edits it"),
+            None,
+        );
+    }
+    section.run(&LOCK_SCHEDULE, &[Some(id)]);
+    Schedule {
+        id,
+        name: name.to_string(),
+    }
 }
 
-/// The first dependency cycle of the edges routine → dependency, or null.
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routine_cycle(routines: Vec<String>, dependencies: Vec<String>) -> Option<Vec<String>> {
-    let edges: Vec<(String, String)> = routines.into_iter().zip(dependencies).collect();
-    routine::dependency_cycle(&edges)
+/// The schedule the caller watches or commands.
+fn watched(section: &Section, caller: &Caller, name: &str) -> Schedule {
+    match find(section, caller, name) {
+        Some((id, _)) => Schedule {
+            id,
+            name: name.to_string(),
+        },
+        None => refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!("no schedule {name}"),
+            Some("See pgjobs.routine_schedule_list for the schedules you may watch."),
+        ),
+    }
 }
 
-/// A definition's CSV form read into rows (jsonb objects of text fields).
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routines_csv_rows(csv: &str) -> pgrx::JsonB {
-    let rows = routine::read_csv(csv).unwrap_or_else(|problem| {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
-            problem,
-            format!(
-                "The first line names the columns: {}.",
-                routine::CSV_COLUMNS.join(",")
+/// A JSON value as `->>` reads it: null for JSON null, a string's text, any other value's JSON.
+fn text_of(value: &Value) -> Option<String> {
+    match value {
+        Value::Null => None,
+        Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// Writes routines into a schedule's definition (rows of text fields: routine, group, external,
+/// realtime, runtimes, args, dependencies, computer, seq, command), replacing all of it or adding
+/// to it, then checks the whole; returns how many routines it has.
+fn write(section: &Section, schedule: &Schedule, rows: &[Value], replace_all: bool) -> i32 {
+    let stored_name = section
+        .run(&LOCK_SCHEDULE, &[Some(schedule.id)])
+        .get::<String>(0, 1)
+        .expect("the schedule's name");
+    if replace_all {
+        section.run(&CLEAR_DEFINITION, &[Some(schedule.id)]);
+    }
+    let mut next_seq = section
+        .run(&FIRST_SEQ, &[Some(schedule.id)])
+        .get::<i32>(0, 0)
+        .unwrap_or(0);
+    for row in rows {
+        let field = |key: &str| row.get(key).and_then(text_of);
+        let realtime = row.get("realtime").and_then(Value::as_bool);
+        if let Some(problem) = problem(
+            field("routine").as_deref(),
+            field("runtimes").as_deref(),
+            field("args").as_deref(),
+            realtime,
+        ) {
+            invalid(
+                problem,
+                Some("A routine is user@COMPUTER:path; runtimes are HH:MM, separated by commas."),
+            );
+        }
+        let given = section
+            .run(
+                &WRITE_ROUTINE,
+                &[
+                    Some(schedule.id),
+                    Some(input(&row.to_string(), JSONBOID)),
+                    Some(Datum::from(next_seq)),
+                ],
             )
+            .get::<i32>(0, 0);
+        next_seq = next_seq.max(given.unwrap_or(next_seq + 1));
+    }
+    let missing = section.run(
+        &MISSING_DEPENDENCY,
+        &[Some(schedule.id), stored_name.as_str().into_datum()],
+    );
+    if let Some(problem) = missing.get::<String>(0, 0) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION,
+            problem,
+            Some("A dependency names another routine of the same schedule."),
         );
-    });
-    pgrx::JsonB(Value::Array(
-        rows.into_iter()
-            .map(|r| {
-                json!({
-                    "routine": r.routine, "group": r.group, "external": r.external,
-                    "realtime": r.realtime, "runtimes": r.runtimes, "args": r.args,
-                    "dependencies": r.dependencies, "computer": r.computer, "seq": r.seq,
-                    "command": r.command,
-                })
-            })
-            .collect(),
-    ))
+    }
+    let edges = section.run(&DEPENDENCIES, &[Some(schedule.id)]);
+    let routines: Vec<String> = edges.get(0, 0).unwrap_or_default();
+    let dependencies: Vec<String> = edges.get(0, 1).unwrap_or_default();
+    let edges: Vec<(String, String)> = routines.into_iter().zip(dependencies).collect();
+    if let Some(path) = routine::dependency_cycle(&edges) {
+        invalid(
+            format!(
+                "dependency cycle in schedule {stored_name}: {}",
+                path.join(" → ")
+            ),
+            Some("Remove one of these dependencies."),
+        );
+    }
+    count_routines(section, schedule)
 }
 
-/// Rows (as `_routines_csv_rows` gives them) in their CSV form.
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _routines_csv(rows: pgrx::JsonB) -> String {
-    let text = |row: &Value, key: &str| row[key].as_str().unwrap_or("").to_string();
-    let rows: Vec<DefinitionRow> = rows
-        .0
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|row| DefinitionRow {
-            routine: text(row, "routine"),
-            group: text(row, "group"),
-            external: row["external"].as_bool().unwrap_or(false),
-            realtime: row["realtime"].as_bool().unwrap_or(false),
-            runtimes: text(row, "runtimes"),
-            args: text(row, "args"),
-            dependencies: text(row, "dependencies"),
-            computer: text(row, "computer"),
-            seq: row["seq"].as_i64().and_then(|s| i32::try_from(s).ok()),
-            command: text(row, "command"),
-        })
-        .collect();
-    routine::write_csv(&rows)
+fn count_routines(section: &Section, schedule: &Schedule) -> i32 {
+    section
+        .run(&COUNT_ROUTINES, &[Some(schedule.id)])
+        .get::<i32>(0, 0)
+        .unwrap_or(0)
 }
+
+entry!(routines_create, pg_finfo_routines_create, |fcinfo| {
+    let caller = Caller::current();
+    let time_zone: Option<String> = value(fcinfo, 1);
+    if let Some(problem) = time_zone_problem(time_zone.as_deref().unwrap_or("")) {
+        invalid(
+            format!(
+                "unknown time zone {}: {problem}",
+                time_zone.as_deref().map_or("null".into(), quote_literal)
+            ),
+            Some("Name an IANA time zone, for example Europe/Paris, or UTC."),
+        );
+    }
+    let section = Section::as_owner(fcinfo);
+    let schedule = own(&section, &caller, &schedule_name(fcinfo, 0), true);
+    section.run(&SET_TIME_ZONE, &[Some(schedule.id), argument(fcinfo, 1)]);
+    _wake_launcher();
+    Datum::from(0)
+});
+
+// routines_put(schedule, routine, group_name, realtime, runtimes, args, dependencies, computer,
+// seq, external, command)
+entry!(routines_put, pg_finfo_routines_put, |fcinfo| {
+    let caller = Caller::current();
+    let text = |n| value::<String>(fcinfo, n);
+    let row = json!({
+        "routine": text(1), "group": text(2), "realtime": value::<bool>(fcinfo, 3),
+        "runtimes": text(4), "args": text(5), "dependencies": text(6), "computer": text(7),
+        "seq": value::<i32>(fcinfo, 8), "external": value::<bool>(fcinfo, 9), "command": text(10),
+    });
+    let section = Section::as_owner(fcinfo);
+    let schedule = own(&section, &caller, &schedule_name(fcinfo, 0), true);
+    Datum::from(write(&section, &schedule, &[row], false))
+});
+
+entry!(routines_remove, pg_finfo_routines_remove, |fcinfo| {
+    let caller = Caller::current();
+    let routine = value::<String>(fcinfo, 1).unwrap_or_default();
+    let section = Section::as_owner(fcinfo);
+    let schedule = own(&section, &caller, &schedule_name(fcinfo, 0), false);
+    let dependent = section.run(&DEPENDENT, &[Some(schedule.id), argument(fcinfo, 1)]);
+    if let Some(dependent) = dependent.get::<String>(0, 0) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION,
+            format!(
+                "routine {dependent} of schedule {} depends on {routine}",
+                schedule.name
+            ),
+            Some("Remove that dependency first (routines_put)."),
+        );
+    }
+    let removed = section.run(&REMOVE_ROUTINE, &[Some(schedule.id), argument(fcinfo, 1)]);
+    if removed.len() == 0 {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!("schedule {} lists no routine {routine}", schedule.name),
+            None,
+        );
+    }
+    Datum::from(count_routines(&section, &schedule))
+});
+
+entry!(routines_import, pg_finfo_routines_import, |fcinfo| {
+    let caller = Caller::current();
+    let name = schedule_name(fcinfo, 0);
+    let text = value::<String>(fcinfo, 1).unwrap_or_else(|| required("csv"));
+    let section = Section::as_owner(fcinfo);
+    let schedule = own(&section, &caller, &name, true);
+    Datum::from(write(&section, &schedule, &csv_rows(&text), true))
+});
+
+entry!(routines_export, pg_finfo_routines_export, |fcinfo| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let schedule = own(&section, &caller, &schedule_name(fcinfo, 0), false);
+    let rows = section
+        .run(&DEFINITION, &[Some(schedule.id)])
+        .get::<JsonB>(0, 0)
+        .unwrap_or(JsonB(Value::Array(Vec::new())));
+    csv(rows)
+        .into_datum()
+        .expect("a text")
+});
+
+entry!(routines_drop, pg_finfo_routines_drop, |fcinfo| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let schedule = own(&section, &caller, &schedule_name(fcinfo, 0), false);
+    section.run(&DROP_SCHEDULE, &[Some(schedule.id)]);
+    Datum::from(0)
+});
+
+/// A grant puts the schedule on the page of the role's members and lets them command it: only
+/// to a role the granter belongs to, not into anyone else's hands, and not to the extension's
+/// roles, which every member (or agent) belongs to.
+fn grant(fcinfo: pg_sys::FunctionCallInfo, granted: bool) -> Datum {
+    let caller = Caller::current();
+    let name = schedule_name(fcinfo, 0);
+    let Some(role) = value::<Oid>(fcinfo, 1) else {
+        required("role")
+    };
+    let section = Section::as_owner(fcinfo);
+    let schedule = own(&section, &caller, &name, false);
+    if granted {
+        let may = section.run(
+            &MAY_GRANT,
+            &[Some(Datum::from(caller.role)), Some(Datum::from(role))],
+        );
+        let member = may.get::<bool>(0, 0) == Some(true);
+        if !member || may.get::<bool>(0, 1) == Some(true) {
+            refuse(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "cannot grant schedule {name} to {}: {}",
+                    super::datum::output(Datum::from(role), pg_sys::REGROLEOID),
+                    if member {
+                        "every member of pg_jobs is in it"
+                    } else {
+                        "you are not a member of it"
+                    }
+                ),
+                Some("Grant a schedule to a team's role you are a member of; its members then watch and command it."),
+            );
+        }
+    }
+    section.run(
+        &SET_OPERATOR,
+        &[
+            Some(schedule.id),
+            Some(Datum::from(role)),
+            Some(Datum::from(granted)),
+        ],
+    );
+    Datum::from(0)
+}
+
+entry!(routines_grant, pg_finfo_routines_grant, |fcinfo| grant(fcinfo, true));
+entry!(routines_revoke, pg_finfo_routines_revoke, |fcinfo| grant(fcinfo, false));
+
+entry!(routines_reload, pg_finfo_routines_reload, |fcinfo| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let schedule = watched(&section, &caller, &schedule_name(fcinfo, 0));
+    section.run(&ASK_RELOAD, &[Some(schedule.id)]);
+    _wake_launcher();
+    Datum::from(0)
+});
+
+/// A schedule's switch: what was asked, by whom, when, and what the scheduler says it does.
+fn return_mode(fcinfo: pg_sys::FunctionCallInfo, section: &Section, schedule: &Schedule) -> Datum {
+    section
+        .run(&MODE, &[Some(schedule.id)])
+        .return_all(fcinfo);
+    Datum::from(0)
+}
+
+entry!(routines_mode, pg_finfo_routines_mode, |fcinfo| {
+    let caller = Caller::current();
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    let schedule = watched(&section, &caller, &schedule_name(fcinfo, 0));
+    return_mode(fcinfo, &section, &schedule)
+});
+
+entry!(routines_set_mode, pg_finfo_routines_set_mode, |fcinfo| {
+    let caller = Caller::current();
+    let mode: Option<String> = value(fcinfo, 1);
+    if !matches!(mode.as_deref(), Some("observe" | "control")) {
+        invalid(
+            format!(
+                "unknown mode {}",
+                mode.as_deref().map_or("null".into(), quote_literal)
+            ),
+            Some("observe: status only, no command is sent; control: the scheduler starts and restarts routines."),
+        );
+    }
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    let schedule = watched(&section, &caller, &schedule_name(fcinfo, 0));
+    section.run(
+        &SET_MODE,
+        &[
+            Some(schedule.id),
+            argument(fcinfo, 1),
+            Some(Datum::from(caller.role)),
+        ],
+    );
+    _wake_launcher();
+    return_mode(fcinfo, &section, &schedule)
+});
+
+/// Today's row of a routine that a person commands, locked: (realtime, its run has not ended).
+fn commanded(section: &Section, schedule: &Schedule, routine: &str) -> (bool, bool) {
+    let day = section.run(&COMMANDED, &[Some(schedule.id), routine.into_datum()]);
+    if day.len() == 0 {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!(
+                "routine {routine} is not in today's state of schedule {}",
+                schedule.name
+            ),
+            Some("A routine added to the definition is read at the next day, or now with routines_reload."),
+        );
+    }
+    if day.get::<bool>(0, 0) == Some(true) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("{routine} is the scheduler: it is not restarted or stopped from its own schedule"),
+            Some("The scheduler is pg_jobs' launcher; the server keeps it running."),
+        );
+    }
+    if day.get::<bool>(0, 1) == Some(true) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("{routine} is external: something else runs it"),
+            None,
+        );
+    }
+    (
+        day.get::<bool>(0, 2) == Some(true),
+        day.get::<bool>(0, 3) == Some(true),
+    )
+}
+
+/// A person's command of a routine, logged with who sent it.
+fn command(section: &Section, schedule: &Schedule, routine: &str, what: &str, caller: &Caller) {
+    section.run(
+        &LOG_COMMAND,
+        &[
+            Some(schedule.id),
+            routine.into_datum(),
+            what.into_datum(),
+            Some(Datum::from(caller.role)),
+        ],
+    );
+}
+
+fn post_run(section: &Section, schedule: &Schedule, routine: &str, kind: &str) {
+    section.run(
+        &POST_RUN,
+        &[Some(schedule.id), routine.into_datum(), kind.into_datum()],
+    );
+}
+
+entry!(routine_restart, pg_finfo_routine_restart, |fcinfo| {
+    let caller = Caller::current();
+    let routine = value::<String>(fcinfo, 1).unwrap_or_default();
+    let section = Section::as_owner(fcinfo);
+    let schedule = watched(&section, &caller, &schedule_name(fcinfo, 0));
+    let (_, alive) = commanded(&section, &schedule, &routine);
+    command(&section, &schedule, &routine, "restart", &caller);
+    let answer = if alive {
+        post_run(&section, &schedule, &routine, "kill");
+        section.run(
+            &RESTART_ASKED,
+            &[
+                Some(schedule.id),
+                routine.as_str().into_datum(),
+                Some(Datum::from(caller.role)),
+            ],
+        );
+        _wake_launcher();
+        "ending the run; it starts again once ended"
+    } else {
+        post_run(&section, &schedule, &routine, "routine");
+        "started"
+    };
+    answer.into_datum().expect("a text")
+});
+
+entry!(routine_stop, pg_finfo_routine_stop, |fcinfo| {
+    let caller = Caller::current();
+    let routine = value::<String>(fcinfo, 1).unwrap_or_default();
+    let section = Section::as_owner(fcinfo);
+    let schedule = watched(&section, &caller, &schedule_name(fcinfo, 0));
+    let (realtime, _) = commanded(&section, &schedule, &routine);
+    command(&section, &schedule, &routine, "stop", &caller);
+    post_run(&section, &schedule, &routine, "kill");
+    section.run(&STOP_ASKED, &[Some(schedule.id), routine.as_str().into_datum()]);
+    let answer = if realtime {
+        "ending it; the scheduler starts it again once it has been silent for 45 s \
+         (remove it from the definition to keep it stopped)"
+    } else {
+        "ending it"
+    };
+    answer.into_datum().expect("a text")
+});
+
+entry!(routine_message, pg_finfo_routine_message, |fcinfo| {
+    let caller = Caller::current();
+    let level: Option<String> = value(fcinfo, 1);
+    if !level.as_deref().is_some_and(level_ok) {
+        invalid(
+            format!(
+                "unknown level {}",
+                level.as_deref().map_or("null".into(), quote_literal)
+            ),
+            Some("A message's level is info, warning, error or completed."),
+        );
+    }
+    if argument(fcinfo, 2).is_none() {
+        required("message");
+    }
+    let routine = value::<String>(fcinfo, 0).unwrap_or_default();
+    let section = Section::as_owner(fcinfo);
+    let written = section.run(
+        &MESSAGE,
+        &[
+            argument(fcinfo, 0),
+            argument(fcinfo, 1),
+            argument(fcinfo, 2),
+            Some(Datum::from(caller.role)),
+        ],
+    );
+    if written.len() == 0 {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!("no schedule of yours lists routine {routine}"),
+            Some("A message is kept for the schedules that list the routine and whose owner you act for."),
+        );
+    }
+    Datum::from(written.len() as i32)
+});

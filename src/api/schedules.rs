@@ -284,9 +284,8 @@ fn epoch_seconds(instant: DateTime<Utc>) -> f64 {
     instant.timestamp_micros() as f64 / 1e6
 }
 
-/// Why a time zone name is unknown, or null when it is known.
-#[pg_extern(immutable, parallel_safe)]
-fn _time_zone_problem(time_zone: &str) -> Option<String> {
+/// Why a time zone name is unknown, or None when it is known.
+pub(crate) fn time_zone_problem(time_zone: &str) -> Option<String> {
     pg_jobs_core::schedule::parse_time_zone(time_zone)
         .err()
         .map(|problem| problem.to_string())

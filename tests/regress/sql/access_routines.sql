@@ -83,7 +83,9 @@ ORDER BY c.n, r.m;
 
 -- The operator's commands are logged with its name; the owner's switch was the operator's.
 SELECT message FROM pgjobs.routine_messages WHERE schedule = 'OPS' ORDER BY at;
-SELECT asked, asked_by FROM pgjobs._routines_mode('regress_rt_owner'::regrole, 'OPS');
+SET ROLE regress_rt_owner;
+SELECT asked, asked_by FROM pgjobs.routines_mode('OPS');
+RESET ROLE;
 -- The runs are the owner's batch jobs, which only the owner reads.
 SELECT kind, routine, owner FROM pgjobs.batch_jobs ORDER BY id;
 SELECT role, regress.as_role(role, $$SELECT count(*)::text FROM pgjobs.batch_jobs$$) AS batch_jobs_seen
