@@ -3,18 +3,13 @@
 
 use pgrx::prelude::*;
 
-use super::call::{Parameters, Planning, Statement};
+use super::call::Statement;
 use super::services::{no_wish, Service};
-use crate::{gucs, owner_call};
+use crate::{gucs, named_statements, owner_call};
 
-const STATEMENTS: &str = include_str!("batch.sql");
+named_statements!(include_str!("batch.sql"));
 
-static FOLD_COUNTS: Statement = Statement::new(
-    STATEMENTS,
-    "fold_counts",
-    Parameters::Of(&[]),
-    Planning::Default,
-);
+static FOLD_COUNTS: Statement = statement("fold_counts", &[]);
 
 /// The batch store's counts: the deltas of each key folded into one row (`_batch_tally_fold`).
 pub(crate) static COUNTS: Service = Service {

@@ -508,6 +508,28 @@ pub fn as_from_sql(body: impl FnOnce() -> Datum) -> Datum {
     }
 }
 
+/// A domain's file of named statements, planned as PostgreSQL would: defines `STATEMENTS` and
+/// `statement(name, parameter types)` in the module that says
+/// `named_statements!(include_str!("history.sql"));`.
+#[macro_export]
+macro_rules! named_statements {
+    ($source:expr) => {
+        const STATEMENTS: &str = $source;
+
+        const fn statement(
+            name: &'static str,
+            parameters: &'static [::pgrx::pg_sys::Oid],
+        ) -> $crate::api::call::Statement {
+            $crate::api::call::Statement::new(
+                STATEMENTS,
+                name,
+                $crate::api::call::Parameters::Of(parameters),
+                $crate::api::call::Planning::Default,
+            )
+        }
+    };
+}
+
 /// Declares a C function of the API (see `sql/`) by the name PostgreSQL looks it up by, and its
 /// info record: `entry!(jobs_add, pg_finfo_jobs_add, |fcinfo| body)`.
 #[macro_export]

@@ -8,25 +8,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use pgrx::prelude::*;
 
-use crate::owner_call;
+use crate::{named_statements, owner_call};
 
-use super::call::{Parameters, Planning, Statement};
+use super::call::Statement;
 use super::services::{wished, Service};
 
-const STATEMENTS: &str = include_str!("compute.sql");
+named_statements!(include_str!("compute.sql"));
 
-static TICK: Statement = Statement::new(
-    STATEMENTS,
-    "tick",
-    Parameters::Of(&[pg_sys::TIMESTAMPTZOID]),
-    Planning::Default,
-);
-static NEXT_LOOK: Statement = Statement::new(
-    STATEMENTS,
-    "next_look",
-    Parameters::Of(&[pg_sys::TIMESTAMPTZOID]),
-    Planning::Default,
-);
+static TICK: Statement = statement("tick", &[pg_sys::TIMESTAMPTZOID]);
+static NEXT_LOOK: Statement = statement("next_look", &[pg_sys::TIMESTAMPTZOID]);
 
 /// The compute scheduler's watchdog, fold and statistics (sql/083_compute_work.sql,
 /// `_compute_tick`).

@@ -127,3 +127,8 @@ pub(crate) fn quote_literal(text: &str) -> String {
         format!("'{quoted}'")
     }
 }
+
+/// As `coalesce(quote_literal(text), 'null')` writes it, for messages naming a value given.
+pub(crate) fn literal_or_null(text: Option<&str>) -> String {
+    text.map_or_else(|| "null".into(), quote_literal)
+}

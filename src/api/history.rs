@@ -6,22 +6,12 @@ use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
 use super::call::{
-    argument, in_subtransaction, invalid, materialize, return_row, value, Parameters, Planning,
-    Section, Statement,
+    argument, in_subtransaction, invalid, materialize, return_row, value, Section, Statement,
 };
 use super::services::{no_wish, Service};
-use crate::entry;
+use crate::{entry, named_statements};
 
-const STATEMENTS: &str = include_str!("history.sql");
-
-const fn statement(name: &'static str, parameters: &'static [pg_sys::Oid]) -> Statement {
-    Statement::new(
-        STATEMENTS,
-        name,
-        Parameters::Of(parameters),
-        Planning::Default,
-    )
-}
+named_statements!(include_str!("history.sql"));
 
 static PREPARE_MONTHS: Statement = statement("prepare_months", &[]);
 static PARTITIONS: Statement = statement("partitions", &[]);

@@ -6,20 +6,11 @@ use std::collections::HashMap;
 use pgrx::pg_sys::{BOOLOID, OIDOID, REGROLEOID};
 use pgrx::prelude::*;
 
-use super::call::{argument, invalid, refuse, value, Parameters, Planning, Section, Statement};
+use super::call::{argument, invalid, refuse, value, Section, Statement};
 use super::datum::output;
-use crate::entry;
+use crate::{entry, named_statements};
 
-const STATEMENTS: &str = include_str!("identity.sql");
-
-const fn statement(name: &'static str, parameters: &'static [pg_sys::Oid]) -> Statement {
-    Statement::new(
-        STATEMENTS,
-        name,
-        Parameters::Of(parameters),
-        Planning::Default,
-    )
-}
+named_statements!(include_str!("identity.sql"));
 
 static PROXY_STANDING: Statement = statement("proxy_standing", &[OIDOID, OIDOID]);
 static ADD_PROXY: Statement = statement("add_proxy", &[OIDOID, OIDOID, OIDOID]);

@@ -16,22 +16,15 @@ use pgrx::prelude::*;
 use pgrx::{IntoDatum, JsonB};
 use serde_json::{json, Value};
 
-use super::call::{
-    argument, invalid, materialize, refuse, required, value, Parameters, Planning, Section,
-    Statement,
-};
-use super::datum::{input, quote_literal};
+use super::call::{argument, invalid, materialize, refuse, required, value, Section, Statement};
+use super::datum::{input, literal_or_null, quote_literal};
 use super::identity::{_identity_of, _is_admin};
 use super::routine_rules::{csv, csv_rows, level_ok, problem};
-use super::schedules::{time_zone_problem, _wake_launcher};
+use super::schedules::{_wake_launcher, time_zone_problem};
 use super::services::{wished, Service};
-use crate::entry;
+use crate::{entry, named_statements};
 
-const STATEMENTS: &str = include_str!("routines.sql");
-
-const fn statement(name: &'static str, parameters: &'static [Oid]) -> Statement {
-    Statement::new(STATEMENTS, name, Parameters::Of(parameters), Planning::Default)
-}
+named_statements!(include_str!("routines.sql"));
 
 static TICK: Statement = statement("tick", &[TIMESTAMPTZOID]);
 static NEXT_LOOK: Statement = statement("next_look", &[TIMESTAMPTZOID]);
@@ -103,10 +96,7 @@ fn schedule_name(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> String {
 /// The schedule named `name` that the caller may watch (its own first), or None. Two granted
 /// ones of that name, and none of its own, must be named as OWNER/NAME.
 fn find(section: &Section, caller: &Caller, name: &str) -> Option<(Datum, Oid)> {
-    let found = section.run(
-        &FIND,
-        &[Some(Datum::from(caller.role)), name.into_datum()],
-    );
+    let found = section.run(&FIND, &[Some(Datum::from(caller.role)), name.into_datum()]);
     let owner = |row| found.get::<Oid>(row, 1).expect("an owner");
     if found.len() > 1 && owner(0) != caller.identity {
         let names: Vec<String> = (0..found.len())
@@ -142,7 +132,9 @@ fn own(section: &Section, caller: &Caller, name: &str, make: bool) -> Schedule {
         if name_ok.get::<bool>(0, 0) != Some(true) {
             invalid(
                 format!("invalid schedule name {}", quote_literal(name)),
-                Some("A schedule's name is up to 63 letters, digits, _ . and -, for example MASTER."),
+                Some(
+                    "A schedule's name is up to 63 letters, digits, _ . and -, for example MASTER.",
+                ),
             );
         }
         section.run(
@@ -294,7 +286,7 @@ entry!(routines_create, pg_finfo_routines_create, |fcinfo| {
         invalid(
             format!(
                 "unknown time zone {}: {problem}",
-                time_zone.as_deref().map_or("null".into(), quote_literal)
+                literal_or_null(time_zone.as_deref())
             ),
             Some("Name an IANA time zone, for example Europe/Paris, or UTC."),
         );
@@ -365,9 +357,7 @@ entry!(routines_export, pg_finfo_routines_export, |fcinfo| {
         .run(&DEFINITION, &[Some(schedule.id)])
         .get::<JsonB>(0, 0)
         .unwrap_or(JsonB(Value::Array(Vec::new())));
-    csv(rows)
-        .into_datum()
-        .expect("a text")
+    csv(rows).into_datum().expect("a text")
 });
 
 entry!(routines_drop, pg_finfo_routines_drop, |fcinfo| {
@@ -422,8 +412,12 @@ fn grant(fcinfo: pg_sys::FunctionCallInfo, granted: bool) -> Datum {
     Datum::from(0)
 }
 
-entry!(routines_grant, pg_finfo_routines_grant, |fcinfo| grant(fcinfo, true));
-entry!(routines_revoke, pg_finfo_routines_revoke, |fcinfo| grant(fcinfo, false));
+entry!(routines_grant, pg_finfo_routines_grant, |fcinfo| grant(
+    fcinfo, true
+));
+entry!(routines_revoke, pg_finfo_routines_revoke, |fcinfo| grant(
+    fcinfo, false
+));
 
 entry!(routines_reload, pg_finfo_routines_reload, |fcinfo| {
     let caller = Caller::current();
@@ -436,9 +430,7 @@ entry!(routines_reload, pg_finfo_routines_reload, |fcinfo| {
 
 /// A schedule's switch: what was asked, by whom, when, and what the scheduler says it does.
 fn return_mode(fcinfo: pg_sys::FunctionCallInfo, section: &Section, schedule: &Schedule) -> Datum {
-    section
-        .run(&MODE, &[Some(schedule.id)])
-        .return_all(fcinfo);
+    section.run(&MODE, &[Some(schedule.id)]).return_all(fcinfo);
     Datum::from(0)
 }
 
@@ -457,7 +449,7 @@ entry!(routines_set_mode, pg_finfo_routines_set_mode, |fcinfo| {
         invalid(
             format!(
                 "unknown mode {}",
-                mode.as_deref().map_or("null".into(), quote_literal)
+                literal_or_null(mode.as_deref())
             ),
             Some("observe: status only, no command is sent; control: the scheduler starts and restarts routines."),
         );
@@ -493,7 +485,9 @@ fn commanded(section: &Section, schedule: &Schedule, routine: &str) -> (bool, bo
     if day.get::<bool>(0, 0) == Some(true) {
         refuse(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            format!("{routine} is the scheduler: it is not restarted or stopped from its own schedule"),
+            format!(
+                "{routine} is the scheduler: it is not restarted or stopped from its own schedule"
+            ),
             Some("The scheduler is pg_jobs' launcher; the server keeps it running."),
         );
     }
@@ -564,7 +558,10 @@ entry!(routine_stop, pg_finfo_routine_stop, |fcinfo| {
     let (realtime, _) = commanded(&section, &schedule, &routine);
     command(&section, &schedule, &routine, "stop", &caller);
     post_run(&section, &schedule, &routine, "kill");
-    section.run(&STOP_ASKED, &[Some(schedule.id), routine.as_str().into_datum()]);
+    section.run(
+        &STOP_ASKED,
+        &[Some(schedule.id), routine.as_str().into_datum()],
+    );
     let answer = if realtime {
         "ending it; the scheduler starts it again once it has been silent for 45 s \
          (remove it from the definition to keep it stopped)"
@@ -579,10 +576,7 @@ entry!(routine_message, pg_finfo_routine_message, |fcinfo| {
     let level: Option<String> = value(fcinfo, 1);
     if !level.as_deref().is_some_and(level_ok) {
         invalid(
-            format!(
-                "unknown level {}",
-                level.as_deref().map_or("null".into(), quote_literal)
-            ),
+            format!("unknown level {}", literal_or_null(level.as_deref())),
             Some("A message's level is info, warning, error or completed."),
         );
     }

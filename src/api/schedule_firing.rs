@@ -10,22 +10,13 @@
 use pgrx::pg_sys::{self, Datum, INT8ARRAYOID, INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::IntoDatum;
 
-use super::call::{argument, in_subtransaction, Parameters, Planning, Section, Statement};
+use super::call::{argument, in_subtransaction, Section, Statement};
 use super::datum::{array, elements, seconds};
 use super::queue::{add, check_all, Spec};
 use super::services::{wished, Service};
-use crate::{entry, gucs};
+use crate::{entry, gucs, named_statements};
 
-const STATEMENTS: &str = include_str!("schedule_firing.sql");
-
-const fn statement(name: &'static str, parameters: &'static [pg_sys::Oid]) -> Statement {
-    Statement::new(
-        STATEMENTS,
-        name,
-        Parameters::Of(parameters),
-        Planning::Default,
-    )
-}
+named_statements!(include_str!("schedule_firing.sql"));
 
 static DUE: Statement = statement("due", &[TIMESTAMPTZOID, INTERVALOID, INT8OID]);
 static NEXT_SLOT: Statement = statement("next_slot", &[TIMESTAMPTZOID]);

@@ -9,23 +9,12 @@ use pgrx::prelude::*;
 use pgrx::{IntoDatum, JsonB};
 use serde_json::{Map, Value};
 
-use super::call::{
-    argument, invalid, refuse, value, Caller, Parameters, Planning, Section, Statement,
-};
+use super::call::{argument, invalid, refuse, value, Caller, Section, Statement};
 use super::datum::input;
 use super::sql_jobs::check_timeout;
-use crate::entry;
+use crate::{entry, named_statements};
 
-const STATEMENTS: &str = include_str!("schedules.sql");
-
-const fn statement(name: &'static str, parameters: &'static [pg_sys::Oid]) -> Statement {
-    Statement::new(
-        STATEMENTS,
-        name,
-        Parameters::Of(parameters),
-        Planning::Default,
-    )
-}
+named_statements!(include_str!("schedules.sql"));
 
 static CHECK_WORK: Statement = statement("check_work", &[JSONBOID, JSONBOID]);
 static INSERT: Statement = statement(

@@ -5,25 +5,14 @@ use pgrx::pg_sys::{self, Datum, INT4OID, INT8OID, TEXTOID, TIMESTAMPTZOID, UUIDO
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::{
-    argument, in_subtransaction, value, Caller, Parameters, Planning, Section, Statement,
-};
+use super::call::{argument, in_subtransaction, value, Caller, Section, Statement};
 use super::datum::{input, interval_span, interval_text};
 use super::queue::{add, check_all, claim_sql_jobs, Field, Spec, SQL_QUEUE};
 use super::schedules::_wake_launcher;
 use super::services::{no_wish, wished, Service};
-use crate::{entry, gucs};
+use crate::{entry, gucs, named_statements};
 
-const STATEMENTS: &str = include_str!("sql_jobs.sql");
-
-const fn statement(name: &'static str, parameters: &'static [pg_sys::Oid]) -> Statement {
-    Statement::new(
-        STATEMENTS,
-        name,
-        Parameters::Of(parameters),
-        Planning::Default,
-    )
-}
+named_statements!(include_str!("sql_jobs.sql"));
 
 static READY: Statement = statement("ready", &[INT4OID]);
 static START: Statement = statement("start", &[INT8OID, INT4OID]);
