@@ -1170,52 +1170,6 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'batch_release';
 COMMENT ON FUNCTION batch_release IS
     'Lets a waiting or blocked batch job of the caller run without its dependencies; returns its status.';
 
--- The agent's side. Every function checks that the computer it names belongs to the caller's
--- identity (a superuser may act for any).
-CREATE FUNCTION _batch_computer_of(caller_role oid, computer text) RETURNS text
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    agent oid;
-BEGIN
-    SELECT c.agent INTO agent FROM batch_computers c WHERE c.computer = _batch_computer_of.computer;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'undefined_object', MESSAGE = format('unknown computer "%s"', computer),
-            HINT = 'An agent registers its computer with batch_register first.';
-    END IF;
-    IF agent <> _identity_of(caller_role) AND NOT _is_admin(caller_role) THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
-            MESSAGE = format('computer "%s" belongs to another agent', computer),
-            HINT = 'Each computer name is bound to the agent role that registered it first.';
-    END IF;
-    RETURN computer;
-END
-$$;
-
-CREATE FUNCTION _batch_register(caller_role oid, computer text, capacity integer, info jsonb)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF computer IS NULL OR computer !~ '^[A-Za-z0-9._-]{1,63}$' OR computer = 'ANY' THEN
-        PERFORM _invalid(format('invalid computer name %s', coalesce(quote_literal(computer), 'null')),
-                         'A computer name is 1 to 63 letters, digits, dots, dashes or underscores, and not ANY.');
-    END IF;
-    IF capacity IS NULL OR capacity < 1 THEN
-        PERFORM _invalid(format('capacity must be at least 1, not %s', coalesce(capacity::text, 'null')));
-    END IF;
-    INSERT INTO batch_computers (computer, agent, capacity, info)
-    VALUES (computer, _identity_of(caller_role), capacity, coalesce(info, '{}'))
-    ON CONFLICT ON CONSTRAINT batch_computers_pkey DO NOTHING;
-    PERFORM _batch_computer_of(caller_role, computer);
-    UPDATE batch_computers c
-    SET capacity = _batch_register.capacity, info = coalesce(_batch_register.info, '{}'), last_seen = now()
-    WHERE c.computer = _batch_register.computer;
-END
-$$;
-
 CREATE FUNCTION batch_register(computer text, capacity integer DEFAULT 1, info jsonb DEFAULT '{}')
 RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_register';
@@ -1236,13 +1190,6 @@ $$;
 COMMENT ON FUNCTION batch_forget_computer IS
     'Forgets a computer, so that another agent role may register its name (administrators only).';
 
-CREATE FUNCTION _batch_ready_signals(caller_role oid, computer text) RETURNS text[]
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT ARRAY[_ready_signal(_extension_claimant(), _batch_queue(_batch_computer_of(caller_role, computer))),
-                 _ready_signal(_extension_claimant(), _batch_queue('ANY'))];
-END;
-
 CREATE FUNCTION batch_ready_signals(computer text) RETURNS text[]
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_ready_signals';
 COMMENT ON FUNCTION batch_ready_signals IS
@@ -1253,48 +1200,11 @@ CREATE FUNCTION _batch_cancel_signal(computer text) RETURNS text
 LANGUAGE sql STABLE
 RETURN _ready_signal(_extension_claimant(), 'pg_jobs.batch.cancel:' || computer);
 
-CREATE FUNCTION _batch_cancel_signal_of(caller_role oid, computer text) RETURNS text
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT _batch_cancel_signal(_batch_computer_of(caller_role, computer));
-END;
-
 CREATE FUNCTION batch_cancel_signal(computer text) RETURNS text
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_cancel_signal';
 COMMENT ON FUNCTION batch_cancel_signal IS
     'The payload of NOTIFY pgjobs_batch_cancel that means a job this computer runs was cancelled: '
     'renew its leases at once to learn which (lease state aborted).';
-
-CREATE FUNCTION _batch_claim(caller_role oid, computer text, n integer)
-RETURNS TABLE (id bigint, lease_token uuid, attempt integer, kind text, routine text,
-               command text, args text[], cwd text, shell boolean, env jsonb, lease interval,
-               owner text)
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    taken bigint[];
-BEGIN
-    PERFORM _batch_computer_of(caller_role, computer);
-    IF n IS NULL OR n < 1 OR n > 1000 THEN
-        PERFORM _invalid(format('n must be from 1 to 1000, not %s', coalesce(n::text, 'null')));
-    END IF;
-    UPDATE batch_computers c SET last_seen = now()
-    WHERE c.computer = _batch_claim.computer AND c.last_seen < now() - interval '10 seconds';
-    SELECT array_agg(c.id ORDER BY c.ord) INTO taken
-    FROM _claim(_extension_claimant(), ARRAY[_batch_queue(computer), _batch_queue('ANY')], n,
-                _batch_silence(), computer) WITH ORDINALITY AS c(id, attempt, lease_token, task, payload, locked_until, ord);
-    -- Taken: no longer waiting or due.
-    PERFORM _batch_tally(taken, -1, true);
-    RETURN QUERY
-    SELECT j.id, j.lease_token, j.attempt, j.task::text, j.payload ->> 'routine', j.payload ->> 'command',
-           _text_array(j.payload -> 'args'), j.payload ->> 'cwd', (j.payload ->> 'shell')::boolean,
-           j.payload -> 'env', _batch_silence(), j.owner::regrole::text
-    FROM unnest(taken) WITH ORDINALITY AS t(id, ord)
-    JOIN jobs j ON j.id = t.id
-    ORDER BY t.ord;
-END
-$$;
 
 CREATE FUNCTION batch_claim(computer text, n integer DEFAULT 1)
 RETURNS TABLE (id bigint, lease_token uuid, attempt integer, kind text, routine text,
@@ -1332,78 +1242,10 @@ BEGIN ATOMIC
     ORDER BY c.id;
 END;
 
--- A report about a job whose row another transaction holds: the agent tries again later.
-CREATE FUNCTION _batch_busy(job bigint) RETURNS void
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
-        MESSAGE = format('batch job %s is being changed by another transaction', job),
-        HINT = 'Report it again in a moment; nothing was changed.';
-END
-$$;
-
-CREATE FUNCTION _batch_started(caller_role oid, job bigint, token uuid, pid integer) RETURNS text
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    held job_status;
-BEGIN
-    SELECT h.status INTO held FROM _batch_held(caller_role, ARRAY[job], ARRAY[token]) h;
-    IF FOUND AND held IS NULL THEN
-        PERFORM _batch_busy(job);
-    END IF;
-    UPDATE jobs j
-    SET progress = jsonb_build_object('token', token, 'pid', pid, 'started_at', statement_timestamp(),
-                                      'changed', statement_timestamp()),
-        locked_until = statement_timestamp() + _batch_silence()
-    WHERE j.id = job AND held IS NOT NULL;
-    PERFORM _leases_note(statement_timestamp() + _batch_silence());
-    RETURN _lease_state(held::text);
-END
-$$;
-
 CREATE FUNCTION batch_started(id bigint, token uuid, pid integer) RETURNS text
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_started';
 COMMENT ON FUNCTION batch_started IS
     'Says the job''s process runs (RUNNING). Returns the lease state: held, aborted (end it), lost.';
-
-CREATE FUNCTION _batch_heartbeat(caller_role oid, ids bigint[], tokens uuid[], stderr text[], stdout text[])
-RETURNS TABLE (id bigint, lease_state text)
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF cardinality(ids) IS DISTINCT FROM cardinality(tokens)
-       OR (stderr IS NOT NULL AND cardinality(stderr) <> cardinality(ids))
-       OR (stdout IS NOT NULL AND cardinality(stdout) <> cardinality(ids)) THEN
-        PERFORM _invalid('ids, tokens, stderr and stdout must be arrays of one length',
-                         'Pass null for stderr or stdout to leave the tails as they are.');
-    END IF;
-    PERFORM _leases_note(statement_timestamp() + _batch_silence());
-    RETURN QUERY
-    WITH held AS MATERIALIZED (SELECT * FROM _batch_held(caller_role, ids, tokens)),
-    renewed AS (
-        UPDATE jobs j
-        SET locked_until = statement_timestamp() + _batch_silence(),
-            progress = CASE WHEN stderr[h.ord] IS NULL AND stdout[h.ord] IS NULL THEN j.progress
-                            ELSE coalesce(j.progress, '{}') || jsonb_strip_nulls(jsonb_build_object(
-                                'stderr', right(stderr[h.ord], 8192), 'stdout', right(stdout[h.ord], 8192),
-                                'changed', statement_timestamp(),
-                                -- Which stream spoke last: a routine's last message is its last line.
-                                'stderr_at', CASE WHEN stderr[h.ord] IS NOT NULL THEN statement_timestamp() END,
-                                'stdout_at', CASE WHEN stdout[h.ord] IS NOT NULL THEN statement_timestamp() END)) END
-        FROM held h
-        WHERE j.id = h.id AND NOT h.busy
-        RETURNING j.id
-    )
-    -- A busy job is held still; its lease is renewed by a later heartbeat.
-    SELECT g.id, CASE WHEN h.busy THEN 'held' ELSE _lease_state(h.status::text) END
-    FROM unnest(ids) WITH ORDINALITY AS g(id, ord) LEFT JOIN held h ON h.ord = g.ord
-    ORDER BY g.ord;
-END
-$$;
 
 CREATE FUNCTION batch_heartbeat(ids bigint[], tokens uuid[], stderr text[] DEFAULT NULL,
                                 stdout text[] DEFAULT NULL)
@@ -1411,50 +1253,6 @@ RETURNS TABLE (id bigint, lease_state text)
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_heartbeat';
 COMMENT ON FUNCTION batch_heartbeat IS
     'Renews the leases of running batch jobs and keeps the tails of their output; one lease state per job.';
-
-CREATE FUNCTION _batch_finish(caller_role oid, job bigint, token uuid, exit_code integer,
-                              run_time interval, stderr text, stdout text, cancelled boolean)
-RETURNS text
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    held job_status;
-    outcome job_status;
-    error text;
-BEGIN
-    IF NOT run_time BETWEEN interval '0' AND interval '100 years' THEN
-        PERFORM _invalid(format('run_time must be from 0 to 100 years, not %s', run_time),
-                         'The time the job''s process ran, as the agent measured it.');
-    END IF;
-    SELECT h.status INTO held FROM _batch_held(caller_role, ARRAY[job], ARRAY[token]) h;
-    IF NOT FOUND THEN
-        RETURN 'lost';
-    ELSIF held IS NULL THEN
-        PERFORM _batch_busy(job);
-    END IF;
-    outcome := CASE WHEN coalesce(cancelled, false) THEN 'aborted'
-                    WHEN exit_code = 0 THEN 'completed' ELSE 'failed' END;
-    -- The agent's report replaces a cancel's mark: a job that ran to its end despite a cancel
-    -- ended as it ended.
-    IF held = 'aborted' AND outcome <> 'aborted' THEN
-        UPDATE jobs j SET status = 'started' WHERE j.id = job;
-    END IF;
-    IF outcome = 'failed' THEN
-        error := coalesce(nullif(right(btrim(stderr, E' \n\t'), 2000), ''),
-                          CASE WHEN exit_code IS NULL THEN 'killed by a signal'
-                               ELSE format('exit code %s', exit_code) END);
-    END IF;
-    PERFORM _finish(ARRAY[job], ARRAY[token], '{started,aborted}', outcome::text, NULL,
-                    ARRAY[jsonb_build_object('exit_code', exit_code, 'run_time', run_time,
-                                             'stderr', right(stderr, 8192), 'stdout', right(stdout, 8192))],
-                    ARRAY[error]);
-    IF outcome = 'completed' THEN
-        PERFORM _batch_release(ARRAY[job]);
-    END IF;
-    RETURN _batch_status(outcome::text, true, false, false);
-END
-$$;
 
 CREATE FUNCTION batch_finish(id bigint, token uuid, exit_code integer, run_time interval,
                              stderr text DEFAULT NULL, stdout text DEFAULT NULL,
@@ -1464,34 +1262,6 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'batch_finish';
 COMMENT ON FUNCTION batch_finish IS
     'Reports how a batch job''s process ended: exit code 0 is COMPLETED, any other (or null, a '
     'signal) ERROR, cancelled CANCEL. Returns the status, or lost if the token no longer holds the job.';
-
-CREATE FUNCTION _batch_hand_back(caller_role oid, ids bigint[], tokens uuid[]) RETURNS integer
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    back bigint[];
-    cancelled bigint[];
-BEGIN
-    IF cardinality(ids) IS DISTINCT FROM cardinality(tokens) THEN
-        PERFORM _invalid('ids and tokens must be arrays of one length');
-    END IF;
-    SELECT array_agg(h.id) FILTER (WHERE h.status = 'started'),
-           array_agg(h.id) FILTER (WHERE h.status = 'aborted')
-    INTO back, cancelled
-    FROM _batch_held(caller_role, ids, tokens) h;
-    -- A busy job is not handed back: its lease runs out instead.
-    UPDATE jobs j
-    SET status = 'created', lease_token = NULL, locked_until = NULL, attempt = j.attempt - 1,
-        run_at = statement_timestamp(), progress = NULL, last_update = statement_timestamp()
-    WHERE j.id = ANY (back);
-    PERFORM _batch_tally(back, 1);
-    PERFORM _batch_wake(back);
-    -- A cancelled job that is handed back has ended: as CANCEL.
-    PERFORM _finish(cancelled, NULL, '{aborted}', 'aborted', NULL) WHERE cancelled IS NOT NULL;
-    RETURN coalesce(cardinality(back), 0) + coalesce(cardinality(cancelled), 0);
-END
-$$;
 
 CREATE FUNCTION batch_hand_back(ids bigint[], tokens uuid[]) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_hand_back';

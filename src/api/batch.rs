@@ -29,39 +29,6 @@ owner_call!(
     "cancel_where"
 );
 owner_call!(batch_release, pg_finfo_batch_release, STATEMENTS, "release");
-owner_call!(
-    batch_register,
-    pg_finfo_batch_register,
-    STATEMENTS,
-    "register"
-);
-owner_call!(
-    batch_ready_signals,
-    pg_finfo_batch_ready_signals,
-    STATEMENTS,
-    "ready_signals"
-);
-owner_call!(
-    batch_cancel_signal,
-    pg_finfo_batch_cancel_signal,
-    STATEMENTS,
-    "cancel_signal"
-);
-owner_call!(batch_claim, pg_finfo_batch_claim, STATEMENTS, "claim");
-owner_call!(batch_started, pg_finfo_batch_started, STATEMENTS, "started");
-owner_call!(
-    batch_heartbeat,
-    pg_finfo_batch_heartbeat,
-    STATEMENTS,
-    "heartbeat"
-);
-owner_call!(batch_finish, pg_finfo_batch_finish, STATEMENTS, "finish");
-owner_call!(
-    batch_hand_back,
-    pg_finfo_batch_hand_back,
-    STATEMENTS,
-    "hand_back"
-);
 
 /// The status word of a batch job (see `pg_jobs_core::batch::status_word`).
 #[pg_extern(immutable, parallel_safe)]

@@ -132,3 +132,12 @@ pub(crate) fn quote_literal(text: &str) -> String {
 pub(crate) fn literal_or_null(text: Option<&str>) -> String {
     text.map_or_else(|| "null".into(), quote_literal)
 }
+
+pub(crate) fn array_length(datum: Datum) -> usize {
+    unsafe {
+        let array = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::ArrayType>();
+        // The dimensions follow the header (ARR_DIMS).
+        let dimensions = array.add(1).cast::<std::ffi::c_int>();
+        pg_sys::ArrayGetNItems((*array).ndim, dimensions) as usize
+    }
+}

@@ -2,6 +2,7 @@
 //! when its leases may run out (leases) and when it wakes workers (ready), SQL jobs, cron schedules, the compute tables, batch jobs, and routine schedules.
 
 pub mod batch;
+pub mod batch_agent;
 pub mod call;
 pub mod compute;
 pub mod datum;

@@ -13,7 +13,9 @@ use super::call::{
     argument, invalid, materialize, null, refuse, refuse_with_detail, required, return_row, value,
     Caller, Parameters, Planning, Rows, Section, Statement,
 };
-use super::datum::{array, elements, field, input, interval_span, interval_text, output, seconds};
+use super::datum::{
+    array, array_length, elements, field, input, interval_span, interval_text, output, seconds,
+};
 use super::metrics::{self, Counter};
 use super::services::Service;
 use super::{leases, ready};
@@ -885,15 +887,6 @@ fn check_report(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<i6
             "ids, tokens and results (or errors) must be arrays of one length",
             Some("Pass the i-th job's id, lease token and result at position i of each array."),
         ),
-    }
-}
-
-fn array_length(datum: Datum) -> usize {
-    unsafe {
-        let array = pg_sys::pg_detoast_datum(datum.cast_mut_ptr()).cast::<pg_sys::ArrayType>();
-        // The dimensions follow the header (ARR_DIMS).
-        let dimensions = array.add(1).cast::<std::ffi::c_int>();
-        pg_sys::ArrayGetNItems((*array).ndim, dimensions) as usize
     }
 }
 

@@ -1,0 +1,113 @@
+-- The statements of src/api/batch_agent.rs: the agent's side of batch jobs.
+
+-- name: agent_of
+SELECT c.agent FROM batch_computers c WHERE c.computer = $1;
+
+-- name: register
+-- Computer $1 for the agent identity $2, unless another agent registered it first.
+INSERT INTO batch_computers (computer, agent, capacity, info) VALUES ($1, $2, $3, coalesce($4, '{}'))
+ON CONFLICT ON CONSTRAINT batch_computers_pkey DO NOTHING;
+
+-- name: registered_again
+UPDATE batch_computers c SET capacity = $2, info = coalesce($3, '{}'), last_seen = now()
+WHERE c.computer = $1;
+
+-- name: ready_signals
+SELECT ARRAY[_ready_signal(_extension_claimant(), _batch_queue($1)),
+             _ready_signal(_extension_claimant(), _batch_queue('ANY'))];
+
+-- name: cancel_signal
+SELECT _batch_cancel_signal($1);
+
+-- name: seen
+UPDATE batch_computers c SET last_seen = now()
+WHERE c.computer = $1 AND c.last_seen < now() - interval '10 seconds';
+
+-- name: claim
+-- Up to $2 jobs for computer $1 or for ANY, leased for pg_jobs.batch_silence: their ids in order.
+SELECT array_agg(c.id ORDER BY c.ord)
+FROM _claim(_extension_claimant(), ARRAY[_batch_queue($1), _batch_queue('ANY')], $2, _batch_silence(), $1)
+     WITH ORDINALITY AS c(id, attempt, lease_token, task, payload, locked_until, ord);
+
+-- name: count_taken
+-- Taken: no longer waiting or due.
+SELECT _batch_tally($1, -1, true);
+
+-- name: claimed
+SELECT j.id, j.lease_token, j.attempt, j.task::text, j.payload ->> 'routine', j.payload ->> 'command',
+       _text_array(j.payload -> 'args'), j.payload ->> 'cwd', (j.payload ->> 'shell')::boolean,
+       j.payload -> 'env', _batch_silence(), j.owner::regrole::text
+FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, ord)
+JOIN jobs j ON j.id = t.id
+ORDER BY t.ord;
+
+-- name: held_one
+-- Job $2 with token $3 as role $1's computers hold it: its status, or busy (see _batch_held).
+SELECT h.status::text, h.busy FROM _batch_held($1, ARRAY[$2], ARRAY[$3]) h;
+
+-- name: started
+UPDATE jobs j
+SET progress = jsonb_build_object('token', $2, 'pid', $3, 'started_at', statement_timestamp(),
+                                  'changed', statement_timestamp()),
+    locked_until = statement_timestamp() + _batch_silence()
+WHERE j.id = $1
+RETURNING j.locked_until;
+
+-- name: heartbeat
+-- The leases of jobs $2 (tokens $3) of role $1's computers renewed, and the tails of their
+-- output ($4 stderr, $5 stdout; null: as they are) kept; one lease state per job. A busy job
+-- is held still; its lease is renewed by a later heartbeat.
+WITH held AS MATERIALIZED (SELECT * FROM _batch_held($1, $2, $3)),
+renewed AS (
+    UPDATE jobs j
+    SET locked_until = statement_timestamp() + _batch_silence(),
+        progress = CASE WHEN $4[h.ord] IS NULL AND $5[h.ord] IS NULL THEN j.progress
+                        ELSE coalesce(j.progress, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                            'stderr', right($4[h.ord], 8192), 'stdout', right($5[h.ord], 8192),
+                            'changed', statement_timestamp(),
+                            -- Which stream spoke last: a routine's last message is its last line.
+                            'stderr_at', CASE WHEN $4[h.ord] IS NOT NULL THEN statement_timestamp() END,
+                            'stdout_at', CASE WHEN $5[h.ord] IS NOT NULL THEN statement_timestamp() END)) END
+    FROM held h
+    WHERE j.id = h.id AND NOT h.busy
+    RETURNING j.id
+)
+SELECT g.id, CASE WHEN h.busy THEN 'held' ELSE _lease_state(h.status::text) END
+FROM unnest($2::bigint[]) WITH ORDINALITY AS g(id, ord) LEFT JOIN held h ON h.ord = g.ord
+ORDER BY g.ord;
+
+-- name: uncancel
+-- The agent's report replaces a cancel's mark: a job that ran to its end despite a cancel ended
+-- as it ended.
+UPDATE jobs j SET status = 'started' WHERE j.id = $1;
+
+-- name: finish
+-- Job $1 (token $2) ended as $3: exit code $4 after $5, the tails of its output $6 and $7, the
+-- error $8 if it failed.
+SELECT _finish(ARRAY[$1], ARRAY[$2], '{started,aborted}', $3, NULL,
+               ARRAY[jsonb_build_object('exit_code', $4, 'run_time', $5,
+                                        'stderr', right($6, 8192), 'stdout', right($7, 8192))],
+               ARRAY[$8]);
+
+-- name: release_dependents
+SELECT _batch_release(ARRAY[$1]);
+
+-- name: held
+-- The jobs $2 (tokens $3) role $1's computers hold: those running, and those cancelled.
+SELECT array_agg(h.id) FILTER (WHERE h.status = 'started'),
+       array_agg(h.id) FILTER (WHERE h.status = 'aborted')
+FROM _batch_held($1, $2, $3) h;
+
+-- name: hand_back
+-- Pending again, no attempt counted.
+UPDATE jobs j
+SET status = 'created', lease_token = NULL, locked_until = NULL, attempt = j.attempt - 1,
+    run_at = statement_timestamp(), progress = NULL, last_update = statement_timestamp()
+WHERE j.id = ANY ($1);
+
+-- name: count_handed_back
+SELECT _batch_tally($1, 1), _batch_wake($1);
+
+-- name: end_cancelled
+-- A cancelled job that is handed back has ended: as CANCEL.
+SELECT _finish($1, NULL, '{aborted}', 'aborted', NULL);
