@@ -805,184 +805,14 @@ BEGIN
 END
 $$;
 
--- Posting. (Run as the extension's owner by batch_post, src/api/batch.rs.)
-CREATE FUNCTION _batch_post(caller_role oid, command text, args text[], computer text,
+-- Posting (src/api/batch.rs): batch_post for the caller, and this for the routines' scheduler,
+-- which posts a routine's run for its schedule's owner and must not wait (nowait).
+CREATE FUNCTION _batch_post(owner oid, command text, args text[], computer text,
     kind text, routine text, cwd text, shell boolean, depends_on text[], run_at timestamptz,
     max_attempts integer, priority integer, revision jsonb, env jsonb, extra jsonb,
     nowait boolean DEFAULT false)
 RETURNS bigint
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    poster oid := _identity_of(caller_role);
-    given text;
-    dependency bigint;
-    dependencies bigint[] := '{}';
-    waiting_for bigint[] := '{}';
-    spec jsonb;
-    hash text;
-    replaced bigint;
-    job bigint;
-    turn bigint;
-    lock_wait text;
-BEGIN
-    IF kind IS NULL OR kind NOT IN ('batch', 'routine', 'kill') THEN
-        PERFORM _invalid(format('unknown job kind %s', coalesce(quote_literal(kind), 'null')),
-                         'A batch job''s kind is batch, routine or kill.');
-    END IF;
-    IF kind = 'kill' THEN
-        IF routine IS NULL OR routine = '' OR computer IS NULL OR computer = 'ANY' THEN
-            PERFORM _invalid('a kill job names the routine to end and its computer',
-                             'For example batch_post('''', kind => ''kill'', routine => ''reports'', computer => ''alpha'').');
-        END IF;
-        command := coalesce(command, '');
-    ELSIF command IS NULL OR btrim(command) = '' THEN
-        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'command must not be empty',
-            HINT = 'Name the program to run, for example batch_post(''backup'', ARRAY[''--full'']).';
-    END IF;
-    IF args IS NULL OR array_position(args, NULL) IS NOT NULL THEN
-        PERFORM _invalid('args must be an array of text without nulls', 'Pass ''{}'' for no arguments.');
-    END IF;
-    IF env IS NULL OR jsonb_typeof(env) <> 'object'
-       OR EXISTS (SELECT FROM jsonb_each(env) e WHERE jsonb_typeof(e.value) <> 'string') THEN
-        PERFORM _invalid('env must be an object of strings', 'For example ''{"LANG": "C.UTF-8"}''.');
-    END IF;
-    IF computer IS NULL THEN
-        PERFORM _null_argument('computer');
-    END IF;
-    IF computer <> 'ANY' AND NOT EXISTS (SELECT FROM batch_computers c WHERE c.computer = _batch_post.computer) THEN
-        RAISE EXCEPTION USING ERRCODE = 'undefined_object', MESSAGE = format('unknown computer "%s"', computer),
-            HINT = 'A computer is known once its agent has registered; see pgjobs.batch_computer_list, or post for ANY.';
-    END IF;
-
-    -- Dependencies: ids, or command hashes (the latest job with that hash). Live ones are
-    -- locked (FOR KEY SHARE: the lock a finish's DELETE waits for, and a heartbeat's update does
-    -- not): one finishing now waits for this post to commit and then releases this job, or has
-    -- finished before the lock and is read from job_history by the next statement.
-    FOREACH given IN ARRAY coalesce(depends_on, '{}') LOOP
-        IF given ~ '^[0-9]{1,18}$' THEN
-            dependency := given::bigint;
-        ELSIF given ~ '^[0-9a-f]{64}$' THEN
-            SELECT x.id INTO dependency FROM (
-                SELECT j.id FROM jobs j WHERE j.owner = poster AND j.idempotency_key = given
-                UNION ALL
-                SELECT h.id FROM job_history h WHERE h.owner = poster AND h.idempotency_key = given
-            ) x ORDER BY x.id DESC LIMIT 1;
-            IF NOT FOUND THEN
-                RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation',
-                    MESSAGE = format('no job of yours has the command hash %s', given);
-            END IF;
-        ELSE
-            PERFORM _invalid(format('malformed dependency %s', coalesce(quote_literal(given), 'null')),
-                             'A dependency is a job id or a command hash (64 lowercase hexadecimal digits).');
-        END IF;
-        dependencies := dependencies || dependency;
-    END LOOP;
-    IF dependencies <> '{}' THEN
-        PERFORM 1 FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
-        ORDER BY j.id FOR KEY SHARE OF j;
-        SELECT array_agg(x.id) INTO waiting_for FROM (
-            SELECT j.id FROM jobs j WHERE j.id = ANY (dependencies) AND j.owner = poster
-            UNION ALL
-            -- Failed or cancelled: a wait on a finished job is what blocks.
-            SELECT h.id FROM job_history h
-            WHERE h.id = ANY (dependencies) AND h.owner = poster AND h.status <> 'completed') x;
-        SELECT d INTO dependency FROM unnest(dependencies) d
-        WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.id = d AND j.owner = poster)
-          AND NOT EXISTS (SELECT FROM job_history h WHERE h.id = d AND h.owner = poster)
-        LIMIT 1;
-        IF FOUND THEN
-            RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation',
-                MESSAGE = format('job %s is not one of your jobs', dependency),
-                HINT = 'A batch job can depend only on jobs of its own owner.';
-        END IF;
-    END IF;
-
-    spec := jsonb_build_object('kind', kind, 'computer', computer, 'routine', routine,
-                               'command', command, 'args', to_jsonb(args), 'cwd', cwd,
-                               'shell', coalesce(shell, false), 'env', env);
-    hash := encode(sha256(convert_to(spec::text, 'UTF8')), 'hex');
-
-    -- Posts of one command take turns on the row of its waiting job, locked before anything about
-    -- it is read, as the replace's update would lock it: what it counted in batch_tally is
-    -- subtracted, and what it counts once posted added. A post that sees no such job adds one
-    -- with rule skip: if a post of the same command made one meanwhile, the key's unique index
-    -- has this post wait for that post's transaction (the same identity's), and gives it that
-    -- job, which it then locks and replaces here. No lock per command is held to the end of the
-    -- transaction: one transaction posting 14,000 commands filled the server's lock table.
-    --
-    -- Every post holds, shared, one of 16 advisory locks of its poster (by the first digit of the
-    -- hash; so at most 16 per transaction, and posts never wait for each other there). nowait is
-    -- the scheduler posting a routine's run, which must not wait for a transaction of the
-    -- routine's owner that posts the same command: it tries the lock alone for an instant, and a
-    -- poster's open transaction in that sixteenth makes it fail with 55P03 (tried again at the
-    -- next round; only that owner's commands are passed over); so does the job's row held.
-    turn := _lock_key('batch_post', poster::text || '/' || left(hash, 1));
-    IF nowait THEN
-        IF NOT pg_try_advisory_lock(turn) THEN
-            RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
-                MESSAGE = format('a transaction of %s is posting batch jobs', poster::regrole),
-                HINT = 'Posted again once it has ended.';
-        END IF;
-        PERFORM pg_advisory_unlock(turn);
-        -- A post that begins in between would still be waited for: not long.
-        lock_wait := current_setting('lock_timeout');
-        PERFORM set_config('lock_timeout', '1ms', true);
-    END IF;
-    PERFORM pg_advisory_xact_lock_shared(turn);
-    LOOP
-        IF nowait THEN
-            SELECT j.id INTO replaced FROM jobs j
-            WHERE j.owner = poster AND j.idempotency_key = hash AND j.status = 'created'
-            FOR NO KEY UPDATE OF j NOWAIT;
-        ELSE
-            SELECT j.id INTO replaced FROM jobs j
-            WHERE j.owner = poster AND j.idempotency_key = hash AND j.status = 'created'
-            FOR NO KEY UPDATE OF j;
-        END IF;
-        IF replaced IS NOT NULL THEN
-            PERFORM _batch_tally(ARRAY[replaced], -1);
-            -- It must not come to wait for itself.
-            PERFORM _batch_check_cycle(replaced, waiting_for);
-        END IF;
-        SELECT a INTO job FROM _add(ARRAY[ROW(
-            kind, spec || jsonb_build_object('revision', revision, 'extra', coalesce(extra, '{}'),
-                                            'depends_on', to_jsonb(dependencies), 'run_at', run_at),
-            _batch_queue(computer), coalesce(priority, 0), run_at, coalesce(max_attempts, 1), NULL, NULL,
-            _batch_silence(), hash, CASE WHEN replaced IS NULL THEN 'skip' ELSE 'replace' END)::job_spec],
-            poster, true, false) a;
-        IF replaced IS NULL AND job = currval('jobs_id_seq'::regclass) THEN
-            -- A new job (its id the one _add drew for it; a key taken gives the holder's, drawn
-            -- earlier). Added with rule skip, its key must still be freed when it finishes.
-            UPDATE jobs j SET key_rule = 'replace' WHERE j.id = job;
-            EXIT;
-        END IF;
-        -- Done too: replaced, or this command's job is taken by an agent (it stays as it is).
-        EXIT WHEN replaced IS NOT NULL OR NOT EXISTS (SELECT FROM jobs j WHERE j.id = job AND j.status = 'created');
-        -- A waiting job of this command was added, and committed, while this post waited for
-        -- its key: once more, to lock and replace it, seen now in the statement's new snapshot.
-        -- (Where the snapshot is the transaction's, repeatable read, the key's insert refuses
-        -- with 40001 instead.)
-    END LOOP;
-    IF nowait THEN
-        PERFORM set_config('lock_timeout', lock_wait, true);
-    END IF;
-
-    -- A new job, or the waiting one it replaced, waits for its unfinished dependencies; a job
-    -- already taken by an agent keeps its own.
-    IF EXISTS (SELECT FROM jobs j WHERE j.id = job AND j.status = 'created') THEN
-        DELETE FROM batch_waits b WHERE b.job_id = job;
-        IF cardinality(waiting_for) > 0 THEN
-            INSERT INTO batch_waits (on_job, job_id, owner)
-            SELECT DISTINCT d, job, poster FROM unnest(waiting_for) d;
-            UPDATE jobs j SET run_at = 'infinity' WHERE j.id = job;
-        END IF;
-    END IF;
-    PERFORM _batch_tally(ARRAY[job], 1);
-    RETURN job;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', '_batch_post';
 
 CREATE FUNCTION batch_post(
     command text,
@@ -1056,82 +886,11 @@ BEGIN
 END
 $$;
 
--- The owner whose batch jobs a caller acts on: its identity, or null (any) for a superuser.
-CREATE FUNCTION _acting_for(caller_role oid) RETURNS oid
-LANGUAGE sql STABLE
-RETURN CASE WHEN _is_admin(caller_role) THEN NULL ELSE _identity_of(caller_role) END;
-
--- Cancel. A waiting job ends as CANCEL at once; a running one is marked, its agent told
--- (NOTIFY pgjobs_batch_cancel, and its next heartbeat), and the agent's report replaces the mark.
-CREATE FUNCTION _batch_cancel(caller_role oid, ids bigint[])
-RETURNS TABLE (id bigint, status text)
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    acting_for oid := _acting_for(caller_role);
-    missing bigint;
-    job bigint;
-    after job_status;
-BEGIN
-    IF ids IS NULL THEN
-        PERFORM _null_argument('ids');
-    END IF;
-    SELECT i INTO missing FROM unnest(ids) i
-    WHERE NOT EXISTS (SELECT FROM jobs j WHERE j.id = i AND _is_batch_queue(j.queue)
-                                           AND j.owner = coalesce(acting_for, j.owner))
-      AND NOT EXISTS (SELECT FROM job_history h WHERE h.id = i AND _is_batch_queue(h.queue)
-                                                  AND h.owner = coalesce(acting_for, h.owner))
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'no_data_found',
-            MESSAGE = format('batch job %s does not exist', coalesce(missing::text, 'null')),
-            HINT = 'Nothing was cancelled. Cancel only your own batch jobs, as batch_jobs lists them.';
-    END IF;
-    FOR job IN SELECT DISTINCT i FROM unnest(ids) i ORDER BY 1 LOOP
-        after := jobs_abort(job);
-        id := job;
-        -- Which job is not said: anyone may LISTEN. The agent of that computer asks about its
-        -- jobs with a heartbeat when its signal comes.
-        PERFORM pg_notify('pgjobs_batch_cancel', _batch_cancel_signal(j.locked_by))
-        FROM jobs j WHERE j.id = job AND after = 'aborted';
-        DELETE FROM batch_waits b WHERE b.job_id = job AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = job);
-        SELECT b.status INTO status FROM batch_jobs b WHERE b.id = job;
-        RETURN NEXT;
-    END LOOP;
-END
-$$;
-
 CREATE FUNCTION batch_cancel(ids bigint[]) RETURNS TABLE (id bigint, status text)
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_cancel';
 COMMENT ON FUNCTION batch_cancel IS
     'Cancels the caller''s batch jobs: a waiting one is no longer handed out (CANCEL); a running '
     'one is marked CANCEL and its agent ends it. Returns each job''s status afterwards.';
-
-CREATE FUNCTION _batch_cancel_where(caller_role oid, month date, statuses text[], search text,
-                                    by text, group_key text)
-RETURNS TABLE (id bigint, status text)
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    acting_for oid := _acting_for(caller_role);
-    chosen bigint[];
-BEGIN
-    PERFORM _finite_date(month, 'month');
-    PERFORM _batch_check_reading(coalesce(by, 'time'), statuses, 0, 0);
-    IF (by IS NULL) <> (group_key IS NULL) THEN
-        PERFORM _invalid('by and group_key go together', 'Name both to cancel one group, or neither.');
-    END IF;
-    SELECT array_agg(b.id ORDER BY b.id) INTO chosen
-    FROM _batch_selection(month, statuses, search) b
-    WHERE b.ended_at IS NULL AND b.status <> 'CANCEL'
-      AND b.owner::oid = coalesce(acting_for, b.owner::oid)
-      AND (by IS NULL
-           OR _batch_group_key(by, b.due_at, b.routine, b.command, b.status, b.target, b.computer) = group_key);
-    RETURN QUERY SELECT * FROM _batch_cancel(caller_role, coalesce(chosen, '{}'));
-END
-$$;
 
 CREATE FUNCTION batch_cancel_where(month date DEFAULT NULL, statuses text[] DEFAULT NULL,
                                    search text DEFAULT NULL, by text DEFAULT NULL,
@@ -1141,29 +900,6 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'batch_cancel_where';
 COMMENT ON FUNCTION batch_cancel_where IS
     'Cancels the caller''s active batch jobs that batch_find (or, with by and group_key, one group '
     'of batch_groups) selects, read or not.';
-
--- Release: a blocked (or waiting) job of the caller stops waiting for its dependencies.
-CREATE FUNCTION _batch_release_job(caller_role oid, job bigint) RETURNS text
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    acting_for oid := _acting_for(caller_role);
-BEGIN
-    PERFORM 1 FROM jobs j
-    WHERE j.id = job AND _is_batch_queue(j.queue) AND j.status = 'created'
-      AND j.owner = coalesce(acting_for, j.owner)
-      AND EXISTS (SELECT FROM batch_waits b WHERE b.job_id = j.id)
-    FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'no_data_found',
-            MESSAGE = format('batch job %s is not waiting for dependencies', coalesce(job::text, 'null')),
-            HINT = 'Only a waiting or blocked batch job of your own can be released.';
-    END IF;
-    PERFORM _batch_make_due(ARRAY[job]);
-    RETURN (SELECT b.status FROM batch_jobs b WHERE b.id = job);
-END
-$$;
 
 CREATE FUNCTION batch_release(id bigint) RETURNS text
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_release';

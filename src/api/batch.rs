@@ -1,15 +1,73 @@
-//! Batch jobs (`sql/085_batch.sql`): the public functions of posters and agents, and the status
-//! words (`pg_jobs_core::batch`) and the masked secrets (`pg_jobs_core::mask`) their views show.
+//! Batch jobs (`sql/085_batch.sql`): the poster's side (post, cancel, release; statements in
+//! `batch.sql`), the counts' service, and the status words (`pg_jobs_core::batch`) and the
+//! masked secrets (`pg_jobs_core::mask`) their views show. The agent's side is batch_agent.rs.
 
+use pgrx::pg_sys::{
+    self, Datum, Oid, BOOLOID, DATEOID, INT8ARRAYOID, INT8OID, JSONBOID, OIDOID, TEXTARRAYOID,
+    TEXTOID, TIMESTAMPTZOID,
+};
 use pgrx::prelude::*;
+use pgrx::{FromDatum, IntoDatum, JsonB};
 
-use super::call::Statement;
+use super::call::{
+    argument, invalid, materialize, refuse, required, return_row, Section, Statement,
+};
+use super::datum::{array, elements, literal_or_null, seconds};
+use super::identity::{_identity_of, _is_admin};
+use super::queue::{add, check_all, Field, Spec};
 use super::services::{no_wish, Service};
-use crate::{gucs, named_statements, owner_call};
+use crate::{entry, gucs, named_statements};
 
 named_statements!(include_str!("batch.sql"));
 
 static FOLD_COUNTS: Statement = statement("fold_counts", &[]);
+static MISSING: Statement = statement("missing", &[INT8ARRAYOID, OIDOID]);
+static ABORT: Statement = statement("abort", &[INT8OID]);
+static TELL_AGENT: Statement = statement("tell_agent", &[INT8OID]);
+static FORGET_WAITS: Statement = statement("forget_waits", &[INT8OID]);
+static STATUS: Statement = statement("status", &[INT8OID]);
+static CHECK_SELECTION: Statement = statement("check_selection", &[DATEOID, TEXTOID, TEXTARRAYOID]);
+static SELECTED: Statement = statement(
+    "selected",
+    &[DATEOID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, OIDOID],
+);
+static LOCK_WAITING: Statement = statement("lock_waiting", &[INT8OID, OIDOID]);
+static MAKE_DUE: Statement = statement("make_due", &[INT8OID]);
+static COMPUTER_KNOWN: Statement = statement("computer_known", &[TEXTOID]);
+static JOB_OF_HASH: Statement = statement("job_of_hash", &[OIDOID, TEXTOID]);
+static LOCK_DEPENDENCIES: Statement = statement("lock_dependencies", &[INT8ARRAYOID, OIDOID]);
+static WAITING_FOR: Statement = statement("waiting_for", &[INT8ARRAYOID, OIDOID]);
+static SPEC: Statement = statement(
+    "spec",
+    &[
+        TEXTOID,
+        TEXTOID,
+        TEXTOID,
+        TEXTOID,
+        TEXTARRAYOID,
+        TEXTOID,
+        BOOLOID,
+        JSONBOID,
+        OIDOID,
+        JSONBOID,
+        JSONBOID,
+        INT8ARRAYOID,
+        TIMESTAMPTZOID,
+    ],
+);
+static TRY_TURN: Statement = statement("try_turn", &[INT8OID]);
+static SHORTEN_LOCK_WAITS: Statement = statement("shorten_lock_waits", &[]);
+static RESTORE_LOCK_WAITS: Statement = statement("restore_lock_waits", &[TEXTOID]);
+static TAKE_TURN: Statement = statement("take_turn", &[INT8OID]);
+static WAITING_JOB: Statement = statement("waiting_job", &[OIDOID, TEXTOID]);
+static WAITING_JOB_NOWAIT: Statement = statement("waiting_job_nowait", &[OIDOID, TEXTOID]);
+static UNCOUNT: Statement = statement("uncount", &[INT8OID]);
+static CHECK_CYCLE: Statement = statement("check_cycle", &[INT8OID, INT8ARRAYOID]);
+static MADE_NOW: Statement = statement("made_now", &[INT8OID]);
+static STILL_WAITING: Statement = statement("still_waiting", &[INT8OID]);
+static CLEAR_WAITS: Statement = statement("clear_waits", &[INT8OID]);
+static ADD_WAITS: Statement = statement("add_waits", &[INT8OID, OIDOID, INT8ARRAYOID]);
+static COUNT_POSTED: Statement = statement("count_posted", &[INT8OID]);
 
 /// The batch store's counts: the deltas of each key folded into one row (`_batch_tally_fold`).
 pub(crate) static COUNTS: Service = Service {
@@ -20,15 +78,458 @@ pub(crate) static COUNTS: Service = Service {
     next: no_wish,
 };
 
-owner_call!(batch_post, pg_finfo_batch_post, STATEMENTS, "post");
-owner_call!(batch_cancel, pg_finfo_batch_cancel, STATEMENTS, "cancel");
-owner_call!(
-    batch_cancel_where,
-    pg_finfo_batch_cancel_where,
-    STATEMENTS,
-    "cancel_where"
-);
-owner_call!(batch_release, pg_finfo_batch_release, STATEMENTS, "release");
+/// A post's arguments, as batch_post takes them (from argument `first` of a call).
+struct Post {
+    command: Option<Datum>,
+    args: Option<Datum>,
+    computer: Option<Datum>,
+    kind: Option<Datum>,
+    routine: Option<Datum>,
+    cwd: Option<Datum>,
+    shell: Option<Datum>,
+    depends_on: Option<Datum>,
+    run_at: Option<Datum>,
+    max_attempts: Option<Datum>,
+    priority: Option<Datum>,
+    revision: Option<Datum>,
+    env: Option<Datum>,
+    extra: Option<Datum>,
+}
+
+impl Post {
+    fn of_call(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Self {
+        let given = |n| argument(fcinfo, first + n);
+        Post {
+            command: given(0),
+            args: given(1),
+            computer: given(2),
+            kind: given(3),
+            routine: given(4),
+            cwd: given(5),
+            shell: given(6),
+            depends_on: given(7),
+            run_at: given(8),
+            max_attempts: given(9),
+            priority: given(10),
+            revision: given(11),
+            env: given(12),
+            extra: given(13),
+        }
+    }
+}
+
+fn text(datum: Option<Datum>) -> Option<String> {
+    datum.and_then(|d| unsafe { String::from_datum(d, false) })
+}
+
+/// Refuses a post's bad arguments, with nothing written.
+fn check_post(post: &Post) -> (String, String) {
+    let kind = text(post.kind);
+    if !matches!(kind.as_deref(), Some("batch" | "routine" | "kill")) {
+        invalid(
+            format!("unknown job kind {}", literal_or_null(kind.as_deref())),
+            Some("A batch job's kind is batch, routine or kill."),
+        );
+    }
+    let kind = kind.expect("checked");
+    let computer = text(post.computer);
+    if kind == "kill" {
+        let routine = text(post.routine);
+        if routine.as_deref().is_none_or(str::is_empty)
+            || computer.as_deref().is_none_or(|c| c == "ANY")
+        {
+            invalid(
+                "a kill job names the routine to end and its computer",
+                Some("For example batch_post('', kind => 'kill', routine => 'reports', computer => 'alpha')."),
+            );
+        }
+    } else if text(post.command).is_none_or(|c| c.trim_matches(' ').is_empty()) {
+        invalid(
+            "command must not be empty",
+            Some("Name the program to run, for example batch_post('backup', ARRAY['--full'])."),
+        );
+    }
+    if post
+        .args
+        .is_none_or(|args| elements(args).iter().any(Option::is_none))
+    {
+        invalid(
+            "args must be an array of text without nulls",
+            Some("Pass '{}' for no arguments."),
+        );
+    }
+    let env = post
+        .env
+        .and_then(|env| unsafe { JsonB::from_datum(env, false) })
+        .map(|env| env.0);
+    if !env
+        .as_ref()
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|env| env.values().all(serde_json::Value::is_string))
+    {
+        invalid(
+            "env must be an object of strings",
+            Some(r#"For example '{"LANG": "C.UTF-8"}'."#),
+        );
+    }
+    let Some(computer) = computer else {
+        required("computer")
+    };
+    (kind, computer)
+}
+
+/// The ids of a post's dependencies: job ids, or command hashes (the latest job with that hash).
+fn dependencies(section: &Section, poster: Oid, given: Option<Datum>) -> Vec<i64> {
+    let given: Vec<Option<String>> = given.map_or_else(Vec::new, |given| {
+        elements(given).into_iter().map(|d| text(d)).collect()
+    });
+    given
+        .into_iter()
+        .map(|given| match given {
+            Some(id) if (1..=18).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_digit()) => {
+                id.parse().expect("digits")
+            }
+            Some(hash)
+                if hash.len() == 64
+                    && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) =>
+            {
+                section
+                    .run(
+                        &JOB_OF_HASH,
+                        &[Some(Datum::from(poster)), hash.as_str().into_datum()],
+                    )
+                    .get::<i64>(0, 0)
+                    .unwrap_or_else(|| {
+                        refuse(
+                            PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION,
+                            format!("no job of yours has the command hash {hash}"),
+                            None,
+                        )
+                    })
+            }
+            other => invalid(
+                format!("malformed dependency {}", literal_or_null(other.as_deref())),
+                Some(
+                    "A dependency is a job id or a command hash (64 lowercase hexadecimal digits).",
+                ),
+            ),
+        })
+        .collect()
+}
+
+fn ids(values: &[i64]) -> Datum {
+    array(
+        INT8OID,
+        &values
+            .iter()
+            .map(|&id| Some(Datum::from(id)))
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Posts a command for `poster`; returns the job's id. Posting a command again while its job
+/// still waits replaces that job (same id).
+///
+/// Posts of one command take turns on the row of its waiting job, locked before anything about
+/// it is read, as the replace's update would lock it: what it counted in batch_tally is
+/// subtracted, and what it counts once posted added. A post that sees no such job adds one with
+/// rule skip: if a post of the same command made one meanwhile, the key's unique index has this
+/// post wait for that post's transaction (the same identity's), and gives it that job, which it
+/// then locks and replaces here. No lock per command is held to the end of the transaction: one
+/// transaction posting 14,000 commands filled the server's lock table.
+///
+/// Every post holds, shared, one of 16 advisory locks of its poster (by the first digit of the
+/// hash; so at most 16 per transaction, and posts never wait for each other there). `nowait` is
+/// the scheduler posting a routine's run, which must not wait for a transaction of the routine's
+/// owner that posts the same command: it tries the lock alone for an instant, and a poster's
+/// open transaction in that sixteenth makes it fail with 55P03 (tried again at the next round;
+/// only that owner's commands are passed over); so does the job's row held.
+fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
+    let (kind, computer) = check_post(post);
+    if computer != "ANY"
+        && section
+            .run(&COMPUTER_KNOWN, &[post.computer])
+            .get::<bool>(0, 0)
+            != Some(true)
+    {
+        refuse(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("unknown computer \"{computer}\""),
+            Some("A computer is known once its agent has registered; see pgjobs.batch_computer_list, or post for ANY."),
+        );
+    }
+    let poster_datum = Some(Datum::from(poster));
+    let dependencies = dependencies(section, poster, post.depends_on);
+    let mut waiting_for = Vec::new();
+    if !dependencies.is_empty() {
+        section.run(
+            &LOCK_DEPENDENCIES,
+            &[Some(ids(&dependencies)), poster_datum],
+        );
+        let found = section.run(&WAITING_FOR, &[Some(ids(&dependencies)), poster_datum]);
+        waiting_for = found.get::<Vec<i64>>(0, 0).unwrap_or_default();
+        if let Some(stranger) = found.get::<i64>(0, 1) {
+            refuse(
+                PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION,
+                format!("job {stranger} is not one of your jobs"),
+                Some("A batch job can depend only on jobs of its own owner."),
+            );
+        }
+    }
+    let command = if kind == "kill" {
+        text(post.command).unwrap_or_default().as_str().into_datum()
+    } else {
+        post.command
+    };
+    let spec = section.run(
+        &SPEC,
+        &[
+            post.kind,
+            post.computer,
+            post.routine,
+            command,
+            post.args,
+            post.cwd,
+            post.shell,
+            post.env,
+            poster_datum,
+            post.revision,
+            post.extra,
+            Some(ids(&dependencies)),
+            post.run_at,
+        ],
+    );
+    let hash = spec.datum(0, 1).expect("a hash");
+    let turn = spec.datum(0, 2);
+    let payload = spec.datum(0, 3);
+    let mut lock_wait = None;
+    if nowait {
+        if section.run(&TRY_TURN, &[turn]).get::<bool>(0, 0) != Some(true) {
+            refuse(
+                PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+                format!(
+                    "a transaction of {} is posting batch jobs",
+                    super::datum::output(Datum::from(poster), pg_sys::REGROLEOID)
+                ),
+                Some("Posted again once it has ended."),
+            );
+        }
+        // A post that begins in between would still be waited for: not long.
+        lock_wait = section.run(&SHORTEN_LOCK_WAITS, &[]).datum(0, 0);
+    }
+    section.run(&TAKE_TURN, &[turn]);
+    let mut job_spec = Spec::empty();
+    job_spec.set(Field::Task, post.kind);
+    job_spec.set(Field::Payload, payload);
+    job_spec.set(
+        Field::Queue,
+        format!("pg_jobs.batch:{computer}").into_datum(),
+    );
+    job_spec.set(Field::Priority, post.priority.or(Some(Datum::from(0i32))));
+    job_spec.set(Field::RunAt, post.run_at);
+    job_spec.set(
+        Field::MaxAttempts,
+        post.max_attempts.or(Some(Datum::from(1i32))),
+    );
+    job_spec.set(Field::Lease, Some(seconds(gucs::BATCH_SILENCE.get())));
+    job_spec.set(Field::Key, Some(hash));
+    let job = loop {
+        let waiting = if nowait {
+            &WAITING_JOB_NOWAIT
+        } else {
+            &WAITING_JOB
+        };
+        let replaced = section
+            .run(waiting, &[poster_datum, Some(hash)])
+            .datum(0, 0);
+        if let Some(replaced) = replaced {
+            section.run(&UNCOUNT, &[Some(replaced)]);
+            // It must not come to wait for itself.
+            section.run(&CHECK_CYCLE, &[Some(replaced), Some(ids(&waiting_for))]);
+        }
+        let rule = if replaced.is_some() {
+            "replace"
+        } else {
+            "skip"
+        };
+        job_spec.set(Field::OnConflict, rule.into_datum());
+        check_all(&[job_spec], true, false);
+        let job = add(section, poster, &[job_spec])[0];
+        if replaced.is_none() && section.run(&MADE_NOW, &[Some(Datum::from(job))]).len() > 0 {
+            break job;
+        }
+        // Done too: replaced, or this command's job is taken by an agent (it stays as it is).
+        let waiting = section.run(&STILL_WAITING, &[Some(Datum::from(job))]);
+        if replaced.is_some() || waiting.get::<bool>(0, 0) != Some(true) {
+            break job;
+        }
+        // A waiting job of this command was added, and committed, while this post waited for
+        // its key: once more, to lock and replace it, seen now in the statement's new snapshot.
+        // (Where the snapshot is the transaction's, repeatable read, the key's insert refuses
+        // with 40001 instead.)
+    };
+    if let Some(lock_wait) = lock_wait {
+        section.run(&RESTORE_LOCK_WAITS, &[Some(lock_wait)]);
+    }
+    // A new job, or the waiting one it replaced, waits for its unfinished dependencies; a job
+    // already taken by an agent keeps its own.
+    let job_datum = Some(Datum::from(job));
+    if section.run(&STILL_WAITING, &[job_datum]).get::<bool>(0, 0) == Some(true) {
+        section.run(&CLEAR_WAITS, &[job_datum]);
+        if !waiting_for.is_empty() {
+            section.run(
+                &ADD_WAITS,
+                &[job_datum, poster_datum, Some(ids(&waiting_for))],
+            );
+        }
+    }
+    section.run(&COUNT_POSTED, &[job_datum]);
+    job
+}
+
+entry!(batch_post, pg_finfo_batch_post, |fcinfo| {
+    let poster = _identity_of(pg_sys::GetUserId());
+    let section = Section::as_owner(fcinfo);
+    Datum::from(post(&section, poster, &Post::of_call(fcinfo, 0), false))
+});
+
+// The routines' scheduler posting a run for a schedule's owner (sql/087_routines.sql,
+// _routine_post): _batch_post(owner, the arguments of batch_post, nowait).
+entry!(_batch_post, pg_finfo__batch_post, |fcinfo| {
+    let owner = super::call::value::<Oid>(fcinfo, 0).unwrap_or_else(|| required("owner"));
+    let nowait = super::call::value::<bool>(fcinfo, 15).unwrap_or(false);
+    let section = Section::as_current_user();
+    Datum::from(post(
+        &section,
+        _identity_of(owner),
+        &Post::of_call(fcinfo, 1),
+        nowait,
+    ))
+});
+
+/// The owner whose batch jobs a caller acts on: its identity, or None (any) for a superuser.
+fn acting_for(role: Oid) -> Option<Datum> {
+    (!_is_admin(role)).then(|| Datum::from(_identity_of(role)))
+}
+
+/// Cancels batch jobs of the owner `acting_for` (any, when None): a waiting job ends as CANCEL at
+/// once; a running one is marked, its agent told (NOTIFY pgjobs_batch_cancel, and its next
+/// heartbeat), and the agent's report replaces the mark. Returns each job's status afterwards.
+fn cancel(
+    fcinfo: pg_sys::FunctionCallInfo,
+    section: &Section,
+    acting_for: Option<Datum>,
+    ids: Datum,
+) {
+    let missing = section.run(&MISSING, &[Some(ids), acting_for]);
+    if missing.len() > 0 {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!(
+                "batch job {} does not exist",
+                missing
+                    .get::<i64>(0, 0)
+                    .map_or("null".into(), |id| id.to_string())
+            ),
+            Some(
+                "Nothing was cancelled. Cancel only your own batch jobs, as batch_jobs lists them.",
+            ),
+        );
+    }
+    let mut jobs: Vec<i64> = elements(ids)
+        .into_iter()
+        .flatten()
+        .map(|id| id.value() as i64)
+        .collect();
+    jobs.sort_unstable();
+    jobs.dedup();
+    for job in jobs {
+        let job_datum = Some(Datum::from(job));
+        let after = section.run(&ABORT, &[job_datum]).get::<String>(0, 0);
+        if after.as_deref() == Some("aborted") {
+            section.run(&TELL_AGENT, &[job_datum]);
+        }
+        section.run(&FORGET_WAITS, &[job_datum]);
+        let status = section.run(&STATUS, &[job_datum]).datum(0, 0);
+        return_row(
+            fcinfo,
+            &mut [Datum::from(job), status.unwrap_or(Datum::from(0))],
+            &mut [false, status.is_none()],
+        );
+    }
+}
+
+entry!(batch_cancel, pg_finfo_batch_cancel, |fcinfo| {
+    let role = pg_sys::GetUserId();
+    let ids = argument(fcinfo, 0).unwrap_or_else(|| required("ids"));
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    cancel(fcinfo, &section, acting_for(role), ids);
+    Datum::from(0)
+});
+
+// batch_cancel_where(month, statuses, search, by, group_key): the caller's active batch jobs that
+// batch_find (or, with by and group_key, one group of batch_groups) selects.
+entry!(batch_cancel_where, pg_finfo_batch_cancel_where, |fcinfo| {
+    let role = pg_sys::GetUserId();
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    section.run(
+        &CHECK_SELECTION,
+        &[
+            argument(fcinfo, 0),
+            argument(fcinfo, 3),
+            argument(fcinfo, 1),
+        ],
+    );
+    if argument(fcinfo, 3).is_none() != argument(fcinfo, 4).is_none() {
+        invalid(
+            "by and group_key go together",
+            Some("Name both to cancel one group, or neither."),
+        );
+    }
+    let acting_for = acting_for(role);
+    let chosen = section
+        .run(
+            &SELECTED,
+            &[
+                argument(fcinfo, 0),
+                argument(fcinfo, 1),
+                argument(fcinfo, 2),
+                argument(fcinfo, 3),
+                argument(fcinfo, 4),
+                acting_for,
+            ],
+        )
+        .datum(0, 0)
+        .unwrap_or_else(|| array(INT8OID, &[]));
+    cancel(fcinfo, &section, acting_for, chosen);
+    Datum::from(0)
+});
+
+// batch_release(id): a blocked (or waiting) job of the caller stops waiting for its
+// dependencies; returns its status.
+entry!(batch_release, pg_finfo_batch_release, |fcinfo| {
+    let role = pg_sys::GetUserId();
+    let section = Section::as_owner(fcinfo);
+    let job = argument(fcinfo, 0);
+    let waiting = section.run(&LOCK_WAITING, &[job, acting_for(role)]);
+    if waiting.len() == 0 {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!(
+                "batch job {} is not waiting for dependencies",
+                job.map_or("null".into(), |job| (job.value() as i64).to_string())
+            ),
+            Some("Only a waiting or blocked batch job of your own can be released."),
+        );
+    }
+    section.run(&MAKE_DUE, &[job]);
+    match section.run(&STATUS, &[job]).datum(0, 0) {
+        Some(status) => section.keep(status, TEXTOID),
+        None => super::call::null(fcinfo),
+    }
+});
 
 /// The status word of a batch job (see `pg_jobs_core::batch::status_word`).
 #[pg_extern(immutable, parallel_safe)]
