@@ -110,21 +110,10 @@ COMMENT ON TABLE batch_tally IS
     'Counts of the active batch jobs that wait for their time or are due, as deltas by owner, '
     'minute due, routine (or command), computer and minute they may run; the Jobs tab reads them.';
 
--- Adds (sign 1) or subtracts (-1) what jobs ids count in batch_tally as they are now; as_created:
--- as they were before a claim took them (a claim changes neither their times nor their payload).
--- The caller holds the jobs' rows locked, so nothing changes them between its two calls.
+-- Adds (sign 1) or subtracts (-1) what jobs ids count in batch_tally as they are now
+-- (src/api/batch.rs, tally).
 CREATE FUNCTION _batch_tally(ids bigint[], sign integer, as_created boolean DEFAULT false) RETURNS void
-LANGUAGE sql
-BEGIN ATOMIC
-    INSERT INTO batch_tally (owner, due_minute, label, computer, run_minute, n, first_due)
-    SELECT j.owner, date_trunc('minute', j.due_at, 'UTC'), _batch_label(j.payload),
-           j.payload ->> 'computer', date_trunc('minute', j.run_at, 'UTC'), sign * count(*),
-           CASE WHEN sign > 0 THEN min(j.due_at) END
-    FROM jobs j
-    WHERE j.id = ANY (ids) AND j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-      AND (as_created OR (j.status = 'created' AND j.run_at < 'infinity'))
-    GROUP BY 1, 2, 3, 4, 5;
-END;
+LANGUAGE c AS 'MODULE_PATHNAME', '_batch_tally';
 
 -- Folds the deltas of each key into one row (none when they sum to 0). Only committed rows are
 -- seen and deleted, and only what this statement deleted is added back, so two folds at once

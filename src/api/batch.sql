@@ -117,9 +117,6 @@ SELECT j.id FROM jobs j
 WHERE j.owner = $1 AND j.idempotency_key = $2 AND j.status = 'created'
 FOR NO KEY UPDATE OF j NOWAIT;
 
--- name: uncount
-SELECT _batch_tally(ARRAY[$1], -1);
-
 -- name: check_cycle
 SELECT _batch_check_cycle($1, $2);
 
@@ -143,5 +140,16 @@ WITH added AS (
 )
 UPDATE jobs j SET run_at = 'infinity' WHERE j.id = $1;
 
--- name: count_posted
-SELECT _batch_tally(ARRAY[$1], 1);
+-- name: tally
+-- Adds ($2 = 1) or subtracts (-1) what the jobs $1 count in batch_tally as they are now; $3: as
+-- they were before a claim took them (a claim changes neither their times nor their payload).
+INSERT INTO batch_tally (owner, due_minute, label, computer, run_minute, n, first_due)
+SELECT j.owner, date_trunc('minute', j.due_at, 'UTC'), _batch_label(j.payload),
+       j.payload ->> 'computer', date_trunc('minute', j.run_at, 'UTC'), $2 * count(*),
+       CASE WHEN $2 > 0 THEN min(j.due_at) END
+FROM unnest($1::bigint[]) AS i(id),
+     -- Not flattened (OFFSET 0): each job by its primary key (see TALLY in batch.rs).
+     LATERAL (SELECT * FROM jobs j WHERE j.id = i.id OFFSET 0) j
+WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
+  AND ($3 OR (j.status = 'created' AND j.run_at < 'infinity'))
+GROUP BY 1, 2, 3, 4, 5;

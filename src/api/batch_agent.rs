@@ -11,6 +11,7 @@ use pgrx::pg_sys::{
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
+use super::batch::tally;
 use super::call::{argument, invalid, materialize, refuse, value, Section, Statement};
 use super::datum::{array_length, interval_span, interval_text, literal_or_null};
 use super::identity::{_identity_of, _is_admin};
@@ -26,7 +27,6 @@ static READY_SIGNALS: Statement = statement("ready_signals", &[TEXTOID]);
 static CANCEL_SIGNAL: Statement = statement("cancel_signal", &[TEXTOID]);
 static SEEN: Statement = statement("seen", &[TEXTOID]);
 static CLAIM: Statement = statement("claim", &[TEXTOID, INT4OID]);
-static COUNT_TAKEN: Statement = statement("count_taken", &[INT8ARRAYOID]);
 static CLAIMED: Statement = statement("claimed", &[INT8ARRAYOID]);
 static HELD_ONE: Statement = statement("held_one", &[OIDOID, INT8OID, UUIDOID]);
 static STARTED: Statement = statement("started", &[INT8OID, UUIDOID, INT4OID]);
@@ -57,7 +57,7 @@ static FINISH: Statement = statement(
 static RELEASE_DEPENDENTS: Statement = statement("release_dependents", &[INT8OID]);
 static HELD: Statement = statement("held", &[OIDOID, INT8ARRAYOID, UUIDARRAYOID]);
 static HAND_BACK: Statement = statement("hand_back", &[INT8ARRAYOID]);
-static COUNT_HANDED_BACK: Statement = statement("count_handed_back", &[INT8ARRAYOID]);
+static WAKE: Statement = statement("wake", &[INT8ARRAYOID]);
 static END_CANCELLED: Statement = statement("end_cancelled", &[INT8ARRAYOID]);
 
 /// The calling role: read before a call's section begins, which runs as the function's owner.
@@ -183,7 +183,8 @@ entry!(batch_claim, pg_finfo_batch_claim, |fcinfo| {
         .run(&CLAIM, &[Some(computer), argument(fcinfo, 1)])
         .datum(0, 0);
     if let Some(taken) = taken {
-        section.run(&COUNT_TAKEN, &[Some(taken)]);
+        // Taken: no longer waiting or due.
+        tally(&section, taken, -1, true);
         section.run(&CLAIMED, &[Some(taken)]).return_all(fcinfo);
     }
     Datum::from(0)
@@ -370,7 +371,8 @@ entry!(batch_hand_back, pg_finfo_batch_hand_back, |fcinfo| {
     let (back, cancelled) = (held.datum(0, 0), held.datum(0, 1));
     if let Some(back) = back {
         section.run(&HAND_BACK, &[Some(back)]);
-        section.run(&COUNT_HANDED_BACK, &[Some(back)]);
+        tally(&section, back, 1, false);
+        section.run(&WAKE, &[Some(back)]);
     }
     if let Some(cancelled) = cancelled {
         section.run(&END_CANCELLED, &[Some(cancelled)]);

@@ -29,10 +29,6 @@ SELECT array_agg(c.id ORDER BY c.ord)
 FROM _claim(_extension_claimant(), ARRAY[_batch_queue($1), _batch_queue('ANY')], $2, _batch_silence(), $1)
      WITH ORDINALITY AS c(id, attempt, lease_token, task, payload, locked_until, ord);
 
--- name: count_taken
--- Taken: no longer waiting or due.
-SELECT _batch_tally($1, -1, true);
-
 -- name: claimed
 SELECT j.id, j.lease_token, j.attempt, j.task::text, j.payload ->> 'routine', j.payload ->> 'command',
        _text_array(j.payload -> 'args'), j.payload ->> 'cwd', (j.payload ->> 'shell')::boolean,
@@ -105,8 +101,8 @@ SET status = 'created', lease_token = NULL, locked_until = NULL, attempt = j.att
     run_at = statement_timestamp(), progress = NULL, last_update = statement_timestamp()
 WHERE j.id = ANY ($1);
 
--- name: count_handed_back
-SELECT _batch_tally($1, 1), _batch_wake($1);
+-- name: wake
+SELECT _batch_wake($1);
 
 -- name: end_cancelled
 -- A cancelled job that is handed back has ended: as CANCEL.

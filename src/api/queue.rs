@@ -131,8 +131,6 @@ static REPLACE: Statement = statement("replace", &REPLACE_PARAMETERS, Planning::
 static EXPIRED_LEASES_SCAN: Statement = statement("expired_leases", &[], Planning::Default);
 static REQUEUE_EXPIRED: Statement =
     statement("requeue_expired", &[INT8ARRAYOID], Planning::Default);
-static COUNT_BATCH_DUE: Statement =
-    statement("count_batch_due", &[INT8ARRAYOID], Planning::Default);
 static NOTIFY_SIGNALS: Statement = statement("notify_signals", &[TEXTARRAYOID], Planning::Default);
 static FINISH_EXPIRED: Statement = statement("finish_expired", &[INT8ARRAYOID], Planning::Default);
 static CLAIM: Statement = statement(
@@ -175,7 +173,6 @@ static HEARTBEAT: Statement = statement(
 );
 static LIVE_JOB: Statement = statement("live_job", &[INT8OID, OIDOID], Planning::Default);
 static LOCK_LIVE_JOB: Statement = statement("lock_live_job", &[INT8OID, OIDOID], Planning::Default);
-static UNCOUNT_BATCH_JOB: Statement = statement("uncount_batch_job", &[INT8OID], Planning::Default);
 static FINISHED_JOB: Statement = statement("finished_job", &[INT8OID, OIDOID], Planning::Default);
 static ABORT_LEASED: Statement = statement("abort_leased", &[INT8OID], Planning::Default);
 static READY_SIGNAL: Statement = statement("ready_signal", &[OIDOID, TEXTOID], Planning::Default);
@@ -1257,7 +1254,9 @@ entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {
         section.run(&FINISHED_JOB, &[Some(job), owner]).datum(0, 0)
     } else if live.get::<String>(0, 0).as_deref() == Some("created") {
         if live.get::<bool>(0, 1) == Some(true) {
-            section.run(&UNCOUNT_BATCH_JOB, &[Some(job)]);
+            // A waiting batch job that the abort ends leaves the counts of the SCHED page's
+            // Jobs tab.
+            super::batch::tally(&section, array(INT8OID, &[Some(job)]), -1, false);
         }
         finish(
             &section,
@@ -1362,7 +1361,8 @@ fn rescue(section: &Section) -> i32 {
         let requeued = section.run(&REQUEUE_EXPIRED, &[Some(ids)]);
         rescued += requeued.get::<i32>(0, 0).unwrap_or(0);
         if let Some(batch_jobs) = requeued.datum(0, 2) {
-            section.run(&COUNT_BATCH_DUE, &[Some(batch_jobs)]);
+            // Requeued batch jobs are due again: counted for the Jobs tab.
+            super::batch::tally(section, batch_jobs, 1, false);
         }
         if let Some(signals) = requeued.datum(0, 1) {
             section.run(&NOTIFY_SIGNALS, &[Some(signals)]);

@@ -125,10 +125,6 @@ SELECT count(*)::integer, array_agg(DISTINCT _ready_signal(r.claimable_by, r.que
        array_agg(r.id) FILTER (WHERE _is_batch_queue(r.queue))
 FROM requeue r;
 
--- name: count_batch_due
--- Requeued batch jobs $1 are due again: counted for the Jobs tab (sql/085_batch.sql).
-SELECT _batch_tally($1, 1);
-
 -- name: notify_signals
 SELECT pg_notify('pgjobs_ready', q) FROM unnest($1::text[]) q;
 
@@ -283,11 +279,6 @@ SELECT j.status::text, j.claimable_by = _extension_claimant() AND _is_batch_queu
 FROM jobs j
 WHERE j.id = $1 AND ($2::oid IS NULL OR j.owner = $2)
 FOR UPDATE;
-
--- name: uncount_batch_job
--- A waiting batch job that an abort ends, locked by lock_live_job, leaves the counts of the SCHED
--- page's Jobs tab (batch_tally, sql/085_batch.sql).
-SELECT _batch_tally(ARRAY[$1::bigint], -1);
 
 -- name: finished_job
 -- Job $1 if it has finished and owner $2 (any when null) may see it.
