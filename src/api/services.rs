@@ -3,8 +3,8 @@
 //!
 //! Each service's work, and its wish, runs on its own, in a subtransaction: an error in one (a
 //! lock not had within the launcher's lock_timeout, a broken row) is a WARNING and the others
-//! still run, this round and the next. No service waits for a row a member can lock: such rows are taken with
-//! SKIP LOCKED and left for a later round.
+//! still run, this round and the next. No service waits for a row a member can lock: such rows
+//! are taken with SKIP LOCKED and left for a later round.
 
 use pgrx::pg_sys::Datum;
 use pgrx::prelude::*;
