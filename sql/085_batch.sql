@@ -940,33 +940,6 @@ COMMENT ON FUNCTION batch_claim IS
     'Claims up to n batch jobs for this computer or for ANY; renew each lease within lease. A kill '
     'job ends the running jobs of its routine that have its owner.';
 
--- The jobs given that the caller's computers hold with these tokens, locked as an update of
--- their columns locks them (not FOR UPDATE, which would wait for a post that depends on one).
--- The jobs of these tokens that the caller's computer holds, each locked, or busy: its row is
--- locked by another transaction (its owner cancelling it, or posting a job that depends on it),
--- which the agent never waits for, since one such transaction, left open, would have held
--- every report and heartbeat of the agent.
-CREATE FUNCTION _batch_held(caller_role oid, ids bigint[], tokens uuid[])
-RETURNS TABLE (ord bigint, id bigint, status job_status, busy boolean)
-LANGUAGE sql
-BEGIN ATOMIC
-    SELECT c.ord, c.id, l.status, l.status IS NULL
-    FROM (
-        SELECT g.ord, j.id, g.token
-        FROM unnest(ids, tokens) WITH ORDINALITY AS g(id, token, ord)
-        JOIN jobs j ON j.id = g.id AND j.lease_token = g.token AND j.status IN ('started', 'aborted')
-        WHERE _is_batch_queue(j.queue)
-          AND (_is_admin(caller_role)
-               OR j.locked_by IN (SELECT c.computer FROM batch_computers c WHERE c.agent = _identity_of(caller_role)))
-    ) c
-    LEFT JOIN LATERAL (
-        SELECT j.status FROM jobs j
-        WHERE j.id = c.id AND j.lease_token = c.token AND j.status IN ('started', 'aborted')
-        FOR UPDATE OF j SKIP LOCKED
-    ) l ON true
-    ORDER BY c.id;
-END;
-
 CREATE FUNCTION batch_started(id bigint, token uuid, pid integer) RETURNS text
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_started';
 COMMENT ON FUNCTION batch_started IS

@@ -12,8 +12,8 @@ use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
 use super::batch::tally;
-use super::call::{argument, invalid, materialize, refuse, value, Section, Statement};
-use super::datum::{array_length, interval_span, interval_text, literal_or_null};
+use super::call::{argument, invalid, materialize, refuse, return_row, value, Section, Statement};
+use super::datum::{array, array_length, elements, interval_span, interval_text, literal_or_null};
 use super::identity::{_identity_of, _is_admin};
 use super::leases;
 use crate::{entry, gucs, named_statements};
@@ -28,17 +28,10 @@ static CANCEL_SIGNAL: Statement = statement("cancel_signal", &[TEXTOID]);
 static SEEN: Statement = statement("seen", &[TEXTOID]);
 static CLAIM: Statement = statement("claim", &[TEXTOID, INT4OID]);
 static CLAIMED: Statement = statement("claimed", &[INT8ARRAYOID]);
-static HELD_ONE: Statement = statement("held_one", &[OIDOID, INT8OID, UUIDOID]);
 static STARTED: Statement = statement("started", &[INT8OID, UUIDOID, INT4OID]);
-static HEARTBEAT: Statement = statement(
-    "heartbeat",
-    &[
-        OIDOID,
-        INT8ARRAYOID,
-        UUIDARRAYOID,
-        TEXTARRAYOID,
-        TEXTARRAYOID,
-    ],
+static RENEW: Statement = statement(
+    "renew",
+    &[INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID],
 );
 static UNCANCEL: Statement = statement("uncancel", &[INT8OID]);
 static FINISH: Statement = statement(
@@ -207,14 +200,47 @@ fn held_one(
     job: Option<Datum>,
     token: Option<Datum>,
 ) -> Option<String> {
-    let held = section.run(&HELD_ONE, &[Some(Datum::from(role)), job, token]);
-    if held.len() == 0 {
-        return None;
-    }
-    if held.get::<bool>(0, 1) == Some(true) {
+    let held = held(
+        section,
+        role,
+        Some(array(INT8OID, &[job])),
+        Some(array(UUIDOID, &[token])),
+    );
+    let only = held.first()?;
+    if only.busy {
         busy(job.map_or(0, |job| job.value() as i64));
     }
-    held.get::<String>(0, 0)
+    only.status.clone()
+}
+
+/// A job a report names, as the caller's computers hold it.
+struct Held {
+    /// Its place in the report's arrays, from 1.
+    ord: i64,
+    id: i64,
+    /// None when busy.
+    status: Option<String>,
+    busy: bool,
+}
+
+/// The jobs of `ids` (with `tokens`) that the caller's computers hold, each locked, or busy.
+fn held(section: &Section, role: Oid, ids: Option<Datum>, tokens: Option<Datum>) -> Vec<Held> {
+    let rows = section.run(&HELD, &[Some(Datum::from(role)), ids, tokens]);
+    (0..rows.len())
+        .map(|row| Held {
+            ord: rows.get(row, 0).expect("a place"),
+            id: rows.get(row, 1).expect("an id"),
+            status: rows.get(row, 2),
+            busy: rows.get::<bool>(row, 3) == Some(true),
+        })
+        .collect()
+}
+
+fn int8s(values: impl Iterator<Item = i64>) -> Datum {
+    array(
+        INT8OID,
+        &values.map(|v| Some(Datum::from(v))).collect::<Vec<_>>(),
+    )
 }
 
 fn text_result(text: &str) -> Datum {
@@ -259,18 +285,33 @@ entry!(batch_heartbeat, pg_finfo_batch_heartbeat, |fcinfo| {
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     leases::note(pg_sys::GetCurrentStatementStartTimestamp() + silence_micros());
-    section
-        .run(
-            &HEARTBEAT,
+    let held = held(&section, role, argument(fcinfo, 0), argument(fcinfo, 1));
+    // A busy job is held still; its lease is renewed by a later heartbeat.
+    let renewed: Vec<&Held> = held.iter().filter(|h| !h.busy).collect();
+    if !renewed.is_empty() {
+        section.run(
+            &RENEW,
             &[
-                Some(Datum::from(role)),
-                argument(fcinfo, 0),
-                argument(fcinfo, 1),
+                Some(int8s(renewed.iter().map(|h| h.id))),
+                Some(int8s(renewed.iter().map(|h| h.ord))),
                 argument(fcinfo, 2),
                 argument(fcinfo, 3),
             ],
-        )
-        .return_all(fcinfo);
+        );
+    }
+    let ids = argument(fcinfo, 0).map_or_else(Vec::new, elements);
+    for (n, id) in ids.into_iter().enumerate() {
+        let state = match held.iter().find(|h| h.ord == n as i64 + 1) {
+            Some(h) if h.busy => "held",
+            Some(h) => pg_jobs_core::status::lease_state(h.status.as_deref()),
+            None => pg_jobs_core::status::lease_state(None),
+        };
+        return_row(
+            fcinfo,
+            &mut [id.unwrap_or(Datum::from(0)), text_result(state)],
+            &mut [id.is_none(), false],
+        );
+    }
     Datum::from(0)
 });
 
@@ -360,15 +401,17 @@ entry!(batch_hand_back, pg_finfo_batch_hand_back, |fcinfo| {
     }
     let role = caller_role();
     let section = Section::as_owner(fcinfo);
-    let held = section.run(
-        &HELD,
-        &[
-            Some(Datum::from(role)),
-            argument(fcinfo, 0),
-            argument(fcinfo, 1),
-        ],
-    );
-    let (back, cancelled) = (held.datum(0, 0), held.datum(0, 1));
+    let held = held(&section, role, argument(fcinfo, 0), argument(fcinfo, 1));
+    let with_status = |status: &str| {
+        let ids: Vec<i64> = held
+            .iter()
+            .filter(|h| h.status.as_deref() == Some(status))
+            .map(|h| h.id)
+            .collect();
+        (!ids.is_empty()).then(|| int8s(ids.into_iter()))
+    };
+    // A busy job is not handed back: its lease runs out instead.
+    let (back, cancelled) = (with_status("started"), with_status("aborted"));
     if let Some(back) = back {
         section.run(&HAND_BACK, &[Some(back)]);
         tally(&section, back, 1, false);

@@ -37,9 +37,28 @@ FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, ord)
 JOIN jobs j ON j.id = t.id
 ORDER BY t.ord;
 
--- name: held_one
--- Job $2 with token $3 as role $1's computers hold it: its status, or busy (see _batch_held).
-SELECT h.status::text, h.busy FROM _batch_held($1, ARRAY[$2], ARRAY[$3]) h;
+-- name: held
+-- The jobs $2 (tokens $3) that role $1's computers hold (an administrator's: any computer's),
+-- each with its place in $2, its status, and whether it is busy: its row is locked by another
+-- transaction (its owner cancelling it, or posting a job that depends on it), which the agent
+-- never waits for, since one such transaction, left open, would have held every report and
+-- heartbeat of the agent. The others are locked as an update of their columns locks them (not
+-- FOR UPDATE, which would wait for a post that depends on one).
+SELECT c.ord, c.id, l.status::text, l.status IS NULL
+FROM (
+    SELECT g.ord, j.id, g.token
+    FROM unnest($2::bigint[], $3::uuid[]) WITH ORDINALITY AS g(id, token, ord)
+    JOIN jobs j ON j.id = g.id AND j.lease_token = g.token AND j.status IN ('started', 'aborted')
+    WHERE _is_batch_queue(j.queue)
+      AND (_is_admin($1)
+           OR j.locked_by IN (SELECT c.computer FROM batch_computers c WHERE c.agent = _identity_of($1)))
+) c
+LEFT JOIN LATERAL (
+    SELECT j.status FROM jobs j
+    WHERE j.id = c.id AND j.lease_token = c.token AND j.status IN ('started', 'aborted')
+    FOR UPDATE OF j SKIP LOCKED
+) l ON true
+ORDER BY c.id;
 
 -- name: started
 UPDATE jobs j
@@ -49,28 +68,20 @@ SET progress = jsonb_build_object('token', $2, 'pid', $3, 'started_at', statemen
 WHERE j.id = $1
 RETURNING j.locked_until;
 
--- name: heartbeat
--- The leases of jobs $2 (tokens $3) of role $1's computers renewed, and the tails of their
--- output ($4 stderr, $5 stdout; null: as they are) kept; one lease state per job. A busy job
--- is held still; its lease is renewed by a later heartbeat.
-WITH held AS MATERIALIZED (SELECT * FROM _batch_held($1, $2, $3)),
-renewed AS (
-    UPDATE jobs j
-    SET locked_until = statement_timestamp() + _batch_silence(),
-        progress = CASE WHEN $4[h.ord] IS NULL AND $5[h.ord] IS NULL THEN j.progress
-                        ELSE coalesce(j.progress, '{}') || jsonb_strip_nulls(jsonb_build_object(
-                            'stderr', right($4[h.ord], 8192), 'stdout', right($5[h.ord], 8192),
-                            'changed', statement_timestamp(),
-                            -- Which stream spoke last: a routine's last message is its last line.
-                            'stderr_at', CASE WHEN $4[h.ord] IS NOT NULL THEN statement_timestamp() END,
-                            'stdout_at', CASE WHEN $5[h.ord] IS NOT NULL THEN statement_timestamp() END)) END
-    FROM held h
-    WHERE j.id = h.id AND NOT h.busy
-    RETURNING j.id
-)
-SELECT g.id, CASE WHEN h.busy THEN 'held' ELSE _lease_state(h.status::text) END
-FROM unnest($2::bigint[]) WITH ORDINALITY AS g(id, ord) LEFT JOIN held h ON h.ord = g.ord
-ORDER BY g.ord;
+-- name: renew
+-- The leases of the held jobs $1 (each at its place $2 in the heartbeat's arrays) renewed, and
+-- the tails of their output ($3 stderr, $4 stdout; null: as they are) kept.
+UPDATE jobs j
+SET locked_until = statement_timestamp() + _batch_silence(),
+    progress = CASE WHEN $3[r.ord] IS NULL AND $4[r.ord] IS NULL THEN j.progress
+                    ELSE coalesce(j.progress, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                        'stderr', right($3[r.ord], 8192), 'stdout', right($4[r.ord], 8192),
+                        'changed', statement_timestamp(),
+                        -- Which stream spoke last: a routine's last message is its last line.
+                        'stderr_at', CASE WHEN $3[r.ord] IS NOT NULL THEN statement_timestamp() END,
+                        'stdout_at', CASE WHEN $4[r.ord] IS NOT NULL THEN statement_timestamp() END)) END
+FROM unnest($1::bigint[], $2::bigint[]) AS r(id, ord)
+WHERE j.id = r.id;
 
 -- name: uncancel
 -- The agent's report replaces a cancel's mark: a job that ran to its end despite a cancel ended
@@ -87,12 +98,6 @@ SELECT _finish(ARRAY[$1], ARRAY[$2], '{started,aborted}', $3, NULL,
 
 -- name: release_dependents
 SELECT _batch_release(ARRAY[$1]);
-
--- name: held
--- The jobs $2 (tokens $3) role $1's computers hold: those running, and those cancelled.
-SELECT array_agg(h.id) FILTER (WHERE h.status = 'started'),
-       array_agg(h.id) FILTER (WHERE h.status = 'aborted')
-FROM _batch_held($1, $2, $3) h;
 
 -- name: hand_back
 -- Pending again, no attempt counted.
