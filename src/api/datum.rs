@@ -141,3 +141,12 @@ pub(crate) fn array_length(datum: Datum) -> usize {
         pg_sys::ArrayGetNItems((*array).ndim, dimensions) as usize
     }
 }
+
+/// A JSON value as `->>` reads it: null for JSON null, a string's text, any other value's JSON.
+pub(crate) fn text_of(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
+    }
+}

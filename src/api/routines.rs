@@ -17,7 +17,7 @@ use pgrx::{IntoDatum, JsonB};
 use serde_json::{json, Value};
 
 use super::call::{argument, invalid, materialize, refuse, required, value, Section, Statement};
-use super::datum::{input, literal_or_null, quote_literal};
+use super::datum::{input, literal_or_null, quote_literal, text_of};
 use super::identity::{_identity_of, _is_admin};
 use super::routine_rules::{csv, csv_rows, level_ok, problem};
 use super::schedules::{_wake_launcher, time_zone_problem};
@@ -192,15 +192,6 @@ fn watched(section: &Section, caller: &Caller, name: &str) -> Schedule {
             format!("no schedule {name}"),
             Some("See pgjobs.routine_schedule_list for the schedules you may watch."),
         ),
-    }
-}
-
-/// A JSON value as `->>` reads it: null for JSON null, a string's text, any other value's JSON.
-fn text_of(value: &Value) -> Option<String> {
-    match value {
-        Value::Null => None,
-        Value::String(text) => Some(text.clone()),
-        other => Some(other.to_string()),
     }
 }
 

@@ -10,7 +10,7 @@ use pgrx::{IntoDatum, JsonB};
 use serde_json::{Map, Value};
 
 use super::call::{argument, invalid, refuse, value, Caller, Section, Statement};
-use super::datum::input;
+use super::datum::{input, text_of};
 use super::sql_jobs::check_timeout;
 use crate::{entry, named_statements};
 
@@ -39,15 +39,6 @@ const OPTIONS: [&str; 10] = [
     "timeout",
 ];
 const MISSED_RULES: [&str; 3] = ["skip", "once", "all"];
-
-/// A JSON value as `->>` reads it: null for JSON null, a string's text, any other value's JSON.
-fn text_of(value: &Value) -> Option<String> {
-    match value {
-        Value::Null => None,
-        Value::String(text) => Some(text.clone()),
-        other => Some(other.to_string()),
-    }
-}
 
 /// The time zone the options name, UTC where they name none.
 fn time_zone(options: &Value) -> String {
