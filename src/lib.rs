@@ -86,8 +86,7 @@ extension_sql_file!(
         api::batch::_batch_status_word,
         api::batch::_mask_args,
         api::batch::_mask_text,
-        api::batch::_batch_silence,
-        api::batch::_lease_state
+        api::batch::_batch_silence
     ]
 );
 extension_sql_file!(

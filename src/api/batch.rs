@@ -10,10 +10,10 @@ use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum, JsonB};
 
 use super::call::{
-    argument, invalid, materialize, refuse, required, return_row, Parameters, Planning, Section,
-    Statement,
+    argument, invalid, materialize, refuse, required, return_row, Caller, Parameters, Planning,
+    Section, Statement,
 };
-use super::datum::{array, elements, literal_or_null, seconds};
+use super::datum::{array, elements, int8_array, literal_or_null, seconds};
 use super::identity::{_identity_of, _is_admin};
 use super::queue::{add, check_all, Field, Spec};
 use super::services::{no_wish, Service};
@@ -251,16 +251,6 @@ fn dependencies(section: &Section, poster: Oid, given: Option<Datum>) -> Vec<i64
         .collect()
 }
 
-fn ids(values: &[i64]) -> Datum {
-    array(
-        INT8OID,
-        &values
-            .iter()
-            .map(|&id| Some(Datum::from(id)))
-            .collect::<Vec<_>>(),
-    )
-}
-
 /// Posts a command for `poster`; returns the job's id. Posting a command again while its job
 /// still waits replaces that job (same id).
 ///
@@ -298,9 +288,12 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
     if !dependencies.is_empty() {
         section.run(
             &LOCK_DEPENDENCIES,
-            &[Some(ids(&dependencies)), poster_datum],
+            &[Some(int8_array(dependencies.iter().copied())), poster_datum],
         );
-        let found = section.run(&WAITING_FOR, &[Some(ids(&dependencies)), poster_datum]);
+        let found = section.run(
+            &WAITING_FOR,
+            &[Some(int8_array(dependencies.iter().copied())), poster_datum],
+        );
         waiting_for = found.get::<Vec<i64>>(0, 0).unwrap_or_default();
         if let Some(stranger) = found.get::<i64>(0, 1) {
             refuse(
@@ -329,7 +322,7 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
             poster_datum,
             post.revision,
             post.extra,
-            Some(ids(&dependencies)),
+            Some(int8_array(dependencies.iter().copied())),
             post.run_at,
         ],
     );
@@ -379,7 +372,13 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
         if let Some(replaced) = replaced {
             tally(section, array(INT8OID, &[Some(replaced)]), -1, false);
             // It must not come to wait for itself.
-            section.run(&CHECK_CYCLE, &[Some(replaced), Some(ids(&waiting_for))]);
+            section.run(
+                &CHECK_CYCLE,
+                &[
+                    Some(replaced),
+                    Some(int8_array(waiting_for.iter().copied())),
+                ],
+            );
         }
         let rule = if replaced.is_some() {
             "replace"
@@ -413,7 +412,11 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
         if !waiting_for.is_empty() {
             section.run(
                 &ADD_WAITS,
-                &[job_datum, poster_datum, Some(ids(&waiting_for))],
+                &[
+                    job_datum,
+                    poster_datum,
+                    Some(int8_array(waiting_for.iter().copied())),
+                ],
             );
         }
     }
@@ -422,7 +425,7 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
 }
 
 entry!(batch_post, pg_finfo_batch_post, |fcinfo| {
-    let poster = _identity_of(pg_sys::GetUserId());
+    let poster = Caller::current().identity;
     let section = Section::as_owner(fcinfo);
     Datum::from(post(&section, poster, &Post::of_call(fcinfo, 0), false))
 });
@@ -494,7 +497,7 @@ fn cancel(
 }
 
 entry!(batch_cancel, pg_finfo_batch_cancel, |fcinfo| {
-    let role = pg_sys::GetUserId();
+    let role = Caller::current().role;
     let ids = argument(fcinfo, 0).unwrap_or_else(|| required("ids"));
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
@@ -505,7 +508,7 @@ entry!(batch_cancel, pg_finfo_batch_cancel, |fcinfo| {
 // batch_cancel_where(month, statuses, search, by, group_key): the caller's active batch jobs that
 // batch_find (or, with by and group_key, one group of batch_groups) selects.
 entry!(batch_cancel_where, pg_finfo_batch_cancel_where, |fcinfo| {
-    let role = pg_sys::GetUserId();
+    let role = Caller::current().role;
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     section.run(
@@ -544,7 +547,7 @@ entry!(batch_cancel_where, pg_finfo_batch_cancel_where, |fcinfo| {
 // batch_release(id): a blocked (or waiting) job of the caller stops waiting for its
 // dependencies; returns its status.
 entry!(batch_release, pg_finfo_batch_release, |fcinfo| {
-    let role = pg_sys::GetUserId();
+    let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
     let job = argument(fcinfo, 0);
     let waiting = section.run(&LOCK_WAITING, &[job, acting_for(role)]);
@@ -574,12 +577,6 @@ fn _batch_status(
     running: Option<bool>,
 ) -> Option<&'static str> {
     pg_jobs_core::batch::status_word(status, due, blocked, running.unwrap_or(false))
-}
-
-/// A heartbeat's answer for a job's status (see `pg_jobs_core::status::lease_state`).
-#[pg_extern(immutable, parallel_safe)]
-fn _lease_state(status: Option<&str>) -> &'static str {
-    pg_jobs_core::status::lease_state(status)
 }
 
 /// How pressing a status word is (0 most); null for a word that is not a status.

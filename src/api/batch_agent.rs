@@ -12,8 +12,12 @@ use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
 use super::batch::tally;
-use super::call::{argument, invalid, materialize, refuse, return_row, value, Section, Statement};
-use super::datum::{array, array_length, elements, interval_span, interval_text, literal_or_null};
+use super::call::{
+    argument, invalid, materialize, refuse, return_row, value, Caller, Section, Statement,
+};
+use super::datum::{
+    array, array_length, elements, int8_array, interval_span, interval_text, literal_or_null,
+};
 use super::identity::{_identity_of, _is_admin};
 use super::leases;
 use crate::{entry, gucs, named_statements};
@@ -52,11 +56,6 @@ static HELD: Statement = statement("held", &[OIDOID, INT8ARRAYOID, UUIDARRAYOID]
 static HAND_BACK: Statement = statement("hand_back", &[INT8ARRAYOID]);
 static WAKE: Statement = statement("wake", &[INT8ARRAYOID]);
 static END_CANCELLED: Statement = statement("end_cancelled", &[INT8ARRAYOID]);
-
-/// The calling role: read before a call's section begins, which runs as the function's owner.
-fn caller_role() -> Oid {
-    unsafe { pg_sys::GetUserId() }
-}
 
 /// The computer named by argument `n`, which must be the caller's (an administrator's: any).
 fn computer_of(section: &Section, role: Oid, fcinfo: pg_sys::FunctionCallInfo, n: usize) -> Datum {
@@ -107,7 +106,7 @@ entry!(batch_register, pg_finfo_batch_register, |fcinfo| {
             None,
         );
     }
-    let role = caller_role();
+    let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
     section.run(
         &REGISTER,
@@ -136,7 +135,7 @@ fn about_computer(
     statement: &'static Statement,
     type_oid: Oid,
 ) -> Datum {
-    let role = caller_role();
+    let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
     let computer = computer_of(&section, role, fcinfo, 0);
     let answer = section.run(statement, &[Some(computer)]).datum(0, 0);
@@ -157,7 +156,7 @@ entry!(
 
 // batch_claim(computer, n): up to n jobs for this computer or for ANY.
 entry!(batch_claim, pg_finfo_batch_claim, |fcinfo| {
-    let role = caller_role();
+    let role = Caller::current().role;
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     let computer = computer_of(&section, role, fcinfo, 0);
@@ -236,20 +235,13 @@ fn held(section: &Section, role: Oid, ids: Option<Datum>, tokens: Option<Datum>)
         .collect()
 }
 
-fn int8s(values: impl Iterator<Item = i64>) -> Datum {
-    array(
-        INT8OID,
-        &values.map(|v| Some(Datum::from(v))).collect::<Vec<_>>(),
-    )
-}
-
 fn text_result(text: &str) -> Datum {
     text.into_datum().expect("a text")
 }
 
 // batch_started(id, token, pid): the job's process runs (RUNNING); returns the lease state.
 entry!(batch_started, pg_finfo_batch_started, |fcinfo| {
-    let role = caller_role();
+    let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
     let held = held_one(&section, role, argument(fcinfo, 0), argument(fcinfo, 1));
     if held.is_some() {
@@ -281,7 +273,7 @@ entry!(batch_heartbeat, pg_finfo_batch_heartbeat, |fcinfo| {
             Some("Pass null for stderr or stdout to leave the tails as they are."),
         );
     }
-    let role = caller_role();
+    let role = Caller::current().role;
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     leases::note(pg_sys::GetCurrentStatementStartTimestamp() + silence_micros());
@@ -292,8 +284,8 @@ entry!(batch_heartbeat, pg_finfo_batch_heartbeat, |fcinfo| {
         section.run(
             &RENEW,
             &[
-                Some(int8s(renewed.iter().map(|h| h.id))),
-                Some(int8s(renewed.iter().map(|h| h.ord))),
+                Some(int8_array(renewed.iter().map(|h| h.id))),
+                Some(int8_array(renewed.iter().map(|h| h.ord))),
                 argument(fcinfo, 2),
                 argument(fcinfo, 3),
             ],
@@ -353,7 +345,7 @@ entry!(batch_finish, pg_finfo_batch_finish, |fcinfo| {
             Some("The time the job's process ran, as the agent measured it."),
         );
     }
-    let role = caller_role();
+    let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
     let Some(held) = held_one(&section, role, argument(fcinfo, 0), argument(fcinfo, 1)) else {
         return text_result("lost");
@@ -399,7 +391,7 @@ entry!(batch_hand_back, pg_finfo_batch_hand_back, |fcinfo| {
     if argument(fcinfo, 0).map(array_length) != argument(fcinfo, 1).map(array_length) {
         invalid("ids and tokens must be arrays of one length", None);
     }
-    let role = caller_role();
+    let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
     let held = held(&section, role, argument(fcinfo, 0), argument(fcinfo, 1));
     let with_status = |status: &str| {
@@ -408,7 +400,7 @@ entry!(batch_hand_back, pg_finfo_batch_hand_back, |fcinfo| {
             .filter(|h| h.status.as_deref() == Some(status))
             .map(|h| h.id)
             .collect();
-        (!ids.is_empty()).then(|| int8s(ids.into_iter()))
+        (!ids.is_empty()).then(|| int8_array(ids))
     };
     // A busy job is not handed back: its lease runs out instead.
     let (back, cancelled) = (with_status("started"), with_status("aborted"));

@@ -20,16 +20,20 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::prelude::*;
 use pgrx::FromDatum;
 
-/// Who called: the identity the current role acts for, read at entry.
+/// Who called: the role, and the identity it acts for, read at entry (a call's section then runs
+/// as the function's owner).
 #[derive(Clone, Copy)]
 pub struct Caller {
+    pub role: Oid,
     pub identity: Oid,
 }
 
 impl Caller {
     pub fn current() -> Self {
+        let role = unsafe { pg_sys::GetUserId() };
         Caller {
-            identity: super::identity::_identity_of(unsafe { pg_sys::GetUserId() }),
+            role,
+            identity: super::identity::_identity_of(role),
         }
     }
 

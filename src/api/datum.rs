@@ -70,6 +70,12 @@ pub(crate) fn array(type_oid: Oid, values: &[Option<Datum>]) -> Datum {
     }
 }
 
+/// A bigint[] of `values`.
+pub(crate) fn int8_array(values: impl IntoIterator<Item = i64>) -> Datum {
+    let values: Vec<Option<Datum>> = values.into_iter().map(|v| Some(Datum::from(v))).collect();
+    array(pg_sys::INT8OID, &values)
+}
+
 /// An interval of whole seconds.
 pub(crate) fn seconds(seconds: i32) -> Datum {
     pgrx::datum::Interval::new(0, 0, i64::from(seconds) * 1_000_000)

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use pgrx::pg_sys::{BOOLOID, OIDOID, REGROLEOID};
 use pgrx::prelude::*;
 
-use super::call::{argument, invalid, refuse, value, Section, Statement};
+use super::call::{argument, invalid, refuse, value, Caller, Section, Statement};
 use super::datum::output;
 use crate::{entry, named_statements};
 
@@ -24,8 +24,10 @@ fn role_name(role: pg_sys::Oid) -> String {
 // Proxies: registered by their root (who must be a member of the proxy role, so that nobody
 // takes over what another role creates) or by an administrator.
 entry!(jobs_add_proxy, pg_finfo_jobs_add_proxy, |fcinfo| {
-    let caller_role = pg_sys::GetUserId();
-    let caller = _identity_of(caller_role);
+    let Caller {
+        role: caller_role,
+        identity: caller,
+    } = Caller::current();
     let admin = _is_admin(caller_role);
     let Some(proxy) = value::<pg_sys::Oid>(fcinfo, 0) else {
         refuse(
@@ -105,7 +107,7 @@ entry!(jobs_add_proxy, pg_finfo_jobs_add_proxy, |fcinfo| {
 });
 
 entry!(jobs_remove_proxy, pg_finfo_jobs_remove_proxy, |fcinfo| {
-    let caller_role = pg_sys::GetUserId();
+    let caller = Caller::current();
     let Some(proxy) = value::<pg_sys::Oid>(fcinfo, 0) else {
         refuse(
             PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
@@ -118,8 +120,8 @@ entry!(jobs_remove_proxy, pg_finfo_jobs_remove_proxy, |fcinfo| {
         &REMOVE_PROXY,
         &[
             argument(fcinfo, 0),
-            Some(pg_sys::Datum::from(_identity_of(caller_role))),
-            Some(pg_sys::Datum::from(_is_admin(caller_role))),
+            Some(pg_sys::Datum::from(caller.identity)),
+            Some(pg_sys::Datum::from(_is_admin(caller.role))),
         ],
     );
     if removed.len() == 0 {

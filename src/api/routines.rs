@@ -16,9 +16,11 @@ use pgrx::prelude::*;
 use pgrx::{IntoDatum, JsonB};
 use serde_json::{json, Value};
 
-use super::call::{argument, invalid, materialize, refuse, required, value, Section, Statement};
+use super::call::{
+    argument, invalid, materialize, refuse, required, value, Caller, Section, Statement,
+};
 use super::datum::{input, literal_or_null, quote_literal, text_of};
-use super::identity::{_identity_of, _is_admin};
+use super::identity::_is_admin;
 use super::routine_rules::{csv, csv_rows, level_ok, problem};
 use super::schedules::{_wake_launcher, time_zone_problem};
 use super::services::{wished, Service};
@@ -66,22 +68,6 @@ pub(crate) static ROUTINES: Service = Service {
     },
     next: |section, at| wished(section, &NEXT_LOOK, at),
 };
-
-/// Who calls: the role (a grant of a schedule names roles) and the identity it acts for.
-struct Caller {
-    role: Oid,
-    identity: Oid,
-}
-
-impl Caller {
-    fn current() -> Self {
-        let role = unsafe { pg_sys::GetUserId() };
-        Caller {
-            role,
-            identity: _identity_of(role),
-        }
-    }
-}
 
 /// A schedule a call acts on: its id, and its name as it was given.
 struct Schedule {

@@ -11,7 +11,7 @@ use pgrx::pg_sys::{self, Datum, INT8ARRAYOID, INT8OID, INTERVALOID, TEXTOID, TIM
 use pgrx::IntoDatum;
 
 use super::call::{argument, in_subtransaction, Section, Statement};
-use super::datum::{array, elements, seconds};
+use super::datum::{array, elements, int8_array, seconds};
 use super::queue::{add, check_all, Spec};
 use super::services::{wished, Service};
 use crate::{entry, gucs, named_statements};
@@ -79,16 +79,13 @@ fn fire(section: &Section, owner: pg_sys::Oid, firing: &[&Due]) {
             _ => last.push((schedule, job)),
         }
     }
-    let ids = |pick: fn(&(i64, i64)) -> i64| {
-        Some(array(
-            INT8OID,
-            &last
-                .iter()
-                .map(|pair| Some(Datum::from(pick(pair))))
-                .collect::<Vec<_>>(),
-        ))
-    };
-    section.run(&SET_LAST_JOBS, &[ids(|p| p.0), ids(|p| p.1)]);
+    section.run(
+        &SET_LAST_JOBS,
+        &[
+            Some(int8_array(last.iter().map(|pair| pair.0))),
+            Some(int8_array(last.iter().map(|pair| pair.1))),
+        ],
+    );
 }
 
 /// The schedules: each fires its due slots; wakes the launcher at the next slot.
@@ -159,26 +156,17 @@ fn fire_due(section: &Section, at: Datum) -> usize {
             .filter(|(id, _)| !dues.iter().any(|due| due.schedule == *id))
             .map(|(id, _)| (*id, None)),
     );
-    let int8s = |values: Vec<i64>| {
-        Some(array(
-            INT8OID,
-            &values
-                .into_iter()
-                .map(|v| Some(Datum::from(v)))
-                .collect::<Vec<_>>(),
-        ))
-    };
     section.run(
         &PASSED,
         &[
             Some(at),
             Some(grace),
-            int8s(passed.iter().map(|(id, _)| *id).collect()),
+            Some(int8_array(passed.iter().map(|(id, _)| *id))),
             Some(array(
                 TIMESTAMPTZOID,
                 &passed.iter().map(|(_, slot)| *slot).collect::<Vec<_>>(),
             )),
-            int8s(failed.iter().map(|(id, _)| *id).collect()),
+            Some(int8_array(failed.iter().map(|(id, _)| *id))),
             Some(array(
                 TEXTOID,
                 &failed
