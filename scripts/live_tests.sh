@@ -450,8 +450,8 @@ test_standby_is_idle_until_promoted() {
 }
 
 # pg_dump and a restore into a new database keep every row of the queue, the history, the
-# schedules, the proxies and a compute job's own row (compute_jobs), and where the ids have got
-# to: the next job gets a new id.
+# schedules, the proxies and a compute job's own row (compute_jobs), the jobs' opaque ids (their
+# key is dumped), and where the ids have got to: the next job gets a new id.
 test_dump_and_restore_keep_every_row() {
     local src=pg_jobs_dump_src dst=pg_jobs_dump_dst before after
     "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d postgres \
@@ -465,7 +465,8 @@ test_dump_and_restore_keep_every_row() {
         (SELECT string_agg(h::text || h.tableoid::regclass::text, ',' ORDER BY h.id) FROM pgjobs.job_history h),
         (SELECT string_agg(x::text, ',' ORDER BY x.id) FROM pgjobs.schedules x),
         (SELECT string_agg(p::text, ',' ORDER BY p.proxy) FROM pgjobs.proxies p),
-        (SELECT string_agg(c::text, ',' ORDER BY c.job_id) FROM pgjobs.compute_jobs c)))"
+        (SELECT string_agg(c::text, ',' ORDER BY c.job_id) FROM pgjobs.compute_jobs c),
+        (SELECT string_agg(o::text, ',' ORDER BY o.id) FROM pgjobs.job_opaque_ids o)))"
     "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d "$src" <<'SQL' >/dev/null || return 1
 SET client_min_messages = warning;
 CREATE EXTENSION pg_jobs CASCADE;
@@ -484,6 +485,7 @@ SQL
         -f "$OUT/dump.sql" >/dev/null 2>"$OUT/restore.log" || return 1
     after=$(live_sql "$rows" "$PORT" "$dst") || return 1
     [ "$before" = "$after" ] &&
+        live_sql "SELECT count(opaque_id) FROM pgjobs.job_opaque_ids" "$PORT" "$dst" | grep -qx 3 &&
         live_sql "SELECT pgjobs.jobs_add('after') = 4 AND pgjobs.jobs_schedule('hourly', '0 * * * *', '{\"sql\": \"SELECT 1\"}') = 2" \
             "$PORT" "$dst" | grep -qx t
 }

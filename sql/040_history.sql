@@ -3,7 +3,6 @@
 
 CREATE TABLE job_history (
     id              bigint NOT NULL,
-    opaque_id       uuid NOT NULL,
     owner           oid NOT NULL,
     status          job_status NOT NULL CONSTRAINT job_history_finished CHECK (_finished_status_ok(status::text)),
     task            text NOT NULL,
@@ -81,8 +80,8 @@ GRANT EXECUTE ON FUNCTION _shown_payload(text, jsonb), _mask_payload(jsonb) TO p
 
 -- Every job, live or finished, in one shape. jobs' domain-typed columns are cast to the base types
 -- job_history has: the planner flattens a UNION ALL into one append of its two scans only when
--- their column types are the same (reads were 5 % more work without the casts). No opaque_id:
--- members may not read that column (see the grants in 030_queue.sql); job_opaque_ids has it.
+-- their column types are the same (reads were 5 % more work without the casts). Opaque ids are
+-- in job_opaque_ids.
 CREATE VIEW job_list WITH (security_invoker = true) AS
 SELECT j.id, j.owner::regrole AS owner, j.status, j.task::text, j.queue::text, j.priority,
        _shown_payload(j.queue, j.payload) AS payload, NULL::jsonb AS result, j.errors, j.attempt,
@@ -99,11 +98,11 @@ COMMENT ON VIEW job_list IS 'Live jobs (created, started, aborting) and finished
 GRANT SELECT ON job_list TO pgjobs_user;
 
 -- The caller's own jobs' opaque ids, live and finished (to share a link, or to look a job up
--- with jobs_public_lookup). Filtered by the caller's identity first; see _fence for the rest.
+-- with jobs_public_lookup), computed from each job's id and owner (src/api/opaque_ids.rs).
 CREATE VIEW job_opaque_ids WITH (security_barrier = true) AS
-SELECT j.id, _fence(j.opaque_id) AS opaque_id FROM jobs j WHERE j.owner = (SELECT identity())
+SELECT j.id, _job_opaque_id(j.id, j.owner) AS opaque_id FROM jobs j WHERE j.owner = (SELECT identity())
 UNION ALL
-SELECT h.id, _fence(h.opaque_id) FROM job_history h WHERE h.owner = (SELECT identity());
+SELECT h.id, _job_opaque_id(h.id, h.owner) FROM job_history h WHERE h.owner = (SELECT identity());
 COMMENT ON VIEW job_opaque_ids IS 'The opaque id of each of the caller''s jobs, live or finished.';
 GRANT SELECT ON job_opaque_ids TO pgjobs_user;
 

@@ -593,12 +593,12 @@ COMMENT ON FUNCTION compute_group_public IS
     'The public fields (opaque_id, name, description) of one group, listed or not; no row if '
     'there is no such group.';
 
--- The same for jobs, live or finished: only listed jobs appear; any one is found by its id.
--- _fence: a condition on opaque_id must not reach the unlisted jobs' column (see 010_types.sql).
+-- The same for jobs, live or finished: only listed jobs appear; any one is found by its id, which
+-- is computed from the job's id and owner (src/api/opaque_ids.rs), not stored.
 CREATE VIEW jobs_public WITH (security_barrier = true) AS
-SELECT _fence(j.opaque_id) AS opaque_id, j.name, j.description, j.link FROM jobs j WHERE j.listed
+SELECT _job_opaque_id(j.id, j.owner) AS opaque_id, j.name, j.description, j.link FROM jobs j WHERE j.listed
 UNION ALL
-SELECT _fence(h.opaque_id), h.name, h.description, h.link FROM job_history h WHERE h.listed;
+SELECT _job_opaque_id(h.id, h.owner), h.name, h.description, h.link FROM job_history h WHERE h.listed;
 COMMENT ON VIEW jobs_public IS
     'The public fields of the jobs their owners chose to list. jobs_public_lookup(opaque_id) '
     'finds any job by its id.';

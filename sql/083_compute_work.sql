@@ -608,10 +608,10 @@ BEGIN
     UPDATE compute_jobs SET status = final, end_time = now(), flags = flags & ~2 WHERE job_id = job;
     DELETE FROM compute_slices WHERE job_id = job;
     WITH gone AS (DELETE FROM jobs j WHERE j.id = job RETURNING j.*)
-    INSERT INTO job_history (id, opaque_id, owner, status, task, queue, priority, payload, result, errors,
+    INSERT INTO job_history (id, owner, status, task, queue, priority, payload, result, errors,
                              attempts, max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time,
                              end_time, name, description, link, listed)
-    SELECT g.id, g.opaque_id, g.owner,
+    SELECT g.id, g.owner,
            CASE final WHEN 'finished' THEN 'completed' WHEN 'cancelled' THEN 'aborted' ELSE 'failed' END::job_status,
            g.task, g.queue, g.priority, g.payload, jsonb_build_object('status', final), g.errors, g.attempt,
            g.max_attempts, g.idempotency_key, g.key_rule, g.locked_by, g.due_at, g.start_time, now(), g.name,

@@ -8,7 +8,7 @@
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @extschema@ FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    identity(), _current_role(), _opaque_id(), _invalid(text, text), _row_count(integer, text), _finite_date(date, text), _utc_month(timestamptz), _utc_midnight(date),
+    identity(), _current_role(), _opaque_id(), _job_opaque_id(bigint, oid), _invalid(text, text), _row_count(integer, text), _finite_date(date, text), _utc_month(timestamptz), _utc_midnight(date),
     retry_delay_seconds(integer, double precision, double precision),
     schedule_next_slot(text, text, timestamptz), _schedule_next_epoch(text, text, double precision),
     jobs_add(text, jsonb, text, integer, timestamptz, integer, interval, interval, interval, text, text),

@@ -32,7 +32,6 @@ extension_sql_file!(
     name = "queue",
     requires = [
         "identity",
-        api::queue::_opaque_id,
         api::queue::_live_job_ok,
         api::queue::_reserved_queue,
         api::queue::_sql_queue
@@ -69,7 +68,7 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/080_compute_tables.sql",
     name = "compute",
-    requires = ["launcher"]
+    requires = ["launcher", api::opaque_ids::_opaque_id]
 );
 extension_sql_file!(
     "../sql/083_compute_work.sql",

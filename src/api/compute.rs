@@ -96,19 +96,13 @@ owner_call!(
     STATEMENTS,
     "register_worker_directive_remove"
 );
-// Read as the extension's owner, whoever calls: public fields of a row found by its opaque id,
+// Read as the extension's owner, whoever calls: public fields of a group found by its opaque id,
 // and whether join credentials match (members cannot read the hash).
 owner_call!(
     compute_group_public,
     pg_finfo_compute_group_public,
     STATEMENTS,
     "compute_group_public"
-);
-owner_call!(
-    jobs_public_lookup,
-    pg_finfo_jobs_public_lookup,
-    STATEMENTS,
-    "jobs_public_lookup"
 );
 owner_call!(
     compute_group_check_secret,

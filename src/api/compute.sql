@@ -37,12 +37,6 @@ SELECT _remove_own_row($1, 'register_worker_directive', $2);
 -- Any group by its opaque id $2, listed or not: its public fields only.
 SELECT g.opaque_id, g.name, g.description FROM compute_groups g WHERE g.opaque_id = $2;
 
--- name: jobs_public_lookup
--- Any job by its opaque id $2, live or finished, listed or not: its public fields only.
-SELECT j.opaque_id, j.name, j.description, j.link FROM jobs j WHERE j.opaque_id = $2
-UNION ALL
-SELECT h.opaque_id, h.name, h.description, h.link FROM job_history h WHERE h.opaque_id = $2;
-
 -- name: compute_group_check_secret
 SELECT _join_check($1, $2, $3, $4) IS NOT NULL;
 

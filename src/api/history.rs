@@ -75,7 +75,7 @@ entry!(
 // before it makes the month's indexes, and an index on the extension's job_history would make
 // them at the attach, so that the restore failed on the dump's own.
 fn index_history(partition: &str) {
-    for columns in ["id", "opaque_id", "owner", "status, queue"] {
+    for columns in ["id", "owner", "status, queue"] {
         run_text(&format!("CREATE INDEX ON {partition} ({columns})"));
     }
     // A finished job by its key (batch_get by command hash); jobs without a key never enter it.

@@ -10,6 +10,7 @@ pub mod history;
 pub mod identity;
 pub mod leases;
 pub mod metrics;
+pub mod opaque_ids;
 pub mod queue;
 pub mod ready;
 pub mod routine_rules;

@@ -40,17 +40,6 @@ fn retry_delay_seconds(attempt: i32, backoff_seconds: f64, max_backoff_seconds: 
     pg_jobs_core::retry::retry_delay_seconds(attempt, backoff_seconds, max_backoff_seconds)
 }
 
-/// A new opaque id (see pg_jobs_core::opaque_id).
-#[pg_extern(volatile, parallel_safe)]
-fn _opaque_id() -> pgrx::Uuid {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as u64);
-    let mut random = [0u8; 10];
-    crate::strong_random(&mut random);
-    pgrx::Uuid::from_bytes(pg_jobs_core::opaque_id::time_ordered_uuid(millis, random))
-}
-
 /// The rule of a live job (see pg_jobs_core::status), checked by a CHECK constraint of `jobs`.
 /// This and `_finished_status_ok` are functions rather than the same rules in SQL because
 /// PostgreSQL parses a table's CHECK expressions from their text at every statement that writes

@@ -203,10 +203,10 @@ WITH given AS (
       AND k.job_id = j.id
 ), kept AS (
     INSERT INTO job_history (
-        id, opaque_id, owner, status, task, queue, priority, payload, result, errors, attempts,
+        id, owner, status, task, queue, priority, payload, result, errors, attempts,
         max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
         name, description, link, listed)
-    SELECT j.id, j.opaque_id, j.owner, j.final, j.task, j.queue, j.priority, j.payload,
+    SELECT j.id, j.owner, j.final, j.task, j.queue, j.priority, j.payload,
            CASE WHEN j.final = 'failed' AND j.error IS NOT NULL
                 THEN coalesce(j.result, '{}') || jsonb_build_object('error', j.error) ELSE j.result END,
            CASE WHEN j.error IS NULL THEN j.errors

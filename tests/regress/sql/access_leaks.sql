@@ -4,7 +4,9 @@
 -- estimates follow the column's statistics; so a member that may write a predicate on another
 -- owner's opaque_id finds it by bisection (about 130 range probes). Here member B probes every
 -- relation where it could name owner A's ids: each probe must be refused, or show the same plan
--- and the same counts whether or not the range holds A's id. A still reads its own ids.
+-- and the same counts whether or not the range holds A's id. A still reads its own ids. A job's
+-- id is no column at all (its id and owner encrypted, src/api/opaque_ids.rs): B can neither name
+-- it nor compute it, and an id B makes up or changes names no job.
 
 CREATE ROLE regress_leak_a;  -- owns the secrets
 CREATE ROLE regress_leak_b;  -- probes for them
@@ -19,8 +21,8 @@ RESET ROLE;
 SET ROLE regress_leak_b;
 SELECT pgjobs.jobs_add('leak_b') AS b_job \gset
 RESET ROLE;
-SELECT opaque_id AS a_live_id FROM pgjobs.jobs WHERE id = :a_live \gset
-SELECT opaque_id AS a_done_id FROM pgjobs.job_history WHERE id = :a_done \gset
+SELECT pgjobs._job_opaque_id(:a_live, 'regress_leak_a'::regrole) AS a_live_id \gset
+SELECT pgjobs._job_opaque_id(:a_done, 'regress_leak_a'::regrole) AS a_done_id \gset
 -- A's groups: one unlisted and holding B's job (so B's compute_groups_jobs_by_job names it, by
 -- design), one unlisted and unknown to B: the secret.
 INSERT INTO pgjobs.compute_groups (owner, name) VALUES ('regress_leak_a'::regrole, 'A known to B')
@@ -96,12 +98,23 @@ SELECT * FROM regress.probe_all(:'a_group_id',
     'SELECT 1 FROM pgjobs.%s WHERE opaque_id BETWEEN %%L AND %%L');
 SELECT * FROM regress.probe_all(:'a_group_id', ARRAY['compute_groups_jobs_by_job'],
     'SELECT 1 FROM pgjobs.%s WHERE compute_group_opaque_id BETWEEN %%L AND %%L');
--- No privilege on the column at all, whatever the query.
+-- No privilege on a group's column at all, whatever the query; no column for a job's.
 SELECT relation, has_column_privilege(relation, 'opaque_id', 'SELECT') AS may_read_opaque_id
-FROM unnest(ARRAY['pgjobs.jobs', 'pgjobs.job_history', 'pgjobs.compute_groups']) relation;
+FROM unnest(ARRAY['pgjobs.compute_groups']) relation;
+SELECT count(*) AS job_opaque_id_columns FROM information_schema.columns
+WHERE table_schema = 'pgjobs' AND table_name IN ('jobs', 'job_history') AND column_name = 'opaque_id';
 SELECT regress.error_of('SELECT count(*) FROM pgjobs.jobs WHERE opaque_id IS NOT NULL');
 SELECT regress.error_of('SELECT opaque_id FROM pgjobs.job_history');
 SELECT regress.error_of('SELECT * FROM pgjobs.compute_groups');
+-- B may not compute the id of A's unlisted job; naming itself as its owner computes an id that
+-- names no job; an id changed in one bit, or made up, names none either.
+SELECT regress.error_of(format('SELECT pgjobs._job_opaque_id(%s, %L::regrole)', :a_live, 'regress_leak_a')) AS computing_refused;
+SELECT count(*) AS forged_owner_finds FROM pgjobs.jobs_public_lookup(pgjobs._job_opaque_id(:a_live, 'regress_leak_b'::regrole));
+SELECT count(*) AS changed_finds FROM pgjobs.jobs_public_lookup(
+    (SELECT overlay(opaque_id::text PLACING CASE WHEN right(opaque_id::text, 1) = '0' THEN '1' ELSE '0' END FROM 36)::uuid
+     FROM pgjobs.job_opaque_ids WHERE id = :b_job));
+SELECT count(*) AS made_up_finds FROM generate_series(1, 200) n,
+    LATERAL pgjobs.jobs_public_lookup(md5(n::text)::uuid);
 -- B still sees its own job's id, the group that holds its job, and the public rows.
 SELECT id = :b_job AS own_job, opaque_id IS NOT NULL AS has_id FROM pgjobs.job_opaque_ids;
 SELECT count(*) AS groups_seen FROM pgjobs.compute_group_opaque_ids;
@@ -123,7 +136,16 @@ RESET ROLE;
 -- Whoever A gives the ids to can use them.
 SET ROLE regress_leak_b;
 SELECT pgjobs.compute_group_check_secret(:'a_group_id', 'a-key', 'a secret of sixteen characters') AS joins,
-       (SELECT name FROM pgjobs.jobs_public_lookup(:'a_live_id')) AS job_by_link;
+       (SELECT name FROM pgjobs.jobs_public_lookup(:'a_live_id')) AS job_by_link,
+       (SELECT count(*) FROM pgjobs.jobs_public_lookup(:'a_done_id')) AS finished_job_found;
+RESET ROLE;
+-- Once A lists its job, its id is public: jobs_public shows it, the same id.
+SET ROLE regress_leak_a;
+UPDATE pgjobs.jobs SET listed = true WHERE id = :a_live;
+RESET ROLE;
+SET ROLE regress_leak_b;
+SELECT opaque_id = :'a_live_id' AS listed_id_right FROM pgjobs.jobs_public WHERE name = 'shared by link';
+SELECT pgjobs._job_opaque_id(:a_live, 'regress_leak_a'::regrole) = :'a_live_id' AS computes_listed;
 RESET ROLE;
 
 -- A's join credentials in plain text (a worker presents them): B's estimates for a condition on

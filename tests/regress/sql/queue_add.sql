@@ -32,5 +32,7 @@ SELECT pgjobs.jobs_add('rolled_back');
 ROLLBACK;
 SELECT count(*) AS rolled_back_jobs FROM pgjobs.job_list WHERE task = 'rolled_back';
 
--- Each job has a public opaque id, distinct from the others.
-SELECT count(DISTINCT opaque_id) = count(*) AS opaque_ids_distinct FROM pgjobs.jobs;
+-- Each job has a public opaque id, distinct from the others, that names it back.
+SELECT count(DISTINCT pgjobs._job_opaque_id(id, owner)) = count(*) AS opaque_ids_distinct,
+       bool_and((SELECT count(*) FROM pgjobs.jobs_public_lookup(pgjobs._job_opaque_id(id, owner))) = 1) AS each_found
+FROM pgjobs.jobs;

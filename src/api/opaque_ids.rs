@@ -1,0 +1,113 @@
+//! Opaque ids: a job's is computed from its id and owner under the installation's key
+//! (`pg_jobs_core::opaque_id`, the key in `opaque_id_key`, sql/030_queue.sql); groups and workers
+//! keep stored ones (`_opaque_id`). Statements in `opaque_ids.sql`.
+
+use std::cell::Cell;
+
+use pgrx::pg_sys::{self, Oid, INT8OID, OIDOID, UUIDOID};
+use pgrx::prelude::*;
+use pgrx::{IntoDatum, Uuid};
+
+use super::call::{materialize, null, refuse, value, Caller, Section, Statement};
+use crate::{entry, named_statements};
+use pg_jobs_core::opaque_id::{job_of_opaque_id, job_opaque_id, time_ordered_uuid};
+
+named_statements!(include_str!("opaque_ids.sql"));
+
+static KEY: Statement = statement("key", &[]);
+static LISTED: Statement = statement("listed", &[INT8OID, OIDOID]);
+static PUBLIC_FIELDS: Statement = statement("public_fields", &[INT8OID, OIDOID, UUIDOID]);
+
+/// A new stored opaque id, for a group or a worker (see pg_jobs_core::opaque_id).
+#[pg_extern(volatile, parallel_safe)]
+fn _opaque_id() -> Uuid {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64);
+    let mut random = [0u8; 10];
+    crate::strong_random(&mut random);
+    Uuid::from_bytes(time_ordered_uuid(millis, random))
+}
+
+thread_local! {
+    /// The key, with the table it was read from: a view lists many ids, each computed by one call,
+    /// and only the first reads the table. The extension made again (a new table) is read again.
+    static KEY_READ: Cell<Option<(Oid, [u8; 32])>> = const { Cell::new(None) };
+}
+
+/// The key of the jobs' opaque ids, read in `section` (as the extension's owner) when not known.
+fn key(section: &Section) -> [u8; 32] {
+    let table = unsafe {
+        let schema = pg_sys::get_namespace_oid(c"pgjobs".as_ptr(), false);
+        pg_sys::get_relname_relid(c"opaque_id_key".as_ptr(), schema)
+    };
+    if let Some((read_from, key)) = KEY_READ.get() {
+        if read_from == table {
+            return key;
+        }
+    }
+    let key: [u8; 32] = section
+        .run(&KEY, &[])
+        .get::<Vec<u8>>(0, 0)
+        .and_then(|bytes| bytes.try_into().ok())
+        .unwrap_or_else(|| error!("pg_jobs: opaque_id_key holds no key"));
+    KEY_READ.set(Some((table, key)));
+    key
+}
+
+// _job_opaque_id(id, owner): the opaque id of a job, for the views that show them
+// (job_opaque_ids, jobs_public), which every member may read and so every member may call: it
+// answers for the caller's own jobs and for listed ones, and refuses any other.
+entry!(_job_opaque_id, pg_finfo__job_opaque_id, |fcinfo| {
+    let caller = Caller::current();
+    let (Some(id), Some(owner)) = (value::<i64>(fcinfo, 0), value::<Oid>(fcinfo, 1)) else {
+        return null(fcinfo);
+    };
+    let section = Section::as_owner(fcinfo);
+    let shown = owner == caller.identity
+        || caller.admin()
+        || section
+            .run(
+                &LISTED,
+                &[
+                    Some(pg_sys::Datum::from(id)),
+                    Some(pg_sys::Datum::from(owner)),
+                ],
+            )
+            .get::<bool>(0, 0)
+            .unwrap_or(false);
+    if !shown {
+        refuse(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("job {id} is neither yours nor listed"),
+            Some("Its owner reads its opaque id in job_opaque_ids."),
+        );
+    }
+    Uuid::from_bytes(job_opaque_id(&key(&section), id, owner.to_u32()))
+        .into_datum()
+        .unwrap()
+});
+
+// jobs_public_lookup(opaque_id): the public fields of any job, live or finished, listed or not,
+// by its opaque id; no row for an id that names no job.
+entry!(jobs_public_lookup, pg_finfo_jobs_public_lookup, |fcinfo| {
+    materialize(fcinfo);
+    let Some(opaque) = value::<Uuid>(fcinfo, 0) else {
+        return pg_sys::Datum::from(0);
+    };
+    let section = Section::as_owner(fcinfo);
+    let bytes: [u8; 16] = *opaque.as_bytes();
+    if let Some((id, owner)) = job_of_opaque_id(&key(&section), bytes) {
+        section
+            .run(
+                &PUBLIC_FIELDS,
+                &[
+                    Some(pg_sys::Datum::from(id)),
+                    Some(pg_sys::Datum::from(Oid::from(owner))),
+                    opaque.into_datum(),
+                ],
+            )
+            .return_all(fcinfo);
+    }
+    pg_sys::Datum::from(0)
+});
