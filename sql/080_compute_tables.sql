@@ -554,22 +554,7 @@ CREATE TRIGGER touch BEFORE UPDATE ON compute_group_worker_origins
 -- compute_group_opaque_id, pushed into a security_barrier view, would filter compute_groups
 -- before the join to the caller's memberships, and EXPLAIN ANALYZE would count the groups of
 -- others in the probed range. Nothing is pushed into a function (a C function, never inlined,
--- that runs this one as the extension's owner: _caller_compute_groups_jobs_by_job,
--- src/api/compute.rs), which returns the caller's rows only.
-CREATE FUNCTION _compute_groups_jobs_by_job(caller_role oid)
-RETURNS TABLE (job_id bigint, compute_group_id bigint, compute_group_opaque_id uuid, last_update timestamptz)
-LANGUAGE plpgsql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    caller oid := _identity_of(caller_role);
-BEGIN
-    RETURN QUERY
-    SELECT m.job_id, m.compute_group_id, g.opaque_id, m.last_update
-    FROM compute_group_jobs m JOIN compute_groups g ON g.id = m.compute_group_id
-    WHERE m.job_owner = caller;
-END
-$$;
+-- that reads the caller's rows as the extension's owner: src/api/compute_settings.rs).
 CREATE FUNCTION _caller_compute_groups_jobs_by_job()
 RETURNS TABLE (job_id bigint, compute_group_id bigint, compute_group_opaque_id uuid, last_update timestamptz)
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', '_caller_compute_groups_jobs_by_job';
@@ -586,7 +571,7 @@ COMMENT ON VIEW compute_groups_public IS
     'The public fields of the groups their owners chose to list. compute_group_public(opaque_id) '
     'finds any group by its id.';
 
--- (src/api/compute.rs: it reads as the extension's owner, so it finds any group by its id.)
+-- (src/api/compute_settings.rs: it reads as the extension's owner, so it finds any group by its id.)
 CREATE FUNCTION compute_group_public(opaque_id uuid) RETURNS SETOF compute_groups_public
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'compute_group_public';
 COMMENT ON FUNCTION compute_group_public IS
@@ -621,59 +606,12 @@ CREATE FUNCTION _join_hash_matches(secret text, hash text) RETURNS boolean
 LANGUAGE sql STABLE STRICT
 RETURN crypt(secret, hash) = hash;
 
--- The group whose join key and secret these are, or null; every way in (a check, a join, a
--- deployment into a group that takes joiners') goes through here. The hash is computed whether
--- or not the group, key and hash are there, so the time taken does not tell which was wrong. A
--- wrong one counts against the caller's identity (_join_failed, src/api/compute.rs), and past
--- its budget the identity is refused before anything is compared.
+-- The group whose join key and secret these are, or null (src/api/compute_settings.rs): for the
+-- scheduler's SQL, which checks the credentials a worker joins or deploys with.
 CREATE FUNCTION _join_check(caller_role oid, group_opaque_id uuid, key text, secret text) RETURNS bigint
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    caller oid := _identity_of(caller_role);
-    g compute_groups;
-    matches boolean;
-BEGIN
-    PERFORM _join_budget(caller);
-    SELECT * INTO g FROM compute_groups c WHERE c.opaque_id = group_opaque_id;
-    matches := _join_hash_matches(coalesce(secret, ''), coalesce(g.join_hash, _join_hash(coalesce(secret, ''))));
-    IF g.id IS NULL OR g.join_hash IS NULL OR g.join_key IS DISTINCT FROM key OR NOT matches THEN
-        PERFORM _join_failed(caller);
-        RETURN NULL;
-    END IF;
-    RETURN g.id;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', '_join_check';
 
--- (Run as the extension's owner by compute_group_set_secret, src/api/compute.rs; so are the
--- _*remove* functions below.)
-CREATE FUNCTION _compute_group_set_secret(caller_role oid, group_opaque_id uuid, secret text) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    caller oid := _identity_of(caller_role);
-    group_id bigint;
-BEGIN
-    SELECT g.id INTO group_id FROM compute_groups g
-    WHERE g.opaque_id = group_opaque_id AND g.owner = caller
-    FOR UPDATE;
-    -- Another owner's group gets the same answer as no group, so ids cannot be probed.
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'no_data_found',
-            MESSAGE = format('compute group %s does not exist', coalesce(group_opaque_id::text, 'null'));
-    END IF;
-    -- Anyone may try join secrets, hundreds a second: a short one would be found.
-    IF length(secret) < 16 THEN
-        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = format('a join secret must be at least 16 characters long, not %s', length(secret)),
-            HINT = 'Use a random one, such as encode(gen_random_bytes(16), ''hex''); null removes the secret.';
-    END IF;
-    UPDATE compute_groups SET join_hash = _join_hash(secret) WHERE id = group_id;
-END
-$$;
-
+-- compute_group_set_secret and the rest below: src/api/compute_settings.rs.
 CREATE FUNCTION compute_group_set_secret(group_opaque_id uuid, secret text) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_group_set_secret';
 COMMENT ON FUNCTION compute_group_set_secret IS
@@ -1133,32 +1071,6 @@ GRANT UPDATE (earnings_account) ON worker_run_info TO pgjobs_user;
 -- returns how many it deleted: 0 for a row of another identity exactly as for one that does not
 -- exist, as a DELETE under row-level security answers, so nothing can be probed.
 
-CREATE FUNCTION _compute_group_remove_origin(caller_role oid, group_id bigint, origin_uri text, origin_type text)
-RETURNS integer
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    caller oid := _identity_of(caller_role);
-    removed integer;
-BEGIN
-    IF group_id IS NULL THEN
-        PERFORM _null_argument('group_id');
-    END IF;
-    IF origin_uri IS NULL THEN
-        PERFORM _null_argument('origin');
-    END IF;
-    IF origin_type NOT IN ('any', 'fetchWorkFunctions', 'fetchArguments', 'fetchData', 'sendResults') THEN
-        PERFORM _invalid(format('unknown origin type %L', origin_type),
-                         'Use any, fetchWorkFunctions, fetchArguments, fetchData or sendResults, or null for every type.');
-    END IF;
-    DELETE FROM compute_group_worker_origins o
-    WHERE o.compute_group_id = group_id AND o.origin = origin_uri
-      AND (origin_type IS NULL OR o.type = origin_type) AND o.owner = caller;
-    GET DIAGNOSTICS removed = ROW_COUNT;
-    RETURN removed;
-END
-$$;
 CREATE FUNCTION compute_group_remove_origin(group_id bigint, origin text, type text DEFAULT NULL)
 RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_group_remove_origin';
@@ -1166,83 +1078,18 @@ COMMENT ON FUNCTION compute_group_remove_origin IS
     'Removes an origin from one of the caller''s groups, for one type or (null) every type; '
     'returns how many rows went (0 for a group that is not the caller''s).';
 
-CREATE FUNCTION _worker_remove(caller_role oid, worker uuid) RETURNS integer
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    caller oid := _identity_of(caller_role);
-    removed integer;
-BEGIN
-    IF worker IS NULL THEN
-        PERFORM _null_argument('worker');
-    END IF;
-    DELETE FROM workers w WHERE w.opaque_id = worker AND w.owner = caller;
-    GET DIAGNOSTICS removed = ROW_COUNT;
-    RETURN removed;
-END
-$$;
 CREATE FUNCTION worker_remove(worker uuid) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'worker_remove';
 COMMENT ON FUNCTION worker_remove IS
     'Unregisters one of the caller''s workers by its opaque id; its run and task information, settings, '
     'credential lists and notifications go with it. Returns how many workers went (0 or 1).';
 
--- The rows members delete by their id: one function for all, run as the extension's owner, which
--- deletes only the caller's identity's row of one of these tables.
-CREATE FUNCTION _remove_own_row(caller_role oid, relation regclass, row_id bigint) RETURNS integer
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    caller oid := _identity_of(caller_role);
-    removed integer;
-BEGIN
-    IF relation NOT IN ('dcp_worker_app_config'::regclass, 'creds_list'::regclass, 'credential'::regclass,
-                        'worker_notifications'::regclass, 'register_worker_directive'::regclass) THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
-            MESSAGE = format('rows of %s are not removed by id', relation);
-    END IF;
-    IF row_id IS NULL THEN
-        PERFORM _null_argument('id');
-    END IF;
-    EXECUTE format('DELETE FROM %s WHERE id = $1 AND owner = $2', relation) USING row_id, caller;
-    GET DIAGNOSTICS removed = ROW_COUNT;
-    RETURN removed;
-END
-$$;
 
 CREATE FUNCTION worker_app_config_remove(id bigint) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'worker_app_config_remove';
 COMMENT ON FUNCTION worker_app_config_remove IS
     'Removes one of the caller''s dcp_worker_app_config rows by id; returns how many went (0 or 1).';
 
-CREATE FUNCTION _worker_config_remove(caller_role oid, path text, worker uuid, value_type text)
-RETURNS integer
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    caller oid := _identity_of(caller_role);
-    removed integer;
-BEGIN
-    IF path IS NULL THEN
-        PERFORM _null_argument('key_path');
-    END IF;
-    IF value_type IS NULL THEN
-        PERFORM _null_argument('type');
-    END IF;
-    IF value_type NOT IN ('active', 'template') THEN
-        PERFORM _invalid(format('unknown config type %L', value_type), 'Use active or template.');
-    END IF;
-    -- A null worker names the value set for all of the owner's workers, as in the table.
-    DELETE FROM worker_config_value v
-    WHERE v.key_path = path AND v.worker_opaque_id IS NOT DISTINCT FROM worker
-      AND v.type = value_type AND v.owner = caller;
-    GET DIAGNOSTICS removed = ROW_COUNT;
-    RETURN removed;
-END
-$$;
 CREATE FUNCTION worker_config_remove(key_path text, worker uuid DEFAULT NULL, type text DEFAULT 'active')
 RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'worker_config_remove';
@@ -1261,26 +1108,6 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'credential_remove';
 COMMENT ON FUNCTION credential_remove IS
     'Removes one of the caller''s credentials by id; returns how many went (0 or 1).';
 
-CREATE FUNCTION _worker_creds_remove(caller_role oid, worker uuid, list_id bigint) RETURNS integer
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    caller oid := _identity_of(caller_role);
-    removed integer;
-BEGIN
-    IF worker IS NULL THEN
-        PERFORM _null_argument('worker');
-    END IF;
-    IF list_id IS NULL THEN
-        PERFORM _null_argument('creds_list_id');
-    END IF;
-    DELETE FROM worker_creds c
-    WHERE c.worker_opaque_id = worker AND c.creds_list_id = list_id AND c.owner = caller;
-    GET DIAGNOSTICS removed = ROW_COUNT;
-    RETURN removed;
-END
-$$;
 CREATE FUNCTION worker_creds_remove(worker uuid, creds_list_id bigint) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'worker_creds_remove';
 COMMENT ON FUNCTION worker_creds_remove IS
@@ -1315,24 +1142,9 @@ ALTER TABLE reliable_events ENABLE ROW LEVEL SECURITY;
 
 -- ---------------------------------------------------------------------------------------------
 
-REVOKE ALL ON FUNCTION job_flag_names(integer), capability_names(integer), worker_flag_names(integer),
-    _owner_from_job(), _owner_from_group(), _owner_from_worker(), _owner_from_creds_list(),
-    _touch_last_update(), _compute_group_job_owners(), _worker_owner_changes(),
-    compute_group_public(uuid), _join_hash(text), _join_hash_matches(text, text), _join_check(oid, uuid, text, text),
-    _compute_group_set_secret(oid, uuid, text), compute_group_set_secret(uuid, text),
-    compute_group_check_secret(uuid, text, text), _null_argument(text),
-    _compute_groups_jobs_by_job(oid), _caller_compute_groups_jobs_by_job(),
-    compute_group_remove_origin(bigint, text, text), _compute_group_remove_origin(oid, bigint, text, text),
-    worker_remove(uuid), _worker_remove(oid, uuid),
-    worker_app_config_remove(bigint),
-    worker_config_remove(text, uuid, text), _worker_config_remove(oid, text, uuid, text),
-    creds_list_remove(bigint),
-    credential_remove(bigint),
-    worker_creds_remove(uuid, bigint), _worker_creds_remove(oid, uuid, bigint),
-    worker_notification_remove(bigint),
-    register_worker_directive_remove(bigint), _remove_own_row(oid, regclass, bigint) FROM PUBLIC;
--- The public functions run their internal halves as the extension's owner (src/api/compute.rs),
--- so only the public ones are granted; _caller_compute_groups_jobs_by_job is the view's.
+-- Nothing is granted to PUBLIC (sql/090_grants.sql). The public functions run their statements as
+-- the extension's owner (src/api/compute_settings.rs); _caller_compute_groups_jobs_by_job is the
+-- view's.
 GRANT EXECUTE ON FUNCTION job_flag_names(integer), capability_names(integer), worker_flag_names(integer),
     compute_group_public(uuid), compute_group_set_secret(uuid, text),
     compute_group_check_secret(uuid, text, text),

@@ -538,46 +538,6 @@ BEGIN
 END
 $$;
 
--- Owner's acts on a job: pause, resume, close, cancel, fund.
-CREATE FUNCTION _compute_control(caller_role oid, job bigint, act text, amount numeric) RETURNS compute_job_status
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    c compute_jobs;
-BEGIN
-    -- The amount is checked before the job is looked up: bad input is refused as such, whoever's
-    -- job it names.
-    IF act = 'fund' AND (amount IS NULL OR _money(amount, 'the amount to add') = 0) THEN
-        PERFORM _invalid(format('funds to add must be a positive amount, not %s', coalesce(amount::text, 'null')));
-    END IF;
-    c := _compute_owned(caller_role, job);
-    CASE act
-    WHEN 'pause' THEN
-        UPDATE compute_jobs SET status = 'paused' WHERE job_id = job;
-    WHEN 'resume' THEN
-        IF c.flags & 64 <> 0 THEN
-            RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
-                MESSAGE = format('compute job %s is out of funds', job), HINT = 'compute_fund adds funds and resumes it.';
-        END IF;
-        UPDATE compute_jobs SET status = _compute_resumed_status(job) WHERE job_id = job AND status = 'paused';
-    WHEN 'close' THEN
-        UPDATE compute_jobs SET flags = flags & ~2 WHERE job_id = job;
-    WHEN 'cancel' THEN
-        PERFORM _compute_end(job, 'cancelled');
-    WHEN 'fund' THEN
-        IF c.funds + amount >= 1e10 THEN
-            PERFORM _invalid(format('a job''s funds must stay below 10000000000 DCC (%s now)', c.funds),
-                             'Deploy another job for more work.');
-        END IF;
-        UPDATE compute_jobs SET funds = funds + amount, flags = flags & ~64,
-                                status = CASE WHEN flags & 64 <> 0 AND status = 'paused'
-                                              THEN _compute_resumed_status(job) ELSE status END
-        WHERE job_id = job;
-    END CASE;
-    RETURN (SELECT j.status FROM compute_jobs j WHERE j.job_id = job);
-END
-$$;
 
 -- Whether a job's estimation slices all have their results.
 CREATE FUNCTION _compute_estimated(job bigint) RETURNS boolean

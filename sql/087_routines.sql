@@ -154,11 +154,11 @@ RETURN array_to_string(ARRAY(SELECT to_char(t, 'HH24:MI') FROM unnest(runtimes) 
 
 -- Whether a role is a member of one of the roles a schedule's owner granted (a role dropped since
 -- grants nothing).
-CREATE FUNCTION _granted_to(caller_role oid, operators oid[]) RETURNS boolean
+CREATE FUNCTION _granted_to(role_oid oid, operators oid[]) RETURNS boolean
 LANGUAGE sql STABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN EXISTS (SELECT FROM unnest(operators) r
-               WHERE EXISTS (SELECT FROM pg_roles g WHERE g.oid = r) AND pg_has_role(caller_role, r, 'MEMBER'));
+               WHERE EXISTS (SELECT FROM pg_roles g WHERE g.oid = r) AND pg_has_role(role_oid, r, 'MEMBER'));
 
 -- Who may watch and command a schedule: its owner's identity, a member of a role the owner
 -- granted, or an administrator.

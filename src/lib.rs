@@ -132,7 +132,7 @@ pub extern "C-unwind" fn _PG_init() {
     api::ready::init_ready_state();
     api::metrics::init_metrics();
     api::leases::init_lease_expiries();
-    api::compute::init_join_failures();
+    api::compute_settings::init_join_failures();
     bgworker::init_shared_state();
     bgworker::register_launcher();
 }

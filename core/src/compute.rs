@@ -2,6 +2,15 @@
 //! how the copies' results are resolved, the moving averages of a job's performance, and whether
 //! a worker's worktime satisfies a job's version range.
 
+/// The bits of `compute_jobs.flags` the scheduler sets and clears, by the names
+/// `job_flag_names` (sql/080_compute_tables.sql) gives them.
+pub mod job_flag {
+    /// Slices can still be added.
+    pub const OPEN: i32 = 1 << 1;
+    /// Paused for want of funds (nsf: insufficient funds).
+    pub const NSF: i32 = 1 << 6;
+}
+
 /// Copies of slice `slice` of job `job` sent under duplication `level` (1.0 once, 2.0 twice,
 /// 1.5 half of the slices twice): the whole part of the level, and one more for the slices whose
 /// fraction, drawn from the job and slice numbers alone, falls below the level's fraction. The

@@ -1,22 +1,31 @@
-//! The compute scheduler's public functions (`sql/080_compute_tables.sql`, `sql/083_compute_work.sql`):
-//! join secrets, the deletes members make through functions, the rows of the view
-//! `compute_groups_jobs_by_job`; deploying and controlling jobs; what workers call; and the rules
-//! of `pg_jobs_core::compute` the scheduler's SQL calls.
+//! The compute scheduler's public functions (`sql/083_compute_work.sql`): deploying and
+//! controlling jobs, what workers call, and the rules of `pg_jobs_core::compute` the scheduler's
+//! SQL calls (its settings are in `compute_settings.rs`).
 
-use pg_jobs_core::compute::{self, Decision, Moving};
-use std::sync::atomic::{AtomicU64, Ordering};
+use pg_jobs_core::compute::{self, job_flag, Decision, Moving};
 
 use pgrx::prelude::*;
 
-use crate::{named_statements, owner_call};
+use pgrx::pg_sys::{Datum, INT4OID, INT8OID, NUMERICOID, OIDOID};
 
-use super::call::Statement;
+use crate::{entry, named_statements, owner_call};
+
+use super::call::{argument, invalid, refuse, required, value, Caller, Section, Statement};
+use super::datum::output;
 use super::services::{wished, Service};
 
 named_statements!(include_str!("compute.sql"));
 
 static TICK: Statement = statement("tick", &[pg_sys::TIMESTAMPTZOID]);
 static NEXT_LOOK: Statement = statement("next_look", &[pg_sys::TIMESTAMPTZOID]);
+static AMOUNT_TO_ADD: Statement = statement("amount_to_add", &[NUMERICOID]);
+static OWNED_JOB: Statement = statement("owned_job", &[OIDOID, INT8OID, NUMERICOID]);
+static PAUSE: Statement = statement("pause", &[INT8OID]);
+static RESUME: Statement = statement("resume", &[INT8OID]);
+static CLOSE: Statement = statement("close", &[INT8OID, INT4OID]);
+static CANCEL: Statement = statement("cancel", &[INT8OID]);
+static FUND: Statement = statement("fund", &[INT8OID, NUMERICOID, INT4OID]);
+static JOB_STATUS: Statement = statement("job_status", &[INT8OID]);
 
 /// The compute scheduler's watchdog, fold and statistics (sql/083_compute_work.sql,
 /// `_compute_tick`).
@@ -28,90 +37,99 @@ pub(crate) static COMPUTE: Service = Service {
     next: |section, at| wished(section, &NEXT_LOOK, at),
 };
 
-// The view's rows: the caller's jobs' groups, read as the extension's owner (a job's owner does
-// not own the groups its jobs are in).
-owner_call!(
-    _caller_compute_groups_jobs_by_job,
-    pg_finfo__caller_compute_groups_jobs_by_job,
-    STATEMENTS,
-    "compute_groups_jobs_by_job"
-);
-owner_call!(
-    compute_group_set_secret,
-    pg_finfo_compute_group_set_secret,
-    STATEMENTS,
-    "compute_group_set_secret"
-);
-owner_call!(
-    compute_group_remove_origin,
-    pg_finfo_compute_group_remove_origin,
-    STATEMENTS,
-    "compute_group_remove_origin"
-);
-owner_call!(
-    worker_remove,
-    pg_finfo_worker_remove,
-    STATEMENTS,
-    "worker_remove"
-);
-owner_call!(
-    worker_config_remove,
-    pg_finfo_worker_config_remove,
-    STATEMENTS,
-    "worker_config_remove"
-);
-owner_call!(
-    worker_creds_remove,
-    pg_finfo_worker_creds_remove,
-    STATEMENTS,
-    "worker_creds_remove"
-);
-owner_call!(
-    worker_app_config_remove,
-    pg_finfo_worker_app_config_remove,
-    STATEMENTS,
-    "worker_app_config_remove"
-);
-owner_call!(
-    creds_list_remove,
-    pg_finfo_creds_list_remove,
-    STATEMENTS,
-    "creds_list_remove"
-);
-owner_call!(
-    credential_remove,
-    pg_finfo_credential_remove,
-    STATEMENTS,
-    "credential_remove"
-);
-owner_call!(
-    worker_notification_remove,
-    pg_finfo_worker_notification_remove,
-    STATEMENTS,
-    "worker_notification_remove"
-);
-owner_call!(
-    register_worker_directive_remove,
-    pg_finfo_register_worker_directive_remove,
-    STATEMENTS,
-    "register_worker_directive_remove"
-);
-// Read as the extension's owner, whoever calls: public fields of a group found by its opaque id,
-// and whether join credentials match (members cannot read the hash).
-owner_call!(
-    compute_group_public,
-    pg_finfo_compute_group_public,
-    STATEMENTS,
-    "compute_group_public"
-);
-owner_call!(
-    compute_group_check_secret,
-    pg_finfo_compute_group_check_secret,
-    STATEMENTS,
-    "compute_group_check_secret"
-);
+/// An owner's act on one of its jobs.
+#[derive(PartialEq)]
+enum Act {
+    Pause,
+    Resume,
+    Close,
+    Cancel,
+    Fund,
+}
 
-// Deploying and controlling jobs, as their owner.
+/// Does `act` to the caller's live job (argument 0; compute_fund's amount is argument 1) and
+/// returns the job's status after it. Another owner's job gets the same error as none.
+fn control(fcinfo: pg_sys::FunctionCallInfo, act: Act) -> Datum {
+    let caller = Caller::current();
+    let job = value::<i64>(fcinfo, 0);
+    let amount = if act == Act::Fund {
+        argument(fcinfo, 1)
+    } else {
+        None
+    };
+    let section = Section::as_owner(fcinfo);
+    // The amount is checked before the job is looked up: bad input is refused as such, whoever's
+    // job it names.
+    if act == Act::Fund && section.run(&AMOUNT_TO_ADD, &[amount]).get::<bool>(0, 0) != Some(true) {
+        invalid(
+            format!(
+                "funds to add must be a positive amount, not {}",
+                amount.map_or_else(|| "null".into(), |amount| output(amount, NUMERICOID))
+            ),
+            None,
+        );
+    }
+    let job = job.unwrap_or_else(|| required("job_id"));
+    let id = Some(Datum::from(job));
+    let owned = section.run(
+        &OWNED_JOB,
+        &[Some(Datum::from(caller.identity)), id, amount],
+    );
+    let Some(status) = owned.get::<String>(0, 0) else {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!("compute job {job} does not exist"),
+            None,
+        )
+    };
+    if ["finished", "cancelled", "corrupted"].contains(&status.as_str()) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("compute job {job} has ended ({status})"),
+            None,
+        );
+    }
+    let flags = owned.get::<i32>(0, 3).unwrap_or(0);
+    match act {
+        Act::Pause => section.run(&PAUSE, &[id]),
+        Act::Resume => {
+            if flags & job_flag::NSF != 0 {
+                refuse(
+                    PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!("compute job {job} is out of funds"),
+                    Some("compute_fund adds funds and resumes it."),
+                );
+            }
+            section.run(&RESUME, &[id])
+        }
+        Act::Close => section.run(&CLOSE, &[id, Some(Datum::from(job_flag::OPEN))]),
+        Act::Cancel => section.run(&CANCEL, &[id]),
+        Act::Fund => {
+            if owned.get::<bool>(0, 2) == Some(true) {
+                invalid(
+                    format!(
+                        "a job's funds must stay below 10000000000 DCC ({} now)",
+                        owned.get::<String>(0, 1).unwrap_or_default()
+                    ),
+                    Some("Deploy another job for more work."),
+                );
+            }
+            section.run(&FUND, &[id, amount, Some(Datum::from(job_flag::NSF))])
+        }
+    };
+    section
+        .run(&JOB_STATUS, &[id])
+        .datum(0, 0)
+        .expect("the job is there")
+}
+
+entry!(compute_pause, pg_finfo_compute_pause, |fcinfo| control(fcinfo, Act::Pause));
+entry!(compute_resume, pg_finfo_compute_resume, |fcinfo| control(fcinfo, Act::Resume));
+entry!(compute_close, pg_finfo_compute_close, |fcinfo| control(fcinfo, Act::Close));
+entry!(compute_cancel, pg_finfo_compute_cancel, |fcinfo| control(fcinfo, Act::Cancel));
+entry!(compute_fund, pg_finfo_compute_fund, |fcinfo| control(fcinfo, Act::Fund));
+
+// Deploying jobs, as their owner.
 owner_call!(compute_deploy, pg_finfo_compute_deploy, STATEMENTS, "compute_deploy");
 owner_call!(
     compute_add_slices,
@@ -119,11 +137,6 @@ owner_call!(
     STATEMENTS,
     "compute_add_slices"
 );
-owner_call!(compute_pause, pg_finfo_compute_pause, STATEMENTS, "compute_pause");
-owner_call!(compute_resume, pg_finfo_compute_resume, STATEMENTS, "compute_resume");
-owner_call!(compute_close, pg_finfo_compute_close, STATEMENTS, "compute_close");
-owner_call!(compute_cancel, pg_finfo_compute_cancel, STATEMENTS, "compute_cancel");
-owner_call!(compute_fund, pg_finfo_compute_fund, STATEMENTS, "compute_fund");
 // What a worker calls, as its own role.
 owner_call!(
     compute_worker_register,
@@ -217,107 +230,4 @@ fn _worktime_ok(range: &str, version: &str) -> bool {
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _worktime_range_ok(range: &str) -> bool {
     compute::worktime_range_ok(range)
-}
-
-// Join secrets can be tried by anyone, hundreds a second. Each identity may get JOIN_FAILURES_ALLOWED
-// wrong in the current and the previous window of JOIN_WINDOW_SECS (so in the last 10 to 20
-// minutes); past that its attempts are refused until enough of them are two windows old. The
-// count is in shared memory, not a table: a failed attempt's transaction is rolled back (or the
-// caller rolls it back), and a count that went with it would limit nothing.
-//
-// Each slot holds an identity's oid (high 32 bits), the window it counts in (16 bits) and its
-// failures (16 bits). An identity's slots are among JOIN_PROBES from its hash, and its count is
-// the sum of those of the two windows (two backends may claim two slots at once). A slot of an
-// older window is free; with none free, the slot with the fewest failures is taken over: what an
-// identity that guesses hard has counted is the last to go.
-const JOIN_SLOTS: usize = 1024;
-const JOIN_PROBES: usize = 8;
-const JOIN_WINDOW_SECS: u64 = 600;
-/// Wrong join secrets an identity may give in two windows.
-const JOIN_FAILURES_ALLOWED: i32 = 20;
-
-static JOIN_FAILURES: pgrx::PgAtomic<[AtomicU64; JOIN_SLOTS]> =
-    unsafe { pgrx::PgAtomic::new(c"pg_jobs join failures") };
-
-pub(crate) fn init_join_failures() {
-    pgrx::pg_shmem_init!(JOIN_FAILURES = std::array::from_fn(|_| AtomicU64::new(0)));
-}
-
-fn join_window() -> u64 {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs());
-    (secs / JOIN_WINDOW_SECS) & 0xffff
-}
-
-fn join_slots(identity: u32) -> impl Iterator<Item = usize> {
-    let start = (u64::from(identity).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize;
-    (0..JOIN_PROBES).map(move |k| (start + k) % JOIN_SLOTS)
-}
-
-fn join_word(identity: u32, window: u64, failures: u64) -> u64 {
-    (u64::from(identity) << 32) | (window << 16) | failures.min(0xffff)
-}
-
-/// Whether a slot's word counts failures of `window` (the current one) or the one before.
-fn join_counts(word: u64, window: u64) -> bool {
-    let of = (word >> 16) & 0xffff;
-    word & 0xffff > 0 && (of == window || of == (window + 0xffff) & 0xffff)
-}
-
-/// Refuses `identity` another try at a join secret once it has used up its failures.
-#[pg_extern(volatile, strict, parallel_unsafe)]
-fn _join_budget(identity: pg_sys::Oid) {
-    if join_failures(identity) >= JOIN_FAILURES_ALLOWED {
-        pgrx::pg_sys::panic::ErrorReport::new(
-            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            format!(
-                "too many wrong join secrets: {JOIN_FAILURES_ALLOWED} in {} minutes",
-                2 * JOIN_WINDOW_SECS / 60
-            ),
-            "_join_budget",
-        )
-        .set_hint(format!(
-            "Join attempts of this identity are refused for up to {} minutes.",
-            2 * JOIN_WINDOW_SECS / 60
-        ))
-        .report(PgLogLevel::ERROR);
-    }
-}
-
-/// The wrong join secrets `identity` gave in the current and the previous window.
-fn join_failures(identity: pg_sys::Oid) -> i32 {
-    let (slots, window) = (JOIN_FAILURES.get(), join_window());
-    let identity = identity.to_u32();
-    join_slots(identity)
-        .map(|k| slots[k].load(Ordering::SeqCst))
-        .filter(|&word| (word >> 32) as u32 == identity && join_counts(word, window))
-        .map(|word| (word & 0xffff) as i32)
-        .sum()
-}
-
-/// Counts a wrong join secret of `identity`, whatever becomes of the transaction.
-#[pg_extern(volatile, strict, parallel_unsafe)]
-fn _join_failed(identity: pg_sys::Oid) {
-    let (slots, window) = (JOIN_FAILURES.get(), join_window());
-    let id = identity.to_u32();
-    let this_window = |word: u64| (word >> 32) as u32 == id && (word >> 16) & 0xffff == window && word & 0xffff > 0;
-    loop {
-        let words: Vec<(usize, u64)> = join_slots(id).map(|k| (k, slots[k].load(Ordering::SeqCst))).collect();
-        let Some(&(k, word)) = words
-            .iter()
-            .find(|(_, word)| this_window(*word))
-            .or_else(|| words.iter().find(|(_, word)| !join_counts(*word, window)))
-            .or_else(|| words.iter().min_by_key(|(_, word)| word & 0xffff))
-        else {
-            unreachable!("JOIN_PROBES > 0")
-        };
-        let failures = if this_window(word) { (word & 0xffff) + 1 } else { 1 };
-        if slots[k]
-            .compare_exchange(word, join_word(id, window, failures), Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            return;
-        }
-    }
 }

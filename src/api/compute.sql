@@ -1,65 +1,45 @@
--- The statements of src/api/compute.rs. $1 is the calling role.
+-- The statements of src/api/compute.rs. In the forwarding ones (named after their function), $1
+-- is the calling role.
 
--- name: compute_groups_jobs_by_job
-SELECT * FROM _compute_groups_jobs_by_job($1);
+-- name: amount_to_add
+-- Refuses an amount that is no amount of money (_money raises); whether it is more than nothing.
+SELECT _money($1, 'the amount to add') > 0;
 
--- name: compute_group_set_secret
-SELECT _compute_group_set_secret($1, $2, $3);
+-- name: owned_job
+-- The caller's ($1) compute job $2, locked for a change: its status, its funds, and whether $3
+-- more would take them to 1e10.
+SELECT c.status::text, c.funds::text, c.funds + $3 >= 1e10, c.flags
+FROM compute_jobs c WHERE c.job_id = $2 AND c.owner = $1 FOR NO KEY UPDATE;
 
--- name: compute_group_remove_origin
-SELECT _compute_group_remove_origin($1, $2, $3, $4);
+-- name: pause
+UPDATE compute_jobs c SET status = 'paused' WHERE c.job_id = $1;
 
--- name: worker_remove
-SELECT _worker_remove($1, $2);
+-- name: resume
+UPDATE compute_jobs c SET status = _compute_resumed_status($1) WHERE c.job_id = $1 AND c.status = 'paused';
 
--- name: worker_config_remove
-SELECT _worker_config_remove($1, $2, $3, $4);
+-- name: close
+-- No slice may be added any more ($2: the flag open).
+UPDATE compute_jobs c SET flags = c.flags & ~$2 WHERE c.job_id = $1;
 
--- name: worker_creds_remove
-SELECT _worker_creds_remove($1, $2, $3);
+-- name: cancel
+SELECT _compute_end($1, 'cancelled');
 
--- name: worker_app_config_remove
-SELECT _remove_own_row($1, 'dcp_worker_app_config', $2);
+-- name: fund
+-- $2 more funds; a job paused for want of them ($3: the flag nsf) goes on.
+UPDATE compute_jobs c
+SET funds = c.funds + $2, flags = c.flags & ~$3,
+    status = CASE WHEN c.flags & $3 <> 0 AND c.status = 'paused' THEN _compute_resumed_status($1) ELSE c.status END
+WHERE c.job_id = $1;
 
--- name: creds_list_remove
-SELECT _remove_own_row($1, 'creds_list', $2);
+-- name: job_status
+SELECT c.status FROM compute_jobs c WHERE c.job_id = $1;
 
--- name: credential_remove
-SELECT _remove_own_row($1, 'credential', $2);
-
--- name: worker_notification_remove
-SELECT _remove_own_row($1, 'worker_notifications', $2);
-
--- name: register_worker_directive_remove
-SELECT _remove_own_row($1, 'register_worker_directive', $2);
-
--- name: compute_group_public
--- Any group by its opaque id $2, listed or not: its public fields only.
-SELECT g.opaque_id, g.name, g.description FROM compute_groups g WHERE g.opaque_id = $2;
-
--- name: compute_group_check_secret
-SELECT _join_check($1, $2, $3, $4) IS NOT NULL;
 
 -- name: compute_deploy
 SELECT _compute_deploy($1, $2);
 
 -- name: compute_add_slices
 SELECT _compute_add_slices($1, $2, $3, $4);
-
--- name: compute_pause
-SELECT _compute_control($1, $2, 'pause', NULL);
-
--- name: compute_resume
-SELECT _compute_control($1, $2, 'resume', NULL);
-
--- name: compute_close
-SELECT _compute_control($1, $2, 'close', NULL);
-
--- name: compute_cancel
-SELECT _compute_control($1, $2, 'cancel', NULL);
-
--- name: compute_fund
-SELECT _compute_control($1, $2, 'fund', $3);
 
 -- name: compute_worker_register
 SELECT _compute_worker_register($1, $2, $3, $4, $5, $6, $7, $8);

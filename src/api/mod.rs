@@ -5,6 +5,7 @@ pub mod batch;
 pub mod batch_agent;
 pub mod call;
 pub mod compute;
+pub mod compute_settings;
 pub mod datum;
 pub mod history;
 pub mod identity;

@@ -373,7 +373,7 @@ RESET ROLE;
 SET ROLE regress_owner;
 SELECT replace(regress.error_of(format('SELECT pgjobs.compute_group_set_secret(%L, %L)', :'g1_opaque', 'mine now')), :'g1_opaque', '<id>') AS others_group;
 SELECT replace(regress.error_of(format('SELECT pgjobs.compute_group_set_secret(%L, %L)', '00000000-0000-0000-0000-000000000000', 'mine now')), '00000000-0000-0000-0000-000000000000', '<id>') AS missing_group;
-SELECT regress.error_of(format('SELECT pgjobs._compute_group_set_secret(%s, %L, %L)', 'regress_group_owner'::regrole::oid, :'g1_opaque', 'forged caller')) ~ 'permission denied' AS forged_caller_refused;
+SELECT regress.error_of(format('SELECT pgjobs._join_check(%s, %L, %L, %L)', 'regress_group_owner'::regrole::oid, :'g1_opaque', 'open-key', 'forged caller')) ~ 'permission denied' AS forged_caller_refused;
 RESET ROLE;
 SELECT pgjobs.compute_group_check_secret(:'g1_opaque', 'open-key', 'open-secret-long-enough') AS still_open_secret;
 SET ROLE regress_group_owner;
@@ -538,8 +538,10 @@ SELECT regress.error_of(format('SELECT pgjobs.compute_group_remove_origin(%s, NU
 SELECT regress.error_of(format('SELECT pgjobs.compute_group_remove_origin(%s, ''https://data.example'', ''fetchAll'')', :g1));
 SELECT regress.error_of('SELECT pgjobs.worker_config_remove(''x'', NULL, ''live'')');
 SELECT regress.error_of('SELECT pgjobs.worker_config_remove(''x'', NULL, NULL)');
-SELECT regress.error_of('SELECT pgjobs._worker_remove(''regress_owner''::regrole, ''00000000-0000-0000-0000-000000000000'')') ~ 'permission denied'
-    AS forged_caller_refused;
+-- No function that takes its caller as an argument is a member's to call, so none can be told
+-- another caller.
+SELECT count(*) > 0 AS such_functions, count(*) FILTER (WHERE has_function_privilege(p.oid, 'EXECUTE')) AS callable
+FROM pg_proc p WHERE p.pronamespace = 'pgjobs'::regnamespace AND p.proargnames[1] = 'caller_role';
 RESET ROLE;
 
 -- The worker's own role reads its registration, run information and the config that applies to

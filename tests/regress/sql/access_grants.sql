@@ -14,9 +14,10 @@ ORDER BY p.oid::regprocedure::text COLLATE "C";
 
 CREATE ROLE regress_member IN ROLE pgjobs_user;
 SELECT regress.as_role('regress_member', $$SELECT pgjobs._identity_of('postgres'::regrole)::text$$) AS identity_of_another;
--- The function behind the *_remove functions, which runs as the extension's owner, is not the
--- members': they cannot call it to delete from another table (or as another role).
-SELECT regress.as_role('regress_member', $$SELECT pgjobs._remove_own_row(pgjobs._current_role(), 'pgjobs.jobs', 1)::text$$) AS remove_a_job;
+-- The check of join credentials the scheduler's SQL calls, which runs as the extension's owner and
+-- counts failures against the identity it is given, is not the members': they cannot name another
+-- caller to it.
+SELECT regress.as_role('regress_member', $$SELECT pgjobs._join_check('postgres'::regrole, NULL, NULL, NULL)::text$$) AS join_check_as_another;
 -- A call runs as the extension's owner only inside its own statements: after a call that failed
 -- there (an error raised by its checks after a statement, and one raised inside a statement) and
 -- was caught, the caller is still itself, with its own rights.

@@ -1,0 +1,389 @@
+//! What owners set up for the compute scheduler besides jobs (`sql/080_compute_tables.sql`): join
+//! secrets and their check, the rows members delete through functions (a table-level DELETE grant
+//! would also let them LOCK the table), and the public and shared reads of groups. Statements in
+//! `compute_settings.sql`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pgrx::pg_sys::{self, Datum, INT8OID, OIDOID, TEXTOID, UUIDOID};
+use pgrx::prelude::*;
+
+use super::call::{
+    argument, invalid, materialize, refuse, required, value, Caller, Section, Statement,
+};
+use super::datum::output;
+use crate::{entry, named_statements};
+
+named_statements!(include_str!("compute_settings.sql"));
+
+static REMOVE_ORIGIN: Statement = statement("remove_origin", &[OIDOID, INT8OID, TEXTOID, TEXTOID]);
+static REMOVE_WORKER: Statement = statement("remove_worker", &[OIDOID, UUIDOID]);
+static REMOVE_CONFIG_VALUE: Statement =
+    statement("remove_config_value", &[OIDOID, TEXTOID, UUIDOID, TEXTOID]);
+static REMOVE_WORKER_CREDS: Statement =
+    statement("remove_worker_creds", &[OIDOID, UUIDOID, INT8OID]);
+static REMOVE_APP_CONFIG: Statement = statement("remove_app_config", &[OIDOID, INT8OID]);
+static REMOVE_CREDS_LIST: Statement = statement("remove_creds_list", &[OIDOID, INT8OID]);
+static REMOVE_CREDENTIAL: Statement = statement("remove_credential", &[OIDOID, INT8OID]);
+static REMOVE_NOTIFICATION: Statement = statement("remove_notification", &[OIDOID, INT8OID]);
+static REMOVE_DIRECTIVE: Statement = statement("remove_directive", &[OIDOID, INT8OID]);
+static OWN_GROUP_LOCKED: Statement = statement("own_group_locked", &[OIDOID, UUIDOID]);
+static SET_SECRET: Statement = statement("set_secret", &[INT8OID, TEXTOID]);
+static JOIN_CHECK: Statement = statement("join_check", &[UUIDOID, TEXTOID, TEXTOID]);
+static GROUP_PUBLIC: Statement = statement("group_public", &[UUIDOID]);
+static GROUPS_JOBS_BY_JOB: Statement = statement("groups_jobs_by_job", &[OIDOID]);
+
+/// Runs a delete of the caller's rows (`arguments` after its identity) and returns how many went.
+fn remove(
+    fcinfo: pg_sys::FunctionCallInfo,
+    statement: &'static Statement,
+    arguments: &[Option<Datum>],
+) -> Datum {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let mut all = vec![Some(Datum::from(caller.identity))];
+    all.extend_from_slice(arguments);
+    Datum::from(section.run(statement, &all).len() as i32)
+}
+
+/// Argument `n`, which must be given (`name` in the error).
+fn given(fcinfo: pg_sys::FunctionCallInfo, n: usize, name: &str) -> Option<Datum> {
+    Some(argument(fcinfo, n).unwrap_or_else(|| required(name)))
+}
+
+/// A row of one of the tables members delete by id.
+fn remove_by_id(fcinfo: pg_sys::FunctionCallInfo, statement: &'static Statement) -> Datum {
+    remove(fcinfo, statement, &[given(fcinfo, 0, "id")])
+}
+
+// compute_group_remove_origin(group_id, origin, type)
+entry!(
+    compute_group_remove_origin,
+    pg_finfo_compute_group_remove_origin,
+    |fcinfo| {
+        let group = given(fcinfo, 0, "group_id");
+        let origin = given(fcinfo, 1, "origin");
+        let kind = value::<String>(fcinfo, 2);
+        const TYPES: [&str; 5] = [
+            "any",
+            "fetchWorkFunctions",
+            "fetchArguments",
+            "fetchData",
+            "sendResults",
+        ];
+        if let Some(kind) = kind.as_deref().filter(|kind| !TYPES.contains(kind)) {
+            invalid(
+            format!("unknown origin type '{kind}'"),
+            Some("Use any, fetchWorkFunctions, fetchArguments, fetchData or sendResults, or null for every type."),
+        );
+        }
+        remove(
+            fcinfo,
+            &REMOVE_ORIGIN,
+            &[group, origin, argument(fcinfo, 2)],
+        )
+    }
+);
+
+// worker_remove(worker)
+entry!(worker_remove, pg_finfo_worker_remove, |fcinfo| {
+    remove(fcinfo, &REMOVE_WORKER, &[given(fcinfo, 0, "worker")])
+});
+
+// worker_config_remove(key_path, worker, type)
+entry!(
+    worker_config_remove,
+    pg_finfo_worker_config_remove,
+    |fcinfo| {
+        let path = given(fcinfo, 0, "key_path");
+        let kind = value::<String>(fcinfo, 2).unwrap_or_else(|| required("type"));
+        if kind != "active" && kind != "template" {
+            invalid(
+                format!("unknown config type '{kind}'"),
+                Some("Use active or template."),
+            );
+        }
+        remove(
+            fcinfo,
+            &REMOVE_CONFIG_VALUE,
+            &[path, argument(fcinfo, 1), argument(fcinfo, 2)],
+        )
+    }
+);
+
+// worker_creds_remove(worker, creds_list_id)
+entry!(
+    worker_creds_remove,
+    pg_finfo_worker_creds_remove,
+    |fcinfo| {
+        let worker = given(fcinfo, 0, "worker");
+        let list = given(fcinfo, 1, "creds_list_id");
+        remove(fcinfo, &REMOVE_WORKER_CREDS, &[worker, list])
+    }
+);
+
+entry!(
+    worker_app_config_remove,
+    pg_finfo_worker_app_config_remove,
+    |fcinfo| { remove_by_id(fcinfo, &REMOVE_APP_CONFIG) }
+);
+entry!(creds_list_remove, pg_finfo_creds_list_remove, |fcinfo| {
+    remove_by_id(fcinfo, &REMOVE_CREDS_LIST)
+});
+entry!(credential_remove, pg_finfo_credential_remove, |fcinfo| {
+    remove_by_id(fcinfo, &REMOVE_CREDENTIAL)
+});
+entry!(
+    worker_notification_remove,
+    pg_finfo_worker_notification_remove,
+    |fcinfo| { remove_by_id(fcinfo, &REMOVE_NOTIFICATION) }
+);
+entry!(
+    register_worker_directive_remove,
+    pg_finfo_register_worker_directive_remove,
+    |fcinfo| { remove_by_id(fcinfo, &REMOVE_DIRECTIVE) }
+);
+
+// compute_group_set_secret(group_opaque_id, secret): only its salted hash is kept; null removes it.
+entry!(
+    compute_group_set_secret,
+    pg_finfo_compute_group_set_secret,
+    |fcinfo| {
+        let caller = Caller::current();
+        let group = argument(fcinfo, 0);
+        let secret = value::<String>(fcinfo, 1);
+        let section = Section::as_owner(fcinfo);
+        // Another owner's group gets the same answer as no group, so ids cannot be probed.
+        let Some(id) = section
+            .run(
+                &OWN_GROUP_LOCKED,
+                &[Some(Datum::from(caller.identity)), group],
+            )
+            .get::<i64>(0, 0)
+        else {
+            refuse(
+                PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+                format!(
+                    "compute group {} does not exist",
+                    group.map_or_else(|| "null".into(), |group| output(group, UUIDOID))
+                ),
+                None,
+            )
+        };
+        // Anyone may try join secrets, hundreds a second: a short one would be found.
+        if let Some(length) = secret
+            .as_ref()
+            .map(|s| s.chars().count())
+            .filter(|&n| n < 16)
+        {
+            invalid(
+            format!("a join secret must be at least 16 characters long, not {length}"),
+            Some("Use a random one, such as encode(gen_random_bytes(16), 'hex'); null removes the secret."),
+        );
+        }
+        section.run(&SET_SECRET, &[Some(Datum::from(id)), argument(fcinfo, 1)]);
+        Datum::from(0)
+    }
+);
+
+/// The group whose join key and secret these are, or None; every way in (a check, a join, a
+/// deployment into a group that takes joiners') goes through here. A wrong one counts against the
+/// caller's identity (`join_failed`), and past its budget the identity is refused before anything
+/// is compared.
+fn join_check(
+    section: &Section,
+    identity: pg_sys::Oid,
+    group: Option<Datum>,
+    key: Option<Datum>,
+    secret: Option<Datum>,
+) -> Option<i64> {
+    join_budget(identity);
+    let found = section.run(&JOIN_CHECK, &[group, key, secret]);
+    if found.get::<bool>(0, 1) == Some(true) {
+        return found.get::<i64>(0, 0);
+    }
+    join_failed(identity);
+    None
+}
+
+// compute_group_check_secret(group_opaque_id, join_key, secret): whether they are the group's
+// join credentials (read as the extension's owner: members cannot read the hash).
+entry!(
+    compute_group_check_secret,
+    pg_finfo_compute_group_check_secret,
+    |fcinfo| {
+        let caller = Caller::current();
+        let section = Section::as_owner(fcinfo);
+        let group = join_check(
+            &section,
+            caller.identity,
+            argument(fcinfo, 0),
+            argument(fcinfo, 1),
+            argument(fcinfo, 2),
+        );
+        Datum::from(group.is_some())
+    }
+);
+
+// _join_check(caller_role, group_opaque_id, key, secret): join_check for the scheduler's SQL
+// (a worker's join, a deployment into others' groups), which runs as the extension's owner.
+entry!(_join_check, pg_finfo__join_check, |fcinfo| {
+    let role = value::<pg_sys::Oid>(fcinfo, 0).unwrap_or_else(|| required("caller_role"));
+    let identity = super::identity::_identity_of(role);
+    let section = Section::as_current_user();
+    match join_check(
+        &section,
+        identity,
+        argument(fcinfo, 1),
+        argument(fcinfo, 2),
+        argument(fcinfo, 3),
+    ) {
+        Some(group) => Datum::from(group),
+        None => super::call::null(fcinfo),
+    }
+});
+
+// compute_group_public(opaque_id): any group by its opaque id, listed or not, its public fields
+// only (read as the extension's owner, whoever calls).
+entry!(
+    compute_group_public,
+    pg_finfo_compute_group_public,
+    |fcinfo| {
+        materialize(fcinfo);
+        let section = Section::as_owner(fcinfo);
+        section
+            .run(&GROUP_PUBLIC, &[argument(fcinfo, 0)])
+            .return_all(fcinfo);
+        Datum::from(0)
+    }
+);
+
+// The rows of the view compute_groups_jobs_by_job: the caller's jobs' groups, read as the
+// extension's owner (a job's owner does not own the groups its jobs are in).
+entry!(
+    _caller_compute_groups_jobs_by_job,
+    pg_finfo__caller_compute_groups_jobs_by_job,
+    |fcinfo| {
+        let caller = Caller::current();
+        materialize(fcinfo);
+        let section = Section::as_owner(fcinfo);
+        section
+            .run(&GROUPS_JOBS_BY_JOB, &[Some(Datum::from(caller.identity))])
+            .return_all(fcinfo);
+        Datum::from(0)
+    }
+);
+
+// Join secrets can be tried by anyone, hundreds a second. Each identity may get JOIN_FAILURES_ALLOWED
+// wrong in the current and the previous window of JOIN_WINDOW_SECS (so in the last 10 to 20
+// minutes); past that its attempts are refused until enough of them are two windows old. The
+// count is in shared memory, not a table: a failed attempt's transaction is rolled back (or the
+// caller rolls it back), and a count that went with it would limit nothing.
+//
+// Each slot holds an identity's oid (high 32 bits), the window it counts in (16 bits) and its
+// failures (16 bits). An identity's slots are among JOIN_PROBES from its hash, and its count is
+// the sum of those of the two windows (two backends may claim two slots at once). A slot of an
+// older window is free; with none free, the slot with the fewest failures is taken over: what an
+// identity that guesses hard has counted is the last to go.
+const JOIN_SLOTS: usize = 1024;
+const JOIN_PROBES: usize = 8;
+const JOIN_WINDOW_SECS: u64 = 600;
+/// Wrong join secrets an identity may give in two windows.
+const JOIN_FAILURES_ALLOWED: i32 = 20;
+
+static JOIN_FAILURES: pgrx::PgAtomic<[AtomicU64; JOIN_SLOTS]> =
+    unsafe { pgrx::PgAtomic::new(c"pg_jobs join failures") };
+
+pub(crate) fn init_join_failures() {
+    pgrx::pg_shmem_init!(JOIN_FAILURES = std::array::from_fn(|_| AtomicU64::new(0)));
+}
+
+fn join_window() -> u64 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    (secs / JOIN_WINDOW_SECS) & 0xffff
+}
+
+fn join_slots(identity: u32) -> impl Iterator<Item = usize> {
+    let start = (u64::from(identity).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize;
+    (0..JOIN_PROBES).map(move |k| (start + k) % JOIN_SLOTS)
+}
+
+fn join_word(identity: u32, window: u64, failures: u64) -> u64 {
+    (u64::from(identity) << 32) | (window << 16) | failures.min(0xffff)
+}
+
+/// Whether a slot's word counts failures of `window` (the current one) or the one before.
+fn join_counts(word: u64, window: u64) -> bool {
+    let of = (word >> 16) & 0xffff;
+    word & 0xffff > 0 && (of == window || of == (window + 0xffff) & 0xffff)
+}
+
+/// Refuses `identity` another try at a join secret once it has used up its failures.
+pub(crate) fn join_budget(identity: pg_sys::Oid) {
+    if join_failures(identity) >= JOIN_FAILURES_ALLOWED {
+        pgrx::pg_sys::panic::ErrorReport::new(
+            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!(
+                "too many wrong join secrets: {JOIN_FAILURES_ALLOWED} in {} minutes",
+                2 * JOIN_WINDOW_SECS / 60
+            ),
+            "join_budget",
+        )
+        .set_hint(format!(
+            "Join attempts of this identity are refused for up to {} minutes.",
+            2 * JOIN_WINDOW_SECS / 60
+        ))
+        .report(PgLogLevel::ERROR);
+    }
+}
+
+/// The wrong join secrets `identity` gave in the current and the previous window.
+fn join_failures(identity: pg_sys::Oid) -> i32 {
+    let (slots, window) = (JOIN_FAILURES.get(), join_window());
+    let identity = identity.to_u32();
+    join_slots(identity)
+        .map(|k| slots[k].load(Ordering::SeqCst))
+        .filter(|&word| (word >> 32) as u32 == identity && join_counts(word, window))
+        .map(|word| (word & 0xffff) as i32)
+        .sum()
+}
+
+/// Counts a wrong join secret of `identity`, whatever becomes of the transaction.
+pub(crate) fn join_failed(identity: pg_sys::Oid) {
+    let (slots, window) = (JOIN_FAILURES.get(), join_window());
+    let id = identity.to_u32();
+    let this_window = |word: u64| {
+        (word >> 32) as u32 == id && (word >> 16) & 0xffff == window && word & 0xffff > 0
+    };
+    loop {
+        let words: Vec<(usize, u64)> = join_slots(id)
+            .map(|k| (k, slots[k].load(Ordering::SeqCst)))
+            .collect();
+        let Some(&(k, word)) = words
+            .iter()
+            .find(|(_, word)| this_window(*word))
+            .or_else(|| words.iter().find(|(_, word)| !join_counts(*word, window)))
+            .or_else(|| words.iter().min_by_key(|(_, word)| word & 0xffff))
+        else {
+            unreachable!("JOIN_PROBES > 0")
+        };
+        let failures = if this_window(word) {
+            (word & 0xffff) + 1
+        } else {
+            1
+        };
+        if slots[k]
+            .compare_exchange(
+                word,
+                join_word(id, window, failures),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
