@@ -63,29 +63,31 @@ entry!(_job_opaque_id, pg_finfo__job_opaque_id, |fcinfo| {
     let (Some(id), Some(owner)) = (value::<i64>(fcinfo, 0), value::<Oid>(fcinfo, 1)) else {
         return null(fcinfo);
     };
-    let section = Section::as_owner(fcinfo);
-    let shown = owner == caller.identity
-        || caller.admin()
-        || section
-            .run(
-                &LISTED,
-                &[
-                    Some(pg_sys::Datum::from(id)),
-                    Some(pg_sys::Datum::from(owner)),
-                ],
-            )
-            .get::<bool>(0, 0)
-            .unwrap_or(false);
-    if !shown {
-        refuse(
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!("job {id} is neither yours nor listed"),
-            Some("Its owner reads its opaque id in job_opaque_ids."),
-        );
-    }
-    Uuid::from_bytes(job_opaque_id(&key(&section), id, owner.to_u32()))
-        .into_datum()
-        .unwrap()
+    let opaque_id = {
+        let section = Section::as_owner(fcinfo);
+        let shown = owner == caller.identity
+            || caller.admin()
+            || section
+                .run(
+                    &LISTED,
+                    &[
+                        Some(pg_sys::Datum::from(id)),
+                        Some(pg_sys::Datum::from(owner)),
+                    ],
+                )
+                .get::<bool>(0, 0)
+                .unwrap_or(false);
+        if !shown {
+            refuse(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!("job {id} is neither yours nor listed"),
+                Some("Its owner reads its opaque id in job_opaque_ids."),
+            );
+        }
+        job_opaque_id(&key(&section), id, owner.to_u32())
+    };
+    // Made once the section is over: memory allocated inside it goes with its SPI connection.
+    Uuid::from_bytes(opaque_id).into_datum().unwrap()
 });
 
 // jobs_public_lookup(opaque_id): the public fields of any job, live or finished, listed or not,
