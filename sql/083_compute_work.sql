@@ -479,65 +479,6 @@ BEGIN
 END
 $$;
 
--- An open job's more slices: values for a job of values, a count for a range or a pattern.
-CREATE FUNCTION _compute_add_slices(caller_role oid, job bigint, values_ jsonb, more integer) RETURNS integer
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    c compute_jobs := _compute_owned(caller_role, job);
-    n integer;
-BEGIN
-    IF c.flags & 2 = 0 THEN
-        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
-            MESSAGE = format('compute job %s is closed', job), HINT = 'Only a job deployed with the flag open takes more slices.';
-    END IF;
-    IF c.data_storage_type = 'values' THEN
-        IF values_ IS NULL OR jsonb_typeof(values_) <> 'array' OR more IS NOT NULL THEN
-            PERFORM _invalid('a job of values takes more values: an array', NULL);
-        END IF;
-        n := jsonb_array_length(values_);
-    ELSE
-        IF more IS NULL OR values_ IS NOT NULL THEN
-            PERFORM _invalid(format('a job whose input is a %s takes a count of more slices', c.data_storage_type));
-        END IF;
-        n := more;
-        UPDATE compute_jobs SET data_storage_details = jsonb_set(data_storage_details::jsonb, '{count}',
-            to_jsonb(c.last_slice_number + n))::text
-        WHERE job_id = job AND data_storage_type = 'pattern';
-    END IF;
-    IF n < 1 THEN
-        PERFORM _invalid('no slices to add');
-    END IF;
-    PERFORM _compute_add_copies(job, c.owner, (c.last_slice_number + 1)::integer, n, values_);
-    UPDATE compute_jobs SET last_slice_number = last_slice_number + n WHERE job_id = job;
-    RETURN c.last_slice_number + n;
-END
-$$;
-
--- The caller's live compute job, locked for a change; another owner's gets the same error as none.
-CREATE FUNCTION _compute_owned(caller_role oid, job bigint) RETURNS compute_jobs
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    c compute_jobs;
-BEGIN
-    IF job IS NULL THEN
-        PERFORM _null_argument('job_id');
-    END IF;
-    SELECT * INTO c FROM compute_jobs j WHERE j.job_id = job AND j.owner = _identity_of(caller_role) FOR NO KEY UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'no_data_found', MESSAGE = format('compute job %s does not exist', job);
-    END IF;
-    IF c.status IN ('finished', 'cancelled', 'corrupted') THEN
-        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
-            MESSAGE = format('compute job %s has ended (%s)', job, c.status);
-    END IF;
-    RETURN c;
-END
-$$;
-
 
 -- Whether a job's estimation slices all have their results.
 CREATE FUNCTION _compute_estimated(job bigint) RETURNS boolean
@@ -584,45 +525,6 @@ $$;
 -- Workers: register, join, fetch, progress, return, reject, submit. A worker calls these as its
 -- own role (a proxy of its owner, or any role its owner is a member of).
 
-CREATE FUNCTION _compute_worker_register(caller_role oid, label text, capabilities jsonb, worktimes jsonb,
-                                         cpu_cores double precision, gpu_cores double precision,
-                                         max_sandboxes double precision, run_info jsonb)
-RETURNS uuid
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    worker uuid;
-    bits integer := _capability_bits(capabilities);
-BEGIN
-    IF worktimes IS NOT NULL AND jsonb_typeof(worktimes) <> 'object' THEN
-        PERFORM _invalid('worktimes must be an object of worktime names and versions', 'For example {"map-basic": "1.4.2"}.');
-    END IF;
-    -- NaN passes `< 0` (it sorts above every number), and a group's limits add these up.
-    IF NOT (coalesce(cpu_cores, 0) BETWEEN 0 AND 1e6 AND coalesce(gpu_cores, 0) BETWEEN 0 AND 1e6
-            AND coalesce(max_sandboxes, 0) BETWEEN 0 AND 1e6) THEN
-        PERFORM _invalid('cpu_cores, gpu_cores and max_sandboxes must be numbers from 0 to 1e6',
-                         'NaN and Infinity are not counts of cores.');
-    END IF;
-    INSERT INTO workers AS w (owner, identity, label) VALUES (_identity_of(caller_role), caller_role, label)
-    ON CONFLICT (identity) DO UPDATE SET label = excluded.label
-    RETURNING w.opaque_id INTO worker;
-    INSERT INTO worker_run_info AS r (worker_opaque_id, owner, type, hostname, os, arch, cpu_cores, gpu_cores,
-                                      max_sandboxes, capabilities, worktimes, status, last_start_time)
-    VALUES (worker, _identity_of(caller_role), coalesce(run_info ->> 'type', 'dcp-worker'), run_info ->> 'hostname',
-            run_info ->> 'os', run_info ->> 'arch', cpu_cores, gpu_cores, max_sandboxes, bits,
-            coalesce(worktimes, '{}'), 'running', now())
-    ON CONFLICT (worker_opaque_id) DO UPDATE
-    SET type = excluded.type, hostname = excluded.hostname, os = excluded.os, arch = excluded.arch,
-        cpu_cores = excluded.cpu_cores, gpu_cores = excluded.gpu_cores, max_sandboxes = excluded.max_sandboxes,
-        capabilities = excluded.capabilities, worktimes = excluded.worktimes, status = 'running',
-        last_start_time = now();
-    INSERT INTO worker_task_info (worker_opaque_id, owner, serial) VALUES (worker, _identity_of(caller_role), 0)
-    ON CONFLICT (worker_opaque_id) DO NOTHING;
-    RETURN worker;
-END
-$$;
-
 -- The caller's worker; a role that registered none is told to.
 CREATE FUNCTION _compute_worker_of(caller_role oid) RETURNS workers
 LANGUAGE plpgsql STABLE
@@ -638,41 +540,6 @@ BEGIN
             HINT = 'Call compute_worker_register as this role first.';
     END IF;
     RETURN w;
-END
-$$;
-
-CREATE FUNCTION _compute_worker_join(caller_role oid, group_opaque_id uuid, join_key text, secret text)
-RETURNS bigint
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    w workers := _compute_worker_of(caller_role);
-    group_id bigint := _join_check(caller_role, group_opaque_id, join_key, secret);
-BEGIN
-    IF group_id IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = 'invalid_password',
-            MESSAGE = format('wrong join key or secret for compute group %s', group_opaque_id),
-            HINT = 'The group''s owner gives out its join key and secret (compute_group_set_secret).';
-    END IF;
-    INSERT INTO compute_group_workers (compute_group_id, worker_opaque_id, owner)
-    VALUES (group_id, w.opaque_id, w.owner) ON CONFLICT DO NOTHING;
-    RETURN group_id;
-END
-$$;
-
-CREATE FUNCTION _compute_worker_leave(caller_role oid, group_opaque_id uuid) RETURNS integer
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    w workers := _compute_worker_of(caller_role);
-    n integer;
-BEGIN
-    DELETE FROM compute_group_workers m USING compute_groups g
-    WHERE m.worker_opaque_id = w.opaque_id AND m.compute_group_id = g.id AND g.opaque_id = group_opaque_id;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    RETURN n;
 END
 $$;
 
@@ -931,71 +798,6 @@ BEGIN
     END LOOP;
     UPDATE worker_task_info t SET task_time = now(), serial = coalesce(t.serial, 0) + 1, current_task = NULL
     WHERE t.worker_opaque_id = w.opaque_id;
-END
-$$;
-
--- The copies of the caller's task named, all of them when slice_numbers is null.
-CREATE FUNCTION _compute_held(caller_role oid, token uuid, slice_numbers integer[]) RETURNS SETOF compute_slices
-LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-BEGIN ATOMIC
-    SELECT s.* FROM compute_slices s
-    WHERE s.lease_token = token AND s.last_assigned_worker_identity = caller_role
-      AND (slice_numbers IS NULL OR s.slice_number = ANY (slice_numbers));
-END;
-
-CREATE FUNCTION _compute_progress(caller_role oid, token uuid, slice_numbers integer[]) RETURNS integer
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    n integer;
-BEGIN
-    IF token IS NULL THEN
-        PERFORM _null_argument('task_token');
-    END IF;
-    UPDATE compute_slices s SET status = 'working', last_progress_time = statement_timestamp()
-    FROM _compute_held(caller_role, token, slice_numbers) h
-    WHERE s.job_id = h.job_id AND s.slice_number = h.slice_number AND s.copy = h.copy;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    RETURN n;
-END
-$$;
-
--- Copies given back unworked: sent to someone else, counted in the job's return_count. A
--- rejection gives back every copy of the task and records why, and the worker gets none of the
--- job's slices again.
-CREATE FUNCTION _compute_return(caller_role oid, token uuid, slice_numbers integer[], reason text,
-                                message text, retries integer)
-RETURNS integer
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    n integer;
-    job bigint;
-    first_slice integer;
-    worker uuid;
-BEGIN
-    IF token IS NULL THEN
-        PERFORM _null_argument('task_token');
-    END IF;
-    SELECT h.job_id, min(h.slice_number), min(h.last_assigned_worker::text)::uuid INTO job, first_slice, worker
-    FROM _compute_held(caller_role, token, slice_numbers) h GROUP BY h.job_id;
-    IF job IS NULL THEN
-        RETURN 0;
-    END IF;
-    UPDATE compute_slices s SET status = 'returned', lease_token = NULL
-    FROM _compute_held(caller_role, token, CASE WHEN reason IS NULL THEN slice_numbers END) h
-    WHERE s.job_id = h.job_id AND s.slice_number = h.slice_number AND s.copy = h.copy;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    IF reason IS NULL THEN
-        UPDATE compute_perf_data p SET return_count = p.return_count + n WHERE p.job_id = job;
-    ELSE
-        INSERT INTO work_reject_history (job_id, slice_number, worker_opaque_id, reason, error_msg, retries)
-        VALUES (job, first_slice, worker, reason, message, retries);
-    END IF;
-    RETURN n;
 END
 $$;
 

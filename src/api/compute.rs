@@ -6,11 +6,11 @@ use pg_jobs_core::compute::{self, job_flag, Decision, Moving};
 
 use pgrx::prelude::*;
 
-use pgrx::pg_sys::{Datum, INT4OID, INT8OID, NUMERICOID, OIDOID};
+use pgrx::pg_sys::{Datum, INT4OID, INT8OID, JSONBOID, NUMERICOID, OIDOID};
 
 use crate::{entry, named_statements, owner_call};
 
-use super::call::{argument, invalid, refuse, required, value, Caller, Section, Statement};
+use super::call::{argument, invalid, refuse, required, value, Caller, Rows, Section, Statement};
 use super::datum::output;
 use super::services::{wished, Service};
 
@@ -26,6 +26,13 @@ static CLOSE: Statement = statement("close", &[INT8OID, INT4OID]);
 static CANCEL: Statement = statement("cancel", &[INT8OID]);
 static FUND: Statement = statement("fund", &[INT8OID, NUMERICOID, INT4OID]);
 static JOB_STATUS: Statement = statement("job_status", &[INT8OID]);
+static VALUES_COUNT: Statement = statement("values_count", &[JSONBOID]);
+static PATTERN_COUNT: Statement = statement("pattern_count", &[INT8OID, INT4OID]);
+static ADD_COPIES: Statement = statement(
+    "add_copies",
+    &[INT8OID, OIDOID, INT8OID, INT4OID, JSONBOID],
+);
+static ADD_SLICES: Statement = statement("add_slices", &[INT8OID, INT4OID]);
 
 /// The compute scheduler's watchdog, fold and statistics (sql/083_compute_work.sql,
 /// `_compute_tick`).
@@ -36,6 +43,30 @@ pub(crate) static COMPUTE: Service = Service {
     },
     next: |section, at| wished(section, &NEXT_LOOK, at),
 };
+
+/// The caller's live compute job `job`, locked for a change (see `owned_job` for its columns,
+/// `amount` the amount to add, if any); another owner's gets the same error as none.
+fn owned(section: &Section, caller: &Caller, job: i64, amount: Option<Datum>) -> Rows {
+    let owned = section.run(
+        &OWNED_JOB,
+        &[Some(Datum::from(caller.identity)), Some(Datum::from(job)), amount],
+    );
+    let Some(status) = owned.get::<String>(0, 0) else {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!("compute job {job} does not exist"),
+            None,
+        )
+    };
+    if ["finished", "cancelled", "corrupted"].contains(&status.as_str()) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("compute job {job} has ended ({status})"),
+            None,
+        );
+    }
+    owned
+}
 
 /// An owner's act on one of its jobs.
 #[derive(PartialEq)]
@@ -71,24 +102,7 @@ fn control(fcinfo: pg_sys::FunctionCallInfo, act: Act) -> Datum {
     }
     let job = job.unwrap_or_else(|| required("job_id"));
     let id = Some(Datum::from(job));
-    let owned = section.run(
-        &OWNED_JOB,
-        &[Some(Datum::from(caller.identity)), id, amount],
-    );
-    let Some(status) = owned.get::<String>(0, 0) else {
-        refuse(
-            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
-            format!("compute job {job} does not exist"),
-            None,
-        )
-    };
-    if ["finished", "cancelled", "corrupted"].contains(&status.as_str()) {
-        refuse(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("compute job {job} has ended ({status})"),
-            None,
-        );
-    }
+    let owned = owned(&section, &caller, job, amount);
     let flags = owned.get::<i32>(0, 3).unwrap_or(0);
     match act {
         Act::Pause => section.run(&PAUSE, &[id]),
@@ -129,42 +143,54 @@ entry!(compute_close, pg_finfo_compute_close, |fcinfo| control(fcinfo, Act::Clos
 entry!(compute_cancel, pg_finfo_compute_cancel, |fcinfo| control(fcinfo, Act::Cancel));
 entry!(compute_fund, pg_finfo_compute_fund, |fcinfo| control(fcinfo, Act::Fund));
 
+// compute_add_slices(job_id, data, count): an open job's more slices, values for a job of values,
+// a count for a range or a pattern; the job's last slice after them.
+entry!(compute_add_slices, pg_finfo_compute_add_slices, |fcinfo| {
+    let caller = Caller::current();
+    let job = value::<i64>(fcinfo, 0).unwrap_or_else(|| required("job_id"));
+    let (values, more) = (argument(fcinfo, 1), value::<i32>(fcinfo, 2));
+    let section = Section::as_owner(fcinfo);
+    let owned = owned(&section, &caller, job, None);
+    let id = Some(Datum::from(job));
+    if owned.get::<i32>(0, 3).unwrap_or(0) & job_flag::OPEN == 0 {
+        refuse(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("compute job {job} is closed"),
+            Some("Only a job deployed with the flag open takes more slices."),
+        );
+    }
+    let storage = owned.get::<String>(0, 4).unwrap_or_default();
+    let count = if storage == "values" {
+        let count = section.run(&VALUES_COUNT, &[values]).get::<i32>(0, 0);
+        match (count, more) {
+            (Some(count), None) => count,
+            _ => invalid("a job of values takes more values: an array", None),
+        }
+    } else {
+        let (Some(more), None) = (more, values) else {
+            invalid(
+                format!("a job whose input is a {storage} takes a count of more slices"),
+                None,
+            )
+        };
+        section.run(&PATTERN_COUNT, &[id, Some(Datum::from(more))]);
+        more
+    };
+    if count < 1 {
+        invalid("no slices to add", None);
+    }
+    let count = Some(Datum::from(count));
+    section.run(
+        &ADD_COPIES,
+        &[id, Some(Datum::from(caller.identity)), owned.datum(0, 5), count, values],
+    );
+    section.run(&ADD_SLICES, &[id, count]).datum(0, 0).expect("the job is there")
+});
+
 // Deploying jobs, as their owner.
 owner_call!(compute_deploy, pg_finfo_compute_deploy, STATEMENTS, "compute_deploy");
-owner_call!(
-    compute_add_slices,
-    pg_finfo_compute_add_slices,
-    STATEMENTS,
-    "compute_add_slices"
-);
 // What a worker calls, as its own role.
-owner_call!(
-    compute_worker_register,
-    pg_finfo_compute_worker_register,
-    STATEMENTS,
-    "compute_worker_register"
-);
-owner_call!(
-    compute_worker_join,
-    pg_finfo_compute_worker_join,
-    STATEMENTS,
-    "compute_worker_join"
-);
-owner_call!(
-    compute_worker_leave,
-    pg_finfo_compute_worker_leave,
-    STATEMENTS,
-    "compute_worker_leave"
-);
 owner_call!(compute_fetch, pg_finfo_compute_fetch, STATEMENTS, "compute_fetch");
-owner_call!(
-    compute_progress,
-    pg_finfo_compute_progress,
-    STATEMENTS,
-    "compute_progress"
-);
-owner_call!(compute_return, pg_finfo_compute_return, STATEMENTS, "compute_return");
-owner_call!(compute_reject, pg_finfo_compute_reject, STATEMENTS, "compute_reject");
 owner_call!(compute_submit, pg_finfo_compute_submit, STATEMENTS, "compute_submit");
 
 /// Copies of a slice sent under a duplication level (see `pg_jobs_core::compute::slice_copies`).

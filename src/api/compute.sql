@@ -6,9 +6,10 @@
 SELECT _money($1, 'the amount to add') > 0;
 
 -- name: owned_job
--- The caller's ($1) compute job $2, locked for a change: its status, its funds, and whether $3
--- more would take them to 1e10.
-SELECT c.status::text, c.funds::text, c.funds + $3 >= 1e10, c.flags
+-- The caller's ($1) compute job $2, locked for a change: its status, its funds, whether $3 more
+-- would take them to 1e10, its flags, its input's type and its last slice.
+SELECT c.status::text, c.funds::text, c.funds + $3 >= 1e10, c.flags, c.data_storage_type,
+       c.last_slice_number
 FROM compute_jobs c WHERE c.job_id = $2 AND c.owner = $1 FOR NO KEY UPDATE;
 
 -- name: pause
@@ -34,33 +35,32 @@ WHERE c.job_id = $1;
 -- name: job_status
 SELECT c.status FROM compute_jobs c WHERE c.job_id = $1;
 
+-- name: values_count
+-- How many values $1 holds, or null if it is not an array.
+SELECT CASE WHEN jsonb_typeof($1) = 'array' THEN jsonb_array_length($1) END;
+
+-- name: pattern_count
+-- A job whose input is a pattern names $2 more slices.
+UPDATE compute_jobs c
+SET data_storage_details = jsonb_set(c.data_storage_details::jsonb, '{count}', to_jsonb(c.last_slice_number + $2))::text
+WHERE c.job_id = $1 AND c.data_storage_type = 'pattern';
+
+-- name: add_copies
+-- The copies of job $1's (of owner $2) $4 slices after slice $3, with their values $5 (a job of
+-- values).
+SELECT _compute_add_copies($1, $2, ($3 + 1)::integer, $4, $5);
+
+-- name: add_slices
+-- Job $1's last slice $2 further on.
+UPDATE compute_jobs c SET last_slice_number = c.last_slice_number + $2 WHERE c.job_id = $1
+RETURNING c.last_slice_number;
+
 
 -- name: compute_deploy
 SELECT _compute_deploy($1, $2);
 
--- name: compute_add_slices
-SELECT _compute_add_slices($1, $2, $3, $4);
-
--- name: compute_worker_register
-SELECT _compute_worker_register($1, $2, $3, $4, $5, $6, $7, $8);
-
--- name: compute_worker_join
-SELECT _compute_worker_join($1, $2, $3, $4);
-
--- name: compute_worker_leave
-SELECT _compute_worker_leave($1, $2);
-
 -- name: compute_fetch
 SELECT * FROM _compute_fetch($1, $2);
-
--- name: compute_progress
-SELECT _compute_progress($1, $2, $3);
-
--- name: compute_return
-SELECT _compute_return($1, $2, $3, NULL, NULL, NULL);
-
--- name: compute_reject
-SELECT _compute_return($1, $2, NULL, coalesce($3, 'EWORKREJECT'), $4, $5);
 
 -- name: compute_submit
 SELECT * FROM _compute_submit($1, $2, $3, $4, $5, $6, $7, $8, $9);

@@ -190,7 +190,7 @@ entry!(
 /// deployment into a group that takes joiners') goes through here. A wrong one counts against the
 /// caller's identity (`join_failed`), and past its budget the identity is refused before anything
 /// is compared.
-fn join_check(
+pub(crate) fn join_check(
     section: &Section,
     identity: pg_sys::Oid,
     group: Option<Datum>,

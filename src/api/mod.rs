@@ -6,6 +6,7 @@ pub mod batch_agent;
 pub mod call;
 pub mod compute;
 pub mod compute_settings;
+pub mod compute_workers;
 pub mod datum;
 pub mod history;
 pub mod identity;

@@ -1,0 +1,71 @@
+-- The statements of src/api/compute_workers.rs, run as the extension's owner.
+
+-- name: capability_bits
+-- The bits of capability names $1 (_capability_bits refuses a name it does not know).
+SELECT _capability_bits($1);
+
+-- name: register
+-- Role $2 as a worker of identity $1 labelled $3, or its label changed; its opaque id.
+INSERT INTO workers AS w (owner, identity, label) VALUES ($1, $2, $3)
+ON CONFLICT (identity) DO UPDATE SET label = excluded.label
+RETURNING w.opaque_id;
+
+-- name: run_info
+-- Worker $1's (of identity $2) run information: what it can run ($3 capability bits, $4
+-- worktimes), its cores and sandboxes ($5, $6, $7) and what it says of itself ($8).
+INSERT INTO worker_run_info AS r (worker_opaque_id, owner, type, hostname, os, arch, cpu_cores, gpu_cores,
+                                  max_sandboxes, capabilities, worktimes, status, last_start_time)
+VALUES ($1, $2, coalesce($8 ->> 'type', 'dcp-worker'), $8 ->> 'hostname', $8 ->> 'os', $8 ->> 'arch',
+        $5, $6, $7, $3, coalesce($4, '{}'), 'running', now())
+ON CONFLICT (worker_opaque_id) DO UPDATE
+SET type = excluded.type, hostname = excluded.hostname, os = excluded.os, arch = excluded.arch,
+    cpu_cores = excluded.cpu_cores, gpu_cores = excluded.gpu_cores, max_sandboxes = excluded.max_sandboxes,
+    capabilities = excluded.capabilities, worktimes = excluded.worktimes, status = 'running',
+    last_start_time = now();
+
+-- name: task_info
+INSERT INTO worker_task_info (worker_opaque_id, owner, serial) VALUES ($1, $2, 0)
+ON CONFLICT (worker_opaque_id) DO NOTHING;
+
+-- name: worker_of
+-- The worker role $1 registered as: its opaque id and its owner.
+SELECT w.opaque_id, w.owner FROM workers w WHERE w.identity = $1;
+
+-- name: join
+-- Worker $2 of owner $3 in group $1 (once).
+INSERT INTO compute_group_workers (compute_group_id, worker_opaque_id, owner) VALUES ($1, $2, $3)
+ON CONFLICT DO NOTHING;
+
+-- name: leave
+-- Worker $1 out of the group whose opaque id is $2.
+DELETE FROM compute_group_workers m USING compute_groups g
+WHERE m.worker_opaque_id = $1 AND m.compute_group_id = g.id AND g.opaque_id = $2;
+
+-- name: progress
+-- The copies of task $2 that role $1 holds (slices $3, or every one), at work now.
+UPDATE compute_slices s SET status = 'working', last_progress_time = statement_timestamp()
+WHERE s.lease_token = $2 AND s.last_assigned_worker_identity = $1
+  AND ($3::integer[] IS NULL OR s.slice_number = ANY ($3));
+
+-- name: held_task
+-- Of the copies of task $2 that role $1 holds (slices $3, or every one): their job, its first
+-- slice, and the worker.
+SELECT s.job_id, min(s.slice_number), min(s.last_assigned_worker::text)::uuid
+FROM compute_slices s
+WHERE s.lease_token = $2 AND s.last_assigned_worker_identity = $1
+  AND ($3::integer[] IS NULL OR s.slice_number = ANY ($3))
+GROUP BY s.job_id;
+
+-- name: give_back
+-- Those copies given back unworked, to be sent to someone else.
+UPDATE compute_slices s SET status = 'returned', lease_token = NULL
+WHERE s.lease_token = $2 AND s.last_assigned_worker_identity = $1
+  AND ($3::integer[] IS NULL OR s.slice_number = ANY ($3));
+
+-- name: count_returns
+UPDATE compute_perf_data p SET return_count = p.return_count + $2 WHERE p.job_id = $1;
+
+-- name: reject
+-- Job $1's rejection by worker $3 from slice $2 on: reason $4, message $5, retries $6.
+INSERT INTO work_reject_history (job_id, slice_number, worker_opaque_id, reason, error_msg, retries)
+VALUES ($1, $2, $3, $4, $5, $6);
