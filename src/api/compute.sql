@@ -62,9 +62,6 @@ SELECT _compute_deploy($1, $2);
 -- name: compute_fetch
 SELECT * FROM _compute_fetch($1, $2);
 
--- name: compute_submit
-SELECT * FROM _compute_submit($1, $2, $3, $4, $5, $6, $7, $8, $9);
-
 -- name: tick
 -- The launcher's round at $1 (see compute.rs's COMPUTE).
 SELECT _compute_tick($1);
