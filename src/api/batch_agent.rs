@@ -235,10 +235,6 @@ fn held(section: &Section, role: Oid, ids: Option<Datum>, tokens: Option<Datum>)
         .collect()
 }
 
-fn text_result(text: &str) -> Datum {
-    text.into_datum().expect("a text")
-}
-
 // batch_started(id, token, pid): the job's process runs (RUNNING); returns the lease state.
 entry!(batch_started, pg_finfo_batch_started, |fcinfo| {
     let role = Caller::current().role;
@@ -257,7 +253,7 @@ entry!(batch_started, pg_finfo_batch_started, |fcinfo| {
             leases::note(until.value() as pg_sys::TimestampTz);
         }
     }
-    text_result(pg_jobs_core::status::lease_state(held.as_deref()))
+    section.text(pg_jobs_core::status::lease_state(held.as_deref()))
 });
 
 // batch_heartbeat(ids, tokens, stderr, stdout): one lease state per job.
@@ -300,7 +296,7 @@ entry!(batch_heartbeat, pg_finfo_batch_heartbeat, |fcinfo| {
         };
         return_row(
             fcinfo,
-            &mut [id.unwrap_or(Datum::from(0)), text_result(state)],
+            &mut [id.unwrap_or(Datum::from(0)), section.text(state)],
             &mut [id.is_none(), false],
         );
     }
@@ -348,7 +344,7 @@ entry!(batch_finish, pg_finfo_batch_finish, |fcinfo| {
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
     let Some(held) = held_one(&section, role, argument(fcinfo, 0), argument(fcinfo, 1)) else {
-        return text_result("lost");
+        return section.text("lost");
     };
     let exit_code = value::<i32>(fcinfo, 2);
     let outcome = if value::<bool>(fcinfo, 6).unwrap_or(false) {
@@ -379,7 +375,7 @@ entry!(batch_finish, pg_finfo_batch_finish, |fcinfo| {
     if outcome == "completed" {
         section.run(&RELEASE_DEPENDENTS, &[argument(fcinfo, 0)]);
     }
-    text_result(
+    section.text(
         pg_jobs_core::batch::status_word(outcome, true, false, false).expect("a finished status"),
     )
 });

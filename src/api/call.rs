@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::prelude::*;
-use pgrx::FromDatum;
+use pgrx::{FromDatum, IntoDatum};
 
 /// Who called: the role, and the identity it acts for, read at entry (a call's section then runs
 /// as the function's owner).
@@ -269,6 +269,12 @@ impl Section {
                 count: pg_sys::SPI_processed as usize,
             }
         }
+    }
+
+    /// A text that outlives the section: a function's result made while its section is open
+    /// (what is allocated inside a section goes with its SPI connection's memory).
+    pub fn text(&self, text: &str) -> Datum {
+        self.keep(text.into_datum().expect("a text"), pg_sys::TEXTOID)
     }
 
     /// A copy of a value of the section's results that outlives the section.

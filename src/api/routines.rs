@@ -334,7 +334,7 @@ entry!(routines_export, pg_finfo_routines_export, |fcinfo| {
         .run(&DEFINITION, &[Some(schedule.id)])
         .get::<JsonB>(0, 0)
         .unwrap_or(JsonB(Value::Array(Vec::new())));
-    csv(rows).into_datum().expect("a text")
+    section.text(&csv(rows))
 });
 
 entry!(routines_drop, pg_finfo_routines_drop, |fcinfo| {
@@ -524,7 +524,7 @@ entry!(routine_restart, pg_finfo_routine_restart, |fcinfo| {
         post_run(&section, &schedule, &routine, "routine");
         "started"
     };
-    answer.into_datum().expect("a text")
+    section.text(answer)
 });
 
 entry!(routine_stop, pg_finfo_routine_stop, |fcinfo| {
@@ -545,7 +545,7 @@ entry!(routine_stop, pg_finfo_routine_stop, |fcinfo| {
     } else {
         "ending it"
     };
-    answer.into_datum().expect("a text")
+    section.text(answer)
 });
 
 entry!(routine_message, pg_finfo_routine_message, |fcinfo| {
