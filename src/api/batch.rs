@@ -10,8 +10,8 @@ use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum, JsonB};
 
 use super::call::{
-    argument, invalid, materialize, refuse, required, return_row, Caller, Parameters, Planning,
-    Section, Statement,
+    argument, given_argument, invalid, materialize, refuse, required, return_row, Caller,
+    Parameters, Planning, Section, Statement,
 };
 use super::datum::{array, elements, int8_array, literal_or_null, seconds};
 use super::identity::{_identity_of, _is_admin};
@@ -498,7 +498,7 @@ fn cancel(
 
 entry!(batch_cancel, pg_finfo_batch_cancel, |fcinfo| {
     let role = Caller::current().role;
-    let ids = argument(fcinfo, 0).unwrap_or_else(|| required("ids"));
+    let ids = given_argument(fcinfo, 0, "ids");
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     cancel(fcinfo, &section, acting_for(role), ids);

@@ -396,6 +396,11 @@ pub fn materialize(fcinfo: pg_sys::FunctionCallInfo) {
     };
 }
 
+/// Argument `n` of a call, which must be given: null is refused with `name` (22004).
+pub fn given_argument(fcinfo: pg_sys::FunctionCallInfo, n: usize, name: &str) -> Datum {
+    argument(fcinfo, n).unwrap_or_else(|| required(name))
+}
+
 /// Argument `n` of a call, None when null.
 pub fn argument(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> Option<Datum> {
     unsafe {

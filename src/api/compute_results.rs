@@ -8,7 +8,7 @@ use pgrx::pg_sys::{
 use pgrx::IntoDatum;
 
 use super::call::{
-    argument, invalid, materialize, required, return_row, Caller, Section, Statement,
+    argument, given_argument, invalid, materialize, return_row, Caller, Section, Statement,
 };
 use super::datum::elements;
 use crate::{entry, named_statements};
@@ -57,7 +57,7 @@ entry!(compute_submit, pg_finfo_compute_submit, |fcinfo| {
     let caller = Caller::current();
     let names = ["task_token", "slice_numbers", "results"];
     let [token, slices, results] =
-        std::array::from_fn(|n| Some(argument(fcinfo, n).unwrap_or_else(|| required(names[n]))));
+        std::array::from_fn(|n| Some(given_argument(fcinfo, n, names[n])));
     let measurements: Vec<Option<Datum>> = (3..8).map(|n| argument(fcinfo, n)).collect();
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);

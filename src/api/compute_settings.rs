@@ -9,7 +9,8 @@ use pgrx::pg_sys::{self, Datum, INT8OID, OIDOID, TEXTOID, UUIDOID};
 use pgrx::prelude::*;
 
 use super::call::{
-    argument, invalid, materialize, refuse, required, value, Caller, Section, Statement,
+    argument, given_argument, invalid, materialize, refuse, required, value, Caller, Section,
+    Statement,
 };
 use super::datum::output;
 use crate::{entry, named_statements};
@@ -46,14 +47,9 @@ fn remove(
     Datum::from(section.run(statement, &all).len() as i32)
 }
 
-/// Argument `n`, which must be given (`name` in the error).
-fn given(fcinfo: pg_sys::FunctionCallInfo, n: usize, name: &str) -> Option<Datum> {
-    Some(argument(fcinfo, n).unwrap_or_else(|| required(name)))
-}
-
 /// A row of one of the tables members delete by id.
 fn remove_by_id(fcinfo: pg_sys::FunctionCallInfo, statement: &'static Statement) -> Datum {
-    remove(fcinfo, statement, &[given(fcinfo, 0, "id")])
+    remove(fcinfo, statement, &[Some(given_argument(fcinfo, 0, "id"))])
 }
 
 // compute_group_remove_origin(group_id, origin, type)
@@ -61,8 +57,8 @@ entry!(
     compute_group_remove_origin,
     pg_finfo_compute_group_remove_origin,
     |fcinfo| {
-        let group = given(fcinfo, 0, "group_id");
-        let origin = given(fcinfo, 1, "origin");
+        let group = Some(given_argument(fcinfo, 0, "group_id"));
+        let origin = Some(given_argument(fcinfo, 1, "origin"));
         let kind = value::<String>(fcinfo, 2);
         const TYPES: [&str; 5] = [
             "any",
@@ -87,7 +83,7 @@ entry!(
 
 // worker_remove(worker)
 entry!(worker_remove, pg_finfo_worker_remove, |fcinfo| {
-    remove(fcinfo, &REMOVE_WORKER, &[given(fcinfo, 0, "worker")])
+    remove(fcinfo, &REMOVE_WORKER, &[Some(given_argument(fcinfo, 0, "worker"))])
 });
 
 // worker_config_remove(key_path, worker, type)
@@ -95,7 +91,7 @@ entry!(
     worker_config_remove,
     pg_finfo_worker_config_remove,
     |fcinfo| {
-        let path = given(fcinfo, 0, "key_path");
+        let path = Some(given_argument(fcinfo, 0, "key_path"));
         let kind = value::<String>(fcinfo, 2).unwrap_or_else(|| required("type"));
         if kind != "active" && kind != "template" {
             invalid(
@@ -116,8 +112,8 @@ entry!(
     worker_creds_remove,
     pg_finfo_worker_creds_remove,
     |fcinfo| {
-        let worker = given(fcinfo, 0, "worker");
-        let list = given(fcinfo, 1, "creds_list_id");
+        let worker = Some(given_argument(fcinfo, 0, "worker"));
+        let list = Some(given_argument(fcinfo, 1, "creds_list_id"));
         remove(fcinfo, &REMOVE_WORKER_CREDS, &[worker, list])
     }
 );

@@ -9,7 +9,9 @@ use pgrx::pg_sys::{
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::{argument, invalid, refuse, required, value, Caller, Section, Statement};
+use super::call::{
+    argument, given_argument, invalid, refuse, value, Caller, Section, Statement,
+};
 use super::compute_settings::join_check;
 use super::datum::output;
 use crate::{entry, named_statements};
@@ -163,7 +165,7 @@ entry!(
 // every one) at work now; how many.
 entry!(compute_progress, pg_finfo_compute_progress, |fcinfo| {
     let caller = Caller::current();
-    let token = Some(argument(fcinfo, 0).unwrap_or_else(|| required("task_token")));
+    let token = Some(given_argument(fcinfo, 0, "task_token"));
     let section = Section::as_owner(fcinfo);
     let role = Some(Datum::from(caller.role));
     Datum::from(
@@ -182,7 +184,7 @@ fn give_back(
     reason: Option<(Datum, Option<Datum>, Option<Datum>)>,
 ) -> Datum {
     let caller = Caller::current();
-    let token = Some(argument(fcinfo, 0).unwrap_or_else(|| required("task_token")));
+    let token = Some(given_argument(fcinfo, 0, "task_token"));
     let section = Section::as_owner(fcinfo);
     let role = Some(Datum::from(caller.role));
     let held = section.run(&HELD_TASK, &[role, token, slices]);

@@ -6,7 +6,8 @@ use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
 use super::call::{
-    argument, in_subtransaction, invalid, materialize, return_row, value, Section, Statement,
+    argument, given_argument, in_subtransaction, invalid, materialize, return_row, value, Section,
+    Statement,
 };
 use super::services::{no_wish, Service};
 use crate::{entry, named_statements};
@@ -85,7 +86,7 @@ fn index_history(partition: &str) {
 }
 
 entry!(_index_history, pg_finfo__index_history, |fcinfo| {
-    let partition = argument(fcinfo, 0).unwrap_or_else(|| super::call::required("part"));
+    let partition = given_argument(fcinfo, 0, "part");
     let _section = Section::as_current_user();
     index_history(&super::datum::output(partition, pg_sys::REGCLASSOID));
     Datum::from(0)

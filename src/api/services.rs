@@ -9,7 +9,7 @@
 use pgrx::pg_sys::Datum;
 use pgrx::prelude::*;
 
-use super::call::{argument, in_subtransaction, required, Section, Statement};
+use super::call::{given_argument, in_subtransaction, Section, Statement};
 use super::{batch, compute, history, queue, routines, schedule_firing, sql_jobs};
 use crate::{entry, gucs};
 
@@ -44,7 +44,7 @@ const SERVICES: [&Service; 9] = [
 // One round of the launcher's work at `at`; returns when it wants to be woken next: the earliest
 // time a service asks for, at most pg_jobs.refresh_interval after `at`.
 entry!(_launcher_tick, pg_finfo__launcher_tick, |fcinfo| {
-    let at = argument(fcinfo, 0).unwrap_or_else(|| required("at"));
+    let at = given_argument(fcinfo, 0, "at");
     let section = Section::as_current_user();
     for service in SERVICES {
         if let Err(problem) = in_subtransaction(|| (service.work)(&section, at)) {
