@@ -12,7 +12,7 @@ use super::call::{
     argument, given_argument, invalid, materialize, refuse, required, value, Caller, Section,
     Statement,
 };
-use super::datum::output;
+use super::datum::{output, quote_literal};
 use crate::{entry, named_statements};
 
 named_statements!(include_str!("compute_settings.sql"));
@@ -69,9 +69,12 @@ entry!(
         ];
         if let Some(kind) = kind.as_deref().filter(|kind| !TYPES.contains(kind)) {
             invalid(
-            format!("unknown origin type '{kind}'"),
-            Some("Use any, fetchWorkFunctions, fetchArguments, fetchData or sendResults, or null for every type."),
-        );
+                format!("unknown origin type {}", quote_literal(kind)),
+                Some(
+                    "Use any, fetchWorkFunctions, fetchArguments, fetchData or sendResults, or \
+                     null for every type.",
+                ),
+            );
         }
         remove(
             fcinfo,
@@ -95,7 +98,7 @@ entry!(
         let kind = value::<String>(fcinfo, 2).unwrap_or_else(|| required("type"));
         if kind != "active" && kind != "template" {
             invalid(
-                format!("unknown config type '{kind}'"),
+                format!("unknown config type {}", quote_literal(&kind)),
                 Some("Use active or template."),
             );
         }

@@ -537,6 +537,8 @@ SELECT regress.error_of('SELECT pgjobs.credential_remove(NULL)');
 SELECT regress.error_of(format('SELECT pgjobs.compute_group_remove_origin(%s, NULL)', :g1));
 SELECT regress.error_of(format('SELECT pgjobs.compute_group_remove_origin(%s, ''https://data.example'', ''fetchAll'')', :g1));
 SELECT regress.error_of('SELECT pgjobs.worker_config_remove(''x'', NULL, ''live'')');
+-- A type given with a quote is quoted as a literal in the message, as format's %L does.
+SELECT regress.error_of('SELECT pgjobs.worker_config_remove(''x'', NULL, ''it''''s'')');
 SELECT regress.error_of('SELECT pgjobs.worker_config_remove(''x'', NULL, NULL)');
 -- No function that takes its caller as an argument is a member's to call, so none can be told
 -- another caller.
