@@ -7,6 +7,8 @@
 pub mod job_flag {
     /// Slices can still be added.
     pub const OPEN: i32 = 1 << 1;
+    /// A job in estimation hands out all its slices, not only its estimation slices.
+    pub const GREEDY_ESTIMATION: i32 = 1 << 3;
     /// Paused for want of funds (nsf: insufficient funds).
     pub const NSF: i32 = 1 << 6;
 }

@@ -189,8 +189,6 @@ entry!(compute_add_slices, pg_finfo_compute_add_slices, |fcinfo| {
 
 // Deploying jobs, as their owner.
 owner_call!(compute_deploy, pg_finfo_compute_deploy, STATEMENTS, "compute_deploy");
-// What a worker calls, as its own role.
-owner_call!(compute_fetch, pg_finfo_compute_fetch, STATEMENTS, "compute_fetch");
 
 /// Copies of a slice sent under a duplication level (see `pg_jobs_core::compute::slice_copies`).
 #[pg_extern(immutable, strict, parallel_safe)]

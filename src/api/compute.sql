@@ -59,9 +59,6 @@ RETURNING c.last_slice_number;
 -- name: compute_deploy
 SELECT _compute_deploy($1, $2);
 
--- name: compute_fetch
-SELECT * FROM _compute_fetch($1, $2);
-
 -- name: tick
 -- The launcher's round at $1 (see compute.rs's COMPUTE).
 SELECT _compute_tick($1);

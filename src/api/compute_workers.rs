@@ -41,7 +41,7 @@ static REJECT: Statement = statement(
 
 /// The worker the caller's role registered as: its opaque id and its owner; a role that
 /// registered none is told to.
-fn worker_of(section: &Section, caller: &Caller) -> (Datum, Datum) {
+pub(super) fn worker_of(section: &Section, caller: &Caller) -> (Datum, Datum) {
     let worker = section.run(&WORKER_OF, &[Some(Datum::from(caller.role))]);
     match (worker.datum(0, 0), worker.datum(0, 1)) {
         (Some(id), Some(owner)) => (id, owner),

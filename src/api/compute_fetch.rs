@@ -1,0 +1,252 @@
+//! A compute worker's fetch (`sql/083_compute_work.sql`): `compute_fetch`, which hands the caller
+//! a task of slices of one job of the groups it joined. Statements in `compute_fetch.sql`.
+//!
+//! A fetch never waits for a lock: a lock a member can hold (a job's row, which its owner may
+//! lock) or another fetch holds is tried, and what it guards passed over this time. Waited for,
+//! group by group, a fetch holding a job from one group waited for another group's lock held by a
+//! fetch waiting for that job: a deadlock, found by the simulation in sim/.
+
+use pg_jobs_core::compute::job_flag;
+use pgrx::pg_sys::{
+    self, Datum, BOOLOID, INT4OID, INT8ARRAYOID, INT8OID, JSONBOID, NUMERICOID, OIDOID, UUIDOID,
+};
+use pgrx::prelude::*;
+use pgrx::{IntoDatum, Uuid};
+
+use super::call::{invalid, materialize, refuse, value, Caller, Section, Statement};
+use super::compute_workers::worker_of;
+use super::datum::{elements, output};
+use crate::{entry, named_statements};
+
+named_statements!(include_str!("compute_fetch.sql"));
+
+static WORKER: Statement = statement("worker", &[OIDOID]);
+static LOCK_LIMITED_GROUPS: Statement = statement("lock_limited_groups", &[UUIDOID]);
+static GROUPS: Statement = statement("groups", &[UUIDOID, INT4OID, JSONBOID]);
+static JOB: Statement = statement("job", &[INT8OID, INT4OID]);
+static TAKE_JOB: Statement = statement("take_job", &[INT8OID]);
+static SHARE_JOB: Statement = statement("share_job", &[INT8OID, BOOLOID, OIDOID]);
+static GROUP_ROOM: Statement = statement("group_room", &[INT8OID, UUIDOID, INT8OID, NUMERICOID]);
+static PAID_SLICES: Statement = statement("paid_slices", &[INT8OID]);
+static PAUSE_UNFUNDED: Statement = statement("pause_unfunded", &[INT8OID, INT4OID]);
+static HAND: Statement = statement(
+    "hand",
+    &[
+        INT8OID,
+        UUIDOID,
+        INT4OID,
+        INT4OID,
+        INT8OID,
+        UUIDOID,
+        OIDOID,
+        OIDOID,
+        INT8ARRAYOID,
+        BOOLOID,
+        BOOLOID,
+    ],
+);
+static START: Statement = statement("start", &[INT8OID]);
+static ESTIMATION_LEFT: Statement = statement("estimation_left", &[INT8OID]);
+static SERVED: Statement = statement("served", &[UUIDOID, INT8OID]);
+static NOTHING_IN: Statement = statement("nothing_in", &[UUIDOID, INT8OID, INT8ARRAYOID]);
+static FETCHED: Statement = statement("fetched", &[UUIDOID, INT8OID, INT4OID]);
+
+/// A job as a fetch sees it (the statement `job`).
+struct Job {
+    status: String,
+    /// Running, with funds for every connection fetching its largest task at once: its fetches
+    /// hold its advisory lock shared. Any other job is fetched from alone, holding its lock and
+    /// its row, so that its funds and its estimation slices are counted exactly.
+    ample: bool,
+    max_slices_per_task: i32,
+    /// Copies of a slice it sends at most (the duplication level rounded up).
+    copies: i32,
+    once: bool,
+    paying: bool,
+    /// What a slice pays (numeric), valid while the section is.
+    payment: Option<Datum>,
+    /// Not only its estimation slices may go out.
+    all_slices: bool,
+}
+
+fn read_job(section: &Section, job: i64) -> Option<Job> {
+    let row = section.run(
+        &JOB,
+        &[
+            Some(Datum::from(job)),
+            Some(Datum::from(job_flag::GREEDY_ESTIMATION)),
+        ],
+    );
+    Some(Job {
+        status: row.get(0, 0)?,
+        ample: row.get(0, 1).unwrap_or(false),
+        max_slices_per_task: row.get(0, 2)?,
+        copies: row.get(0, 3)?,
+        once: row.get(0, 4)?,
+        paying: row.get(0, 5)?,
+        all_slices: row.get(0, 6)?,
+        payment: row.datum(0, 7),
+    })
+}
+
+/// A task's token: a random (version 4) uuid from the strong random source.
+fn new_token() -> Datum {
+    let mut bytes = [0u8; 16];
+    crate::strong_random(&mut bytes);
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    Uuid::from_bytes(bytes).into_datum().expect("a uuid")
+}
+
+// compute_fetch(max_slices): a task for the calling worker: up to max_slices (and the job's
+// max_slices_per_task) slices of one job of the groups it joined, within the groups' limits.
+// Groups take turns (the least recently served first), and so do a group's jobs: each fetch of a
+// worker starts one job further along the group's list. No rows when there is nothing to do.
+entry!(compute_fetch, pg_finfo_compute_fetch, |fcinfo| {
+    let caller = Caller::current();
+    let max_slices = value::<i32>(fcinfo, 0);
+    if let Some(max) = max_slices.filter(|max| *max < 1) {
+        invalid(format!("max_slices must be at least 1, not {max}"), None);
+    }
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    let worker = section.run(&WORKER, &[Some(Datum::from(caller.role))]);
+    let Some(worker_id) = worker.datum(0, 0) else {
+        worker_of(&section, &caller);
+        // Registered by its owner in workers, but it never said what it runs.
+        refuse(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "worker {} has not registered what it runs",
+                output(Datum::from(caller.role), pg_sys::REGROLEOID)
+            ),
+            Some("Call compute_worker_register as this role first."),
+        );
+    };
+    let capabilities = worker.datum(0, 1);
+    let worktimes = worker.datum(0, 2);
+    // Past 2^31 fetches the turn goes on from 0.
+    let serial = i64::from(worker.get::<i32>(0, 3).unwrap_or(0));
+    let several_groups = worker.get::<i64>(0, 4).unwrap_or(0) > 1;
+    let worker = Some(worker_id);
+    let task_token = Some(new_token());
+    // The locks of all the worker's limited groups, before anything else, so that two fetches
+    // through one limited group take turns and neither counts before the other wrote.
+    let held_groups: Vec<i64> = section
+        .run(&LOCK_LIMITED_GROUPS, &[worker])
+        .get(0, 0)
+        .unwrap_or_default();
+    let groups = section.run(&GROUPS, &[worker, capabilities, worktimes]);
+    for row in 0..groups.len() {
+        let group: i64 = groups.get(row, 0).expect("a group's id");
+        let limited = groups.get::<bool>(row, 1) == Some(true);
+        let Some(eligible_datum) = groups.datum(row, 2) else {
+            continue;
+        };
+        if limited && !held_groups.contains(&group) {
+            continue;
+        }
+        let eligible: Vec<i64> = elements(eligible_datum)
+            .into_iter()
+            .flatten()
+            .map(|id| id.value() as i64)
+            .collect();
+        let group_datum = Some(Datum::from(group));
+        for k in 0..eligible.len() {
+            let id = eligible[((serial + k as i64) % eligible.len() as i64) as usize];
+            let id_datum = Some(Datum::from(id));
+            let Some(mut job) = read_job(&section, id) else {
+                continue;
+            };
+            let alone = limited || !job.ample;
+            if alone {
+                if section.run(&TAKE_JOB, &[id_datum]).get::<bool>(0, 0) != Some(true) {
+                    continue;
+                }
+                // As it is now that it is this fetch's.
+                match read_job(&section, id) {
+                    Some(locked) => job = locked,
+                    None => continue,
+                }
+            } else if section
+                .run(
+                    &SHARE_JOB,
+                    &[
+                        id_datum,
+                        Some(Datum::from(job.once)),
+                        Some(Datum::from(caller.identity)),
+                    ],
+                )
+                .get::<bool>(0, 0)
+                != Some(true)
+            {
+                continue;
+            }
+            if !["new", "estimation", "running"].contains(&job.status.as_str()) {
+                continue;
+            }
+            let mut n = i64::from(job.max_slices_per_task.min(max_slices.unwrap_or(i32::MAX)));
+            if limited {
+                let room = section.run(&GROUP_ROOM, &[group_datum, worker, id_datum, job.payment]);
+                if let Some(room) = room.get::<i64>(0, 0) {
+                    n = n.min(room);
+                }
+                if n < 1 {
+                    continue;
+                }
+            }
+            if alone && job.paying {
+                let paid = section
+                    .run(&PAID_SLICES, &[id_datum])
+                    .get::<i32>(0, 0)
+                    .unwrap_or(0);
+                n = n.min(i64::from(paid));
+                if n < 1 {
+                    section.run(
+                        &PAUSE_UNFUNDED,
+                        &[id_datum, Some(Datum::from(job_flag::NSF))],
+                    );
+                    continue;
+                }
+            }
+            let n = n as i32;
+            let task = section.run(
+                &HAND,
+                &[
+                    id_datum,
+                    task_token,
+                    Some(Datum::from(n)),
+                    Some(Datum::from(n.saturating_mul(job.copies))),
+                    group_datum,
+                    worker,
+                    Some(Datum::from(caller.role)),
+                    Some(Datum::from(caller.identity)),
+                    Some(eligible_datum),
+                    Some(Datum::from(job.all_slices)),
+                    Some(Datum::from(job.once)),
+                ],
+            );
+            if task.len() == 0 {
+                continue;
+            }
+            task.return_all(fcinfo);
+            if job.status == "new" {
+                section.run(&START, &[id_datum]);
+            }
+            if (0..task.len()).any(|row| task.get::<bool>(row, 8) == Some(true)) {
+                section.run(&ESTIMATION_LEFT, &[id_datum]);
+            }
+            if several_groups {
+                section.run(&SERVED, &[worker, group_datum]);
+            }
+            section.run(
+                &FETCHED,
+                &[worker, id_datum, Some(Datum::from(task.len() as i32))],
+            );
+            return Datum::from(0);
+        }
+        section.run(&NOTHING_IN, &[worker, group_datum, Some(eligible_datum)]);
+    }
+    section.run(&FETCHED, &[worker, None, None]);
+    Datum::from(0)
+});

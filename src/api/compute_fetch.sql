@@ -1,0 +1,194 @@
+-- The statements of src/api/compute_fetch.rs, run as the extension's owner.
+
+-- name: worker
+-- The worker role $1 registered as, with what it runs: its opaque id, its capability bits, its
+-- worktimes, its place in its jobs' turns and how many groups it joined. None for a role whose
+-- worker never said what it runs.
+SELECT x.opaque_id, r.capabilities, r.worktimes, coalesce(t.serial, 0),
+       (SELECT count(*) FROM compute_group_workers m WHERE m.worker_opaque_id = x.opaque_id)
+FROM workers x JOIN worker_run_info r ON r.worker_opaque_id = x.opaque_id
+JOIN worker_task_info t ON t.worker_opaque_id = x.opaque_id
+WHERE x.identity = $1;
+
+-- name: lock_limited_groups
+-- Worker $1's groups that have limits and whose lock this fetch took (tried, not waited for).
+-- The groups first, then the locks: in one query the planner may try a lock on every group
+-- before filtering, and hold the locks of groups this fetch never uses.
+SELECT ARRAY(SELECT l.id
+             FROM unnest(ARRAY(SELECT x.id FROM compute_group_workers m
+                               JOIN compute_groups x ON x.id = m.compute_group_id
+                               WHERE m.worker_opaque_id = $1 AND _compute_group_limited(x))) l(id)
+             WHERE pg_try_advisory_xact_lock(_lock_key('compute_group', l.id::text)));
+
+-- name: groups
+-- The groups worker $1 (capability bits $2, worktimes $3) joined, the least recently served
+-- first: each one's id, whether it has limits, and its jobs the worker may run, in id order (null:
+-- none): running or about to, needing no capability it lacks, of a worktime version it has, and
+-- not rejected by it.
+SELECT x.id, _compute_group_limited(x),
+       (SELECT array_agg(j.job_id ORDER BY j.job_id)
+        FROM compute_group_jobs gj JOIN compute_jobs j ON j.job_id = gj.job_id
+        WHERE gj.compute_group_id = x.id AND j.status IN ('new', 'estimation', 'running')
+          AND j.need_capabilities & $2 = j.need_capabilities
+          AND _worktime_ok(j.worktime_version, $3 ->> j.worktime)
+          AND NOT EXISTS (SELECT FROM work_reject_history h
+                          WHERE h.job_id = j.job_id AND h.worker_opaque_id = $1))
+FROM compute_group_workers m JOIN compute_groups x ON x.id = m.compute_group_id
+WHERE m.worker_opaque_id = $1
+ORDER BY m.last_served_at NULLS FIRST, x.id;
+
+-- name: job
+-- Job $1 as a fetch sees it: its status; whether it is running and what is left of its funds pays
+-- for every connection fetching its largest task at once (then fetches need not take turns: see
+-- compute_fetch.rs); its largest task; copies of a slice it sends at most, and whether it sends
+-- each once; whether it pays; and whether all its slices may go out ($2: the flag of greedy
+-- estimation), not only its estimation slices; and what a slice pays.
+SELECT c.status::text,
+       c.status = 'running'
+       AND (c.slice_payment = 0
+            OR c.funds - (SELECT t.slice_work_payment_total FROM compute_fin_totals t WHERE t.job_id = c.job_id)
+               - _compute_pending(c.job_id, c.slice_payment)
+               >= c.slice_payment * c.max_slices_per_task * current_setting('max_connections')::integer),
+       c.max_slices_per_task, ceil(c.duplication_level)::integer, c.duplication_level = 1, c.slice_payment > 0,
+       c.status = 'running' OR c.estimation_slices = 0 OR c.flags & $2 <> 0, c.slice_payment::numeric
+FROM compute_jobs c WHERE c.job_id = $1;
+
+-- name: take_job
+-- Job $1 for this fetch alone: its advisory lock and its row, each tried, not waited for (a job
+-- whose row its owner holds is passed over). Whether both were taken.
+SELECT pg_try_advisory_xact_lock(_lock_key('compute_job', $1::text))
+       AND EXISTS (SELECT FROM compute_jobs c WHERE c.job_id = $1 FOR NO KEY UPDATE SKIP LOCKED);
+
+-- name: share_job
+-- Job $1 shared with other fetches, and, unless it sends each slice once ($2), alone among the
+-- fetches of identity $3: two at once would each miss the copy the other took, and the identity
+-- would hold two of one slice. Whether the locks were taken (tried, not waited for).
+SELECT CASE WHEN NOT pg_try_advisory_xact_lock_shared(_lock_key('compute_job', $1::text)) THEN false
+            WHEN $2 THEN true
+            ELSE pg_try_advisory_xact_lock(_lock_key('compute_copies', $1::text || '/' || $3::text)) END;
+
+-- name: group_room
+-- How many more slices group $1 may hand out to worker $2 of job $3 paying $4 a slice (null: no
+-- limit), under the group's limits; the fetch holds the group's lock.
+WITH held AS (
+    SELECT count(*) AS copies, count(DISTINCT s.job_id) AS jobs, count(DISTINCT s.last_assigned_worker) AS workers,
+           coalesce(bool_or(s.job_id = $3), false) AS job_held,
+           coalesce(bool_or(s.last_assigned_worker = $2), false) AS worker_held,
+           coalesce(sum(c.slice_payment), 0) AS escrow
+    FROM compute_slices s JOIN compute_jobs c ON c.job_id = s.job_id
+    WHERE s.compute_group_id = $1 AND s.lease_token IS NOT NULL
+), cores AS (
+    SELECT coalesce(sum(r.cpu_cores), 0) AS cpus, coalesce(sum(r.gpu_cores), 0) AS gpus
+    FROM worker_run_info r
+    WHERE r.worker_opaque_id IN (SELECT s.last_assigned_worker FROM compute_slices s
+                                 WHERE s.compute_group_id = $1 AND s.lease_token IS NOT NULL)
+)
+SELECT CASE
+    WHEN NOT h.job_held AND h.jobs >= g.max_concurrent_jobs THEN 0
+    WHEN NOT h.worker_held AND (h.workers >= g.max_concurrent_workers
+                                OR k.cpus + coalesce(mine.cpu_cores, 0) > g.max_concurrent_cpus
+                                OR k.gpus + coalesce(mine.gpu_cores, 0) > g.max_concurrent_gpus) THEN 0
+    -- least() passes over nulls: a limit not set bounds nothing.
+    ELSE least(CASE WHEN g.max_concurrent_sandboxes IS NOT NULL THEN greatest(g.max_concurrent_sandboxes - h.copies, 0) END,
+               CASE WHEN g.max_concurrent_escrow IS NOT NULL AND $4 > 0
+                    THEN _slices_paid_by(g.max_concurrent_escrow - h.escrow, $4) END,
+               -- Paid through the group so far, and what its copies out and unfolded reports hold.
+               CASE WHEN g.max_total_payment IS NOT NULL AND $4 > 0
+                    THEN _slices_paid_by(g.max_total_payment - h.escrow
+                                         - (SELECT coalesce(sum(coalesce(r.paid, c.slice_payment)), 0)
+                                            FROM slice_reports r JOIN compute_jobs c ON c.job_id = r.job_id
+                                            WHERE r.compute_group_id = $1), $4) END)
+END
+FROM compute_groups g CROSS JOIN held h CROSS JOIN cores k
+LEFT JOIN worker_run_info mine ON mine.worker_opaque_id = $2
+WHERE g.id = $1;
+
+-- name: paid_slices
+-- How many slices what is left of job $1's funds pays for.
+SELECT _slices_paid_by(c.funds - (SELECT t.slice_work_payment_total FROM compute_fin_totals t WHERE t.job_id = c.job_id)
+                       - _compute_pending(c.job_id, c.slice_payment), c.slice_payment)
+FROM compute_jobs c WHERE c.job_id = $1;
+
+-- name: pause_unfunded
+-- Job $1, out of funds with slices still to send, paused until its owner adds some (compute_fund;
+-- $2: the flag nsf).
+UPDATE compute_jobs j SET status = 'paused', flags = j.flags | $2
+WHERE j.job_id = $1
+  AND EXISTS (SELECT FROM compute_slices s WHERE s.job_id = $1 AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker'));
+
+-- name: hand
+-- Task $2 of up to $3 slices of job $1 (reading $4 copies for them) for worker $6 (role $7, root
+-- identity $8) through group $5, whose eligible jobs were $9: in slice order, only estimation
+-- slices unless all may go ($10), and never two copies of one slice to one identity (its proxies
+-- are it), held or reported, unless each slice is sent once ($11): copies are sent to meet
+-- independent faults, and a consensus counts identities. The task's rows, in slice order.
+WITH candidates AS (
+    SELECT s.slice_number, s.copy
+    FROM compute_slices s
+    WHERE s.job_id = $1 AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker')
+      AND ($10 OR s.estimation)
+      AND ($11 AND s.copy = 0
+           OR NOT EXISTS (SELECT FROM compute_slices o
+                          WHERE o.job_id = $1 AND o.slice_number = s.slice_number
+                            AND o.lease_token IS NOT NULL AND o.last_assigned_root = $8)
+              AND NOT EXISTS (SELECT FROM slice_reports x
+                              WHERE x.job_id = $1 AND x.slice_number = s.slice_number AND x.worker_root = $8))
+    ORDER BY s.slice_number, s.copy
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT DISTINCT ON (p.slice_number) p.slice_number, p.copy FROM candidates p
+    ORDER BY p.slice_number, p.copy
+    LIMIT $3
+), handed AS (
+    UPDATE compute_slices s
+    SET status = 'scheduled', lease_token = $2, compute_group_id = $5, begin_time = now(),
+        last_progress_time = now(), last_assigned_worker = $6, last_assigned_worker_identity = $7,
+        last_assigned_root = $8
+    FROM picked p
+    WHERE s.job_id = $1 AND s.slice_number = p.slice_number AND s.copy = p.copy
+    RETURNING s.slice_number, s.copy, s.estimation
+), task AS (
+    INSERT INTO compute_tasks (worker_opaque_id, compute_group_id, eligible, job_id, slice_count)
+    SELECT $6, $5, $9, $1, count(*) FROM handed HAVING count(*) > 0
+)
+SELECT $2, $1, h.slice_number, h.copy::integer,
+       coalesce(d.value::text, _slice_datum(c.data_storage_type, c.data_storage_details, h.slice_number)),
+       f.value::text, a.arguments, job_flag_names(c.flags), h.estimation
+FROM handed h
+JOIN compute_jobs c ON c.job_id = $1
+LEFT JOIN compute_data d ON d.job_id = $1 AND d.slice_number = h.slice_number
+LEFT JOIN work_functions f ON f.job_id = $1
+CROSS JOIN (SELECT ARRAY(SELECT a.value::text FROM compute_arguments a WHERE a.job_id = $1 ORDER BY a.arg_index)
+                   AS arguments) a
+ORDER BY h.slice_number;
+
+-- name: start
+-- Job $1, new, has slices out: in estimation, or running if it estimates nothing.
+UPDATE compute_jobs j
+SET status = (CASE WHEN j.estimation_slices = 0 THEN 'running' ELSE 'estimation' END)::compute_job_status
+WHERE j.job_id = $1 AND j.status = 'new';
+
+-- name: estimation_left
+UPDATE compute_perf_data p
+SET estimation_slices_remaining = (SELECT count(*) FROM compute_slices s
+                                   WHERE s.job_id = $1 AND s.estimation AND s.copy = 0 AND s.status = 'new')
+WHERE p.job_id = $1;
+
+-- name: served
+-- Group $2 served worker $1 last: its next fetch starts at another.
+UPDATE compute_group_workers m SET last_served_at = clock_timestamp()
+WHERE m.worker_opaque_id = $1 AND m.compute_group_id = $2;
+
+-- name: nothing_in
+-- Group $2 had nothing for worker $1 among its eligible jobs $3.
+INSERT INTO compute_tasks (worker_opaque_id, compute_group_id, eligible, job_id, slice_count)
+VALUES ($1, $2, $3, NULL, 0);
+
+-- name: fetched
+-- Worker $1 fetched $3 slices of job $2 (null: nothing), now; its next fetch starts one job
+-- further along.
+UPDATE worker_task_info t
+SET task_time = now(), serial = coalesce(t.serial, 0) + 1,
+    current_task = CASE WHEN $2 IS NOT NULL THEN jsonb_build_object('job_id', $2, 'slices', $3) END
+WHERE t.worker_opaque_id = $1;
