@@ -2,6 +2,28 @@
 //! how the copies' results are resolved, the moving averages of a job's performance, and whether
 //! a worker's worktime satisfies a job's version range.
 
+/// The names of a compute job's flags, bit n for the n-th (`job_flag_names` in SQL names them
+/// too, with nsf, which only the scheduler sets).
+pub const JOB_FLAG_NAMES: [&str; 6] = [
+    "localExec",
+    "open",
+    "workerConsole",
+    "greedyEstimation",
+    "discrete",
+    "useStrict",
+];
+
+/// The names of a worker's capabilities, bit n for the n-th.
+pub const CAPABILITY_NAMES: [&str; 7] = [
+    "v8",
+    "spidermonkey",
+    "browser",
+    "offscreenCanvas",
+    "fdlibm",
+    "webgpu",
+    "KVINv9",
+];
+
 /// The bits of `compute_jobs.flags` the scheduler sets and clears, by the names
 /// `job_flag_names` (sql/080_compute_tables.sql) gives them.
 pub mod job_flag {

@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod compute;
+pub mod literal;
 pub mod mask;
 pub mod metrics;
 pub mod opaque_id;

@@ -10,8 +10,8 @@ use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum, JsonB};
 
 use super::call::{
-    argument, given_argument, invalid, materialize, refuse, required, return_row, Caller,
-    Parameters, Planning, Section, Statement,
+    argument, given_argument, invalid, materialize, refuse, required, return_row, Caller, Planning,
+    Section, Statement,
 };
 use super::datum::{array, elements, int8_array, literal_or_null, seconds};
 use super::identity::{_identity_of, _is_admin};
@@ -74,7 +74,7 @@ static ADD_WAITS: Statement = statement("add_waits", &[INT8OID, OIDOID, INT8ARRA
 static TALLY: Statement = Statement::new(
     STATEMENTS,
     "tally",
-    Parameters::Of(&[INT8ARRAYOID, INT4OID, BOOLOID]),
+    &[INT8ARRAYOID, INT4OID, BOOLOID],
     Planning::Probes,
 );
 

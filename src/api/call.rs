@@ -63,19 +63,12 @@ pub enum Planning {
     Head,
 }
 
-/// The parameters of a statement.
-pub enum Parameters {
-    Of(&'static [Oid]),
-    /// The calling role, then the arguments of the function that runs it, by their declared
-    /// types (see [`call_as_owner`]).
-    CallerThenArguments,
-}
-
 /// One named statement of a domain's file of statements.
 pub struct Statement {
     source: &'static str,
     name: &'static str,
-    parameters: Parameters,
+    /// The types of its parameters.
+    parameters: &'static [Oid],
     planning: Planning,
     plan: AtomicPtr<pg_sys::_SPI_plan>,
 }
@@ -84,7 +77,7 @@ impl Statement {
     pub const fn new(
         source: &'static str,
         name: &'static str,
-        parameters: Parameters,
+        parameters: &'static [Oid],
         planning: Planning,
     ) -> Self {
         Statement {
@@ -109,24 +102,12 @@ impl Statement {
     }
 
     /// The kept plan; prepared on first use in this backend, inside a [`Section`].
-    fn plan(&self, function: Oid) -> pg_sys::SPIPlanPtr {
+    fn plan(&self) -> pg_sys::SPIPlanPtr {
         let kept = self.plan.load(Ordering::Relaxed);
         if !kept.is_null() {
             return kept;
         }
-        let mut types: Vec<Oid> = match self.parameters {
-            Parameters::Of(types) => types.to_vec(),
-            Parameters::CallerThenArguments => {
-                let mut types = vec![pg_sys::OIDOID];
-                unsafe {
-                    let mut arguments: *mut Oid = std::ptr::null_mut();
-                    let mut count: c_int = 0;
-                    pg_sys::get_func_signature(function, &mut arguments, &mut count);
-                    types.extend_from_slice(std::slice::from_raw_parts(arguments, count as usize));
-                }
-                types
-            }
-        };
+        let mut types = self.parameters.to_vec();
         let text = CString::new(self.text()).expect("statements contain no NUL");
         // Parsed and analysed now; planned when first run, and again after an invalidation.
         let plan = unsafe {
@@ -194,7 +175,6 @@ impl Drop for PlannerSettings {
 /// An SPI connection with the search path pinned and, for a caller's call, the function's owner
 /// as the current user. Everything is undone when it is dropped, also while an error unwinds.
 pub struct Section {
-    function: Oid,
     saved_user: Option<(Oid, c_int)>,
 }
 
@@ -204,17 +184,17 @@ impl Section {
     pub fn as_owner(fcinfo: pg_sys::FunctionCallInfo) -> Self {
         let function = unsafe { (*(*fcinfo).flinfo).fn_oid };
         let (owner, schema) = owner_and_schema(function);
-        Self::enter(function, Some(owner), schema)
+        Self::enter(Some(owner), schema)
     }
 
     /// For the extension's own work (the background workers, internal functions): as the
     /// current user.
     pub fn as_current_user() -> Self {
         let schema = unsafe { pg_sys::get_namespace_oid(c"pgjobs".as_ptr(), false) };
-        Self::enter(pg_sys::InvalidOid, None, schema)
+        Self::enter(None, schema)
     }
 
-    fn enter(function: Oid, owner: Option<Oid>, schema: Oid) -> Self {
+    fn enter(owner: Option<Oid>, schema: Oid) -> Self {
         unsafe {
             if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as c_int {
                 error!("pg_jobs: SPI_connect failed");
@@ -239,16 +219,13 @@ impl Section {
                 generation: 0,
             };
             pg_sys::PushOverrideSearchPath(&mut path);
-            Section {
-                function,
-                saved_user,
-            }
+            Section { saved_user }
         }
     }
 
     /// Runs a statement; `arguments` are its parameters, None for null.
     pub fn run(&self, statement: &'static Statement, arguments: &[Option<Datum>]) -> Rows {
-        let plan = statement.plan(self.function);
+        let plan = statement.plan();
         let mut values: Vec<Datum> = arguments
             .iter()
             .map(|a| a.unwrap_or(Datum::from(0)))
@@ -463,33 +440,6 @@ pub fn required(name: &str) -> ! {
     )
 }
 
-/// A public function whose body is still SQL: runs `statement` as the function's owner with the
-/// calling role as $1 and the call's arguments as $2, $3, ..., and returns its result (its
-/// first column of its first row, or every row of a set-returning function).
-pub fn call_as_owner(fcinfo: pg_sys::FunctionCallInfo, statement: &'static Statement) -> Datum {
-    let caller = unsafe { pg_sys::GetUserId() };
-    let returns_set = unsafe { (*(*fcinfo).flinfo).fn_retset };
-    if returns_set {
-        materialize(fcinfo);
-    }
-    let mut arguments = vec![Some(Datum::from(caller))];
-    arguments.extend((0..unsafe { (*fcinfo).nargs } as usize).map(|n| argument(fcinfo, n)));
-    let section = Section::as_owner(fcinfo);
-    let rows = section.run(statement, &arguments);
-    if returns_set {
-        rows.return_all(fcinfo);
-        return Datum::from(0);
-    }
-    let returns = unsafe { pg_sys::get_func_rettype((*(*fcinfo).flinfo).fn_oid) };
-    if returns == pg_sys::VOIDOID {
-        return Datum::from(0);
-    }
-    match rows.datum(0, 0) {
-        Some(datum) => section.keep(datum, returns),
-        None => null(fcinfo),
-    }
-}
-
 /// Runs a call's body. An error PostgreSQL raised inside one of its statements is raised again as
 /// a caller would see it from SQL: its code, message, detail and hint, without the statement's
 /// context (which names internal functions) and without the Rust backtrace pgrx adds to DETAIL
@@ -538,7 +488,7 @@ macro_rules! named_statements {
             $crate::api::call::Statement::new(
                 STATEMENTS,
                 name,
-                $crate::api::call::Parameters::Of(parameters),
+                parameters,
                 $crate::api::call::Planning::Default,
             )
         }
@@ -568,23 +518,6 @@ macro_rules! entry {
                 })
             }
         }
-    };
-}
-
-/// A public function whose body is one statement of `$source`, run by [`call_as_owner`]:
-/// `owner_call!(jobs_schedule, pg_finfo_jobs_schedule, STATEMENTS, "schedule")`.
-#[macro_export]
-macro_rules! owner_call {
-    ($name:ident, $finfo:ident, $source:expr, $statement:literal) => {
-        $crate::entry!($name, $finfo, |fcinfo| {
-            static STATEMENT: $crate::api::call::Statement = $crate::api::call::Statement::new(
-                $source,
-                $statement,
-                $crate::api::call::Parameters::CallerThenArguments,
-                $crate::api::call::Planning::Default,
-            );
-            $crate::api::call::call_as_owner(fcinfo, &STATEMENT)
-        });
     };
 }
 

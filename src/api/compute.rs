@@ -8,9 +8,10 @@ use pgrx::prelude::*;
 
 use pgrx::pg_sys::{Datum, INT4OID, INT8OID, JSONBOID, NUMERICOID, OIDOID};
 
-use crate::{entry, named_statements, owner_call};
+use crate::{entry, named_statements};
 
 use super::call::{argument, invalid, refuse, required, value, Caller, Rows, Section, Statement};
+use super::compute_deploy::add_copies;
 use super::datum::output;
 use super::services::{wished, Service};
 
@@ -28,10 +29,6 @@ static FUND: Statement = statement("fund", &[INT8OID, NUMERICOID, INT4OID]);
 static JOB_STATUS: Statement = statement("job_status", &[INT8OID]);
 static VALUES_COUNT: Statement = statement("values_count", &[JSONBOID]);
 static PATTERN_COUNT: Statement = statement("pattern_count", &[INT8OID, INT4OID]);
-static ADD_COPIES: Statement = statement(
-    "add_copies",
-    &[INT8OID, OIDOID, INT8OID, INT4OID, JSONBOID],
-);
 static ADD_SLICES: Statement = statement("add_slices", &[INT8OID, INT4OID]);
 
 /// The compute scheduler's watchdog, fold and statistics (sql/083_compute_work.sql,
@@ -179,16 +176,14 @@ entry!(compute_add_slices, pg_finfo_compute_add_slices, |fcinfo| {
     if count < 1 {
         invalid("no slices to add", None);
     }
-    let count = Some(Datum::from(count));
-    section.run(
-        &ADD_COPIES,
-        &[id, Some(Datum::from(caller.identity)), owned.datum(0, 5), count, values],
-    );
-    section.run(&ADD_SLICES, &[id, count]).datum(0, 0).expect("the job is there")
+    let last = owned.get::<i64>(0, 5).unwrap_or(0);
+    add_copies(&section, job, caller.identity, last + 1, count, values);
+    section
+        .run(&ADD_SLICES, &[id, Some(Datum::from(count))])
+        .datum(0, 0)
+        .expect("the job is there")
 });
 
-// Deploying jobs, as their owner.
-owner_call!(compute_deploy, pg_finfo_compute_deploy, STATEMENTS, "compute_deploy");
 
 /// Copies of a slice sent under a duplication level (see `pg_jobs_core::compute::slice_copies`).
 #[pg_extern(immutable, strict, parallel_safe)]

@@ -1,5 +1,4 @@
--- The statements of src/api/compute.rs. In the forwarding ones (named after their function), $1
--- is the calling role.
+-- The statements of src/api/compute.rs, run as the extension's owner.
 
 -- name: amount_to_add
 -- Refuses an amount that is no amount of money (_money raises); whether it is more than nothing.
@@ -45,19 +44,11 @@ UPDATE compute_jobs c
 SET data_storage_details = jsonb_set(c.data_storage_details::jsonb, '{count}', to_jsonb(c.last_slice_number + $2))::text
 WHERE c.job_id = $1 AND c.data_storage_type = 'pattern';
 
--- name: add_copies
--- The copies of job $1's (of owner $2) $4 slices after slice $3, with their values $5 (a job of
--- values).
-SELECT _compute_add_copies($1, $2, ($3 + 1)::integer, $4, $5);
-
 -- name: add_slices
 -- Job $1's last slice $2 further on.
 UPDATE compute_jobs c SET last_slice_number = c.last_slice_number + $2 WHERE c.job_id = $1
 RETURNING c.last_slice_number;
 
-
--- name: compute_deploy
-SELECT _compute_deploy($1, $2);
 
 -- name: tick
 -- The launcher's round at $1 (see compute.rs's COMPUTE).

@@ -12,13 +12,13 @@ use pgrx::IntoDatum;
 use super::call::{
     argument, given_argument, invalid, refuse, value, Caller, Section, Statement,
 };
+use super::compute_deploy::capability_bits;
 use super::compute_settings::join_check;
 use super::datum::output;
 use crate::{entry, named_statements};
 
 named_statements!(include_str!("compute_workers.sql"));
 
-static CAPABILITY_BITS: Statement = statement("capability_bits", &[JSONBOID]);
 static REGISTER: Statement = statement("register", &[OIDOID, OIDOID, TEXTOID]);
 static RUN_INFO: Statement = statement(
     "run_info",
@@ -65,9 +65,8 @@ entry!(
     |fcinfo| {
         let caller = Caller::current();
         let section = Section::as_owner(fcinfo);
-        let bits = section
-            .run(&CAPABILITY_BITS, &[argument(fcinfo, 1)])
-            .datum(0, 0);
+        let capabilities = value::<pgrx::JsonB>(fcinfo, 1).map(|names| names.0);
+        let bits = Some(Datum::from(capability_bits(capabilities.as_ref())));
         if value::<pgrx::JsonB>(fcinfo, 2).is_some_and(|worktimes| !worktimes.0.is_object()) {
             invalid(
                 "worktimes must be an object of worktime names and versions",

@@ -1,9 +1,5 @@
 -- The statements of src/api/compute_workers.rs, run as the extension's owner.
 
--- name: capability_bits
--- The bits of capability names $1 (_capability_bits refuses a name it does not know).
-SELECT _capability_bits($1);
-
 -- name: register
 -- Role $2 as a worker of identity $1 labelled $3, or its label changed; its opaque id.
 INSERT INTO workers AS w (owner, identity, label) VALUES ($1, $2, $3)

@@ -5,6 +5,7 @@ pub mod batch;
 pub mod batch_agent;
 pub mod call;
 pub mod compute;
+pub mod compute_deploy;
 pub mod compute_fetch;
 pub mod compute_results;
 pub mod compute_settings;

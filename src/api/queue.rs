@@ -11,7 +11,7 @@ use pgrx::{FromDatum, IntoDatum};
 
 use super::call::{
     argument, invalid, materialize, null, refuse, refuse_with_detail, required, return_row, value,
-    Caller, Parameters, Planning, Rows, Section, Statement,
+    Caller, Planning, Rows, Section, Statement,
 };
 use super::datum::{
     array, array_length, elements, field, input, interval_span, interval_text, output, seconds,
@@ -69,7 +69,7 @@ const fn statement(
     parameters: &'static [Oid],
     planning: Planning,
 ) -> Statement {
-    Statement::new(STATEMENTS, name, Parameters::Of(parameters), planning)
+    Statement::new(STATEMENTS, name, parameters, planning)
 }
 
 /// The parameters of the add statements: the owner, then the batch's columns.

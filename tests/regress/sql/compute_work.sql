@@ -586,6 +586,34 @@ FROM pgjobs.compute_jobs c JOIN pgjobs.job_fin_data f ON f.job_id = c.job_id JOI
 WHERE c.job_id IN (:good_job, :bad_job) ORDER BY 1 DESC;
 RESET ROLE;
 
+-- A group named as uuid_in reads a uuid (braces, capitals, no hyphens) and a range of numbers as
+-- numeric reads them (blanks, a sign, an exponent) deploy; a range of anything else, a group
+-- named by no uuid and input of no known kind are refused, and nothing changes.
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_deploy(regress.spec(jsonb_build_object(
+    'input', '{"range": {"start": " 1 ", "end": "1e1", "step": "+2"}}'::jsonb,
+    'groups', jsonb_build_array(jsonb_build_object(
+        'group', '{' || upper(replace(:'g_main_opaque', '-', '')) || '}', 'join_key', 'main-key',
+        'secret', 'main-secret-long-enough'))))) AS range_job \gset
+RESET ROLE;
+SELECT c.data_storage_type, c.data_storage_details, c.last_slice_number,
+       (SELECT array_agg(m.compute_group_id) FROM pgjobs.compute_group_jobs m WHERE m.job_id = c.job_id)
+       = ARRAY[:g_main]::bigint[] AS in_main
+FROM pgjobs.compute_jobs c WHERE c.job_id = :range_job;
+SELECT regress.compute_fingerprint() AS before \gset
+SET ROLE regress_cw_owner;
+SELECT regress.error_of(format('SELECT pgjobs.compute_deploy(%L)', regress.spec(c))) AS refused
+FROM (VALUES ('{"input": {"range": {"start": "one", "end": 5}}}'::jsonb),
+             ('{"input": {"range": {"start": "-NaN", "end": 5}}}'),
+             ('{"input": {"range": {"start": 1, "end": {"n": 5}}}}'),
+             ('{"input": {"range": {"start": 1}}}'),
+             ('{"input": ["range"]}'),
+             ('{"groups": ["not-a-uuid"]}'),
+             ('{"groups": [{"group": null, "join_key": "main-key"}]}'),
+             ('{"capabilities": ["v8", null]}')) v(c);
+RESET ROLE;
+SELECT regress.compute_fingerprint() = :'before' AS nothing_changed;
+
 -- Join secrets: shorter than 16 characters is refused. 20 wrong ones within 20 minutes (this and
 -- the previous 10-minute window), by any way in and whether or not their transaction commits, and
 -- the identity's attempts are refused (53400), the right secret too; another identity is not

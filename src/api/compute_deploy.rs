@@ -1,0 +1,453 @@
+//! Deploying a compute job (`sql/083_compute_work.sql`): `compute_deploy`, which checks a
+//! deployment, takes its groups' fees and job budgets and makes the job and its slices; and the
+//! slices' copies, which `compute_add_slices` adds too. Statements in `compute_deploy.sql`.
+
+use pg_jobs_core::compute::{self, job_flag, CAPABILITY_NAMES, JOB_FLAG_NAMES};
+use pg_jobs_core::literal::{is_numeric, uuid_bytes};
+use pgrx::pg_sys::{
+    self, Datum, FLOAT8OID, INT4OID, INT8ARRAYOID, INT8OID, JSONBOID, NUMERICOID, OIDOID, TEXTOID,
+    UUIDOID,
+};
+use pgrx::prelude::*;
+use pgrx::{IntoDatum, JsonB, Uuid};
+use serde_json::Value;
+
+use super::call::{argument, invalid, refuse, value, Caller, Section, Statement};
+use super::compute_settings::join_check;
+use super::datum::{int8_array, output, quote_literal, text_of};
+use crate::{entry, named_statements};
+
+named_statements!(include_str!("compute_deploy.sql"));
+
+static NUMBERS: Statement = statement("numbers", &[JSONBOID]);
+static VALUES: Statement = statement("values", &[JSONBOID]);
+static RANGE_TEXTS: Statement = statement("range_texts", &[JSONBOID]);
+static RANGE_SLICES: Statement = statement("range_slices", &[TEXTOID, TEXTOID, TEXTOID]);
+static PATTERN: Statement = statement("pattern", &[JSONBOID]);
+static MARKET_SCALE: Statement = statement("market_scale", &[NUMERICOID]);
+static GROUP: Statement = statement("group", &[UUIDOID]);
+static FEES: Statement = statement("fees", &[INT8ARRAYOID, NUMERICOID]);
+static TAKE_JOB_BUDGET: Statement = statement("take_job_budget", &[INT8ARRAYOID]);
+static ADD_JOB: Statement = statement("add_job", &[OIDOID, JSONBOID]);
+static ADD_COMPUTE_JOB: Statement = statement(
+    "add_compute_job",
+    &[
+        INT8OID, OIDOID, JSONBOID, INT4OID, INT4OID, NUMERICOID, NUMERICOID, FLOAT8OID, TEXTOID,
+        INT4OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, NUMERICOID, INT4OID,
+    ],
+);
+static ADD_JOB_PARTS: Statement = statement(
+    "add_job_parts",
+    &[
+        INT8OID,
+        OIDOID,
+        JSONBOID,
+        INT4OID,
+        INT4OID,
+        NUMERICOID,
+        INT8ARRAYOID,
+    ],
+);
+static ADD_VALUES: Statement = statement("add_values", &[INT8OID, OIDOID, INT8OID, JSONBOID]);
+static ADD_COPIES: Statement = statement("add_copies", &[INT8OID, OIDOID, INT8OID, INT4OID]);
+static ANALYZE_SLICES: Statement = statement("analyze_slices", &[]);
+
+/// The keys a deployment may have.
+const KNOWN_KEYS: [&str; 24] = [
+    "work",
+    "dependencies",
+    "require_path",
+    "module_path",
+    "arguments",
+    "input",
+    "name",
+    "description",
+    "link",
+    "listed",
+    "groups",
+    "max_slices_per_task",
+    "offer",
+    "market_value",
+    "funds",
+    "payment_account",
+    "duplication_level",
+    "duplication_type",
+    "capabilities",
+    "worktime",
+    "worktime_version",
+    "flags",
+    "estimation_slices",
+    "result_storage",
+];
+
+/// The bits of `names` (a JSON array of names, null for none), bit n for the n-th of `known`;
+/// `what` names them in a refusal, whose hint lists the known ones and ends with `note`.
+pub(super) fn name_bits(names: Option<&Value>, known: &[&str], what: &str, note: &str) -> i32 {
+    let hint = format!("Known: {}{note}.", known.join(", "));
+    let names = match names {
+        None | Some(Value::Null) => return 0,
+        Some(Value::Array(names)) => names,
+        Some(_) => invalid(format!("the {what} names must be an array"), Some(&hint)),
+    };
+    names.iter().fold(0, |bits, name| {
+        let name = text_of(name).unwrap_or_else(|| "null".into());
+        match known.iter().position(|known| *known == name) {
+            Some(bit) => bits | 1 << bit,
+            None => invalid(
+                format!("unknown {what} {}", quote_literal(&name)),
+                Some(&hint),
+            ),
+        }
+    })
+}
+
+/// The capability bits of `names` (see [`name_bits`]).
+pub(super) fn capability_bits(names: Option<&Value>) -> i32 {
+    name_bits(names, &CAPABILITY_NAMES, "capability", "")
+}
+
+/// The groups a deployment names, each checked: the caller's own group, or (a group whose
+/// deploy_access is join) one whose join key and secret it gives. Anything else gets one error,
+/// whether the group exists or not.
+fn deploy_groups(section: &Section, caller: &Caller, groups: Option<&Value>) -> Vec<i64> {
+    let entries = match groups {
+        Some(Value::Array(entries)) if !entries.is_empty() => entries,
+        _ => invalid(
+            "a compute job needs at least one compute group",
+            Some("groups: [\"<group opaque id>\"] for your own groups, [{\"group\": ..., \"join_key\": ..., \"secret\": ...}] for others."),
+        ),
+    };
+    entries
+        .iter()
+        .map(|entry| {
+            let field = |name: &str| entry.get(name).and_then(text_of);
+            let named = field("group").or_else(|| text_of(entry));
+            let wanted = named.as_deref().map(|named| {
+                uuid_bytes(named).map(Uuid::from_bytes).unwrap_or_else(|| {
+                    invalid(format!("{} does not name a compute group by its opaque id", jsonb_text(entry)), None)
+                })
+            });
+            let wanted_datum = wanted.map(|wanted| wanted.into_datum().expect("a uuid"));
+            let group = section.run(&GROUP, &[wanted_datum]);
+            let text = |name: &str| field(name).map(|text| section.text(&text));
+            let admitted = group.get::<i64>(0, 0).filter(|_| {
+                group.get::<pg_sys::Oid>(0, 1) == Some(caller.identity)
+                    || group.get::<bool>(0, 2) == Some(true)
+                        && join_check(section, caller.identity, wanted_datum, text("join_key"), text("secret"))
+                            .is_some()
+            });
+            admitted.unwrap_or_else(|| {
+                refuse(
+                    PgSqlErrorCode::ERRCODE_INVALID_PASSWORD,
+                    format!(
+                        "compute group {} does not exist or does not take your deployments",
+                        wanted_datum.map_or_else(String::new, |wanted| output(wanted, UUIDOID))
+                    ),
+                    Some("Deploy into your own groups, or give the join key and secret of a group that lets members deploy."),
+                )
+            })
+        })
+        .collect()
+}
+
+/// A JSON value as jsonb prints it.
+fn jsonb_text(value: &Value) -> String {
+    output(
+        JsonB(value.clone()).into_datum().expect("a jsonb"),
+        JSONBOID,
+    )
+}
+
+/// Adds the copies of job `job`'s (of identity `owner`) `count` slices from slice `first` on, with
+/// their `values` (a JSON array) for a job of values.
+pub(super) fn add_copies(
+    section: &Section,
+    job: i64,
+    owner: pg_sys::Oid,
+    first: i64,
+    count: i32,
+    values: Option<Datum>,
+) {
+    let (job, owner, first) = (
+        Some(Datum::from(job)),
+        Some(Datum::from(owner)),
+        Some(Datum::from(first)),
+    );
+    if values.is_some() {
+        section.run(&ADD_VALUES, &[job, owner, first, values]);
+    }
+    section.run(&ADD_COPIES, &[job, owner, first, Some(Datum::from(count))]);
+    // Planned from statistics that had not seen these rows, fetches scanned every copy of a large
+    // job until autovacuum analyzed the table (seconds a fetch with 300,000 slices).
+    if count >= 10_000 {
+        section.run(&ANALYZE_SLICES, &[]);
+    }
+}
+
+/// What a deployment's input set is.
+struct InputSet {
+    storage_type: &'static str,
+    /// As kept in `data_storage_details`: none for a list of values.
+    details: Option<String>,
+    /// None when a range lacks its start or end.
+    slices: Option<i64>,
+    values: Option<Datum>,
+}
+
+fn input_set(section: &Section, spec: Datum, input: Option<&Value>) -> InputSet {
+    let has = |key: &str| input.is_some_and(|input| input.get(key).is_some());
+    if has("range") {
+        let range = section.run(&RANGE_TEXTS, &[Some(spec)]);
+        let texts: Vec<Option<String>> = (0..3)
+            .map(|column| range.get::<String>(0, column))
+            .collect();
+        let range_text = range.get::<String>(0, 3).unwrap_or_default();
+        if texts.iter().flatten().any(|text| !is_numeric(text)) {
+            invalid(format!("a range is numbers: {range_text}"), None);
+        }
+        let arguments: Vec<Option<Datum>> = texts
+            .iter()
+            .map(|text| text.as_deref().map(|text| section.text(text)))
+            .collect();
+        let counted = section.run(&RANGE_SLICES, &arguments);
+        if counted.get::<bool>(0, 0) == Some(false) {
+            invalid(
+                "a range's start and end must be finite numbers from -1e15 to 1e15, and its step a positive one",
+                Some("NaN and Infinity are not numbers of a range."),
+            );
+        }
+        let slices = counted.get::<i64>(0, 1);
+        if slices.is_some_and(|slices| slices > i64::from(i32::MAX)) {
+            invalid("a range gives at most 2147483647 slices", None);
+        }
+        InputSet {
+            storage_type: "range",
+            details: Some(range_text),
+            slices,
+            values: None,
+        }
+    } else if has("pattern") {
+        let pattern = section.run(&PATTERN, &[Some(spec)]);
+        if pattern.get::<bool>(0, 2) == Some(false) {
+            invalid(
+                "a URL pattern must contain {slice}",
+                Some("For example https://data.example/{slice}.json."),
+            );
+        }
+        InputSet {
+            storage_type: "pattern",
+            details: pattern.get::<String>(0, 0),
+            slices: pattern.get::<i32>(0, 1).map(i64::from),
+            values: None,
+        }
+    } else if let Some(Value::Array(values)) = input.and_then(|input| input.get("values")) {
+        InputSet {
+            storage_type: "values",
+            details: None,
+            slices: Some(values.len() as i64),
+            values: section.run(&VALUES, &[Some(spec)]).datum(0, 0),
+        }
+    } else {
+        invalid(
+            "the input set must be a range, a URL pattern or a list of values",
+            Some("input: {\"range\": {\"start\": 1, \"end\": 100}}, {\"pattern\": \"https://.../{slice}\", \"count\": 100} or {\"values\": [...]}."),
+        )
+    }
+}
+
+// compute_deploy(spec): the caller's compute job of many slices in the compute groups `spec`
+// names (the README lists its keys), its fees taken off its funds and a job off each group's job
+// budget; its id.
+entry!(compute_deploy, pg_finfo_compute_deploy, |fcinfo| {
+    let caller = Caller::current();
+    let spec_datum = argument(fcinfo, 0);
+    let spec = value::<JsonB>(fcinfo, 0);
+    let section = Section::as_owner(fcinfo);
+    let numbers = section.run(&NUMBERS, &[spec_datum]);
+    let level: f64 = numbers.get(0, 0).expect("a duplication level");
+    let (offer, multiplier) = (numbers.datum(0, 1), numbers.datum(0, 2));
+    let funds = numbers.datum(0, 3).expect("funds");
+    let per_task: i32 = numbers.get(0, 4).expect("a largest task");
+    let estimation: i32 = numbers.get(0, 5).expect("estimation slices");
+    let (Some(spec_datum), Some(JsonB(Value::Object(fields)))) = (spec_datum, spec.as_ref()) else {
+        invalid(
+            "a deployment is a JSON object",
+            Some("See compute_deploy in the README."),
+        )
+    };
+    // The first unknown key in jsonb's order of keys (shorter first), as a refusal named it when
+    // the deployment was read in SQL.
+    if let Some(unknown) = fields
+        .keys()
+        .filter(|key| !KNOWN_KEYS.contains(&key.as_str()))
+        .min_by_key(|key| (key.len(), key.as_bytes()))
+    {
+        invalid(
+            format!("unknown key {} in the deployment", quote_literal(unknown)),
+            Some(&format!("Known keys: {}.", KNOWN_KEYS.join(", "))),
+        );
+    }
+    let text = |name: &str| fields.get(name).and_then(text_of);
+    if text("work").unwrap_or_default().is_empty() {
+        invalid(
+            "a compute job needs its work function",
+            Some("work: the function as text, a data: URI or a URL to it."),
+        );
+    }
+    let input = input_set(&section, spec_datum, fields.get("input"));
+    let flags = name_bits(
+        fields.get("flags"),
+        &JOB_FLAG_NAMES,
+        "flag",
+        " (nsf is set by the scheduler)",
+    );
+    let slices = input.slices.unwrap_or(0);
+    if slices < 1 && !(flags & job_flag::OPEN != 0 && input.storage_type == "values") {
+        invalid(
+            "the input set is empty",
+            Some("A job needs at least one slice; an open job may start with none and get more with compute_add_slices."),
+        );
+    }
+    // Not a range that holds NaN.
+    if !(1.0..=10.0).contains(&level) {
+        invalid(
+            format!(
+                "duplication_level must be between 1 and 10, not {}",
+                output(level.into_datum().expect("a float8"), FLOAT8OID)
+            ),
+            Some("1.0 sends each slice once, 2.0 twice, 1.5 half of them twice."),
+        );
+    }
+    let duplication_type = text("duplication_type").unwrap_or_else(|| "race".into());
+    if !["race", "consensus"].contains(&duplication_type.as_str()) {
+        invalid(
+            format!(
+                "unknown duplication_type {}",
+                quote_literal(&duplication_type)
+            ),
+            Some("Use race or consensus."),
+        );
+    }
+    if offer.is_some() == multiplier.is_some() {
+        invalid(
+            "give either offer (DCC per slice) or market_value (a multiplier of compute_market_value())",
+            None,
+        );
+    }
+    if let Some(multiplier) = multiplier {
+        if section
+            .run(&MARKET_SCALE, &[Some(multiplier)])
+            .get::<bool>(0, 0)
+            == Some(true)
+        {
+            invalid(
+                format!(
+                    "market_value {} makes a slice payment of more than 18 decimals",
+                    output(multiplier, NUMERICOID)
+                ),
+                Some("The smallest unit is 1e-18 DCC: give market_value with at most 15 decimals."),
+            );
+        }
+    }
+    if per_task < 1 {
+        invalid(
+            format!("max_slices_per_task must be at least 1, not {per_task}"),
+            None,
+        );
+    }
+    if estimation < 0 {
+        invalid(
+            format!("estimation_slices must not be negative, not {estimation}"),
+            None,
+        );
+    }
+    let versions = text("worktime_version").unwrap_or_else(|| "*".into());
+    if !compute::worktime_range_ok(&versions) {
+        invalid(
+            format!(
+                "worktime_version {} is not a version range",
+                quote_literal(&versions)
+            ),
+            Some("For example ^1.0.0, ~0.23 or >=1, <2."),
+        );
+    }
+    let capabilities = capability_bits(fields.get("capabilities"));
+    let groups = Some(int8_array(deploy_groups(
+        &section,
+        &caller,
+        fields.get("groups"),
+    )));
+    let fees = section.run(&FEES, &[groups, Some(funds)]);
+    let fee = fees.datum(0, 0);
+    if fees.get::<bool>(0, 1) == Some(true) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_CHECK_VIOLATION,
+            format!(
+                "the funds ({} DCC) do not cover the groups' fees ({} DCC)",
+                output(funds, NUMERICOID),
+                output(fee.expect("fees"), NUMERICOID)
+            ),
+            Some("Fund the job with at least the fees and what its slices are to be paid."),
+        );
+    }
+    if section.run(&TAKE_JOB_BUDGET, &[groups]).get::<bool>(0, 0) == Some(true) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            "a compute group named has no jobs left in its budget",
+            Some("Its owner raises remaining_jobs in compute_group_accounting_data."),
+        );
+    }
+    let owner = Some(Datum::from(caller.identity));
+    let spec = Some(spec_datum);
+    let job: i64 = section
+        .run(&ADD_JOB, &[owner, spec])
+        .get(0, 0)
+        .expect("the job's id");
+    let id = Some(Datum::from(job));
+    // At most 2147483647 (a range's count is checked, a pattern's is an integer).
+    let slices = Some(Datum::from(slices as i32));
+    let texts = |value: &str| Some(section.text(value));
+    section.run(
+        &ADD_COMPUTE_JOB,
+        &[
+            id,
+            owner,
+            spec,
+            slices,
+            Some(Datum::from(per_task)),
+            offer,
+            multiplier,
+            level.into_datum(),
+            texts(&duplication_type),
+            Some(Datum::from(flags)),
+            Some(Datum::from(capabilities)),
+            texts(input.storage_type),
+            input.details.as_deref().and_then(texts),
+            texts(&versions),
+            Some(funds),
+            fee,
+            Some(Datum::from(estimation)),
+        ],
+    );
+    section.run(
+        &ADD_JOB_PARTS,
+        &[
+            id,
+            owner,
+            spec,
+            Some(Datum::from(estimation)),
+            slices,
+            fee,
+            groups,
+        ],
+    );
+    add_copies(
+        &section,
+        job,
+        caller.identity,
+        1,
+        input.slices.unwrap_or(0) as i32,
+        input.values,
+    );
+    Datum::from(job)
+});
