@@ -54,55 +54,16 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN 0;
 
 CREATE FUNCTION _invalid(message text, hint text DEFAULT NULL) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    -- Without a hint, no HINT line at all (an empty one is still printed).
-    IF hint IS NULL THEN
-        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = message;
-    END IF;
-    RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = message, HINT = hint;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', '_invalid';
 
-CREATE FUNCTION _null_argument(name text) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed', MESSAGE = format('%s must not be null', name);
-END
-$$;
-
--- A count of rows to take or skip, refused when negative.
+-- The checks of src/api/refusals.rs: a count of rows to take or skip, refused when negative; a
+-- date a caller gives, refused when it is not finite (and, in a WHERE clause without a column,
+-- checked once even where no row is read).
 CREATE FUNCTION _row_count(n integer, name text) RETURNS integer
-LANGUAGE plpgsql IMMUTABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF n < 0 THEN
-        PERFORM _invalid(format('%s must not be negative', name));
-    END IF;
-    RETURN n;
-END
-$$;
+LANGUAGE c IMMUTABLE STRICT AS 'MODULE_PATHNAME', '_row_count';
 
--- True for a date a caller gives (null: left out), refused when it is not finite: a month of
--- 'infinity' named no month and found jobs all the same. Called in a WHERE clause without a
--- column, so that the planner makes it a one-time filter, checked even where no row is read.
 CREATE FUNCTION _finite_date(d date, name text) RETURNS boolean
-LANGUAGE plpgsql IMMUTABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF NOT isfinite(d) THEN
-        PERFORM _invalid(format('%s must be a finite date, not %s', name, d),
-                         'Give a day of the month, for example date_trunc(''month'', now())::date.');
-    END IF;
-    RETURN true;
-END
-$$;
+LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', '_finite_date';
 
 -- Months are UTC months: a job's month in job_history is the UTC month of its due_at.
 CREATE FUNCTION _utc_month(t timestamptz) RETURNS date
@@ -154,11 +115,6 @@ END;
 -- view over one table; a view that joins would let the condition filter the other table alone
 -- (compute_groups_jobs_by_job is a function's rows for that reason).
 CREATE FUNCTION _fence(value anyelement) RETURNS anyelement
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
-AS $$
-BEGIN
-    RETURN value;
-END
-$$;
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', '_fence';
 -- Called by the views members query, so with the member's rights.
 GRANT EXECUTE ON FUNCTION _fence(anyelement) TO pgjobs_user;

@@ -29,18 +29,7 @@ CREATE DOMAIN fraction AS numeric CHECK (VALUE >= 0 AND VALUE <= 1 AND VALUE <> 
 -- below 1e10 DCC, so that it is exact in 28 digits (rust_decimal's) and a job's sums stay far
 -- from any bound. Refused, never rounded.
 CREATE FUNCTION _money(amount numeric, name text) RETURNS numeric
-LANGUAGE plpgsql IMMUTABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF amount IN ('NaN', 'Infinity', '-Infinity') OR amount < 0 OR amount >= 1e10 OR scale(amount) > 18 THEN
-        PERFORM _invalid(format('%s must be a finite amount of DCC from 0 to below 1e10, not %s', name,
-                                CASE WHEN length(amount::text) > 40 THEN left(amount::text, 20) || '...' ELSE amount::text END),
-                         'At most 18 decimals: the smallest unit is 1e-18 DCC.');
-    END IF;
-    RETURN amount;
-END
-$$;
+LANGUAGE c IMMUTABLE STRICT AS 'MODULE_PATHNAME', '_money';
 
 CREATE TYPE compute_job_status AS ENUM ('new', 'estimation', 'running', 'paused', 'finished', 'cancelled', 'corrupted');
 COMMENT ON TYPE compute_job_status IS

@@ -189,23 +189,7 @@ COMMENT ON FUNCTION compute_market_value IS 'DCC per slice that a market-value o
 
 -- An amount of DCC from a deployment's JSON: a number or a string of one (see _money).
 CREATE FUNCTION _amount(spec jsonb, field text) RETURNS numeric
-LANGUAGE plpgsql IMMUTABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    amount numeric;
-BEGIN
-    IF spec -> field IS NULL OR spec -> field = 'null' THEN
-        RETURN NULL;
-    END IF;
-    BEGIN
-        amount := (spec ->> field)::numeric;
-    EXCEPTION WHEN invalid_text_representation THEN
-        PERFORM _invalid(format('%s must be an amount of DCC, not %s', field, spec -> field));
-    END;
-    RETURN _money(amount, field);
-END
-$$;
+LANGUAGE c IMMUTABLE STRICT AS 'MODULE_PATHNAME', '_amount';
 
 -- The datum of a slice whose input is a range or a pattern, computed, not stored.
 CREATE FUNCTION _slice_datum(storage_type text, details text, slice integer) RETURNS text

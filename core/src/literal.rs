@@ -11,7 +11,7 @@ pub fn is_numeric(text: &str) -> bool {
     {
         return true;
     }
-    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    let digits = digits_only;
     let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
         Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
         None => (unsigned, None),
@@ -22,6 +22,22 @@ pub fn is_numeric(text: &str) -> bool {
         !exponent.is_empty() && digits(exponent)
     });
     !(whole.is_empty() && fraction.is_empty()) && digits(whole) && digits(fraction) && exponent_ok
+}
+
+/// Whether a numeric, as `numeric_out` prints it (no exponent, every decimal of its scale), is an
+/// amount of DCC: finite, from 0 to below 1e10, with at most 18 decimals (the smallest unit is
+/// 1e-18 DCC).
+pub fn is_money(numeric: &str) -> bool {
+    let (whole, fraction) = numeric.split_once('.').unwrap_or((numeric, ""));
+    !whole.is_empty()
+        && whole.len() <= 10
+        && digits_only(whole)
+        && fraction.len() <= 18
+        && digits_only(fraction)
+}
+
+fn digits_only(text: &str) -> bool {
+    text.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The bytes of a uuid as `uuid_in` reads one: 32 hex digits, a hyphen allowed after any group of
@@ -75,6 +91,30 @@ mod tests {
             "--1",
         ] {
             assert!(!is_numeric(not_one), "{not_one}");
+        }
+    }
+
+    #[test]
+    fn money() {
+        for amount in [
+            "0",
+            "0.000000000000000001",
+            "9999999999.999999999999999999",
+            "2.50",
+        ] {
+            assert!(is_money(amount), "{amount}");
+        }
+        for not_money in [
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "-1",
+            "-0.5",
+            "10000000000",
+            "0.0000000000000000001",
+            "",
+        ] {
+            assert!(!is_money(not_money), "{not_money}");
         }
     }
 

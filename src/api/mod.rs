@@ -17,6 +17,7 @@ pub mod leases;
 pub mod metrics;
 pub mod opaque_ids;
 pub mod queue;
+pub mod refusals;
 pub mod ready;
 pub mod routine_rules;
 pub mod routines;

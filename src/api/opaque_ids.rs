@@ -29,6 +29,10 @@ fn _opaque_id() -> Uuid {
     Uuid::from_bytes(time_ordered_uuid(millis, random))
 }
 
+// _fence(value) (strict): the value itself, from a function the planner neither inlines nor may
+// see through (not leakproof): see sql/010_types.sql.
+entry!(_fence, pg_finfo__fence, |fcinfo| super::call::argument(fcinfo, 0).expect("strict"));
+
 thread_local! {
     /// The key, with the table it was read from: a view lists many ids, each computed by one call,
     /// and only the first reads the table. The extension made again (a new table) is read again.

@@ -1,0 +1,95 @@
+//! The checks that the SQL left in `sql/` calls on what a caller gave it (declared in
+//! `sql/010_types.sql` and `sql/080_compute_tables.sql`): each refuses bad input with the call's
+//! own message, as the Rust calls do, and returns the value it checked.
+
+use pg_jobs_core::literal::{is_money, is_numeric};
+use pgrx::pg_sys::{self, Datum, DATEOID, JSONBOID, NUMERICOID};
+use pgrx::{direct_function_call, direct_function_call_as_datum};
+
+use super::call::{argument, invalid, null, value};
+use super::datum::{input, output};
+use crate::entry;
+
+// _invalid(message, hint): refuses with invalid_parameter_value (22023), without a HINT line
+// when hint is null.
+entry!(_invalid, pg_finfo__invalid, |fcinfo| {
+    let message = value::<String>(fcinfo, 0).unwrap_or_default();
+    invalid(message, value::<String>(fcinfo, 1).as_deref())
+});
+
+// _row_count(n, name): a count of rows to take or skip (strict), refused when negative.
+entry!(_row_count, pg_finfo__row_count, |fcinfo| {
+    let n = value::<i32>(fcinfo, 0).unwrap_or(0);
+    if n < 0 {
+        let name = value::<String>(fcinfo, 1).unwrap_or_default();
+        invalid(format!("{name} must not be negative"), None);
+    }
+    Datum::from(n)
+});
+
+// _finite_date(d, name): true for a date a caller gives (null: left out), refused when it is not
+// finite: a month of 'infinity' named no month and found jobs all the same. Called in a WHERE
+// clause without a column, so that the planner makes it a one-time filter, checked even where no
+// row is read.
+entry!(_finite_date, pg_finfo__finite_date, |fcinfo| {
+    if let Some(date) = value::<i32>(fcinfo, 0) {
+        if date == i32::MIN || date == i32::MAX {
+            let name = value::<String>(fcinfo, 1).unwrap_or_default();
+            invalid(
+                format!(
+                    "{name} must be a finite date, not {}",
+                    output(Datum::from(date), DATEOID)
+                ),
+                Some("Give a day of the month, for example date_trunc('month', now())::date."),
+            );
+        }
+    }
+    Datum::from(true)
+});
+
+/// `amount` (a numeric) if it is an amount of DCC; refused, named `name`, if not.
+fn money(amount: Datum, name: &str) -> Datum {
+    let text = output(amount, NUMERICOID);
+    if !is_money(&text) {
+        let shown = if text.len() > 40 {
+            format!("{}...", &text[..20])
+        } else {
+            text
+        };
+        invalid(
+            format!("{name} must be a finite amount of DCC from 0 to below 1e10, not {shown}"),
+            Some("At most 18 decimals: the smallest unit is 1e-18 DCC."),
+        );
+    }
+    amount
+}
+
+// _money(amount, name) (strict): an amount of DCC: finite, from 0 to below 1e10, at most 18
+// decimals.
+entry!(_money, pg_finfo__money, |fcinfo| {
+    let amount = argument(fcinfo, 0).expect("strict");
+    money(amount, &value::<String>(fcinfo, 1).unwrap_or_default())
+});
+
+// _amount(spec, field) (strict): an amount of DCC from a deployment's JSON, a number or a string
+// of one; null when the field is missing or null.
+entry!(_amount, pg_finfo__amount, |fcinfo| {
+    let (spec, field) = (argument(fcinfo, 0), argument(fcinfo, 1));
+    let given = direct_function_call_as_datum(pg_sys::jsonb_object_field, &[spec, field]);
+    let Some(given) = given.filter(|given| output(*given, JSONBOID) != "null") else {
+        return null(fcinfo);
+    };
+    let name = value::<String>(fcinfo, 1).unwrap_or_default();
+    let text: String = direct_function_call(pg_sys::jsonb_object_field_text, &[spec, field])
+        .expect("a field that is not null");
+    if !is_numeric(&text) {
+        invalid(
+            format!(
+                "{name} must be an amount of DCC, not {}",
+                output(given, JSONBOID)
+            ),
+            None,
+        );
+    }
+    money(input(&text, NUMERICOID), &name)
+});
