@@ -521,10 +521,22 @@ macro_rules! entry {
     };
 }
 
+/// An error caught by [`in_subtransaction`]: its SQLSTATE and its message.
+pub struct Failure {
+    pub code: PgSqlErrorCode,
+    pub message: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// Runs `body` in a subtransaction, as a PL/pgSQL block with an EXCEPTION clause does: an error
-/// in it rolls back what it wrote and comes back as its message; the caller's statements, its
+/// in it rolls back what it wrote and comes back as a [`Failure`]; the caller's statements, its
 /// section and its memory are as they were.
-pub fn in_subtransaction<R>(body: impl FnOnce() -> R) -> Result<R, String> {
+pub fn in_subtransaction<R>(body: impl FnOnce() -> R) -> Result<R, Failure> {
     let (context, owner) = unsafe { (pg_sys::CurrentMemoryContext, pg_sys::CurrentResourceOwner) };
     let back = move || unsafe {
         pg_sys::MemoryContextSwitchTo(context);
@@ -544,7 +556,17 @@ pub fn in_subtransaction<R>(body: impl FnOnce() -> R) -> Result<R, String> {
         back();
         unsafe { pg_sys::RollbackAndReleaseCurrentSubTransaction() };
         back();
-        Err(crate::bgworker::caught_message(caught))
+        let code = match &caught {
+            pg_sys::panic::CaughtError::PostgresError(report)
+            | pg_sys::panic::CaughtError::ErrorReport(report)
+            | pg_sys::panic::CaughtError::RustPanic {
+                ereport: report, ..
+            } => report.sql_error_code(),
+        };
+        Err(Failure {
+            code,
+            message: crate::bgworker::caught_message(caught),
+        })
     })
     .execute()
 }

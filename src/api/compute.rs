@@ -2,44 +2,31 @@
 //! controlling jobs, what workers call, and the rules of `pg_jobs_core::compute` the scheduler's
 //! SQL calls (its settings are in `compute_settings.rs`).
 
-use pg_jobs_core::compute::{self, job_flag, Decision, Moving};
+use pg_jobs_core::compute::{self, job_flag, Moving};
 
 use pgrx::prelude::*;
 
-use pgrx::pg_sys::{Datum, INT4OID, INT8OID, JSONBOID, NUMERICOID, OIDOID};
+use pgrx::pg_sys::{Datum, INT4OID, INT8OID, JSONBOID, NUMERICOID, OIDOID, TEXTOID};
 
 use crate::{entry, named_statements};
 
 use super::call::{argument, invalid, refuse, required, value, Caller, Rows, Section, Statement};
 use super::compute_deploy::add_copies;
 use super::datum::output;
-use super::services::{wished, Service};
 
 named_statements!(include_str!("compute.sql"));
 
-static TICK: Statement = statement("tick", &[pg_sys::TIMESTAMPTZOID]);
-static NEXT_LOOK: Statement = statement("next_look", &[pg_sys::TIMESTAMPTZOID]);
 static AMOUNT_TO_ADD: Statement = statement("amount_to_add", &[NUMERICOID]);
 static OWNED_JOB: Statement = statement("owned_job", &[OIDOID, INT8OID, NUMERICOID]);
 static PAUSE: Statement = statement("pause", &[INT8OID]);
 static RESUME: Statement = statement("resume", &[INT8OID]);
 static CLOSE: Statement = statement("close", &[INT8OID, INT4OID]);
-static CANCEL: Statement = statement("cancel", &[INT8OID]);
+static END_JOB: Statement = statement("end_job", &[INT8OID, TEXTOID, INT4OID]);
 static FUND: Statement = statement("fund", &[INT8OID, NUMERICOID, INT4OID]);
 static JOB_STATUS: Statement = statement("job_status", &[INT8OID]);
 static VALUES_COUNT: Statement = statement("values_count", &[JSONBOID]);
 static PATTERN_COUNT: Statement = statement("pattern_count", &[INT8OID, INT4OID]);
 static ADD_SLICES: Statement = statement("add_slices", &[INT8OID, INT4OID]);
-
-/// The compute scheduler's watchdog, fold and statistics (sql/083_compute_work.sql,
-/// `_compute_tick`).
-pub(crate) static COMPUTE: Service = Service {
-    name: "compute",
-    work: |section, at| {
-        section.run(&TICK, &[Some(at)]);
-    },
-    next: |section, at| wished(section, &NEXT_LOOK, at),
-};
 
 /// The caller's live compute job `job`, locked for a change (see `owned_job` for its columns,
 /// `amount` the amount to add, if any); another owner's gets the same error as none.
@@ -63,6 +50,18 @@ fn owned(section: &Section, caller: &Caller, job: i64, amount: Option<Datum>) ->
         );
     }
     owned
+}
+
+/// Ends job `job` as `status` (finished, cancelled or corrupted).
+pub(super) fn end_job(section: &Section, job: i64, status: &str) {
+    section.run(
+        &END_JOB,
+        &[
+            Some(Datum::from(job)),
+            Some(section.text(status)),
+            Some(Datum::from(job_flag::OPEN)),
+        ],
+    );
 }
 
 /// An owner's act on one of its jobs.
@@ -102,7 +101,9 @@ fn control(fcinfo: pg_sys::FunctionCallInfo, act: Act) -> Datum {
     let owned = owned(&section, &caller, job, amount);
     let flags = owned.get::<i32>(0, 3).unwrap_or(0);
     match act {
-        Act::Pause => section.run(&PAUSE, &[id]),
+        Act::Pause => {
+            section.run(&PAUSE, &[id]);
+        }
         Act::Resume => {
             if flags & job_flag::NSF != 0 {
                 refuse(
@@ -111,10 +112,12 @@ fn control(fcinfo: pg_sys::FunctionCallInfo, act: Act) -> Datum {
                     Some("compute_fund adds funds and resumes it."),
                 );
             }
-            section.run(&RESUME, &[id])
+            section.run(&RESUME, &[id]);
         }
-        Act::Close => section.run(&CLOSE, &[id, Some(Datum::from(job_flag::OPEN))]),
-        Act::Cancel => section.run(&CANCEL, &[id]),
+        Act::Close => {
+            section.run(&CLOSE, &[id, Some(Datum::from(job_flag::OPEN))]);
+        }
+        Act::Cancel => end_job(&section, job, "cancelled"),
         Act::Fund => {
             if owned.get::<bool>(0, 2) == Some(true) {
                 invalid(
@@ -125,9 +128,9 @@ fn control(fcinfo: pg_sys::FunctionCallInfo, act: Act) -> Datum {
                     Some("Deploy another job for more work."),
                 );
             }
-            section.run(&FUND, &[id, amount, Some(Datum::from(job_flag::NSF))])
+            section.run(&FUND, &[id, amount, Some(Datum::from(job_flag::NSF))]);
         }
-    };
+    }
     section
         .run(&JOB_STATUS, &[id])
         .datum(0, 0)
@@ -189,19 +192,6 @@ entry!(compute_add_slices, pg_finfo_compute_add_slices, |fcinfo| {
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _slice_copies(job: i64, slice: i32, level: f64) -> i32 {
     compute::slice_copies(job, i64::from(slice), level)
-}
-
-/// What a consensus slice's results come to: wait, accept:<hash>, tiebreak or undecidable.
-/// `identities[k]` reported `hashes[k]` (see `pg_jobs_core::compute::consensus`).
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _consensus(hashes: Vec<String>, identities: Vec<i64>, copies_out: i32, tiebreakers_left: i32) -> String {
-    let reports: Vec<(&str, i64)> = hashes.iter().map(String::as_str).zip(identities).collect();
-    match compute::consensus(&reports, copies_out.max(0) as usize, tiebreakers_left.max(0) as u32) {
-        Decision::Wait => "wait".into(),
-        Decision::Accept(hash) => format!("accept:{hash}"),
-        Decision::Tiebreak => "tiebreak".into(),
-        Decision::Undecidable => "undecidable".into(),
-    }
 }
 
 /// The weight of the `ordinal`-th measurement of a job of `total` slices.

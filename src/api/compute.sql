@@ -21,8 +21,27 @@ UPDATE compute_jobs c SET status = _compute_resumed_status($1) WHERE c.job_id = 
 -- No slice may be added any more ($2: the flag open).
 UPDATE compute_jobs c SET flags = c.flags & ~$2 WHERE c.job_id = $1;
 
--- name: cancel
-SELECT _compute_end($1, 'cancelled');
+-- name: end_job
+-- Job $1 ends as $2 (its flag open, $3, cleared): its copies go (a worker still holding one finds
+-- its report refused), its live row moves to job_history. Reports already in are still folded
+-- and paid.
+WITH ended AS (
+    UPDATE compute_jobs c SET status = $2::compute_job_status, end_time = now(), flags = c.flags & ~$3
+    WHERE c.job_id = $1
+), copies AS (
+    DELETE FROM compute_slices s WHERE s.job_id = $1
+), gone AS (
+    DELETE FROM jobs j WHERE j.id = $1 RETURNING j.*
+)
+INSERT INTO job_history (id, owner, status, task, queue, priority, payload, result, errors,
+                         attempts, max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time,
+                         end_time, name, description, link, listed)
+SELECT g.id, g.owner,
+       CASE $2 WHEN 'finished' THEN 'completed' WHEN 'cancelled' THEN 'aborted' ELSE 'failed' END::job_status,
+       g.task, g.queue, g.priority, g.payload, jsonb_build_object('status', $2), g.errors, g.attempt,
+       g.max_attempts, g.idempotency_key, g.key_rule, g.locked_by, g.due_at, g.start_time, now(), g.name,
+       g.description, g.link, g.listed
+FROM gone g;
 
 -- name: fund
 -- $2 more funds; a job paused for want of them ($3: the flag nsf) goes on.
@@ -48,15 +67,3 @@ WHERE c.job_id = $1 AND c.data_storage_type = 'pattern';
 -- Job $1's last slice $2 further on.
 UPDATE compute_jobs c SET last_slice_number = c.last_slice_number + $2 WHERE c.job_id = $1
 RETURNING c.last_slice_number;
-
-
--- name: tick
--- The launcher's round at $1 (see compute.rs's COMPUTE).
-SELECT _compute_tick($1);
-
--- name: next_look
--- Compute slices out or results to fold: the watchdog and the fold every second.
-SELECT $1 + interval '1 second'
-WHERE EXISTS (SELECT FROM compute_slices s WHERE s.lease_token IS NOT NULL)
-   OR EXISTS (SELECT FROM slice_reports r WHERE r.folded_seq IS NULL)
-   OR EXISTS (SELECT FROM compute_tasks);

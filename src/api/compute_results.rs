@@ -3,13 +3,18 @@
 
 use pgrx::pg_sys::{
     self, Datum, BOOLOID, FLOAT8ARRAYOID, INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, OIDOID,
-    TEXTARRAYOID, UUIDOID,
+    TEXTARRAYOID, TEXTOID, UUIDOID,
 };
 use pgrx::IntoDatum;
 
+use pg_jobs_core::compute::{self, Decision};
+use pgrx::prelude::*;
+
 use super::call::{
-    argument, given_argument, invalid, materialize, return_row, Caller, Section, Statement,
+    argument, given_argument, in_subtransaction, invalid, materialize, refuse, return_row, Caller,
+    Section, Statement,
 };
+use super::compute::end_job;
 use super::datum::elements;
 use crate::{entry, named_statements};
 
@@ -46,7 +51,119 @@ static REPORT: Statement = statement(
         OIDOID,
     ],
 );
-static RESOLVE: Statement = statement("resolve", &[INT8OID, INT4OID, INT8OID]);
+static SLICE_REPORTS: Statement = statement("slice_reports", &[INT8OID, INT4OID]);
+static REPORT_HASH: Statement = statement("report_hash", &[INT8OID]);
+static ACCEPT: Statement = statement("accept", &[INT8OID, INT4OID, TEXTOID, BOOLOID]);
+static TIEBREAKER: Statement = statement("tiebreaker", &[INT8OID, INT4OID, INT4OID, OIDOID, BOOLOID]);
+static REFUSE_REPORTS: Statement = statement("refuse_reports", &[INT8OID, INT4OID, INT8OID]);
+static OUTCOME: Statement = statement("outcome", &[INT8OID]);
+
+/// The job whose slices a task's reports decide (the statement `task_job`).
+struct Job {
+    id: i64,
+    owner: Datum,
+    duplication_level: f64,
+    race: bool,
+    estimation_slices: i32,
+}
+
+/// The locks of a job's slices, for deciding their copies' results. A submit of another copy holds
+/// one until its transaction ends, which its worker decides: waited for 5 seconds at most, then
+/// refused, the caller's copies still its own to submit again. (Holding a copy without reporting it
+/// delays its slice as long as this would.) Taken in slice order and before any copy's row: taken
+/// one by one after the copies were deleted, two reports of one slice waited for each other (a
+/// deadlock, found by the simulation in sim/).
+fn lock_slices(section: &Section, job: i64, slices: Option<Datum>) {
+    let locked = {
+        let _timeout = LockTimeout::of(5_000);
+        in_subtransaction(|| {
+            section.run(&LOCK_SLICES, &[Some(Datum::from(job)), slices]);
+        })
+    };
+    if let Err(failure) = locked {
+        if failure.code == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE {
+            refuse(
+                failure.code,
+                format!("another copy of a slice of compute job {job} is being reported"),
+                Some("Submit again: the slices are still this task's."),
+            );
+        }
+        refuse(failure.code, failure.message, None);
+    }
+}
+
+/// `lock_timeout` for as long as it lives, as a function's SET clause would set it (a lock waits
+/// by the variable's value when it starts to wait).
+struct LockTimeout(i32);
+
+impl LockTimeout {
+    fn of(milliseconds: i32) -> Self {
+        let was = unsafe { pg_sys::LockTimeout };
+        unsafe { pg_sys::LockTimeout = milliseconds };
+        LockTimeout(was)
+    }
+}
+
+impl Drop for LockTimeout {
+    fn drop(&mut self) {
+        unsafe { pg_sys::LockTimeout = self.0 };
+    }
+}
+
+/// What the reports of `slice` of `job` come to, once report `mine` is in: under race the first
+/// result is the slice's and its other copies go; under consensus, when no copy is out, the result
+/// voted for most (pg_jobs_core::compute::consensus), or a tiebreaker copy, or a corrupted job.
+/// Returns what became of report `mine`. The caller holds the slice's lock.
+fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
+    let (id, slice_datum) = (Some(Datum::from(job.id)), Some(Datum::from(slice)));
+    let reports = section.run(&SLICE_REPORTS, &[id, slice_datum]);
+    if reports.get::<bool>(0, 0) == Some(true) {
+        section.run(&REFUSE_REPORTS, &[id, slice_datum, Some(mine)]);
+        return "not accepted".into();
+    }
+    let decision = if job.race {
+        let hash = section.run(&REPORT_HASH, &[Some(mine)]).get::<String>(0, 0);
+        Decision::Accept(hash.expect("the report's hash"))
+    } else {
+        let hashes: Vec<String> = reports.get(0, 1).unwrap_or_default();
+        let identities: Vec<i64> = reports.get(0, 2).unwrap_or_default();
+        let copies_out = reports.get::<i32>(0, 3).unwrap_or(0);
+        let copies = reports.get::<i32>(0, 4).unwrap_or(0);
+        let planned = compute::slice_copies(job.id, i64::from(slice), job.duplication_level);
+        let votes: Vec<(&str, i64)> = hashes.iter().map(String::as_str).zip(identities).collect();
+        let tiebreakers_left = (2 - (copies - planned)).max(0) as u32;
+        match compute::consensus(&votes, copies_out.max(0) as usize, tiebreakers_left) {
+            Decision::Tiebreak => {
+                let estimation = slice <= job.estimation_slices;
+                section.run(
+                    &TIEBREAKER,
+                    &[id, slice_datum, Some(Datum::from(copies)), Some(job.owner), Some(Datum::from(estimation))],
+                );
+                Decision::Tiebreak
+            }
+            decision => decision,
+        }
+    };
+    match decision {
+        Decision::Accept(hash) => {
+            section.run(
+                &ACCEPT,
+                &[id, slice_datum, Some(section.text(&hash)), Some(Datum::from(job.race))],
+            );
+        }
+        Decision::Undecidable => {
+            section.run(&REFUSE_REPORTS, &[id, slice_datum, None]);
+            end_job(section, job.id, "corrupted");
+            return "corrupted".into();
+        }
+        Decision::Wait => return "waiting".into(),
+        Decision::Tiebreak => {}
+    }
+    section
+        .run(&OUTCOME, &[Some(mine)])
+        .get::<String>(0, 0)
+        .expect("the report is there")
+}
 
 // compute_submit(task_token, slice_numbers, results, cpu_ms, gpu_ms, wall_ms, in_bytes,
 // out_bytes): the results of the caller's copies of a task, with what they measured. One row per
@@ -86,33 +203,31 @@ entry!(compute_submit, pg_finfo_compute_submit, |fcinfo| {
         .map(|datum| datum.value() as i32)
         .collect();
     let mut reported: Vec<i32> = Vec::new();
-    let job = section.run(&TASK_JOB, &[token]);
-    if let (Some(job), Some(once), Some(owner)) =
-        (job.datum(0, 0), job.get::<bool>(0, 1), job.datum(0, 2))
+    let task_job = section.run(&TASK_JOB, &[token]);
+    if let (Some(id), Some(once), Some(owner)) =
+        (task_job.get::<i64>(0, 0), task_job.get::<bool>(0, 1), task_job.datum(0, 2))
     {
-        // The locks under which _compute_resolve decides, in slice order and before any copy's
-        // row: taken one by one after the copies were deleted, two reports of one slice waited
-        // for each other (a deadlock, found by the simulation in sim/). A slice sent once is never
-        // resolved.
+        let job = Job {
+            id,
+            owner,
+            duplication_level: task_job.get(0, 3).expect("a duplication level"),
+            race: task_job.get(0, 4).expect("a duplication type"),
+            estimation_slices: task_job.get(0, 5).expect("estimation slices"),
+        };
+        // A slice sent once is never resolved.
         if !once {
-            section.run(&LOCK_SLICES, &[Some(job), slices]);
+            lock_slices(&section, id, slices);
         }
         let mut report = vec![token, Some(Datum::from(caller.role)), slices, results];
         report.extend_from_slice(&measurements);
-        report.extend([Some(job), Some(Datum::from(once)), Some(owner)]);
+        report.extend([Some(Datum::from(id)), Some(Datum::from(once)), Some(owner)]);
         let reports = section.run(&REPORT, &report);
         for row in 0..reports.len() {
             let slice = reports.get::<i32>(row, 1).expect("a report's slice");
             let outcome = if reports.get::<bool>(row, 2) == Some(true) {
                 "accepted".to_string()
             } else {
-                section
-                    .run(
-                        &RESOLVE,
-                        &[Some(job), Some(Datum::from(slice)), reports.datum(row, 0)],
-                    )
-                    .get::<String>(0, 0)
-                    .expect("an outcome")
+                resolve(&section, &job, slice, reports.datum(row, 0).expect("a report's id"))
             };
             return_row(
                 fcinfo,

@@ -17,12 +17,17 @@ SELECT NOT coalesce(cardinality($2) <> n OR cardinality($3) <> n OR cardinality(
 FROM (SELECT cardinality($1::integer[]) AS n) s;
 
 -- name: task_job
--- The job of task $1: its id, whether its slices are sent once, and its owner.
-SELECT c.job_id, c.duplication_level = 1, c.owner FROM compute_jobs c
+-- The job of task $1: its id, whether its slices are sent once, its owner, its duplication level,
+-- whether it is a race (not a consensus), and its estimation slices.
+SELECT c.job_id, c.duplication_level = 1, c.owner, c.duplication_level, c.duplication_type = 'race',
+       c.estimation_slices
+FROM compute_jobs c
 WHERE c.job_id = (SELECT s.job_id FROM compute_slices s WHERE s.lease_token = $1 LIMIT 1);
 
 -- name: lock_slices
-SELECT _compute_lock_slices($1, $2);
+-- The locks of slices $2 of job $1, in slice order, under which their copies' results are decided.
+SELECT pg_advisory_xact_lock(_lock_key('compute_slice', $1::text || '/' || u.s::text))
+FROM (SELECT DISTINCT x AS s FROM unnest($2::integer[]) x WHERE x IS NOT NULL ORDER BY 1) u;
 
 -- name: report
 -- The copies of task $1 that role $2 holds, of slices $3, leave for their reports (results $4,
@@ -57,6 +62,51 @@ WITH held AS (
 )
 SELECT r.id, r.slice_number, coalesce(r.accepted, false) FROM reported r ORDER BY r.slice_number;
 
--- name: resolve
--- What the reports of slice $2 of job $1 come to, once report $3 is in (_compute_resolve).
-SELECT _compute_resolve(c, $2, $3) FROM compute_jobs c WHERE c.job_id = $1;
+-- name: slice_reports
+-- Slice $2 of job $1 as its reports decide it: whether it has its result already, its reports'
+-- hashes and their identities in the order they came, its copies out, and how many copies were
+-- sent (its highest copy + 1).
+SELECT EXISTS (SELECT FROM compute_results r WHERE r.job_id = $1 AND r.slice_number = $2),
+       ARRAY(SELECT r.value_hash FROM slice_reports r WHERE r.job_id = $1 AND r.slice_number = $2 ORDER BY r.id),
+       ARRAY(SELECT r.worker_root::bigint FROM slice_reports r WHERE r.job_id = $1 AND r.slice_number = $2 ORDER BY r.id),
+       (SELECT count(*)::integer FROM compute_slices s WHERE s.job_id = $1 AND s.slice_number = $2),
+       (SELECT max(x.copy) + 1 FROM (SELECT s.copy FROM compute_slices s WHERE s.job_id = $1 AND s.slice_number = $2
+                                     UNION ALL
+                                     SELECT r.copy FROM slice_reports r WHERE r.job_id = $1 AND r.slice_number = $2) x)::integer;
+
+-- name: report_hash
+SELECT r.value_hash FROM slice_reports r WHERE r.id = $1;
+
+-- name: accept
+-- Slice $2 of job $1 decided for the result of hash $3: the reports of it are accepted (under a
+-- consensus, $4 false, only an identity's first report, its vote, which alone is paid), the first
+-- becomes the slice's result, and the copies still out go.
+WITH decided AS (
+    UPDATE slice_reports r
+    SET accepted = (r.value_hash = $3
+                    AND ($4 OR NOT EXISTS (SELECT FROM slice_reports e
+                                           WHERE e.job_id = $1 AND e.slice_number = $2
+                                             AND e.worker_root = r.worker_root AND e.id < r.id)))
+    WHERE r.job_id = $1 AND r.slice_number = $2
+    RETURNING r.id, r.owner, r.value, r.reported_at, r.accepted
+), result AS (
+    INSERT INTO compute_results (job_id, slice_number, owner, value, completed_at)
+    SELECT $1, $2, d.owner, d.value, d.reported_at FROM decided d WHERE d.accepted ORDER BY d.id LIMIT 1
+)
+DELETE FROM compute_slices s WHERE s.job_id = $1 AND s.slice_number = $2;
+
+-- name: tiebreaker
+-- Another copy ($3) of slice $2 of job $1 (of owner $4) to break a tie; an estimation slice's ($5)
+-- tiebreaker is one too, or a job in estimation never sends it.
+INSERT INTO compute_slices (job_id, slice_number, copy, owner, status, estimation)
+VALUES ($1, $2, $3, $4, 'tiebreaker', $5);
+
+-- name: refuse_reports
+-- Report $3, or with $3 null every report of slice $2 of job $1, not accepted.
+UPDATE slice_reports r SET accepted = false
+WHERE r.job_id = $1 AND r.slice_number = $2 AND ($3 IS NULL OR r.id = $3);
+
+-- name: outcome
+-- What became of report $1.
+SELECT CASE WHEN r.accepted THEN 'accepted' WHEN r.accepted = false THEN 'not accepted' ELSE 'tiebreaker' END
+FROM slice_reports r WHERE r.id = $1;

@@ -7,6 +7,7 @@ pub mod call;
 pub mod compute;
 pub mod compute_deploy;
 pub mod compute_fetch;
+pub mod compute_fold;
 pub mod compute_results;
 pub mod compute_settings;
 pub mod compute_workers;

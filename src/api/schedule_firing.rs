@@ -113,7 +113,7 @@ fn fire_due(section: &Section, at: Datum) -> usize {
         for id in ids {
             match in_subtransaction(|| due(&section, at, grace, Some(id))) {
                 Ok(one) => dues.extend(one),
-                Err(message) => failed.push((id, message)),
+                Err(failure) => failed.push((id, failure.message)),
             }
         }
         dues
@@ -134,8 +134,8 @@ fn fire_due(section: &Section, at: Datum) -> usize {
         }
         if in_subtransaction(|| fire(&section, owner, &firing)).is_err() {
             for due in firing {
-                if let Err(message) = in_subtransaction(|| fire(&section, owner, &[due])) {
-                    failed.push((due.schedule, message));
+                if let Err(failure) = in_subtransaction(|| fire(&section, owner, &[due])) {
+                    failed.push((due.schedule, failure.message));
                 }
             }
         }

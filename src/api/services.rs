@@ -10,7 +10,7 @@ use pgrx::pg_sys::Datum;
 use pgrx::prelude::*;
 
 use super::call::{given_argument, in_subtransaction, Section, Statement};
-use super::{batch, compute, history, queue, routines, schedule_firing, sql_jobs};
+use super::{batch, compute_fold, history, queue, routines, schedule_firing, sql_jobs};
 use crate::{entry, gucs};
 
 /// A maintenance service of a domain.
@@ -35,7 +35,7 @@ const SERVICES: [&Service; 9] = [
     &queue::EXPIRED_LEASES,
     &schedule_firing::SCHEDULES,
     &routines::ROUTINES,
-    &compute::COMPUTE,
+    &compute_fold::COMPUTE,
     &sql_jobs::RUN_HISTORY,
     &history::MONTHS,
     &batch::COUNTS,

@@ -1,0 +1,149 @@
+//! The compute scheduler's maintenance (`sql/083_compute_work.sql`), a service of the launcher's
+//! round: the watchdog, which sends silent copies again, and the fold, which turns decided
+//! reports and recorded tasks into statistics and payments and moves jobs on. Folding happens in
+//! the transaction that marks what it folded, so each report counts exactly once, crash or not.
+//! Statements in `compute_fold.sql`; `_compute_fold` and `_compute_watchdog` run them by hand.
+
+use pg_jobs_core::compute::job_flag;
+use pgrx::pg_sys::{self, Datum, INT4OID, INT8ARRAYOID, INT8OID, TEXTOID, TIMESTAMPTZOID};
+use pgrx::prelude::*;
+
+use super::call::{argument, given_argument, in_subtransaction, Section, Statement};
+use super::compute::end_job;
+use super::services::{wished, Service};
+use crate::{entry, named_statements};
+
+named_statements!(include_str!("compute_fold.sql"));
+
+static WATCHDOG: Statement = statement("watchdog", &[TIMESTAMPTZOID]);
+static RESUME_FREED: Statement = statement("resume_freed", &[INT8ARRAYOID, INT4OID]);
+static FOLD_LOCK: Statement = statement("fold_lock", &[]);
+static JOBS_TO_FOLD: Statement = statement("jobs_to_fold", &[]);
+static REPORTS_TO_FOLD: Statement = statement("reports_to_fold", &[INT8OID, INT4OID]);
+static FOLD_FAILED: Statement = statement("fold_failed", &[INT8OID, TEXTOID]);
+static PLACE_REPORTS: Statement = statement("place_reports", &[INT8OID, INT8ARRAYOID]);
+static FOLD_FIGURES: Statement = statement("fold_figures", &[INT8OID, INT8ARRAYOID]);
+static FOLD_MONEY: Statement = statement("fold_money", &[INT8OID, INT8ARRAYOID]);
+static REPORT_PERIODS: Statement = statement("report_periods", &[INT8ARRAYOID]);
+static PERIOD_ROW: Statement = statement("period_row", &[INT8OID, INT8OID, TIMESTAMPTZOID]);
+static FOLD_PERIOD: Statement = statement(
+    "fold_period",
+    &[INT8OID, INT8OID, TIMESTAMPTZOID, INT8ARRAYOID],
+);
+static FOLD_WORKER_PERIODS: Statement = statement("fold_worker_periods", &[INT8ARRAYOID]);
+static FOLD_TASKS: Statement = statement("fold_tasks", &[]);
+static MOVE_JOBS_ON: Statement = statement("move_jobs_on", &[]);
+static JOBS_DONE: Statement = statement("jobs_done", &[INT4OID]);
+static NEXT_LOOK: Statement = statement("next_look", &[TIMESTAMPTZOID]);
+
+/// Reports folded in one round at most.
+const REPORTS_A_ROUND: i32 = 10_000;
+
+/// The compute scheduler's watchdog and fold, every second while copies are out or reports or
+/// tasks are to be folded.
+pub(crate) static COMPUTE: Service = Service {
+    name: "compute",
+    work: |section, at| {
+        watchdog(section, at);
+        fold(section, REPORTS_A_ROUND);
+    },
+    next: |section, at| wished(section, &NEXT_LOOK, at),
+};
+
+/// Copies silent for longer than pg_jobs.compute_progress_timeout (before `at`) are overdue: sent
+/// again to the next fetch, their worker's report refused. The escrow of an overdue copy is free
+/// again: a job that a fetch paused for want of funds while the copy was out goes on if its funds
+/// now pay for a slice. How many copies.
+fn watchdog(section: &Section, at: Datum) -> i32 {
+    let overdue = section.run(&WATCHDOG, &[Some(at)]);
+    if let Some(freed) = overdue.datum(0, 1) {
+        section.run(
+            &RESUME_FREED,
+            &[Some(freed), Some(Datum::from(job_flag::NSF))],
+        );
+    }
+    overdue.get::<i32>(0, 0).unwrap_or(0)
+}
+
+/// Folds up to `max_reports` decided reports and every task recorded, then moves jobs on; how
+/// many reports. Every job with something to fold gets its share of the round, so a busy job does
+/// not hold up the figures of the others; and each job is folded in a subtransaction of its own,
+/// so that one that cannot be folded holds up nobody: it is marked with its error and left out.
+fn fold(section: &Section, max_reports: i32) -> i32 {
+    if section.run(&FOLD_LOCK, &[]).get::<bool>(0, 0) != Some(true) {
+        return 0;
+    }
+    let jobs: Vec<i64> = section.run(&JOBS_TO_FOLD, &[]).get(0, 0).unwrap_or_default();
+    let share = (max_reports / jobs.len().max(1) as i32).max(1);
+    let mut folded = 0;
+    for job in jobs {
+        let id = Some(Datum::from(job));
+        let reports = section.run(&REPORTS_TO_FOLD, &[id, Some(Datum::from(share))]);
+        let ids: Vec<i64> = reports.get(0, 0).unwrap_or_default();
+        if ids.is_empty() {
+            continue;
+        }
+        match in_subtransaction(|| fold_job(section, job, reports.datum(0, 0))) {
+            Ok(()) => folded += ids.len() as i32,
+            // A row a fetch holds (past the launcher's lock_timeout): the job's turn comes next
+            // round.
+            Err(failure)
+                if failure.code == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE
+                    || failure.code == PgSqlErrorCode::ERRCODE_T_R_DEADLOCK_DETECTED => {}
+            Err(failure) => {
+                let state = unsafe {
+                    std::ffi::CStr::from_ptr(pg_sys::unpack_sql_state(failure.code as i32))
+                }
+                .to_string_lossy();
+                let why = format!("{} (SQLSTATE {state})", failure.message);
+                section.run(&FOLD_FAILED, &[id, Some(section.text(&why))]);
+                warning!("compute job {job} could not be folded: {}", failure.message);
+            }
+        }
+    }
+    section.run(&FOLD_TASKS, &[]);
+    move_jobs_on(section);
+    folded
+}
+
+/// Folds reports `ids` (an array) of `job`: their places and pay, the job's moving averages and
+/// totals, its money and its workers' earnings, and the groups' figures of the job and of each
+/// worker for the periods they fell in.
+fn fold_job(section: &Section, job: i64, ids: Option<Datum>) {
+    let id = Some(Datum::from(job));
+    section.run(&PLACE_REPORTS, &[id, ids]);
+    section.run(&FOLD_FIGURES, &[id, ids]);
+    section.run(&FOLD_MONEY, &[id, ids]);
+    let periods = section.run(&REPORT_PERIODS, &[ids]);
+    for row in 0..periods.len() {
+        let (group, start) = (periods.datum(row, 0), periods.datum(row, 1));
+        section.run(&PERIOD_ROW, &[id, group, start]);
+        section.run(&FOLD_PERIOD, &[id, group, start, periods.datum(row, 2)]);
+    }
+    section.run(&FOLD_WORKER_PERIODS, &[ids]);
+}
+
+/// Jobs whose estimation slices are all done run; jobs whose every slice has its result, that are
+/// closed and have nothing out or unfolded, are finished.
+fn move_jobs_on(section: &Section) {
+    section.run(&MOVE_JOBS_ON, &[]);
+    let done = section.run(&JOBS_DONE, &[Some(Datum::from(job_flag::OPEN))]);
+    for row in 0..done.len() {
+        end_job(section, done.get(row, 0).expect("a job"), "finished");
+    }
+}
+
+// _compute_watchdog(at): the watchdog's part of a round at `at`, by hand (the tests, an
+// administrator); how many copies it found overdue.
+entry!(_compute_watchdog, pg_finfo__compute_watchdog, |fcinfo| {
+    let at = given_argument(fcinfo, 0, "at");
+    let section = Section::as_current_user();
+    Datum::from(watchdog(&section, at))
+});
+
+// _compute_fold(max_reports): the fold's part of a round, by hand; how many reports it folded.
+entry!(_compute_fold, pg_finfo__compute_fold, |fcinfo| {
+    let max_reports = argument(fcinfo, 0).map_or(REPORTS_A_ROUND, |n| n.value() as i32);
+    let section = Section::as_current_user();
+    Datum::from(fold(&section, max_reports))
+});
