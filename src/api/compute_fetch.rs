@@ -21,11 +21,9 @@ use crate::{entry, named_statements};
 named_statements!(include_str!("compute_fetch.sql"));
 
 static WORKER: Statement = statement("worker", &[OIDOID]);
-static LOCK_LIMITED_GROUPS: Statement = statement("lock_limited_groups", &[UUIDOID]);
 static GROUPS: Statement = statement("groups", &[UUIDOID, INT4OID, JSONBOID]);
-static JOB: Statement = statement("job", &[INT8OID, INT4OID]);
+static JOB: Statement = statement("job", &[INT8OID, INT4OID, BOOLOID, OIDOID]);
 static TAKE_JOB: Statement = statement("take_job", &[INT8OID]);
-static SHARE_JOB: Statement = statement("share_job", &[INT8OID, BOOLOID, OIDOID]);
 static GROUP_ROOM: Statement = statement("group_room", &[INT8OID, UUIDOID, INT8OID, NUMERICOID]);
 static PAID_SLICES: Statement = statement("paid_slices", &[INT8OID]);
 static PAUSE_UNFUNDED: Statement = statement("pause_unfunded", &[INT8OID, INT4OID]);
@@ -43,13 +41,13 @@ static HAND: Statement = statement(
         INT8ARRAYOID,
         BOOLOID,
         BOOLOID,
+        BOOLOID,
     ],
 );
 static START: Statement = statement("start", &[INT8OID]);
 static ESTIMATION_LEFT: Statement = statement("estimation_left", &[INT8OID]);
-static SERVED: Statement = statement("served", &[UUIDOID, INT8OID]);
 static NOTHING_IN: Statement = statement("nothing_in", &[UUIDOID, INT8OID, INT8ARRAYOID]);
-static FETCHED: Statement = statement("fetched", &[UUIDOID, INT8OID, INT4OID]);
+static FETCHED_NOTHING: Statement = statement("fetched_nothing", &[UUIDOID]);
 
 /// A job as a fetch sees it (the statement `job`).
 struct Job {
@@ -63,18 +61,24 @@ struct Job {
     copies: i32,
     once: bool,
     paying: bool,
-    /// What a slice pays (numeric), valid while the section is.
-    payment: Option<Datum>,
     /// Not only its estimation slices may go out.
     all_slices: bool,
+    /// What a slice pays (numeric), valid while the section is.
+    payment: Option<Datum>,
+    /// Whether this fetch shares it (its locks taken), unless it was to take it alone: then None.
+    shared: Option<bool>,
 }
 
-fn read_job(section: &Section, job: i64) -> Option<Job> {
+/// Job `job` read, and shared with other fetches if it may be, unless the fetch takes it `alone`
+/// anyway; None if it is gone.
+fn read_job(section: &Section, caller: &Caller, job: i64, alone: bool) -> Option<Job> {
     let row = section.run(
         &JOB,
         &[
             Some(Datum::from(job)),
             Some(Datum::from(job_flag::GREEDY_ESTIMATION)),
+            Some(Datum::from(alone)),
+            Some(Datum::from(caller.identity)),
         ],
     );
     Some(Job {
@@ -86,6 +90,7 @@ fn read_job(section: &Section, job: i64) -> Option<Job> {
         paying: row.get(0, 5)?,
         all_slices: row.get(0, 6)?,
         payment: row.datum(0, 7),
+        shared: row.get(0, 8),
     })
 }
 
@@ -128,14 +133,13 @@ entry!(compute_fetch, pg_finfo_compute_fetch, |fcinfo| {
     // Past 2^31 fetches the turn goes on from 0.
     let serial = i64::from(worker.get::<i32>(0, 3).unwrap_or(0));
     let several_groups = worker.get::<i64>(0, 4).unwrap_or(0) > 1;
+    let worker_row = worker;
     let worker = Some(worker_id);
     let task_token = Some(new_token());
-    // The locks of all the worker's limited groups, before anything else, so that two fetches
-    // through one limited group take turns and neither counts before the other wrote.
-    let held_groups: Vec<i64> = section
-        .run(&LOCK_LIMITED_GROUPS, &[worker])
-        .get(0, 0)
-        .unwrap_or_default();
+    // The locks of all the worker's limited groups, taken before anything else (by the statement
+    // that read the worker), so that two fetches through one limited group take turns and
+    // neither counts before the other wrote.
+    let held_groups: Vec<i64> = worker_row.get(0, 5).unwrap_or_default();
     let groups = section.run(&GROUPS, &[worker, capabilities, worktimes]);
     for row in 0..groups.len() {
         let group: i64 = groups.get(row, 0).expect("a group's id");
@@ -155,7 +159,7 @@ entry!(compute_fetch, pg_finfo_compute_fetch, |fcinfo| {
         for k in 0..eligible.len() {
             let id = eligible[((serial + k as i64) % eligible.len() as i64) as usize];
             let id_datum = Some(Datum::from(id));
-            let Some(mut job) = read_job(&section, id) else {
+            let Some(mut job) = read_job(&section, &caller, id, limited) else {
                 continue;
             };
             let alone = limited || !job.ample;
@@ -164,22 +168,11 @@ entry!(compute_fetch, pg_finfo_compute_fetch, |fcinfo| {
                     continue;
                 }
                 // As it is now that it is this fetch's.
-                match read_job(&section, id) {
+                match read_job(&section, &caller, id, true) {
                     Some(locked) => job = locked,
                     None => continue,
                 }
-            } else if section
-                .run(
-                    &SHARE_JOB,
-                    &[
-                        id_datum,
-                        Some(Datum::from(job.once)),
-                        Some(Datum::from(caller.identity)),
-                    ],
-                )
-                .get::<bool>(0, 0)
-                != Some(true)
-            {
+            } else if job.shared != Some(true) {
                 continue;
             }
             if !["new", "estimation", "running"].contains(&job.status.as_str()) {
@@ -224,6 +217,7 @@ entry!(compute_fetch, pg_finfo_compute_fetch, |fcinfo| {
                     Some(eligible_datum),
                     Some(Datum::from(job.all_slices)),
                     Some(Datum::from(job.once)),
+                    Some(Datum::from(several_groups)),
                 ],
             );
             if task.len() == 0 {
@@ -236,17 +230,10 @@ entry!(compute_fetch, pg_finfo_compute_fetch, |fcinfo| {
             if (0..task.len()).any(|row| task.get::<bool>(row, 8) == Some(true)) {
                 section.run(&ESTIMATION_LEFT, &[id_datum]);
             }
-            if several_groups {
-                section.run(&SERVED, &[worker, group_datum]);
-            }
-            section.run(
-                &FETCHED,
-                &[worker, id_datum, Some(Datum::from(task.len() as i32))],
-            );
             return Datum::from(0);
         }
         section.run(&NOTHING_IN, &[worker, group_datum, Some(eligible_datum)]);
     }
-    section.run(&FETCHED, &[worker, None, None]);
+    section.run(&FETCHED_NOTHING, &[worker]);
     Datum::from(0)
 });

@@ -2,23 +2,21 @@
 
 -- name: worker
 -- The worker role $1 registered as, with what it runs: its opaque id, its capability bits, its
--- worktimes, its place in its jobs' turns and how many groups it joined. None for a role whose
--- worker never said what it runs.
+-- worktimes, its place in its jobs' turns, how many groups it joined, and those of them that have
+-- limits whose lock this fetch took (tried, not waited for: see compute_fetch.rs). None for a
+-- role whose worker never said what it runs. (The groups first, then the locks: in one query
+-- the planner may try a lock on every group before filtering, and hold the locks of groups this
+-- fetch never uses.)
 SELECT x.opaque_id, r.capabilities, r.worktimes, coalesce(t.serial, 0),
-       (SELECT count(*) FROM compute_group_workers m WHERE m.worker_opaque_id = x.opaque_id)
+       (SELECT count(*) FROM compute_group_workers m WHERE m.worker_opaque_id = x.opaque_id),
+       ARRAY(SELECT l.id
+             FROM unnest(ARRAY(SELECT g.id FROM compute_group_workers m
+                               JOIN compute_groups g ON g.id = m.compute_group_id
+                               WHERE m.worker_opaque_id = x.opaque_id AND _compute_group_limited(g))) l(id)
+             WHERE pg_try_advisory_xact_lock(_lock_key('compute_group', l.id::text)))
 FROM workers x JOIN worker_run_info r ON r.worker_opaque_id = x.opaque_id
 JOIN worker_task_info t ON t.worker_opaque_id = x.opaque_id
 WHERE x.identity = $1;
-
--- name: lock_limited_groups
--- Worker $1's groups that have limits and whose lock this fetch took (tried, not waited for).
--- The groups first, then the locks: in one query the planner may try a lock on every group
--- before filtering, and hold the locks of groups this fetch never uses.
-SELECT ARRAY(SELECT l.id
-             FROM unnest(ARRAY(SELECT x.id FROM compute_group_workers m
-                               JOIN compute_groups x ON x.id = m.compute_group_id
-                               WHERE m.worker_opaque_id = $1 AND _compute_group_limited(x))) l(id)
-             WHERE pg_try_advisory_xact_lock(_lock_key('compute_group', l.id::text)));
 
 -- name: groups
 -- The groups worker $1 (capability bits $2, worktimes $3) joined, the least recently served
@@ -41,31 +39,33 @@ ORDER BY m.last_served_at NULLS FIRST, x.id;
 -- Job $1 as a fetch sees it: its status; whether it is running and what is left of its funds pays
 -- for every connection fetching its largest task at once (then fetches need not take turns: see
 -- compute_fetch.rs); its largest task; copies of a slice it sends at most, and whether it sends
--- each once; whether it pays; and whether all its slices may go out ($2: the flag of greedy
--- estimation), not only its estimation slices; and what a slice pays.
-SELECT c.status::text,
-       c.status = 'running'
-       AND (c.slice_payment = 0
-            OR c.funds - (SELECT t.slice_work_payment_total FROM compute_fin_totals t WHERE t.job_id = c.job_id)
-               - _compute_pending(c.job_id, c.slice_payment)
-               >= c.slice_payment * c.max_slices_per_task * current_setting('max_connections')::integer),
-       c.max_slices_per_task, ceil(c.duplication_level)::integer, c.duplication_level = 1, c.slice_payment > 0,
-       c.status = 'running' OR c.estimation_slices = 0 OR c.flags & $2 <> 0, c.slice_payment::numeric
-FROM compute_jobs c WHERE c.job_id = $1;
+-- each once; whether it pays; whether all its slices may go out ($2: the flag of greedy
+-- estimation), not only its estimation slices; what a slice pays; and, unless the fetch takes
+-- it alone anyway ($3), whether the fetch shares it (null: it must take it alone).
+SELECT j.status, j.ample, j.max_slices_per_task, j.copies, j.once, j.paying, j.all_slices, j.payment,
+       CASE WHEN $3 OR NOT j.ample THEN NULL
+            -- Shared with other fetches, and, unless it sends each slice once, alone among the
+            -- fetches of identity $4: two at once would each miss the copy the other took, and the
+            -- identity would hold two of one slice. Tried, not waited for.
+            WHEN NOT pg_try_advisory_xact_lock_shared(_lock_key('compute_job', $1::text)) THEN false
+            WHEN j.once THEN true
+            ELSE pg_try_advisory_xact_lock(_lock_key('compute_copies', $1::text || '/' || $4::text)) END
+FROM (SELECT c.status::text AS status,
+             c.status = 'running'
+             AND (c.slice_payment = 0
+                  OR c.funds - (SELECT t.slice_work_payment_total FROM compute_fin_totals t WHERE t.job_id = c.job_id)
+                     - _compute_pending(c.job_id, c.slice_payment)
+                     >= c.slice_payment * c.max_slices_per_task * current_setting('max_connections')::integer) AS ample,
+             c.max_slices_per_task, ceil(c.duplication_level)::integer AS copies, c.duplication_level = 1 AS once,
+             c.slice_payment > 0 AS paying, c.status = 'running' OR c.estimation_slices = 0 OR c.flags & $2 <> 0 AS all_slices,
+             c.slice_payment::numeric AS payment
+      FROM compute_jobs c WHERE c.job_id = $1 OFFSET 0) j;
 
 -- name: take_job
 -- Job $1 for this fetch alone: its advisory lock and its row, each tried, not waited for (a job
 -- whose row its owner holds is passed over). Whether both were taken.
 SELECT pg_try_advisory_xact_lock(_lock_key('compute_job', $1::text))
        AND EXISTS (SELECT FROM compute_jobs c WHERE c.job_id = $1 FOR NO KEY UPDATE SKIP LOCKED);
-
--- name: share_job
--- Job $1 shared with other fetches, and, unless it sends each slice once ($2), alone among the
--- fetches of identity $3: two at once would each miss the copy the other took, and the identity
--- would hold two of one slice. Whether the locks were taken (tried, not waited for).
-SELECT CASE WHEN NOT pg_try_advisory_xact_lock_shared(_lock_key('compute_job', $1::text)) THEN false
-            WHEN $2 THEN true
-            ELSE pg_try_advisory_xact_lock(_lock_key('compute_copies', $1::text || '/' || $3::text)) END;
 
 -- name: group_room
 -- How many more slices group $1 may hand out to worker $2 of job $3 paying $4 a slice (null: no
@@ -121,7 +121,9 @@ WHERE j.job_id = $1
 -- identity $8) through group $5, whose eligible jobs were $9: in slice order, only estimation
 -- slices unless all may go ($10), and never two copies of one slice to one identity (its proxies
 -- are it), held or reported, unless each slice is sent once ($11): copies are sent to meet
--- independent faults, and a consensus counts identities. The task's rows, in slice order.
+-- independent faults, and a consensus counts identities. A task handed out is recorded, and the
+-- worker's next fetch starts one job further along and, if it joined several groups ($12), at
+-- another group. The task's rows, in slice order.
 WITH candidates AS (
     SELECT s.slice_number, s.copy
     FROM compute_slices s
@@ -151,6 +153,14 @@ WITH candidates AS (
 ), task AS (
     INSERT INTO compute_tasks (worker_opaque_id, compute_group_id, eligible, job_id, slice_count)
     SELECT $6, $5, $9, $1, count(*) FROM handed HAVING count(*) > 0
+), fetched AS (
+    UPDATE worker_task_info t
+    SET task_time = now(), serial = coalesce(t.serial, 0) + 1,
+        current_task = jsonb_build_object('job_id', $1, 'slices', (SELECT count(*) FROM handed))
+    WHERE t.worker_opaque_id = $6 AND EXISTS (SELECT FROM handed)
+), served AS (
+    UPDATE compute_group_workers m SET last_served_at = clock_timestamp()
+    WHERE $12 AND m.worker_opaque_id = $6 AND m.compute_group_id = $5 AND EXISTS (SELECT FROM handed)
 )
 SELECT $2, $1, h.slice_number, h.copy::integer,
        coalesce(d.value::text, _slice_datum(c.data_storage_type, c.data_storage_details, h.slice_number)),
@@ -175,20 +185,12 @@ SET estimation_slices_remaining = (SELECT count(*) FROM compute_slices s
                                    WHERE s.job_id = $1 AND s.estimation AND s.copy = 0 AND s.status = 'new')
 WHERE p.job_id = $1;
 
--- name: served
--- Group $2 served worker $1 last: its next fetch starts at another.
-UPDATE compute_group_workers m SET last_served_at = clock_timestamp()
-WHERE m.worker_opaque_id = $1 AND m.compute_group_id = $2;
-
 -- name: nothing_in
 -- Group $2 had nothing for worker $1 among its eligible jobs $3.
 INSERT INTO compute_tasks (worker_opaque_id, compute_group_id, eligible, job_id, slice_count)
 VALUES ($1, $2, $3, NULL, 0);
 
--- name: fetched
--- Worker $1 fetched $3 slices of job $2 (null: nothing), now; its next fetch starts one job
--- further along.
-UPDATE worker_task_info t
-SET task_time = now(), serial = coalesce(t.serial, 0) + 1,
-    current_task = CASE WHEN $2 IS NOT NULL THEN jsonb_build_object('job_id', $2, 'slices', $3) END
+-- name: fetched_nothing
+-- Worker $1 fetched nothing, now; its next fetch starts one job further along.
+UPDATE worker_task_info t SET task_time = now(), serial = coalesce(t.serial, 0) + 1, current_task = NULL
 WHERE t.worker_opaque_id = $1;

@@ -73,7 +73,10 @@ fn fold(section: &Section, max_reports: i32) -> i32 {
     if section.run(&FOLD_LOCK, &[]).get::<bool>(0, 0) != Some(true) {
         return 0;
     }
-    let jobs: Vec<i64> = section.run(&JOBS_TO_FOLD, &[]).get(0, 0).unwrap_or_default();
+    let jobs: Vec<i64> = section
+        .run(&JOBS_TO_FOLD, &[])
+        .get(0, 0)
+        .unwrap_or_default();
     let share = (max_reports / jobs.len().max(1) as i32).max(1);
     let mut folded = 0;
     for job in jobs {

@@ -20,18 +20,6 @@ use crate::{entry, named_statements};
 
 named_statements!(include_str!("compute_results.sql"));
 
-static CHECK_REPORT: Statement = statement(
-    "check_report",
-    &[
-        INT4ARRAYOID,
-        TEXTARRAYOID,
-        FLOAT8ARRAYOID,
-        FLOAT8ARRAYOID,
-        FLOAT8ARRAYOID,
-        INT8ARRAYOID,
-        INT8ARRAYOID,
-    ],
-);
 static TASK_JOB: Statement = statement("task_job", &[UUIDOID]);
 static LOCK_SLICES: Statement = statement("lock_slices", &[INT8OID, INT4ARRAYOID]);
 static REPORT: Statement = statement(
@@ -54,7 +42,8 @@ static REPORT: Statement = statement(
 static SLICE_REPORTS: Statement = statement("slice_reports", &[INT8OID, INT4OID]);
 static REPORT_HASH: Statement = statement("report_hash", &[INT8OID]);
 static ACCEPT: Statement = statement("accept", &[INT8OID, INT4OID, TEXTOID, BOOLOID]);
-static TIEBREAKER: Statement = statement("tiebreaker", &[INT8OID, INT4OID, INT4OID, OIDOID, BOOLOID]);
+static TIEBREAKER: Statement =
+    statement("tiebreaker", &[INT8OID, INT4OID, INT4OID, OIDOID, BOOLOID]);
 static REFUSE_REPORTS: Statement = statement("refuse_reports", &[INT8OID, INT4OID, INT8OID]);
 static OUTCOME: Statement = statement("outcome", &[INT8OID]);
 
@@ -137,7 +126,13 @@ fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
                 let estimation = slice <= job.estimation_slices;
                 section.run(
                     &TIEBREAKER,
-                    &[id, slice_datum, Some(Datum::from(copies)), Some(job.owner), Some(Datum::from(estimation))],
+                    &[
+                        id,
+                        slice_datum,
+                        Some(Datum::from(copies)),
+                        Some(job.owner),
+                        Some(Datum::from(estimation)),
+                    ],
                 );
                 Decision::Tiebreak
             }
@@ -148,7 +143,12 @@ fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
         Decision::Accept(hash) => {
             section.run(
                 &ACCEPT,
-                &[id, slice_datum, Some(section.text(&hash)), Some(Datum::from(job.race))],
+                &[
+                    id,
+                    slice_datum,
+                    Some(section.text(&hash)),
+                    Some(Datum::from(job.race)),
+                ],
             );
         }
         Decision::Undecidable => {
@@ -165,6 +165,46 @@ fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
         .expect("the report is there")
 }
 
+/// Refuses a report whose arrays are not of one length (a measurement not taken is null), with a
+/// null result, or with a measurement that is not a number from 0 to 1e12: bounded so that what
+/// the fold adds up stays far inside a bigint (1e12 ms is 31 years, 1e12 bytes a terabyte), and
+/// NaN and Infinity are out of range too. The measurements are CPU, GPU and wall time (float8),
+/// then bytes in and out (int8).
+fn check_report(slices: Datum, results: Datum, measurements: &[Option<Datum>]) {
+    let count = elements(slices).len();
+    let results = elements(results);
+    let measured: Vec<(usize, Vec<Option<Datum>>)> = measurements
+        .iter()
+        .enumerate()
+        .filter_map(|(k, array)| array.map(|array| (k, elements(array))))
+        .collect();
+    if results.len() != count || measured.iter().any(|(_, values)| values.len() != count) {
+        invalid(
+            "slice_numbers, results and the measurements must be arrays of one length",
+            Some("Give null for measurements not taken."),
+        );
+    }
+    if results.iter().any(Option::is_none) {
+        invalid("a result must not be null", None);
+    }
+    let in_range = |k: usize, value: Datum| {
+        if k < 3 {
+            (0.0..=1e12).contains(&f64::from_bits(value.value() as u64))
+        } else {
+            (0..=1_000_000_000_000).contains(&(value.value() as i64))
+        }
+    };
+    if !measured
+        .iter()
+        .all(|(k, values)| values.iter().flatten().all(|value| in_range(*k, *value)))
+    {
+        invalid(
+            "a measurement must be a number from 0 to 1e12 (milliseconds or bytes)",
+            Some("Give null for a measurement not taken; NaN and Infinity are not measurements."),
+        );
+    }
+}
+
 // compute_submit(task_token, slice_numbers, results, cpu_ms, gpu_ms, wall_ms, in_bytes,
 // out_bytes): the results of the caller's copies of a task, with what they measured. One row per
 // slice: accepted, waiting (for its other copies), tiebreaker (they disagree: another copy is
@@ -177,25 +217,12 @@ entry!(compute_submit, pg_finfo_compute_submit, |fcinfo| {
         std::array::from_fn(|n| Some(given_argument(fcinfo, n, names[n])));
     let measurements: Vec<Option<Datum>> = (3..8).map(|n| argument(fcinfo, n)).collect();
     materialize(fcinfo);
+    check_report(
+        slices.expect("given"),
+        results.expect("given"),
+        &measurements,
+    );
     let section = Section::as_owner(fcinfo);
-    let mut arguments = vec![slices, results];
-    arguments.extend_from_slice(&measurements);
-    let check = section.run(&CHECK_REPORT, &arguments);
-    if check.get::<bool>(0, 0) != Some(true) {
-        invalid(
-            "slice_numbers, results and the measurements must be arrays of one length",
-            Some("Give null for measurements not taken."),
-        );
-    }
-    if check.get::<bool>(0, 1) == Some(true) {
-        invalid("a result must not be null", None);
-    }
-    if check.get::<bool>(0, 2) != Some(true) {
-        invalid(
-            "a measurement must be a number from 0 to 1e12 (milliseconds or bytes)",
-            Some("Give null for a measurement not taken; NaN and Infinity are not measurements."),
-        );
-    }
     // A null slice number names no copy, and is not stale either.
     let slice_numbers: Vec<i32> = elements(slices.expect("given"))
         .into_iter()
@@ -204,9 +231,11 @@ entry!(compute_submit, pg_finfo_compute_submit, |fcinfo| {
         .collect();
     let mut reported: Vec<i32> = Vec::new();
     let task_job = section.run(&TASK_JOB, &[token]);
-    if let (Some(id), Some(once), Some(owner)) =
-        (task_job.get::<i64>(0, 0), task_job.get::<bool>(0, 1), task_job.datum(0, 2))
-    {
+    if let (Some(id), Some(once), Some(owner)) = (
+        task_job.get::<i64>(0, 0),
+        task_job.get::<bool>(0, 1),
+        task_job.datum(0, 2),
+    ) {
         let job = Job {
             id,
             owner,
@@ -227,7 +256,12 @@ entry!(compute_submit, pg_finfo_compute_submit, |fcinfo| {
             let outcome = if reports.get::<bool>(row, 2) == Some(true) {
                 "accepted".to_string()
             } else {
-                resolve(&section, &job, slice, reports.datum(row, 0).expect("a report's id"))
+                resolve(
+                    &section,
+                    &job,
+                    slice,
+                    reports.datum(row, 0).expect("a report's id"),
+                )
             };
             return_row(
                 fcinfo,
