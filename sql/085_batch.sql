@@ -143,21 +143,7 @@ END;
 -- written a delta; one that has changed jobs but not yet written its delta is not seen by the
 -- count, and its delta then applies to it.
 CREATE FUNCTION _batch_tally_rebuild() RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    LOCK TABLE batch_tally IN EXCLUSIVE MODE;
-    DELETE FROM batch_tally;
-    INSERT INTO batch_tally (owner, due_minute, label, computer, run_minute, n, first_due)
-    SELECT j.owner, date_trunc('minute', j.due_at, 'UTC'), _batch_label(j.payload),
-           j.payload ->> 'computer', date_trunc('minute', j.run_at, 'UTC'), count(*), min(j.due_at)
-    FROM jobs j
-    WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-      AND j.status = 'created' AND j.run_at < 'infinity'
-    GROUP BY 1, 2, 3, 4, 5;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', '_batch_tally_rebuild';
 
 -- Where batch_tally and the jobs disagree (none, unless a job was changed behind the batch
 -- functions' back): the tests' check, and an operator's.
@@ -354,25 +340,7 @@ END;
 
 CREATE FUNCTION _batch_check_reading(by text, statuses text[], limit_rows integer, offset_rows integer)
 RETURNS void
-LANGUAGE plpgsql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    word text;
-BEGIN
-    IF by IS NULL OR by NOT IN ('time', 'routine', 'status', 'computer') THEN
-        PERFORM _invalid(format('unknown grouping %s', coalesce(quote_literal(by), 'null')),
-                         'Group by time, routine, status or computer.');
-    END IF;
-    FOREACH word IN ARRAY coalesce(statuses, '{}') LOOP
-        IF _batch_status_rank(word) IS NULL THEN
-            PERFORM _invalid(format('unknown status %s', coalesce(quote_literal(word), 'null')),
-                             'Statuses are NEW, WAITING, BLOCKED, PENDING, FETCHED, RUNNING, COMPLETED, ERROR and CANCEL.');
-        END IF;
-    END LOOP;
-    PERFORM _row_count(limit_rows, 'limit_rows'), _row_count(offset_rows, 'offset_rows');
-END
-$$;
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', '_batch_check_reading';
 
 -- Whether a job that waits for dependencies is blocked: one of them ended without completing.
 CREATE FUNCTION _batch_blocked(job bigint) RETURNS boolean
@@ -440,27 +408,7 @@ END;
 -- months without a partition (due before the oldest month made, or far ahead): read through the
 -- ranges of due_at that no month's partition covers, so that only that partition is read.
 CREATE FUNCTION _batch_unpartitioned_months() RETURNS TABLE (month date)
-LANGUAGE plpgsql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    gap record;
-BEGIN
-    FOR gap IN
-        SELECT coalesce(_utc_midnight((lag(p.month) OVER w + interval '1 month')::date), '-infinity') AS since,
-               _utc_midnight(p.month) AS until
-        FROM _history_month_partitions() p WINDOW w AS (ORDER BY p.month)
-        UNION ALL
-        SELECT coalesce(max(_utc_midnight((p.month + interval '1 month')::date)), '-infinity'), 'infinity'
-        FROM _history_month_partitions() p
-    LOOP
-        CONTINUE WHEN gap.since >= gap.until;
-        RETURN QUERY
-        SELECT DISTINCT _utc_month(h.due_at) FROM job_history h
-        WHERE h.due_at >= gap.since AND h.due_at < gap.until AND _is_batch_queue(h.queue);
-    END LOOP;
-END
-$$;
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', '_batch_unpartitioned_months';
 
 -- The months that have batch jobs of the caller, without counting them: the months of its active
 -- jobs, each month of job_history in which one of its batch jobs is found first (an index probe
@@ -550,27 +498,8 @@ COMMENT ON FUNCTION batch_find IS
     'text: {rows (newest first), total, counts (by status), months (that have jobs)}.';
 
 CREATE FUNCTION batch_get(hash text) RETURNS SETOF batch_jobs
-LANGUAGE plpgsql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    PERFORM _batch_check_hash(hash);
-    RETURN QUERY SELECT b.* FROM batch_jobs b WHERE b.hash = batch_get.hash ORDER BY b.id DESC LIMIT 1;
-END
-$$;
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'batch_get';
 COMMENT ON FUNCTION batch_get IS 'The caller''s latest batch job with this command hash.';
-
-CREATE FUNCTION _batch_check_hash(hash text) RETURNS void
-LANGUAGE plpgsql IMMUTABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF hash IS NULL OR hash !~ '^[0-9a-f]{64}$' THEN
-        PERFORM _invalid(format('malformed hash %s', coalesce(quote_literal(hash), 'null')),
-                         'A command hash is 64 lowercase hexadecimal digits, as batch_jobs.hash shows.');
-    END IF;
-END
-$$;
 
 CREATE FUNCTION batch_groups(by text DEFAULT 'time', month date DEFAULT NULL,
                              statuses text[] DEFAULT NULL, search text DEFAULT NULL)
@@ -740,60 +669,6 @@ BEGIN
 END
 $$;
 
--- The most jobs a replace's cycle check follows upstream of its new dependencies.
-CREATE FUNCTION _batch_upstream_limit() RETURNS integer
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN 10000;
-
--- Refuses to let the waiting job replaced wait for waiting_for if one of them waits, through
--- batch_waits, for it. Each job upstream is visited once (UNION keeps the set of those seen), so
--- the work grows with the jobs and their waits, not with the paths between them: a lattice of
--- 21 levels, each job waiting for both of the level below, took 15 s when every path was
--- followed, twice that with each level more. Past _batch_upstream_limit() jobs it stops.
-CREATE FUNCTION _batch_check_cycle(replaced bigint, waiting_for bigint[]) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    reached bigint[];
-    path bigint[];
-    step bigint;
-BEGIN
-    IF cardinality(waiting_for) = 0 THEN
-        RETURN;
-    END IF;
-    -- (The recursion is read as far as the limit asks and no further.)
-    WITH RECURSIVE upstream(id) AS (
-        SELECT d FROM unnest(waiting_for) d
-        UNION
-        SELECT b.on_job FROM batch_waits b JOIN upstream u ON b.job_id = u.id
-    )
-    SELECT array_agg(u.id) INTO reached FROM (SELECT u.id FROM upstream u LIMIT _batch_upstream_limit() + 1) u;
-    IF replaced = ANY (reached) THEN
-        -- A path back from it to a new dependency: every job reached but those given was
-        -- reached from one reached before it, so each step back finds one.
-        path := ARRAY[replaced];
-        WHILE NOT path[1] = ANY (waiting_for) AND cardinality(path) <= cardinality(reached) LOOP
-            SELECT b.job_id INTO step FROM batch_waits b
-            WHERE b.on_job = path[1] AND b.job_id = ANY (reached) AND b.job_id <> ALL (path)
-            ORDER BY b.job_id LIMIT 1;
-            EXIT WHEN NOT FOUND;
-            path := step || path;
-        END LOOP;
-        PERFORM _invalid(format('dependency cycle: job %s would wait for itself (%s)', replaced,
-                                array_to_string(replaced || path, ' → ')),
-                         'The job with this command is still waiting; post it without the dependency that leads back to it.');
-    END IF;
-    IF cardinality(reached) > _batch_upstream_limit() THEN
-        RAISE EXCEPTION USING ERRCODE = 'program_limit_exceeded',
-            MESSAGE = format('job %s would wait, through its dependencies, for more than %s waiting jobs',
-                             replaced, _batch_upstream_limit()),
-            DETAIL = 'Replacing a waiting job checks every job it would come to wait for, to refuse a dependency cycle.',
-            HINT = 'Cancel the waiting job and post the command again (a new job cannot close a cycle), or depend on fewer jobs.';
-    END IF;
-END
-$$;
-
 -- Posting (src/api/batch.rs): batch_post for the caller, and this for the routines' scheduler,
 -- which posts a routine's run for its schedule's owner and must not wait (nowait).
 CREATE FUNCTION _batch_post(owner oid, command text, args text[], computer text,
@@ -825,56 +700,6 @@ COMMENT ON FUNCTION batch_post IS
     'while its job still waits replaces that job (same id). depends_on: job ids or command hashes '
     'whose jobs must complete first.';
 
--- Dependents of jobs that just completed: their waits on them go, and a job with no wait left is
--- due (at the time it was posted for, if later). Called in the completing transaction.
-CREATE FUNCTION _batch_release(completed bigint[]) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    freed bigint[];
-BEGIN
-    WITH gone AS (DELETE FROM batch_waits b WHERE b.on_job = ANY (completed) RETURNING b.job_id)
-    SELECT array_agg(DISTINCT g.job_id) INTO freed FROM gone g;
-    IF freed IS NULL THEN
-        RETURN;
-    END IF;
-    PERFORM _batch_make_due(array_agg(j.id))
-    FROM jobs j
-    WHERE j.id = ANY (freed) AND j.status = 'created'
-      AND NOT EXISTS (SELECT FROM batch_waits b WHERE b.job_id = j.id);
-END
-$$;
-
--- Wakes the agents of the queues of these jobs, now pending again (NOTIFY pgjobs_ready).
-CREATE FUNCTION _batch_wake(ids bigint[]) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    PERFORM pg_notify('pgjobs_ready', _ready_signal(_extension_claimant(), q.queue))
-    FROM (SELECT DISTINCT j.queue::text AS queue FROM jobs j WHERE j.id = ANY (ids)) q;
-END
-$$;
-
-CREATE FUNCTION _batch_make_due(ids bigint[]) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    PERFORM FROM jobs j WHERE j.id = ANY (ids) AND j.status = 'created' ORDER BY j.id FOR NO KEY UPDATE OF j;
-    PERFORM _batch_tally(ids, -1);
-    DELETE FROM batch_waits b WHERE b.job_id = ANY (ids);
-    UPDATE jobs j
-    SET run_at = greatest(coalesce((j.payload ->> 'run_at')::timestamptz, '-infinity'),
-                          statement_timestamp()),
-        last_update = statement_timestamp()
-    WHERE j.id = ANY (ids) AND j.status = 'created';
-    PERFORM _batch_tally(ids, 1);
-    PERFORM _batch_wake(ids);
-END
-$$;
-
 CREATE FUNCTION batch_cancel(ids bigint[]) RETURNS TABLE (id bigint, status text)
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_cancel';
 COMMENT ON FUNCTION batch_cancel IS
@@ -902,16 +727,7 @@ COMMENT ON FUNCTION batch_register IS
     'Registers the caller''s computer and its slots; the first agent role to register a name keeps it.';
 
 CREATE FUNCTION batch_forget_computer(computer text) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    DELETE FROM batch_computers c WHERE c.computer = batch_forget_computer.computer;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'undefined_object', MESSAGE = format('unknown computer "%s"', computer);
-    END IF;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_forget_computer';
 COMMENT ON FUNCTION batch_forget_computer IS
     'Forgets a computer, so that another agent role may register its name (administrators only).';
 

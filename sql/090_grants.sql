@@ -37,7 +37,7 @@ GRANT EXECUTE ON FUNCTION
     _extension_claimant(), _is_batch_queue(text), _text_array(jsonb), _bigint_array(jsonb),
     _batch_status(text, boolean, boolean, boolean), _batch_status_rank(text), _batch_status_word(integer),
     _mask_args(text[]), _mask_text(text), _batch_selection(date, text[], text), _batch_month_list(), _batch_unpartitioned_months(), _history_month_partitions(), _batch_group_key(text, timestamptz, text, text, text, text, text),
-    _batch_check_reading(text, text[], integer, integer), _batch_check_hash(text),
+    _batch_check_reading(text, text[], integer, integer),
     _batch_label(jsonb), _batch_blocked(bigint), _batch_row_status(job_status, timestamptz, bigint, jsonb, uuid), _batch_active_counts(),
     routines_create(text, text),
     routines_put(text, text, text, boolean, text, text, text, text, integer, boolean, text),

@@ -45,8 +45,21 @@ WHERE j.id = $1 AND _is_batch_queue(j.queue) AND j.status = 'created'
   AND EXISTS (SELECT FROM batch_waits b WHERE b.job_id = j.id)
 FOR UPDATE;
 
--- name: make_due
-SELECT _batch_make_due(ARRAY[$1]);
+-- name: lock_tally
+-- The table lock waits for every transaction that has written a delta; one that has changed jobs
+-- but not yet written its delta is not seen by the count, and its delta then applies to it.
+LOCK TABLE batch_tally IN EXCLUSIVE MODE;
+
+-- name: count_tally
+-- The tallied jobs counted afresh.
+WITH cleared AS (DELETE FROM batch_tally)
+INSERT INTO batch_tally (owner, due_minute, label, computer, run_minute, n, first_due)
+SELECT j.owner, date_trunc('minute', j.due_at, 'UTC'), _batch_label(j.payload),
+       j.payload ->> 'computer', date_trunc('minute', j.run_at, 'UTC'), count(*), min(j.due_at)
+FROM jobs j
+WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
+  AND j.status = 'created' AND j.run_at < 'infinity'
+GROUP BY 1, 2, 3, 4, 5;
 
 -- name: fold_counts
 SELECT _batch_tally_fold();
@@ -116,9 +129,6 @@ FOR NO KEY UPDATE OF j;
 SELECT j.id FROM jobs j
 WHERE j.owner = $1 AND j.idempotency_key = $2 AND j.status = 'created'
 FOR NO KEY UPDATE OF j NOWAIT;
-
--- name: check_cycle
-SELECT _batch_check_cycle($1, $2);
 
 -- name: made_now
 -- Whether job $1 is one this post added: its id the one the add drew (a key taken gives the

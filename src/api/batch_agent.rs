@@ -12,6 +12,7 @@ use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
 use super::batch::tally;
+use super::batch_waits::{release_dependents, wake};
 use super::call::{
     argument, invalid, materialize, refuse, return_row, value, Caller, Section, Statement,
 };
@@ -24,6 +25,7 @@ use crate::{entry, gucs, named_statements};
 
 named_statements!(include_str!("batch_agent.sql"));
 
+static FORGET_COMPUTER: Statement = statement("forget_computer", &[TEXTOID]);
 static AGENT_OF: Statement = statement("agent_of", &[TEXTOID]);
 static REGISTER: Statement = statement("register", &[TEXTOID, OIDOID, INT4OID, JSONBOID]);
 static REGISTERED_AGAIN: Statement = statement("registered_again", &[TEXTOID, INT4OID, JSONBOID]);
@@ -51,10 +53,8 @@ static FINISH: Statement = statement(
         TEXTOID,
     ],
 );
-static RELEASE_DEPENDENTS: Statement = statement("release_dependents", &[INT8OID]);
 static HELD: Statement = statement("held", &[OIDOID, INT8ARRAYOID, UUIDARRAYOID]);
 static HAND_BACK: Statement = statement("hand_back", &[INT8ARRAYOID]);
-static WAKE: Statement = statement("wake", &[INT8ARRAYOID]);
 static END_CANCELLED: Statement = statement("end_cancelled", &[INT8ARRAYOID]);
 
 /// The computer named by argument `n`, which must be the caller's (an administrator's: any).
@@ -86,6 +86,20 @@ fn computer_name_ok(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
         && name != "ANY"
 }
+
+// batch_forget_computer(computer): a computer's registration gone, run as the caller (so as far
+// as its rights go), and refused as unknown when there was none.
+entry!(batch_forget_computer, pg_finfo_batch_forget_computer, |fcinfo| {
+    let section = Section::as_current_user();
+    if section.run(&FORGET_COMPUTER, &[argument(fcinfo, 0)]).len() == 0 {
+        refuse(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("unknown computer \"{}\"", value::<String>(fcinfo, 0).unwrap_or_default()),
+            None,
+        );
+    }
+    Datum::from(0)
+});
 
 // batch_register(computer, capacity, info)
 entry!(batch_register, pg_finfo_batch_register, |fcinfo| {
@@ -373,7 +387,7 @@ entry!(batch_finish, pg_finfo_batch_finish, |fcinfo| {
         ],
     );
     if outcome == "completed" {
-        section.run(&RELEASE_DEPENDENTS, &[argument(fcinfo, 0)]);
+        release_dependents(&section, array(INT8OID, &[argument(fcinfo, 0)]));
     }
     section.text(
         pg_jobs_core::batch::status_word(outcome, true, false, false).expect("a finished status"),
@@ -403,7 +417,7 @@ entry!(batch_hand_back, pg_finfo_batch_hand_back, |fcinfo| {
     if let Some(back) = back {
         section.run(&HAND_BACK, &[Some(back)]);
         tally(&section, back, 1, false);
-        section.run(&WAKE, &[Some(back)]);
+        wake(&section, back);
     }
     if let Some(cancelled) = cancelled {
         section.run(&END_CANCELLED, &[Some(cancelled)]);

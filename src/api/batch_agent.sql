@@ -12,6 +12,10 @@ ON CONFLICT ON CONSTRAINT batch_computers_pkey DO NOTHING;
 UPDATE batch_computers c SET capacity = $2, info = coalesce($3, '{}'), last_seen = now()
 WHERE c.computer = $1;
 
+-- name: forget_computer
+-- Computer $1 forgotten, as far as the caller may (row-level security: an administrator).
+DELETE FROM batch_computers c WHERE c.computer = $1 RETURNING c.computer;
+
 -- name: ready_signals
 SELECT ARRAY[_ready_signal(_extension_claimant(), _batch_queue($1)),
              _ready_signal(_extension_claimant(), _batch_queue('ANY'))];
@@ -96,18 +100,12 @@ SELECT _finish(ARRAY[$1], ARRAY[$2], '{started,aborted}', $3, NULL,
                                         'stderr', right($6, 8192), 'stdout', right($7, 8192))],
                ARRAY[$8]);
 
--- name: release_dependents
-SELECT _batch_release(ARRAY[$1]);
-
 -- name: hand_back
 -- Pending again, no attempt counted.
 UPDATE jobs j
 SET status = 'created', lease_token = NULL, locked_until = NULL, attempt = j.attempt - 1,
     run_at = statement_timestamp(), progress = NULL, last_update = statement_timestamp()
 WHERE j.id = ANY ($1);
-
--- name: wake
-SELECT _batch_wake($1);
 
 -- name: end_cancelled
 -- A cancelled job that is handed back has ended: as CANCEL.

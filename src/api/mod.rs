@@ -3,6 +3,8 @@
 
 pub mod batch;
 pub mod batch_agent;
+pub mod batch_reads;
+pub mod batch_waits;
 pub mod call;
 pub mod compute;
 pub mod compute_deploy;
