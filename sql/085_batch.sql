@@ -441,58 +441,7 @@ CREATE FUNCTION batch_find(month date DEFAULT NULL, statuses text[] DEFAULT NULL
                            search text DEFAULT NULL, limit_rows integer DEFAULT 100,
                            offset_rows integer DEFAULT 0)
 RETURNS jsonb
-LANGUAGE plpgsql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
--- The page's reads: small plans, which JIT would only delay (by 0.8 s for a plan it thought large).
-SET jit = off
-AS $$
-DECLARE
-    found jsonb;
-    ids bigint[];
-BEGIN
-    PERFORM _finite_date(month, 'month');
-    PERFORM _batch_check_reading('time', statuses, limit_rows, offset_rows);
-    IF month IS NULL AND search IS NULL THEN
-        -- The active jobs, counted without reading them (see _batch_active_counts); the rows are
-        -- the newest, their ids read backwards from the jobs' columns until enough are found.
-        -- (Through _batch_selection, the planner sorted every active job, and a plan of that cost
-        -- was compiled by JIT, 0.8 s, even for no rows.)
-        IF limit_rows > 0 THEN
-            ids := ARRAY(
-                SELECT j.id FROM jobs j
-                WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND (statuses IS NULL OR _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = ANY (statuses))
-                ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
-        END IF;
-        WITH c AS MATERIALIZED (
-            SELECT a.status, sum(a.n)::bigint AS n FROM _batch_active_counts() a
-            WHERE statuses IS NULL OR a.status = ANY (statuses)
-            GROUP BY a.status HAVING sum(a.n) <> 0
-        )
-        SELECT jsonb_build_object(
-            'rows', coalesce((SELECT jsonb_agg(to_jsonb(b) ORDER BY b.id DESC)
-                              FROM batch_active b WHERE b.id = ANY (ids)), '[]'),
-            'total', (SELECT coalesce(sum(c.n), 0)::bigint FROM c),
-            'counts', coalesce((SELECT jsonb_object_agg(c.status, c.n) FROM c), '{}'),
-            'months', (SELECT coalesce(jsonb_agg(m.month ORDER BY m.month DESC), '[]') FROM _batch_month_list() m))
-        INTO found;
-        RETURN found;
-    END IF;
-    -- Three reads of the selection rather than one kept whole: each computes only the columns it
-    -- uses (the count and the counts neither masked arguments nor blocked reasons).
-    SELECT jsonb_build_object(
-        'rows', coalesce((SELECT jsonb_agg(to_jsonb(p) ORDER BY p.id DESC)
-                          FROM (SELECT * FROM _batch_selection(month, statuses, search) b ORDER BY b.id DESC
-                                LIMIT limit_rows OFFSET offset_rows) p), '[]'),
-        'total', (SELECT count(*) FROM _batch_selection(month, statuses, search)),
-        'counts', coalesce((SELECT jsonb_object_agg(c.status, c.n)
-                            FROM (SELECT b.status, count(*) AS n FROM _batch_selection(month, statuses, search) b
-                                  GROUP BY b.status) c), '{}'),
-        'months', (SELECT coalesce(jsonb_agg(m.month ORDER BY m.month DESC), '[]') FROM _batch_month_list() m))
-    INTO found;
-    RETURN found;
-END
-$$;
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'batch_find';
 COMMENT ON FUNCTION batch_find IS
     'The caller''s batch jobs of a month (active ones when month is null), by status words and '
     'text: {rows (newest first), total, counts (by status), months (that have jobs)}.';
@@ -504,41 +453,7 @@ COMMENT ON FUNCTION batch_get IS 'The caller''s latest batch job with this comma
 CREATE FUNCTION batch_groups(by text DEFAULT 'time', month date DEFAULT NULL,
                              statuses text[] DEFAULT NULL, search text DEFAULT NULL)
 RETURNS TABLE (group_key text, status text, jobs bigint, counts jsonb, first_due timestamptz)
-LANGUAGE plpgsql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
--- The page's reads: small plans, which JIT would only delay (by 0.8 s for a plan it thought large).
-SET jit = off
-AS $$
-BEGIN
-    PERFORM _finite_date(month, 'month');
-    PERFORM _batch_check_reading(by, statuses, 0, 0);
-    IF month IS NULL AND search IS NULL THEN
-        -- The active jobs, counted without reading them (see _batch_active_counts).
-        RETURN QUERY
-        SELECT g.key, _batch_status_word(min(g.rank)), sum(g.n)::bigint, jsonb_object_agg(g.status, g.n),
-               min(g.first_due)
-        FROM (SELECT _batch_group_key(by, c.due_minute, c.label, NULL, c.status, c.place, NULL) AS key,
-                     c.status, _batch_status_rank(c.status) AS rank, sum(c.n)::bigint AS n,
-                     min(c.first_due) AS first_due
-              FROM _batch_active_counts() c
-              WHERE statuses IS NULL OR c.status = ANY (statuses)
-              GROUP BY 1, 2
-              HAVING sum(c.n) <> 0) g
-        GROUP BY g.key
-        ORDER BY min(g.first_due) DESC, g.key;
-        RETURN;
-    END IF;
-    RETURN QUERY
-    SELECT g.key, _batch_status_word(min(g.rank)), sum(g.n)::bigint, jsonb_object_agg(g.status, g.n),
-           min(g.first_due)
-    FROM (SELECT _batch_group_key(by, b.due_at, b.routine, b.command, b.status, b.target, b.computer) AS key,
-                 b.status, _batch_status_rank(b.status) AS rank, count(*) AS n, min(b.due_at) AS first_due
-          FROM _batch_selection(month, statuses, search) b
-          GROUP BY 1, 2) g
-    GROUP BY g.key
-    ORDER BY min(g.first_due) DESC, g.key;
-END
-$$;
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'batch_groups';
 COMMENT ON FUNCTION batch_groups IS
     'The caller''s batch jobs in groups (by time: the minute due and the routine; routine, status '
     'or computer), each with its most pressing status and its count per status.';
@@ -547,92 +462,7 @@ CREATE FUNCTION batch_group_jobs(by text, group_key text, month date DEFAULT NUL
                                  statuses text[] DEFAULT NULL, search text DEFAULT NULL,
                                  limit_rows integer DEFAULT 200, offset_rows integer DEFAULT 0)
 RETURNS SETOF batch_jobs
-LANGUAGE plpgsql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
--- The page's reads: small plans, which JIT would only delay (by 0.8 s for a plan it thought large).
-SET jit = off
-AS $$
-DECLARE
-    minute timestamptz;
-    label text;
-    ids bigint[];
-BEGIN
-    PERFORM _finite_date(month, 'month');
-    PERFORM _batch_check_reading(by, statuses, limit_rows, offset_rows);
-    IF month IS NULL AND search IS NULL THEN
-        -- The group's active jobs: the ids of its newest from the jobs' columns (an index range
-        -- of its routine and minute, or of its routine), then those rows of the view.
-        IF group_key IS NULL THEN
-            RETURN;
-        END IF;
-        IF by = 'time' THEN
-            IF group_key !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2} ' THEN
-                RETURN;
-            END IF;
-            BEGIN
-                minute := (left(group_key, 16) || '+00')::timestamptz;
-            EXCEPTION WHEN datetime_field_overflow OR invalid_datetime_format THEN
-                RETURN;
-            END;
-            label := substr(group_key, 18);
-        END IF;
-        IF by = 'time' THEN
-            ids := ARRAY(
-                SELECT j.id FROM jobs j
-                WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND _batch_label(j.payload) = label
-                  AND j.due_at >= minute AND j.due_at < minute + interval '1 minute'
-                  AND (statuses IS NULL OR _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = ANY (statuses))
-                ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
-        ELSIF by = 'routine' THEN
-            ids := ARRAY(
-                SELECT j.id FROM jobs j
-                WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND _batch_label(j.payload) = group_key
-                  AND (statuses IS NULL OR _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = ANY (statuses))
-                ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
-        ELSIF by = 'computer' THEN
-            ids := ARRAY(
-                SELECT j.id FROM jobs j
-                WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND coalesce(CASE WHEN j.status <> 'created' THEN j.locked_by END,
-                               j.payload ->> 'computer') = group_key
-                  AND (statuses IS NULL OR _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = ANY (statuses))
-                ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
-        ELSIF group_key = 'PENDING' THEN
-            -- (Due: an index range of run_at, or the newest first, as the planner finds cheaper.)
-            ids := ARRAY(
-                SELECT j.id FROM jobs j
-                WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND j.status = 'created' AND j.run_at <= statement_timestamp()
-                  AND (statuses IS NULL OR group_key = ANY (statuses))
-                ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
-        ELSIF group_key = 'WAITING' THEN
-            ids := ARRAY(
-                SELECT j.id FROM jobs j
-                WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND j.status = 'created' AND j.run_at > statement_timestamp() AND _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = group_key
-                  AND (statuses IS NULL OR group_key = ANY (statuses))
-                ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
-        ELSE
-            -- The other words are the untallied jobs' (and few).
-            ids := ARRAY(
-                SELECT j.id FROM jobs j
-                WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
-                  AND (j.progress IS NOT NULL OR j.run_at = 'infinity') AND _batch_row_status(j.status, j.run_at, j.id, j.progress, j.lease_token) = group_key
-                  AND (statuses IS NULL OR group_key = ANY (statuses))
-                ORDER BY j.id DESC LIMIT limit_rows OFFSET offset_rows);
-        END IF;
-        RETURN QUERY SELECT b.* FROM batch_active b WHERE b.id = ANY (ids) ORDER BY b.id DESC;
-        RETURN;
-    END IF;
-    RETURN QUERY
-    SELECT b.* FROM _batch_selection(month, statuses, search) b
-    WHERE _batch_group_key(by, b.due_at, b.routine, b.command, b.status, b.target, b.computer) = group_key
-    ORDER BY b.id DESC
-    LIMIT limit_rows OFFSET offset_rows;
-END
-$$;
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'batch_group_jobs';
 COMMENT ON FUNCTION batch_group_jobs IS 'The jobs of one group of batch_groups, 200 at a time by default.';
 
 CREATE VIEW batch_groups_active WITH (security_invoker = true) AS

@@ -4,15 +4,49 @@
 //! security. Statements in `batch_reads.sql`.
 
 use pg_jobs_core::batch::status_rank;
-use pgrx::pg_sys::{Datum, TEXTOID, TIMESTAMPTZOID};
+use pgrx::pg_sys::{
+    Datum, DATEOID, INT4OID, INT8ARRAYOID, JSONBOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID,
+};
 
-use super::call::{argument, invalid, materialize, value, Section, Statement};
+use super::call::{argument, invalid, materialize, null, value, Section, Statement};
 use super::datum::{elements, output, quote_literal};
+use super::refusals::finite_date;
 use crate::{entry, named_statements};
 
 named_statements!(include_str!("batch_reads.sql"));
 
 static LATEST_OF_HASH: Statement = statement("latest_of_hash", &[TEXTOID]);
+static ACTIVE_IDS: Statement = statement("active_ids", &[TEXTARRAYOID, INT4OID, INT4OID]);
+static ACTIVE_FOUND: Statement = statement("active_found", &[TEXTARRAYOID, INT8ARRAYOID]);
+static FOUND: Statement = statement("found", &[DATEOID, TEXTARRAYOID, TEXTOID, INT4OID, INT4OID]);
+static ACTIVE_GROUPS: Statement = statement("active_groups", &[TEXTOID, TEXTARRAYOID]);
+static GROUPS: Statement = statement("groups", &[TEXTOID, DATEOID, TEXTARRAYOID, TEXTOID]);
+/// A group's active jobs' ids (key, minute, statuses, limit, offset).
+const fn group_ids(name: &'static str) -> Statement {
+    statement(
+        name,
+        &[TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, INT4OID, INT4OID],
+    )
+}
+static MINUTE_IDS: Statement = group_ids("minute_ids");
+static ROUTINE_IDS: Statement = group_ids("routine_ids");
+static COMPUTER_IDS: Statement = group_ids("computer_ids");
+static PENDING_IDS: Statement = group_ids("pending_ids");
+static WAITING_IDS: Statement = group_ids("waiting_ids");
+static UNTALLIED_IDS: Statement = group_ids("untallied_ids");
+static ACTIVE_ROWS: Statement = statement("active_rows", &[INT8ARRAYOID]);
+static GROUP_ROWS: Statement = statement(
+    "group_rows",
+    &[
+        DATEOID,
+        TEXTARRAYOID,
+        TEXTOID,
+        TEXTOID,
+        TEXTOID,
+        INT4OID,
+        INT4OID,
+    ],
+);
 static HISTORY_GAPS: Statement = statement("history_gaps", &[]);
 static MONTHS_BETWEEN: Statement = statement("months_between", &[TIMESTAMPTZOID, TIMESTAMPTZOID]);
 
@@ -49,35 +83,48 @@ entry!(
     pg_finfo__batch_check_reading,
     |fcinfo| {
         let by = value::<String>(fcinfo, 0);
-        if !by
-            .as_deref()
-            .is_some_and(|by| ["time", "routine", "status", "computer"].contains(&by))
-        {
-            invalid(
-                format!(
-                    "unknown grouping {}",
-                    by.as_deref().map_or("null".into(), quote_literal)
-                ),
-                Some("Group by time, routine, status or computer."),
-            );
-        }
-        for word in argument(fcinfo, 1).map(elements).unwrap_or_default() {
-            let word = word.map(|word| output(word, TEXTOID));
-            if word.as_deref().and_then(status_rank).is_none() {
-                invalid(
-                format!("unknown status {}", word.as_deref().map_or("null".into(), quote_literal)),
-                Some("Statuses are NEW, WAITING, BLOCKED, PENDING, FETCHED, RUNNING, COMPLETED, ERROR and CANCEL."),
-            );
-            }
-        }
-        for (n, name) in [(2, "limit_rows"), (3, "offset_rows")] {
-            if value::<i32>(fcinfo, n).is_some_and(|rows| rows < 0) {
-                invalid(format!("{name} must not be negative"), None);
-            }
-        }
+        check_reading(
+            by.as_deref(),
+            argument(fcinfo, 1),
+            value(fcinfo, 2),
+            value(fcinfo, 3),
+        );
         Datum::from(0)
     }
 );
+
+/// Refuses a grouping `by`, a word of `statuses` (a text array) or a count of rows that the
+/// page's reads do not know.
+fn check_reading(
+    by: Option<&str>,
+    statuses: Option<Datum>,
+    limit_rows: Option<i32>,
+    offset_rows: Option<i32>,
+) {
+    if !by.is_some_and(|by| ["time", "routine", "status", "computer"].contains(&by)) {
+        invalid(
+            format!(
+                "unknown grouping {}",
+                by.map_or("null".into(), quote_literal)
+            ),
+            Some("Group by time, routine, status or computer."),
+        );
+    }
+    for word in statuses.map(elements).unwrap_or_default() {
+        let word = word.map(|word| output(word, TEXTOID));
+        if word.as_deref().and_then(status_rank).is_none() {
+            invalid(
+                format!("unknown status {}", word.as_deref().map_or("null".into(), quote_literal)),
+                Some("Statuses are NEW, WAITING, BLOCKED, PENDING, FETCHED, RUNNING, COMPLETED, ERROR and CANCEL."),
+            );
+        }
+    }
+    for (rows, name) in [(limit_rows, "limit_rows"), (offset_rows, "offset_rows")] {
+        if rows.is_some_and(|rows| rows < 0) {
+            invalid(format!("{name} must not be negative"), None);
+        }
+    }
+}
 
 // _batch_unpartitioned_months(): the months of the caller's batch jobs in job_history_other,
 // which holds the finished jobs of months without a partition (due before the oldest month
@@ -98,3 +145,192 @@ entry!(
         Datum::from(0)
     }
 );
+
+/// The arguments every page read checks: a month (null: the active jobs), status words, a
+/// text to search for, and a count of rows and where they start, at argument `first` on.
+struct Reading {
+    month: Option<Datum>,
+    statuses: Option<Datum>,
+    search: Option<Datum>,
+    limit_rows: Option<Datum>,
+    offset_rows: Option<Datum>,
+}
+
+impl Reading {
+    /// Reads and checks a reading of `by` from `fcinfo`'s arguments `at` (month, statuses,
+    /// search, limit_rows, offset_rows; None for an argument the function does not take).
+    fn checked(
+        fcinfo: pgrx::pg_sys::FunctionCallInfo,
+        by: Option<&str>,
+        at: [Option<usize>; 5],
+    ) -> Self {
+        let given = |n: Option<usize>| n.and_then(|n| argument(fcinfo, n));
+        let reading = Reading {
+            month: given(at[0]),
+            statuses: given(at[1]),
+            search: given(at[2]),
+            limit_rows: given(at[3]),
+            offset_rows: given(at[4]),
+        };
+        finite_date(reading.month.map(|month| month.value() as i32), "month");
+        let rows = |datum: Option<Datum>| datum.map(|rows| rows.value() as i32);
+        check_reading(
+            by,
+            reading.statuses,
+            rows(reading.limit_rows),
+            rows(reading.offset_rows),
+        );
+        reading
+    }
+
+    /// Whether it reads the active jobs without a search: then they are counted, not read.
+    fn counted(&self) -> bool {
+        self.month.is_none() && self.search.is_none()
+    }
+}
+
+// batch_find(month, statuses, search, limit_rows, offset_rows): the caller's batch jobs of a
+// month (active ones when month is null), by status words and text: {rows (newest first), total,
+// counts (by status), months (that have jobs)}.
+entry!(batch_find, pg_finfo_batch_find, |fcinfo| {
+    let reading = Reading::checked(
+        fcinfo,
+        Some("time"),
+        [Some(0), Some(1), Some(2), Some(3), Some(4)],
+    );
+    let section = Section::as_current_user();
+    let found = if reading.counted() {
+        // The active jobs, counted without reading them; the rows are the newest, their ids read
+        // backwards from the jobs' columns until enough are found.
+        let ids = if reading
+            .limit_rows
+            .is_some_and(|rows| rows.value() as i32 > 0)
+        {
+            section
+                .run(
+                    &ACTIVE_IDS,
+                    &[reading.statuses, reading.limit_rows, reading.offset_rows],
+                )
+                .datum(0, 0)
+        } else {
+            None
+        };
+        section.run(&ACTIVE_FOUND, &[reading.statuses, ids])
+    } else {
+        section.run(
+            &FOUND,
+            &[
+                reading.month,
+                reading.statuses,
+                reading.search,
+                reading.limit_rows,
+                reading.offset_rows,
+            ],
+        )
+    };
+    match found.datum(0, 0) {
+        Some(found) => section.keep(found, JSONBOID),
+        None => null(fcinfo),
+    }
+});
+
+// batch_groups(by, month, statuses, search): the caller's batch jobs in groups (by time: the
+// minute due and the routine; routine, status or computer), each with its most pressing status
+// and its count per status.
+entry!(batch_groups, pg_finfo_batch_groups, |fcinfo| {
+    let by = value::<String>(fcinfo, 0);
+    let reading = Reading::checked(
+        fcinfo,
+        by.as_deref(),
+        [Some(1), Some(2), Some(3), None, None],
+    );
+    materialize(fcinfo);
+    let section = Section::as_current_user();
+    let by = argument(fcinfo, 0);
+    let groups = if reading.counted() {
+        section.run(&ACTIVE_GROUPS, &[by, reading.statuses])
+    } else {
+        section.run(
+            &GROUPS,
+            &[by, reading.month, reading.statuses, reading.search],
+        )
+    };
+    groups.return_all(fcinfo);
+    Datum::from(0)
+});
+
+// batch_group_jobs(by, group_key, month, statuses, search, limit_rows, offset_rows): the jobs of
+// one group of batch_groups, newest first.
+entry!(batch_group_jobs, pg_finfo_batch_group_jobs, |fcinfo| {
+    let by = value::<String>(fcinfo, 0);
+    let reading = Reading::checked(
+        fcinfo,
+        by.as_deref(),
+        [Some(2), Some(3), Some(4), Some(5), Some(6)],
+    );
+    materialize(fcinfo);
+    let section = Section::as_current_user();
+    let key = value::<String>(fcinfo, 1);
+    if !reading.counted() {
+        section
+            .run(
+                &GROUP_ROWS,
+                &[
+                    reading.month,
+                    reading.statuses,
+                    reading.search,
+                    argument(fcinfo, 0),
+                    argument(fcinfo, 1),
+                    reading.limit_rows,
+                    reading.offset_rows,
+                ],
+            )
+            .return_all(fcinfo);
+        return Datum::from(0);
+    }
+    // The group's active jobs: the ids of its newest from the jobs' columns (an index range of
+    // its routine and minute, or of its routine), then those rows of the view.
+    let Some(key) = key else {
+        return Datum::from(0);
+    };
+    let (ids, label, minute) = match by.as_deref() {
+        Some("time") => {
+            // "YYYY-MM-DD HH:MM routine": a key of another shape, or of no such minute, names no
+            // group.
+            let shaped = key.len() >= 17
+                && key.bytes().take(17).enumerate().all(|(n, b)| match n {
+                    4 | 7 => b == b'-',
+                    10 | 16 => b == b' ',
+                    13 => b == b':',
+                    _ => b.is_ascii_digit(),
+                });
+            if !shaped
+                || chrono::NaiveDateTime::parse_from_str(&key[..16], "%Y-%m-%d %H:%M").is_err()
+            {
+                return Datum::from(0);
+            }
+            let minute = super::datum::input(&format!("{}+00", &key[..16]), TIMESTAMPTZOID);
+            (&MINUTE_IDS, key[17..].to_string(), Some(minute))
+        }
+        Some("routine") => (&ROUTINE_IDS, key, None),
+        Some("computer") => (&COMPUTER_IDS, key, None),
+        _ if key == "PENDING" => (&PENDING_IDS, key, None),
+        _ if key == "WAITING" => (&WAITING_IDS, key, None),
+        // The other words are the untallied jobs' (and few).
+        _ => (&UNTALLIED_IDS, key, None),
+    };
+    let ids = section
+        .run(
+            ids,
+            &[
+                Some(section.text(&label)),
+                minute,
+                reading.statuses,
+                reading.limit_rows,
+                reading.offset_rows,
+            ],
+        )
+        .datum(0, 0);
+    section.run(&ACTIVE_ROWS, &[ids]).return_all(fcinfo);
+    Datum::from(0)
+});

@@ -32,20 +32,23 @@ entry!(_row_count, pg_finfo__row_count, |fcinfo| {
 // clause without a column, so that the planner makes it a one-time filter, checked even where no
 // row is read.
 entry!(_finite_date, pg_finfo__finite_date, |fcinfo| {
-    if let Some(date) = value::<i32>(fcinfo, 0) {
-        if date == i32::MIN || date == i32::MAX {
-            let name = value::<String>(fcinfo, 1).unwrap_or_default();
-            invalid(
-                format!(
-                    "{name} must be a finite date, not {}",
-                    output(Datum::from(date), DATEOID)
-                ),
-                Some("Give a day of the month, for example date_trunc('month', now())::date."),
-            );
-        }
-    }
+    let name = value::<String>(fcinfo, 1).unwrap_or_default();
+    finite_date(value::<i32>(fcinfo, 0), &name);
     Datum::from(true)
 });
+
+/// Refuses a date (days since 2000-01-01, None: left out) that is not finite, named `name`.
+pub(super) fn finite_date(date: Option<i32>, name: &str) {
+    if let Some(date) = date.filter(|date| *date == i32::MIN || *date == i32::MAX) {
+        invalid(
+            format!(
+                "{name} must be a finite date, not {}",
+                output(Datum::from(date), DATEOID)
+            ),
+            Some("Give a day of the month, for example date_trunc('month', now())::date."),
+        );
+    }
+}
 
 /// `amount` (a numeric) if it is an amount of DCC; refused, named `name`, if not.
 fn money(amount: Datum, name: &str) -> Datum {
