@@ -3,11 +3,11 @@
 --
 -- A schedule has a definition (routine_definitions, one row per routine) and, per scheduler
 -- day, a state (routine_days: the definition as read that day, and how each routine is doing).
--- Every round (_routines_tick, from _launcher_tick) the scheduler does two things per schedule:
--- status, from the runs it commanded (batch jobs of kind routine and kill, sql/085_batch.sql),
--- their output and the routines' messages (routine_log); and commands, the starts and restarts
--- that are due, each sent only if the schedule's switch says control right then. The rules of
--- both are pure code: pg_jobs_core::routine.
+-- Every round (src/api/routine_rounds.rs, a service of the launcher's round) the scheduler does
+-- two things per schedule: status, from the runs it commanded (batch jobs of kind routine and
+-- kill, sql/085_batch.sql), their output and the routines' messages (routine_log); and
+-- commands, the starts and restarts that are due, each sent only if the schedule's switch says
+-- control right then. The rules of both are pure code: pg_jobs_core::routine.
 --
 -- Access: a schedule has an owner (an identity); the owner and the members of the roles it
 -- granted (routines_grant, only to a role the granter is a member of) see the schedule and
@@ -277,33 +277,7 @@ GRANT SELECT ON routine_definition TO pgjobs_user;
 CREATE FUNCTION routine_groups(by text DEFAULT 'group', realtime boolean DEFAULT NULL,
                                schedule text DEFAULT NULL)
 RETURNS TABLE (group_key text, status text, routines integer, failing integer, counts jsonb)
-LANGUAGE plpgsql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF by IS NULL OR by NOT IN ('group', 'computer', 'status', 'schedule') THEN
-        PERFORM _invalid(format('cannot group routines by %s', coalesce(quote_literal(by), 'null')),
-                         'Group by group, computer, status or schedule; for the run order, '
-                         'SELECT * FROM pgjobs.routines_today ORDER BY run_order.');
-    END IF;
-    RETURN QUERY
-    SELECT g.key, CASE WHEN bool_and(g.status = 'running') THEN 'RUNNING'
-                       ELSE _routine_status_word(min(_routine_status_rank(g.status))) END,
-           count(*)::integer, count(*) FILTER (WHERE _routine_failing(g.status))::integer,
-           (SELECT jsonb_object_agg(c.status, c.n) FROM (
-                SELECT t.status, count(*) AS n FROM unnest(array_agg(g.status)) t(status) GROUP BY t.status) c)
-    FROM (
-        SELECT CASE by WHEN 'group' THEN t.group_name WHEN 'computer' THEN t.computer
-                       WHEN 'status' THEN t.status ELSE t.schedule END AS key,
-               t.status
-        FROM routines_today t
-        WHERE (routine_groups.realtime IS NULL OR t.realtime = routine_groups.realtime)
-          AND (routine_groups.schedule IS NULL OR t.schedule = routine_groups.schedule)
-    ) g
-    GROUP BY g.key
-    ORDER BY min(_routine_status_rank(g.status)), g.key;
-END
-$$;
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'routine_groups';
 COMMENT ON FUNCTION routine_groups IS
     'Today''s routines grouped (by group, computer, status or schedule; realtime or batch only, one '
     'schedule only): RUNNING when all of a group runs, else its most pressing status, and counts.';
@@ -343,85 +317,7 @@ LANGUAGE sql STABLE
 SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN d.job_id IS NOT NULL AND EXISTS (SELECT FROM jobs j WHERE j.id = d.job_id);
 
--- Posts a routine's run (kind routine) or the end of its runs (kind kill) as a batch job of the
--- schedule's owner, and records a run in the day's row. nowait: the scheduler's round, which
--- leaves a command whose job another transaction holds for its next round (see _batch_post).
-CREATE FUNCTION _routine_post(d routine_days, kind text, nowait boolean DEFAULT false) RETURNS bigint
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    s routine_schedules := (SELECT s FROM routine_schedules s WHERE s.id = d.schedule_id);
-    job bigint;
-BEGIN
-    job := _batch_post(s.owner,
-        CASE kind WHEN 'kill' THEN '' ELSE _routine_shell_command(d.routine, d.command, d.args) END,
-        CASE kind WHEN 'kill' THEN '{}' ELSE _routine_args(d.args) END,
-        d.computer, kind, d.routine, NULL, kind <> 'kill', '{}', NULL, 1, 0, NULL, '{}',
-        jsonb_build_object('schedule', s.schedule, 'day', d.day), nowait);
-    IF kind = 'kill' THEN
-        UPDATE routine_days r SET ending_since = clock_timestamp()
-        WHERE r.schedule_id = d.schedule_id AND r.day = d.day AND r.routine = d.routine;
-    ELSE
-        UPDATE routine_days r
-        SET restarts = r.restarts + (r.job_id IS NOT NULL)::integer, job_id = job,
-            posted_at = clock_timestamp(), started_at = NULL, ended_at = NULL, restart_asked_by = NULL,
-            ending_since = NULL,
-            run_order = coalesce(r.run_order, (SELECT coalesce(max(o.run_order), 0) + 1 FROM routine_days o
-                                               WHERE o.schedule_id = r.schedule_id AND o.day = r.day))
-        WHERE r.schedule_id = d.schedule_id AND r.day = d.day AND r.routine = d.routine;
-    END IF;
-    RETURN job;
-END
-$$;
-
 -- ---- The scheduler ----
-
--- Reads a schedule's definition into the state of its day: routines added are due from now (or
--- from the day's start, on a new day), routines removed leave it, the others keep their state.
--- A realtime routine's run carries over into a new day while it runs. Returns false, having
--- changed nothing, where a row it writes is held: the schedule's (a switch or a reload left open)
--- or a routine's of the day (a person's restart or stop left open). The scheduler never waits for
--- a transaction of anyone who commands a schedule; a later round reads it.
-CREATE FUNCTION _routines_load(s routine_schedules, today date, at timestamptz) RETURNS boolean
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    new_day boolean := s.day IS DISTINCT FROM today;
-BEGIN
-    PERFORM FROM routine_schedules x WHERE x.id = s.id FOR NO KEY UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    BEGIN
-        PERFORM FROM routine_days r WHERE r.schedule_id = s.id AND r.day = today FOR UPDATE NOWAIT;
-    EXCEPTION WHEN lock_not_available THEN
-        RETURN false;
-    END;
-    INSERT INTO routine_days AS r (schedule_id, day, routine, group_name, external, realtime, runtimes,
-                                   args, dependencies, computer, seq, command, due_since,
-                                   job_id, posted_at, started_at, last_message, last_level, last_message_at)
-    SELECT d.schedule_id, today, d.routine, d.group_name, d.external, d.realtime, d.runtimes, d.args,
-           d.dependencies, d.computer, d.seq, d.command,
-           CASE WHEN new_day AND s.day IS NOT NULL THEN today::timestamp AT TIME ZONE s.time_zone ELSE at END,
-           y.job_id, y.posted_at, y.started_at, y.last_message, y.last_level, y.last_message_at
-    FROM routine_definitions d
-    LEFT JOIN routine_days y
-        ON new_day AND d.realtime AND y.schedule_id = d.schedule_id AND y.day = s.day AND y.routine = d.routine
-           AND _routine_run_alive(y)
-    WHERE d.schedule_id = s.id
-    ON CONFLICT (schedule_id, day, routine) DO UPDATE
-    SET group_name = excluded.group_name, external = excluded.external, realtime = excluded.realtime,
-        runtimes = excluded.runtimes, args = excluded.args, dependencies = excluded.dependencies,
-        computer = excluded.computer, seq = excluded.seq, command = excluded.command;
-    DELETE FROM routine_days r
-    WHERE r.schedule_id = s.id AND r.day = today
-      AND NOT EXISTS (SELECT FROM routine_definitions d WHERE d.schedule_id = s.id AND d.routine = r.routine);
-    UPDATE routine_schedules x SET day = today, loaded_at = at, reload = false WHERE x.id = s.id;
-    RETURN true;
-END
-$$;
 
 CREATE FUNCTION _last_line(t text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -530,133 +426,10 @@ BEGIN ATOMIC
     WHERE d.schedule_id = _routines_status.schedule_id AND d.day = today AND d.routine = f.routine;
 END;
 
--- One schedule's round: the day's state (read again on a new day, a new scheduler or a reload),
--- then the status of each routine, then the commands that are due. Returns what it did.
-CREATE FUNCTION _routines_round(sid bigint, at timestamptz, scheduler_started timestamptz) RETURNS text
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-DECLARE
-    s routine_schedules;
-    today date;
-    starting boolean;
-    todo record;
-    mode_now text;
-    sent integer := 0;
-    held integer := 0;
-BEGIN
-    -- One round of a schedule at a time; an advisory lock, not the schedule's row, so that the
-    -- switch can be changed while a round runs (and be seen before its next command). Its key is
-    -- one no member can compute, so no member can hold it and freeze the schedule's rounds.
-    IF NOT pg_try_advisory_xact_lock(_lock_key('routine_round', sid::text)) THEN
-        RETURN NULL;
-    END IF;
-    -- Nothing here waits for a row that anyone but the scheduler can hold: each is locked with
-    -- SKIP LOCKED or NOWAIT, and what is held is done at a later round. First the schedule's row,
-    -- shared as the rows of its state and log refer to it: its owner editing the definition holds
-    -- it, and the schedule is passed over until that transaction ends.
-    SELECT * INTO s FROM routine_schedules x WHERE x.id = sid FOR KEY SHARE SKIP LOCKED;
-    IF NOT FOUND THEN
-        RETURN NULL;
-    END IF;
-    today := (at AT TIME ZONE s.time_zone)::date;
-    starting := s.loaded_at IS NULL OR coalesce(s.loaded_at < scheduler_started, false);
-    IF starting OR s.reload OR s.day IS DISTINCT FROM today THEN
-        IF NOT _routines_load(s, today, at) THEN
-            -- Held: a reload waits, and the day goes on as read; a new day or a new scheduler
-            -- (whose switch must be set first) waits with its commands.
-            IF starting OR s.day IS DISTINCT FROM today THEN
-                RETURN format('%s: passed over (its rows are held)', s.schedule);
-            END IF;
-        ELSIF starting AND s.loaded_at IS NOT NULL AND current_setting('pg_jobs.routines_start_mode') = 'observe' THEN
-            -- A scheduler that starts with pg_jobs.routines_start_mode = observe switches every
-            -- schedule's commands off; anyone may switch them on again. (The load locked the row.)
-            UPDATE routine_schedules x SET mode = 'observe', mode_by = NULL, mode_at = at
-            WHERE x.id = sid AND x.mode <> 'observe';
-        END IF;
-    END IF;
-
-    PERFORM _routines_status(sid, today, at);
-    -- Dependencies are read from the statuses just written. A routine whose row is held (a
-    -- person's restart or stop left open) is passed over: still due, for a later round.
-    FOR todo IN
-        SELECT d AS day_row, d.routine, d.job_id, x.command AS what
-        FROM routine_days d
-        JOIN _routine_decisions(sid, today, at) x ON x.routine = d.routine
-        WHERE d.schedule_id = sid AND d.day = today AND x.command IS NOT NULL
-        ORDER BY d.seq
-        FOR NO KEY UPDATE OF d SKIP LOCKED
-    LOOP
-        -- The switch is read right before each command: one switched off in the middle of a
-        -- round stops the rest of it. A person's restart goes whatever it says.
-        SELECT x.mode INTO mode_now FROM routine_schedules x WHERE x.id = sid;
-        IF todo.what <> 'start_asked' AND mode_now <> 'control' THEN
-            held := held + 1;
-            CONTINUE;
-        END IF;
-        BEGIN
-            PERFORM _routine_post(todo.day_row, CASE todo.what WHEN 'kill' THEN 'kill' ELSE 'routine' END, true);
-            IF todo.what <> 'start_asked' THEN
-                PERFORM _routine_log_command(sid, todo.routine,
-                    CASE WHEN todo.what = 'kill' THEN 'restart (silent)'
-                         WHEN todo.job_id IS NULL THEN 'start' ELSE 'restart' END, NULL);
-            END IF;
-            sent := sent + 1;
-        EXCEPTION WHEN lock_not_available THEN
-            -- Its job is held by a transaction of the schedule's owner: it stays due, for the
-            -- next round; no round waits for one identity's transactions.
-            NULL;
-        WHEN OTHERS THEN
-            -- A computer no agent has registered, say: the routine stays due and shows why.
-            UPDATE routine_days r
-            SET last_message = _mask_text('SCHED: cannot start: ' || SQLERRM), last_level = 'error', last_message_at = at
-            WHERE r.schedule_id = sid AND r.day = today AND r.routine = todo.routine;
-        END;
-    END LOOP;
-
-    IF sent > 0 THEN
-        PERFORM _routines_status(sid, today, at);
-    END IF;
-    SELECT x.mode INTO mode_now FROM routine_schedules x WHERE x.id = sid;
-    -- Not written while a switch or a reload holds the row.
-    UPDATE routine_schedules x
-    SET state_at = clock_timestamp(),
-        doing = CASE WHEN mode_now = 'control' THEN 'controlling' ELSE 'observing' END
-                || CASE WHEN sent > 0 THEN format('; %s command(s) sent', sent) ELSE '' END
-                || CASE WHEN held > 0 THEN format('; %s held back (commands off)', held) ELSE '' END
-    WHERE x.id = (SELECT y.id FROM routine_schedules y WHERE y.id = sid FOR NO KEY UPDATE SKIP LOCKED);
-    RETURN format('%s: %s sent, %s held', s.schedule, sent, held);
-END
-$$;
-
--- Every schedule's round, each on its own: one that fails is reported and the others go on.
+-- The scheduler's round by hand (the tests), as the launcher runs it: every schedule's, each on
+-- its own (one that fails is reported and the others go on).
 CREATE FUNCTION _routines_tick(at timestamptz) RETURNS void
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
--- A run is looked up in every month of job_history: quick to do, but priced above
--- jit_above_cost, and compiling it took seconds each round.
-SET jit = off
-AS $$
-DECLARE
-    sched record;
-    started timestamptz := (SELECT l.started_at FROM launcher_state l);
-BEGIN
-    FOR sched IN SELECT s.id, s.schedule, s.owner FROM routine_schedules s ORDER BY s.id LOOP
-        BEGIN
-            PERFORM _routines_round(sched.id, at, started);
-        EXCEPTION WHEN OTHERS THEN
-            RAISE WARNING 'pg_jobs scheduler: schedule % of % failed: %', sched.schedule, sched.owner::regrole, SQLERRM;
-        END;
-    END LOOP;
-    -- A day's row held (a person's command left open since) goes at a later round.
-    DELETE FROM routine_days d
-    USING (SELECT o.schedule_id, o.day, o.routine FROM routine_days o
-           WHERE o.day < (at - make_interval(days => current_setting('pg_jobs.history_days')::integer))::date
-           FOR UPDATE SKIP LOCKED) o
-    WHERE (d.schedule_id, d.day, d.routine) = (o.schedule_id, o.day, o.routine);
-    DELETE FROM routine_log l WHERE l.at < _routines_tick.at - make_interval(days => current_setting('pg_jobs.history_days')::integer);
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', '_routines_tick';
 
 -- ---- The public functions (src/api/routines.rs) ----
 

@@ -9,7 +9,7 @@ use pgrx::pg_sys::{
 };
 
 use super::call::{argument, invalid, materialize, null, value, Section, Statement};
-use super::datum::{elements, output, quote_literal};
+use super::datum::{elements, literal_or_null, output};
 use super::refusals::finite_date;
 use crate::{entry, named_statements};
 
@@ -61,10 +61,7 @@ entry!(batch_get, pg_finfo_batch_get, |fcinfo| {
     });
     if !well_formed {
         invalid(
-            format!(
-                "malformed hash {}",
-                hash.as_deref().map_or("null".into(), quote_literal)
-            ),
+            format!("malformed hash {}", literal_or_null(hash.as_deref())),
             Some("A command hash is 64 lowercase hexadecimal digits, as batch_jobs.hash shows."),
         );
     }
@@ -103,10 +100,7 @@ fn check_reading(
 ) {
     if !by.is_some_and(|by| ["time", "routine", "status", "computer"].contains(&by)) {
         invalid(
-            format!(
-                "unknown grouping {}",
-                by.map_or("null".into(), quote_literal)
-            ),
+            format!("unknown grouping {}", literal_or_null(by)),
             Some("Group by time, routine, status or computer."),
         );
     }
@@ -114,7 +108,7 @@ fn check_reading(
         let word = word.map(|word| output(word, TEXTOID));
         if word.as_deref().and_then(status_rank).is_none() {
             invalid(
-                format!("unknown status {}", word.as_deref().map_or("null".into(), quote_literal)),
+                format!("unknown status {}", literal_or_null(word.as_deref())),
                 Some("Statuses are NEW, WAITING, BLOCKED, PENDING, FETCHED, RUNNING, COMPLETED, ERROR and CANCEL."),
             );
         }

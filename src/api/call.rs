@@ -527,6 +527,17 @@ pub struct Failure {
     pub message: String,
 }
 
+impl Failure {
+    /// The failure, unless it is a cancel (a statement timeout, pg_cancel_backend), which is
+    /// raised again, as a PL/pgSQL handler of OTHERS lets it through.
+    pub fn unless_cancelled(self) -> Self {
+        if self.code == PgSqlErrorCode::ERRCODE_QUERY_CANCELED {
+            refuse(self.code, self.message, None);
+        }
+        self
+    }
+}
+
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)

@@ -8,7 +8,7 @@ use pg_jobs_core::compute::job_flag;
 use pgrx::pg_sys::{self, Datum, INT4OID, INT8ARRAYOID, INT8OID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 
-use super::call::{argument, given_argument, in_subtransaction, Section, Statement};
+use super::call::{argument, given_argument, in_subtransaction, Failure, Section, Statement};
 use super::compute::end_job;
 use super::services::{wished, Service};
 use crate::{entry, named_statements};
@@ -86,7 +86,9 @@ fn fold(section: &Section, max_reports: i32) -> i32 {
         if ids.is_empty() {
             continue;
         }
-        match in_subtransaction(|| fold_job(section, job, reports.datum(0, 0))) {
+        match in_subtransaction(|| fold_job(section, job, reports.datum(0, 0)))
+            .map_err(Failure::unless_cancelled)
+        {
             Ok(()) => folded += ids.len() as i32,
             // A row a fetch holds (past the launcher's lock_timeout): the job's turn comes next
             // round.

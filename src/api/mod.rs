@@ -22,6 +22,7 @@ pub mod opaque_ids;
 pub mod queue;
 pub mod refusals;
 pub mod ready;
+pub mod routine_rounds;
 pub mod routine_rules;
 pub mod routines;
 pub mod schedule_firing;

@@ -28,7 +28,6 @@ use crate::{entry, named_statements};
 
 named_statements!(include_str!("routines.sql"));
 
-static TICK: Statement = statement("tick", &[TIMESTAMPTZOID]);
 static NEXT_LOOK: Statement = statement("next_look", &[TIMESTAMPTZOID]);
 static NAMED_OWNER: Statement = statement("named_owner", &[TEXTOID]);
 static NAME_OK: Statement = statement("name_ok", &[TEXTOID]);
@@ -56,16 +55,14 @@ static SET_MODE: Statement = statement("set_mode", &[INT8OID, TEXTOID, OIDOID]);
 static MESSAGE: Statement = statement("message", &[TEXTOID, TEXTOID, TEXTOID, OIDOID]);
 static COMMANDED: Statement = statement("commanded", &[INT8OID, TEXTOID]);
 static LOG_COMMAND: Statement = statement("log_command", &[INT8OID, TEXTOID, TEXTOID, OIDOID]);
-static POST_RUN: Statement = statement("post_run", &[INT8OID, TEXTOID, TEXTOID]);
 static RESTART_ASKED: Statement = statement("restart_asked", &[INT8OID, TEXTOID, OIDOID]);
 static STOP_ASKED: Statement = statement("stop_asked", &[INT8OID, TEXTOID]);
+static GROUPS: Statement = statement("groups", &[TEXTOID, BOOLOID, TEXTOID]);
 
-/// The routine schedules' scheduler (sql/087_routines.sql, `_routines_tick`).
+/// The routine schedules' scheduler (routine_rounds.rs).
 pub(crate) static ROUTINES: Service = Service {
     name: "routines",
-    work: |section, at| {
-        section.run(&TICK, &[Some(at)]);
-    },
+    work: |section, at| super::routine_rounds::tick(section, at),
     next: |section, at| wished(section, &NEXT_LOOK, at),
 };
 
@@ -495,10 +492,7 @@ fn command(section: &Section, schedule: &Schedule, routine: &str, what: &str, ca
 }
 
 fn post_run(section: &Section, schedule: &Schedule, routine: &str, kind: &str) {
-    section.run(
-        &POST_RUN,
-        &[Some(schedule.id), routine.into_datum(), kind.into_datum()],
-    );
+    super::routine_rounds::post(section, schedule.id, routine, kind, false);
 }
 
 entry!(routine_restart, pg_finfo_routine_restart, |fcinfo| {
@@ -579,4 +573,35 @@ entry!(routine_message, pg_finfo_routine_message, |fcinfo| {
         );
     }
     Datum::from(written.len() as i32)
+});
+
+// routine_groups(by, realtime, schedule): the caller's routines of today in groups (by group,
+// computer, status or schedule), read as the caller.
+entry!(routine_groups, pg_finfo_routine_groups, |fcinfo| {
+    let by = value::<String>(fcinfo, 0);
+    if !by
+        .as_deref()
+        .is_some_and(|by| ["group", "computer", "status", "schedule"].contains(&by))
+    {
+        invalid(
+            format!(
+                "cannot group routines by {}",
+                literal_or_null(by.as_deref())
+            ),
+            Some("Group by group, computer, status or schedule; for the run order, SELECT * FROM pgjobs.routines_today ORDER BY run_order."),
+        );
+    }
+    materialize(fcinfo);
+    let section = Section::as_current_user();
+    section
+        .run(
+            &GROUPS,
+            &[
+                argument(fcinfo, 0),
+                argument(fcinfo, 1),
+                argument(fcinfo, 2),
+            ],
+        )
+        .return_all(fcinfo);
+    Datum::from(0)
 });

@@ -146,11 +146,6 @@ FOR UPDATE OF r;
 -- A person's command ($3) of routine $2 of schedule $1, sent by role $4.
 SELECT _routine_log_command($1, $2, $3, $4);
 
--- name: post_run
--- Routine $2 of schedule $1 posted today: its run (kind $3 routine) or the end of its runs (kill).
-SELECT _routine_post(r, $3) FROM routine_days r JOIN routine_schedules s ON s.id = r.schedule_id AND r.day = s.day
-WHERE r.schedule_id = $1 AND r.routine = $2;
-
 -- name: restart_asked
 UPDATE routine_days r SET restart_asked_by = $3
 FROM routine_schedules s
@@ -162,10 +157,26 @@ UPDATE routine_days r SET restart_asked_by = NULL, ending_since = NULL
 FROM routine_schedules s
 WHERE r.schedule_id = $1 AND r.routine = $2 AND s.id = r.schedule_id AND r.day = s.day;
 
--- name: tick
--- The launcher's round at $1 (see routines.rs's ROUTINES).
-SELECT _routines_tick($1);
-
 -- name: next_look
 -- Routine schedules are looked at every 2 seconds.
 SELECT $1 + interval '2 seconds' WHERE EXISTS (SELECT FROM routine_schedules);
+
+-- name: groups
+-- The caller's routines of today (read as the caller: routines_today shows what it may watch)
+-- in groups by $1, realtime ones or not ($2, both when null), of schedule $3 (all when null):
+-- each group's key, its status (RUNNING when all run, else its most pressing one), its count,
+-- how many fail, and its count per status; the most pressing first.
+SELECT g.key, CASE WHEN bool_and(g.status = 'running') THEN 'RUNNING'
+                   ELSE _routine_status_word(min(_routine_status_rank(g.status))) END,
+       count(*)::integer, count(*) FILTER (WHERE _routine_failing(g.status))::integer,
+       (SELECT jsonb_object_agg(c.status, c.n) FROM (
+            SELECT t.status, count(*) AS n FROM unnest(array_agg(g.status)) t(status) GROUP BY t.status) c)
+FROM (
+    SELECT CASE $1 WHEN 'group' THEN t.group_name WHEN 'computer' THEN t.computer
+                   WHEN 'status' THEN t.status ELSE t.schedule END AS key,
+           t.status
+    FROM routines_today t
+    WHERE ($2::boolean IS NULL OR t.realtime = $2) AND ($3::text IS NULL OR t.schedule = $3)
+) g
+GROUP BY g.key
+ORDER BY min(_routine_status_rank(g.status)), g.key;

@@ -1,0 +1,210 @@
+//! The routine schedules' scheduler (`sql/087_routines.sql`): the launcher's round of every
+//! schedule, which loads its day, writes its routines' statuses and sends what is due (starts,
+//! restarts, the end of a silent run) while its switch says control, and a routine posted as a
+//! batch job. Nothing here waits for a row anyone but the scheduler can hold: each is locked with
+//! SKIP LOCKED or NOWAIT, and what is held is done at a later round. Statements in
+//! `routine_rounds.sql`; `_routines_tick` runs a round by hand.
+
+use pgrx::pg_sys::{Datum, BOOLOID, DATEOID, INT4OID, INT8OID, TEXTOID, TIMESTAMPTZOID};
+use pgrx::prelude::*;
+
+use super::call::{given_argument, in_subtransaction, Failure, Section, Statement};
+use crate::{entry, named_statements};
+
+named_statements!(include_str!("routine_rounds.sql"));
+
+static SCHEDULER_STARTED: Statement = statement("scheduler_started", &[]);
+static SCHEDULES: Statement = statement("schedules", &[]);
+static ROUND_LOCK: Statement = statement("round_lock", &[INT8OID]);
+static SCHEDULE: Statement = statement("schedule", &[INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID]);
+static TAKE_SCHEDULE: Statement = statement("take_schedule", &[INT8OID]);
+static TAKE_DAY: Statement = statement("take_day", &[INT8OID, DATEOID]);
+static LOAD_DAY: Statement = statement("load_day", &[INT8OID, DATEOID, TIMESTAMPTZOID]);
+static DROP_UNDEFINED: Statement = statement("drop_undefined", &[INT8OID, DATEOID]);
+static LOADED: Statement = statement("loaded", &[INT8OID, DATEOID, TIMESTAMPTZOID]);
+static OBSERVE_AT_START: Statement = statement("observe_at_start", &[INT8OID, TIMESTAMPTZOID]);
+static STATUS: Statement = statement("status", &[INT8OID, DATEOID, TIMESTAMPTZOID]);
+static TODO: Statement = statement("todo", &[INT8OID, DATEOID, TIMESTAMPTZOID]);
+static MODE: Statement = statement("mode", &[INT8OID]);
+static CANNOT_START: Statement = statement(
+    "cannot_start",
+    &[INT8OID, DATEOID, TEXTOID, TEXTOID, TIMESTAMPTZOID],
+);
+static DOING: Statement = statement("doing", &[INT8OID, TEXTOID, INT4OID, INT4OID]);
+static FORGET_DAYS: Statement = statement("forget_days", &[TIMESTAMPTZOID]);
+static FORGET_LOG: Statement = statement("forget_log", &[TIMESTAMPTZOID]);
+static POST: Statement = statement("post", &[INT8OID, TEXTOID, TEXTOID, BOOLOID]);
+static KILLING: Statement = statement("killing", &[INT8OID, TEXTOID]);
+static RUNNING: Statement = statement("running", &[INT8OID, TEXTOID, INT8OID]);
+static LOG_COMMAND: Statement = statement("log_command", &[INT8OID, TEXTOID, TEXTOID]);
+
+/// The scheduler's round at `at`: each schedule's in a subtransaction of its own, so that one
+/// that fails holds up no other; then the days and the log older than pg_jobs.history_days go.
+pub(super) fn tick(section: &Section, at: Datum) {
+    let started = section.run(&SCHEDULER_STARTED, &[]).datum(0, 0);
+    let schedules = section.run(&SCHEDULES, &[]);
+    for row in 0..schedules.len() {
+        let id = schedules.datum(row, 0).expect("a schedule's id");
+        if let Err(failure) =
+            in_subtransaction(|| round(section, id, at, started)).map_err(Failure::unless_cancelled)
+        {
+            warning!(
+                "pg_jobs scheduler: schedule {} of {} failed: {failure}",
+                schedules.get::<String>(row, 1).unwrap_or_default(),
+                schedules.get::<String>(row, 2).unwrap_or_default()
+            );
+        }
+    }
+    section.run(&FORGET_DAYS, &[Some(at)]);
+    section.run(&FORGET_LOG, &[Some(at)]);
+}
+
+/// One round of schedule `id` at `at` (the scheduler started at `started`).
+fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
+    let schedule = Some(id);
+    if section.run(&ROUND_LOCK, &[schedule]).get::<bool>(0, 0) != Some(true) {
+        return;
+    }
+    let read = section.run(&SCHEDULE, &[schedule, Some(at), started]);
+    let Some(today) = read.datum(0, 1) else {
+        return;
+    };
+    let [starting, loaded_before, new_day, reload] =
+        [2, 3, 4, 5].map(|column| read.get::<bool>(0, column) == Some(true));
+    if starting || reload || new_day {
+        if !load(section, id, today, at) {
+            // Held: a reload waits, and the day goes on as read; a new day or a new scheduler
+            // (whose switch must be set first) waits with its commands.
+            if starting || new_day {
+                return;
+            }
+        } else if starting && loaded_before {
+            section.run(&OBSERVE_AT_START, &[schedule, Some(at)]);
+        }
+    }
+    let day = [schedule, Some(today), Some(at)];
+    section.run(&STATUS, &day);
+    let (mut sent, mut held) = (0, 0);
+    let todo = section.run(&TODO, &day);
+    for row in 0..todo.len() {
+        let routine = todo.get::<String>(row, 0).expect("a routine");
+        let ran_before = todo.get::<bool>(row, 1) == Some(true);
+        let what = todo.get::<String>(row, 2).expect("a command");
+        // The switch is read right before each command: one switched off in the middle of a round
+        // stops the rest of it. A person's restart goes whatever it says.
+        let mode = section.run(&MODE, &[schedule]).get::<String>(0, 0);
+        if what != "start_asked" && mode.as_deref() != Some("control") {
+            held += 1;
+            continue;
+        }
+        let kind = if what == "kill" { "kill" } else { "routine" };
+        let posted = in_subtransaction(|| {
+            post(section, id, &routine, kind, true);
+            if what != "start_asked" {
+                let command = match (what.as_str(), ran_before) {
+                    ("kill", _) => "restart (silent)",
+                    (_, false) => "start",
+                    _ => "restart",
+                };
+                section.run(
+                    &LOG_COMMAND,
+                    &[
+                        schedule,
+                        Some(section.text(&routine)),
+                        Some(section.text(command)),
+                    ],
+                );
+            }
+        })
+        .map_err(Failure::unless_cancelled);
+        match posted {
+            Ok(()) => sent += 1,
+            // Its job is held by a transaction of the schedule's owner: it stays due, for the
+            // next round; no round waits for one identity's transactions.
+            Err(failure) if failure.code == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE => {}
+            // A computer no agent has registered, say: the routine stays due and shows why.
+            Err(failure) => {
+                section.run(
+                    &CANNOT_START,
+                    &[
+                        schedule,
+                        Some(today),
+                        Some(section.text(&routine)),
+                        Some(section.text(&failure.message)),
+                        Some(at),
+                    ],
+                );
+            }
+        }
+    }
+    if sent > 0 {
+        section.run(&STATUS, &day);
+    }
+    let mode = section.run(&MODE, &[schedule]).datum(0, 0);
+    section.run(
+        &DOING,
+        &[
+            schedule,
+            mode,
+            Some(Datum::from(sent)),
+            Some(Datum::from(held)),
+        ],
+    );
+}
+
+/// Loads schedule `id`'s day `today` from its definitions, at `at`: whether it could, its rows
+/// not held (its row by its owner editing it, its day's rows by a person's command left open).
+fn load(section: &Section, id: Datum, today: Datum, at: Datum) -> bool {
+    let (schedule, today, at) = (Some(id), Some(today), Some(at));
+    if section.run(&TAKE_SCHEDULE, &[schedule]).len() == 0 {
+        return false;
+    }
+    let day_taken = in_subtransaction(|| {
+        section.run(&TAKE_DAY, &[schedule, today]);
+    })
+    .map_err(Failure::unless_cancelled);
+    match day_taken {
+        Ok(()) => {}
+        Err(failure) if failure.code == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE => return false,
+        Err(failure) => refuse_again(failure),
+    }
+    section.run(&LOAD_DAY, &[schedule, today, at]);
+    section.run(&DROP_UNDEFINED, &[schedule, today]);
+    section.run(&LOADED, &[schedule, today, at]);
+    true
+}
+
+/// Raises a caught error again, as it was (its code and message).
+fn refuse_again(failure: Failure) -> ! {
+    super::call::refuse(failure.code, failure.message, None)
+}
+
+/// Posts routine `routine` of schedule `id`'s current day for the schedule's owner, as `kind`:
+/// its run (routine) or the end of its runs (kill); `nowait`: without waiting for a transaction
+/// of the owner that posts the same command (refused with 55P03 instead).
+pub(super) fn post(section: &Section, id: Datum, routine: &str, kind: &str, nowait: bool) {
+    let (schedule, routine) = (Some(id), Some(section.text(routine)));
+    let job = section
+        .run(
+            &POST,
+            &[
+                schedule,
+                routine,
+                Some(section.text(kind)),
+                Some(Datum::from(nowait)),
+            ],
+        )
+        .datum(0, 0);
+    if kind == "kill" {
+        section.run(&KILLING, &[schedule, routine]);
+    } else {
+        section.run(&RUNNING, &[schedule, routine, job]);
+    }
+}
+
+// _routines_tick(at): the scheduler's round at `at`, by hand (the tests), as the launcher runs it.
+entry!(_routines_tick, pg_finfo__routines_tick, |fcinfo| {
+    let at = given_argument(fcinfo, 0, "at");
+    tick(&Section::as_current_user(), at);
+    Datum::from(0)
+});
