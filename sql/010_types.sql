@@ -99,7 +99,6 @@ CREATE TYPE lock_class AS ENUM (
 
 CREATE FUNCTION _lock_key(class lock_class, object text) RETURNS bigint
 LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     SELECT ('x' || left(encode(sha256(k.key || convert_to(class::text || '/' || object, 'UTF8')), 'hex'), 16))::bit(64)::bigint
     FROM installation_key k;

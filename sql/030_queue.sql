@@ -138,7 +138,6 @@ GRANT UPDATE (name, description, link, listed) ON jobs TO pgjobs_user;
 -- queue keyed by the installation's secret (installation_key, sql/010_types.sql).
 CREATE FUNCTION _ready_signal(claimable_by oid, queue text) RETURNS text
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     SELECT left(encode(sha256(k.key || convert_to(claimable_by::text || '/' || queue, 'UTF8')), 'hex'), 16)
     FROM installation_key k;

@@ -138,7 +138,6 @@ COMMENT ON FUNCTION jobs_find IS
 CREATE FUNCTION jobs_counts(month date DEFAULT NULL)
 RETURNS TABLE (queue text, status job_status, jobs bigint)
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     SELECT c.queue, c.status, count(*)
     FROM (SELECT j.queue::text, j.status FROM jobs j

@@ -51,7 +51,6 @@ RETURN EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = _is_executor.pid AND
 
 CREATE FUNCTION _sql_job_end(run bigint, outcome text, message text DEFAULT NULL) RETURNS void
 LANGUAGE sql
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     UPDATE job_runs r SET status = outcome, message = _sql_job_end.message, ended_at = clock_timestamp()
     WHERE r.id = run AND r.status = 'running';

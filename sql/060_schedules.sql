@@ -28,7 +28,6 @@ COMMENT ON COLUMN schedules.last_slot IS 'Slots up to this instant have been fir
 CREATE FUNCTION schedule_next_slot(schedule text, time_zone text, after timestamptz)
 RETURNS timestamptz
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN to_timestamp(_schedule_next_epoch(schedule, time_zone, extract(epoch FROM after)::float8));
 COMMENT ON FUNCTION schedule_next_slot IS 'The first slot of a schedule strictly after a given time; null if none within 8 years.';
 
@@ -36,7 +35,6 @@ CREATE FUNCTION _schedule_slots(schedule text, time_zone text, after timestamptz
                                 until timestamptz, max_slots integer)
 RETURNS timestamptz[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN ARRAY(SELECT to_timestamp(e) FROM unnest(_schedule_latest_slots_epoch(
     schedule, time_zone, extract(epoch FROM after)::float8, extract(epoch FROM until)::float8,
     max_slots)) e);
@@ -45,7 +43,6 @@ RETURN ARRAY(SELECT to_timestamp(e) FROM unnest(_schedule_latest_slots_epoch(
 CREATE FUNCTION _scheduled_spec(work jsonb, options jsonb, slot timestamptz, key text)
 RETURNS job_spec
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN ROW(
     coalesce(work ->> 'task', 'sql'),
     CASE WHEN work ? 'sql'

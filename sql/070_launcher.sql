@@ -20,7 +20,6 @@ COMMENT ON VIEW launcher IS 'The background worker: whether it is alive, since w
 
 CREATE FUNCTION _launcher_heartbeat(pid integer, started_at timestamptz, doing text) RETURNS void
 LANGUAGE sql
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     INSERT INTO launcher_state AS l (pid, started_at, heartbeat_at, doing)
     VALUES (pid, started_at, clock_timestamp(), doing)

@@ -151,7 +151,6 @@ GRANT SELECT ON active_slices TO pgjobs_user;
 -- Escrow held for a job: one slice payment per copy out and per report not yet folded.
 CREATE FUNCTION _compute_pending(job bigint, slice_payment numeric) RETURNS numeric
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN slice_payment * ((SELECT count(*) FROM compute_slices s WHERE s.job_id = job AND s.lease_token IS NOT NULL)
                         + (SELECT count(*) FROM slice_reports r WHERE r.job_id = job AND r.folded_seq IS NULL));
 -- Every job, live or finished, has a row (the seed's table lost the rows of finished, paid jobs).
@@ -194,7 +193,6 @@ LANGUAGE c IMMUTABLE STRICT AS 'MODULE_PATHNAME', '_amount';
 -- The datum of a slice whose input is a range or a pattern, computed, not stored.
 CREATE FUNCTION _slice_datum(storage_type text, details text, slice integer) RETURNS text
 LANGUAGE sql IMMUTABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN CASE storage_type
     WHEN 'range' THEN 'data:,' || ((details::jsonb ->> 'start')::numeric
                                    + (slice - 1) * coalesce((details::jsonb ->> 'step')::numeric, 1))::text
@@ -209,7 +207,6 @@ RETURN CASE WHEN value ~ '^[a-zA-Z][a-zA-Z0-9+.-]*:' THEN value ELSE 'data:,' ||
 -- Whether a job's estimation slices all have their results.
 CREATE FUNCTION _compute_estimated(job bigint) RETURNS boolean
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN (SELECT (SELECT count(*) FROM compute_results r WHERE r.job_id = job AND r.slice_number <= c.estimation_slices)
                >= least(c.estimation_slices, c.last_slice_number)
         FROM compute_jobs c WHERE c.job_id = job);
@@ -217,7 +214,6 @@ RETURN (SELECT (SELECT count(*) FROM compute_results r WHERE r.job_id = job AND 
 -- Where a job goes on when it runs again: running once its estimation slices are done.
 CREATE FUNCTION _compute_resumed_status(job bigint) RETURNS compute_job_status
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN CASE
     WHEN NOT EXISTS (SELECT FROM compute_slices s WHERE s.job_id = job AND s.lease_token IS NOT NULL)
          AND NOT EXISTS (SELECT FROM slice_reports r WHERE r.job_id = job)
@@ -246,7 +242,6 @@ RETURN greatest(least(floor(amount / payment), 2147483647), 0)::integer;
 -- URI), kept in the result store and referred to as pgjobs:result:<id>.
 CREATE FUNCTION _stored_result(job bigint, job_owner oid, body text) RETURNS text
 LANGUAGE sql
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     INSERT INTO result_store (job_id, owner, body) VALUES (job, job_owner, body)
     RETURNING 'pgjobs:result:' || result_store.id;
@@ -256,7 +251,6 @@ END;
 -- job's owner reads a stored one.
 CREATE FUNCTION compute_result_text(uri text) RETURNS text
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN CASE
     WHEN uri LIKE 'data:;base64,%' THEN convert_from(decode(substr(uri, 14), 'base64'), 'UTF8')
     WHEN uri LIKE 'pgjobs:result:%' THEN (SELECT s.body FROM result_store s WHERE s.id = substr(uri, 15)::bigint)

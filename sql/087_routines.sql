@@ -156,7 +156,6 @@ RETURN array_to_string(ARRAY(SELECT to_char(t, 'HH24:MI') FROM unnest(runtimes) 
 -- grants nothing).
 CREATE FUNCTION _granted_to(role_oid oid, operators oid[]) RETURNS boolean
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN EXISTS (SELECT FROM unnest(operators) r
                WHERE EXISTS (SELECT FROM pg_roles g WHERE g.oid = r) AND pg_has_role(role_oid, r, 'MEMBER'));
 
@@ -164,7 +163,6 @@ RETURN EXISTS (SELECT FROM unnest(operators) r
 -- granted, or an administrator.
 CREATE FUNCTION _may_watch(caller_role oid, owner oid, operators oid[]) RETURNS boolean
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN _identity_of(caller_role) = owner OR _is_admin(caller_role) OR _granted_to(caller_role, operators);
 
 -- Read as the caller: the rows of the other tables follow their schedule's.
@@ -199,7 +197,6 @@ RETURN state_at > now() - current_setting('pg_jobs.routines_stale_after')::inter
 -- does not run.
 CREATE FUNCTION _routine_waits_for(schedule_id bigint, day date, dependencies text[]) RETURNS text[]
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN ARRAY(SELECT x FROM unnest(dependencies) x
              WHERE NOT EXISTS (SELECT FROM routine_days p
                                WHERE p.schedule_id = _routine_waits_for.schedule_id AND p.day = _routine_waits_for.day
@@ -296,13 +293,11 @@ GRANT SELECT ON routine_messages TO pgjobs_user;
 -- The owner part of OWNER/NAME, as an identity (null for a plain NAME, an unknown role: 0).
 CREATE FUNCTION _routines_named_owner(name text) RETURNS oid
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN CASE WHEN strpos(name, '/') > 0
             THEN coalesce(_identity_of(to_regrole(substring(name FROM '^(.*)/[^/]*$'))), 0) END;
 
 CREATE FUNCTION _routine_log_command(schedule_id bigint, routine text, what text, sender oid) RETURNS void
 LANGUAGE sql
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     INSERT INTO routine_log (schedule_id, routine, level, message, sender, command)
     VALUES (schedule_id, routine, 'info',
@@ -314,7 +309,6 @@ END;
 -- Whether the run a day row points at has not finished.
 CREATE FUNCTION _routine_run_alive(d routine_days) RETURNS boolean
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 RETURN d.job_id IS NOT NULL AND EXISTS (SELECT FROM jobs j WHERE j.id = d.job_id);
 
 -- ---- The scheduler ----
@@ -328,7 +322,6 @@ RETURN nullif((regexp_match(rtrim(t, E' \t\r\n'), '([^\n]*)$'))[1], '');
 CREATE FUNCTION _routine_output(said jsonb, changed timestamptz)
 RETURNS TABLE (line text, at timestamptz)
 LANGUAGE sql IMMUTABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     SELECT _mask_text(o.line), coalesce(o.at, changed)
     FROM (VALUES (_last_line(said ->> 'stdout'), (said ->> 'stdout_at')::timestamptz, 1),
@@ -344,7 +337,6 @@ CREATE FUNCTION _routine_decisions(schedule_id bigint, today date, at timestampt
 RETURNS TABLE (routine text, started_at timestamptz, ended_at timestamptz, last_message text,
                last_level text, last_message_at timestamptz, status text, command text)
 LANGUAGE sql STABLE
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     SELECT f.routine, f.started_at, f.ended_at, f.last_message, f.last_level, f.last_message_at,
            r.status, r.command
@@ -405,7 +397,6 @@ END;
 -- person's restart or stop in an open transaction) keeps its status until a later round.
 CREATE FUNCTION _routines_status(schedule_id bigint, today date, at timestamptz) RETURNS void
 LANGUAGE sql
-SET search_path = @extschema@, pg_catalog, pg_temp
 BEGIN ATOMIC
     WITH f AS (
         SELECT * FROM _routine_decisions(_routines_status.schedule_id, today, _routines_status.at)
