@@ -136,6 +136,17 @@ fn deploy_groups(section: &Section, caller: &Caller, groups: Option<&Value>) -> 
                         && join_check(section, caller.identity, wanted_datum, text("join_key"), text("secret"))
                             .is_some()
             });
+            // Said only to whom may deploy into it, as its existence is.
+            if admitted.is_some() && group.get::<bool>(0, 3) != Some(true) {
+                refuse(
+                    PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+                    format!(
+                        "compute group {} is being changed by its owner",
+                        wanted_datum.map_or_else(String::new, |wanted| output(wanted, UUIDOID))
+                    ),
+                    Some("Deploy again when its owner's transaction has ended."),
+                );
+            }
             admitted.unwrap_or_else(|| {
                 refuse(
                     PgSqlErrorCode::ERRCODE_INVALID_PASSWORD,

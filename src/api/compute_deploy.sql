@@ -37,9 +37,12 @@ SELECT jsonb_build_object('pattern', $1 #>> '{input,pattern}', 'count', $1 #> '{
 SELECT scale($1 * compute_market_value()) > 18;
 
 -- name: group
--- Compute group $1, kept from being dropped until the deployment ends: its id, its owner, and
--- whether it takes the deployments of those who join it.
-SELECT g.id, g.owner, g.deploy_access = 'join' FROM compute_groups g WHERE g.opaque_id = $1 FOR SHARE;
+-- Compute group $1: its id, its owner, whether it takes the deployments of those who join it,
+-- and whether this deployment holds it (kept from being dropped until the deployment ends). Its
+-- row is tried, not waited for: its owner may hold it in a transaction left open.
+SELECT g.id, g.owner, g.deploy_access = 'join',
+       EXISTS (SELECT FROM compute_groups x WHERE x.id = g.id FOR KEY SHARE SKIP LOCKED)
+FROM compute_groups g WHERE g.opaque_id = $1;
 
 -- name: fees
 -- The fees of groups $1 (each one's deploy and add-job fee), and whether they exceed funds $2.
