@@ -434,8 +434,8 @@ entry!(batch_post, pg_finfo_batch_post, |fcinfo| {
     Datum::from(post(&section, poster, &Post::of_call(fcinfo, 0), false))
 });
 
-// The routines' scheduler posting a run for a schedule's owner (sql/087_routines.sql,
-// _routine_post): _batch_post(owner, the arguments of batch_post, nowait).
+// The routines' scheduler posting a run for a schedule's owner (routine_rounds.rs's post):
+// _batch_post(owner, the arguments of batch_post, nowait).
 entry!(_batch_post, pg_finfo__batch_post, |fcinfo| {
     let owner = super::call::value::<Oid>(fcinfo, 0).unwrap_or_else(|| required("owner"));
     let nowait = super::call::value::<bool>(fcinfo, 15).unwrap_or(false);
