@@ -532,9 +532,14 @@ impl Failure {
     /// raised again, as a PL/pgSQL handler of OTHERS lets it through.
     pub fn unless_cancelled(self) -> Self {
         if self.code == PgSqlErrorCode::ERRCODE_QUERY_CANCELED {
-            refuse(self.code, self.message, None);
+            self.raise();
         }
         self
+    }
+
+    /// Raises the caught error again: its code and its message.
+    pub fn raise(self) -> ! {
+        refuse(self.code, self.message, None)
     }
 }
 

@@ -82,7 +82,7 @@ const KNOWN_KEYS: [&str; 24] = [
 
 /// The bits of `names` (a JSON array of names, null for none), bit n for the n-th of `known`;
 /// `what` names them in a refusal, whose hint lists the known ones and ends with `note`.
-pub(super) fn name_bits(names: Option<&Value>, known: &[&str], what: &str, note: &str) -> i32 {
+fn name_bits(names: Option<&Value>, known: &[&str], what: &str, note: &str) -> i32 {
     let hint = format!("Known: {}{note}.", known.join(", "));
     let names = match names {
         None | Some(Value::Null) => return 0,
@@ -128,6 +128,7 @@ fn deploy_groups(section: &Section, caller: &Caller, groups: Option<&Value>) -> 
                 })
             });
             let wanted_datum = wanted.map(|wanted| wanted.into_datum().expect("a uuid"));
+            let shown = wanted_datum.map_or_else(String::new, |wanted| output(wanted, UUIDOID));
             let group = section.run(&GROUP, &[wanted_datum]);
             let text = |name: &str| field(name).map(|text| section.text(&text));
             let admitted = group.get::<i64>(0, 0).filter(|_| {
@@ -140,20 +141,14 @@ fn deploy_groups(section: &Section, caller: &Caller, groups: Option<&Value>) -> 
             if admitted.is_some() && group.get::<bool>(0, 3) != Some(true) {
                 refuse(
                     PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-                    format!(
-                        "compute group {} is being changed by its owner",
-                        wanted_datum.map_or_else(String::new, |wanted| output(wanted, UUIDOID))
-                    ),
+                    format!("compute group {shown} is being changed by its owner"),
                     Some("Deploy again when its owner's transaction has ended."),
                 );
             }
             admitted.unwrap_or_else(|| {
                 refuse(
                     PgSqlErrorCode::ERRCODE_INVALID_PASSWORD,
-                    format!(
-                        "compute group {} does not exist or does not take your deployments",
-                        wanted_datum.map_or_else(String::new, |wanted| output(wanted, UUIDOID))
-                    ),
+                    format!("compute group {shown} does not exist or does not take your deployments"),
                     Some("Deploy into your own groups, or give the join key and secret of a group that lets members deploy."),
                 )
             })

@@ -77,7 +77,7 @@ fn lock_slices(section: &Section, job: i64, slices: Option<Datum>) {
                 Some("Submit again: the slices are still this task's."),
             );
         }
-        refuse(failure.code, failure.message, None);
+        failure.raise();
     }
 }
 

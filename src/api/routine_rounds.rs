@@ -161,22 +161,16 @@ fn load(section: &Section, id: Datum, today: Datum, at: Datum) -> bool {
     }
     let day_taken = in_subtransaction(|| {
         section.run(&TAKE_DAY, &[schedule, today]);
-    })
-    .map_err(Failure::unless_cancelled);
+    });
     match day_taken {
         Ok(()) => {}
         Err(failure) if failure.code == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE => return false,
-        Err(failure) => refuse_again(failure),
+        Err(failure) => failure.raise(),
     }
     section.run(&LOAD_DAY, &[schedule, today, at]);
     section.run(&DROP_UNDEFINED, &[schedule, today]);
     section.run(&LOADED, &[schedule, today, at]);
     true
-}
-
-/// Raises a caught error again, as it was (its code and message).
-fn refuse_again(failure: Failure) -> ! {
-    super::call::refuse(failure.code, failure.message, None)
 }
 
 /// Posts routine `routine` of schedule `id`'s current day for the schedule's owner, as `kind`:

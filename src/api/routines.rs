@@ -21,6 +21,7 @@ use super::call::{
 };
 use super::datum::{input, literal_or_null, quote_literal, text_of};
 use super::identity::_is_admin;
+use super::routine_rounds::post;
 use super::routine_rules::{csv, csv_rows, level_ok, problem};
 use super::schedules::{_wake_launcher, time_zone_problem};
 use super::services::{wished, Service};
@@ -491,10 +492,6 @@ fn command(section: &Section, schedule: &Schedule, routine: &str, what: &str, ca
     );
 }
 
-fn post_run(section: &Section, schedule: &Schedule, routine: &str, kind: &str) {
-    super::routine_rounds::post(section, schedule.id, routine, kind, false);
-}
-
 entry!(routine_restart, pg_finfo_routine_restart, |fcinfo| {
     let caller = Caller::current();
     let routine = value::<String>(fcinfo, 1).unwrap_or_default();
@@ -503,7 +500,7 @@ entry!(routine_restart, pg_finfo_routine_restart, |fcinfo| {
     let (_, alive) = commanded(&section, &schedule, &routine);
     command(&section, &schedule, &routine, "restart", &caller);
     let answer = if alive {
-        post_run(&section, &schedule, &routine, "kill");
+        post(&section, schedule.id, &routine, "kill", false);
         section.run(
             &RESTART_ASKED,
             &[
@@ -515,7 +512,7 @@ entry!(routine_restart, pg_finfo_routine_restart, |fcinfo| {
         _wake_launcher();
         "ending the run; it starts again once ended"
     } else {
-        post_run(&section, &schedule, &routine, "routine");
+        post(&section, schedule.id, &routine, "routine", false);
         "started"
     };
     section.text(answer)
@@ -528,7 +525,7 @@ entry!(routine_stop, pg_finfo_routine_stop, |fcinfo| {
     let schedule = watched(&section, &caller, &schedule_name(fcinfo, 0));
     let (realtime, _) = commanded(&section, &schedule, &routine);
     command(&section, &schedule, &routine, "stop", &caller);
-    post_run(&section, &schedule, &routine, "kill");
+    post(&section, schedule.id, &routine, "kill", false);
     section.run(
         &STOP_ASKED,
         &[Some(schedule.id), routine.as_str().into_datum()],
