@@ -10,7 +10,7 @@ use pgrx::pg_sys::{
 
 use super::call::{argument, invalid, materialize, null, value, Section, Statement};
 use super::datum::{elements, literal_or_null, output};
-use super::refusals::finite_date;
+use super::refusals::{finite_date, row_count};
 use crate::{entry, named_statements};
 
 named_statements!(include_str!("batch_reads.sql"));
@@ -113,11 +113,8 @@ fn check_reading(
             );
         }
     }
-    for (rows, name) in [(limit_rows, "limit_rows"), (offset_rows, "offset_rows")] {
-        if rows.is_some_and(|rows| rows < 0) {
-            invalid(format!("{name} must not be negative"), None);
-        }
-    }
+    row_count(limit_rows, "limit_rows");
+    row_count(offset_rows, "offset_rows");
 }
 
 // _batch_unpartitioned_months(): the months of the caller's batch jobs in job_history_other,

@@ -19,13 +19,17 @@ entry!(_invalid, pg_finfo__invalid, |fcinfo| {
 
 // _row_count(n, name): a count of rows to take or skip (strict), refused when negative.
 entry!(_row_count, pg_finfo__row_count, |fcinfo| {
-    let n = value::<i32>(fcinfo, 0).unwrap_or(0);
-    if n < 0 {
-        let name = value::<String>(fcinfo, 1).unwrap_or_default();
+    let n = value::<i32>(fcinfo, 0);
+    row_count(n, &value::<String>(fcinfo, 1).unwrap_or_default());
+    Datum::from(n.unwrap_or(0))
+});
+
+/// Refuses a count of rows to take or skip (None: left out), named `name`, when negative.
+pub(super) fn row_count(n: Option<i32>, name: &str) {
+    if n.is_some_and(|n| n < 0) {
         invalid(format!("{name} must not be negative"), None);
     }
-    Datum::from(n)
-});
+}
 
 // _finite_date(d, name): true for a date a caller gives (null: left out), refused when it is not
 // finite: a month of 'infinity' named no month and found jobs all the same. Called in a WHERE
