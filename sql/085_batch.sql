@@ -607,6 +607,24 @@ COMMENT ON FUNCTION batch_finish IS
     'Reports how a batch job''s process ended: exit code 0 is COMPLETED, any other (or null, a '
     'signal) ERROR, cancelled CANCEL. Returns the status, or lost if the token no longer holds the job.';
 
+CREATE FUNCTION batch_report_and_claim(
+    computer text, n integer,
+    started_ids bigint[] DEFAULT NULL, started_tokens uuid[] DEFAULT NULL,
+    started_pids integer[] DEFAULT NULL,
+    ids bigint[] DEFAULT NULL, tokens uuid[] DEFAULT NULL, exit_codes integer[] DEFAULT NULL,
+    run_times interval[] DEFAULT NULL, stderr text[] DEFAULT NULL, stdout text[] DEFAULT NULL,
+    cancelled boolean[] DEFAULT NULL)
+RETURNS TABLE (report text, id bigint, state text, lease_token uuid, attempt integer, kind text,
+               routine text, command text, args text[], cwd text, shell boolean, env jsonb,
+               lease interval, owner text)
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_report_and_claim';
+COMMENT ON FUNCTION batch_report_and_claim IS
+    'One turn of an agent''s loop in one call: the jobs whose processes started (as batch_started), '
+    'those that ended (as batch_finish) and up to n jobs claimed (as batch_claim; 0 for none). A row '
+    'a job: report started (state: its lease state), finished (state: its status, or lost) or '
+    'claimed (state held, and the job). A job whose row another transaction holds is reported busy '
+    'and left as it was: say it again.';
+
 CREATE FUNCTION batch_hand_back(ids bigint[], tokens uuid[]) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_hand_back';
 COMMENT ON FUNCTION batch_hand_back IS

@@ -69,6 +69,8 @@ GRANT EXECUTE ON FUNCTION
     batch_claim(text, integer),
     batch_started(bigint, uuid, integer), batch_heartbeat(bigint[], uuid[], text[], text[]),
     batch_finish(bigint, uuid, integer, interval, text, text, boolean), batch_hand_back(bigint[], uuid[]),
+    batch_report_and_claim(text, integer, bigint[], uuid[], integer[], bigint[], uuid[], integer[],
+                           interval[], text[], text[], boolean[]),
     -- What the policy of jobs calls as the caller: an agent's role is refused the table, not this.
     _extension_claimant()
 TO pgjobs_agent;

@@ -1,5 +1,5 @@
-//! The calls of the batch API (see /tmp/batch/CONTRACT.md), each a kept prepared statement of
-//! one connection. Tokens travel as text and intervals as seconds, so the client needs no uuid
+//! The calls of the batch API (the README's "The agent's role" lists them), each a kept prepared
+//! statement of one connection. Tokens and intervals travel as text, so the client needs no uuid
 //! or interval types.
 
 use postgres::{Client, Config, NoTls, Statement};
@@ -23,6 +23,23 @@ pub struct Claimed {
     pub lease: Duration,
 }
 
+/// A job whose process started, to be said: its id, lease token and process id.
+pub struct Started {
+    pub id: i64,
+    pub token: String,
+    pub pid: i32,
+}
+
+/// What one batch_report_and_claim answered: the state of each job said to have started (its
+/// lease state) and of each finished one (its status, or lost), busy for one whose row another
+/// transaction held, in the order given; and the jobs claimed.
+#[derive(Default)]
+pub struct Answer {
+    pub started: Vec<(i64, String)>,
+    pub finished: Vec<(i64, String)>,
+    pub claimed: Vec<Claimed>,
+}
+
 /// A finished job's report.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -43,14 +60,12 @@ pub struct Db {
 const REGISTER: &str = "SELECT pgjobs.batch_register($1, $2, $3::text::jsonb)";
 const READY_SIGNALS: &str = "SELECT pgjobs.batch_ready_signals($1)";
 const CANCEL_SIGNAL: &str = "SELECT pgjobs.batch_cancel_signal($1)";
-const CLAIM: &str =
-    "SELECT id, lease_token::text, attempt, kind, routine, command, args, cwd, shell, env::text,
-                            extract(epoch FROM lease)::float8, owner
-                     FROM pgjobs.batch_claim($1, $2)";
-const STARTED: &str = "SELECT pgjobs.batch_started($1, $2::text::uuid, $3)";
+const REPORT_AND_CLAIM: &str = "SELECT report, id, state, lease_token::text, attempt, kind, routine,
+            command, args, cwd, shell, env::text, extract(epoch FROM lease)::float8, owner
+     FROM pgjobs.batch_report_and_claim($1, $2, $3, $4::text[]::uuid[], $5, $6,
+                                        $7::text[]::uuid[], $8, $9::text[]::interval[], $10, $11, $12)";
 const HEARTBEAT: &str =
     "SELECT id, lease_state FROM pgjobs.batch_heartbeat($1, $2::text[]::uuid[], $3, $4)";
-const FINISH: &str = "SELECT pgjobs.batch_finish($1, $2::text::uuid, $3, $4::float8 * interval '1 second', $5, $6, $7)";
 const HAND_BACK: &str = "SELECT pgjobs.batch_hand_back($1, $2::text[]::uuid[])";
 
 /// An error that means the connection is gone (the server stopped or restarted, the network
@@ -72,12 +87,6 @@ pub fn is_connection_error(e: &postgres::Error) -> bool {
         source = s.source();
     }
     false
-}
-
-/// An error that means the job's row is held by another transaction (its owner's, cancelling it
-/// or posting a job that depends on it): nothing was changed; the call is made again later.
-pub fn is_busy(e: &postgres::Error) -> bool {
-    e.code().is_some_and(|code| code.code() == "55P03")
 }
 
 /// The SQLSTATE and message of an error, for the log.
@@ -128,6 +137,38 @@ pub fn env_pairs(env: Option<&str>) -> Vec<(String, String)> {
             })
             .collect(),
         _ => vec![],
+    }
+}
+
+/// A claimed job from a row of batch_report_and_claim.
+fn claimed(row: &postgres::Row) -> Claimed {
+    let args: Option<Vec<Option<String>>> = row.get(8);
+    let env: Option<String> = row.get(11);
+    let lease: Option<f64> = row.get(12);
+    Claimed {
+        id: row.get(1),
+        token: row.get(3),
+        attempt: row.get::<_, Option<i32>>(4).unwrap_or(1),
+        kind: row
+            .get::<_, Option<String>>(5)
+            .unwrap_or_else(|| "batch".into()),
+        routine: row.get(6),
+        owner: row.get(13),
+        spec: Spec {
+            command: row.get::<_, Option<String>>(7).unwrap_or_default(),
+            args: args
+                .unwrap_or_default()
+                .into_iter()
+                .map(Option::unwrap_or_default)
+                .collect(),
+            cwd: row.get(9),
+            shell: row.get::<_, Option<bool>>(10).unwrap_or(false),
+            env: env_pairs(env.as_deref()),
+        },
+        lease: match lease {
+            Some(l) if l.is_finite() && l > 0.0 => Duration::from_secs_f64(l),
+            _ => Duration::from_secs(3600),
+        },
     }
 }
 
@@ -183,48 +224,62 @@ impl Db {
             .batch_execute("LISTEN pgjobs_ready; LISTEN pgjobs_batch_cancel")
     }
 
-    pub fn claim(&mut self, computer: &str, n: i32) -> Result<Vec<Claimed>, postgres::Error> {
-        let s = self.statement(CLAIM)?;
-        let rows = self.client.query(&s, &[&computer, &n])?;
-        Ok(rows
+    /// One turn of the agent's loop: the jobs `started`, the `finished` ones, and up to `n`
+    /// jobs claimed (0: none), in one call and one transaction.
+    pub fn report_and_claim(
+        &mut self,
+        computer: &str,
+        n: i32,
+        started: &[Started],
+        finished: &[Report],
+    ) -> Result<Answer, postgres::Error> {
+        let s = self.statement(REPORT_AND_CLAIM)?;
+        let started_ids: Vec<i64> = started.iter().map(|s| s.id).collect();
+        let started_tokens: Vec<&str> = started.iter().map(|s| s.token.as_str()).collect();
+        let pids: Vec<i32> = started.iter().map(|s| s.pid).collect();
+        let ids: Vec<i64> = finished.iter().map(|r| r.id).collect();
+        let tokens: Vec<&str> = finished.iter().map(|r| r.token.as_str()).collect();
+        let exit_codes: Vec<Option<i32>> = finished.iter().map(|r| r.exit_code).collect();
+        let run_times: Vec<String> = finished
             .iter()
-            .map(|row| {
-                let args: Option<Vec<Option<String>>> = row.get(6);
-                let env: Option<String> = row.get(9);
-                let lease: Option<f64> = row.get(10);
-                Claimed {
-                    id: row.get(0),
-                    token: row.get(1),
-                    attempt: row.get::<_, Option<i32>>(2).unwrap_or(1),
-                    kind: row
-                        .get::<_, Option<String>>(3)
-                        .unwrap_or_else(|| "batch".into()),
-                    routine: row.get(4),
-                    owner: row.get(11),
-                    spec: Spec {
-                        command: row.get::<_, Option<String>>(5).unwrap_or_default(),
-                        args: args
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(Option::unwrap_or_default)
-                            .collect(),
-                        cwd: row.get(7),
-                        shell: row.get::<_, Option<bool>>(8).unwrap_or(false),
-                        env: env_pairs(env.as_deref()),
-                    },
-                    lease: match lease {
-                        Some(l) if l.is_finite() && l > 0.0 => Duration::from_secs_f64(l),
-                        _ => Duration::from_secs(3600),
-                    },
-                }
-            })
-            .collect())
-    }
-
-    pub fn started(&mut self, id: i64, token: &str, pid: i32) -> Result<String, postgres::Error> {
-        let s = self.statement(STARTED)?;
-        let state: Option<String> = self.client.query_one(&s, &[&id, &token, &pid])?.get(0);
-        Ok(state.unwrap_or_default())
+            .map(|r| format!("{:.6} seconds", r.run_time.as_secs_f64()))
+            .collect();
+        let stderr: Vec<&str> = finished.iter().map(|r| r.stderr.as_str()).collect();
+        let stdout: Vec<&str> = finished.iter().map(|r| r.stdout.as_str()).collect();
+        let cancelled: Vec<bool> = finished.iter().map(|r| r.cancelled).collect();
+        let rows = self.client.query(
+            &s,
+            &[
+                &computer,
+                &n,
+                &started_ids,
+                &started_tokens,
+                &pids,
+                &ids,
+                &tokens,
+                &exit_codes,
+                &run_times,
+                &stderr,
+                &stdout,
+                &cancelled,
+            ],
+        )?;
+        let mut answer = Answer::default();
+        for row in &rows {
+            let report: String = row.get(0);
+            let state = || {
+                (
+                    row.get(1),
+                    row.get::<_, Option<String>>(2).unwrap_or_default(),
+                )
+            };
+            match report.as_str() {
+                "started" => answer.started.push(state()),
+                "finished" => answer.finished.push(state()),
+                _ => answer.claimed.push(claimed(row)),
+            }
+        }
+        Ok(answer)
     }
 
     pub fn heartbeat(
@@ -240,27 +295,6 @@ impl Db {
             .iter()
             .map(|r| (r.get(0), r.get::<_, Option<String>>(1).unwrap_or_default()))
             .collect())
-    }
-
-    pub fn finish(&mut self, r: &Report) -> Result<String, postgres::Error> {
-        let s = self.statement(FINISH)?;
-        let secs = r.run_time.as_secs_f64();
-        let state: Option<String> = self
-            .client
-            .query_one(
-                &s,
-                &[
-                    &r.id,
-                    &r.token,
-                    &r.exit_code,
-                    &secs,
-                    &r.stderr,
-                    &r.stdout,
-                    &r.cancelled,
-                ],
-            )?
-            .get(0);
-        Ok(state.unwrap_or_default())
     }
 
     pub fn hand_back(&mut self, ids: &[i64], tokens: &[String]) -> Result<i32, postgres::Error> {

@@ -23,7 +23,7 @@ mod watch;
 
 use args::{Options, Parsed};
 use backoff::Backoff;
-use db::{describe_error, is_busy, is_connection_error, reconnect_delay, Claimed, Db, Report};
+use db::{describe_error, is_connection_error, reconnect_delay, Claimed, Db, Report, Started};
 use postgres::Config;
 use proc::Outcome;
 use std::collections::{BTreeSet, HashMap};
@@ -140,6 +140,9 @@ struct Agent {
     stopping: Option<Instant>,
     stop_signals: u32,
     handed_back: Vec<i64>,
+    /// Something happened that the store is to be told (a job started or ended): the loop
+    /// turns at once. What was said busy waits for a later turn.
+    to_say: bool,
     /// The last claim was refused (not a lost connection): --once then exits 1.
     claim_refused: bool,
     /// Kills the jobs' process groups if the agent is killed.
@@ -250,6 +253,7 @@ impl Agent {
             stopping: None,
             stop_signals: 0,
             handed_back: vec![],
+            to_say: false,
             claim_refused: false,
             sentinel: None,
         }
@@ -328,8 +332,6 @@ impl Agent {
                 );
                 self.backoff.reset();
                 self.claim_now = true;
-                self.say_started();
-                self.flush();
             }
             Err((e, _)) => {
                 self.reconnect_at = Instant::now() + reconnect_delay(&mut self.backoff, "main", &e);
@@ -339,30 +341,78 @@ impl Agent {
 
     // ---- claiming and starting ----
 
-    fn claim(&mut self) -> usize {
-        // batch_claim takes at most 1000 at a time.
-        let free = self.capacity().saturating_sub(self.jobs.len()).min(1000);
-        self.claim_now = false;
-        self.next_poll = Instant::now() + self.opts.poll;
-        if free == 0 || self.stopping.is_some() {
+    /// One turn's call: says which jobs started and which ended since the last, and claims as
+    /// many as there are free slots if `claim`; then hands back what the agent gave up. Returns
+    /// how many were claimed.
+    fn exchange(&mut self, claim: bool) -> usize {
+        if self.db.is_none() {
             return 0;
         }
-        let Some(db) = self.db.as_mut() else { return 0 };
-        let claimed = match db.claim(&self.computer, free as i32) {
-            Ok(c) => c,
-            Err(e) => {
-                self.claim_refused = !self.failed("claim", None, &e);
-                self.more = false;
-                return 0;
-            }
+        self.to_say = false;
+        // batch_report_and_claim takes at most 1000 at a time.
+        let free = self.capacity().saturating_sub(self.jobs.len()).min(1000);
+        let n = if claim && self.stopping.is_none() {
+            free
+        } else {
+            0
         };
-        self.claim_refused = false;
-        self.more = claimed.len() == free && free > 0;
-        let n = claimed.len();
-        for job in claimed {
-            self.start(job);
+        if claim {
+            self.claim_now = false;
+            self.next_poll = Instant::now() + self.opts.poll;
         }
-        n
+        let started: Vec<Started> = self
+            .jobs
+            .values()
+            .filter(|j| j.started_unsaid)
+            .map(|j| Started {
+                id: j.id,
+                token: j.token.clone(),
+                pid: j.pid.unwrap_or(std::process::id() as i32),
+            })
+            .collect();
+        let finished: Vec<Report> = self
+            .pending
+            .iter()
+            .filter_map(|p| match p {
+                Pending::Finish(report) => Some(report.clone()),
+                Pending::HandBack(..) => None,
+            })
+            .collect();
+        if n > 0 || !started.is_empty() || !finished.is_empty() {
+            let db = self.db.as_mut().expect("connected");
+            match db.report_and_claim(&self.computer, n as i32, &started, &finished) {
+                Ok(answer) => {
+                    let claimed = answer.claimed.len();
+                    if n > 0 {
+                        self.claim_refused = false;
+                        self.more = claimed == n;
+                    }
+                    self.said_started(answer.started);
+                    self.said_finished(&finished, answer.finished);
+                    for job in answer.claimed {
+                        self.start(job);
+                    }
+                    self.hand_back();
+                    return claimed;
+                }
+                Err(e) => {
+                    if self.failed("report_and_claim", None, &e) {
+                        self.more = false;
+                        return 0;
+                    }
+                    // Refused: the jobs run and their reports are dropped, as the store would
+                    // not take them; the leases say the rest.
+                    self.claim_refused = n > 0;
+                    self.more = false;
+                    for job in self.jobs.values_mut() {
+                        job.started_unsaid = false;
+                    }
+                    self.pending.retain(|p| matches!(p, Pending::HandBack(..)));
+                }
+            }
+        }
+        self.hand_back();
+        0
     }
 
     fn start(&mut self, c: Claimed) {
@@ -414,7 +464,7 @@ impl Agent {
                         running.stderr,
                     ),
                 );
-                self.say_started();
+                self.to_say = true;
             }
             Err(e) => {
                 // As a shell says it: 127, and why.
@@ -440,59 +490,57 @@ impl Agent {
                     stdout: String::new(),
                     cancelled: false,
                 }));
-                self.flush();
+                self.to_say = true;
             }
         }
     }
 
-    /// batch_started for every job not yet said to run.
-    fn say_started(&mut self) {
-        let unsaid: Vec<(i64, String, i32)> = self
-            .jobs
-            .values()
-            .filter(|j| j.started_unsaid)
-            .map(|j| {
-                (
-                    j.id,
-                    j.token.clone(),
-                    j.pid.unwrap_or(std::process::id() as i32),
-                )
-            })
-            .collect();
-        for (id, token, pid) in unsaid {
-            let Some(db) = self.db.as_mut() else { return };
-            match db.started(id, &token, pid) {
-                Ok(state) => {
-                    if let Some(job) = self.jobs.get_mut(&id) {
-                        job.started_unsaid = false;
-                    }
-                    // batch_started writes the job's progress anew, without the tails an
-                    // earlier heartbeat may have sent: the next one sends them again.
-                    if let Some(lease) = self.leases.lock().unwrap().get_mut(&id) {
-                        lease.sent_stdout = 0;
-                        lease.sent_stderr = 0;
-                    }
-                    self.lease_state(id, &state, "started");
-                }
-                Err(e) if is_busy(&e) => {
-                    // Said again at the next turn of the loop.
-                    log!(
-                        "busy",
-                        during = "started",
-                        job = id,
-                        error = describe_error(&e)
-                    );
-                }
-                Err(e) => {
-                    if self.failed("started", Some(id), &e) {
-                        return;
-                    }
-                    // Refused: the job runs; its report will say what the store thinks.
-                    if let Some(job) = self.jobs.get_mut(&id) {
-                        job.started_unsaid = false;
-                    }
-                }
+    /// What the store made of the jobs said to have started: each one's lease state, or busy
+    /// (said again at the next turn of the loop).
+    fn said_started(&mut self, states: Vec<(i64, String)>) {
+        for (id, state) in states {
+            if state == "busy" {
+                log!("busy", during = "started", job = id);
+                continue;
             }
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.started_unsaid = false;
+            }
+            // A start writes the job's progress anew, without the tails an earlier heartbeat
+            // may have sent: the next one sends them again.
+            if let Some(lease) = self.leases.lock().unwrap().get_mut(&id) {
+                lease.sent_stdout = 0;
+                lease.sent_stderr = 0;
+            }
+            self.lease_state(id, &state, "started");
+        }
+    }
+
+    /// What the store made of the finished jobs' reports: each one's status, lost (the lease
+    /// was no longer this agent's: dropped), or busy (kept for the next turn of the loop).
+    fn said_finished(&mut self, reports: &[Report], statuses: Vec<(i64, String)>) {
+        for (report, (_, status)) in reports.iter().zip(statuses) {
+            match status.as_str() {
+                "busy" => {
+                    log!("busy", during = "finish", job = report.id);
+                    continue;
+                }
+                "lost" => log!(
+                    "reported",
+                    job = report.id,
+                    status = status,
+                    note = "the lease was no longer this agent's: the report was dropped"
+                ),
+                _ => log!(
+                    "reported",
+                    job = report.id,
+                    status = status,
+                    exit_code = report.exit_code,
+                    cancelled = report.cancelled
+                ),
+            }
+            self.pending
+                .retain(|p| !matches!(p, Pending::Finish(r) if r.id == report.id));
         }
     }
 
@@ -541,7 +589,7 @@ impl Agent {
                 ..Job::claimed(c, None, Instant::now(), no_output(), no_output())
             },
         );
-        self.say_started();
+        self.to_say = true;
         for id in targets {
             self.end(id, Ending::Cancel, "kill");
         }
@@ -694,83 +742,37 @@ impl Agent {
             kill.ending_jobs.remove(&id);
         }
         self.finish_kill_jobs();
-        self.flush();
+        self.to_say = true;
     }
 
     // ---- reporting ----
 
-    /// Sends what is waiting to be reported, in order; stops at a lost connection. A report of a
-    /// job whose row another transaction holds stays for the next turn of the loop, and the
-    /// ones after it go on.
-    fn flush(&mut self) {
-        let mut next = 0;
-        while next < self.pending.len() {
-            let Some(db) = self.db.as_mut() else { return };
-            // Hand-backs go together, in one call.
-            if let Pending::HandBack(..) = self.pending[next] {
-                let (ids, tokens): (Vec<i64>, Vec<String>) = self
-                    .pending
-                    .iter()
-                    .filter_map(|p| match p {
-                        Pending::HandBack(id, token) => Some((*id, token.clone())),
-                        _ => None,
-                    })
-                    .unzip();
-                match db.hand_back(&ids, &tokens) {
-                    Ok(n) => {
-                        log!("handed_back", jobs = ids, handed_back = n);
-                        self.handed_back.extend(&ids);
-                    }
-                    Err(e) => {
-                        if self.failed("hand_back", None, &e) {
-                            return;
-                        }
-                    }
-                }
-                self.pending.retain(|p| !matches!(p, Pending::HandBack(..)));
-                continue;
+    /// Hands back together the jobs the agent gave up (it is stopping).
+    fn hand_back(&mut self) {
+        let (ids, tokens): (Vec<i64>, Vec<String>) = self
+            .pending
+            .iter()
+            .filter_map(|p| match p {
+                Pending::HandBack(id, token) => Some((*id, token.clone())),
+                Pending::Finish(_) => None,
+            })
+            .unzip();
+        let Some(db) = self.db.as_mut() else { return };
+        if ids.is_empty() {
+            return;
+        }
+        match db.hand_back(&ids, &tokens) {
+            Ok(n) => {
+                log!("handed_back", jobs = ids, handed_back = n);
+                self.handed_back.extend(&ids);
             }
-            let Pending::Finish(report) = &self.pending[next] else {
-                unreachable!()
-            };
-            match db.finish(report) {
-                Ok(status) => {
-                    if status == "lost" {
-                        log!(
-                            "reported",
-                            job = report.id,
-                            status = status,
-                            note = "the lease was no longer this agent's: the report was dropped"
-                        );
-                    } else {
-                        log!(
-                            "reported",
-                            job = report.id,
-                            status = status,
-                            exit_code = report.exit_code,
-                            cancelled = report.cancelled
-                        );
-                    }
-                    self.pending.remove(next);
-                }
-                Err(e) if is_busy(&e) => {
-                    log!(
-                        "busy",
-                        during = "finish",
-                        job = report.id,
-                        error = describe_error(&e)
-                    );
-                    next += 1;
-                }
-                Err(e) => {
-                    let id = report.id;
-                    if self.failed("finish", Some(id), &e) {
-                        return;
-                    }
-                    self.pending.remove(next);
+            Err(e) => {
+                if self.failed("hand_back", None, &e) {
+                    return;
                 }
             }
         }
+        self.pending.retain(|p| !matches!(p, Pending::HandBack(..)));
     }
 
     // ---- the loop ----
@@ -886,41 +888,35 @@ impl Agent {
             self.try_reconnect();
             // A kill job whose targets have all ended (or that ends itself) is done.
             self.finish_kill_jobs();
-            if self.db.is_some() {
-                self.flush();
-            }
             let now = Instant::now();
-            if self.stopping.is_none()
+            let claim = self.stopping.is_none()
                 && self.db.is_some()
                 && (self.claim_now
                     || self.more
                     || now >= self.next_poll
                     || (self.opts.once && self.jobs.is_empty()))
-                && self.jobs.len() < self.capacity()
+                && self.jobs.len() < self.capacity();
+            let n = self.exchange(claim);
+            if claim
+                && self.opts.once
+                && n == 0
+                && self.jobs.is_empty()
+                && self.pending.is_empty()
+                && self.db.is_some()
             {
-                let n = self.claim();
-                if self.opts.once
-                    && n == 0
-                    && self.jobs.is_empty()
-                    && self.pending.is_empty()
-                    && self.db.is_some()
-                {
-                    code = i32::from(self.claim_refused);
-                    break;
-                }
+                code = i32::from(self.claim_refused);
+                break;
             }
-            // What the claim finished at once (a kill job with nothing to end) is reported now,
-            // and what was refused as busy (its owner held the job's row) is said again.
+            // A kill job the claim handed over with nothing to end is done once said to have
+            // started; it is reported at the next turn, which comes at once.
             self.finish_kill_jobs();
-            self.say_started();
-            self.flush();
             if let Some(since) = self.stopping {
                 if !ended_all && now >= since + self.opts.grace {
                     ended_all = true;
                     self.end_all(false);
                 }
                 if self.jobs.is_empty() {
-                    self.flush();
+                    self.exchange(false);
                     let waited_too_long =
                         now >= since + self.opts.grace * 2 + Duration::from_secs(30);
                     if self.pending.is_empty() || waited_too_long {
@@ -952,11 +948,10 @@ impl Agent {
                 }
                 until = until.min(Instant::now() + Duration::from_millis(200));
             }
-            let wait = if (self.more || self.claim_now)
-                && self.db.is_some()
+            let claim_more = (self.more || self.claim_now)
                 && self.jobs.len() < self.capacity()
-                && self.stopping.is_none()
-            {
+                && self.stopping.is_none();
+            let wait = if (claim_more || self.to_say) && self.db.is_some() {
                 Duration::ZERO
             } else {
                 until

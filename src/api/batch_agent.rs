@@ -5,8 +5,8 @@
 //! `_batch_held`, which never waits for a job's row another transaction holds.
 
 use pgrx::pg_sys::{
-    self, Datum, Oid, INT4OID, INT8ARRAYOID, INT8OID, INTERVALOID, JSONBOID, OIDOID, TEXTARRAYOID,
-    TEXTOID, UUIDARRAYOID, UUIDOID,
+    self, Datum, Oid, INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, INTERVALARRAYOID, INTERVALOID,
+    JSONBOID, OIDOID, TEXTARRAYOID, TEXTOID, UUIDARRAYOID, UUIDOID,
 };
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
@@ -14,10 +14,11 @@ use pgrx::IntoDatum;
 use super::batch::tally;
 use super::batch_waits::{release_dependents, wake};
 use super::call::{
-    argument, invalid, materialize, refuse, return_row, value, Caller, Section, Statement,
+    argument, invalid, materialize, refuse, return_row, value, Caller, Rows, Section, Statement,
 };
 use super::datum::{
     array, array_length, elements, int8_array, interval_span, interval_text, literal_or_null,
+    output,
 };
 use super::identity::{_identity_of, _is_admin};
 use super::leases;
@@ -34,23 +35,26 @@ static CANCEL_SIGNAL: Statement = statement("cancel_signal", &[TEXTOID]);
 static SEEN: Statement = statement("seen", &[TEXTOID]);
 static CLAIM: Statement = statement("claim", &[TEXTOID, INT4OID]);
 static CLAIMED: Statement = statement("claimed", &[INT8ARRAYOID]);
-static STARTED: Statement = statement("started", &[INT8OID, UUIDOID, INT4OID]);
+static STARTED: Statement = statement(
+    "started",
+    &[INT8ARRAYOID, INT8ARRAYOID, UUIDARRAYOID, INT4ARRAYOID],
+);
 static RENEW: Statement = statement(
     "renew",
     &[INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID],
 );
-static UNCANCEL: Statement = statement("uncancel", &[INT8OID]);
+static UNCANCEL: Statement = statement("uncancel", &[INT8ARRAYOID]);
 static FINISH: Statement = statement(
     "finish",
     &[
-        INT8OID,
-        UUIDOID,
+        INT8ARRAYOID,
+        UUIDARRAYOID,
         TEXTOID,
-        INT4OID,
-        INTERVALOID,
-        TEXTOID,
-        TEXTOID,
-        TEXTOID,
+        INT4ARRAYOID,
+        INTERVALARRAYOID,
+        TEXTARRAYOID,
+        TEXTARRAYOID,
+        TEXTARRAYOID,
     ],
 );
 static HELD: Statement = statement("held", &[OIDOID, INT8ARRAYOID, UUIDARRAYOID]);
@@ -174,27 +178,38 @@ entry!(batch_claim, pg_finfo_batch_claim, |fcinfo| {
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     let computer = computer_of(&section, role, fcinfo, 0);
-    let n = value::<i32>(fcinfo, 1);
-    if !n.is_some_and(|n| (1..=1000).contains(&n)) {
-        invalid(
-            format!(
-                "n must be from 1 to 1000, not {}",
-                n.map_or("null".into(), |n| n.to_string())
-            ),
-            None,
-        );
-    }
-    section.run(&SEEN, &[Some(computer)]);
-    let taken = section
-        .run(&CLAIM, &[Some(computer), argument(fcinfo, 1)])
-        .datum(0, 0);
-    if let Some(taken) = taken {
-        // Taken: no longer waiting or due.
-        tally(&section, taken, -1, true);
-        section.run(&CLAIMED, &[Some(taken)]).return_all(fcinfo);
+    let n = claim_count(fcinfo, 1, 1);
+    if let Some(claimed) = claim(&section, computer, n) {
+        claimed.return_all(fcinfo);
     }
     Datum::from(0)
 });
+
+/// Argument `n`, how many jobs to claim: from `least` to 1000.
+fn claim_count(fcinfo: pg_sys::FunctionCallInfo, n: usize, least: i32) -> i32 {
+    match value::<i32>(fcinfo, n) {
+        Some(count) if (least..=1000).contains(&count) => count,
+        count => invalid(
+            format!(
+                "n must be from {least} to 1000, not {}",
+                count.map_or("null".into(), |n| n.to_string())
+            ),
+            None,
+        ),
+    }
+}
+
+/// Up to `n` jobs claimed for `computer` or for ANY, in the columns of batch_claim; None when
+/// there were none.
+fn claim(section: &Section, computer: Datum, n: i32) -> Option<Rows> {
+    section.run(&SEEN, &[Some(computer)]);
+    let taken = section
+        .run(&CLAIM, &[Some(computer), Some(Datum::from(n))])
+        .datum(0, 0)?;
+    // Taken: no longer waiting or due.
+    tally(section, taken, -1, true);
+    Some(section.run(&CLAIMED, &[Some(taken)]))
+}
 
 /// A report about a job whose row another transaction holds: the agent tries again later.
 fn busy(job: i64) -> ! {
@@ -203,27 +218,6 @@ fn busy(job: i64) -> ! {
         format!("batch job {job} is being changed by another transaction"),
         Some("Report it again in a moment; nothing was changed."),
     )
-}
-
-/// The status of job `job` (token `token`) as the caller's computers hold it: None when they do
-/// not hold it (lost); refused when its row is busy.
-fn held_one(
-    section: &Section,
-    role: Oid,
-    job: Option<Datum>,
-    token: Option<Datum>,
-) -> Option<String> {
-    let held = held(
-        section,
-        role,
-        Some(array(INT8OID, &[job])),
-        Some(array(UUIDOID, &[token])),
-    );
-    let only = held.first()?;
-    if only.busy {
-        busy(job.map_or(0, |job| job.value() as i64));
-    }
-    only.status.clone()
 }
 
 /// A job a report names, as the caller's computers hold it.
@@ -249,25 +243,72 @@ fn held(section: &Section, role: Oid, ids: Option<Datum>, tokens: Option<Datum>)
         .collect()
 }
 
+/// What a report made of each place of its arrays: the job's lease state or status, or busy
+/// (its row held by another transaction: nothing changed, the agent says it again).
+#[derive(Clone, Copy, PartialEq)]
+enum Said {
+    Busy,
+    Is(&'static str),
+}
+
+/// What each of a report's `places` became, from the jobs of it that are held: `state` of a job
+/// held, lost for one not.
+fn said(held: &[Held], places: usize, state: impl Fn(&Held) -> &'static str) -> Vec<Said> {
+    (1..=places as i64)
+        .map(|ord| match held.iter().find(|h| h.ord == ord) {
+            Some(h) if h.busy => Said::Busy,
+            Some(h) => Said::Is(state(h)),
+            None => Said::Is(pg_jobs_core::status::lease_state(None)),
+        })
+        .collect()
+}
+
+/// What a report of one job made of it; refused when its row is busy.
+fn only(said: Vec<Said>, job: Option<Datum>) -> &'static str {
+    match said[0] {
+        Said::Is(state) => state,
+        Said::Busy => busy(job.map_or(0, |job| job.value() as i64)),
+    }
+}
+
+/// The jobs `ids` (with `tokens`) whose processes `pids` run: RUNNING, their leases renewed.
+fn start(section: &Section, role: Oid, ids: Datum, tokens: Datum, pids: Datum) -> Vec<Said> {
+    let held = held(section, role, Some(ids), Some(tokens));
+    let running: Vec<&Held> = held.iter().filter(|h| !h.busy).collect();
+    if !running.is_empty() {
+        let until = section
+            .run(
+                &STARTED,
+                &[
+                    Some(int8_array(running.iter().map(|h| h.id))),
+                    Some(int8_array(running.iter().map(|h| h.ord))),
+                    Some(tokens),
+                    Some(pids),
+                ],
+            )
+            .datum(0, 0);
+        if let Some(until) = until {
+            leases::note(until.value() as pg_sys::TimestampTz);
+        }
+    }
+    said(&held, array_length(ids), |h| {
+        pg_jobs_core::status::lease_state(h.status.as_deref())
+    })
+}
+
 // batch_started(id, token, pid): the job's process runs (RUNNING); returns the lease state.
 entry!(batch_started, pg_finfo_batch_started, |fcinfo| {
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
-    let held = held_one(&section, role, argument(fcinfo, 0), argument(fcinfo, 1));
-    if held.is_some() {
-        let started = section.run(
-            &STARTED,
-            &[
-                argument(fcinfo, 0),
-                argument(fcinfo, 1),
-                argument(fcinfo, 2),
-            ],
-        );
-        if let Some(until) = started.datum(0, 0) {
-            leases::note(until.value() as pg_sys::TimestampTz);
-        }
-    }
-    section.text(pg_jobs_core::status::lease_state(held.as_deref()))
+    let one = |n: usize, type_oid: Oid| array(type_oid, &[argument(fcinfo, n)]);
+    let said = start(
+        &section,
+        role,
+        one(0, INT8OID),
+        one(1, UUIDOID),
+        one(2, INT4OID),
+    );
+    section.text(only(said, argument(fcinfo, 0)))
 });
 
 // batch_heartbeat(ids, tokens, stderr, stdout): one lease state per job.
@@ -302,11 +343,13 @@ entry!(batch_heartbeat, pg_finfo_batch_heartbeat, |fcinfo| {
         );
     }
     let ids = argument(fcinfo, 0).map_or_else(Vec::new, elements);
-    for (n, id) in ids.into_iter().enumerate() {
-        let state = match held.iter().find(|h| h.ord == n as i64 + 1) {
-            Some(h) if h.busy => "held",
-            Some(h) => pg_jobs_core::status::lease_state(h.status.as_deref()),
-            None => pg_jobs_core::status::lease_state(None),
+    let said = said(&held, ids.len(), |h| {
+        pg_jobs_core::status::lease_state(h.status.as_deref())
+    });
+    for (id, said) in ids.into_iter().zip(said) {
+        let state = match said {
+            Said::Busy => "held",
+            Said::Is(state) => state,
         };
         return_row(
             fcinfo,
@@ -342,57 +385,246 @@ fn failure(stderr: Option<&str>, exit_code: Option<i32>) -> String {
     }
 }
 
+/// Finished jobs' reports: each array holds one element a job, in the order of `ids`; an
+/// array left out (stderr, stdout, cancelled) is null for every job.
+struct Reports {
+    ids: Datum,
+    tokens: Datum,
+    exit_codes: Vec<Option<Datum>>,
+    run_times: Vec<Option<Datum>>,
+    stderr: Vec<Option<Datum>>,
+    stdout: Vec<Option<Datum>>,
+    cancelled: Vec<Option<Datum>>,
+}
+
+impl Reports {
+    /// The reports of arguments `first` to `first + 6` (ids, tokens, exit codes, run times,
+    /// stderr, stdout, cancelled), as arrays when `one` is false, as one job's values when true.
+    fn of(fcinfo: pg_sys::FunctionCallInfo, first: usize, one: bool) -> Reports {
+        let column = |n: usize| -> Vec<Option<Datum>> {
+            match (one, argument(fcinfo, first + n)) {
+                (true, datum) => vec![datum],
+                (false, datum) => datum.map_or_else(Vec::new, elements),
+            }
+        };
+        let array_of = |n: usize, type_oid: Oid| match one {
+            true => array(type_oid, &[argument(fcinfo, first + n)]),
+            false => argument(fcinfo, first + n).unwrap_or_else(|| array(type_oid, &[])),
+        };
+        let reports = Reports {
+            ids: array_of(0, INT8OID),
+            tokens: array_of(1, UUIDOID),
+            exit_codes: column(2),
+            run_times: column(3),
+            stderr: column(4),
+            stdout: column(5),
+            cancelled: column(6),
+        };
+        if let Some(&run_time) = reports
+            .run_times
+            .iter()
+            .flatten()
+            .find(|&&t| !(0..=CENTURY).contains(&interval_span(t)))
+        {
+            invalid(
+                format!(
+                    "run_time must be from 0 to 100 years, not {}",
+                    interval_text(Some(run_time))
+                ),
+                Some("The time the job's process ran, as the agent measured it."),
+            );
+        }
+        reports
+    }
+
+    fn len(&self) -> usize {
+        array_length(self.ids)
+    }
+
+    /// Element `ord` (from 1) of `column`, null past its end.
+    fn at(column: &[Option<Datum>], ord: i64) -> Option<Datum> {
+        column.get(ord as usize - 1).copied().flatten()
+    }
+
+    /// How the job at `ord` ended: completed (exit code 0), failed or, cancelled, aborted.
+    fn outcome(&self, ord: i64) -> &'static str {
+        if Self::at(&self.cancelled, ord).is_some_and(|c| c.value() != 0) {
+            "aborted"
+        } else if Self::at(&self.exit_codes, ord).map(|c| c.value() as i32) == Some(0) {
+            "completed"
+        } else {
+            "failed"
+        }
+    }
+
+    /// What the failed job at `ord` says: the end of its stderr, or how it ended.
+    fn error(&self, ord: i64) -> Option<Datum> {
+        let stderr = Self::at(&self.stderr, ord).map(|t| output(t, TEXTOID));
+        let exit_code = Self::at(&self.exit_codes, ord).map(|c| c.value() as i32);
+        failure(stderr.as_deref(), exit_code).into_datum()
+    }
+}
+
+/// The reported jobs the caller's computers hold, ended as their reports say; what each report
+/// made of its job.
+fn finish(section: &Section, role: Oid, reports: &Reports) -> Vec<Said> {
+    let held = held(section, role, Some(reports.ids), Some(reports.tokens));
+    let ended: Vec<&Held> = held.iter().filter(|h| !h.busy).collect();
+    let tokens = elements(reports.tokens);
+    // A report replaces a cancel's mark: a job that ran to its end despite a cancel ended as it ended.
+    let uncancelled: Vec<i64> = ended
+        .iter()
+        .filter(|h| h.status.as_deref() == Some("aborted") && reports.outcome(h.ord) != "aborted")
+        .map(|h| h.id)
+        .collect();
+    if !uncancelled.is_empty() {
+        section.run(&UNCANCEL, &[Some(int8_array(uncancelled))]);
+    }
+    for outcome in ["completed", "failed", "aborted"] {
+        let jobs: Vec<&&Held> = ended
+            .iter()
+            .filter(|h| reports.outcome(h.ord) == outcome)
+            .collect();
+        if jobs.is_empty() {
+            continue;
+        }
+        let pick = |column: &[Option<Datum>], type_oid: Oid| {
+            let picked: Vec<Option<Datum>> =
+                jobs.iter().map(|h| Reports::at(column, h.ord)).collect();
+            Some(array(type_oid, &picked))
+        };
+        let errors: Vec<Option<Datum>> = jobs
+            .iter()
+            .map(|h| match outcome {
+                "failed" => reports.error(h.ord),
+                _ => None,
+            })
+            .collect();
+        let ids = int8_array(jobs.iter().map(|h| h.id));
+        section.run(
+            &FINISH,
+            &[
+                Some(ids),
+                pick(&tokens, UUIDOID),
+                outcome.into_datum(),
+                pick(&reports.exit_codes, INT4OID),
+                pick(&reports.run_times, INTERVALOID),
+                pick(&reports.stderr, TEXTOID),
+                pick(&reports.stdout, TEXTOID),
+                Some(array(TEXTOID, &errors)),
+            ],
+        );
+        if outcome == "completed" {
+            release_dependents(section, ids);
+        }
+    }
+    said(&held, reports.len(), |h| {
+        pg_jobs_core::batch::status_word(reports.outcome(h.ord), true, false, false)
+            .expect("a finished status")
+    })
+}
+
 // batch_finish(id, token, exit_code, run_time, stderr, stdout, cancelled): how the job's process
 // ended; returns its status, or lost.
 entry!(batch_finish, pg_finfo_batch_finish, |fcinfo| {
-    let run_time = argument(fcinfo, 3);
-    if run_time.is_some_and(|t| !(0..=CENTURY).contains(&interval_span(t))) {
-        invalid(
-            format!(
-                "run_time must be from 0 to 100 years, not {}",
-                interval_text(run_time)
-            ),
-            Some("The time the job's process ran, as the agent measured it."),
-        );
-    }
+    let reports = Reports::of(fcinfo, 0, true);
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
-    let Some(held) = held_one(&section, role, argument(fcinfo, 0), argument(fcinfo, 1)) else {
-        return section.text("lost");
-    };
-    let exit_code = value::<i32>(fcinfo, 2);
-    let outcome = if value::<bool>(fcinfo, 6).unwrap_or(false) {
-        "aborted"
-    } else if exit_code == Some(0) {
-        "completed"
-    } else {
-        "failed"
-    };
-    if held == "aborted" && outcome != "aborted" {
-        section.run(&UNCANCEL, &[argument(fcinfo, 0)]);
-    }
-    let error =
-        (outcome == "failed").then(|| failure(value::<String>(fcinfo, 4).as_deref(), exit_code));
-    section.run(
-        &FINISH,
-        &[
-            argument(fcinfo, 0),
-            argument(fcinfo, 1),
-            outcome.into_datum(),
-            argument(fcinfo, 2),
-            run_time,
-            argument(fcinfo, 4),
-            argument(fcinfo, 5),
-            error.as_deref().into_datum(),
-        ],
-    );
-    if outcome == "completed" {
-        release_dependents(&section, array(INT8OID, &[argument(fcinfo, 0)]));
-    }
-    section.text(
-        pg_jobs_core::batch::status_word(outcome, true, false, false).expect("a finished status"),
-    )
+    let said = finish(&section, role, &reports);
+    section.text(only(said, argument(fcinfo, 0)))
 });
+
+/// Appends a row of batch_report_and_claim's result: its 14 columns, null past those given.
+fn reported(fcinfo: pg_sys::FunctionCallInfo, columns: impl IntoIterator<Item = Option<Datum>>) {
+    let mut values = [Datum::from(0); 14];
+    let mut nulls = [true; 14];
+    for (column, datum) in columns.into_iter().enumerate() {
+        if let Some(datum) = datum {
+            (values[column], nulls[column]) = (datum, false);
+        }
+    }
+    return_row(fcinfo, &mut values, &mut nulls);
+}
+
+// batch_report_and_claim(computer, n, started_ids, started_tokens, started_pids, ids, tokens,
+// exit_codes, run_times, stderr, stdout, cancelled): one turn of an agent's loop in one call and
+// one transaction, with arrays: the jobs whose processes started (batch_started's), those that
+// ended (batch_finish's) and up to n jobs claimed (batch_claim's, 0 for none). A row a job:
+// report started (state: its lease state), finished (state: its status) or claimed (state held,
+// and the job); a job whose row another transaction holds is reported busy, unchanged, to be said
+// again, where the single calls refuse it.
+entry!(
+    batch_report_and_claim,
+    pg_finfo_batch_report_and_claim,
+    |fcinfo| {
+        let n = claim_count(fcinfo, 1, 0);
+        let length = |n: usize| argument(fcinfo, n).map_or(0, array_length);
+        if length(3) != length(2) || length(4) != length(2) {
+            invalid(
+                "started_ids, started_tokens and started_pids must be arrays of one length",
+                None,
+            );
+        }
+        let finished = length(5);
+        if length(6) != finished
+            || length(7) != finished
+            || length(8) != finished
+            || (9..=11).any(|n| argument(fcinfo, n).is_some() && length(n) != finished)
+        {
+            invalid(
+                "ids, tokens, exit_codes and run_times (and stderr, stdout and cancelled unless \
+                 null) must be arrays of one length",
+                None,
+            );
+        }
+        let reports = Reports::of(fcinfo, 5, false);
+        let role = Caller::current().role;
+        materialize(fcinfo);
+        let section = Section::as_owner(fcinfo);
+        let computer = computer_of(&section, role, fcinfo, 0);
+        let report = |kind: &str, ids: Option<Datum>, said: Vec<Said>| {
+            let ids = ids.map_or_else(Vec::new, elements);
+            for (id, said) in ids.into_iter().zip(said) {
+                let state = match said {
+                    Said::Busy => "busy",
+                    Said::Is(state) => state,
+                };
+                reported(fcinfo, [kind.into_datum(), id, state.into_datum()]);
+            }
+        };
+        if length(2) > 0 {
+            let said = start(
+                &section,
+                role,
+                argument(fcinfo, 2).expect("ids"),
+                argument(fcinfo, 3).expect("tokens"),
+                argument(fcinfo, 4).expect("pids"),
+            );
+            report("started", argument(fcinfo, 2), said);
+        }
+        if finished > 0 {
+            let said = finish(&section, role, &reports);
+            report("finished", argument(fcinfo, 5), said);
+        }
+        if n > 0 {
+            if let Some(claimed) = claim(&section, computer, n) {
+                for row in 0..claimed.len() {
+                    let head = [
+                        "claimed".into_datum(),
+                        claimed.datum(row, 0),
+                        "held".into_datum(),
+                    ];
+                    reported(
+                        fcinfo,
+                        head.into_iter()
+                            .chain((1..12).map(|c| claimed.datum(row, c))),
+                    );
+                }
+            }
+        }
+        Datum::from(0)
+    }
+);
 
 // batch_hand_back(ids, tokens): jobs the agent will not finish (it is stopping), pending again
 // with no attempt counted; a cancelled one ends as CANCEL. A busy job is not handed back: its

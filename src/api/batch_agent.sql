@@ -65,12 +65,18 @@ LEFT JOIN LATERAL (
 ORDER BY c.id;
 
 -- name: started
-UPDATE jobs j
-SET progress = jsonb_build_object('token', $2, 'pid', $3, 'started_at', statement_timestamp(),
-                                  'changed', statement_timestamp()),
-    locked_until = statement_timestamp() + _batch_silence()
-WHERE j.id = $1
-RETURNING j.locked_until;
+-- The held jobs $1 (each at its place $2 in the report's arrays of tokens $3 and pids $4) run:
+-- their progress begun anew and their leases renewed. The latest lease's end.
+WITH started AS (
+    UPDATE jobs j
+    SET progress = jsonb_build_object('token', $3[r.ord], 'pid', $4[r.ord],
+                                      'started_at', statement_timestamp(), 'changed', statement_timestamp()),
+        locked_until = statement_timestamp() + _batch_silence()
+    FROM unnest($1::bigint[], $2::bigint[]) AS r(id, ord)
+    WHERE j.id = r.id
+    RETURNING j.locked_until
+)
+SELECT max(s.locked_until) FROM started s;
 
 -- name: renew
 -- The leases of the held jobs $1 (each at its place $2 in the heartbeat's arrays) renewed, and
@@ -88,17 +94,20 @@ FROM unnest($1::bigint[], $2::bigint[]) AS r(id, ord)
 WHERE j.id = r.id;
 
 -- name: uncancel
--- The agent's report replaces a cancel's mark: a job that ran to its end despite a cancel ended
--- as it ended.
-UPDATE jobs j SET status = 'started' WHERE j.id = $1;
+-- The agent's report replaces a cancel's mark: jobs $1 that ran to their end despite a cancel
+-- ended as they ended.
+UPDATE jobs j SET status = 'started' WHERE j.id = ANY ($1);
 
 -- name: finish
--- Job $1 (token $2) ended as $3: exit code $4 after $5, the tails of its output $6 and $7, the
--- error $8 if it failed.
-SELECT _finish(ARRAY[$1], ARRAY[$2], '{started,aborted}', $3, NULL,
-               ARRAY[jsonb_build_object('exit_code', $4, 'run_time', $5,
-                                        'stderr', right($6, 8192), 'stdout', right($7, 8192))],
-               ARRAY[$8]);
+-- Jobs $1 (tokens $2) ended as $3: exit codes $4 after $5, the tails of their output $6 and $7,
+-- the errors $8 of those that failed.
+SELECT _finish($1, $2, '{started,aborted}', $3, NULL,
+               ARRAY(SELECT jsonb_build_object('exit_code', r.exit_code, 'run_time', r.run_time,
+                                               'stderr', right(r.stderr, 8192), 'stdout', right(r.stdout, 8192))
+                     FROM unnest($4::integer[], $5::interval[], $6::text[], $7::text[])
+                          WITH ORDINALITY AS r(exit_code, run_time, stderr, stdout, ord)
+                     ORDER BY r.ord),
+               $8);
 
 -- name: hand_back
 -- Pending again, no attempt counted.

@@ -33,6 +33,7 @@ SELECT role, call, regress.as_role(role, statement) AS result
 FROM (VALUES (1, 'post', $$SELECT pgjobs.batch_post('x')::text$$),
              (2, 'claim alpha', $$SELECT string_agg(id::text, ',') FROM pgjobs.batch_claim('alpha', 5)$$),
              (3, 'claim beta', $$SELECT string_agg(id::text, ',') FROM pgjobs.batch_claim('beta', 5)$$),
+             (3, 'report to alpha', $$SELECT count(*)::text FROM pgjobs.batch_report_and_claim('alpha', 0)$$),
              (4, 'register alpha', $$SELECT pgjobs.batch_register('alpha')$$),
              (5, 'ready signals of alpha', $$SELECT cardinality(pgjobs.batch_ready_signals('alpha'))::text$$),
              (5, 'cancel signal of alpha', $$SELECT length(pgjobs.batch_cancel_signal('alpha'))::text$$),
@@ -46,7 +47,7 @@ FROM (VALUES (1, 'post', $$SELECT pgjobs.batch_post('x')::text$$),
      (VALUES (1, 'regress_batch_nobody'), (2, 'regress_batch_other'), (3, 'regress_batch_agent_b'),
              (4, 'regress_batch_poster'), (5, 'regress_batch_agent_a')) AS r(m, role)
 WHERE call NOT IN ('cancel where') OR role <> 'regress_batch_poster'
-ORDER BY c.n, r.m;
+ORDER BY c.n, r.m, c.call;
 -- Nobody writes the Jobs tab's counts but the extension.
 SELECT role, regress.as_role(role, $$DELETE FROM pgjobs.batch_tally RETURNING n$$) AS write_counts
 FROM (VALUES (1, 'regress_batch_nobody'), (2, 'regress_batch_other'), (3, 'regress_batch_agent_b'),
@@ -60,5 +61,6 @@ SELECT call, regress.as_role('regress_batch_agent_b', format(statement, (SELECT 
 FROM (VALUES ('started', $$SELECT pgjobs.batch_started(2, %L, 1)$$),
              ('heartbeat', $$SELECT string_agg(lease_state, ',') FROM pgjobs.batch_heartbeat(ARRAY[2]::bigint[], ARRAY[%L]::uuid[])$$),
              ('finish', $$SELECT pgjobs.batch_finish(2, %L, 0, '1 second')$$),
+             ('report and claim', $$SELECT string_agg(report || ' ' || state, ',') FROM pgjobs.batch_report_and_claim('beta', 0, ARRAY[2]::bigint[], ARRAY[%1$L]::uuid[], ARRAY[1], ARRAY[2]::bigint[], ARRAY[%1$L]::uuid[], ARRAY[0], ARRAY[interval '1 second'])$$),
              ('hand back', $$SELECT pgjobs.batch_hand_back(ARRAY[2]::bigint[], ARRAY[%L]::uuid[])::text$$)) AS c(call, statement);
 SELECT id, status, target FROM pgjobs.batch_jobs ORDER BY id;

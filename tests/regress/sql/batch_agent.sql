@@ -76,3 +76,32 @@ SELECT regress.expire_lease(:quiet), regress.expire_lease(:twice);
 SELECT pgjobs._rescue_expired() AS rescued;
 SELECT command, status, error, attempt FROM pgjobs.batch_jobs WHERE id IN (:quiet, :twice) ORDER BY id;
 SELECT regress.as_role('regress_agent_a', format($$SELECT pgjobs.batch_finish(%s, %L, 0, '1 second')$$, :quiet, gen_random_uuid())) AS silent_agent_reports;
+
+-- One turn of the agent's loop in one call (batch_report_and_claim): the jobs that started, the
+-- jobs that ended, and the next claim. A job may start and end in the same call.
+SET ROLE regress_submitter;
+SELECT pgjobs.batch_post('one', computer => 'alpha') AS one \gset
+SELECT pgjobs.batch_post('two', computer => 'alpha') AS two \gset
+SELECT pgjobs.batch_post('three', computer => 'alpha', depends_on => ARRAY[:'one']) AS three \gset
+RESET ROLE;
+SELECT regress.as_role('regress_agent_a', $$SELECT string_agg(format('%s %s %s', report, state, command), ',' ORDER BY id) FROM pgjobs.batch_report_and_claim('alpha', 5)$$) AS claimed;
+SELECT regress.as_role('regress_agent_a', format($$
+    SELECT string_agg(format('%%s %%s %%s %%s', report, id - %s, state, command), ',' ORDER BY report DESC, id)
+    FROM pgjobs.batch_report_and_claim('alpha', 5,
+        started_ids => ARRAY[%s, %s], started_tokens => ARRAY[%L, %L]::uuid[], started_pids => ARRAY[7, 8],
+        ids => ARRAY[%s, %s, %s], tokens => ARRAY[%L, %L, gen_random_uuid()],
+        exit_codes => ARRAY[0, NULL, 0], run_times => ARRAY[interval '2 seconds', '1 second', '1 second'],
+        stderr => ARRAY['', E'killed\n', NULL])$$,
+    :one, :one, :two, regress.token(:one), regress.token(:two),
+    :one, :two, :quiet, regress.token(:one), regress.token(:two))) AS one_turn;
+SELECT command, status, pid, exit_code, run_time, error FROM pgjobs.batch_jobs WHERE id IN (:one, :two, :three) ORDER BY id;
+-- Refused as a whole, changing nothing (four stays pending): arrays of different lengths, n out
+-- of range, another agent's computer, and a role that is not an agent.
+SELECT regress.as_role('regress_submitter', $$SELECT pgjobs.batch_post('four', computer => 'alpha')$$) IS NOT NULL AS four;
+SELECT refusal, regress.as_role(role, statement) AS error
+FROM (VALUES ('started arrays', 'regress_agent_a', $$SELECT count(*)::text FROM pgjobs.batch_report_and_claim('alpha', 0, started_ids => '{1,2}', started_tokens => ARRAY[gen_random_uuid()], started_pids => '{1,2}')$$),
+             ('finished arrays', 'regress_agent_a', $$SELECT count(*)::text FROM pgjobs.batch_report_and_claim('alpha', 0, ids => '{1}', tokens => ARRAY[gen_random_uuid()], exit_codes => '{0}', run_times => '{1 second}', stderr => '{a,b}')$$),
+             ('n', 'regress_agent_a', $$SELECT count(*)::text FROM pgjobs.batch_report_and_claim('alpha', 1001)$$),
+             ('other computer', 'regress_agent_b', $$SELECT count(*)::text FROM pgjobs.batch_report_and_claim('alpha', 1)$$),
+             ('not an agent', 'regress_submitter', $$SELECT count(*)::text FROM pgjobs.batch_report_and_claim('alpha', 1)$$)) AS r(refusal, role, statement);
+SELECT command, status FROM pgjobs.batch_jobs WHERE command = 'four';

@@ -47,6 +47,7 @@ INSERT INTO regress.bounded_calls VALUES
     ('regress_inputs', 'date', 'SELECT count(*) FROM pgjobs.batch_group_jobs(''time'', ''x'', month => %s)'),
     ('regress_inputs', 'date', 'SELECT count(*) FROM pgjobs.batch_cancel_where(month => %s)'),
     ('regress_inputs_agent', 'span', 'SELECT pgjobs.batch_finish(1, gen_random_uuid(), 0, %s)'),
+    ('regress_inputs_agent', 'span', 'SELECT count(*) FROM pgjobs.batch_report_and_claim(''x'', 0, ids => ''{1,2}'', tokens => ARRAY[gen_random_uuid(), gen_random_uuid()], exit_codes => ''{0,0}'', run_times => ARRAY[interval ''1 second'', %s])'),
     ('regress_inputs', 'money', 'SELECT pgjobs.compute_fund(1, %s)'),
     ('regress_inputs', 'float', 'SELECT pgjobs.compute_worker_register(''w'', cpu_cores => %s)'),
     ('regress_inputs', 'float', 'SELECT pgjobs.compute_worker_register(''w'', gpu_cores => %s)'),
