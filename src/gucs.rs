@@ -23,6 +23,7 @@ pub static COMPUTE_PROGRESS_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(30
 pub static COMPUTE_STATS_PERIOD: GucSetting<i32> = GucSetting::<i32>::new(3600);
 pub static COMPUTE_TASK_TARGET: GucSetting<i32> = GucSetting::<i32>::new(60);
 pub static COMPUTE_INLINE_RESULT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(4096);
+pub static COMPUTE_MAX_SLICES: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
 pub static ROUTINES_STALE_AFTER: GucSetting<i32> = GucSetting::<i32>::new(60);
 pub static ROUTINES_START_MODE: GucSetting<RoutinesMode> =
     GucSetting::<RoutinesMode>::new(RoutinesMode::Control);
@@ -185,6 +186,16 @@ pub fn init() {
         0,
         1 << 30,
         GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_jobs.compute_max_slices",
+        c"Most slices one compute_deploy or compute_add_slices call may add.",
+        c"Each slice is written once per copy its duplication asks, in the caller's statement: without a bound a range of two billion would be as many rows. Superusers may raise it for a session.",
+        &COMPUTE_MAX_SLICES,
+        1,
+        i32::MAX,
+        GucContext::Suset,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(

@@ -11,7 +11,7 @@ use pgrx::pg_sys::{Datum, INT4OID, INT8OID, JSONBOID, NUMERICOID, OIDOID, TEXTOI
 use crate::{entry, named_statements};
 
 use super::call::{argument, invalid, refuse, required, value, Caller, Rows, Section, Statement};
-use super::compute_deploy::add_copies;
+use super::compute_deploy::{add_copies, check_slice_count};
 use super::datum::output;
 
 named_statements!(include_str!("compute.sql"));
@@ -179,6 +179,7 @@ entry!(compute_add_slices, pg_finfo_compute_add_slices, |fcinfo| {
     if count < 1 {
         invalid("no slices to add", None);
     }
+    check_slice_count(i64::from(count));
     let last = owned.get::<i64>(0, 5).unwrap_or(0);
     add_copies(&section, job, caller.identity, last + 1, count, values);
     section

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::call::{argument, invalid, refuse, value, Caller, Section, Statement};
 use super::compute_settings::join_check;
 use super::datum::{int8_array, output, quote_literal, text_of};
-use crate::{entry, named_statements};
+use crate::{entry, gucs, named_statements};
 
 named_statements!(include_str!("compute_deploy.sql"));
 
@@ -162,6 +162,18 @@ fn jsonb_text(value: &Value) -> String {
         JsonB(value.clone()).into_datum().expect("a jsonb"),
         JSONBOID,
     )
+}
+
+/// Refuses a call that would add more than `pg_jobs.compute_max_slices` slices.
+pub(super) fn check_slice_count(count: i64) {
+    let most = gucs::COMPUTE_MAX_SLICES.get();
+    if count > i64::from(most) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            format!("{count} slices in one call are more than pg_jobs.compute_max_slices ({most})"),
+            Some("Deploy the job open and add the rest with compute_add_slices, a part a call, or ask a superuser to raise the setting."),
+        );
+    }
 }
 
 /// Adds the copies of job `job`'s (of identity `owner`) `count` slices from slice `first` on, with
@@ -314,6 +326,7 @@ entry!(compute_deploy, pg_finfo_compute_deploy, |fcinfo| {
             Some("A job needs at least one slice; an open job may start with none and get more with compute_add_slices."),
         );
     }
+    check_slice_count(slices);
     // Not a range that holds NaN.
     if !(1.0..=10.0).contains(&level) {
         invalid(

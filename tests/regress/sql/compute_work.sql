@@ -87,6 +87,7 @@ FROM (VALUES ('{"offer": "-1"}'::jsonb),
              ('{"input": {"range": {"start": 1, "end": 1e300}}}'),
              ('{"input": {"range": {"start": 1, "end": 5, "step": 0}}}'),
              ('{"input": {"range": {"start": 1, "end": 3e9}}}'),
+             ('{"input": {"range": {"start": 1, "end": 1000001}}}'),
              ('{"input": {"nothing": 1}}'),
              ('{"input": {"pattern": "https://data.example/x", "count": 3}}'),
              ('{"capabilities": ["v8", "quantum"]}'),
@@ -386,6 +387,16 @@ SELECT slice_number, status FROM pgjobs.active_slices WHERE job_id = :rjob ORDER
 SELECT pgjobs.compute_deploy(regress.spec('{"flags": ["open"], "input": {"values": []}}')) AS ojob \gset
 SELECT pgjobs.compute_add_slices(:ojob, '["6", "7"]');
 SELECT regress.error_of(format('SELECT pgjobs.compute_add_slices(%s, count => 2)', :ojob)) AS refused;
+-- At most pg_jobs.compute_max_slices a call, which a superuser may lower or raise for a
+-- session and a member may not change.
+SELECT regress.error_of('SET pg_jobs.compute_max_slices = 10000000') AS member_raises;
+RESET ROLE;
+SET pg_jobs.compute_max_slices = 2;
+SET ROLE regress_cw_owner;
+SELECT regress.error_of(format('SELECT pgjobs.compute_add_slices(%s, ''["8", "9", "10"]'')', :ojob)) AS refused;
+RESET ROLE;
+RESET pg_jobs.compute_max_slices;
+SET ROLE regress_cw_owner;
 SELECT pgjobs.compute_close(:ojob);
 SELECT regress.error_of(format('SELECT pgjobs.compute_add_slices(%s, ''["8"]'')', :ojob)) AS refused;
 SELECT slice_number, value FROM pgjobs.compute_data WHERE job_id = :ojob ORDER BY 1;
