@@ -24,6 +24,7 @@ pub static COMPUTE_STATS_PERIOD: GucSetting<i32> = GucSetting::<i32>::new(3600);
 pub static COMPUTE_TASK_TARGET: GucSetting<i32> = GucSetting::<i32>::new(60);
 pub static COMPUTE_INLINE_RESULT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(4096);
 pub static COMPUTE_MAX_SLICES: GucSetting<i32> = GucSetting::<i32>::new(1_000_000);
+pub static CLAIM_RESCAN_INTERVAL: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static ROUTINES_STALE_AFTER: GucSetting<i32> = GucSetting::<i32>::new(60);
 pub static ROUTINES_START_MODE: GucSetting<RoutinesMode> =
     GucSetting::<RoutinesMode>::new(RoutinesMode::Control);
@@ -187,6 +188,16 @@ pub fn init() {
         1 << 30,
         GucContext::Sighup,
         GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_jobs.claim_rescan_interval",
+        c"How often a queue's claims read it from its start; between, they start past the last job claimed.",
+        c"A job that sorts below where claims start (its row was locked when a claim passed it, or its add committed after later jobs were claimed) waits at most this long more. 0: every claim reads from the start.",
+        &CLAIM_RESCAN_INTERVAL,
+        0,
+        3_600_000,
+        GucContext::Suset,
+        GucFlags::UNIT_MS,
     );
     GucRegistry::define_int_guc(
         c"pg_jobs.compute_max_slices",

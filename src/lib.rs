@@ -132,6 +132,7 @@ pub extern "C-unwind" fn _PG_init() {
     api::ready::init_ready_state();
     api::metrics::init_metrics();
     api::leases::init_lease_expiries();
+    api::heads::init_heads();
     api::compute_settings::init_join_failures();
     bgworker::init_shared_state();
     bgworker::register_launcher();

@@ -4,7 +4,8 @@
 
 use pgrx::pg_sys::{
     Datum, Oid, INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, INTERVALARRAYOID, INTERVALOID,
-    JSONBARRAYOID, OIDOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, UUIDARRAYOID, UUIDOID,
+    JSONBARRAYOID, OIDOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID,
+    UUIDARRAYOID, UUIDOID,
 };
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
@@ -18,7 +19,7 @@ use super::datum::{
 };
 use super::metrics::{self, Counter};
 use super::services::Service;
-use super::{leases, ready};
+use super::{heads, leases, ready};
 use crate::{entry, gucs};
 
 /// Seconds to wait after failed attempt `attempt` before the next one: `backoff × 2^(attempt-1)`,
@@ -124,7 +125,16 @@ static NOTIFY_SIGNALS: Statement = statement("notify_signals", &[TEXTARRAYOID], 
 static FINISH_EXPIRED: Statement = statement("finish_expired", &[INT8ARRAYOID], Planning::Default);
 static CLAIM: Statement = statement(
     "claim",
-    &[OIDOID, TEXTOID, INT4OID, INTERVALOID, TEXTOID],
+    &[
+        OIDOID,
+        TEXTOID,
+        INT4OID,
+        INTERVALOID,
+        TEXTOID,
+        INT4OID,
+        TIMESTAMPTZOID,
+        INT8OID,
+    ],
     Planning::Head,
 );
 static CLAIM_QUEUES: Statement = statement(
@@ -458,12 +468,8 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
     // (id, claimable by, queue, ready now) of each job added; None where its key was taken.
     let mut rows: Vec<Option<(i64, Oid, String, bool)>> = (0..added.len())
         .map(|row| {
-            Some((
-                added.get(row, 0)?,
-                added.get(row, 1)?,
-                added.get(row, 2)?,
-                added.get(row, 3)?,
-            ))
+            let (id, claimable_by, queue) = placed(&added, row, [0, 1, 2, 4, 5])?;
+            Some((id, claimable_by, queue, added.get(row, 3)?))
         })
         .collect();
     if !keyed {
@@ -485,6 +491,28 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         take_keys(section, owner, specs, &defaults, &mut ids);
     }
     ids.into_iter().flatten().collect()
+}
+
+/// A job that row `row` of `rows` placed in its queue (added, or due again), from the columns
+/// of its id, who may claim it, its queue, its priority and its run_at: its queue's claims start
+/// below it once this transaction commits (src/api/heads.rs). None where the row has no job.
+fn placed(
+    rows: &Rows,
+    row: usize,
+    [id, by, queue, priority, run_at]: [usize; 5],
+) -> Option<(i64, Oid, String)> {
+    let (id, claimable_by, queue) = (
+        rows.get(row, id)?,
+        rows.get(row, by)?,
+        rows.get::<String>(row, queue)?,
+    );
+    let key = heads::Key {
+        priority: rows.get(row, priority)?,
+        run_at: rows.datum(row, run_at)?.value() as pg_sys::TimestampTz,
+        id,
+    };
+    heads::placed(claimable_by, &queue, key);
+    Some((id, claimable_by, queue))
 }
 
 /// Sends NOTIFY pgjobs_ready for each queue that got ready work where a worker may be asleep:
@@ -532,6 +560,7 @@ fn take_keys(
         if spec.text(Field::OnConflict).as_deref() == Some("replace") {
             let given = |field: Field| spec.get(field);
             let or_default = |field: Field| spec.get(field).or(defaults[field as usize]);
+            heads::requeued();
             section.run(
                 &REPLACE,
                 &[
@@ -768,15 +797,39 @@ fn claim_from(
     if rescue_first && leases::take_due() {
         rescue(section);
     }
-    let statement = if queues.len() == 1 {
-        &CLAIM
-    } else {
-        &CLAIM_QUEUES
+    let arguments = [Some(Datum::from(claimant)), given, n, lease, worker];
+    let (claimed, look) = match queues {
+        [Some(queue)] => {
+            let look = heads::look(claimant, queue);
+            let from = [
+                Some(Datum::from(look.from.priority)),
+                Some(Datum::from(look.from.run_at)),
+                Some(Datum::from(look.from.id)),
+            ];
+            (
+                section.run(&CLAIM, &[&arguments[..], &from].concat()),
+                Some(look),
+            )
+        }
+        _ => (section.run(&CLAIM_QUEUES, &arguments), None),
     };
-    let claimed = section.run(
-        statement,
-        &[Some(Datum::from(claimant)), given, n, lease, worker],
-    );
+    if claimed.len() > 0 {
+        heads::claimed();
+        if let Some(look) = look {
+            let last = (0..claimed.len())
+                .filter_map(|row| {
+                    Some(heads::Key {
+                        priority: claimed.get(row, 6)?,
+                        run_at: claimed.datum(row, 7)?.value() as pg_sys::TimestampTz,
+                        id: claimed.get(row, 0)?,
+                    })
+                })
+                .max();
+            if let Some(last) = last {
+                heads::raise(&look, last);
+            }
+        }
+    }
     metrics::count(Counter::Claims, claimed.len());
     note_leases(&claimed, 5);
     claimed
@@ -970,6 +1023,10 @@ fn fail(
 ) -> Vec<i64> {
     let retried = section.run(&RETRY, &[Some(ids), tokens, errors, acting_on(caller)]);
     metrics::count(Counter::Failures, retried.len());
+    // Due again after their backoff: their queues' claims start below them once this commits.
+    for row in 0..retried.len() {
+        placed(&retried, row, [0, 1, 2, 3, 4]);
+    }
     // Last attempt used, or aborted meanwhile: finished. (The retried are no longer leased.)
     let finished = finish(
         section,
@@ -1028,6 +1085,10 @@ entry!(jobs_release, pg_finfo_jobs_release, |fcinfo| {
     let given = argument(fcinfo, 0);
     let tokens = argument(fcinfo, 1);
     let released = section.run(&RELEASE, &[given, tokens, acting_on(&caller)]);
+    if released.len() > 0 {
+        // Due now, maybe below where its queue's claims start.
+        heads::requeued();
+    }
     // Aborted meanwhile: given back, it has ended, as it would by its worker's failure.
     let ended = finish(
         &section,
@@ -1349,6 +1410,10 @@ fn rescue(section: &Section) -> i32 {
     if let Some(ids) = to_requeue {
         let requeued = section.run(&REQUEUE_EXPIRED, &[Some(ids)]);
         rescued += requeued.get::<i32>(0, 0).unwrap_or(0);
+        if rescued > 0 {
+            // Due now, maybe below where their queues' claims start.
+            heads::requeued();
+        }
         if let Some(batch_jobs) = requeued.datum(0, 2) {
             // Requeued batch jobs are due again: counted for the Jobs tab.
             super::batch::tally(section, batch_jobs, 1, false);

@@ -8,22 +8,22 @@
 -- name: add_one
 -- Adds one job without a key for owner $1; $2 .. $10 are its fields, defaults filled in. A row
 -- of VALUES: the set form below costs a quarter more for one job (its projection of sets and
--- subquery, set up on every call). Returns its id, who may claim it, its queue and whether it is
--- ready now.
+-- subquery, set up on every call). Returns its id, who may claim it, its queue, whether it is
+-- ready now and its place in the claim order (priority, run_at).
 INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
                   max_backoff, lease, payload, due_at)
 VALUES (nextval('jobs_id_seq'::regclass), $1,
         CASE WHEN _reserved_queue($4) THEN _extension_claimant() ELSE $1 END,
         $2, $4, $5, coalesce($6, statement_timestamp()), $7, $8, $9, $10, $3,
         coalesce($6, statement_timestamp()))
-RETURNING id, claimable_by, queue::text, run_at <= statement_timestamp();
+RETURNING id, claimable_by, queue::text, run_at <= statement_timestamp(), priority, run_at;
 
 -- name: add
 -- Adds jobs without keys for owner $1; $2 .. $10 are the columns of the batch, defaults filled
 -- in. The arrays are unnested in the select list, in lockstep (they are of one length), which
 -- streams their rows: unnest in FROM would first copy every row into a tuple store. Returns each
--- job's id (ids are drawn in the batch's order), who may claim it, its queue and whether it is
--- ready now.
+-- job's id (ids are drawn in the batch's order), who may claim it, its queue, whether it is
+-- ready now and its place in the claim order (priority, run_at).
 INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
                   max_backoff, lease, payload, due_at)
 SELECT nextval('jobs_id_seq'::regclass), $1,
@@ -35,13 +35,14 @@ FROM (SELECT unnest($2::text[]) AS task, unnest($3::jsonb[]) AS payload,
              unnest($6::timestamptz[]) AS run_at, unnest($7::integer[]) AS max_attempts,
              unnest($8::interval[]) AS backoff, unnest($9::interval[]) AS max_backoff,
              unnest($10::interval[]) AS lease) u
-RETURNING id, claimable_by, queue::text, run_at <= statement_timestamp();
+RETURNING id, claimable_by, queue::text, run_at <= statement_timestamp(), priority, run_at;
 
 -- name: add_keyed
 -- As add, for a batch where some jobs have keys ($11, with rules $12). One statement: the keys
 -- first, whose primary key decides which of two concurrent adds gets a key, then the jobs whose
 -- keys were free (or that have none). Returns each job of the batch in its order: its id, who may
--- claim it, its queue and whether it is ready now, or nulls where its key was taken.
+-- claim it, its queue, whether it is ready now and its place in the claim order (priority, run_at),
+-- or nulls where its key was taken.
 WITH given AS (
     SELECT u.*, nextval('jobs_id_seq'::regclass) AS id,
            coalesce(u.run_at, statement_timestamp()) AS due_at
@@ -63,9 +64,10 @@ WITH given AS (
            g.lease, g.payload, g.key, g.on_conflict::key_rule, g.due_at
     FROM given g
     WHERE g.key IS NULL OR g.id IN (SELECT c.job_id FROM claimed c)
-    RETURNING jobs.id, jobs.claimable_by, jobs.queue::text, jobs.run_at <= statement_timestamp() AS ready
+    RETURNING jobs.id, jobs.claimable_by, jobs.queue::text, jobs.run_at <= statement_timestamp() AS ready,
+              jobs.priority, jobs.run_at
 )
-SELECT n.id, n.claimable_by, n.queue, n.ready
+SELECT n.id, n.claimable_by, n.queue, n.ready, n.priority, n.run_at
 FROM given g LEFT JOIN new_jobs n ON n.id = g.id
 ORDER BY g.ord;
 
@@ -142,10 +144,12 @@ FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
 
 -- name: claim
 -- Claims up to $3 ready jobs claimable by $1 in queue $2 for worker $5, leased for $4 (or each
--- job's lease): the first ones in the ready index, locked as they are read, then updated by
+-- job's lease), of those past ($6, $7, $8) in claim order (src/api/heads.rs: where a claim may
+-- start): the first ones in the ready index from there, locked as they are read, then updated by
 -- ctid, so that no plan can turn this into a scan of the table. The ready index holds the leased
 -- jobs too: the status filter passes over them. A batch job's progress marks it taken (see
 -- jobs_batch_untallied, sql/085_batch.sql); a plain job's stays null, so its claim is HOT.
+-- Returns each job and its place in the claim order (priority, run_at).
 UPDATE jobs j
 SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
     locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
@@ -154,16 +158,17 @@ SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid()
 WHERE j.ctid = ANY (ARRAY(
     SELECT c.ctid FROM jobs c
     WHERE c.status = 'created' AND c.claimable_by = $1 AND c.queue = $2::text
+      AND (c.priority, c.run_at, c.id) > ($6::integer, $7::timestamptz, $8::bigint)
       AND c.run_at <= statement_timestamp()
     ORDER BY c.priority, c.run_at, c.id
     LIMIT $3
     FOR UPDATE SKIP LOCKED))
-RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until;
+RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until, j.priority, j.run_at;
 
 -- name: claim_queues
--- As claim, from several queues $2: one index range per queue, read in index order (`queue =
--- ANY (queues)` would make the planner sort every ready job of those queues, which with a
--- million queued is seconds), then the first $3 of them all.
+-- As claim, from several queues $2, each from its start: one index range per queue, read in
+-- index order (`queue = ANY (queues)` would make the planner sort every ready job of those
+-- queues, which with a million queued is seconds), then the first $3 of them all.
 WITH candidates AS (
     SELECT c.* FROM unnest($2::text[]) AS q(queue), LATERAL (
         SELECT j.ctid AS tid, j.priority, j.run_at, j.id FROM jobs j
@@ -179,7 +184,7 @@ SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid()
     locked_until = statement_timestamp() + coalesce($4::interval, j.lease),
     progress = CASE WHEN j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue) THEN '{}'::jsonb END
 WHERE j.ctid = ANY (ARRAY(SELECT c.tid FROM candidates c ORDER BY c.priority, c.run_at, c.id LIMIT $3))
-RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until;
+RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until, j.priority, j.run_at;
 
 -- name: finish
 -- Moves each given job ($1, with lease token $2 unless $2 is null) out of jobs where it is in one
@@ -224,7 +229,8 @@ SELECT j.id, j.final, j.final = 'completed', j.final = 'failed' FROM j;
 
 -- name: retry
 -- Failed attempts of jobs $1 (tokens $2, errors $3, owner $4 or any when null) with attempts
--- left: back to waiting, due after the backoff. Returns the jobs retried.
+-- left: back to waiting, due after the backoff. Returns the jobs retried, with who may claim them,
+-- their queues and their places in the claim order (priority, run_at).
 WITH given AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[]) AS g(job_id, token, error)
 )
@@ -236,7 +242,7 @@ SET status = 'created', lease_token = NULL, locked_until = NULL,
 FROM given g
 WHERE j.id = g.job_id AND j.lease_token = g.token
   AND j.status = 'started' AND j.attempt < j.max_attempts AND ($4::oid IS NULL OR j.owner = $4)
-RETURNING j.id;
+RETURNING j.id, j.claimable_by, j.queue::text, j.priority, j.run_at;
 
 -- name: release
 -- Gives leased jobs $1 (tokens $2, owner $3 or any when null) back unworked, as a worker that
