@@ -33,6 +33,7 @@
 //! hashes share a slot overwrite each other's bound: a tag that is not the queue's own is none.
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pgrx::prelude::*;
@@ -107,17 +108,7 @@ fn forgotten() -> &'static AtomicU64 {
 
 /// The slot of a queue and its tag (never 0: 0 is an empty slot).
 fn slot_of(claimable_by: pg_sys::Oid, queue: &str) -> (usize, u64) {
-    // FNV-1a: the same in every backend.
-    let mut hash: u64 = 0xcbf29ce484222325;
-    let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
-    for byte in database
-        .to_le_bytes()
-        .iter()
-        .chain(claimable_by.to_u32().to_le_bytes().iter())
-        .chain(queue.as_bytes())
-    {
-        hash = (hash ^ u64::from(*byte)).wrapping_mul(0x100000001b3);
-    }
+    let hash = super::ready::queue_hash(claimable_by, queue);
     ((hash % HEAD_SLOTS as u64) as usize, hash.max(1))
 }
 
@@ -289,7 +280,7 @@ fn forget() {
 thread_local! {
     /// What this transaction's commit does to the bounds: the least key added to each queue,
     /// and whether to forget them all.
-    static AT_COMMIT: RefCell<Option<(Vec<(pg_sys::Oid, String, Key)>, bool)>> =
+    static AT_COMMIT: RefCell<Option<(Placed, bool)>> =
         const { RefCell::new(None) };
     /// Whether this transaction claimed jobs: its rollback, or a subtransaction's, forgets every
     /// bound.
@@ -298,7 +289,10 @@ thread_local! {
     static SUBTRANSACTIONS_WATCHED: Cell<bool> = const { Cell::new(false) };
 }
 
-fn at_commit(change: impl FnOnce(&mut (Vec<(pg_sys::Oid, String, Key)>, bool))) {
+/// The least job placed in each queue (who claims it, its name) by this transaction.
+type Placed = HashMap<(pg_sys::Oid, String), Key>;
+
+fn at_commit(change: impl FnOnce(&mut (Placed, bool))) {
     AT_COMMIT.with(|pending| {
         let mut pending = pending.borrow_mut();
         if pending.is_none() {
@@ -307,7 +301,7 @@ fn at_commit(change: impl FnOnce(&mut (Vec<(pg_sys::Oid, String, Key)>, bool))) 
                     if forget_all {
                         forget();
                     }
-                    for (claimable_by, queue, key) in added {
+                    for ((claimable_by, queue), key) in added {
                         lower(claimable_by, &queue, key);
                     }
                 }
@@ -316,21 +310,18 @@ fn at_commit(change: impl FnOnce(&mut (Vec<(pg_sys::Oid, String, Key)>, bool))) 
                 AT_COMMIT.with(|p| p.borrow_mut().take());
             });
         }
-        change(pending.get_or_insert_with(|| (Vec::new(), false)));
+        change(pending.get_or_insert_with(|| (HashMap::new(), false)));
     });
 }
 
 /// A job placed in `queue` at `key` (added, or due again after a retry's backoff): its bound is
 /// lowered to it when this transaction commits.
 pub(crate) fn placed(claimable_by: pg_sys::Oid, queue: &str, key: Key) {
-    at_commit(|(added, _)| {
-        match added
-            .iter_mut()
-            .find(|(by, q, _)| *by == claimable_by && q == queue)
-        {
-            Some((.., least)) => *least = (*least).min(key),
-            None => added.push((claimable_by, queue.to_string(), key)),
-        }
+    at_commit(|(placed, _)| {
+        placed
+            .entry((claimable_by, queue.to_string()))
+            .and_modify(|least| *least = (*least).min(key))
+            .or_insert(key);
     });
 }
 

@@ -797,6 +797,8 @@ fn claim_from(
     if rescue_first && leases::take_due() {
         rescue(section);
     }
+    // Both statements return each job's place (priority, run_at) after the six columns that
+    // jobs_claim returns: a result of six columns takes the first six of each row.
     let arguments = [Some(Datum::from(claimant)), given, n, lease, worker];
     let (claimed, look) = match queues {
         [Some(queue)] => {

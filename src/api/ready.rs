@@ -37,9 +37,9 @@ pub(crate) fn init_ready_state() {
     pgrx::pg_shmem_init!(READY_STATE = std::array::from_fn(|_| AtomicU64::new(0)));
 }
 
-/// The slot of a queue and its tag (shifted into the high 32 bits, never 0: 0 is an empty slot).
-fn ready_slot(claimable_by: pg_sys::Oid, queue: &str) -> (usize, u64) {
-    // FNV-1a: the same in every backend.
+/// A queue's hash, of its database, who claims it and its name: FNV-1a, the same in every
+/// backend (the slots of queues in shared memory, here and in src/api/heads.rs).
+pub(crate) fn queue_hash(claimable_by: pg_sys::Oid, queue: &str) -> u64 {
     let mut hash: u64 = 0xcbf29ce484222325;
     let database = unsafe { pg_sys::MyDatabaseId }.to_u32();
     for byte in database
@@ -50,6 +50,12 @@ fn ready_slot(claimable_by: pg_sys::Oid, queue: &str) -> (usize, u64) {
     {
         hash = (hash ^ u64::from(*byte)).wrapping_mul(0x100000001b3);
     }
+    hash
+}
+
+/// The slot of a queue and its tag (shifted into the high 32 bits, never 0: 0 is an empty slot).
+fn ready_slot(claimable_by: pg_sys::Oid, queue: &str) -> (usize, u64) {
+    let hash = queue_hash(claimable_by, queue);
     let tag = (hash >> 32).max(1) << 32;
     ((hash as u32 as usize) % READY_SLOTS, tag)
 }
