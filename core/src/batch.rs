@@ -14,6 +14,14 @@ pub const STATUS_WORDS: [&str; 9] = [
     "COMPLETED",
 ];
 
+/// The words of a job still to run or running, not being cancelled: what the Jobs tab counts as
+/// active.
+pub const ACTIVE_WORDS: [&str; 5] = ["BLOCKED", "RUNNING", "FETCHED", "PENDING", "WAITING"];
+
+/// The words of a job that needs someone: it failed, or it waits on one that did. The Jobs tab
+/// shows these first.
+pub const PROBLEM_WORDS: [&str; 2] = ["ERROR", "BLOCKED"];
+
 /// The word of a batch job. `status` is the queue's (created, started, aborted while live;
 /// completed, failed, aborted when finished); `due`: a waiting job's time has come; `blocked`: a
 /// job it depends on ended without completing; `running`: its agent said the process started
@@ -59,6 +67,25 @@ mod tests {
         );
         assert_eq!(status_word("failed", true, false, false), Some("ERROR"));
         assert_eq!(status_word("lost", true, false, false), None);
+    }
+
+    #[test]
+    fn a_live_job_is_active_unless_cancelled_and_a_finished_one_never() {
+        for status in ["created", "started", "aborted", "completed", "failed"] {
+            for (due, blocked, running) in [
+                (true, false, false),
+                (false, false, false),
+                (true, true, false),
+                (true, false, true),
+            ] {
+                let word = status_word(status, due, blocked, running).unwrap();
+                let live = matches!(status, "created" | "started");
+                assert_eq!(ACTIVE_WORDS.contains(&word), live, "{status} {word}");
+            }
+        }
+        for word in PROBLEM_WORDS {
+            assert!(STATUS_WORDS.contains(&word), "{word}");
+        }
     }
 
     #[test]

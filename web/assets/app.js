@@ -45,14 +45,14 @@ const store = {
 };
 
 const TABS = { 1: 'realtime', 2: 'batch', 3: 'jobs', realtime: 'realtime', batch: 'batch', jobs: 'jobs' };
-// The status words, most pressing first, as the extension ranks them (pg_jobs_core): put here by
-// the server (web/src/main.rs, app_js).
+// The status words, most pressing first, as the extension ranks them, and the sets the page
+// filters and counts by (pg_jobs_core): put here by the server (web/src/main.rs, app_js).
 const VOCABULARY = /* the vocabulary of pg_jobs_core, put here by the server */ null;
 const ROUTINE_STATUSES = VOCABULARY.routine_statuses;
 const JOB_STATUSES = VOCABULARY.job_statuses;
 const FAILING = new Set(VOCABULARY.routine_failing);
-const JOB_PROBLEMS = ['ERROR', 'BLOCKED'];
-const JOB_ACTIVE = new Set(['WAITING', 'BLOCKED', 'PENDING', 'FETCHED', 'RUNNING']);
+const JOB_PROBLEMS = VOCABULARY.job_problems;
+const JOB_ACTIVE = new Set(VOCABULARY.job_active);
 const ROUTINE_GROUPINGS = [['group', 'By group'], ['schedule', 'By schedule'], ['computer', 'By computer'], ['status', 'By status'], ['order', 'Run order']];
 const JOB_GROUPINGS = [['time', 'By time and routine'], ['routine', 'By routine'], ['status', 'By status'], ['computer', 'By computer'], ['plain', 'One list']];
 const PAGE = 200;

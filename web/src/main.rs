@@ -373,13 +373,15 @@ fn with_security_headers(r: Reply) -> Reply {
 
 /// The page's script, given the words the extension ranks statuses by: the routines' (most
 /// pressing first) and their failing set, and the batch jobs' (NEW, which no job is shown with,
-/// left out).
+/// left out) with their active and problem sets.
 fn app_js() -> String {
     use pg_jobs_core::{batch, routine};
     let vocabulary = serde_json::json!({
         "routine_statuses": routine::STATUS_WORDS,
         "routine_failing": routine::FAILING_WORDS,
         "job_statuses": batch::STATUS_WORDS.iter().filter(|w| **w != "NEW").collect::<Vec<_>>(),
+        "job_active": batch::ACTIVE_WORDS,
+        "job_problems": batch::PROBLEM_WORDS,
     });
     let placeholder = "/* the vocabulary of pg_jobs_core, put here by the server */ null";
     assert!(APP_JS.contains(placeholder), "app.js has the vocabulary's placeholder");
@@ -716,5 +718,9 @@ mod page_vocabulary {
             r#""job_statuses":["ERROR","BLOCKED","CANCEL","RUNNING","FETCHED","PENDING","WAITING","COMPLETED"]"#
         ));
         assert!(served.contains(r#""routine_failing":["ERROR","DELAYED","SILENT"]"#));
+        assert!(served.contains(
+            r#""job_active":["BLOCKED","RUNNING","FETCHED","PENDING","WAITING"]"#
+        ));
+        assert!(served.contains(r#""job_problems":["ERROR","BLOCKED"]"#));
     }
 }
