@@ -60,8 +60,18 @@ static TRY_TURN: Statement = statement("try_turn", &[INT8OID]);
 static SHORTEN_LOCK_WAITS: Statement = statement("shorten_lock_waits", &[]);
 static RESTORE_LOCK_WAITS: Statement = statement("restore_lock_waits", &[TEXTOID]);
 static TAKE_TURN: Statement = statement("take_turn", &[INT8OID]);
-static WAITING_JOB: Statement = statement("waiting_job", &[OIDOID, TEXTOID]);
-static WAITING_JOB_NOWAIT: Statement = statement("waiting_job_nowait", &[OIDOID, TEXTOID]);
+/// A job found by its key's row, by primary keys only: found through the indexes of jobs, the
+/// plan, before ANALYZE had seen the jobs, read the owner's index (alone, or in a bitmap AND with
+/// the key's), which is every job of the poster on every post (0.5 ms a post with 2,000 posted,
+/// growing with them).
+static WAITING_JOB: Statement =
+    Statement::new(STATEMENTS, "waiting_job", &[OIDOID, TEXTOID], Planning::Probes);
+static WAITING_JOB_NOWAIT: Statement = Statement::new(
+    STATEMENTS,
+    "waiting_job_nowait",
+    &[OIDOID, TEXTOID],
+    Planning::Probes,
+);
 static LOCK_TALLY: Statement = statement("lock_tally", &[]);
 static COUNT_TALLY: Statement = statement("count_tally", &[]);
 static MADE_NOW: Statement = statement("made_now", &[INT8OID]);

@@ -120,14 +120,19 @@ SELECT set_config('lock_timeout', $1, true);
 SELECT pg_advisory_xact_lock_shared($1);
 
 -- name: waiting_job
--- The waiting job of owner $1 with the command hash $2, locked as a replace's update locks it.
-SELECT j.id FROM jobs j
-WHERE j.owner = $1 AND j.idempotency_key = $2 AND j.status = 'created'
+-- The waiting job of owner $1 with the command hash $2, locked as a replace's update locks it;
+-- found through its key's row (a batch job's key is held as long as the job is live), one probe
+-- of each primary key, where an index on jobs would be chosen by statistics that may not have
+-- seen the jobs yet (src/api/batch.rs).
+SELECT j.id FROM job_keys k JOIN jobs j ON j.id = k.job_id
+WHERE k.owner = $1 AND k.idempotency_key = $2 AND j.owner = $1 AND j.idempotency_key = $2
+  AND j.status = 'created'
 FOR NO KEY UPDATE OF j;
 
 -- name: waiting_job_nowait
-SELECT j.id FROM jobs j
-WHERE j.owner = $1 AND j.idempotency_key = $2 AND j.status = 'created'
+SELECT j.id FROM job_keys k JOIN jobs j ON j.id = k.job_id
+WHERE k.owner = $1 AND k.idempotency_key = $2 AND j.owner = $1 AND j.idempotency_key = $2
+  AND j.status = 'created'
 FOR NO KEY UPDATE OF j NOWAIT;
 
 -- name: made_now
