@@ -378,11 +378,12 @@ impl Agent {
                 Pending::HandBack(..) => None,
             })
             .collect();
+        let mut claimed = 0;
         if n > 0 || !started.is_empty() || !finished.is_empty() {
             let db = self.db.as_mut().expect("connected");
             match db.report_and_claim(&self.computer, n as i32, &started, &finished) {
                 Ok(answer) => {
-                    let claimed = answer.claimed.len();
+                    claimed = answer.claimed.len();
                     if n > 0 {
                         self.claim_refused = false;
                         self.more = claimed == n;
@@ -392,8 +393,6 @@ impl Agent {
                     for job in answer.claimed {
                         self.start(job);
                     }
-                    self.hand_back();
-                    return claimed;
                 }
                 Err(e) => {
                     if self.failed("report_and_claim", None, &e) {
@@ -412,7 +411,7 @@ impl Agent {
             }
         }
         self.hand_back();
-        0
+        claimed
     }
 
     fn start(&mut self, c: Claimed) {
