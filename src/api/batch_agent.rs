@@ -446,7 +446,7 @@ impl Reports {
         column.get(ord as usize - 1).copied().flatten()
     }
 
-    /// How the job at `ord` ended: completed (exit code 0), failed or, cancelled, aborted.
+    /// How the job at `ord` ended: aborted when cancelled, else completed (exit code 0) or failed.
     fn outcome(&self, ord: i64) -> &'static str {
         if Self::at(&self.cancelled, ord).is_some_and(|c| c.value() != 0) {
             "aborted"
