@@ -26,11 +26,12 @@
 //! claim reads from the bound on. Batch jobs are claimed from two queues at once and never use a
 //! bound. Each slot is a seqlock over [version, tag, since, bound (3 words), epoch, generation,
 //! floor (3 words)]: the version is odd while a writer changes the slot; `since` is when a claim
-//! last read the queue from the start; `epoch` is the count of forgettings when the bound was set
-//! (a bound of another epoch is none); `generation` counts the raises, and `floor` is the least
-//! job placed in the queue since the last one, which a claim's raise may not pass (adds at the
-//! end of a busy queue do not stop the claims at its start from raising the bound). Queues whose
-//! hashes share a slot overwrite each other's bound: a tag that is not the queue's own is none.
+//! last took the turn to read the queue from the start; `epoch` is the count of forgettings when
+//! the bound was set (a bound of another epoch is none); `generation` counts the raises, and
+//! `floor` is the least job placed in the queue since the last one, which a claim's raise may
+//! not pass (adds at the end of a busy queue do not stop the claims at its start from raising
+//! the bound). Queues whose hashes share a slot overwrite each other's bound: a tag that is not
+//! the queue's own is none.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -184,16 +185,21 @@ fn write(words: &[AtomicU64], slot: &Slot) {
 }
 
 /// Where a claim of `queue` starts reading: past its bound, or from the start when there is
-/// none (or pg_jobs.claim_rescan_interval passed since the last claim that read from the start).
+/// none, or when pg_jobs.claim_rescan_interval passed since a claim last read from the start and
+/// this claim is the one that takes the turn (it marks the time as it looks, so that the others
+/// go on reading from the bound: under a long snapshot a read from the start passes every job
+/// finished since, and when every claim that looked while one such read ran did the same, the
+/// claims of a queue spent their time reading from the start and its backlog grew).
 pub(crate) fn look(claimable_by: pg_sys::Oid, queue: &str) -> Look {
     let (slot, tag) = slot_of(claimable_by, queue);
     let epoch = forgotten().load(Ordering::SeqCst);
     let found = read(words(slot));
+    let every = rescan_ms();
     let bound = found.as_ref().and_then(|found| {
-        (found.tag == tag
-            && found.epoch == epoch
-            && now_ms().saturating_sub(found.since) < rescan_ms())
-        .then_some(found.key)
+        let own = found.tag == tag && found.epoch == epoch && every > 0;
+        let rescan =
+            own && now_ms().saturating_sub(found.since) >= every && take_rescan(words(slot), found);
+        (own && !rescan).then_some(found.key)
     });
     Look {
         slot,
@@ -204,6 +210,18 @@ pub(crate) fn look(claimable_by: pg_sys::Oid, queue: &str) -> Look {
         from_start: bound.is_none(),
         from: bound.unwrap_or(Key::FIRST),
     }
+}
+
+/// Whether this claim takes its queue's turn to read from the start: it marks the slot as read
+/// now, unless another writer changed the slot since it was `found` (that writer may be another
+/// claim taking the turn).
+fn take_rescan(words: &[AtomicU64], found: &Slot) -> bool {
+    if !hold(words, found.version) {
+        return false;
+    }
+    words[2].store(now_ms(), Ordering::SeqCst);
+    words[0].store(found.version + 2, Ordering::SeqCst);
+    true
 }
 
 /// After a claim that took jobs up to `last`: the next claims start past it, or past the least
