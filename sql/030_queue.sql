@@ -251,6 +251,39 @@ COMMENT ON FUNCTION jobs_ready_signal IS
     'The payload of the NOTIFY on channel pgjobs_ready that says ready work arrived in one of the '
     'caller''s queues: compare it with the payloads a LISTENing worker receives.';
 
+-- Paused queues of an identity (River's QueuePause, Oban's pause_queue, Solid Queue's pause):
+-- claims take nothing from a queue with a row here, every claim from the first whose statement
+-- starts after the pause committed (the claim reads this table by its primary key in its own
+-- statement). Nothing else stops: adds queue, leased jobs are renewed and finish, failed ones are
+-- retried later as usual, expired leases are requeued. The extension's queues (pg_jobs.*) are
+-- not paused here: batch jobs are cancelled, SQL jobs and schedules disabled.
+CREATE TABLE queue_pauses (
+    owner       oid NOT NULL,
+    queue       nonempty_text NOT NULL CONSTRAINT queue_pauses_not_reserved CHECK (NOT _reserved_queue(queue)),
+    paused_at   timestamptz NOT NULL,
+    paused_by   regrole NOT NULL,
+    PRIMARY KEY (owner, queue)
+);
+COMMENT ON TABLE queue_pauses IS
+    'The paused queues of each identity: when and by which role (the identity itself or a proxy). '
+    'Set with jobs_pause, removed with jobs_resume.';
+-- Members read their identity's pauses and change them only through the two functions.
+ALTER TABLE queue_pauses ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON queue_pauses FOR SELECT USING (owner = (SELECT identity()));
+GRANT SELECT ON queue_pauses TO pgjobs_user;
+
+CREATE FUNCTION jobs_pause(queue text, OUT paused_at timestamptz, OUT paused_by regrole)
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_pause';
+COMMENT ON FUNCTION jobs_pause IS
+    'Pauses one of the caller''s queues: claims take nothing from it until jobs_resume; adds, '
+    'heartbeats and completions go on. Returns the pause in force (the first one, if it was '
+    'already paused).';
+
+CREATE FUNCTION jobs_resume(queue text) RETURNS boolean
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_resume';
+COMMENT ON FUNCTION jobs_resume IS
+    'Resumes one of the caller''s queues and wakes its idle workers. Returns whether it was paused.';
+
 CREATE FUNCTION _add(specs job_spec[], owner oid, sql_jobs boolean, scheduled boolean)
 RETURNS SETOF bigint
 LANGUAGE c AS 'MODULE_PATHNAME', '_add';

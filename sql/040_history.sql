@@ -67,6 +67,35 @@ COMMENT ON FUNCTION jobs_queue_history IS
     'failures (failed and aborted ones) or none. A job finished where it is not kept is in '
     'neither jobs nor job_history; its skip key stays taken until its month is dropped.';
 
+-- Each queue of an identity as its workers see it: its live jobs by what they wait for, the oldest
+-- ready job's time, its pause and what job_history keeps of it. A queue is listed while it has a
+-- live job, a pause or a rule. Read as the caller: members see their identity's queues.
+CREATE VIEW jobs_queues WITH (security_invoker = true) AS
+WITH live AS (
+    SELECT j.owner, j.queue::text AS queue,
+           count(*) FILTER (WHERE j.status = 'created' AND j.run_at <= now()) AS ready,
+           count(*) FILTER (WHERE j.status = 'created' AND j.run_at > now()) AS scheduled,
+           count(*) FILTER (WHERE j.status <> 'created') AS running,
+           min(j.run_at) FILTER (WHERE j.status = 'created' AND j.run_at <= now()) AS oldest_ready_at
+    FROM jobs j GROUP BY j.owner, j.queue
+), queues AS (
+    SELECT l.owner, l.queue FROM live l
+    UNION SELECT p.owner, p.queue FROM queue_pauses p
+    UNION SELECT r.owner, r.queue FROM queue_history_rules r
+)
+SELECT q.owner::regrole AS owner, q.queue, coalesce(l.ready, 0) AS ready,
+       coalesce(l.scheduled, 0) AS scheduled, coalesce(l.running, 0) AS running, l.oldest_ready_at,
+       p.paused_at, p.paused_by, coalesce(r.keep, 'all') AS keeps
+FROM queues q
+LEFT JOIN live l ON l.owner = q.owner AND l.queue = q.queue
+LEFT JOIN queue_pauses p ON p.owner = q.owner AND p.queue = q.queue
+LEFT JOIN queue_history_rules r ON r.owner = q.owner AND r.queue = q.queue;
+COMMENT ON VIEW jobs_queues IS
+    'Each queue of the caller''s identity: jobs ready (due), scheduled (due later) and running '
+    '(leased), the oldest ready job''s run_at, when and by whom it was paused (null: it is not), '
+    'and which finished jobs job_history keeps (jobs_queue_history).';
+GRANT SELECT ON jobs_queues TO pgjobs_user;
+
 -- Batch jobs' queues (sql/085_batch.sql).
 CREATE FUNCTION _is_batch_queue(queue text) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE

@@ -113,6 +113,27 @@ CREATE TABLE compute_group_workers (
 CREATE INDEX compute_group_workers_owner ON compute_group_workers (owner);
 COMMENT ON TABLE compute_group_workers IS 'The groups each worker joined; owner is the worker''s owner.';
 
+-- What a worker signs to join a group by the group's join_address, instead of giving its join
+-- key and secret (compute_worker_join_challenge, then compute_worker_join_signed): one-time (the
+-- join that uses it deletes it), valid for 5 minutes, bound to the group the worker named and to
+-- the worker. A challenge names no group that exists or not: one is issued for any group id, so
+-- it cannot be used to probe for ids. A worker holds one per group it asked for, 16 at most.
+CREATE TABLE compute_join_challenges (
+    worker_opaque_id  uuid NOT NULL REFERENCES workers ON DELETE CASCADE,
+    group_opaque_id   uuid NOT NULL,
+    -- The worker's identity, which alone reads the row.
+    worker_identity   oid NOT NULL,
+    challenge         text NOT NULL UNIQUE,
+    expires_at        timestamptz NOT NULL,
+    PRIMARY KEY (worker_opaque_id, group_opaque_id)
+);
+COMMENT ON TABLE compute_join_challenges IS
+    'Each worker''s challenges to sign to join a group by its join_address: one-time, for 5 minutes.';
+ALTER TABLE compute_join_challenges ENABLE ROW LEVEL SECURITY;
+CREATE POLICY worker_reads ON compute_join_challenges FOR SELECT TO pgjobs_user
+    USING (worker_identity = (SELECT identity()));
+GRANT SELECT ON compute_join_challenges TO pgjobs_user;
+
 -- Each fetch, for the statistics: the group, the jobs that were eligible, the one that gave
 -- slices and how many. Folded into the period statistics and removed.
 CREATE TABLE compute_tasks (
@@ -334,6 +355,18 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'compute_worker_join';
 COMMENT ON FUNCTION compute_worker_join IS
     'Joins the calling worker to a compute group with its join key and secret (28P01 if wrong, '
     'the same for a group that does not exist).';
+CREATE FUNCTION compute_worker_join_challenge(group_opaque_id uuid, OUT challenge text, OUT expires_at timestamptz)
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_worker_join_challenge';
+COMMENT ON FUNCTION compute_worker_join_challenge IS
+    'A challenge for the calling worker to sign (personal_sign, EIP-191) with the key of the '
+    'group''s join_address, then to give to compute_worker_join_signed: once, within 5 minutes. '
+    'Replaces the worker''s earlier challenge for that group.';
+CREATE FUNCTION compute_worker_join_signed(group_opaque_id uuid, challenge text, signature text) RETURNS bigint
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_worker_join_signed';
+COMMENT ON FUNCTION compute_worker_join_signed IS
+    'Joins the calling worker to a compute group by its challenge signed with the key of the '
+    'group''s join_address (0x, r, s, v in hex); the group''s id. 28P01 for a challenge used, '
+    'expired or issued for another group or worker, and for a signature of another key.';
 CREATE FUNCTION compute_worker_leave(group_opaque_id uuid) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_worker_leave';
 COMMENT ON FUNCTION compute_worker_leave IS 'Leaves a compute group; returns 1, or 0 if not in it.';

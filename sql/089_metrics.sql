@@ -21,6 +21,8 @@ UNION ALL
 SELECT 'oldest_ready_seconds', l.queue, NULL, (extract(epoch FROM now()) - extract(epoch FROM l.oldest_ready))::float8
 FROM live l WHERE l.oldest_ready IS NOT NULL
 UNION ALL
+SELECT 'queue_paused', p.queue, NULL, 1 FROM queue_pauses p
+UNION ALL
 SELECT c.counter || '_total', NULL, NULL, c.total::float8 FROM _metrics_counters() c
 UNION ALL
 SELECT c.counter || '_last_minute', NULL, NULL, c.last_minute::float8 FROM _metrics_counters() c
@@ -32,7 +34,7 @@ UNION ALL
 SELECT 'sql_jobs_running', NULL, NULL, count(*)::float8 FROM job_runs r WHERE r.status = 'running';
 COMMENT ON VIEW metrics IS
     'The job system''s figures for monitoring, one row each (README: Metrics): jobs by queue and '
-    'status, ready jobs and the oldest one''s age by queue, claims, completions, failures and '
+    'status, ready jobs and the oldest one''s age by queue, paused queues, claims, completions, failures and '
     'expired leases rescued (total since the server started and in the last minute, in this '
     'database), whether the launcher is alive and how long since its heartbeat, SQL jobs running.';
 REVOKE ALL ON metrics FROM PUBLIC;

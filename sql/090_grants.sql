@@ -8,7 +8,7 @@
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @extschema@ FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    identity(), _current_role(), _opaque_id(), _job_opaque_id(bigint, oid), _invalid(text, text), _row_count(integer, text), _finite_date(date, text), _utc_month(timestamptz), _utc_midnight(date),
+    identity(), _current_role(), _join_address_ok(text), _opaque_id(), _job_opaque_id(bigint, oid), _invalid(text, text), _row_count(integer, text), _finite_date(date, text), _utc_month(timestamptz), _utc_midnight(date),
     retry_delay_seconds(integer, double precision, double precision),
     schedule_next_slot(text, text, timestamptz), _schedule_next_epoch(text, text, double precision),
     jobs_add(text, jsonb, text, integer, timestamptz, integer, interval, interval, interval, text, text),
@@ -20,7 +20,7 @@ GRANT EXECUTE ON FUNCTION
     jobs_fail(bigint[], uuid[], text[]), jobs_fail(bigint, uuid, text), jobs_release(bigint[], uuid[]),
     jobs_abort(bigint),
     jobs_ready_signal(text),
-    jobs_queue_history(text, text),
+    jobs_queue_history(text, text), jobs_pause(text), jobs_resume(text),
     jobs_find(job_status, text, text, text, date, integer, integer), jobs_counts(date),
     jobs_add_sql(text, timestamptz, integer, integer, interval, interval, interval, text, text),
     jobs_schedule(text, text, jsonb, jsonb),
@@ -49,7 +49,8 @@ GRANT EXECUTE ON FUNCTION
     compute_deploy(jsonb), compute_add_slices(bigint, jsonb, integer), compute_pause(bigint),
     compute_resume(bigint), compute_close(bigint), compute_cancel(bigint), compute_fund(bigint, numeric),
     compute_worker_register(text, jsonb, jsonb, double precision, double precision, double precision, jsonb),
-    compute_worker_join(uuid, text, text), compute_worker_leave(uuid),
+    compute_worker_join(uuid, text, text), compute_worker_join_challenge(uuid), compute_worker_join_signed(uuid, text, text),
+    compute_worker_leave(uuid),
     compute_fetch(integer), compute_progress(uuid, integer[]), compute_return(uuid, integer[]),
     compute_reject(uuid, text, text, integer),
     compute_submit(uuid, integer[], text[], double precision[], double precision[], double precision[], bigint[], bigint[]),

@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod compute;
+pub mod eth;
 pub mod literal;
 pub mod mask;
 pub mod metrics;

@@ -7,8 +7,8 @@
 
 use crate::simulate::{
     ample, check_averages, check_jobs_finished, check_money, check_no_errors, check_period_stats, check_results,
-    create_group, deploy, group_of, job_of, outcomes, statuses, wait_for_jobs, wait_tasks_folded, worker, Checks, GroupPlan,
-    Input, JobPlan, Tally,
+    create_group, deploy, group_of, job_of, outcomes, statuses, wait_for_jobs, wait_tasks_folded, worker, Checks, Group,
+    GroupPlan, Input, JobPlan, Join, Tally,
 };
 use crate::{connect, create_roles, make_proxy, run_tag};
 use postgres::Client;
@@ -33,12 +33,12 @@ fn names(tag: &str) -> (Vec<String>, Vec<String>) {
     ((1..=2).map(|k| format!("{tag}_owner{k}")).collect(), (0..WORKERS).map(|k| format!("{tag}_w{k:02}")).collect())
 }
 
-fn start_workers(dsn: &str, workers: &[String], group: (&str, &str), stop: &Arc<AtomicBool>) -> Vec<JoinHandle<Tally>> {
+fn start_workers(dsn: &str, workers: &[String], group: &Group, stop: &Arc<AtomicBool>) -> Vec<JoinHandle<Tally>> {
     workers
         .iter()
         .enumerate()
         .map(|(k, role)| {
-            let (dsn, role, stop, joins) = (dsn.to_string(), role.clone(), stop.clone(), [(group.0.to_string(), group.1.to_string())]);
+            let (dsn, role, stop, joins) = (dsn.to_string(), role.clone(), stop.clone(), [Join::of(group)]);
             thread::spawn(move || worker(&dsn, k, &role, &joins, &stop))
         })
         .collect()
@@ -68,7 +68,7 @@ pub fn load(dsn: &str, seconds: u64) -> i32 {
     drop(admin);
 
     let stop = Arc::new(AtomicBool::new(false));
-    let handles = start_workers(dsn, &workers, (&group.opaque, &group.join_key), &stop);
+    let handles = start_workers(dsn, &workers, &group, &stop);
     let started = Instant::now();
     while !handles.iter().all(|h| h.is_finished()) && started.elapsed() < Duration::from_secs(seconds) {
         thread::sleep(Duration::from_millis(100));
@@ -131,7 +131,7 @@ fn finish_and_check(dsn: &str, tag: &str, submitted: Option<i64>, admin: &mut Cl
 
     let started = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
-    let handles = start_workers(dsn, &workers, (&groups[0].opaque, &groups[0].join_key), &stop);
+    let handles = start_workers(dsn, &workers, &groups[0], &stop);
     let timed_out = wait_for_jobs(admin, &job_ids, |_, _| {});
     stop.store(true, Ordering::Relaxed);
     let tallies: Vec<Tally> = handles.into_iter().map(|h| h.join().unwrap()).collect();

@@ -4,6 +4,7 @@
 //! job. Then checks of what must hold by construction once every job has finished.
 
 use crate::{connect, create_roles, make_proxy, mix, run_tag, unit, work};
+use pg_jobs_core::eth;
 use postgres::{Client, Row};
 use rust_decimal::{Decimal, RoundingStrategy};
 use std::collections::{BTreeMap, HashMap};
@@ -25,6 +26,8 @@ pub struct Group {
     pub id: i64,
     pub opaque: String,
     pub join_key: String,
+    /// The key of the group's join address.
+    pub join_secret: [u8; 32],
     pub owner: usize,
     pub commission_rate: Decimal,
     pub fees: Decimal,
@@ -166,7 +169,7 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
     let handles: Vec<_> = (0..WORKERS)
         .map(|k| {
             let (dsn, role, stop) = (dsn.to_string(), workers[k].clone(), stop.clone());
-            let joins: Vec<(String, String)> = memberships(k).iter().map(|&g| (groups[g].opaque.clone(), groups[g].join_key.clone())).collect();
+            let joins: Vec<Join> = memberships(k).iter().map(|&g| Join::of(&groups[g])).collect();
             thread::spawn(move || worker(&dsn, k, &role, &joins, &stop))
         })
         .collect();
@@ -206,6 +209,18 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
         None => Ok(()),
     });
     check_no_errors(&mut checks, &tallies);
+    let signers: Vec<String> = workers.iter().skip(1).step_by(2).cloned().collect();
+    let signed: usize = (1..WORKERS).step_by(2).map(|k| memberships(k).len()).sum();
+    let joined: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM pgjobs.compute_group_workers m JOIN pgjobs.workers w ON w.opaque_id = m.worker_opaque_id
+             WHERE w.identity::regrole::text = ANY ($1)",
+            &[&signers],
+        )
+        .unwrap()
+        .get(0);
+    checks.check(&format!("the {} workers that joined by signing a challenge are in their {signed} groups", signers.len()),
+                 if joined as usize == signed { Ok(()) } else { Err(format!("{joined} memberships")) });
     check_jobs_finished(&mut checks, admin, &job_ids);
     check_results(&mut checks, admin, &jobs, &inputs);
     check_wrong_worker(&mut checks, admin, &jobs, &tallies[WRONG]);
@@ -256,7 +271,8 @@ pub fn statuses(admin: &mut Client, job_ids: &[i64]) -> String {
         .get(0)
 }
 
-/// Group `owners[owner]`'s compute group, named and keyed `{tag}-g{owner}` with the secret "open sesame, open sesame".
+/// Group `owners[owner]`'s compute group, named and keyed `{tag}-g{owner}` with the secret "open
+/// sesame, open sesame", and the join address of the key `join_secret(owner)`.
 pub type GroupPlan = (usize, &'static str, &'static str, &'static str, Option<i64>, Option<i64>);
 
 pub fn create_group(admin: &mut Client, dsn: &str, tag: &str, owners: &[String], plan: GroupPlan) -> Group {
@@ -264,9 +280,11 @@ pub fn create_group(admin: &mut Client, dsn: &str, tag: &str, owners: &[String],
     let row = admin
         .query_one(
             "INSERT INTO pgjobs.compute_groups (owner, name, join_key, commission_rate, deploy_fee, add_job_fee,
-                                                max_concurrent_sandboxes, max_concurrent_workers)
-             VALUES ($1::text::regrole, $2, $2, $3::numeric, $4::numeric, $5::numeric, $6::int8::int4, $7::int8::int4) RETURNING id, opaque_id::text",
-            &[&owners[owner], &format!("{tag}-g{owner}"), &dec(rate), &dec(deploy_fee), &dec(add_job_fee), &sandboxes, &max_workers],
+                                                max_concurrent_sandboxes, max_concurrent_workers, join_address)
+             VALUES ($1::text::regrole, $2, $2, $3::numeric, $4::numeric, $5::numeric, $6::int8::int4, $7::int8::int4, $8)
+             RETURNING id, opaque_id::text",
+            &[&owners[owner], &format!("{tag}-g{owner}"), &dec(rate), &dec(deploy_fee), &dec(add_job_fee), &sandboxes, &max_workers,
+              &eth::checksummed(&eth::address_of_secret(&join_secret(owner)))],
         )
         .unwrap();
     let opaque: String = row.get(1);
@@ -280,7 +298,12 @@ pub fn create_group(admin: &mut Client, dsn: &str, tag: &str, owners: &[String],
 pub fn group_of(plan: GroupPlan, tag: &str, id: i64, opaque: String) -> Group {
     let (owner, rate, deploy_fee, add_job_fee, max_sandboxes, max_workers) = plan;
     let (commission_rate, fees) = (dec(rate), dec(deploy_fee) + dec(add_job_fee));
-    Group { id, opaque, join_key: format!("{tag}-g{owner}"), owner, commission_rate, fees, max_sandboxes, max_workers }
+    Group { id, opaque, join_key: format!("{tag}-g{owner}"), join_secret: join_secret(owner), owner, commission_rate, fees, max_sandboxes, max_workers }
+}
+
+/// The key of group `owner`'s join address.
+fn join_secret(owner: usize) -> [u8; 32] {
+    [owner as u8 + 1; 32]
 }
 
 /// (name, group, input, slices, level, consensus, max_slices_per_task, offer or market value × 0.001 DCC)
@@ -374,9 +397,26 @@ fn failed(tally: &mut Tally, client: &mut Client, what: String) -> bool {
     true
 }
 
-/// One simulated worker: registers, joins its groups, then fetches and submits until told to stop
-/// or its connection is lost. Workers 17, 18 and 19 misbehave (WRONG, DIES, REJECTS).
-pub fn worker(dsn: &str, k: usize, role: &str, joins: &[(String, String)], stop: &AtomicBool) -> Tally {
+/// How a worker joins a group: its opaque id, its join key (with the secret every group here
+/// has) and the key of its join address.
+#[derive(Clone)]
+pub struct Join {
+    pub group: String,
+    pub key: String,
+    pub secret: [u8; 32],
+}
+
+impl Join {
+    pub fn of(group: &Group) -> Join {
+        Join { group: group.opaque.clone(), key: group.join_key.clone(), secret: group.join_secret }
+    }
+}
+
+/// One simulated worker: registers, joins its groups (the even workers with the join key and
+/// secret, the odd ones by signing a challenge with the key of the group's join address), then
+/// fetches and submits until told to stop or its connection is lost. Workers 17, 18 and 19
+/// misbehave (WRONG, DIES, REJECTS).
+pub fn worker(dsn: &str, k: usize, role: &str, joins: &[Join], stop: &AtomicBool) -> Tally {
     let mut client = connect(dsn, Some(role));
     let mut tally = Tally::default();
     tally.opaque = client
@@ -386,8 +426,19 @@ pub fn worker(dsn: &str, k: usize, role: &str, joins: &[(String, String)], stop:
         )
         .unwrap()
         .get(0);
-    for (group, key) in joins {
-        client.query_one("SELECT pgjobs.compute_worker_join($1::text::uuid, $2, 'open sesame, open sesame')", &[group, key]).unwrap();
+    for Join { group, key, secret } in joins {
+        if k % 2 == 0 {
+            client.query_one("SELECT pgjobs.compute_worker_join($1::text::uuid, $2, 'open sesame, open sesame')", &[group, key]).unwrap();
+        } else {
+            let challenge: String = client
+                .query_one("SELECT challenge FROM pgjobs.compute_worker_join_challenge($1::text::uuid)", &[group])
+                .unwrap()
+                .get(0);
+            let signature = eth::sign(challenge.as_bytes(), secret);
+            client
+                .query_one("SELECT pgjobs.compute_worker_join_signed($1::text::uuid, $2, $3)", &[group, &challenge, &signature])
+                .unwrap();
+        }
     }
     // Workers ask for their job's task size, or fewer (5), or more (50, capped by the job).
     let ask: Option<i32> = [None, Some(5), Some(50)][k % 3];

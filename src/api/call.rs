@@ -364,6 +364,23 @@ pub fn return_row(fcinfo: pg_sys::FunctionCallInfo, values: &mut [Datum], nulls:
     }
 }
 
+/// The record a function with OUT parameters returns.
+pub fn record(fcinfo: pg_sys::FunctionCallInfo, values: &[Option<Datum>]) -> Datum {
+    unsafe {
+        let mut descriptor: pg_sys::TupleDesc = std::ptr::null_mut();
+        if pg_sys::get_call_result_type(fcinfo, std::ptr::null_mut(), &mut descriptor)
+            != pg_sys::TypeFuncClass::TYPEFUNC_COMPOSITE
+        {
+            error!("pg_jobs: a record was expected");
+        }
+        let descriptor = pg_sys::BlessTupleDesc(descriptor);
+        let mut datums: Vec<Datum> = values.iter().map(|v| v.unwrap_or(Datum::from(0))).collect();
+        let mut nulls: Vec<bool> = values.iter().map(Option::is_none).collect();
+        let tuple = pg_sys::heap_form_tuple(descriptor, datums.as_mut_ptr(), nulls.as_mut_ptr());
+        pg_sys::HeapTupleHeaderGetDatum((*tuple).t_data)
+    }
+}
+
 /// Makes a set-returning function's result a tuple store, filled with [`Rows::return_all`].
 /// Called before its section begins: the store belongs to the caller's query.
 pub fn materialize(fcinfo: pg_sys::FunctionCallInfo) {

@@ -9,11 +9,13 @@ use pgrx::pg_sys::{
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
+use pg_jobs_core::eth;
+
 use super::call::{
-    argument, given_argument, invalid, refuse, value, Caller, Section, Statement,
+    argument, given_argument, invalid, record, refuse, required, value, Caller, Section, Statement,
 };
 use super::compute_deploy::capability_bits;
-use super::compute_settings::join_check;
+use super::compute_settings::{join_budget, join_check, join_failed};
 use super::datum::output;
 use crate::{entry, named_statements};
 
@@ -30,6 +32,11 @@ static TASK_INFO: Statement = statement("task_info", &[UUIDOID, OIDOID]);
 static WORKER_OF: Statement = statement("worker_of", &[OIDOID]);
 static JOIN: Statement = statement("join", &[INT8OID, UUIDOID, OIDOID]);
 static LEAVE: Statement = statement("leave", &[UUIDOID, UUIDOID]);
+static PRUNE_CHALLENGES: Statement = statement("prune_challenges", &[UUIDOID]);
+static ISSUE_CHALLENGE: Statement =
+    statement("issue_challenge", &[UUIDOID, OIDOID, UUIDOID, INT4OID]);
+static TAKE_CHALLENGE: Statement = statement("take_challenge", &[UUIDOID, UUIDOID, TEXTOID]);
+static GROUP_OF_ADDRESS: Statement = statement("group_of_address", &[UUIDOID, TEXTOID]);
 static PROGRESS: Statement = statement("progress", &[OIDOID, UUIDOID, INT4ARRAYOID]);
 static HELD_TASK: Statement = statement("held_task", &[OIDOID, UUIDOID, INT4ARRAYOID]);
 static GIVE_BACK: Statement = statement("give_back", &[OIDOID, UUIDOID, INT4ARRAYOID]);
@@ -142,6 +149,116 @@ entry!(
         Datum::from(group_id)
     }
 );
+
+/// The join challenges a worker may hold at once, each for another group: a worker asking for
+/// challenges of made-up group ids cannot fill the table.
+const CHALLENGES_HELD: i32 = 16;
+
+// compute_worker_join_challenge(group_opaque_id) -> (challenge, expires_at): a new challenge for
+// the calling worker to sign with the key of the group's join address. Issued for any group id,
+// as a join secret is checked for any: it says nothing of whether the group exists.
+entry!(
+    compute_worker_join_challenge,
+    pg_finfo_compute_worker_join_challenge,
+    |fcinfo| {
+        let caller = Caller::current();
+        let group = given_argument(fcinfo, 0, "group_opaque_id");
+        let section = Section::as_owner(fcinfo);
+        let (worker, _) = worker_of(&section, &caller);
+        section.run(&PRUNE_CHALLENGES, &[Some(worker)]);
+        let issued = section.run(
+            &ISSUE_CHALLENGE,
+            &[
+                Some(worker),
+                Some(Datum::from(caller.identity)),
+                Some(group),
+                Some(Datum::from(CHALLENGES_HELD)),
+            ],
+        );
+        let Some(challenge) = issued.get::<String>(0, 0) else {
+            refuse(
+                PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+                format!("a worker holds at most {CHALLENGES_HELD} join challenges, each for another group"),
+                Some("Use them, or wait until they expire: each is valid for 5 minutes."),
+            )
+        };
+        let expires_at = issued.datum(0, 1);
+        drop(section);
+        record(fcinfo, &[challenge.into_datum(), expires_at])
+    }
+);
+
+// compute_worker_join_signed(group_opaque_id, challenge, signature): the calling worker in the
+// group, by its challenge signed with the key of the group's join address; the group's id. The
+// challenge is used up by the join; a refused join leaves it (the error undoes its use), and a
+// wrong signature counts against the identity as a wrong secret does.
+entry!(
+    compute_worker_join_signed,
+    pg_finfo_compute_worker_join_signed,
+    |fcinfo| {
+        let caller = Caller::current();
+        let group = given_argument(fcinfo, 0, "group_opaque_id");
+        let challenge = value::<String>(fcinfo, 1).unwrap_or_else(|| required("challenge"));
+        let signature = value::<String>(fcinfo, 2).unwrap_or_else(|| required("signature"));
+        let signer = eth::signer(challenge.as_bytes(), &signature).unwrap_or_else(|refusal| {
+            invalid(
+                format!("the signature is malformed: {}", refusal.message()),
+                Some("Sign the challenge's text as a wallet signs text (personal_sign, EIP-191)."),
+            )
+        });
+        join_budget(caller.identity);
+        let section = Section::as_owner(fcinfo);
+        let (worker, owner) = worker_of(&section, &caller);
+        let taken = section.run(
+            &TAKE_CHALLENGE,
+            &[Some(worker), Some(group), challenge.as_str().into_datum()],
+        );
+        if taken.len() == 0 {
+            refuse(
+                PgSqlErrorCode::ERRCODE_INVALID_PASSWORD,
+                "no such join challenge: it was used, it expired, or it was issued for another group or worker",
+                Some("Ask compute_worker_join_challenge for a new one: each is valid once, for 5 minutes."),
+            );
+        }
+        let joined = signer.and_then(|address| {
+            section
+                .run(
+                    &GROUP_OF_ADDRESS,
+                    &[Some(group), eth::address_hex(&address).into_datum()],
+                )
+                .get::<i64>(0, 0)
+        });
+        let Some(group_id) = joined else {
+            join_failed(caller.identity);
+            refuse(
+                PgSqlErrorCode::ERRCODE_INVALID_PASSWORD,
+                format!(
+                    "the challenge was not signed by the join address of compute group {}",
+                    output(group, UUIDOID)
+                ),
+                Some("Sign with the key of the address the group's owner set as its join_address."),
+            )
+        };
+        section.run(
+            &JOIN,
+            &[Some(Datum::from(group_id)), Some(worker), Some(owner)],
+        );
+        Datum::from(group_id)
+    }
+);
+
+// _join_address_ok(address): true for an address a group may have as its join_address, else
+// 22023 saying what is wrong with it (a CHECK of compute_groups).
+entry!(_join_address_ok, pg_finfo__join_address_ok, |fcinfo| {
+    let address = value::<String>(fcinfo, 0).unwrap_or_else(|| required("address"));
+    if let Err(refusal) = eth::parse_address(&address) {
+        invalid(
+            format!("join_address is not an address: {}", refusal.message()),
+            Some("For example 0x2c7536E3605D9C16a7a3D7b1898e529396a65c23, as a wallet shows it, or null for none."),
+        );
+    }
+    Datum::from(true)
+});
 
 // compute_worker_leave(group_opaque_id): the calling worker out of the group; 1, or 0 if it was
 // not in it.

@@ -65,3 +65,32 @@ UPDATE compute_perf_data p SET return_count = p.return_count + $2 WHERE p.job_id
 -- Job $1's rejection by worker $3 from slice $2 on: reason $4, message $5, retries $6.
 INSERT INTO work_reject_history (job_id, slice_number, worker_opaque_id, reason, error_msg, retries)
 VALUES ($1, $2, $3, $4, $5, $6);
+
+-- name: prune_challenges
+-- Worker $1's expired join challenges.
+DELETE FROM compute_join_challenges c WHERE c.worker_opaque_id = $1 AND c.expires_at <= statement_timestamp();
+
+-- name: issue_challenge
+-- A new challenge for worker $1 of identity $2 to join group $3 by signature, replacing its
+-- earlier one for that group: the text to sign and when it expires. None when the worker holds
+-- $4 challenges for other groups.
+INSERT INTO compute_join_challenges AS c (worker_opaque_id, group_opaque_id, worker_identity, challenge, expires_at)
+SELECT $1, $3, $2,
+       format('pg_jobs: join compute group %s as worker %s, challenge %s', $3, $1,
+              replace(gen_random_uuid()::text, '-', '')),
+       statement_timestamp() + interval '5 minutes'
+WHERE (SELECT count(*) FROM compute_join_challenges o WHERE o.worker_opaque_id = $1 AND o.group_opaque_id <> $3) < $4
+ON CONFLICT (worker_opaque_id, group_opaque_id)
+DO UPDATE SET challenge = excluded.challenge, expires_at = excluded.expires_at, worker_identity = excluded.worker_identity
+RETURNING c.challenge, c.expires_at;
+
+-- name: take_challenge
+-- Worker $1's challenge $3 for group $2, used up, if it has not expired.
+DELETE FROM compute_join_challenges c
+WHERE c.worker_opaque_id = $1 AND c.group_opaque_id = $2 AND c.challenge = $3
+  AND c.expires_at > statement_timestamp()
+RETURNING true;
+
+-- name: group_of_address
+-- The group whose opaque id is $1 and whose join address is $2 (0x and 40 lower-case digits).
+SELECT g.id FROM compute_groups g WHERE g.opaque_id = $1 AND lower(g.join_address) = $2;

@@ -14,6 +14,7 @@ pub mod compute_results;
 pub mod compute_settings;
 pub mod compute_workers;
 pub mod datum;
+pub mod flow;
 pub mod heads;
 pub mod history;
 pub mod identity;

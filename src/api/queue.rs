@@ -11,8 +11,8 @@ use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
 
 use super::call::{
-    argument, invalid, materialize, null, refuse, refuse_with_detail, required, return_row, value,
-    Caller, Planning, Rows, Section, Statement,
+    argument, invalid, materialize, null, record, refuse, refuse_with_detail, required, return_row,
+    value, Caller, Planning, Rows, Section, Statement,
 };
 use super::datum::{
     array, array_length, elements, field, input, interval_span, interval_text, output, seconds,
@@ -1277,23 +1277,6 @@ entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
     record(fcinfo, &[state.into_datum(), until])
 });
 
-/// The record a function with OUT parameters returns.
-fn record(fcinfo: pg_sys::FunctionCallInfo, values: &[Option<Datum>]) -> Datum {
-    unsafe {
-        let mut descriptor: pg_sys::TupleDesc = std::ptr::null_mut();
-        if pg_sys::get_call_result_type(fcinfo, std::ptr::null_mut(), &mut descriptor)
-            != pg_sys::TypeFuncClass::TYPEFUNC_COMPOSITE
-        {
-            error!("pg_jobs: a record was expected");
-        }
-        let descriptor = pg_sys::BlessTupleDesc(descriptor);
-        let mut datums: Vec<Datum> = values.iter().map(|v| v.unwrap_or(Datum::from(0))).collect();
-        let mut nulls: Vec<bool> = values.iter().map(Option::is_none).collect();
-        let tuple = pg_sys::heap_form_tuple(descriptor, datums.as_mut_ptr(), nulls.as_mut_ptr());
-        pg_sys::HeapTupleHeaderGetDatum((*tuple).t_data)
-    }
-}
-
 entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {
     let caller = Caller::current();
     let Some(job) = argument(fcinfo, 0) else {
@@ -1346,20 +1329,40 @@ entry!(jobs_ready_signal, pg_finfo_jobs_ready_signal, |fcinfo| {
 /// What `jobs_queue_history`'s `keep` may say (the labels of `history_keep`).
 const HISTORY_RULES: [&str; 3] = ["all", "failures", "none"];
 
-entry!(jobs_queue_history, pg_finfo_jobs_queue_history, |fcinfo| {
-    let caller = Caller::current();
-    match value::<String>(fcinfo, 0) {
+/// Argument `n`, a queue of the caller's own to set a rule of: refused when null, empty or the
+/// extension's, which keeps its own rules (`reserved`: what the extension's queue does instead,
+/// and a hint).
+pub(crate) fn callers_queue(
+    fcinfo: pg_sys::FunctionCallInfo,
+    n: usize,
+    example: &str,
+    reserved: (&str, &str),
+) -> String {
+    match value::<String>(fcinfo, n) {
         None => invalid(
             "queue must name one of the caller's queues",
-            Some("For example jobs_queue_history('emails', 'failures')."),
+            Some(&format!("For example {example}.")),
         ),
         Some(queue) if queue.is_empty() => invalid("queue must not be empty", None),
         Some(queue) if is_reserved_queue(&queue) => invalid(
-            format!("queue {queue} is the extension's and keeps every finished job"),
-            Some("Batch jobs, SQL jobs and compute jobs are read from job_history; their history is dropped by month with jobs_history_drop."),
+            format!("queue {queue} is the extension's and {}", reserved.0),
+            Some(reserved.1),
         ),
-        Some(_) => {}
+        Some(queue) => queue,
     }
+}
+
+entry!(jobs_queue_history, pg_finfo_jobs_queue_history, |fcinfo| {
+    let caller = Caller::current();
+    callers_queue(
+        fcinfo,
+        0,
+        "jobs_queue_history('emails', 'failures')",
+        (
+            "keeps every finished job",
+            "Batch jobs, SQL jobs and compute jobs are read from job_history; their history is dropped by month with jobs_history_drop.",
+        ),
+    );
     let keep: Option<String> = value(fcinfo, 1);
     if keep
         .as_deref()

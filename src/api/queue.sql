@@ -149,7 +149,9 @@ FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
 -- ctid, so that no plan can turn this into a scan of the table. The ready index holds the leased
 -- jobs too: the status filter passes over them. A batch job's progress marks it taken (see
 -- jobs_batch_untallied, sql/085_batch.sql); a plain job's stays null, so its claim is HOT.
--- Returns each job and its place in the claim order (priority, run_at).
+-- Nothing is read from a paused queue (queue_pauses: one probe of its primary key, planned as a
+-- filter evaluated once, before the scan). Returns each job and its place in the claim order
+-- (priority, run_at).
 UPDATE jobs j
 SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
     locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
@@ -160,6 +162,7 @@ WHERE j.ctid = ANY (ARRAY(
     WHERE c.status = 'created' AND c.claimable_by = $1 AND c.queue = $2::text
       AND (c.priority, c.run_at, c.id) > ($6::integer, $7::timestamptz, $8::bigint)
       AND c.run_at <= statement_timestamp()
+      AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
     ORDER BY c.priority, c.run_at, c.id
     LIMIT $3
     FOR UPDATE SKIP LOCKED))
@@ -168,12 +171,14 @@ RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_unti
 -- name: claim_queues
 -- As claim, from several queues $2, each from its start: one index range per queue, read in
 -- index order (`queue = ANY (queues)` would make the planner sort every ready job of those
--- queues, which with a million queued is seconds), then the first $3 of them all.
+-- queues, which with a million queued is seconds), then the first $3 of them all. A paused
+-- queue's range is not read.
 WITH candidates AS (
     SELECT c.* FROM unnest($2::text[]) AS q(queue), LATERAL (
         SELECT j.ctid AS tid, j.priority, j.run_at, j.id FROM jobs j
         WHERE j.status = 'created' AND j.claimable_by = $1 AND j.queue = q.queue
           AND j.run_at <= statement_timestamp()
+          AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = q.queue)
         ORDER BY j.priority, j.run_at, j.id
         LIMIT $3
         FOR UPDATE SKIP LOCKED) c

@@ -39,6 +39,12 @@ SELECT metric, round(value) AS value FROM pgjobs.metrics WHERE metric IN ('launc
 DELETE FROM pgjobs.job_runs;
 DELETE FROM pgjobs.launcher_state;
 
+-- A paused queue has a row (1) while it is paused.
+SELECT paused_by IS NOT NULL AS paused FROM pgjobs.jobs_pause('m');
+SELECT metric, queue, value FROM pgjobs.metrics WHERE metric = 'queue_paused';
+SELECT pgjobs.jobs_resume('m') AS resumed;
+SELECT count(*) AS paused_rows FROM pgjobs.metrics WHERE metric = 'queue_paused';
+
 -- No row makes it fail: a job due at -infinity (refused to callers now, but a row from before
 -- that) is an infinite age, not an error for every reader.
 SELECT regress.error_of('SELECT pgjobs.jobs_add(''x'', queue => ''inf'', run_at => ''-infinity'')') AS refused;
