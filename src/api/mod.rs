@@ -1,5 +1,7 @@
 //! The API by domain: the boundary every public function crosses (call), identities, the queue,
-//! when its leases may run out (leases) and when it wakes workers (ready), SQL jobs, cron schedules, the compute tables, batch jobs, and routine schedules.
+//! when its leases may run out (leases), when it wakes workers (ready) and when its jobs may be
+//! claimed (flow), SQL jobs, cron schedules, the compute tables, batch jobs, and routine
+//! schedules.
 
 pub mod batch;
 pub mod batch_agent;
