@@ -312,7 +312,7 @@ DROP FUNCTION regress.compute_job_write_attempts();
 -- credentials and listing; the rest is the scheduler's.
 SET ROLE regress_group_owner;
 SELECT name, listed, join_key, join_hash IS NULL AS no_secret_yet FROM pgjobs.compute_groups ORDER BY id;
-WITH u AS (UPDATE pgjobs.compute_groups SET name = 'Open group (renamed)', join_address = 'addr:1'
+WITH u AS (UPDATE pgjobs.compute_groups SET name = 'Open group (renamed)', join_address = '0x2c7536e3605d9c16a7a3d7b1898e529396a65c23'
            WHERE id = :g1 RETURNING 1)
 SELECT count(*) AS groups_changed FROM u;
 SELECT regress.error_of('UPDATE pgjobs.compute_groups SET join_hash = ''$2a$plain''');
@@ -589,7 +589,7 @@ TRUNCATE pgjobs.compute_jobs, pgjobs.compute_perf_data, pgjobs.compute_fin_total
     pgjobs.compute_data, pgjobs.compute_arguments, pgjobs.work_functions, pgjobs.work_reject_history,
     pgjobs.compute_groups, pgjobs.compute_group_jobs, pgjobs.compute_group_accounting_data,
     pgjobs.compute_group_worker_origins, pgjobs.compute_group_job_period_stats,
-    pgjobs.compute_group_worker_period_stats, pgjobs.workers, pgjobs.worker_run_info,
+    pgjobs.compute_group_worker_period_stats, pgjobs.workers, pgjobs.compute_join_challenges, pgjobs.worker_run_info,
     pgjobs.worker_task_info, pgjobs.dcp_worker_app_config, pgjobs.worker_config_value,
     pgjobs.creds_list, pgjobs.credential, pgjobs.worker_creds, pgjobs.worker_notifications,
     pgjobs.register_worker_directive, pgjobs.reliable_events, pgjobs.compute_group_workers,
