@@ -9,9 +9,9 @@
 //! below the bound, which the writers keep so:
 //!
 //! - an add (or a retry, its job due again after the backoff) lowers its queue's bound to the key
-//!   of its job when its transaction commits (after the job became visible; a claim raises the
-//!   bound only if nothing lowered it since the claim looked, so a claim cannot raise it past a
-//!   job that committed unseen by it);
+//!   of its job when its transaction commits (after the job became visible), and the floor of
+//!   the current generation with it; a claim's raise may not pass the floors of the generations
+//!   since it looked, so it cannot raise the bound past a job that committed unseen by it;
 //! - a release, a requeue of an expired lease and a key's replacement (jobs due again now, maybe
 //!   below the bound) forget every bound at their commit; a claim that rolls back, or whose
 //!   subtransaction does, forgets them at once (its jobs are claimable again, and other claims
@@ -225,12 +225,35 @@ pub(crate) fn look(claimable_by: pg_sys::Oid, queue: &str) -> Look {
 /// now, unless another writer changed the slot since it was `found` (that writer may be another
 /// claim taking the turn).
 fn take_rescan(words: &[AtomicU64], found: &Slot) -> bool {
-    if !hold(words, found.version) {
+    mark_read(words, found.version)
+}
+
+/// Sets the slot's `since` to now, unless another writer changed the slot since `version`.
+fn mark_read(words: &[AtomicU64], version: u64) -> bool {
+    if !hold(words, version) {
         return false;
     }
     words[2].store(now_ms(), Ordering::SeqCst);
-    words[0].store(found.version + 2, Ordering::SeqCst);
+    words[0].store(version + 2, Ordering::SeqCst);
     true
+}
+
+/// After a claim's statement, found something or not: if it read its queue from the start, the
+/// next turn to do so comes a rescan interval after this read ended, not after it began. Under a
+/// long snapshot such a read passes every job finished since and grows longer than the interval;
+/// timed from their starts, several ran at once and the queue's claims did little else.
+pub(crate) fn read_done(look: &Look) {
+    if !look.from_start {
+        return;
+    }
+    let words = words(look.slot);
+    for _ in 0..SPINS {
+        match read(words) {
+            Some(slot) if slot.tag != look.tag => return,
+            Some(slot) if mark_read(words, slot.version) => return,
+            _ => std::hint::spin_loop(),
+        }
+    }
 }
 
 /// After a claim that took jobs up to `last`: the next claims start past it, or past the least

@@ -808,10 +808,9 @@ fn claim_from(
                 Some(Datum::from(look.from.run_at)),
                 Some(Datum::from(look.from.id)),
             ];
-            (
-                section.run(&CLAIM, &[&arguments[..], &from].concat()),
-                Some(look),
-            )
+            let claimed = section.run(&CLAIM, &[&arguments[..], &from].concat());
+            heads::read_done(&look);
+            (claimed, Some(look))
         }
         _ => (section.run(&CLAIM_QUEUES, &arguments), None),
     };
