@@ -25,16 +25,12 @@
 //! So a claimable job waits at most pg_jobs.claim_rescan_interval more than it would have, and a
 //! claim reads from the bound on. Batch jobs are claimed from two queues at once and never use a
 //! bound. Each slot is a seqlock over [version, tag, since, bound (3 words), epoch, generation,
-//! FLOORS floors (3 words each)]: the version is odd while a writer changes the slot; `since` is
-//! when a claim last took the turn to read the queue from the start; `epoch` is the count of
-//! forgettings when the bound was set (a bound of another epoch is none); `generation` counts the
-//! raises; the floor of a generation is the least job placed in the queue while it was the
-//! current one, and a claim's raise may not pass the floors of the generations since its look
-//! (adds at the end of a busy queue do not stop the claims at its start from raising the bound).
-//! The floors of the last FLOORS generations are kept, not only the current one: when a claim's
-//! raise gave up whenever another raise came between its look and its own, claims that
-//! overlapped (more of them as claims slowed, under a long snapshot) stopped raising the bound,
-//! and the next claims read more dead entries from the stale bound and slowed further. Queues whose hashes share a slot overwrite each other's bound: a tag that is not
+//! floor (3 words)]: the version is odd while a writer changes the slot; `since` is when a claim
+//! last took the turn to read the queue from the start; `epoch` is the count of forgettings when
+//! the bound was set (a bound of another epoch is none); `generation` counts the raises, and
+//! `floor` is the least job placed in the queue since the last one, which a claim's raise may
+//! not pass (adds at the end of a busy queue do not stop the claims at its start from raising
+//! the bound). Queues whose hashes share a slot overwrite each other's bound: a tag that is not
 //! the queue's own is none.
 
 use std::cell::{Cell, RefCell};
@@ -44,10 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use pgrx::prelude::*;
 
 const HEAD_SLOTS: usize = 1024;
-/// How many generations' floors a slot keeps: a claim's raise gives up when more raises than
-/// this came between its look and its own.
-const FLOORS: usize = 4;
-const WORDS: usize = 8 + 3 * FLOORS;
+const WORDS: usize = 11;
 /// How many times a writer tries for a slot that another writer holds.
 const SPINS: usize = 10_000;
 
@@ -65,7 +58,7 @@ pub(crate) fn init_heads() {
     // Every other word starts at 0: no bound.
     pgrx::pg_shmem_init!(
         HEADS = std::array::from_fn(|n| match (n < HEAD_SLOTS * WORDS, n % WORDS) {
-            (true, word @ 8..) => AtomicU64::new(NO_FLOOR[(word - 8) % 3]),
+            (true, word @ 8..=10) => AtomicU64::new(NO_FLOOR[word - 8]),
             _ => AtomicU64::new(0),
         })
     );
@@ -139,7 +132,7 @@ struct Slot {
     key: Key,
     epoch: u64,
     generation: u64,
-    floors: [Key; FLOORS],
+    floor: Key,
 }
 
 fn key_at(words: &[AtomicU64], first: usize) -> Key {
@@ -167,7 +160,7 @@ fn read(words: &[AtomicU64]) -> Option<Slot> {
         key: key_at(words, 3),
         epoch: word(6),
         generation: word(7),
-        floors: std::array::from_fn(|n| key_at(words, 8 + 3 * n)),
+        floor: key_at(words, 8),
     };
     (version % 2 == 0 && words[0].load(Ordering::SeqCst) == version).then_some(slot)
 }
@@ -187,9 +180,7 @@ fn write(words: &[AtomicU64], slot: &Slot) {
     store_key(words, 3, slot.key);
     words[6].store(slot.epoch, Ordering::SeqCst);
     words[7].store(slot.generation, Ordering::SeqCst);
-    for (n, floor) in slot.floors.iter().enumerate() {
-        store_key(words, 8 + 3 * n, *floor);
-    }
+    store_key(words, 8, slot.floor);
     words[0].store(slot.version + 2, Ordering::SeqCst);
 }
 
@@ -214,7 +205,7 @@ pub(crate) fn look(claimable_by: pg_sys::Oid, queue: &str) -> Look {
         slot,
         tag,
         epoch,
-        // A slot being written when the claim looked: its raise gives up.
+        // A slot being written counts as a raise meanwhile: this claim's raise gives up.
         generation: found.map_or(u64::MAX, |found| found.generation),
         from_start: bound.is_none(),
         from: bound.unwrap_or(Key::FIRST),
@@ -257,12 +248,11 @@ pub(crate) fn read_done(look: &Look) {
 }
 
 /// After a claim that took jobs up to `last`: the next claims start past it, or past the least
-/// job placed in the queue since this claim looked (the floors of the generations since), if that
-/// is lower: a job the claim could not see. Given up when more than FLOORS raises came between
-/// (their floors are gone), or every bound was forgotten. A claim raises
-/// its queue's bound, never lowers it (another claim may have raised it further; a job below it
-/// that a claim from the start found, it claimed); a claim from the start where the queue has no
-/// bound of this epoch sets it, and the time of its reading.
+/// job placed in the queue since the last raise (the floor), if that is lower: a job the claim
+/// could not see. Given up when another claim raised the bound since this one looked (the floor
+/// then no longer holds what was placed since the look) or every bound was forgotten. A claim
+/// from the start sets the bound and the time of its reading; one from the bound raises it
+/// (never lowers: another claim may have raised it further).
 pub(crate) fn raise(look: &Look, last: Key) {
     let words = words(look.slot);
     for _ in 0..SPINS {
@@ -270,37 +260,27 @@ pub(crate) fn raise(look: &Look, last: Key) {
             std::hint::spin_loop();
             continue;
         };
-        if look.generation == u64::MAX
-            || slot.generation.wrapping_sub(look.generation) >= FLOORS as u64
-            || forgotten().load(Ordering::SeqCst) != look.epoch
-        {
+        if slot.generation != look.generation || forgotten().load(Ordering::SeqCst) != look.epoch {
             return;
         }
         if !hold(words, slot.version) {
             continue;
         }
-        let since_look = (look.generation..=slot.generation).map(|g| slot.floors[floor_of(g)]);
-        let to = since_look.fold(last, Key::min);
-        if slot.tag == look.tag && slot.epoch == look.epoch {
-            slot.key = slot.key.max(to);
-        } else if look.from_start {
+        let to = last.min(slot.floor);
+        if look.from_start {
             (slot.since, slot.key) = (now_ms(), to);
+        } else if slot.tag == look.tag && slot.epoch == look.epoch {
+            slot.key = slot.key.max(to);
         } else {
             // Another queue took the slot meanwhile: this one reads from the start next.
             words[0].store(slot.version + 2, Ordering::SeqCst);
             return;
         }
         (slot.tag, slot.epoch) = (look.tag, look.epoch);
-        slot.generation = slot.generation.wrapping_add(1);
-        slot.floors[floor_of(slot.generation)] = Key::LAST;
+        (slot.generation, slot.floor) = (slot.generation.wrapping_add(1), Key::LAST);
         write(words, &slot);
         return;
     }
-}
-
-/// Where a slot keeps the floor of generation `generation`.
-fn floor_of(generation: u64) -> usize {
-    (generation % FLOORS as u64) as usize
 }
 
 /// Lowers the bound of a queue to just below the job at `key` if it is above, and the floor
@@ -325,8 +305,7 @@ fn lower(claimable_by: pg_sys::Oid, queue: &str, key: Key) {
         if slot.tag == tag {
             slot.key = slot.key.min(below);
         }
-        let current = floor_of(slot.generation);
-        slot.floors[current] = slot.floors[current].min(below);
+        slot.floor = slot.floor.min(below);
         write(words, &slot);
         return;
     }
