@@ -9,9 +9,9 @@
 //! below the bound, which the writers keep so:
 //!
 //! - an add (or a retry, its job due again after the backoff) lowers its queue's bound to the key
-//!   of its job when its transaction commits (after the job became visible), and the floor of
-//!   the current generation with it; a claim's raise may not pass the floors of the generations
-//!   since it looked, so it cannot raise the bound past a job that committed unseen by it;
+//!   of its job when its transaction commits (after the job became visible), and the floor with
+//!   it; a claim's raise may not pass the floor and gives up if another raise came since it
+//!   looked, so it cannot raise the bound past a job that committed unseen by it;
 //! - a release, a requeue of an expired lease and a key's replacement (jobs due again now, maybe
 //!   below the bound) forget every bound at their commit; a claim that rolls back, or whose
 //!   subtransaction does, forgets them at once (its jobs are claimable again, and other claims
