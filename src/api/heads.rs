@@ -197,8 +197,9 @@ pub(crate) fn look(claimable_by: pg_sys::Oid, queue: &str) -> Look {
     let every = rescan_ms();
     let bound = found.as_ref().and_then(|found| {
         let own = found.tag == tag && found.epoch == epoch && every > 0;
-        let rescan =
-            own && now_ms().saturating_sub(found.since) >= every && take_rescan(words(slot), found);
+        let rescan = own
+            && now_ms().saturating_sub(found.since) >= every
+            && mark_read(words(slot), found.version);
         (own && !rescan).then_some(found.key)
     });
     Look {
@@ -212,14 +213,9 @@ pub(crate) fn look(claimable_by: pg_sys::Oid, queue: &str) -> Look {
     }
 }
 
-/// Whether this claim takes its queue's turn to read from the start: it marks the slot as read
-/// now, unless another writer changed the slot since it was `found` (that writer may be another
-/// claim taking the turn).
-fn take_rescan(words: &[AtomicU64], found: &Slot) -> bool {
-    mark_read(words, found.version)
-}
-
-/// Sets the slot's `since` to now, unless another writer changed the slot since `version`.
+/// Sets the slot's `since` to now, unless another writer changed the slot since `version`: how a
+/// claim takes its queue's turn to read from the start (the writer since may be another claim
+/// taking it), and how it ends it.
 fn mark_read(words: &[AtomicU64], version: u64) -> bool {
     if !hold(words, version) {
         return false;
