@@ -1,4 +1,6 @@
--- The statements of src/api/batch_agent.rs: the agent's side of batch jobs.
+-- The statements of src/api/batch_agent.rs: the agent's side of batch jobs. A statement joining
+-- jobs to ids it was given also names them in `j.id = ANY (...)`, which only the primary key
+-- serves, so the jobs are read by probes whatever the statistics say (src/api/queue.sql, finish).
 
 -- name: agent_of
 SELECT c.agent FROM batch_computers c WHERE c.computer = $1;
@@ -38,7 +40,7 @@ SELECT j.id, j.lease_token, j.attempt, j.task::text, j.payload ->> 'routine', j.
        _text_array(j.payload -> 'args'), j.payload ->> 'cwd', (j.payload ->> 'shell')::boolean,
        j.payload -> 'env', _batch_silence(), j.owner::regrole::text
 FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, ord)
-JOIN jobs j ON j.id = t.id
+JOIN jobs j ON j.id = t.id AND j.id = ANY ($1)
 ORDER BY t.ord;
 
 -- name: held
@@ -52,7 +54,7 @@ SELECT c.ord, c.id, l.status::text, l.status IS NULL
 FROM (
     SELECT g.ord, j.id, g.token
     FROM unnest($2::bigint[], $3::uuid[]) WITH ORDINALITY AS g(id, token, ord)
-    JOIN jobs j ON j.id = g.id AND j.lease_token = g.token AND j.status IN ('started', 'aborted')
+    JOIN jobs j ON j.id = g.id AND j.id = ANY ($2) AND j.lease_token = g.token AND j.status IN ('started', 'aborted')
     WHERE _is_batch_queue(j.queue)
       AND (_is_admin($1)
            OR j.locked_by IN (SELECT c.computer FROM batch_computers c WHERE c.agent = _identity_of($1)))
@@ -73,7 +75,7 @@ WITH started AS (
                                       'started_at', statement_timestamp(), 'changed', statement_timestamp()),
         locked_until = statement_timestamp() + _batch_silence()
     FROM unnest($1::bigint[], $2::bigint[]) AS r(id, ord)
-    WHERE j.id = r.id
+    WHERE j.id = r.id AND j.id = ANY ($1)
     RETURNING j.locked_until
 )
 SELECT max(s.locked_until) FROM started s;
@@ -91,7 +93,7 @@ SET locked_until = statement_timestamp() + _batch_silence(),
                         'stderr_at', CASE WHEN $3[r.ord] IS NOT NULL THEN statement_timestamp() END,
                         'stdout_at', CASE WHEN $4[r.ord] IS NOT NULL THEN statement_timestamp() END)) END
 FROM unnest($1::bigint[], $2::bigint[]) AS r(id, ord)
-WHERE j.id = r.id;
+WHERE j.id = r.id AND j.id = ANY ($1);
 
 -- name: uncancel
 -- The agent's report replaces a cancel's mark: jobs $1 that ran to their end despite a cancel

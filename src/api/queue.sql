@@ -198,12 +198,15 @@ RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_unti
 -- job that ended so: there a completion is the DELETE alone. $4 is the outcome; a job aborted
 -- while leased finishes as aborted. $6 are results, $7 errors: an error joins the job's log of
 -- errors and a failed job's result. Returns every job finished, kept or not, in no order, with its
--- status and whether it is completed or failed (counted).
+-- status and whether it is completed or failed (counted). The ids are also a condition of their
+-- own (`j.id = ANY ($1)`), which only the primary key serves: with the statistics of an empty
+-- table (what VACUUM leaves under a long snapshot) the join alone was planned as a read of the
+-- whole table (regress queue_probes).
 WITH given AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[], $6::jsonb[], $7::text[]) AS g(job_id, token, result, error)
 ), j AS (
     DELETE FROM jobs j USING given g
-    WHERE j.id = g.job_id AND j.status = ANY ($3::job_status[])
+    WHERE j.id = ANY ($1) AND j.id = g.job_id AND j.status = ANY ($3::job_status[])
       AND ($2::uuid[] IS NULL OR j.lease_token = g.token) AND ($5::oid IS NULL OR j.owner = $5)
     RETURNING j.*, g.result, g.error,
               CASE WHEN j.status = 'aborted' THEN 'aborted' ELSE $4::job_status END AS final
@@ -235,7 +238,8 @@ SELECT j.id, j.final, j.final = 'completed', j.final = 'failed' FROM j;
 -- name: retry
 -- Failed attempts of jobs $1 (tokens $2, errors $3, owner $4 or any when null) with attempts
 -- left: back to waiting, due after the backoff. Returns the jobs retried, with who may claim them,
--- their queues and their places in the claim order (priority, run_at).
+-- their queues and their places in the claim order (priority, run_at). The ids probe the primary
+-- key, as in finish.
 WITH given AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[]) AS g(job_id, token, error)
 )
@@ -245,7 +249,7 @@ SET status = 'created', lease_token = NULL, locked_until = NULL,
         j.attempt, extract(epoch FROM j.backoff)::float8, extract(epoch FROM j.max_backoff)::float8)),
     errors = j.errors || jsonb_build_object('attempt', j.attempt, 'at', statement_timestamp(), 'error', g.error)
 FROM given g
-WHERE j.id = g.job_id AND j.lease_token = g.token
+WHERE j.id = ANY ($1) AND j.id = g.job_id AND j.lease_token = g.token
   AND j.status = 'started' AND j.attempt < j.max_attempts AND ($4::oid IS NULL OR j.owner = $4)
 RETURNING j.id, j.claimable_by, j.queue::text, j.priority, j.run_at;
 
@@ -253,7 +257,7 @@ RETURNING j.id, j.claimable_by, j.queue::text, j.priority, j.run_at;
 -- Gives leased jobs $1 (tokens $2, owner $3 or any when null) back unworked, as a worker that
 -- stops does: waiting again and due now, the attempt not counted, nothing logged. The jobs the
 -- extension runs (SQL and batch jobs) have hand-backs of their own. Returns the jobs given back,
--- with their queues to wake.
+-- with their queues to wake. The ids probe the primary key, as in finish.
 WITH given AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[]) AS g(job_id, token)
 )
@@ -261,7 +265,7 @@ UPDATE jobs j
 SET status = 'created', lease_token = NULL, locked_until = NULL, claimed_lease = NULL,
     attempt = j.attempt - 1, run_at = statement_timestamp(), progress = NULL
 FROM given g
-WHERE j.id = g.job_id AND j.lease_token = g.token AND j.status = 'started'
+WHERE j.id = ANY ($1) AND j.id = g.job_id AND j.lease_token = g.token AND j.status = 'started'
   AND j.claimable_by <> _extension_claimant() AND ($3::oid IS NULL OR j.owner = $3)
 RETURNING j.id, j.claimable_by, j.queue::text;
 

@@ -1,0 +1,66 @@
+-- A worker's calls that name their jobs (complete, fail, retry, release, heartbeat, abort) find
+-- them by the primary key, whatever the statistics say; only a claim reads the ready index. The
+-- ready index ends with the id, so any plan may probe an id through it, reading the whole index
+-- for each: under a snapshot held for minutes, VACUUM left pgjobs.jobs with reltuples 0 over
+-- 22,000 pages, every path looked equally cheap, and the completions were planned that way (each
+-- read 200,000 entries and their heap tuples; the queue stopped). Here the statistics say the
+-- same, and each call's reads of both indexes are counted: this backend's, not yet reported,
+-- read in the transaction that made them (as regress queue_hot reads its updates).
+SELECT regress.reset();
+CREATE ROLE regress_probes IN ROLE pgjobs_user;
+SET ROLE regress_probes;
+SELECT count(*) AS added
+FROM pgjobs.jobs_add_batch((SELECT jsonb_agg(jsonb_build_object('task', 'probe', 'payload', jsonb_build_object('n', n),
+                                                             'max_attempts', 3))
+                            FROM generate_series(1, 200) n));
+RESET ROLE;
+UPDATE pg_class SET reltuples = 0, relpages = pg_relation_size(oid) / current_setting('block_size')::integer
+WHERE oid IN ('pgjobs.jobs'::regclass, 'pgjobs.jobs_pkey'::regclass, 'pgjobs.jobs_ready'::regclass);
+SET ROLE regress_probes;
+CREATE TEMP VIEW regress_probe_reads AS
+SELECT pg_stat_get_xact_numscans('pgjobs.jobs_ready'::regclass) AS ready_scans,
+       pg_stat_get_xact_tuples_returned('pgjobs.jobs_ready'::regclass) AS ready_read,
+       pg_stat_get_xact_tuples_returned('pgjobs.jobs_pkey'::regclass) AS pkey_read;
+
+-- The claim reads the ready index, and only its first entries.
+BEGIN;
+SELECT * FROM regress_probe_reads \gset start_
+CREATE TEMP TABLE claimed AS SELECT * FROM pgjobs.jobs_claim('probe', n => 10);
+SELECT count(*) AS claimed, min(r.ready_scans) - :start_ready_scans > 0 AS read_ready,
+       min(r.ready_read) - :start_ready_read <= 20 AS read_few
+FROM claimed, regress_probe_reads r;
+COMMIT;
+
+-- Each call naming jobs (at most 10) reads as many entries of the primary key, and none of the
+-- ready index.
+CREATE FUNCTION pg_temp.probes(call text, OUT ready_read bigint, OUT pkey_probes boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    before record;
+BEGIN
+    SELECT * INTO before FROM regress_probe_reads;
+    EXECUTE call;
+    SELECT r.ready_read - before.ready_read, r.pkey_read - before.pkey_read BETWEEN 1 AND 10
+    INTO ready_read, pkey_probes FROM regress_probe_reads r;
+END
+$$;
+BEGIN;
+SELECT v.call, p.* FROM (VALUES
+    ('SELECT count(*) FROM claimed c, pgjobs.jobs_heartbeat(c.id, c.lease_token) h'),
+    ('SELECT pgjobs.jobs_complete(array_agg(id), array_agg(lease_token)) FROM (SELECT * FROM claimed ORDER BY id LIMIT 2) c'),
+    ('SELECT pgjobs.jobs_complete(id, lease_token) FROM (SELECT * FROM claimed ORDER BY id OFFSET 2 LIMIT 1) c'),
+    ('SELECT pgjobs.jobs_fail(array_agg(id), array_agg(lease_token), array_agg(''retry''::text)) FROM (SELECT * FROM claimed ORDER BY id OFFSET 3 LIMIT 2) c'),
+    ('SELECT pgjobs.jobs_release(array_agg(id), array_agg(lease_token)) FROM (SELECT * FROM claimed ORDER BY id OFFSET 5 LIMIT 2) c'),
+    ('SELECT pgjobs.jobs_abort(id) FROM (SELECT * FROM claimed ORDER BY id OFFSET 7 LIMIT 1) c'),
+    ('SELECT pgjobs.jobs_abort(id) FROM (SELECT * FROM pgjobs.jobs WHERE task = ''probe'' AND status = ''created'' ORDER BY id DESC LIMIT 1) c'),
+    ('SELECT pgjobs.jobs_complete(array_agg(id), array_agg(lease_token)) FROM (SELECT * FROM claimed ORDER BY id OFFSET 8) c')
+) v(call), pg_temp.probes(v.call) p;
+COMMIT;
+SELECT status, count(*) FROM pgjobs.jobs WHERE task = 'probe' GROUP BY status ORDER BY status;
+SELECT status, count(*) FROM pgjobs.job_history WHERE task = 'probe' GROUP BY status ORDER BY status;
+DROP TABLE claimed;
+DROP VIEW regress_probe_reads;
+DROP FUNCTION pg_temp.probes;
+RESET ROLE;
+ANALYZE pgjobs.jobs;
+DROP ROLE regress_probes;
