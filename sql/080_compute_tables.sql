@@ -422,19 +422,38 @@ CREATE INDEX compute_group_jobs_job ON compute_group_jobs (job_id);
 CREATE INDEX compute_group_jobs_job_owner ON compute_group_jobs (job_owner);
 COMMENT ON TABLE compute_group_jobs IS 'Which jobs are in which group. owner is the group''s owner.';
 
+-- A group's budgets, as its owner grants them (compute_group_budget) and deployments take jobs
+-- from them; null means unlimited. What the work through the group spent is compute_group_spent,
+-- which only the fold writes: no member's transaction ever holds a row the fold must change.
+-- compute_group_budgets shows what remains of each.
 CREATE TABLE compute_group_accounting_data (
     compute_group_id         bigint PRIMARY KEY REFERENCES compute_groups ON DELETE CASCADE,
     owner                    oid NOT NULL DEFAULT identity(),
-    -- Remaining budgets; null means unlimited.
-    remaining_cpu_time       bigint,
-    remaining_gpu_time       bigint,
+    granted_cpu_time         bigint CHECK (granted_cpu_time >= 0),
+    granted_gpu_time         bigint CHECK (granted_gpu_time >= 0),
     remaining_jobs           integer,
-    remaining_in_data_size   bigint,
-    remaining_out_data_size  bigint,
+    granted_in_data_size     bigint CHECK (granted_in_data_size >= 0),
+    granted_out_data_size    bigint CHECK (granted_out_data_size >= 0),
     last_update              timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE compute_group_accounting_data IS
-    'What a group may still spend: milliseconds of CPU and GPU, jobs, bytes in and out.';
+    'What a group may spend: milliseconds of CPU and GPU and bytes in and out granted in all, and '
+    'the jobs it may still take; compute_group_budgets shows what remains.';
+
+-- What the work through a group spent: every report folded, accepted or not (the work was done),
+-- counted once by the fold that took it, in the transaction that marked it folded.
+CREATE TABLE compute_group_spent (
+    compute_group_id  bigint PRIMARY KEY REFERENCES compute_groups ON DELETE CASCADE,
+    owner             oid NOT NULL DEFAULT identity(),
+    cpu_time          bigint NOT NULL DEFAULT 0,
+    gpu_time          bigint NOT NULL DEFAULT 0,
+    in_data_size      bigint NOT NULL DEFAULT 0,
+    out_data_size     bigint NOT NULL DEFAULT 0,
+    last_update       timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE compute_group_spent IS
+    'Milliseconds of CPU and GPU and bytes in and out that the reports folded so far spent through '
+    'the group.';
 
 CREATE TABLE compute_group_worker_origins (
     id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -508,6 +527,7 @@ COMMENT ON TABLE compute_group_worker_period_stats IS
 CREATE INDEX compute_groups_owner ON compute_groups (owner);
 CREATE INDEX compute_group_jobs_owner ON compute_group_jobs (owner);
 CREATE INDEX compute_group_accounting_data_owner ON compute_group_accounting_data (owner);
+CREATE INDEX compute_group_spent_owner ON compute_group_spent (owner);
 CREATE INDEX compute_group_worker_origins_owner ON compute_group_worker_origins (owner);
 CREATE INDEX compute_group_job_period_stats_owner ON compute_group_job_period_stats (owner);
 CREATE INDEX compute_group_worker_period_stats_owner ON compute_group_worker_period_stats (owner);
@@ -530,6 +550,8 @@ CREATE TRIGGER owners BEFORE INSERT OR UPDATE OF compute_group_id, job_id, owner
     FOR EACH ROW EXECUTE FUNCTION _compute_group_job_owners();
 CREATE TRIGGER owner_from_group BEFORE INSERT OR UPDATE OF compute_group_id, owner ON compute_group_accounting_data
     FOR EACH ROW EXECUTE FUNCTION _owner_from_group();
+CREATE TRIGGER owner_from_group BEFORE INSERT OR UPDATE OF compute_group_id, owner ON compute_group_spent
+    FOR EACH ROW EXECUTE FUNCTION _owner_from_group();
 CREATE TRIGGER owner_from_group BEFORE INSERT OR UPDATE OF compute_group_id, owner ON compute_group_worker_origins
     FOR EACH ROW EXECUTE FUNCTION _owner_from_group();
 CREATE TRIGGER owner_from_group BEFORE INSERT OR UPDATE OF compute_group_id, owner ON compute_group_job_period_stats
@@ -541,6 +563,8 @@ CREATE TRIGGER touch BEFORE UPDATE ON compute_groups
 CREATE TRIGGER touch BEFORE UPDATE ON compute_group_jobs
     FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
 CREATE TRIGGER touch BEFORE UPDATE ON compute_group_accounting_data
+    FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+CREATE TRIGGER touch BEFORE UPDATE ON compute_group_spent
     FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
 CREATE TRIGGER touch BEFORE UPDATE ON compute_group_worker_origins
     FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
@@ -634,6 +658,7 @@ COMMENT ON VIEW compute_group_opaque_ids IS 'The opaque id of each of the caller
 ALTER TABLE compute_groups ENABLE ROW LEVEL SECURITY;
 ALTER TABLE compute_group_jobs ENABLE ROW LEVEL SECURITY;
 ALTER TABLE compute_group_accounting_data ENABLE ROW LEVEL SECURITY;
+ALTER TABLE compute_group_spent ENABLE ROW LEVEL SECURITY;
 ALTER TABLE compute_group_worker_origins ENABLE ROW LEVEL SECURITY;
 ALTER TABLE compute_group_job_period_stats ENABLE ROW LEVEL SECURITY;
 ALTER TABLE compute_group_worker_period_stats ENABLE ROW LEVEL SECURITY;
@@ -642,6 +667,7 @@ CREATE POLICY group_owner_changes ON compute_groups FOR UPDATE TO pgjobs_user
     USING (owner = (SELECT identity())) WITH CHECK (owner = (SELECT identity()));
 CREATE POLICY group_owner_reads ON compute_group_jobs FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
 CREATE POLICY group_owner_reads ON compute_group_accounting_data FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
+CREATE POLICY group_owner_reads ON compute_group_spent FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
 CREATE POLICY group_owner_reads ON compute_group_job_period_stats FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
 CREATE POLICY group_owner_reads ON compute_group_worker_period_stats FOR SELECT TO pgjobs_user USING (owner = (SELECT identity()));
 -- An origin row names its group, and the group must be the caller's.
@@ -651,6 +677,39 @@ CREATE POLICY group_owner_manages ON compute_group_worker_origins FOR ALL TO pgj
                 AND EXISTS (SELECT FROM compute_groups g
                             WHERE g.id = compute_group_worker_origins.compute_group_id
                               AND g.owner = (SELECT identity())));
+-- Each of the caller's groups' budgets: of CPU and GPU time and of bytes in and out, what was
+-- granted, what the folded reports spent and what remains (null: unlimited); and the jobs it may
+-- still take. Spent plus remaining is granted, exactly. A report measured after its slice went out
+-- may take a remainder below zero: the group hands out nothing more of that kind until its owner
+-- grants more (compute_group_budget).
+CREATE VIEW compute_group_budgets WITH (security_invoker = true) AS
+SELECT g.id AS compute_group_id, g.owner,
+       a.granted_cpu_time, coalesce(s.cpu_time, 0) AS spent_cpu_time,
+       a.granted_cpu_time - coalesce(s.cpu_time, 0) AS remaining_cpu_time,
+       a.granted_gpu_time, coalesce(s.gpu_time, 0) AS spent_gpu_time,
+       a.granted_gpu_time - coalesce(s.gpu_time, 0) AS remaining_gpu_time,
+       a.granted_in_data_size, coalesce(s.in_data_size, 0) AS spent_in_data_size,
+       a.granted_in_data_size - coalesce(s.in_data_size, 0) AS remaining_in_data_size,
+       a.granted_out_data_size, coalesce(s.out_data_size, 0) AS spent_out_data_size,
+       a.granted_out_data_size - coalesce(s.out_data_size, 0) AS remaining_out_data_size,
+       a.remaining_jobs
+FROM compute_groups g
+LEFT JOIN compute_group_accounting_data a ON a.compute_group_id = g.id
+LEFT JOIN compute_group_spent s ON s.compute_group_id = g.id;
+COMMENT ON VIEW compute_group_budgets IS
+    'The caller''s groups'' budgets: granted, spent and remaining CPU and GPU milliseconds and bytes '
+    'in and out (remaining null: unlimited), and the jobs each may still take.';
+
+-- compute_group_budget: src/api/compute_settings.rs.
+CREATE FUNCTION compute_group_budget(group_id bigint, cpu_time bigint DEFAULT NULL, gpu_time bigint DEFAULT NULL,
+                                     jobs integer DEFAULT NULL, in_data_size bigint DEFAULT NULL,
+                                     out_data_size bigint DEFAULT NULL)
+RETURNS SETOF compute_group_budgets
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_group_budget';
+COMMENT ON FUNCTION compute_group_budget IS
+    'Grants one of the caller''s groups more of its budgets (null: that budget unchanged); a '
+    'budget that was unlimited starts at the amount given. Returns the group''s budgets.';
+
 -- compute_groups: every column but opaque_id, as for jobs (see 030_queue.sql); a group's owner
 -- reads its groups' ids in compute_group_opaque_ids.
 GRANT SELECT (id, owner, name, description, listed, join_key, join_hash, join_address, commission_rate,
@@ -659,8 +718,8 @@ GRANT SELECT (id, owner, name, description, listed, join_key, join_hash, join_ad
               max_concurrent_cpus, max_concurrent_gpus, max_concurrent_escrow, creation_time,
               last_update) ON compute_groups TO pgjobs_user;
 GRANT SELECT ON compute_groups_public, compute_group_jobs, compute_groups_jobs_by_job,
-    compute_group_opaque_ids, compute_group_accounting_data, compute_group_worker_origins, compute_group_job_period_stats,
-    compute_group_worker_period_stats TO pgjobs_user;
+    compute_group_opaque_ids, compute_group_accounting_data, compute_group_spent, compute_group_budgets,
+    compute_group_worker_origins, compute_group_job_period_stats, compute_group_worker_period_stats TO pgjobs_user;
 GRANT UPDATE (name, description, join_key, join_address, listed) ON compute_groups TO pgjobs_user;
 -- Column-level, never table-level, write grants: LOCK TABLE accepts only a table-level INSERT,
 -- UPDATE, DELETE or TRUNCATE grant, so a member holding one could lock everyone out of the table.
@@ -1144,6 +1203,7 @@ ALTER TABLE reliable_events ENABLE ROW LEVEL SECURITY;
 -- view's.
 GRANT EXECUTE ON FUNCTION job_flag_names(integer), capability_names(integer), worker_flag_names(integer),
     compute_group_public(uuid), compute_group_set_secret(uuid, text),
+    compute_group_budget(bigint, bigint, bigint, integer, bigint, bigint),
     compute_group_check_secret(uuid, text, text),
     _caller_compute_groups_jobs_by_job(),
     compute_group_remove_origin(bigint, text, text),

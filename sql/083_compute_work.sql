@@ -246,11 +246,25 @@ RETURN CASE
 -- Workers: register, join, fetch, progress, return, reject, submit. A worker calls these as its
 -- own role (a proxy of its owner, or any role its owner is a member of).
 
--- Whether a group has any limit: fetches through it then take turns.
+-- Whether a group has any limit or budget of work: fetches through it then take turns.
 CREATE FUNCTION _compute_group_limited(g compute_groups) RETURNS boolean
-LANGUAGE sql IMMUTABLE
+LANGUAGE sql STABLE
 RETURN num_nonnulls(g.max_total_payment, g.max_concurrent_jobs, g.max_concurrent_workers, g.max_concurrent_sandboxes,
-                    g.max_concurrent_cpus, g.max_concurrent_gpus, g.max_concurrent_escrow) > 0;
+                    g.max_concurrent_cpus, g.max_concurrent_gpus, g.max_concurrent_escrow) > 0
+       OR EXISTS (SELECT FROM compute_group_accounting_data a
+                  WHERE a.compute_group_id = g.id
+                    AND num_nonnulls(a.granted_cpu_time, a.granted_gpu_time, a.granted_in_data_size,
+                                     a.granted_out_data_size) > 0);
+
+-- How many slices costing `per_slice` each (a job's measured average; null: not measured yet)
+-- fit in what is left of a budget (null: unlimited, no bound). Until a job's slices have been
+-- measured a task takes one; a kind a job does not use (measured 0) bounds nothing.
+CREATE FUNCTION _slices_in_budget(budget_left numeric, per_slice double precision) RETURNS integer
+LANGUAGE sql IMMUTABLE
+RETURN CASE WHEN budget_left IS NULL OR per_slice = 0 THEN NULL
+            WHEN budget_left <= 0 THEN 0
+            WHEN per_slice IS NULL THEN 1
+            ELSE greatest(least(floor(budget_left / per_slice::numeric), 2147483647), 0)::integer END;
 
 -- How many slices `amount` pays for at `payment` (> 0) a slice, none if it is negative. Counted in
 -- numeric and bounded before it becomes an integer: 1e-18 DCC a slice into an escrow of 1e27 is

@@ -147,6 +147,11 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
         inputs.push(plan.2);
     }
     let job_ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+    // Group 1's CPU budget runs out mid-job (its jobs need about 700,000 ms); its owner grants
+    // more once the group has stopped for want of it.
+    connect(dsn, Some(&owners[groups[1].owner]))
+        .query_one("SELECT granted_cpu_time FROM pgjobs.compute_group_budget($1, cpu_time => $2)", &[&groups[1].id, &BUDGET_MS])
+        .unwrap();
     println!("# run {tag}: {} slices in {} jobs, {WORKERS} workers", jobs.iter().map(|j| j.slices).sum::<i32>(), jobs.len());
 
     // Which groups each worker joins: most are in two or three; the wrong worker only in the
@@ -177,8 +182,17 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
     // Until every job has ended: the underfunded one is funded for the rest of its slices once
     // it has paused for want of funds.
     let mut nsf_seen: Option<(Decimal, Decimal)> = None;
+    let mut budget_spent_seen: Option<i64> = None;
     let underfunded = jobs.iter().position(|j| j.name == "underfunded").unwrap();
     let timed_out = wait_for_jobs(admin, &job_ids, |admin, rows| {
+        if budget_spent_seen.is_none() {
+            budget_spent_seen = budget_spent(admin, groups[1].id);
+            if budget_spent_seen.is_some() {
+                connect(dsn, Some(&owners[groups[1].owner]))
+                    .query_one("SELECT granted_cpu_time FROM pgjobs.compute_group_budget($1, cpu_time => 10000000)", &[&groups[1].id])
+                    .unwrap();
+            }
+        }
         if nsf_seen.is_none() {
             if let Some(r) = rows.iter().find(|r| r.get::<_, i64>(0) == jobs[underfunded].id) {
                 if r.get::<_, &str>(1) == "paused" && r.get::<_, i32>(2) & 64 != 0 {
@@ -232,6 +246,7 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
     check_period_stats(&mut checks, admin, &jobs, &groups, &tallies, true);
     check_dead_worker(&mut checks, admin, &tallies[DIES]);
     check_rejection(&mut checks, admin, &tallies[REJECTS]);
+    check_budget(&mut checks, admin, groups[1].id, budget_spent_seen);
     checks.check("the underfunded job paused with nsf and, funded, finished with nothing left", match nsf_seen {
         None => Err("never seen paused with nsf".into()),
         Some((paid, funds)) => {
@@ -241,6 +256,58 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
         }
     });
     checks.failed
+}
+
+/// Group 1's first grant of CPU milliseconds, spent mid-job.
+const BUDGET_MS: i64 = 100_000;
+/// The most a slice of the simulation measures (see worker): what one copy may overrun by.
+const MOST_CPU_MS: i64 = 205;
+
+/// How far past its budget `group` went, once it has stopped for want of it: nothing out, its
+/// unfolded reports counted, and less left than a slice costs; None before.
+fn budget_spent(admin: &mut Client, group: i64) -> Option<i64> {
+    admin
+        .query_opt(
+            "SELECT -l.left FROM (
+                 SELECT b.remaining_cpu_time - coalesce((SELECT sum(round(r.cpu_time))::int8 FROM pgjobs.slice_reports r
+                                                          WHERE r.compute_group_id = $1 AND r.folded_seq IS NULL), 0) AS left
+                 FROM pgjobs.compute_group_budgets b
+                 WHERE b.compute_group_id = $1 AND b.granted_cpu_time = $2
+                   AND NOT EXISTS (SELECT FROM pgjobs.compute_slices s WHERE s.compute_group_id = $1 AND s.lease_token IS NOT NULL)) l
+             WHERE l.left < $3",
+            &[&group, &BUDGET_MS, &MOST_CPU_MS],
+        )
+        .unwrap()
+        .map(|row| row.get(0))
+}
+
+/// Group `group`'s budget ran out mid-job, by at most a copy per sandbox the group allows, and
+/// what the fold spent is what the reports through it measured: granted = spent + remaining.
+fn check_budget(checks: &mut Checks, admin: &mut Client, group: i64, overrun: Option<i64>) {
+    checks.check(&format!("group 1's CPU budget of {BUDGET_MS} ms ran out mid-job, overrun by at most 24 copies of {MOST_CPU_MS} ms"),
+                 match overrun {
+                     None => Err("never seen spent".into()),
+                     Some(over) if over > 24 * MOST_CPU_MS => Err(format!("overrun by {over} ms")),
+                     Some(over) => {
+                         println!("# group 1 stopped for want of CPU time, {} ms {}", over.abs(), if over > 0 { "past its budget" } else { "left" });
+                         Ok(())
+                     }
+                 });
+    let row = admin
+        .query_one(
+            "SELECT b.granted_cpu_time, b.spent_cpu_time, b.remaining_cpu_time,
+                    (SELECT sum(round(r.cpu_time))::int8 FROM pgjobs.slice_reports r WHERE r.compute_group_id = $1)
+             FROM pgjobs.compute_group_budgets b WHERE b.compute_group_id = $1",
+            &[&group],
+        )
+        .unwrap();
+    let (granted, spent, remaining, measured): (i64, i64, i64, i64) = (row.get(0), row.get(1), row.get(2), row.get(3));
+    checks.check("group 1 spent exactly what the reports through it measured, and spent + remaining = granted",
+                 if spent == measured && spent + remaining == granted {
+                     Ok(())
+                 } else {
+                     Err(format!("granted {granted}, spent {spent}, remaining {remaining}, measured {measured}"))
+                 });
 }
 
 #[derive(Default)]

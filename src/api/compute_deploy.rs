@@ -413,7 +413,7 @@ entry!(compute_deploy, pg_finfo_compute_deploy, |fcinfo| {
         refuse(
             PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
             "a compute group named has no jobs left in its budget",
-            Some("Its owner raises remaining_jobs in compute_group_accounting_data."),
+            Some("Its owner grants it more jobs (compute_group_budget)."),
         );
     }
     let owner = Some(Datum::from(caller.identity));

@@ -69,7 +69,10 @@ SELECT pg_try_advisory_xact_lock(_lock_key('compute_job', $1::text))
 
 -- name: group_room
 -- How many more slices group $1 may hand out to worker $2 of job $3 paying $4 a slice (null: no
--- limit), under the group's limits; the fetch holds the group's lock.
+-- limit), under the group's limits and budgets; the fetch holds the group's lock. A budget is
+-- charged, beyond what the fold spent, what the group's reports not folded yet measured and what
+-- its copies out will cost at their jobs' measured averages (0 until measured), and holds the
+-- slices of job $3 that fit in what is left at its average (see _slices_in_budget).
 WITH held AS (
     SELECT count(*) AS copies, count(DISTINCT s.job_id) AS jobs, count(DISTINCT s.last_assigned_worker) AS workers,
            coalesce(bool_or(s.job_id = $3), false) AS job_held,
@@ -77,6 +80,17 @@ WITH held AS (
            coalesce(sum(c.slice_payment), 0) AS escrow
     FROM compute_slices s JOIN compute_jobs c ON c.job_id = s.job_id
     WHERE s.compute_group_id = $1 AND s.lease_token IS NOT NULL
+), owed AS (
+    SELECT coalesce(sum(x.cpu), 0) AS cpu, coalesce(sum(x.gpu), 0) AS gpu,
+           coalesce(sum(x.bytes_in), 0) AS bytes_in, coalesce(sum(x.bytes_out), 0) AS bytes_out
+    FROM (SELECT round(r.cpu_time)::numeric AS cpu, round(r.gpu_time)::numeric AS gpu,
+                 r.in_data_size::numeric AS bytes_in, r.out_data_size::numeric AS bytes_out
+          FROM slice_reports r WHERE r.folded_seq IS NULL AND r.compute_group_id = $1
+          UNION ALL
+          SELECT p.slice_cpu_time::numeric, p.slice_gpu_time::numeric, p.slice_in_data_size::numeric,
+                 p.slice_out_data_size::numeric
+          FROM compute_slices s JOIN compute_perf_data p ON p.job_id = s.job_id
+          WHERE s.compute_group_id = $1 AND s.lease_token IS NOT NULL) x
 ), cores AS (
     SELECT coalesce(sum(r.cpu_cores), 0) AS cpus, coalesce(sum(r.gpu_cores), 0) AS gpus
     FROM worker_run_info r
@@ -97,10 +111,16 @@ SELECT CASE
                     THEN _slices_paid_by(g.max_total_payment - h.escrow
                                          - (SELECT coalesce(sum(coalesce(r.paid, c.slice_payment)), 0)
                                             FROM slice_reports r JOIN compute_jobs c ON c.job_id = r.job_id
-                                            WHERE r.compute_group_id = $1), $4) END)
+                                            WHERE r.compute_group_id = $1), $4) END,
+               _slices_in_budget(b.remaining_cpu_time - o.cpu, jp.slice_cpu_time),
+               _slices_in_budget(b.remaining_gpu_time - o.gpu, jp.slice_gpu_time),
+               _slices_in_budget(b.remaining_in_data_size - o.bytes_in, jp.slice_in_data_size),
+               _slices_in_budget(b.remaining_out_data_size - o.bytes_out, jp.slice_out_data_size))
 END
-FROM compute_groups g CROSS JOIN held h CROSS JOIN cores k
+FROM compute_groups g CROSS JOIN held h CROSS JOIN cores k CROSS JOIN owed o
+JOIN compute_group_budgets b ON b.compute_group_id = g.id
 LEFT JOIN worker_run_info mine ON mine.worker_opaque_id = $2
+LEFT JOIN compute_perf_data jp ON jp.job_id = $3
 WHERE g.id = $1;
 
 -- name: paid_slices

@@ -31,6 +31,7 @@ static FOLD_PERIOD: Statement = statement(
     &[INT8OID, INT8OID, TIMESTAMPTZOID, INT8ARRAYOID],
 );
 static FOLD_WORKER_PERIODS: Statement = statement("fold_worker_periods", &[INT8ARRAYOID]);
+static SPEND: Statement = statement("spend", &[INT8ARRAYOID]);
 static FOLD_TASKS: Statement = statement("fold_tasks", &[]);
 static MOVE_JOBS_ON: Statement = statement("move_jobs_on", &[]);
 static JOBS_DONE: Statement = statement("jobs_done", &[INT4OID]);
@@ -112,8 +113,8 @@ fn fold(section: &Section, max_reports: i32) -> i32 {
 }
 
 /// Folds reports `ids` (an array) of `job`: their places and pay, the job's moving averages and
-/// totals, its money and its workers' earnings, and the groups' figures of the job and of each
-/// worker for the periods they fell in.
+/// totals, its money and its workers' earnings, the groups' figures of the job and of each worker
+/// for the periods they fell in, and what the groups spent of their budgets.
 fn fold_job(section: &Section, job: i64, ids: Option<Datum>) {
     let id = Some(Datum::from(job));
     section.run(&PLACE_REPORTS, &[id, ids]);
@@ -126,6 +127,7 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>) {
         section.run(&FOLD_PERIOD, &[id, group, start, periods.datum(row, 2)]);
     }
     section.run(&FOLD_WORKER_PERIODS, &[ids]);
+    section.run(&SPEND, &[ids]);
 }
 
 /// Jobs whose estimation slices are all done run; jobs whose every slice has its result, that are

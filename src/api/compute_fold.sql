@@ -166,6 +166,18 @@ SET slice_count = s.slice_count + excluded.slice_count, cpu_time = s.cpu_time + 
     gpu_time = s.gpu_time + excluded.gpu_time, in_data_size = s.in_data_size + excluded.in_data_size,
     out_data_size = s.out_data_size + excluded.out_data_size, earnings = s.earnings + excluded.earnings;
 
+-- name: spend
+-- Reports $1 spent through their groups, accepted or not (the work was done). Only the fold
+-- writes compute_group_spent. A group gone since is passed over.
+INSERT INTO compute_group_spent AS s (compute_group_id, cpu_time, gpu_time, in_data_size, out_data_size)
+SELECT r.compute_group_id, sum(round(r.cpu_time)), sum(round(r.gpu_time)), sum(r.in_data_size), sum(r.out_data_size)
+FROM slice_reports r JOIN compute_groups g ON g.id = r.compute_group_id
+WHERE r.id = ANY ($1)
+GROUP BY 1 ORDER BY 1
+ON CONFLICT (compute_group_id) DO UPDATE
+SET cpu_time = s.cpu_time + excluded.cpu_time, gpu_time = s.gpu_time + excluded.gpu_time,
+    in_data_size = s.in_data_size + excluded.in_data_size, out_data_size = s.out_data_size + excluded.out_data_size;
+
 -- name: fold_tasks
 -- Tasks into the period statistics (requests from eligible workers, those that got no slice of
 -- a job, slices handed out), the workers' task counts and the jobs' task counts.

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pgrx::pg_sys::{self, Datum, INT8OID, OIDOID, TEXTOID, UUIDOID};
+use pgrx::pg_sys::{self, Datum, INT4OID, INT8OID, OIDOID, TEXTOID, UUIDOID};
 use pgrx::prelude::*;
 
 use super::call::{
@@ -33,6 +33,11 @@ static SET_SECRET: Statement = statement("set_secret", &[INT8OID, TEXTOID]);
 static JOIN_CHECK: Statement = statement("join_check", &[UUIDOID, TEXTOID, TEXTOID]);
 static GROUP_PUBLIC: Statement = statement("group_public", &[UUIDOID]);
 static GROUPS_JOBS_BY_JOB: Statement = statement("groups_jobs_by_job", &[OIDOID]);
+static BUDGET_ROW: Statement = statement("budget_row", &[OIDOID, INT8OID]);
+static GRANT_BUDGET: Statement = statement(
+    "grant_budget",
+    &[INT8OID, INT8OID, INT8OID, INT4OID, INT8OID, INT8OID],
+);
 
 /// Runs a delete of the caller's rows (`arguments` after its identity) and returns how many went.
 fn remove(
@@ -181,6 +186,65 @@ entry!(
         );
         }
         section.run(&SET_SECRET, &[Some(Datum::from(id)), argument(fcinfo, 1)]);
+        Datum::from(0)
+    }
+);
+
+// compute_group_budget(group_id, cpu_time, gpu_time, jobs, in_data_size, out_data_size): more of
+// the caller's group's budgets; its budgets as they are then.
+entry!(
+    compute_group_budget,
+    pg_finfo_compute_group_budget,
+    |fcinfo| {
+        let caller = Caller::current();
+        let group = given_argument(fcinfo, 0, "group_id");
+        const AMOUNTS: [&str; 5] = [
+            "cpu_time",
+            "gpu_time",
+            "jobs",
+            "in_data_size",
+            "out_data_size",
+        ];
+        for (n, name) in AMOUNTS.iter().enumerate() {
+            let amount = if *name == "jobs" {
+                value::<i32>(fcinfo, n + 1).map(i64::from)
+            } else {
+                value::<i64>(fcinfo, n + 1)
+            };
+            if let Some(amount) = amount.filter(|amount| *amount < 0) {
+                invalid(
+                    format!("{name} must not be negative, not {amount}"),
+                    Some("A grant adds to a budget; null leaves it as it is."),
+                );
+            }
+        }
+        materialize(fcinfo);
+        let section = Section::as_owner(fcinfo);
+        let row = section.run(
+            &BUDGET_ROW,
+            &[Some(Datum::from(caller.identity)), Some(group)],
+        );
+        // Another owner's group gets the same answer as no group, so ids cannot be probed.
+        if row.get::<bool>(0, 0) != Some(true) {
+            refuse(
+                PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+                format!("compute group {} does not exist", output(group, INT8OID)),
+                None,
+            );
+        }
+        if row.get::<bool>(0, 1) == Some(true) && row.get::<bool>(0, 2) != Some(true) {
+            refuse(
+                PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+                format!(
+                    "the budgets of compute group {} are held by another transaction",
+                    output(group, INT8OID)
+                ),
+                Some("A deployment into the group, or another grant, is under way: try again."),
+            );
+        }
+        let mut arguments = vec![Some(group)];
+        arguments.extend((1..=AMOUNTS.len()).map(|n| argument(fcinfo, n)));
+        section.run(&GRANT_BUDGET, &arguments).return_all(fcinfo);
         Datum::from(0)
     }
 );

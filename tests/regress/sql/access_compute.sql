@@ -65,6 +65,7 @@ VALUES (:live, 2, :'w1', 'EWORKREJECT', 'work.reject() called', 3);
 
 INSERT INTO pgjobs.compute_group_jobs (compute_group_id, job_id) VALUES (:g1, :live);
 INSERT INTO pgjobs.compute_group_accounting_data (compute_group_id, remaining_jobs) VALUES (:g1, 10);
+INSERT INTO pgjobs.compute_group_spent (compute_group_id, cpu_time) VALUES (:g1, 5);
 INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type)
 VALUES (:g1, 'https://data.example', 'fetchData');
 INSERT INTO pgjobs.compute_group_job_period_stats (compute_group_id, job_id, period_start,
@@ -132,7 +133,7 @@ BEGIN
         'compute_jobs', 'compute_perf_data', 'compute_fin_totals', 'job_fin_data', 'compute_results', 'compute_data',
         'compute_arguments', 'work_functions', 'work_reject_history', 'compute_groups_jobs_by_job',
         'compute_groups', 'compute_groups_public', 'compute_group_jobs',
-        'compute_group_accounting_data', 'compute_group_worker_origins',
+        'compute_group_accounting_data', 'compute_group_spent', 'compute_group_budgets', 'compute_group_worker_origins',
         'compute_group_job_period_stats', 'compute_group_worker_period_stats',
         'workers', 'worker_run_info', 'worker_task_info', 'worker_snapshot',
         'dcp_worker_app_config', 'worker_config_value', 'worker_creds', 'creds_list',
@@ -321,6 +322,7 @@ SELECT regress.error_of('UPDATE pgjobs.compute_groups SET owner = 0');
 SELECT regress.error_of('INSERT INTO pgjobs.compute_groups (name) VALUES (''mine'')');
 SELECT regress.error_of('DELETE FROM pgjobs.compute_groups');
 SELECT regress.error_of('UPDATE pgjobs.compute_group_accounting_data SET remaining_jobs = 1000');
+SELECT regress.error_of('UPDATE pgjobs.compute_group_spent SET cpu_time = 0');
 SELECT regress.error_of('DELETE FROM pgjobs.compute_group_jobs');
 RESET ROLE;
 SET ROLE regress_other;
@@ -587,7 +589,7 @@ SELECT pgjobs.jobs_abort(:live) AS live_status, pgjobs.jobs_abort(:other_job) AS
 DELETE FROM pgjobs.job_history WHERE id IN (:live, :done, :other_job);
 TRUNCATE pgjobs.compute_jobs, pgjobs.compute_perf_data, pgjobs.compute_fin_totals, pgjobs.compute_results,
     pgjobs.compute_data, pgjobs.compute_arguments, pgjobs.work_functions, pgjobs.work_reject_history,
-    pgjobs.compute_groups, pgjobs.compute_group_jobs, pgjobs.compute_group_accounting_data,
+    pgjobs.compute_groups, pgjobs.compute_group_jobs, pgjobs.compute_group_accounting_data, pgjobs.compute_group_spent,
     pgjobs.compute_group_worker_origins, pgjobs.compute_group_job_period_stats,
     pgjobs.compute_group_worker_period_stats, pgjobs.workers, pgjobs.compute_join_challenges, pgjobs.worker_run_info,
     pgjobs.worker_task_info, pgjobs.dcp_worker_app_config, pgjobs.worker_config_value,

@@ -1,0 +1,126 @@
+-- A compute group's budgets (seed 000's computeGroupAccountingData), as member roles: its owner
+-- grants CPU time, GPU time, jobs and bytes in and out (compute_group_budget); fetches hand out
+-- no slice that would overrun one (one a task until a job's slices are measured); the fold
+-- spends what committed reports measured, exactly (spent plus remaining is granted); a grant
+-- lets the work go on. Refused: a negative amount, a group of another owner or none (a budget
+-- row another transaction holds: isolation compute_budget_held). Who reads the budgets. The fold
+-- is called by hand, as the launcher would.
+SELECT regress.reset();
+CREATE ROLE regress_cb_group_owner;
+CREATE ROLE regress_cb_owner;      -- deploys a job into the group
+CREATE ROLE regress_cb_w1;         -- a worker
+CREATE ROLE regress_cb_other;      -- another member
+CREATE ROLE regress_cb_stranger;   -- not a member of pgjobs_user
+GRANT pgjobs_user TO regress_cb_group_owner, regress_cb_owner, regress_cb_w1, regress_cb_other;
+INSERT INTO pgjobs.compute_groups (owner, name, join_key, deploy_access)
+VALUES ('regress_cb_group_owner'::regrole, 'Budgeted', 'budget-key', 'join')
+RETURNING id AS g, opaque_id AS g_opaque \gset
+INSERT INTO pgjobs.compute_groups (owner, name) VALUES ('regress_cb_other'::regrole, 'Other')
+RETURNING id AS g_other \gset
+SET ROLE regress_cb_group_owner;
+SELECT pgjobs.compute_group_set_secret(:'g_opaque', 'budget-secret-long-enough');
+-- No budget yet: unlimited, nothing spent.
+SELECT granted_cpu_time, spent_cpu_time, remaining_cpu_time, granted_gpu_time, spent_gpu_time, remaining_gpu_time,
+       granted_in_data_size, spent_in_data_size, remaining_in_data_size, granted_out_data_size,
+       spent_out_data_size, remaining_out_data_size, remaining_jobs
+FROM pgjobs.compute_group_budgets;
+RESET ROLE;
+SET ROLE regress_cb_w1;
+SELECT pgjobs.compute_worker_register('w1', '[]', '{"map-basic": "1.2.0"}', 4, 0, 2) IS NOT NULL AS registered;
+SELECT pgjobs.compute_worker_join(:'g_opaque', 'budget-key', 'budget-secret-long-enough') = :g AS joined;
+RESET ROLE;
+
+-- Refused, nothing changed: a negative amount, another owner's group, no group, a stranger.
+SELECT string_agg(b::text, ',') AS before FROM pgjobs.compute_group_budgets b \gset
+-- (The group ids, which vary, shown as <g> and <other> and named N in messages.)
+SELECT role, replace(replace(call, '%1$s', '<g>'), '%2$s', '<other>') AS call,
+       regexp_replace(regress.as_role(role, format(call, :g, :g_other)), 'compute group -?\d+', 'compute group N') AS refused
+FROM (VALUES ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_budget(%1$s, cpu_time => -1)'),
+             ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_budget(%1$s, jobs => -1)'),
+             ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_budget(%1$s, out_data_size => -5)'),
+             ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_budget(%2$s, cpu_time => 10)'),
+             ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_budget(-7, cpu_time => 10)'),
+             ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_budget(NULL, cpu_time => 10)'),
+             ('regress_cb_other', 'SELECT pgjobs.compute_group_budget(%1$s, cpu_time => 10)'),
+             ('regress_cb_w1', 'SELECT pgjobs.compute_group_budget(%1$s, cpu_time => 10)'),
+             ('regress_cb_stranger', 'SELECT pgjobs.compute_group_budget(%1$s, cpu_time => 10)'))
+     AS c(role, call);
+SELECT string_agg(b::text, ',') = :'before' AS unchanged FROM pgjobs.compute_group_budgets b;
+
+-- The owner grants 100 ms of CPU, 2 jobs and 1,000 bytes in; GPU time and bytes out stay
+-- unlimited. Only the owner reads them (the other member reads its own group's only).
+SET ROLE regress_cb_group_owner;
+SELECT granted_cpu_time, spent_cpu_time, remaining_cpu_time, granted_gpu_time, remaining_gpu_time,
+       granted_in_data_size, remaining_in_data_size, remaining_out_data_size, remaining_jobs
+FROM pgjobs.compute_group_budget(:g, cpu_time => 100, jobs => 2, in_data_size => 1000);
+RESET ROLE;
+SELECT role, regress.as_role(role, format('SELECT count(*) FROM pgjobs.compute_group_budgets WHERE compute_group_id = %s', :g)) AS budgets_seen,
+       regress.as_role(role, format('SELECT count(*) FROM pgjobs.compute_group_accounting_data WHERE compute_group_id = %s', :g)) AS accounting_seen,
+       regress.as_role(role, 'SELECT count(*) FROM pgjobs.compute_group_budgets') AS any_budgets_seen
+FROM (VALUES ('regress_cb_group_owner'), ('regress_cb_owner'), ('regress_cb_w1'), ('regress_cb_other'),
+             ('regress_cb_stranger')) AS r(role);
+
+-- A job of six values deployed into the group takes one of its jobs.
+SET ROLE regress_cb_owner;
+SELECT pgjobs.compute_deploy(jsonb_build_object(
+    'work', 'function (x) { return x * x }',
+    'input', jsonb_build_object('values', jsonb_build_array('1', '2', '3', '4', '5', '6')),
+    'groups', jsonb_build_array(jsonb_build_object('group', :'g_opaque', 'join_key', 'budget-key',
+                                                   'secret', 'budget-secret-long-enough')),
+    'offer', '0.01', 'funds', '2', 'estimation_slices', 0, 'max_slices_per_task', 10)) AS job \gset
+RESET ROLE;
+SELECT remaining_jobs FROM pgjobs.compute_group_budgets WHERE compute_group_id = :g;
+
+-- Not measured yet: a task takes one slice.
+SET ROLE regress_cb_w1;
+CREATE TEMP TABLE task1 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT count(*) AS slices FROM task1;
+SELECT task_token AS t1 FROM task1 LIMIT 1 \gset
+SELECT outcome FROM pgjobs.compute_submit(:'t1', ARRAY(SELECT slice_number FROM task1), '{1}', '{60}', '{0}', '{70}', '{300}', '{8}');
+RESET ROLE;
+SELECT pgjobs._compute_fold() AS folded;
+SELECT granted_cpu_time, spent_cpu_time, remaining_cpu_time, granted_cpu_time = spent_cpu_time + remaining_cpu_time AS exact,
+       granted_in_data_size, spent_in_data_size, remaining_in_data_size, spent_gpu_time, spent_out_data_size
+FROM pgjobs.compute_group_budgets WHERE compute_group_id = :g;
+SELECT slice_cpu_time FROM pgjobs.compute_perf_data WHERE job_id = :job;
+-- Measured at 60 ms a slice, 40 ms left holds none: the fetch gets nothing.
+SET ROLE regress_cb_w1;
+SELECT count(*) AS slices FROM pgjobs.compute_fetch();
+RESET ROLE;
+
+-- The owner grants 100 ms more: 140 ms left hold two slices at 60.
+SET ROLE regress_cb_group_owner;
+SELECT granted_cpu_time, spent_cpu_time, remaining_cpu_time FROM pgjobs.compute_group_budget(:g, cpu_time => 100);
+RESET ROLE;
+SET ROLE regress_cb_w1;
+CREATE TEMP TABLE task2 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT count(*) AS slices FROM task2;
+SELECT task_token AS t2 FROM task2 LIMIT 1 \gset
+-- They measure more than their average: the budget is overrun, exactly as measured.
+SELECT outcome FROM pgjobs.compute_submit(:'t2', ARRAY(SELECT slice_number FROM task2 ORDER BY 1), '{4,9}',
+                                          '{90,90}', '{0,0}', '{100,100}', '{400,400}', '{8,8}');
+RESET ROLE;
+SELECT pgjobs._compute_fold() AS folded;
+SELECT granted_cpu_time, spent_cpu_time, remaining_cpu_time, granted_cpu_time = spent_cpu_time + remaining_cpu_time AS exact,
+       spent_in_data_size, remaining_in_data_size
+FROM pgjobs.compute_group_budgets WHERE compute_group_id = :g;
+-- Spent (below zero): nothing more of this group's work is handed out.
+SET ROLE regress_cb_w1;
+SELECT count(*) AS slices FROM pgjobs.compute_fetch();
+RESET ROLE;
+-- What the group spent is what its workers' period statistics add up to; the spending, which
+-- only the fold writes, is read by the group's owner alone.
+SELECT s.cpu_time = (SELECT sum(p.cpu_time) FROM pgjobs.compute_group_worker_period_stats p WHERE p.compute_group_id = :g) AS matches_stats
+FROM pgjobs.compute_group_spent s WHERE s.compute_group_id = :g;
+SELECT role, regress.as_role(role, 'SELECT coalesce(string_agg(cpu_time::text, '',''), ''none'') FROM pgjobs.compute_group_spent') AS spent_seen,
+       regress.as_role(role, 'UPDATE pgjobs.compute_group_spent SET cpu_time = 0') AS spent_changed
+FROM (VALUES ('regress_cb_group_owner'), ('regress_cb_owner'), ('regress_cb_w1'), ('regress_cb_other')) AS r(role);
+DROP TABLE task1, task2;
+TRUNCATE pgjobs.compute_jobs, pgjobs.compute_slices, pgjobs.slice_reports, pgjobs.result_store, pgjobs.compute_tasks,
+    pgjobs.compute_perf_data, pgjobs.compute_fin_totals, pgjobs.compute_results, pgjobs.compute_data, pgjobs.compute_arguments,
+    pgjobs.work_functions, pgjobs.work_reject_history, pgjobs.compute_group_workers, pgjobs.compute_group_jobs,
+    pgjobs.compute_group_job_period_stats, pgjobs.compute_group_worker_period_stats, pgjobs.compute_groups,
+    pgjobs.worker_task_info, pgjobs.worker_run_info, pgjobs.workers CASCADE;
+SELECT regress.reset();
+DROP OWNED BY regress_cb_group_owner, regress_cb_owner, regress_cb_w1, regress_cb_other;
+DROP ROLE regress_cb_group_owner, regress_cb_owner, regress_cb_w1, regress_cb_other, regress_cb_stranger;
