@@ -237,6 +237,27 @@ COMMENT ON FUNCTION jobs_release IS
     'Gives leased jobs back unworked (a worker that stops): waiting again and due now, the '
     'attempt not counted; a job aborted meanwhile ends as aborted.';
 
+CREATE FUNCTION jobs_snooze(id bigint, token uuid, delay interval) RETURNS timestamptz
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_snooze';
+COMMENT ON FUNCTION jobs_snooze IS
+    'Gives a leased job back to run again after delay (0 to 1 year), as River and Oban snooze: '
+    'the attempt is not counted and nothing is logged. Returns when it is due.';
+
+CREATE FUNCTION jobs_progress(id bigint, token uuid, progress jsonb, lease interval DEFAULT NULL,
+                              OUT lease_state text, OUT locked_until timestamptz)
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_progress';
+COMMENT ON FUNCTION jobs_progress IS
+    'A heartbeat that also records the attempt''s progress (JSON of at most 8 kB as text), which '
+    'the job''s owner reads in jobs.progress until the job leaves the queue or is given back.';
+
+CREATE FUNCTION jobs_result(id bigint, OUT status text, OUT result jsonb, OUT error text,
+                            OUT attempts integer, OUT progress jsonb, OUT finished_at timestamptz)
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'jobs_result';
+COMMENT ON FUNCTION jobs_result IS
+    'One of the caller''s jobs, live or finished: its status, its result (once it has finished), '
+    'the error of its last failed attempt, its attempts, its progress (while it runs) and when it '
+    'finished.';
+
 CREATE FUNCTION jobs_fail(id bigint, token uuid, error text) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_fail_one';
 COMMENT ON FUNCTION jobs_fail(bigint, uuid, text) IS

@@ -4,7 +4,7 @@
 
 use pgrx::pg_sys::{
     Datum, Oid, INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, INTERVALARRAYOID, INTERVALOID,
-    JSONBARRAYOID, OIDOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID,
+    JSONBARRAYOID, JSONBOID, OIDOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID,
     UUIDARRAYOID, UUIDOID,
 };
 use pgrx::prelude::*;
@@ -170,6 +170,17 @@ static HEARTBEAT: Statement = statement(
     &[INT8OID, UUIDOID, OIDOID, INTERVALOID],
     Planning::Default,
 );
+static PROGRESS: Statement = statement(
+    "progress",
+    &[INT8OID, UUIDOID, OIDOID, INTERVALOID, JSONBOID],
+    Planning::Default,
+);
+static SNOOZE: Statement = statement(
+    "snooze",
+    &[INT8OID, UUIDOID, OIDOID, INTERVALOID],
+    Planning::Default,
+);
+static RESULT: Statement = statement("result", &[INT8OID, OIDOID], Planning::Default);
 static LIVE_JOB: Statement = statement("live_job", &[INT8OID, OIDOID], Planning::Default);
 static LOCK_LIVE_JOB: Statement = statement("lock_live_job", &[INT8OID, OIDOID], Planning::Default);
 static FINISHED_JOB: Statement = statement("finished_job", &[INT8OID, OIDOID], Planning::Default);
@@ -1249,11 +1260,52 @@ entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
     let caller = Caller::current();
     let lease = argument(fcinfo, 2);
     check_lease(lease);
-    let job = argument(fcinfo, 0);
-    let token = argument(fcinfo, 1);
+    let (job, token) = (argument(fcinfo, 0), argument(fcinfo, 1));
     let section = Section::as_owner(fcinfo);
     let renewed = section.run(&HEARTBEAT, &[job, token, acting_on(&caller), lease]);
-    note_leases(&renewed, 1);
+    lease_renewed(fcinfo, &caller, section, &renewed)
+});
+
+/// The largest progress a worker may record, in bytes of its text: a person's reading, kept in
+/// the job's row.
+const PROGRESS_BYTES: usize = 8192;
+
+// jobs_progress(id, token, progress, lease): a heartbeat that keeps the attempt's progress.
+entry!(jobs_progress, pg_finfo_jobs_progress, |fcinfo| {
+    let caller = Caller::current();
+    let lease = argument(fcinfo, 3);
+    check_lease(lease);
+    let Some(progress) = argument(fcinfo, 2) else {
+        required("progress")
+    };
+    let size = output(progress, JSONBOID).len();
+    if size > PROGRESS_BYTES {
+        refuse(
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            format!("progress must be at most {PROGRESS_BYTES} bytes as text, not {size}"),
+            Some("Keep a summary in progress and the rest in the job's result."),
+        );
+    }
+    let (job, token) = (argument(fcinfo, 0), argument(fcinfo, 1));
+    let section = Section::as_owner(fcinfo);
+    let renewed = section.run(
+        &PROGRESS,
+        &[job, token, acting_on(&caller), lease, Some(progress)],
+    );
+    lease_renewed(fcinfo, &caller, section, &renewed)
+});
+
+/// What a heartbeat answers once it ran (`renewed`: its job's status and lease's end, or no
+/// row): the lease's state and end; a job that never existed, or that the caller may not act
+/// on, is refused.
+fn lease_renewed(
+    fcinfo: pg_sys::FunctionCallInfo,
+    caller: &Caller,
+    section: Section,
+    renewed: &Rows,
+) -> Datum {
+    let (job, token) = (argument(fcinfo, 0), argument(fcinfo, 1));
+    note_leases(renewed, 1);
     let (state, until) = if renewed.len() > 0 {
         let status: Option<String> = renewed.get(0, 0);
         (
@@ -1264,7 +1316,7 @@ entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
         if job.is_none() || token.is_none() {
             lease_error(&section, None, None, None);
         }
-        let owner = acting_on(&caller);
+        let owner = acting_on(caller);
         if section.run(&LIVE_JOB, &[job, owner]).len() == 0
             && section.run(&FINISHED_JOB, &[job, owner]).len() == 0
         {
@@ -1274,6 +1326,68 @@ entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
     };
     drop(section);
     record(fcinfo, &[state.into_datum(), until])
+}
+
+// jobs_result(id): one of the caller's jobs, live or finished, as a caller waiting for it reads it.
+entry!(jobs_result, pg_finfo_jobs_result, |fcinfo| {
+    let caller = Caller::current();
+    let Some(job) = value::<i64>(fcinfo, 0) else {
+        required("job id")
+    };
+    let section = Section::as_owner(fcinfo);
+    let found = section.run(&RESULT, &[Some(Datum::from(job)), acting_on(&caller)]);
+    if found.len() == 0 {
+        missing_job(job);
+    }
+    const TYPES: [Oid; 6] = [
+        TEXTOID,
+        JSONBOID,
+        TEXTOID,
+        INT4OID,
+        JSONBOID,
+        TIMESTAMPTZOID,
+    ];
+    let columns: Vec<Option<Datum>> = TYPES
+        .iter()
+        .enumerate()
+        .map(|(column, &type_oid)| {
+            found
+                .datum(0, column)
+                .map(|datum| section.keep(datum, type_oid))
+        })
+        .collect();
+    drop(section);
+    record(fcinfo, &columns)
+});
+
+// jobs_snooze(id, token, delay): the leased job back to waiting until delay from now, its attempt
+// not counted; when it is due.
+entry!(jobs_snooze, pg_finfo_jobs_snooze, |fcinfo| {
+    let caller = Caller::current();
+    let Some(delay) = argument(fcinfo, 2) else {
+        required("delay")
+    };
+    if outside(Some(delay), BACKOFF_SPAN) {
+        invalid(
+            format!(
+                "delay must be from 0 to 1 year, not {}",
+                interval_text(Some(delay))
+            ),
+            None,
+        );
+    }
+    let section = Section::as_owner(fcinfo);
+    let owner = acting_on(&caller);
+    let snoozed = section.run(
+        &SNOOZE,
+        &[argument(fcinfo, 0), argument(fcinfo, 1), owner, Some(delay)],
+    );
+    if snoozed.len() == 0 {
+        lease_error(&section, value(fcinfo, 0), value(fcinfo, 1), owner);
+    }
+    // Due again after the delay: its queue's claims start below it once this commits.
+    placed(&snoozed, 0, [0, 1, 2, 3, 4]);
+    snoozed.datum(0, 4).expect("a job's run_at")
 });
 
 entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {

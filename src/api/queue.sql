@@ -269,6 +269,30 @@ WHERE j.id = ANY ($1) AND j.id = g.job_id AND j.lease_token = g.token AND j.stat
   AND j.claimable_by <> _extension_claimant() AND ($3::oid IS NULL OR j.owner = $3)
 RETURNING j.id, j.claimable_by, j.queue::text;
 
+-- name: snooze
+-- Leased job $1 (token $2, owner $3 or any when null) back to waiting until $4 from now, as a
+-- release gives it back but later: the attempt not counted, nothing logged. Not the extension's
+-- own jobs (SQL and batch jobs). Returns the job, who may claim it, its queue and its place in the
+-- claim order (priority, run_at).
+UPDATE jobs j
+SET status = 'created', lease_token = NULL, locked_until = NULL, claimed_lease = NULL,
+    attempt = j.attempt - 1, run_at = statement_timestamp() + $4, progress = NULL
+WHERE j.id = $1 AND j.lease_token = $2 AND j.status = 'started'
+  AND j.claimable_by <> _extension_claimant() AND ($3::oid IS NULL OR j.owner = $3)
+RETURNING j.id, j.claimable_by, j.queue::text, j.priority, j.run_at;
+
+-- name: progress
+-- As heartbeat, and the attempt's progress $5 kept. Not the extension's own jobs, whose progress
+-- marks a batch job taken. progress is named by a batch index's predicate, so this update is not
+-- HOT, as a heartbeat's is: a call for a person to read, not for every second.
+UPDATE jobs j
+SET locked_until = CASE WHEN j.status = 'aborted' THEN j.locked_until
+                        ELSE statement_timestamp() + coalesce($4::interval, j.claimed_lease, j.lease) END,
+    progress = $5
+WHERE j.id = $1 AND j.lease_token = $2 AND j.status IN ('started', 'aborted')
+  AND j.claimable_by <> _extension_claimant() AND ($3::oid IS NULL OR j.owner = $3)
+RETURNING j.status::text, j.locked_until;
+
 -- name: heartbeat
 -- Renews the lease of job $1 held by token $2 (owner $3, any when null) for $4 (or the lease it
 -- was claimed with). An aborted job's lease is not renewed: its worker is told to stop, and one
@@ -294,6 +318,18 @@ SELECT j.status::text, j.claimable_by = _extension_claimant() AND _is_batch_queu
 FROM jobs j
 WHERE j.id = $1 AND ($2::oid IS NULL OR j.owner = $2)
 FOR UPDATE;
+
+-- name: result
+-- Job $1, live or finished, if owner $2 (any when null) may see it: its status, its result, the
+-- error of its last failed attempt, its attempts, its progress and when it finished.
+SELECT j.status::text, NULL::jsonb, j.errors -> -1 ->> 'error', j.attempt, j.progress, NULL::timestamptz
+FROM jobs j
+WHERE j.id = $1 AND ($2::oid IS NULL OR j.owner = $2)
+UNION ALL
+SELECT h.status::text, h.result, h.errors -> -1 ->> 'error', h.attempts, NULL, h.end_time
+FROM job_history h
+WHERE h.id = $1 AND ($2::oid IS NULL OR h.owner = $2)
+LIMIT 1;
 
 -- name: finished_job
 -- Job $1 if it has finished and owner $2 (any when null) may see it.

@@ -116,11 +116,7 @@ SELECT role, regress.as_role(role, 'SELECT coalesce(string_agg(cpu_time::text, '
        regress.as_role(role, 'UPDATE pgjobs.compute_group_spent SET cpu_time = 0') AS spent_changed
 FROM (VALUES ('regress_cb_group_owner'), ('regress_cb_owner'), ('regress_cb_w1'), ('regress_cb_other')) AS r(role);
 DROP TABLE task1, task2;
-TRUNCATE pgjobs.compute_jobs, pgjobs.compute_slices, pgjobs.slice_reports, pgjobs.result_store, pgjobs.compute_tasks,
-    pgjobs.compute_perf_data, pgjobs.compute_fin_totals, pgjobs.compute_results, pgjobs.compute_data, pgjobs.compute_arguments,
-    pgjobs.work_functions, pgjobs.work_reject_history, pgjobs.compute_group_workers, pgjobs.compute_group_jobs,
-    pgjobs.compute_group_job_period_stats, pgjobs.compute_group_worker_period_stats, pgjobs.compute_groups,
-    pgjobs.worker_task_info, pgjobs.worker_run_info, pgjobs.workers CASCADE;
+SELECT regress.compute_reset();
 SELECT regress.reset();
 DROP OWNED BY regress_cb_group_owner, regress_cb_owner, regress_cb_w1, regress_cb_other;
 DROP ROLE regress_cb_group_owner, regress_cb_owner, regress_cb_w1, regress_cb_other, regress_cb_stranger;

@@ -654,11 +654,7 @@ SELECT regress.error_of('SELECT pgjobs._lock_key(''compute_fold'', '''')') AS lo
 RESET ROLE;
 
 -- Nothing left for the tests after this one.
-TRUNCATE pgjobs.compute_jobs, pgjobs.compute_slices, pgjobs.slice_reports, pgjobs.result_store, pgjobs.compute_tasks,
-    pgjobs.compute_perf_data, pgjobs.compute_fin_totals, pgjobs.compute_results, pgjobs.compute_data, pgjobs.compute_arguments,
-    pgjobs.work_functions, pgjobs.work_reject_history, pgjobs.compute_group_workers, pgjobs.compute_group_jobs,
-    pgjobs.compute_group_job_period_stats, pgjobs.compute_group_worker_period_stats, pgjobs.compute_groups,
-    pgjobs.worker_task_info, pgjobs.worker_run_info, pgjobs.workers CASCADE;
+SELECT regress.compute_reset();
 SELECT regress.reset();
 SET ROLE regress_cw_supplier;
 SELECT pgjobs.jobs_remove_proxy('regress_cw_w1'), pgjobs.jobs_remove_proxy('regress_cw_w2'),

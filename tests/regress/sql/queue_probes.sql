@@ -1,11 +1,11 @@
--- A worker's calls that name their jobs (complete, fail, retry, release, heartbeat, abort) find
--- them by the primary key, whatever the statistics say; only a claim reads the ready index. The
--- ready index ends with the id, so any plan may probe an id through it, reading the whole index
--- for each: under a snapshot held for minutes, VACUUM left pgjobs.jobs with reltuples 0 over
--- 22,000 pages, every path looked equally cheap, and the completions were planned that way (each
--- read 200,000 entries and their heap tuples; the queue stopped). Here the statistics say the
--- same, and each call's reads of both indexes are counted: this backend's, not yet reported,
--- read in the transaction that made them (as regress queue_hot reads its updates).
+-- A worker's calls that name their jobs (complete, fail, retry, release, heartbeat, progress,
+-- snooze, abort) find them by the primary key, whatever the statistics say; only a claim reads the
+-- ready index. The ready index ends with the id, so any plan may probe an id through it, reading
+-- the whole index for each: under a snapshot held for minutes, VACUUM left pgjobs.jobs with
+-- reltuples 0 over 22,000 pages, every path looked equally cheap, and the completions were
+-- planned that way (each read 200,000 entries and their heap tuples; the queue stopped). Here the
+-- statistics say the same, and each call's reads of both indexes are counted: this backend's, not
+-- yet reported, read in the transaction that made them (as regress queue_hot reads its updates).
 SELECT regress.reset();
 CREATE ROLE regress_probes IN ROLE pgjobs_user;
 SET ROLE regress_probes;
@@ -47,13 +47,15 @@ $$;
 BEGIN;
 SELECT v.call, p.* FROM (VALUES
     ('SELECT count(*) FROM claimed c, pgjobs.jobs_heartbeat(c.id, c.lease_token) h'),
+    ('SELECT count(*) FROM claimed c, pgjobs.jobs_progress(c.id, c.lease_token, ''{"step": 1}'') p'),
     ('SELECT pgjobs.jobs_complete(array_agg(id), array_agg(lease_token)) FROM (SELECT * FROM claimed ORDER BY id LIMIT 2) c'),
     ('SELECT pgjobs.jobs_complete(id, lease_token) FROM (SELECT * FROM claimed ORDER BY id OFFSET 2 LIMIT 1) c'),
     ('SELECT pgjobs.jobs_fail(array_agg(id), array_agg(lease_token), array_agg(''retry''::text)) FROM (SELECT * FROM claimed ORDER BY id OFFSET 3 LIMIT 2) c'),
     ('SELECT pgjobs.jobs_release(array_agg(id), array_agg(lease_token)) FROM (SELECT * FROM claimed ORDER BY id OFFSET 5 LIMIT 2) c'),
     ('SELECT pgjobs.jobs_abort(id) FROM (SELECT * FROM claimed ORDER BY id OFFSET 7 LIMIT 1) c'),
+    ('SELECT pgjobs.jobs_snooze(id, lease_token, ''1 hour'') FROM (SELECT * FROM claimed ORDER BY id OFFSET 8 LIMIT 1) c'),
     ('SELECT pgjobs.jobs_abort(id) FROM (SELECT * FROM pgjobs.jobs WHERE task = ''probe'' AND status = ''created'' ORDER BY id DESC LIMIT 1) c'),
-    ('SELECT pgjobs.jobs_complete(array_agg(id), array_agg(lease_token)) FROM (SELECT * FROM claimed ORDER BY id OFFSET 8) c')
+    ('SELECT pgjobs.jobs_complete(array_agg(id), array_agg(lease_token)) FROM (SELECT * FROM claimed ORDER BY id OFFSET 9) c')
 ) v(call), pg_temp.probes(v.call) p;
 COMMIT;
 SELECT status, count(*) FROM pgjobs.jobs WHERE task = 'probe' GROUP BY status ORDER BY status;

@@ -45,6 +45,16 @@ LANGUAGE sql AS $$
     SELECT pgjobs._batch_tally(ARRAY[job], 1);
 $$;
 
+-- Empties every compute table, for the tests after a compute_* test.
+CREATE FUNCTION regress.compute_reset() RETURNS void
+LANGUAGE sql AS $$
+    TRUNCATE pgjobs.compute_jobs, pgjobs.compute_slices, pgjobs.slice_reports, pgjobs.result_store, pgjobs.compute_tasks,
+        pgjobs.compute_perf_data, pgjobs.compute_fin_totals, pgjobs.compute_results, pgjobs.compute_data, pgjobs.compute_arguments,
+        pgjobs.work_functions, pgjobs.work_reject_history, pgjobs.compute_group_workers, pgjobs.compute_group_jobs,
+        pgjobs.compute_group_job_period_stats, pgjobs.compute_group_worker_period_stats, pgjobs.compute_groups,
+        pgjobs.worker_task_info, pgjobs.worker_run_info, pgjobs.workers CASCADE;
+$$;
+
 -- Makes a lease run out, as if its worker had died, and says so where a rescue looks
 -- (src/api/leases.rs).
 CREATE FUNCTION regress.expire_lease(job bigint) RETURNS void
