@@ -36,8 +36,8 @@ CREATE TABLE jobs (
     max_backoff     nonnegative_interval NOT NULL,
     lease           positive_interval NOT NULL,
     payload         jsonb NOT NULL,
-    -- What the worker said about the attempt under way (a batch job's process and output tails);
-    -- set from its claim on for a batch job, never for others (sql/085_batch.sql).
+    -- What the worker said about the attempt under way: jobs_progress's value for a queue job, a
+    -- batch job's process and output tails, set from its claim on (sql/085_batch.sql).
     progress        jsonb,
     errors          jsonb NOT NULL DEFAULT '[]',
     idempotency_key text,

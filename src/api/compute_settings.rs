@@ -38,6 +38,7 @@ static GRANT_BUDGET: Statement = statement(
     "grant_budget",
     &[INT8OID, INT8OID, INT8OID, INT4OID, INT8OID, INT8OID],
 );
+static BUDGETS: Statement = statement("budgets", &[INT8OID]);
 
 /// Runs a delete of the caller's rows (`arguments` after its identity) and returns how many went.
 fn remove(
@@ -244,7 +245,8 @@ entry!(
         }
         let mut arguments = vec![Some(group)];
         arguments.extend((1..=AMOUNTS.len()).map(|n| argument(fcinfo, n)));
-        section.run(&GRANT_BUDGET, &arguments).return_all(fcinfo);
+        section.run(&GRANT_BUDGET, &arguments);
+        section.run(&BUDGETS, &[Some(group)]).return_all(fcinfo);
         Datum::from(0)
     }
 );

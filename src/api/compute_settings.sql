@@ -80,28 +80,20 @@ SELECT EXISTS (SELECT FROM compute_groups g WHERE g.id = $2 AND g.owner = $1),
 -- name: grant_budget
 -- Group $1's budgets grow by $2 ms of CPU, $3 of GPU, $4 jobs, $5 bytes in and $6 bytes out
 -- (null: unchanged). A budget that was unlimited starts at the amount given past what the group
--- spent so far, so that what remains is that amount. The group's budgets as they are now.
-WITH granted AS (
-    INSERT INTO compute_group_accounting_data AS a (compute_group_id, granted_cpu_time, granted_gpu_time,
-                                                    remaining_jobs, granted_in_data_size, granted_out_data_size)
-    SELECT $1, $2 + coalesce(s.cpu_time, 0), $3 + coalesce(s.gpu_time, 0), $4,
-           $5 + coalesce(s.in_data_size, 0), $6 + coalesce(s.out_data_size, 0)
-    FROM (VALUES (1)) one LEFT JOIN compute_group_spent s ON s.compute_group_id = $1
-    ON CONFLICT (compute_group_id) DO UPDATE
-    SET granted_cpu_time = coalesce(a.granted_cpu_time + $2, excluded.granted_cpu_time, a.granted_cpu_time),
-        granted_gpu_time = coalesce(a.granted_gpu_time + $3, excluded.granted_gpu_time, a.granted_gpu_time),
-        remaining_jobs = coalesce(a.remaining_jobs + $4, excluded.remaining_jobs, a.remaining_jobs),
-        granted_in_data_size = coalesce(a.granted_in_data_size + $5, excluded.granted_in_data_size,
-                                        a.granted_in_data_size),
-        granted_out_data_size = coalesce(a.granted_out_data_size + $6, excluded.granted_out_data_size,
-                                         a.granted_out_data_size)
-    RETURNING a.*
-)
-SELECT g.id, g.owner,
-       a.granted_cpu_time, coalesce(s.cpu_time, 0), a.granted_cpu_time - coalesce(s.cpu_time, 0),
-       a.granted_gpu_time, coalesce(s.gpu_time, 0), a.granted_gpu_time - coalesce(s.gpu_time, 0),
-       a.granted_in_data_size, coalesce(s.in_data_size, 0), a.granted_in_data_size - coalesce(s.in_data_size, 0),
-       a.granted_out_data_size, coalesce(s.out_data_size, 0), a.granted_out_data_size - coalesce(s.out_data_size, 0),
-       a.remaining_jobs
-FROM granted a JOIN compute_groups g ON g.id = a.compute_group_id
-LEFT JOIN compute_group_spent s ON s.compute_group_id = a.compute_group_id;
+-- spent so far, so that what remains is that amount.
+INSERT INTO compute_group_accounting_data AS a (compute_group_id, granted_cpu_time, granted_gpu_time,
+                                                remaining_jobs, granted_in_data_size, granted_out_data_size)
+SELECT $1, $2 + coalesce(s.cpu_time, 0), $3 + coalesce(s.gpu_time, 0), $4,
+       $5 + coalesce(s.in_data_size, 0), $6 + coalesce(s.out_data_size, 0)
+FROM (VALUES (1)) one LEFT JOIN compute_group_spent s ON s.compute_group_id = $1
+ON CONFLICT (compute_group_id) DO UPDATE
+SET granted_cpu_time = coalesce(a.granted_cpu_time + $2, excluded.granted_cpu_time, a.granted_cpu_time),
+    granted_gpu_time = coalesce(a.granted_gpu_time + $3, excluded.granted_gpu_time, a.granted_gpu_time),
+    remaining_jobs = coalesce(a.remaining_jobs + $4, excluded.remaining_jobs, a.remaining_jobs),
+    granted_in_data_size = coalesce(a.granted_in_data_size + $5, excluded.granted_in_data_size,
+                                    a.granted_in_data_size),
+    granted_out_data_size = coalesce(a.granted_out_data_size + $6, excluded.granted_out_data_size,
+                                     a.granted_out_data_size);
+
+-- name: budgets
+SELECT b.* FROM compute_group_budgets b WHERE b.compute_group_id = $1;

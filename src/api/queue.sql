@@ -148,7 +148,8 @@ FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
 -- start): the first ones in the ready index from there, locked as they are read, then updated by
 -- ctid, so that no plan can turn this into a scan of the table. The ready index holds the leased
 -- jobs too: the status filter passes over them. A batch job's progress marks it taken (see
--- jobs_batch_untallied, sql/085_batch.sql); a plain job's stays null, so its claim is HOT.
+-- jobs_batch_untallied, sql/085_batch.sql); a plain job's stays null, so its claim is HOT (but
+-- for a job whose failed attempt left progress, which the claim clears: see progress).
 -- Nothing is read from a paused queue (queue_pauses: one probe of its primary key, planned as a
 -- filter evaluated once, before the scan). Returns each job and its place in the claim order
 -- (priority, run_at).
