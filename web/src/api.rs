@@ -73,8 +73,49 @@ fn number(params: &HashMap<String, String>, name: &str, default: i32) -> Result<
     }
 }
 
+/// The addresses seed 001 gives the SCHED page's API, answered as the page's own: the same
+/// statements, so a script written for the seed's addresses reads and acts as the page does.
+fn seed_address(path: &str) -> &str {
+    match path {
+        "/api/web/sched/jobs/groups" => "/api/jobs/groups",
+        "/api/web/sched/jobs" => "/api/jobs/group",
+        "/api/web/sched/jobs/cancel" => "/api/jobs/cancel",
+        other => other,
+    }
+}
+
+/// The schedule that `/api/schedules/<name>/mode` names (seed 001), its name percent-decoded.
+fn schedule_of(path: &str) -> Option<String> {
+    let name = path
+        .strip_prefix("/api/schedules/")?
+        .strip_suffix("/mode")?;
+    let name = percent_encoding::percent_decode_str(name)
+        .decode_utf8()
+        .ok()?;
+    (!name.is_empty()).then(|| name.into_owned())
+}
+
 pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>) -> Outcome {
-    let result = match path {
+    if let Some(schedule) = schedule_of(path) {
+        // One schedule's switch: the object itself, as seed 001 answers.
+        return value(
+            client,
+            "SELECT to_jsonb(m)::text FROM pgjobs.routines_mode($1) m",
+            &[&schedule],
+        )
+        .await
+        .map(Outcome::Ok)
+        .unwrap_or_else(from_error);
+    }
+    let result = match seed_address(path) {
+        "/api/schedules" => {
+            rows(
+                client,
+                "SELECT * FROM pgjobs.routine_schedule_list ORDER BY schedule",
+                &[],
+            )
+            .await
+        }
         // Both routine tabs and the toggles: the schedules and today's routines.
         "/api/routines" => {
             async {
@@ -190,7 +231,17 @@ fn field(body: &Value, name: &str) -> Option<String> {
 }
 
 pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
-    let result = match path {
+    if let Some(schedule) = schedule_of(path) {
+        return rows(
+            client,
+            "SELECT * FROM pgjobs.routines_set_mode($1, $2)",
+            &[&schedule, &field(body, "mode")],
+        )
+        .await
+        .map(Outcome::Ok)
+        .unwrap_or_else(from_error);
+    }
+    let result = match seed_address(path) {
         "/api/routines/restart" | "/api/routines/stop" => {
             let sql = if path.ends_with("restart") {
                 "SELECT to_jsonb(pgjobs.routine_restart($1, $2))::text"
@@ -246,7 +297,28 @@ pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
 
 #[cfg(test)]
 mod tests {
-    use super::statuses;
+    use super::{schedule_of, seed_address, statuses};
+
+    #[test]
+    fn seed_addresses() {
+        assert_eq!(
+            seed_address("/api/web/sched/jobs/groups"),
+            "/api/jobs/groups"
+        );
+        assert_eq!(seed_address("/api/web/sched/jobs"), "/api/jobs/group");
+        assert_eq!(
+            seed_address("/api/web/sched/jobs/cancel"),
+            "/api/jobs/cancel"
+        );
+        assert_eq!(seed_address("/api/routines"), "/api/routines");
+        assert_eq!(
+            schedule_of("/api/schedules/Night%20batch/mode").as_deref(),
+            Some("Night batch")
+        );
+        assert_eq!(schedule_of("/api/schedules//mode"), None);
+        assert_eq!(schedule_of("/api/schedules/x"), None);
+        assert_eq!(schedule_of("/api/schedules/%FF/mode"), None);
+    }
 
     #[test]
     fn status_words_from_the_address() {

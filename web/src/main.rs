@@ -501,7 +501,10 @@ impl App {
             };
         }
         match (&method, path.as_str()) {
-            (&Method::GET, "/") => reply(200, "text/html; charset=utf-8", INDEX_HTML),
+            // Seed 001's address of the page too.
+            (&Method::GET, "/" | "/admin/sched") => {
+                reply(200, "text/html; charset=utf-8", INDEX_HTML)
+            }
             (&Method::GET, "/app.js") => {
                 reply(200, "text/javascript; charset=utf-8", APP_JS_SERVED.as_str())
             }

@@ -950,6 +950,101 @@ fn forged_cancel_changes_nothing(c: &mut Ctx) -> Res<()> {
         .ok_or(format!("the job is {status}"))
 }
 
+/// Seed 001's addresses answer as the page's own do, for a script written against them.
+fn seed_addresses_answer_as_the_page(c: &mut Ctx) -> Res<()> {
+    let (cookie, token) = http_login(&c.url, "web_ana")?;
+    let http = ureq_agent();
+    let get = |path: &str| -> Res<(u16, String)> {
+        let mut r = http
+            .get(format!("{}{path}", c.url))
+            .header("Cookie", &cookie)
+            .call()
+            .map_err(|e| e.to_string())?;
+        let status = r.status().as_u16();
+        Ok((
+            status,
+            r.body_mut().read_to_string().map_err(|e| e.to_string())?,
+        ))
+    };
+    let post = |path: &str, body: &str| -> Res<(u16, String)> {
+        let mut r = http
+            .post(format!("{}{path}", c.url))
+            .header("Cookie", &cookie)
+            .header("X-CSRF-Token", &token)
+            .content_type("application/json")
+            .send(body)
+            .map_err(|e| e.to_string())?;
+        let status = r.status().as_u16();
+        Ok((
+            status,
+            r.body_mut().read_to_string().map_err(|e| e.to_string())?,
+        ))
+    };
+    let json = |text: &str| -> Res<Value> {
+        serde_json::from_str(text).map_err(|e| format!("{e}: {text}"))
+    };
+    let (status, page) = get("/admin/sched")?;
+    if status != 200 || !page.contains("/app.js") {
+        return fail(format!("GET /admin/sched: {status}"));
+    }
+    let names = |v: &Value| -> Vec<String> {
+        v.as_array().map_or(vec![], |a| {
+            a.iter()
+                .filter_map(|s| s["schedule"].as_str().map(String::from))
+                .collect()
+        })
+    };
+    let schedules = json(&get("/api/schedules")?.1)?;
+    let page_schedules = json(&get("/api/routines")?.1)?["schedules"].clone();
+    if names(&schedules).is_empty() || names(&schedules) != names(&page_schedules) {
+        return fail(format!("GET /api/schedules: {schedules}"));
+    }
+    let mode = json(&get("/api/schedules/WEB/mode")?.1)?;
+    let Some(asked) = mode["asked"].as_str().map(String::from) else {
+        return fail(format!("GET /api/schedules/WEB/mode: {mode}"));
+    };
+    let (status, set) = post(
+        "/api/schedules/WEB/mode",
+        &format!(r#"{{"mode": "{asked}"}}"#),
+    )?;
+    if status != 200 || json(&set)?[0]["asked"].as_str() != Some(asked.as_str()) {
+        return fail(format!("POST /api/schedules/WEB/mode: {status} {set}"));
+    }
+    let (status, refused) = post("/api/schedules/WEB/mode", r#"{"mode": "sideways"}"#)?;
+    if status == 200 || json(&refused)?["sqlstate"].as_str() != Some("22023") {
+        return fail(format!(
+            "POST /api/schedules/WEB/mode sideways: {status} {refused}"
+        ));
+    }
+    let (status, unknown) = get("/api/schedules/NO%20SUCH/mode")?;
+    if status == 200 {
+        return fail(format!("GET /api/schedules/NO%20SUCH/mode: {unknown}"));
+    }
+    let keys = |v: &Value| -> Vec<String> {
+        v.as_array().map_or(vec![], |a| {
+            a.iter().map(|g| g["group_key"].to_string()).collect()
+        })
+    };
+    let groups = json(&get("/api/web/sched/jobs/groups?by=status")?.1)?;
+    let page_groups = json(&get("/api/jobs/groups?by=status")?.1)?;
+    if keys(&groups).is_empty() || keys(&groups) != keys(&page_groups) {
+        return fail(format!("GET /api/web/sched/jobs/groups: {groups}"));
+    }
+    let first = groups[0]["group_key"].as_str().unwrap_or("").to_string();
+    let (status, jobs) = get(&format!("/api/web/sched/jobs?by=status&group={first}"))?;
+    if status != 200 || json(&jobs)?.as_array().is_none_or(Vec::is_empty) {
+        return fail(format!(
+            "GET /api/web/sched/jobs?group={first}: {status} {jobs}"
+        ));
+    }
+    let (status, cancelled) = post("/api/web/sched/jobs/cancel", r#"{"jobs": []}"#)?;
+    (status == 200 && json(&cancelled)? == Value::Array(vec![]))
+        .then_some(())
+        .ok_or(format!(
+            "POST /api/web/sched/jobs/cancel: {status} {cancelled}"
+        ))
+}
+
 fn logout_ends_the_session(c: &mut Ctx) -> Res<()> {
     c.login_ok("web_ana")?;
     c.b.click_css(&tid("logout"))?;
@@ -1028,6 +1123,7 @@ fn main() {
         ("text size − and + from 80 to 200 %, remembered", text_size_remembered),
         ("a second role sees none of the first role's routines or jobs", second_role_sees_nothing_of_the_first),
         ("a forged cancel (no token, another session's) changes nothing", forged_cancel_changes_nothing),
+        ("seed 001's addresses answer as the page's own", seed_addresses_answer_as_the_page),
         ("logging out ends the session", logout_ends_the_session),
     ];
     for (name, test) in tests {
