@@ -1,8 +1,9 @@
 # The compute scheduler under load (sim/, pg_jobs_compute_sim) against test.sh's cluster. First
-# the simulation: 3 groups (one limited, with a CPU budget that runs out mid-job), 10 jobs, 20
-# workers each its own role, among them one returning wrong results, one dying with a task and one
-# rejecting a job; then checks of results, consensus, moving averages, money, limits, the budget,
-# period statistics, retasking and rejection. Then a
+# the simulation: 3 groups (one limited, with a CPU budget that runs out mid-job), 11 jobs (one
+# with its results POSTed to the simulation's result store), 20 workers each its own role, among
+# them one returning wrong results, one dying with a task and one rejecting a job; then checks of
+# results, consensus, moving averages, money, limits, the budget, results stored elsewhere, period
+# statistics, retasking and rejection. Then a
 # crash: the server stopped immediately under 8 workers and started again, after which nothing
 # acknowledged may be lost, nothing done twice, and the folded statistics must still be exact.
 # About two minutes. Sourced by test.sh (it uses PORT, LIVE_DB, OUT, log and count from there, and

@@ -6,7 +6,8 @@
 # worker gets SIGTERM mid-run and must exit 0 within a few seconds; a worker stopped with SIGSTOP
 # past its lease loses its job to another and, continued, rolls back. Then, from the database:
 # every job completed exactly once (one row in example_effects per completed job, in the
-# transaction of its jobs_complete), none for the aborted or lost attempts, nothing left.
+# transaction of its jobs_complete), none for the aborted or lost attempts, nothing left. Then the
+# language's compute worker, with a result store of the test's (example_compute_worker).
 # About a minute. Installs psycopg into target/example-venv and pg into examples/node/node_modules
 # on first use. Sourced by test.sh (it uses PORT, LIVE_DB, OUT, log and count from there, and
 # live_sql and wait_until from live_tests.sh); each test prints "name ... ok" or "name ... FAILED".
@@ -273,6 +274,94 @@ if (released, shown) != ("PENDING", "PENDING"):
 PY
 }
 
+# The result store of the compute worker's test: an HTTP server on the loopback that keeps each
+# result POSTed with the token (in DIR, a file a slice) and refuses the first two POSTs with 503,
+# logging "refused PATH". Prints its port first.
+example_result_store() {
+    "$EXAMPLE_VENV/bin/python" -u - "$@" <<'PY'
+import http.server, json, os, sys
+
+keep, token = sys.argv[1], sys.argv[2]
+refused = 0
+
+class Store(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        global refused
+        posted = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if posted.get("token") != token:
+            self.send_response(403)
+        elif refused < 2:
+            refused += 1
+            print(f"refused {self.path}", flush=True)
+            self.send_response(503)
+        else:
+            with open(os.path.join(keep, self.path.rsplit("/", 1)[1]), "w") as kept:
+                kept.write(posted["result"])
+            self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *_):
+        pass
+
+server = http.server.HTTPServer(("127.0.0.1", 0), Store)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+PY
+}
+
+# The language's compute worker (compute_worker.py, compute_worker.js) as its role, in a group of
+# ex_compute_owner's that lets its workers send results to the result store above: a job of 20
+# slices whose results go to the store (the first two POSTs refused: their slices are handed
+# back and stored by a later try), and one whose results come to the database. Both finish, each
+# result where it should be and right.
+example_compute_worker() {
+    local keep="$OUT/examples/$EX_LANG-result-store" log store_log="$OUT/examples/$EX_LANG-result-store.log"
+    local port group_id group job_stored job_here name
+    rm -rf "$keep" && mkdir -p "$keep"
+    example_result_store "$keep" ex-token >"$store_log" 2>&1 &
+    EX_PIDS+=("$!")
+    wait_log 10 "$store_log" '^[0-9]' || { ex_failed "the result store starts" "$(cat "$store_log")"; return; }
+    port=$(head -n 1 "$store_log")
+    name="ex-compute-$EX_LANG-$$"
+    log=$(ex_log compute)
+    read -r group_id group < <(live_sql "DO \$\$BEGIN CREATE ROLE ex_compute_owner IN ROLE pgjobs_user;
+                      EXCEPTION WHEN duplicate_object THEN NULL; END\$\$;
+        INSERT INTO pgjobs.compute_groups (owner, name, join_key) VALUES ('ex_compute_owner'::regrole, '$name', '$name')
+        RETURNING id || ' ' || opaque_id")
+    read -r job_stored job_here < <(live_sql "SET ROLE ex_compute_owner;
+        SELECT pgjobs.compute_group_set_secret('$group', 'example secret, long enough');
+        INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type)
+        VALUES ($group_id, 'http://127.0.0.1:$port', 'sendResults');
+        SELECT pgjobs.compute_deploy(jsonb_build_object('work', 'square', 'groups', jsonb_build_array('$group'),
+            'input', '{\"range\": {\"start\": 1, \"end\": 20}}'::jsonb, 'offer', '0.001', 'funds', '1',
+            'estimation_slices', 0, 'max_slices_per_task', 4,
+            'result_storage', jsonb_build_object('url', 'http://127.0.0.1:$port/results/{slice}', 'params', '{\"token\": \"ex-token\"}'::jsonb)))
+        || ' ' || pgjobs.compute_deploy(jsonb_build_object('work', 'reverse', 'groups', jsonb_build_array('$group'),
+            'input', '{\"values\": [\"abc\", \"pg_jobs\"]}'::jsonb, 'offer', '0.001', 'funds', '1', 'estimation_slices', 0))" | tail -n 1)
+    if [ -z "$job_here" ]; then
+        ex_failed "a group and two compute jobs, one stored elsewhere" "group $group, jobs $job_stored $job_here"
+        return
+    fi
+    (export GROUP="$group" JOIN_KEY="$name" JOIN_SECRET="example secret, long enough" IDLE_SECONDS=30
+     ex_run compute_worker) </dev/null >"$log" 2>&1 &
+    EX_PIDS+=("$!")
+    ex_check "the compute worker finishes both jobs" wait_until 60 "
+        SELECT count(*) = 2 AND bool_and(status = 'completed') FROM pgjobs.job_list WHERE id IN ($job_stored, $job_here)"
+    ex_check "each of the 20 results went to the store, right, and the database keeps its address" \
+        [ "$(live_sql "SELECT count(*) FILTER (WHERE value = 'http://127.0.0.1:$port/results/' || slice_number)
+                        FROM pgjobs.compute_results WHERE job_id = $job_stored")" = 20 ]
+    local slice wrong=
+    for slice in $(seq 20); do
+        [ "$(cat "$keep/$slice" 2>/dev/null)" = $((slice * slice)) ] || wrong="$wrong $slice"
+    done
+    if [ -z "$wrong" ]; then ex_ok "the store holds every slice's square"; else ex_failed "the store holds every slice's square" "wrong:$wrong"; fi
+    ex_check "the two refused POSTs were handed back and stored later" \
+        [ "$(grep -c '^refused' "$store_log")" = 2 ] && grep -q "handed back" "$log"
+    ex_check "the other job's results are in the database" \
+        [ "$(live_sql "SELECT string_agg(pgjobs.compute_result_text(value), ',' ORDER BY slice_number)
+                        FROM pgjobs.compute_results WHERE job_id = $job_here")" = "cba,sboj_gp" ]
+}
+
 run_example_tests() {
     local started=$SECONDS
     mkdir -p "$OUT/examples"
@@ -296,6 +385,8 @@ run_example_tests() {
     local language
     for language in ${EXAMPLE_LANGUAGES:-python node}; do
         example_language "$language"
+        example_compute_worker
+        ex_kill_all
     done
     log "the client examples took $((SECONDS - started)) s"
 }

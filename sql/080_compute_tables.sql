@@ -151,6 +151,9 @@ CREATE TABLE compute_jobs (
     requirements            jsonb,
     data_storage_type       text,
     data_storage_details    text,
+    -- Where results go: pgjobs (the database), or pattern: the workers POST each one, with
+    -- result_storage_params, to result_storage_details, a URL pattern with {slice} and {copy}
+    -- (_result_url), and the database keeps the address.
     result_storage_type     text,
     result_storage_details  text,
     result_storage_params   jsonb,

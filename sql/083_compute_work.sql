@@ -282,6 +282,12 @@ BEGIN ATOMIC
     RETURNING 'pgjobs:result:' || result_store.id;
 END;
 
+-- Where the result of copy `copy` of slice `slice` goes when its job's results are POSTed to a
+-- URL pattern: the address its worker POSTs it to and compute_results keeps (none without one).
+CREATE FUNCTION _result_url(pattern text, slice integer, copy integer) RETURNS text
+LANGUAGE sql IMMUTABLE
+RETURN replace(replace(pattern, '{slice}', slice::text), '{copy}', copy::text);
+
 -- A result's text, from its data: URI or the result store; read as the caller, so only the
 -- job's owner reads a stored one.
 CREATE FUNCTION compute_result_text(uri text) RETURNS text
@@ -330,8 +336,8 @@ COMMENT ON FUNCTION compute_deploy IS
     'Deploys a compute job of many slices into compute groups and returns its id. spec: work, '
     'arguments, input ({"range": ...}, {"pattern": ..., "count": n} or {"values": [...]}), groups, '
     'offer or market_value, funds, duplication_level and duplication_type, capabilities, worktime '
-    'and worktime_version, flags, max_slices_per_task, estimation_slices, name, description, link '
-    '(the README lists them).';
+    'and worktime_version, flags, max_slices_per_task, estimation_slices, result_storage, name, '
+    'description, link (the README lists them).';
 
 CREATE FUNCTION compute_add_slices(job_id bigint, data jsonb DEFAULT NULL, count integer DEFAULT NULL) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_add_slices';
@@ -387,11 +393,13 @@ COMMENT ON FUNCTION compute_worker_leave IS 'Leaves a compute group; returns 1, 
 
 CREATE FUNCTION compute_fetch(max_slices integer DEFAULT NULL)
 RETURNS TABLE (task_token uuid, job_id bigint, slice_number integer, copy integer, datum text, work text,
-               arguments text[], flags text[], estimation boolean)
+               arguments text[], flags text[], estimation boolean, result_url text, result_params jsonb)
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_fetch';
 COMMENT ON FUNCTION compute_fetch IS
     'A task for the calling worker: up to max_slices (and the job''s max_slices_per_task) slices of '
-    'one eligible job of the groups it joined, within the groups'' limits; no rows when there is none.';
+    'one eligible job of the groups it joined, within the groups'' limits; no rows when there is none. '
+    'result_url: where the worker POSTs a slice''s result (with result_params) before it submits it, '
+    'for a job whose results are stored elsewhere; null when they go to the database.';
 
 CREATE FUNCTION compute_progress(task_token uuid, slice_numbers integer[] DEFAULT NULL) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_progress';

@@ -63,7 +63,7 @@ pub fn load(dsn: &str, seconds: u64) -> i32 {
     }
     let group = create_group(&mut admin, dsn, &tag, &owners, GROUP);
     for plan in plan() {
-        deploy(dsn, &tag, &owners[0], &group, &plan, ample(&group, &plan));
+        deploy(dsn, &tag, &owners[0], &group, &plan, ample(&group, &plan), None);
     }
     drop(admin);
 
@@ -149,7 +149,7 @@ fn finish_and_check(dsn: &str, tag: &str, submitted: Option<i64>, admin: &mut Cl
     });
     check_no_errors(&mut checks, &tallies);
     check_jobs_finished(&mut checks, admin, &job_ids);
-    check_results(&mut checks, admin, &jobs, &inputs);
+    check_results(&mut checks, admin, &jobs, &inputs, None);
     check_averages(&mut checks, admin, &jobs);
     check_money(&mut checks, admin, &jobs, &groups, &tallies);
     // The fetches answered before the crash are unknown here: only the reports are compared.

@@ -19,6 +19,7 @@
 mod bench;
 mod crash;
 mod simulate;
+mod store;
 
 use postgres::{Client, Config, NoTls};
 use std::process::exit;

@@ -1,8 +1,10 @@
-//! The simulation: 3 owners, 3 compute groups (one limited), 10 jobs of 100 to 5,000 slices
-//! (about 19,000 slices, 25,000 copies) and 20 workers at once, each its own role and connection;
-//! among them one that returns wrong results, one that dies holding a task and one that rejects a
-//! job. Then checks of what must hold by construction once every job has finished.
+//! The simulation: 3 owners, 3 compute groups (one limited), 11 jobs of 100 to 10,000 slices
+//! (about 20,000 slices, 26,000 copies; one job's results POSTed to a result store of the
+//! simulation's, see store.rs) and 20 workers at once, each its own role and connection; among
+//! them one that returns wrong results, one that dies holding a task and one that rejects a job.
+//! Then checks of what must hold by construction once every job has finished.
 
+use crate::store::Store;
 use crate::{connect, create_roles, make_proxy, mix, run_tag, unit, work};
 use pg_jobs_core::eth;
 use postgres::{Client, Row};
@@ -83,6 +85,8 @@ pub struct Tally {
     died_holding: Vec<(i64, i32)>,
     rejected: Option<i64>,
     slices_after_reject: i64,
+    /// Slices handed back because their result's POST to the result store failed.
+    returned: i64,
 }
 
 pub fn dec(s: &str) -> Decimal {
@@ -136,14 +140,23 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
         ("consensus 2.0", 2, Input::Range(1), 2000, 2.0, true, 10, Ok("0.001")),
         ("consensus 2.0, pattern", 2, Input::Pattern("https://data.example/c/{slice}"), 1000, 2.0, true, 20, Ok("0.0003")),
         ("consensus 2.0, values, market value", 2, Input::Values(words(500, "stone")), 500, 2.0, true, 4, Err(1)),
+        (STORED_ELSEWHERE, 0, Input::Range(70_000), 1000, 1.5, false, 10, Ok("0.001")),
     ];
+    // Group 0 lets its workers send results to the store, where that job's results go.
+    let store = Store::start(&format!("{tag}-token"));
+    connect(dsn, Some(&owners[groups[0].owner]))
+        .execute("INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type) VALUES ($1, $2::text, 'sendResults')",
+                 &[&groups[0].id, &store.origin])
+        .unwrap();
+    let result_storage = serde_json::json!({"url": format!("{}/r/{tag}/{{slice}}/{{copy}}", store.origin), "params": {"token": store.token}});
     let mut jobs = Vec::new();
     let mut inputs = Vec::new();
     for plan in plan {
         // Enough for every copy and a tiebreaker each, except the underfunded job: 200 slices.
         let group = &groups[plan.1];
         let deposit = if plan.0 == "underfunded" { group.fees + dec("2") } else { ample(group, &plan) };
-        jobs.push(deploy(dsn, &tag, &owners[group.owner], group, &plan, deposit));
+        let results = (plan.0 == STORED_ELSEWHERE).then(|| result_storage.clone());
+        jobs.push(deploy(dsn, &tag, &owners[group.owner], group, &plan, deposit, results));
         inputs.push(plan.2);
     }
     let job_ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
@@ -236,7 +249,8 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
     checks.check(&format!("the {} workers that joined by signing a challenge are in their {signed} groups", signers.len()),
                  if joined as usize == signed { Ok(()) } else { Err(format!("{joined} memberships")) });
     check_jobs_finished(&mut checks, admin, &job_ids);
-    check_results(&mut checks, admin, &jobs, &inputs);
+    check_results(&mut checks, admin, &jobs, &inputs, Some(&store));
+    check_stored_elsewhere(&mut checks, admin, &jobs, &store, &tallies);
     check_wrong_worker(&mut checks, admin, &jobs, &tallies[WRONG]);
     check_averages(&mut checks, admin, &jobs);
     check_money(&mut checks, admin, &jobs, &groups, &tallies);
@@ -257,6 +271,9 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
     });
     checks.failed
 }
+
+/// The job whose results its workers POST to the simulation's result store.
+const STORED_ELSEWHERE: &str = "results stored elsewhere, race 1.5";
 
 /// Group 1's first grant of CPU milliseconds, spent mid-job.
 const BUDGET_MS: i64 = 100_000;
@@ -391,7 +408,8 @@ pub fn ample(group: &Group, plan: &JobPlan) -> Decimal {
     group.fees + job_of(plan, 0, Decimal::ZERO).payment * Decimal::from(plan.3) * Decimal::from(3)
 }
 
-pub fn deploy(dsn: &str, tag: &str, owner: &str, group: &Group, plan: &JobPlan, deposit: Decimal) -> Job {
+/// Deploys `plan`, its results POSTed as `result_storage` says (None: kept in the database).
+pub fn deploy(dsn: &str, tag: &str, owner: &str, group: &Group, plan: &JobPlan, deposit: Decimal, result_storage: Option<serde_json::Value>) -> Job {
     let (name, _, input, slices, level, consensus, per_task, price) = plan;
     let mut spec = serde_json::json!({
         "work": "(x) => x", "name": format!("{tag} {name}"), "input": input.spec(*slices),
@@ -401,6 +419,9 @@ pub fn deploy(dsn: &str, tag: &str, owner: &str, group: &Group, plan: &JobPlan, 
     match price {
         Ok(offer) => spec["offer"] = (*offer).into(),
         Err(multiplier) => spec["market_value"] = (*multiplier).into(),
+    }
+    if let Some(result_storage) = result_storage {
+        spec["result_storage"] = result_storage;
     }
     let id: i64 = connect(dsn, Some(owner)).query_one("SELECT pgjobs.compute_deploy($1::text::jsonb)", &[&spec.to_string()]).unwrap().get(0);
     job_of(plan, id, deposit)
@@ -481,8 +502,10 @@ impl Join {
 
 /// One simulated worker: registers, joins its groups (the even workers with the join key and
 /// secret, the odd ones by signing a challenge with the key of the group's join address), then
-/// fetches and submits until told to stop or its connection is lost. Workers 17, 18 and 19
-/// misbehave (WRONG, DIES, REJECTS).
+/// fetches and submits until told to stop or its connection is lost. A result that goes elsewhere
+/// is POSTed first, with its job's parameters, and only a result the store took is submitted: a
+/// slice whose POST failed is handed back (compute_return) for another try. Workers 17, 18 and
+/// 19 misbehave (WRONG, DIES, REJECTS).
 pub fn worker(dsn: &str, k: usize, role: &str, joins: &[Join], stop: &AtomicBool) -> Tally {
     let mut client = connect(dsn, Some(role));
     let mut tally = Tally::default();
@@ -512,7 +535,8 @@ pub fn worker(dsn: &str, k: usize, role: &str, joins: &[Join], stop: &AtomicBool
     let mut done = 0usize;
     let mut seed = (k as u64) << 40;
     while !stop.load(Ordering::Relaxed) {
-        let rows = match client.query("SELECT task_token::text, job_id, slice_number, datum FROM pgjobs.compute_fetch($1)", &[&ask]) {
+        let sql = "SELECT task_token::text, job_id, slice_number, datum, result_url, result_params::text FROM pgjobs.compute_fetch($1)";
+        let rows = match client.query(sql, &[&ask]) {
             Ok(rows) => rows,
             Err(e) => {
                 if failed(&mut tally, &mut client, format!("{role} fetch: {e:?}")) {
@@ -558,11 +582,20 @@ pub fn worker(dsn: &str, k: usize, role: &str, joins: &[Join], stop: &AtomicBool
             }
             thread::sleep(Duration::from_millis(seed % 20));
         }
-        let mut results = Vec::new();
+        let (mut submitted, mut results, mut returned) = (vec![], vec![], vec![]);
         let (mut cpu, mut gpu, mut wall, mut bytes_in, mut bytes_out) = (vec![], vec![], vec![], vec![], vec![]);
         for (row, slice) in rows.iter().zip(&slices) {
             let datum: &str = row.get(3);
             let result = if k == WRONG { format!("wrong {}", work(datum)) } else { work(datum) };
+            if let (Some(url), Some(params)) = (row.get::<_, Option<&str>>(4), row.get::<_, Option<&str>>(5)) {
+                let mut posted: serde_json::Value = serde_json::from_str(params).unwrap();
+                posted["result"] = result.clone().into();
+                if ureq::post(url).send_json(&posted).is_err() {
+                    returned.push(*slice);
+                    continue;
+                }
+            }
+            submitted.push(*slice);
             let s = seed ^ ((job as u64) << 32) ^ (*slice as u64);
             let c = 5.0 + 200.0 * unit(s);
             cpu.push(c);
@@ -572,8 +605,19 @@ pub fn worker(dsn: &str, k: usize, role: &str, joins: &[Join], stop: &AtomicBool
             bytes_out.push(result.len() as i64);
             results.push(result);
         }
+        if !returned.is_empty() {
+            tally.returned += returned.len() as i64;
+            if let Err(e) = client.query_one("SELECT pgjobs.compute_return($1::text::uuid, $2)", &[&token, &returned]) {
+                if failed(&mut tally, &mut client, format!("{role} return: {e:?}")) {
+                    return tally;
+                }
+            }
+            if submitted.is_empty() {
+                continue;
+            }
+        }
         let sql = "SELECT outcome FROM pgjobs.compute_submit($1::text::uuid, $2, $3, $4, $5, $6, $7, $8)";
-        match client.query(sql, &[&token, &slices, &results, &cpu, &gpu, &wall, &bytes_in, &bytes_out]) {
+        match client.query(sql, &[&token, &submitted, &results, &cpu, &gpu, &wall, &bytes_in, &bytes_out]) {
             Ok(rows) => rows.iter().for_each(|r| *tally.outcomes.entry(r.get(0)).or_default() += 1),
             Err(e) if failed(&mut tally, &mut client, format!("{role} submit: {e:?}")) => return tally,
             Err(_) => {}
@@ -628,18 +672,20 @@ pub fn check_jobs_finished(checks: &mut Checks, admin: &mut Client, job_ids: &[i
 
 /// Each slice has exactly one result (compute_results' key allows at most one; the count says every
 /// slice has one) and it is what an honest worker computes from the slice's datum.
-pub fn check_results(checks: &mut Checks, admin: &mut Client, jobs: &[Job], inputs: &[Input]) {
+/// Each result is read where it is kept: in the database, or for a job whose results go
+/// elsewhere in `store`, at the address compute_results keeps.
+pub fn check_results(checks: &mut Checks, admin: &mut Client, jobs: &[Job], inputs: &[Input], store: Option<&Store>) {
     let mut problems = Vec::new();
     for (job, input) in jobs.iter().zip(inputs) {
         let rows = admin
-            .query("SELECT slice_number, pgjobs.compute_result_text(value) FROM pgjobs.compute_results WHERE job_id = $1", &[&job.id])
+            .query("SELECT slice_number, pgjobs.compute_result_text(value), value FROM pgjobs.compute_results WHERE job_id = $1", &[&job.id])
             .unwrap();
         if rows.len() != job.slices as usize {
             problems.push(format!("job {} has {} results for {} slices", job.id, rows.len(), job.slices));
         }
         for r in rows {
             let slice: i32 = r.get(0);
-            let text: String = r.get(1);
+            let text = r.get::<_, Option<String>>(1).or_else(|| store.and_then(|store| store.result(r.get(2)))).unwrap_or_default();
             if slice < 1 || slice > job.slices || text != work(&input.datum(slice)) {
                 problems.push(format!("job {} slice {slice}: {text:?}", job.id));
             }
@@ -677,6 +723,26 @@ pub fn check_results(checks: &mut Checks, admin: &mut Client, jobs: &[Job], inpu
     problems.truncate(5);
     checks.check("race slices have exactly one accepted report, consensus slices two or more that agree, all carrying the result",
                  if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) });
+}
+
+/// The job whose results go elsewhere: each result is at its slice's address in the store (the
+/// check above read them there), and the POSTs the store refused were handed back by their
+/// workers, a slice each, and stored by a later try.
+fn check_stored_elsewhere(checks: &mut Checks, admin: &mut Client, jobs: &[Job], store: &Store, tallies: &[Tally]) {
+    let job = jobs.iter().find(|j| j.name == STORED_ELSEWHERE).unwrap();
+    let row = admin
+        .query_one(
+            "SELECT count(*) FILTER (WHERE value ~ ('^' || $2 || '/r/[a-z0-9]+/' || slice_number || '/[0-9]+$')), count(*)
+             FROM pgjobs.compute_results WHERE job_id = $1",
+            &[&job.id, &store.origin],
+        )
+        .unwrap();
+    let (addressed, results): (i64, i64) = (row.get(0), row.get(1));
+    let returned: i64 = tallies.iter().map(|t| t.returned).sum();
+    let refused = store.refused() as i64;
+    checks.check(&format!("the job whose results go elsewhere: {addressed} of {results} results are addresses in the result store; its {refused} refused POSTs were handed back and stored later"),
+                 if addressed == i64::from(job.slices) && results == addressed && refused > 0 && returned == refused { Ok(()) }
+                 else { Err(format!("{addressed} addresses of {} slices, {refused} POSTs refused, {returned} slices handed back", job.slices)) });
 }
 
 /// The wrong worker is only in the consensus group: each of its results meets an honest copy's,

@@ -29,11 +29,13 @@ static GROUP: Statement = statement("group", &[UUIDOID]);
 static FEES: Statement = statement("fees", &[INT8ARRAYOID, NUMERICOID]);
 static TAKE_JOB_BUDGET: Statement = statement("take_job_budget", &[INT8ARRAYOID]);
 static ADD_JOB: Statement = statement("add_job", &[OIDOID, JSONBOID]);
+static RESULT_ORIGINS: Statement = statement("result_origins", &[INT8ARRAYOID]);
 static ADD_COMPUTE_JOB: Statement = statement(
     "add_compute_job",
     &[
         INT8OID, OIDOID, JSONBOID, INT4OID, INT4OID, NUMERICOID, NUMERICOID, FLOAT8OID, TEXTOID,
-        INT4OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, NUMERICOID, INT4OID,
+        INT4OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, NUMERICOID, INT4OID, TEXTOID,
+        JSONBOID,
     ],
 );
 static ADD_JOB_PARTS: Statement = statement(
@@ -273,6 +275,117 @@ fn input_set(section: &Section, spec: Datum, input: Option<&Value>) -> InputSet 
     }
 }
 
+/// Where a deployment's results go: `None` for the database (`compute_results`, with larger
+/// ones in `result_store`); otherwise a URL pattern the workers POST each result to, with the
+/// parameters they send beside it (the README: Result storage).
+struct ResultStorage {
+    pattern: String,
+    params: Option<Value>,
+    /// The pattern's origin, which each of the job's groups must let its workers send results to.
+    origin: String,
+}
+
+/// The longest result URL pattern and the most bytes of its parameters.
+const RESULT_PATTERN_BYTES: usize = 2048;
+const RESULT_PARAMS_BYTES: usize = 8192;
+
+fn result_storage(value: Option<&Value>, copies: bool) -> Option<ResultStorage> {
+    const HINT: &str = "result_storage: {\"url\": \"https://results.example/{slice}/{copy}\", \"params\": {...}}, or leave it out to keep results in the database.";
+    let fields = match value {
+        None | Some(Value::Null) => return None,
+        Some(Value::Object(fields)) => fields,
+        Some(_) => invalid("result_storage must be an object", Some(HINT)),
+    };
+    if let Some(unknown) = fields
+        .keys()
+        .find(|key| !["url", "params"].contains(&key.as_str()))
+    {
+        invalid(
+            format!("unknown key {} in result_storage", quote_literal(unknown)),
+            Some(HINT),
+        );
+    }
+    let Some(Value::String(pattern)) = fields.get("url") else {
+        invalid("result_storage needs its url, a text", Some(HINT))
+    };
+    if pattern.len() > RESULT_PATTERN_BYTES {
+        invalid(
+            format!(
+                "a result storage URL has at most {RESULT_PATTERN_BYTES} bytes, not {}",
+                pattern.len()
+            ),
+            None,
+        );
+    }
+    if !pattern.contains("{slice}") || copies && !pattern.contains("{copy}") {
+        invalid(
+            format!("the result storage URL {} must contain {{slice}}{}", quote_literal(pattern), if copies { " and {copy}" } else { "" }),
+            Some("Each result has an address of its own: {slice} is its slice's number and {copy} its copy's (needed when a slice is sent more than once)."),
+        );
+    }
+    // Parsed with its placeholders filled in, as a worker's POST goes.
+    let url = url::Url::parse(&pattern.replace("{slice}", "1").replace("{copy}", "0"))
+        .ok()
+        .filter(|url| ["http", "https"].contains(&url.scheme()) && url.has_host())
+        .unwrap_or_else(|| {
+            invalid(
+                format!(
+                    "the result storage URL {} is not an http or https URL",
+                    quote_literal(pattern)
+                ),
+                Some(HINT),
+            )
+        });
+    if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
+        invalid(
+            format!("the result storage URL {} may carry neither credentials nor a fragment", quote_literal(pattern)),
+            Some("Give what the result store needs to accept a POST in params: the workers send them with each result."),
+        );
+    }
+    let params = fields.get("params").filter(|params| !params.is_null());
+    match params {
+        None => {}
+        Some(Value::Object(params)) if params.contains_key("result") => invalid(
+            "result_storage params may not name \"result\"",
+            Some("The workers send each result under that name beside the parameters."),
+        ),
+        Some(Value::Object(_))
+            if params.map_or(0, |params| params.to_string().len()) <= RESULT_PARAMS_BYTES => {}
+        Some(Value::Object(_)) => invalid(
+            format!("result_storage params have at most {RESULT_PARAMS_BYTES} bytes as JSON"),
+            None,
+        ),
+        Some(_) => invalid("result_storage params must be an object", Some(HINT)),
+    }
+    Some(ResultStorage {
+        pattern: pattern.clone(),
+        params: params.cloned(),
+        origin: url.origin().ascii_serialization(),
+    })
+}
+
+/// Refuses a result storage whose origin one of `groups` does not let its workers send results
+/// to (an origin of type any or sendResults, compared as origins: scheme, host and port).
+fn check_result_origin(section: &Section, storage: &ResultStorage, groups: Option<Datum>) {
+    let origins = section.run(&RESULT_ORIGINS, &[groups]);
+    for row in 0..origins.len() {
+        let allowed = origins.get::<Vec<String>>(row, 1).unwrap_or_default();
+        let admits = allowed.iter().any(|origin| {
+            url::Url::parse(origin)
+                .is_ok_and(|url| url.origin().ascii_serialization() == storage.origin)
+        });
+        if !admits {
+            let group = origins
+                .datum(row, 0)
+                .map_or_else(String::new, |group| output(group, UUIDOID));
+            invalid(
+                format!("compute group {group} does not let its workers send results to {}", storage.origin),
+                Some(&format!("The group's owner adds the origin: INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type) VALUES (<group id>, '{}', 'sendResults').", storage.origin)),
+            );
+        }
+    }
+}
+
 // compute_deploy(spec): the caller's compute job of many slices in the compute groups `spec`
 // names (the README lists its keys), its fees taken off its funds and a job off each group's job
 // budget; its id.
@@ -391,11 +504,15 @@ entry!(compute_deploy, pg_finfo_compute_deploy, |fcinfo| {
         );
     }
     let capabilities = capability_bits(fields.get("capabilities"));
+    let results = result_storage(fields.get("result_storage"), level > 1.0);
     let groups = Some(int8_array(deploy_groups(
         &section,
         &caller,
         fields.get("groups"),
     )));
+    if let Some(results) = &results {
+        check_result_origin(&section, results, groups);
+    }
     let fees = section.run(&FEES, &[groups, Some(funds)]);
     let fee = fees.datum(0, 0);
     if fees.get::<bool>(0, 1) == Some(true) {
@@ -446,6 +563,10 @@ entry!(compute_deploy, pg_finfo_compute_deploy, |fcinfo| {
             Some(funds),
             fee,
             Some(Datum::from(estimation)),
+            results.as_ref().and_then(|results| texts(&results.pattern)),
+            results
+                .and_then(|results| results.params)
+                .and_then(|params| JsonB(params).into_datum()),
         ],
     );
     section.run(

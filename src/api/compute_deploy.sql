@@ -69,20 +69,28 @@ VALUES ($1, _extension_claimant(), coalesce(nullif($2 ->> 'name', ''), 'compute 
         $2 ->> 'name', $2 ->> 'description', $2 ->> 'link', coalesce(($2 ->> 'listed')::boolean, false))
 RETURNING id;
 
+-- name: result_origins
+-- The origins groups $1 let their workers send results to, a row a group.
+SELECT g.opaque_id, ARRAY(SELECT o.origin FROM compute_group_worker_origins o
+                          WHERE o.compute_group_id = g.id AND o.type IN ('any', 'sendResults'))
+FROM compute_groups g WHERE g.id = ANY ($1)
+ORDER BY g.id;
+
 -- name: add_compute_job
 -- Job $1's (of identity $2, deployment $3) own columns: $4 slices, $5 at most a task, offer $6 or
 -- multiplier $7, duplication $8 of type $9, flags $10, capabilities $11, input of type $12 with
--- details $13, worktime versions $14, funds $15 less fees $16, estimation slices $17.
+-- details $13, worktime versions $14, funds $15 less fees $16, estimation slices $17, results
+-- POSTed to URL pattern $18 with parameters $19 (none: kept in the database).
 INSERT INTO compute_jobs (job_id, owner, status, address, payment_account, last_slice_number, next_slice_number,
                           max_slices_per_task, absolute_slice_payment, mv_mult_slice_payment,
                           duplication_level, duplication_type, flags, need_capabilities,
                           data_storage_type, data_storage_details, result_storage_type,
                           result_storage_details, worktime, worktime_version, slice_payment, funds,
-                          estimation_slices)
+                          estimation_slices, result_storage_params)
 VALUES ($1, $2, 'new', 'escrow:' || $1, $3 ->> 'payment_account', $4, 1, $5,
         coalesce($6, 0), coalesce($7, 0), $8, $9, $10, $11, $12, $13,
-        'pgjobs', $3 ->> 'result_storage', coalesce($3 ->> 'worktime', 'map-basic'), $14,
-        coalesce($6, $7 * compute_market_value()), $15 - $16, $17);
+        CASE WHEN $18 IS NULL THEN 'pgjobs' ELSE 'pattern' END, $18, coalesce($3 ->> 'worktime', 'map-basic'), $14,
+        coalesce($6, $7 * compute_market_value()), $15 - $16, $17, $19);
 
 -- name: add_job_parts
 -- The rest of job $1 (of identity $2, deployment $3): its performance ($4 estimation slices of its

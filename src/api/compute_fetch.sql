@@ -143,7 +143,8 @@ WHERE j.job_id = $1
 -- are it), held or reported, unless each slice is sent once ($11): copies are sent to meet
 -- independent faults, and a consensus counts identities. A task handed out is recorded, and the
 -- worker's next fetch starts one job further along and, if it joined several groups ($12), at
--- another group. The task's rows, in slice order.
+-- another group. The task's rows, in slice order, each with where its result goes (none: to the
+-- database with the report).
 WITH candidates AS (
     SELECT s.slice_number, s.copy
     FROM compute_slices s
@@ -184,7 +185,8 @@ WITH candidates AS (
 )
 SELECT $2, $1, h.slice_number, h.copy::integer,
        coalesce(d.value::text, _slice_datum(c.data_storage_type, c.data_storage_details, h.slice_number)),
-       f.value::text, a.arguments, job_flag_names(c.flags), h.estimation
+       f.value::text, a.arguments, job_flag_names(c.flags), h.estimation,
+       _result_url(c.result_storage_details, h.slice_number, h.copy), c.result_storage_params
 FROM handed h
 JOIN compute_jobs c ON c.job_id = $1
 LEFT JOIN compute_data d ON d.job_id = $1 AND d.slice_number = h.slice_number

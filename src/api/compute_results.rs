@@ -37,6 +37,7 @@ static REPORT: Statement = statement(
         INT8OID,
         BOOLOID,
         OIDOID,
+        TEXTOID,
     ],
 );
 static SLICE_REPORTS: Statement = statement("slice_reports", &[INT8OID, INT4OID]);
@@ -249,7 +250,14 @@ entry!(compute_submit, pg_finfo_compute_submit, |fcinfo| {
         }
         let mut report = vec![token, Some(Datum::from(caller.role)), slices, results];
         report.extend_from_slice(&measurements);
-        report.extend([Some(Datum::from(id)), Some(Datum::from(once)), Some(owner)]);
+        // The job's result URL pattern, as the statement gave it.
+        let result_pattern = task_job.datum(0, 6);
+        report.extend([
+            Some(Datum::from(id)),
+            Some(Datum::from(once)),
+            Some(owner),
+            result_pattern,
+        ]);
         let reports = section.run(&REPORT, &report);
         for row in 0..reports.len() {
             let slice = reports.get::<i32>(row, 1).expect("a report's slice");

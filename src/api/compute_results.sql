@@ -2,9 +2,10 @@
 
 -- name: task_job
 -- The job of task $1: its id, whether its slices are sent once, its owner, its duplication level,
--- whether it is a race (not a consensus), and its estimation slices.
+-- whether it is a race (not a consensus), its estimation slices, and the URL pattern its results
+-- are POSTed to (none: they are kept here).
 SELECT c.job_id, c.duplication_level = 1, c.owner, c.duplication_level, c.duplication_type = 'race',
-       c.estimation_slices
+       c.estimation_slices, c.result_storage_details
 FROM compute_jobs c
 WHERE c.job_id = (SELECT s.job_id FROM compute_slices s WHERE s.lease_token = $1 LIMIT 1);
 
@@ -16,8 +17,10 @@ FROM (SELECT DISTINCT x AS s FROM unnest($2::integer[]) x WHERE x IS NOT NULL OR
 -- name: report
 -- The copies of task $1 that role $2 holds, of slices $3, leave for their reports (results $4,
 -- measurements $5 .. $9); any other is stale (retasked, resolved by another copy, or its job
--- ended). A slice of job $10 (of owner $12) sent once ($11) is resolved by its one result. Each
--- report's id, slice and whether it is accepted already, in slice order.
+-- ended). A slice of job $10 (of owner $12) sent once ($11) is resolved by its one result. A report
+-- keeps its result, or with URL pattern $13 the address its worker POSTed it to (its hash, which
+-- decides a consensus, is the result's either way). Each report's id, slice and whether it is
+-- accepted already, in slice order.
 WITH held AS (
     DELETE FROM compute_slices s
     USING unnest($3::integer[], $4::text[], $5::float8[], $6::float8[], $7::float8[], $8::int8[], $9::int8[])
@@ -31,7 +34,8 @@ WITH held AS (
                                value, value_hash, accepted, cpu_time, gpu_time, wall_time, in_data_size,
                                out_data_size)
     SELECT h.job_id, h.slice_number, h.copy, h.owner, h.last_assigned_worker, h.last_assigned_root, h.compute_group_id,
-           CASE WHEN octet_length(h.value) <= current_setting('pg_jobs.compute_inline_result_bytes')::integer
+           CASE WHEN $13 IS NOT NULL THEN _result_url($13, h.slice_number, h.copy)
+                WHEN octet_length(h.value) <= current_setting('pg_jobs.compute_inline_result_bytes')::integer
                 THEN 'data:;base64,' || translate(encode(convert_to(h.value, 'UTF8'), 'base64'), E'\n', '')
                 ELSE _stored_result(h.job_id, h.owner, h.value) END,
            md5(h.value),
