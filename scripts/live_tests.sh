@@ -498,9 +498,12 @@ SQL
 # every produced job has finished as it should, exactly once, within its attempts, and every
 # effect of a completing transaction is there exactly once. One job in about twenty is "doomed":
 # max_attempts 2, its worker always fails it, so it must end failed after exactly 2 attempts.
+# The queue is limited to FAULT_LIMIT jobs leased at once (jobs_limit), fewer than the workers:
+# a monitor counts the leased jobs every 0.1 s, and no count may exceed it, whatever was killed.
 FAULT_SECONDS=${FAULT_SECONDS:-60}
 FAULT_WORKERS=5
 FAULT_PRODUCERS=2
+FAULT_LIMIT=3
 
 # trap_command VAR SIGNAL: sets VAR to the command a trap runs for SIGNAL, or to nothing. (Not
 # for use inside $(...): a nested command substitution no longer sees the shell's traps.)
@@ -568,6 +571,17 @@ fault_worker() {
     done
 }
 
+# fault_monitor: the jobs of the queue leased at once, counted in one snapshot every 0.1 s (a line
+# each in FAULT_DIR/leased) until the workers stop; a count the restart makes impossible is skipped.
+fault_monitor() {
+    set +e
+    while [ ! -e "$FAULT_DIR/stop-workers" ]; do
+        fault_psql fault-monitor -c "SELECT count(*) FROM pgjobs.jobs WHERE queue = 'fault' AND lease_token IS NOT NULL" \
+            >>"$FAULT_DIR/leased" 2>/dev/null
+        sleep 0.1
+    done
+}
+
 # fault_start_worker SLOT: a new incarnation of the worker in SLOT, named fault-worker-SLOT.GEN.
 fault_start_worker() {
     local slot=$1
@@ -593,11 +607,12 @@ fault_kill_loop() {
 fault_cleanup() {
     local pid
     if [ -n "${FAULT_DIR:-}" ]; then touch "$FAULT_DIR/stop-producers" "$FAULT_DIR/stop-workers" 2>/dev/null || true; fi
-    for pid in "${FAULT_PID[@]}" "${FAULT_PRODUCER_PID[@]}"; do
+    for pid in "${FAULT_PID[@]}" "${FAULT_PRODUCER_PID[@]}" ${FAULT_MONITOR_PID:-}; do
         fault_kill_loop "$pid"
     done
     FAULT_PID=()
     FAULT_PRODUCER_PID=()
+    FAULT_MONITOR_PID=
 }
 
 # wait_loops SECONDS PID...: waits for loops that were told to stop; false if one is still running.
@@ -641,7 +656,10 @@ fault_run() {
     FAULT_PRODUCER_PID=()
     data="$(cluster_dir test)/data"
     live_sql "CREATE TABLE fault_produced (job_id bigint NOT NULL, doomed boolean NOT NULL);
-              CREATE TABLE fault_effects (job_id bigint NOT NULL, worker text NOT NULL)" || return 1
+              CREATE TABLE fault_effects (job_id bigint NOT NULL, worker text NOT NULL);
+              SELECT max_running FROM pgjobs.jobs_limit('fault', $FAULT_LIMIT)" >/dev/null || return 1
+    fault_monitor &
+    FAULT_MONITOR_PID=$!
 
     for ((i = 1; i <= FAULT_PRODUCERS; i++)); do
         fault_producer "$i" 2>>"$FAULT_DIR/producer-$i.log" &
@@ -698,7 +716,10 @@ fault_run() {
                       AND NOT EXISTS (SELECT FROM pgjobs.jobs WHERE queue = 'fault')" \
         || { echo "fault test: jobs left in the queue: $(live_sql "SELECT count(*) FROM pgjobs.jobs WHERE queue = 'fault'")" >&2; return 1; }
     touch "$FAULT_DIR/stop-workers"
-    wait_loops 20 "${FAULT_PID[@]}" || { echo "fault test: workers did not stop" >&2; return 1; }
+    wait_loops 20 "${FAULT_PID[@]}" "$FAULT_MONITOR_PID" || { echo "fault test: workers did not stop" >&2; return 1; }
+    local samples most_leased
+    samples=$(grep -c . "$FAULT_DIR/leased" 2>/dev/null || echo 0)
+    most_leased=$(sort -n "$FAULT_DIR/leased" 2>/dev/null | tail -n 1)
 
     # Each check is named; those that do not hold are printed.
     local killed_list failures summary rolled_back
@@ -737,7 +758,12 @@ fault_run() {
           ('at least 200 jobs completed', (SELECT count(*) >= 200 FROM h WHERE status = 'completed')),
           ('a lease held when a worker or the server was killed expired and its job was retried',
            EXISTS (SELECT FROM h, jsonb_array_elements(h.errors) e
-                   WHERE e ->> 'error' LIKE 'lease expired%' AND e ->> 'error' NOT LIKE '%/slow stopped%'))
+                   WHERE e ->> 'error' LIKE 'lease expired%' AND e ->> 'error' NOT LIKE '%/slow stopped%')),
+          ('never more than $FAULT_LIMIT jobs leased at once (the queue''s limit), at most ${most_leased:-none} in $samples samples, the limit reached',
+           ${most_leased:-0} = $FAULT_LIMIT AND $samples >= 100),
+          ('every slot came back: none held once the queue is empty',
+           NOT EXISTS (SELECT FROM pgjobs.queue_slots s WHERE s.queue = 'fault'
+                       AND EXISTS (SELECT FROM pgjobs.jobs j WHERE j.id = s.job_id AND j.lease_token = s.lease_token)))
         )
         SELECT name FROM checks WHERE ok IS NOT TRUE") || return 1
     summary=$(live_sql "
@@ -757,7 +783,7 @@ fault_run() {
                       (SELECT count(*) FROM fault_effects WHERE worker LIKE '%/slow'))
         FROM pgjobs.job_history WHERE queue = 'fault'") || return 1
     rolled_back=$(awk '{n += $1} END {print n + 0}' "$FAULT_DIR/rolled-back" 2>/dev/null || echo 0)
-    echo "fault test: $summary; $rolled_back adds rolled back; $process_kills worker processes and $backend_kills backends killed, $restarts immediate restart, $((SECONDS - started)) s" >&2
+    echo "fault test: $summary; $rolled_back adds rolled back; $process_kills worker processes and $backend_kills backends killed, $restarts immediate restart; at most $most_leased of $FAULT_LIMIT leased at once in $samples samples; $((SECONDS - started)) s" >&2
     if [ -n "$failures" ]; then
         echo "fault test: these do not hold:" >&2
         sed 's/^/  - /' <<<"$failures" >&2

@@ -309,6 +309,58 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_resume';
 COMMENT ON FUNCTION jobs_resume IS
     'Resumes one of the caller''s queues and wakes its idle workers. Returns whether it was paused.';
 
+-- Concurrency limits of an identity's queues (River's and Oban Pro's global limits, Solid Queue's
+-- limits_concurrency): at most max_running jobs of a queue leased at once, across every worker.
+-- A limit is max_running rows of queue_slots. A claim in a limited queue takes free slots as it
+-- takes jobs, in its one statement (FOR UPDATE SKIP LOCKED: it never waits for another claim),
+-- and writes into each the job and its lease token. A slot is free when that job no longer holds
+-- that lease: completed, failed, aborted, released, snoozed, retried, or requeued when its lease
+-- ran out. Nothing writes the slot then, so a worker killed with -9 keeps its slot only until its
+-- lease is requeued, and after a crash the slots are what committed with the claims.
+CREATE TABLE queue_limits (
+    owner        oid NOT NULL,
+    queue        nonempty_text NOT NULL CONSTRAINT queue_limits_not_reserved CHECK (NOT _reserved_queue(queue)),
+    max_running  integer NOT NULL CHECK (max_running BETWEEN 1 AND 1000),
+    set_at       timestamptz NOT NULL,
+    set_by       regrole NOT NULL,
+    PRIMARY KEY (owner, queue)
+);
+COMMENT ON TABLE queue_limits IS
+    'The concurrency limits of each identity''s queues: at most max_running of a queue''s jobs '
+    'leased at once, set when and by which role. Set with jobs_limit, removed with jobs_unlimit.';
+CREATE TABLE queue_slots (
+    owner        oid NOT NULL,
+    queue        nonempty_text NOT NULL,
+    slot         integer NOT NULL,
+    job_id       bigint,
+    lease_token  uuid,
+    PRIMARY KEY (owner, queue, slot),
+    FOREIGN KEY (owner, queue) REFERENCES queue_limits ON DELETE CASCADE
+);
+COMMENT ON TABLE queue_slots IS
+    'A limited queue''s slots: the job each was last taken for and that job''s lease token. A slot '
+    'is held while that job holds that lease (a row of jobs with the token), else free.';
+-- Members read their identity's limits and slots and change them only through the functions.
+ALTER TABLE queue_limits ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON queue_limits FOR SELECT USING (owner = (SELECT identity()));
+ALTER TABLE queue_slots ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON queue_slots FOR SELECT USING (owner = (SELECT identity()));
+GRANT SELECT ON queue_limits, queue_slots TO pgjobs_user;
+
+CREATE FUNCTION jobs_limit(queue text, max_running integer,
+                           OUT max_running integer, OUT set_at timestamptz, OUT set_by regrole)
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_limit';
+COMMENT ON FUNCTION jobs_limit IS
+    'Limits one of the caller''s queues to max_running (1 to 1000) jobs leased at once, across every '
+    'worker: claims take no more until a leased job ends or its lease runs out. The jobs leased now '
+    'count. Returns the limit in force.';
+
+CREATE FUNCTION jobs_unlimit(queue text) RETURNS boolean
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_unlimit';
+COMMENT ON FUNCTION jobs_unlimit IS
+    'Removes the concurrency limit of one of the caller''s queues and wakes its idle workers. '
+    'Returns whether it was limited.';
+
 CREATE FUNCTION _add(specs job_spec[], owner oid, sql_jobs boolean, scheduled boolean)
 RETURNS SETOF bigint
 LANGUAGE c AS 'MODULE_PATHNAME', '_add';

@@ -1,5 +1,5 @@
 -- The statements of src/api/flow.rs: what an identity says about when its queues' jobs may be
--- claimed (sql/030_queue.sql: queue_pauses).
+-- claimed (sql/030_queue.sql: queue_pauses, queue_limits and queue_slots).
 
 -- name: pause
 -- Pauses owner $1's queue $2 for role $3, unless it is paused already: the pause in force.
@@ -16,3 +16,41 @@ WITH resumed AS (
     RETURNING p.owner, p.queue
 )
 SELECT pg_notify('pgjobs_ready', _ready_signal(r.owner, r.queue)) FROM resumed r;
+
+-- name: slots_held
+-- Whether a claim in progress holds one of owner $1's queue $2's slots (locked by its statement
+-- until its transaction ends, which its worker decides): a change of the limit would wait for it.
+SELECT (SELECT count(*) FROM queue_slots s WHERE s.owner = $1 AND s.queue = $2)
+       > (SELECT count(*) FROM (SELECT FROM queue_slots s WHERE s.owner = $1 AND s.queue = $2
+                                FOR UPDATE SKIP LOCKED) s);
+
+-- name: limit
+-- Owner $1's queue $2 limited to $3 jobs leased at once, for role $4: the limit, and its slots
+-- made anew, the first ones held by the queue's jobs leased now, in the order they were claimed
+-- (their slots are taken as a claim takes them). The limit in force.
+WITH limited AS (
+    INSERT INTO queue_limits AS l (owner, queue, max_running, set_at, set_by)
+    VALUES ($1, $2, $3, statement_timestamp(), $4::regrole)
+    ON CONFLICT (owner, queue) DO UPDATE
+    SET max_running = excluded.max_running, set_at = excluded.set_at, set_by = excluded.set_by
+    RETURNING l.max_running, l.set_at, l.set_by
+), leased AS (
+    SELECT j.id, j.lease_token, row_number() OVER (ORDER BY j.begin_time, j.id) AS slot
+    FROM jobs j WHERE j.claimable_by = $1 AND j.queue = $2 AND j.lease_token IS NOT NULL
+), made AS (
+    INSERT INTO queue_slots AS s (owner, queue, slot, job_id, lease_token)
+    SELECT $1, $2, n, l.id, l.lease_token FROM generate_series(1, $3) n LEFT JOIN leased l ON l.slot = n
+    ON CONFLICT (owner, queue, slot) DO UPDATE SET job_id = excluded.job_id, lease_token = excluded.lease_token
+), dropped AS (
+    DELETE FROM queue_slots s WHERE s.owner = $1 AND s.queue = $2 AND s.slot > $3
+)
+SELECT l.max_running, l.set_at, l.set_by FROM limited l;
+
+-- name: unlimit
+-- Removes owner $1's queue $2's limit, and its slots with it, and wakes its idle workers (at
+-- commit): a row if it was limited.
+WITH unlimited AS (
+    DELETE FROM queue_limits l WHERE l.owner = $1 AND l.queue = $2
+    RETURNING l.owner, l.queue
+)
+SELECT pg_notify('pgjobs_ready', _ready_signal(u.owner, u.queue)) FROM unlimited u;

@@ -142,6 +142,25 @@ static CLAIM_QUEUES: Statement = statement(
     &[OIDOID, TEXTARRAYOID, INT4OID, INTERVALOID, TEXTOID],
     Planning::Head,
 );
+static FREE_SLOTS: Statement =
+    statement("free_slots", &[OIDOID, TEXTOID, INT4OID], Planning::Probes);
+static CLAIM_LIMITED: Statement = statement(
+    "claim_limited",
+    &[
+        OIDOID,
+        TEXTOID,
+        INT4OID,
+        INTERVALOID,
+        TEXTOID,
+        INT4OID,
+        TIMESTAMPTZOID,
+        INT8OID,
+        INT4ARRAYOID,
+    ],
+    Planning::Head,
+);
+static LIMITED_AMONG: Statement =
+    statement("limited_among", &[OIDOID, TEXTARRAYOID], Planning::Probes);
 static FINISH: Statement = statement(
     "finish",
     &[
@@ -819,11 +838,24 @@ fn claim_from(
                 Some(Datum::from(look.from.run_at)),
                 Some(Datum::from(look.from.id)),
             ];
-            let claimed = section.run(&CLAIM, &[&arguments[..], &from].concat());
+            let mut claimed = section.run(&CLAIM, &[&arguments[..], &from].concat());
+            if claimed.len() == 0 {
+                if let Some(limited) = claim_limited(section, claimant, &arguments, queue, &from) {
+                    claimed = limited;
+                }
+            }
             heads::read_done(&look);
             (claimed, Some(look))
         }
-        _ => (section.run(&CLAIM_QUEUES, &arguments), None),
+        _ => {
+            let claimed = section.run(&CLAIM_QUEUES, &arguments);
+            let claimed = if claimed.len() > 0 {
+                claimed
+            } else {
+                claim_limited_among(section, claimant, &arguments).unwrap_or(claimed)
+            };
+            (claimed, None)
+        }
     };
     if claimed.len() > 0 {
         heads::claimed();
@@ -847,6 +879,58 @@ fn claim_from(
     claimed
 }
 
+/// A claim of `queue`, if it is limited (sql/030_queue.sql: queue_limits): `arguments` are the
+/// claim's first five, `from` where it starts. In two statements, free_slots and claim_limited:
+/// slots taken by claims that committed after the first one's snapshot are checked again by the
+/// second, under a snapshot taken once the first held them. None when the queue is not limited.
+fn claim_limited(
+    section: &Section,
+    claimant: Oid,
+    arguments: &[Option<Datum>],
+    queue: &str,
+    from: &[Option<Datum>],
+) -> Option<Rows> {
+    let free = section.run(
+        &FREE_SLOTS,
+        &[arguments[0], queue.into_datum(), arguments[2]],
+    );
+    if free.get::<bool>(0, 0) != Some(true) {
+        return None;
+    }
+    let slots = free.datum(0, 1);
+    let asked = arguments[2].map_or(0, |n| n.value() as i32 as usize);
+    let found = free.get::<Vec<i32>>(0, 1).map_or(0, |slots| slots.len());
+    if found < asked {
+        super::flow::waiting_for_slots(claimant, queue);
+    }
+    let given = [arguments[0], queue.into_datum()];
+    Some(section.run(
+        &CLAIM_LIMITED,
+        &[&given[..], &arguments[2..], from, &[slots]].concat(),
+    ))
+}
+
+/// A claim of several queues that took nothing from those without a limit: from the first of the
+/// limited ones, in the order given, that has a free slot and a job ready.
+fn claim_limited_among(
+    section: &Section,
+    claimant: Oid,
+    arguments: &[Option<Datum>],
+) -> Option<Rows> {
+    let limited: Vec<String> = section
+        .run(&LIMITED_AMONG, &[arguments[0], arguments[1]])
+        .get(0, 0)?;
+    let start = [
+        Some(Datum::from(heads::Key::FIRST.priority)),
+        Some(Datum::from(heads::Key::FIRST.run_at)),
+        Some(Datum::from(heads::Key::FIRST.id)),
+    ];
+    limited
+        .iter()
+        .filter_map(|queue| claim_limited(section, claimant, arguments, queue, &start))
+        .find(|claimed| claimed.len() > 0)
+}
+
 /// Notes the earliest of the leases in column `column` of `rows` (src/api/leases.rs).
 fn note_leases(rows: &Rows, column: usize) {
     if let Some(earliest) = (0..rows.len())
@@ -868,7 +952,18 @@ fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
     };
     metrics::count(Counter::Completions, ended(2));
     metrics::count(Counter::Failures, ended(3));
+    leases_ended(section, &finished, [4, 5]);
     finished
+}
+
+/// Wakes the workers of limited queues that wait for a slot, of `rows`' jobs, whose leases ended:
+/// columns `[claimable_by, queue]` (src/api/flow.rs).
+fn leases_ended(section: &Section, rows: &Rows, [by, queue]: [usize; 2]) {
+    let ended: Vec<(Oid, String)> = (0..rows.len())
+        .filter_map(|row| Some((rows.get(row, by)?, rows.get(row, queue)?)))
+        .collect();
+    let freed = super::flow::slots_freed(ended.iter().map(|(by, queue)| (*by, queue.as_str())));
+    wake(section, freed.into_iter());
 }
 
 entry!(jobs_claim, pg_finfo_jobs_claim, |fcinfo| {
@@ -1035,6 +1130,7 @@ fn fail(
 ) -> Vec<i64> {
     let retried = section.run(&RETRY, &[Some(ids), tokens, errors, acting_on(caller)]);
     metrics::count(Counter::Failures, retried.len());
+    leases_ended(section, &retried, [1, 2]);
     // Due again after their backoff: their queues' claims start below them once this commits.
     for row in 0..retried.len() {
         placed(&retried, row, [0, 1, 2, 3, 4]);
@@ -1387,6 +1483,7 @@ entry!(jobs_snooze, pg_finfo_jobs_snooze, |fcinfo| {
     }
     // Due again after the delay: its queue's claims start below it once this commits.
     placed(&snoozed, 0, [0, 1, 2, 3, 4]);
+    leases_ended(&section, &snoozed, [1, 2]);
     snoozed.datum(0, 4).expect("a job's run_at")
 });
 

@@ -151,8 +151,8 @@ FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
 -- jobs_batch_untallied, sql/085_batch.sql); a plain job's stays null, so its claim is HOT (but
 -- for a job whose failed attempt left progress, which the claim clears: see progress).
 -- Nothing is read from a paused queue (queue_pauses: one probe of its primary key, planned as a
--- filter evaluated once, before the scan). Returns each job and its place in the claim order
--- (priority, run_at).
+-- filter evaluated once, before the scan), nor from a limited one (queue_limits, likewise: see
+-- claim_limited). Returns each job and its place in the claim order (priority, run_at).
 UPDATE jobs j
 SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
     locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
@@ -164,22 +164,77 @@ WHERE j.ctid = ANY (ARRAY(
       AND (c.priority, c.run_at, c.id) > ($6::integer, $7::timestamptz, $8::bigint)
       AND c.run_at <= statement_timestamp()
       AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
+      AND NOT EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = $2::text)
     ORDER BY c.priority, c.run_at, c.id
     LIMIT $3
     FOR UPDATE SKIP LOCKED))
 RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until, j.priority, j.run_at;
 
+-- name: free_slots
+-- Whether claimant $1's queue $2 is limited, and up to $3 of its slots that look free, locked
+-- (SKIP LOCKED: taken by no other claim until this one's transaction ends). They only look free:
+-- a slot another claim took and committed after this statement's snapshot is locked here at its
+-- new version and passes the check against the old snapshot. claim_limited, with a snapshot taken
+-- after these locks, checks again.
+SELECT EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = $2::text),
+       ARRAY(SELECT s.slot FROM queue_slots s
+             WHERE s.owner = $1 AND s.queue = $2::text
+               AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
+             ORDER BY s.slot
+             LIMIT $3
+             FOR UPDATE SKIP LOCKED);
+
+-- name: claim_limited
+-- As claim, in a limited queue, taking one of slots $9 (locked by free_slots) per job: those whose
+-- job no longer holds the lease they name, checked under this statement's snapshot, which sees
+-- every claim of them that committed (they are locked, so none commits now). Each slot taken names
+-- its job and the job's new lease token; a slot is free again once that job no longer holds it.
+WITH free AS (
+    SELECT s.ctid AS sid, row_number() OVER (ORDER BY s.slot) AS n FROM queue_slots s
+    WHERE s.owner = $1 AND s.queue = $2::text AND s.slot = ANY ($9::integer[])
+      AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
+), claimed AS (
+    UPDATE jobs j
+    SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
+        locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
+        locked_until = statement_timestamp() + coalesce($4::interval, j.lease), progress = NULL
+    WHERE j.ctid = ANY (ARRAY(
+        SELECT c.ctid FROM jobs c
+        WHERE c.status = 'created' AND c.claimable_by = $1 AND c.queue = $2::text
+          AND (c.priority, c.run_at, c.id) > ($6::integer, $7::timestamptz, $8::bigint)
+          AND c.run_at <= statement_timestamp()
+          AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
+        ORDER BY c.priority, c.run_at, c.id
+        LIMIT (SELECT count(*) FROM free)
+        FOR UPDATE SKIP LOCKED))
+    RETURNING j.id, j.attempt, j.lease_token, j.task::text AS task, j.payload, j.locked_until, j.priority, j.run_at
+), taken AS (
+    UPDATE queue_slots s SET job_id = c.id, lease_token = c.lease_token
+    FROM (SELECT c.id, c.lease_token, row_number() OVER (ORDER BY c.id) AS n FROM claimed c) c
+    JOIN free f ON f.n = c.n
+    WHERE s.ctid = f.sid
+)
+SELECT c.id, c.attempt, c.lease_token, c.task, c.payload, c.locked_until, c.priority, c.run_at FROM claimed c;
+
+-- name: limited_among
+-- Which of claimant $1's queues $2 are limited, in the order given.
+SELECT array_agg(q.queue ORDER BY q.n)
+FROM unnest($2::text[]) WITH ORDINALITY AS q(queue, n)
+WHERE EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = q.queue);
+
 -- name: claim_queues
 -- As claim, from several queues $2, each from its start: one index range per queue, read in
 -- index order (`queue = ANY (queues)` would make the planner sort every ready job of those
 -- queues, which with a million queued is seconds), then the first $3 of them all. A paused
--- queue's range is not read.
+-- queue's range is not read, nor a limited one's (claimed by claim_limited when this claims
+-- nothing).
 WITH candidates AS (
     SELECT c.* FROM unnest($2::text[]) AS q(queue), LATERAL (
         SELECT j.ctid AS tid, j.priority, j.run_at, j.id FROM jobs j
         WHERE j.status = 'created' AND j.claimable_by = $1 AND j.queue = q.queue
           AND j.run_at <= statement_timestamp()
           AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = q.queue)
+          AND NOT EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = q.queue)
         ORDER BY j.priority, j.run_at, j.id
         LIMIT $3
         FOR UPDATE SKIP LOCKED) c
@@ -199,7 +254,8 @@ RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_unti
 -- job that ended so: there a completion is the DELETE alone. $4 is the outcome; a job aborted
 -- while leased finishes as aborted. $6 are results, $7 errors: an error joins the job's log of
 -- errors and a failed job's result. Returns every job finished, kept or not, in no order, with its
--- status and whether it is completed or failed (counted). The ids are also a condition of their
+-- status, whether it is completed or failed (counted), who could claim it and its queue. The ids
+-- are also a condition of their
 -- own (`j.id = ANY ($1)`), which only the primary key serves: with the statistics of an empty
 -- table (what VACUUM leaves under a long snapshot) the join alone was planned as a read of the
 -- whole table (regress queue_probes).
@@ -234,7 +290,7 @@ WITH given AS (
         WHERE r.owner = j.owner AND r.queue = j.queue
           AND (r.keep = 'none' OR (r.keep = 'failures' AND j.final = 'completed')))
 )
-SELECT j.id, j.final, j.final = 'completed', j.final = 'failed' FROM j;
+SELECT j.id, j.final, j.final = 'completed', j.final = 'failed', j.claimable_by, j.queue::text FROM j;
 
 -- name: retry
 -- Failed attempts of jobs $1 (tokens $2, errors $3, owner $4 or any when null) with attempts
