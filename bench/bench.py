@@ -683,6 +683,11 @@ def transactions_per_client(batch):
     return DRAIN_JOBS // (CLIENTS * batch)
 
 
+# The limited drain: as many jobs leased at once as there are workers, claimed 10 at a time.
+LIMITED_RUNNING = 8
+LIMITED_BATCH = 10
+
+
 def drain_rates(systems):
     """Rows for the drains: every system at batch 1, 10 and 100 where it has a batch, pg_jobs
     also completing and claiming in one call, pgmq deleting and archiving; and the dead tuples
@@ -712,6 +717,17 @@ def drain_rates(systems):
         no_history[batch] = (Figure(rate), tuples)
     execute("SELECT pgjobs.jobs_queue_history('default', 'all')")
     PG_JOBS.keeps_history = True
+    # Issue 29's target: a concurrency limit of 8 (as many as the workers) costs at most a tenth.
+    execute(f"SELECT pgjobs.jobs_limit('default', {LIMITED_RUNNING})")
+    log(f"drain: pg_jobs limited to {LIMITED_RUNNING} jobs leased at once, {CLIENTS} workers claiming "
+        f"{LIMITED_BATCH} at a time, then completing")
+    rate, _ = pgbench_drain("pg_jobs", "drain.sql", LIMITED_BATCH, transactions_per_client(LIMITED_BATCH),
+                            [("batch", LIMITED_BATCH)])
+    execute("SELECT pgjobs.jobs_unlimit('default')")
+    unlimited = drains[LIMITED_BATCH]["pg_jobs"].value
+    notes.append(f"- pg_jobs with a concurrency limit of {LIMITED_RUNNING} on its queue (`jobs_limit`), "
+                 f"{CLIENTS} workers claiming {LIMITED_BATCH} at a time: {rate:,.0f} jobs/s, "
+                 f"{rate / unlimited:.2f}× the same drain without the limit (issue 29's target: ≥ 0.9×).")
     log(f"drain: pg_jobs, {CLIENTS} workers calling jobs_complete_and_claim for 1 job, from {DRAIN_JOBS:,} jobs")
     claims = transactions_per_client(1)
     rate, _ = pgbench_drain("pg_jobs", "drain_complete_and_claim.sql", 1, claims + 1,

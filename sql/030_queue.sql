@@ -347,6 +347,51 @@ ALTER TABLE queue_slots ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON queue_slots FOR SELECT USING (owner = (SELECT identity()));
 GRANT SELECT ON queue_limits, queue_slots TO pgjobs_user;
 
+-- Rate limits of an identity's queues (Oban Pro's and DBOS's rate limits, River's issue 132): at
+-- most `claims` of a queue's jobs claimed in any window of `per`, across every worker. A limit is
+-- `claims` rows of queue_rate_tokens; a claim takes a token per job it leases and writes its
+-- statement's time into it; a token is free again once that time is `per` ago. Its freedom is in
+-- its own row, so a claim takes tokens in its one statement (SKIP LOCKED), and a job over the
+-- limit waits: it is never failed.
+CREATE TABLE queue_rates (
+    owner        oid NOT NULL,
+    queue        nonempty_text NOT NULL CONSTRAINT queue_rates_not_reserved CHECK (NOT _reserved_queue(queue)),
+    claims       integer NOT NULL CHECK (claims BETWEEN 1 AND 1000),
+    per          interval NOT NULL CHECK (per > '0' AND per <= '1 day'),
+    set_at       timestamptz NOT NULL,
+    set_by       regrole NOT NULL,
+    PRIMARY KEY (owner, queue)
+);
+COMMENT ON TABLE queue_rates IS
+    'The rate limits of each identity''s queues: at most `claims` jobs claimed in any window of '
+    '`per`, set when and by which role. Set with jobs_rate_limit, removed with jobs_unlimit.';
+CREATE TABLE queue_rate_tokens (
+    owner        oid NOT NULL,
+    queue        nonempty_text NOT NULL,
+    token        integer NOT NULL,
+    taken_at     timestamptz NOT NULL DEFAULT '-infinity',
+    PRIMARY KEY (owner, queue, token),
+    FOREIGN KEY (owner, queue) REFERENCES queue_rates ON DELETE CASCADE
+);
+-- The free tokens first: a claim reads no more of them than it takes.
+CREATE INDEX queue_rate_tokens_taken_at ON queue_rate_tokens (owner, queue, taken_at);
+COMMENT ON TABLE queue_rate_tokens IS
+    'A rate-limited queue''s tokens: when each was last taken by a claim; free again `per` after.';
+ALTER TABLE queue_rates ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON queue_rates FOR SELECT USING (owner = (SELECT identity()));
+ALTER TABLE queue_rate_tokens ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON queue_rate_tokens FOR SELECT USING (owner = (SELECT identity()));
+GRANT SELECT ON queue_rates, queue_rate_tokens TO pgjobs_user;
+
+CREATE FUNCTION jobs_rate_limit(queue text, claims integer, per interval,
+                                OUT claims integer, OUT per interval, OUT set_at timestamptz,
+                                OUT set_by regrole)
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_rate_limit';
+COMMENT ON FUNCTION jobs_rate_limit IS
+    'Limits one of the caller''s queues to `claims` (1 to 1000) jobs claimed in any window of `per` '
+    '(more than 0, at most a day), across every worker: jobs over the limit wait. Setting it again '
+    'starts its window afresh. Returns the limit in force.';
+
 CREATE FUNCTION jobs_limit(queue text, max_running integer,
                            OUT max_running integer, OUT set_at timestamptz, OUT set_by regrole)
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_limit';
@@ -358,8 +403,8 @@ COMMENT ON FUNCTION jobs_limit IS
 CREATE FUNCTION jobs_unlimit(queue text) RETURNS boolean
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_unlimit';
 COMMENT ON FUNCTION jobs_unlimit IS
-    'Removes the concurrency limit of one of the caller''s queues and wakes its idle workers. '
-    'Returns whether it was limited.';
+    'Removes the concurrency limit and the rate limit of one of the caller''s queues and wakes its '
+    'idle workers. Returns whether it had either.';
 
 CREATE FUNCTION _add(specs job_spec[], owner oid, sql_jobs boolean, scheduled boolean)
 RETURNS SETOF bigint

@@ -82,21 +82,24 @@ WITH live AS (
     SELECT l.owner, l.queue FROM live l
     UNION SELECT p.owner, p.queue FROM queue_pauses p
     UNION SELECT m.owner, m.queue FROM queue_limits m
+    UNION SELECT t.owner, t.queue FROM queue_rates t
     UNION SELECT r.owner, r.queue FROM queue_history_rules r
 )
 SELECT q.owner::regrole AS owner, q.queue, coalesce(l.ready, 0) AS ready,
        coalesce(l.scheduled, 0) AS scheduled, coalesce(l.running, 0) AS running, l.oldest_ready_at,
-       p.paused_at, p.paused_by, coalesce(r.keep, 'all') AS keeps, m.max_running
+       p.paused_at, p.paused_by, coalesce(r.keep, 'all') AS keeps, m.max_running, t.claims AS rate_claims,
+       t.per AS rate_per
 FROM queues q
 LEFT JOIN live l ON l.owner = q.owner AND l.queue = q.queue
 LEFT JOIN queue_pauses p ON p.owner = q.owner AND p.queue = q.queue
 LEFT JOIN queue_limits m ON m.owner = q.owner AND m.queue = q.queue
+LEFT JOIN queue_rates t ON t.owner = q.owner AND t.queue = q.queue
 LEFT JOIN queue_history_rules r ON r.owner = q.owner AND r.queue = q.queue;
 COMMENT ON VIEW jobs_queues IS
     'Each queue of the caller''s identity: jobs ready (due), scheduled (due later) and running '
     '(leased), the oldest ready job''s run_at, when and by whom it was paused (null: it is not), '
-    'which finished jobs job_history keeps (jobs_queue_history), and its concurrency limit (null: '
-    'none; jobs_limit).';
+    'which finished jobs job_history keeps (jobs_queue_history), its concurrency limit (null: '
+    'none; jobs_limit) and its rate limit: rate_claims in any window of rate_per (jobs_rate_limit).';
 GRANT SELECT ON jobs_queues TO pgjobs_user;
 
 -- Batch jobs' queues (sql/085_batch.sql).

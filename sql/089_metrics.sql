@@ -23,6 +23,19 @@ FROM live l WHERE l.oldest_ready IS NOT NULL
 UNION ALL
 SELECT 'queue_paused', p.queue, NULL, 1 FROM queue_pauses p
 UNION ALL
+-- Ready jobs of the queues at a limit: every slot held, or every token taken in its window.
+SELECT 'jobs_held_back', f.queue, NULL, sum((SELECT count(*) FROM jobs j
+                                             WHERE j.claimable_by = f.owner AND j.queue = f.queue
+                                               AND j.status = 'created' AND j.run_at <= now()))::float8
+FROM (SELECT m.owner, m.queue::text FROM queue_limits m
+      WHERE NOT EXISTS (SELECT FROM queue_slots s WHERE s.owner = m.owner AND s.queue = m.queue
+                          AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token))
+      UNION
+      SELECT r.owner, r.queue::text FROM queue_rates r
+      WHERE NOT EXISTS (SELECT FROM queue_rate_tokens t WHERE t.owner = r.owner AND t.queue = r.queue
+                          AND t.taken_at <= now() - r.per)) f
+GROUP BY f.queue
+UNION ALL
 SELECT c.counter || '_total', NULL, NULL, c.total::float8 FROM _metrics_counters() c
 UNION ALL
 SELECT c.counter || '_last_minute', NULL, NULL, c.last_minute::float8 FROM _metrics_counters() c
@@ -34,7 +47,8 @@ UNION ALL
 SELECT 'sql_jobs_running', NULL, NULL, count(*)::float8 FROM job_runs r WHERE r.status = 'running';
 COMMENT ON VIEW metrics IS
     'The job system''s figures for monitoring, one row each (README: Metrics): jobs by queue and '
-    'status, ready jobs and the oldest one''s age by queue, paused queues, claims, completions, failures and '
+    'status, ready jobs and the oldest one''s age by queue, paused queues, ready jobs held back by a '
+    'concurrency or rate limit, claims, completions, failures and '
     'expired leases rescued (total since the server started and in the last minute, in this '
     'database), whether the launcher is alive and how long since its heartbeat, SQL jobs running.';
 REVOKE ALL ON metrics FROM PUBLIC;

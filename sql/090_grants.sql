@@ -21,7 +21,7 @@ GRANT EXECUTE ON FUNCTION
     jobs_fail(bigint[], uuid[], text[]), jobs_fail(bigint, uuid, text), jobs_release(bigint[], uuid[]),
     jobs_abort(bigint),
     jobs_ready_signal(text),
-    jobs_queue_history(text, text), jobs_pause(text), jobs_resume(text), jobs_limit(text, integer), jobs_unlimit(text),
+    jobs_queue_history(text, text), jobs_pause(text), jobs_resume(text), jobs_limit(text, integer), jobs_rate_limit(text, integer, interval), jobs_unlimit(text),
     jobs_find(job_status, text, text, text, date, integer, integer), jobs_counts(date),
     jobs_add_sql(text, timestamptz, integer, integer, interval, interval, interval, text, text),
     jobs_schedule(text, text, jsonb, jsonb),

@@ -6,14 +6,15 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pgrx::pg_sys::{Datum, Oid, INT4OID, OIDOID, TEXTOID};
+use pgrx::pg_sys::{Datum, Oid, INT4OID, INTERVALOID, OIDOID, TEXTOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
 use super::ready::queue_hash;
 
-use super::call::{invalid, record, refuse, value, Caller, Section, Statement};
-use super::queue::callers_queue;
+use super::call::{argument, invalid, record, refuse, value, Caller, Section, Statement};
+use super::datum::interval_text;
+use super::queue::{callers_queue, outside};
 use crate::{entry, named_statements};
 
 named_statements!(include_str!("flow.sql"));
@@ -22,10 +23,18 @@ static PAUSE: Statement = statement("pause", &[OIDOID, TEXTOID, OIDOID]);
 static RESUME: Statement = statement("resume", &[OIDOID, TEXTOID]);
 static SLOTS_HELD: Statement = statement("slots_held", &[OIDOID, TEXTOID]);
 static LIMIT: Statement = statement("limit", &[OIDOID, TEXTOID, INT4OID, OIDOID]);
+static RATE_LIMIT: Statement = statement(
+    "rate_limit",
+    &[OIDOID, TEXTOID, INT4OID, INTERVALOID, OIDOID],
+);
+static TOKENS_HELD: Statement = statement("tokens_held", &[OIDOID, TEXTOID]);
 static UNLIMIT: Statement = statement("unlimit", &[OIDOID, TEXTOID]);
 
-/// The most jobs of a queue a limit lets run at once: a claim reads the slots it passes over.
+/// The most jobs of a queue a limit lets run at once, or be claimed in a rate limit's window: a
+/// claim reads the slots it passes over.
 const MOST_RUNNING: i32 = 1000;
+/// What a rate limit's window may be: more than nothing, at most a day (in microseconds).
+const RATE_WINDOW: std::ops::RangeInclusive<i128> = 1..=86_400_000_000;
 
 const SLOT_WAITERS: usize = 1024;
 
@@ -81,11 +90,12 @@ const RESERVED_LIMIT: (&str, &str) = (
     "pg_jobs.max_workers bounds the SQL jobs run at once; an agent's --batchjobs its batch jobs.",
 );
 
-/// Refuses a change of `queue`'s limit while a claim holds one of its slots: it would wait for
-/// that claim's transaction, which its worker ends when it will.
-fn refuse_if_slots_held(section: &Section, identity: Datum, queue: Option<Datum>) {
+/// Refuses a change of `queue`'s limit while a claim holds one of its slots or tokens (`held`:
+/// SLOTS_HELD or TOKENS_HELD): it would wait for that claim's transaction, which its worker ends
+/// when it will.
+fn refuse_if_held(section: &Section, held: &'static Statement, identity: Datum, queue: &str) {
     if section
-        .run(&SLOTS_HELD, &[Some(identity), queue])
+        .run(held, &[Some(identity), queue.into_datum()])
         .get::<bool>(0, 0)
         == Some(true)
     {
@@ -94,6 +104,20 @@ fn refuse_if_slots_held(section: &Section, identity: Datum, queue: Option<Datum>
             "a claim in progress holds one of the queue's slots",
             Some("Try again when the claim's transaction has ended: claim in a transaction of its own."),
         );
+    }
+}
+
+/// A limit's count (`what`: max_running or claims), refused outside 1 to MOST_RUNNING.
+fn limit_count(fcinfo: pg_sys::FunctionCallInfo, n: usize, what: &str) -> i32 {
+    match value::<i32>(fcinfo, n) {
+        Some(most) if (1..=MOST_RUNNING).contains(&most) => most,
+        most => invalid(
+            format!(
+                "{what} must be from 1 to {MOST_RUNNING}, not {}",
+                most.map_or("null".into(), |most| most.to_string())
+            ),
+            Some("jobs_pause stops a queue's claims; jobs_unlimit removes its limits."),
+        ),
     }
 }
 
@@ -131,19 +155,10 @@ entry!(jobs_resume, pg_finfo_jobs_resume, |fcinfo| {
 entry!(jobs_limit, pg_finfo_jobs_limit, |fcinfo| {
     let caller = Caller::current();
     let queue = callers_queue(fcinfo, 0, "jobs_limit('emails', 8)", RESERVED_LIMIT);
-    let most = match value::<i32>(fcinfo, 1) {
-        Some(most) if (1..=MOST_RUNNING).contains(&most) => most,
-        most => invalid(
-            format!(
-                "max_running must be from 1 to {MOST_RUNNING}, not {}",
-                most.map_or("null".into(), |most| most.to_string())
-            ),
-            Some("jobs_pause stops a queue's claims; jobs_unlimit removes its limit."),
-        ),
-    };
+    let most = limit_count(fcinfo, 1, "max_running");
     let section = Section::as_owner(fcinfo);
     let identity = Datum::from(caller.identity);
-    refuse_if_slots_held(&section, identity, queue.as_str().into_datum());
+    refuse_if_held(&section, &SLOTS_HELD, identity, &queue);
     let limit = section.run(
         &LIMIT,
         &[
@@ -158,13 +173,57 @@ entry!(jobs_limit, pg_finfo_jobs_limit, |fcinfo| {
     record(fcinfo, &values)
 });
 
-// jobs_unlimit(queue) -> whether it was limited
+// jobs_rate_limit(queue, claims, per) -> (claims, per, set_at, set_by)
+entry!(jobs_rate_limit, pg_finfo_jobs_rate_limit, |fcinfo| {
+    let caller = Caller::current();
+    let queue = callers_queue(
+        fcinfo,
+        0,
+        "jobs_rate_limit('emails', 100, '1 minute')",
+        RESERVED_LIMIT,
+    );
+    let claims = limit_count(fcinfo, 1, "claims");
+    let per = argument(fcinfo, 2);
+    if per.is_none() || outside(per, RATE_WINDOW) {
+        invalid(
+            format!(
+                "per must be more than 0 and at most 1 day, not {}",
+                interval_text(per)
+            ),
+            Some("For 100 claims a minute: jobs_rate_limit('emails', 100, '1 minute')."),
+        );
+    }
+    let section = Section::as_owner(fcinfo);
+    let identity = Datum::from(caller.identity);
+    refuse_if_held(&section, &TOKENS_HELD, identity, &queue);
+    let limit = section.run(
+        &RATE_LIMIT,
+        &[
+            Some(identity),
+            queue.into_datum(),
+            Some(Datum::from(claims)),
+            per,
+            Some(Datum::from(caller.role)),
+        ],
+    );
+    let values = [
+        limit.datum(0, 0),
+        limit.datum(0, 1),
+        limit.datum(0, 2),
+        limit.datum(0, 3),
+    ];
+    drop(section);
+    record(fcinfo, &values)
+});
+
+// jobs_unlimit(queue) -> whether it had a concurrency or a rate limit
 entry!(jobs_unlimit, pg_finfo_jobs_unlimit, |fcinfo| {
     let caller = Caller::current();
     let queue = callers_queue(fcinfo, 0, "jobs_unlimit('emails')", RESERVED_LIMIT);
     let section = Section::as_owner(fcinfo);
     let identity = Datum::from(caller.identity);
-    refuse_if_slots_held(&section, identity, queue.as_str().into_datum());
+    refuse_if_held(&section, &SLOTS_HELD, identity, &queue);
+    refuse_if_held(&section, &TOKENS_HELD, identity, &queue);
     let unlimited = section.run(&UNLIMIT, &[Some(identity), queue.into_datum()]);
     Datum::from(unlimited.len() > 0)
 });

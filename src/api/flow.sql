@@ -1,5 +1,6 @@
 -- The statements of src/api/flow.rs: what an identity says about when its queues' jobs may be
--- claimed (sql/030_queue.sql: queue_pauses, queue_limits and queue_slots).
+-- claimed (sql/030_queue.sql: queue_pauses, queue_limits and queue_slots, queue_rates and
+-- queue_rate_tokens).
 
 -- name: pause
 -- Pauses owner $1's queue $2 for role $3, unless it is paused already: the pause in force.
@@ -46,11 +47,39 @@ WITH limited AS (
 )
 SELECT l.max_running, l.set_at, l.set_by FROM limited l;
 
+-- name: rate_limit
+-- Owner $1's queue $2 limited to $3 claims in any window of $4, for role $5: the limit, and its
+-- tokens made anew, all free (a new limit starts its window afresh). The limit in force.
+WITH limited AS (
+    INSERT INTO queue_rates AS r (owner, queue, claims, per, set_at, set_by)
+    VALUES ($1, $2, $3, $4, statement_timestamp(), $5::regrole)
+    ON CONFLICT (owner, queue) DO UPDATE
+    SET claims = excluded.claims, per = excluded.per, set_at = excluded.set_at, set_by = excluded.set_by
+    RETURNING r.claims, r.per, r.set_at, r.set_by
+), made AS (
+    INSERT INTO queue_rate_tokens AS t (owner, queue, token)
+    SELECT $1, $2, n FROM generate_series(1, $3) n
+    ON CONFLICT (owner, queue, token) DO UPDATE SET taken_at = '-infinity'
+), dropped AS (
+    DELETE FROM queue_rate_tokens t WHERE t.owner = $1 AND t.queue = $2 AND t.token > $3
+)
+SELECT r.claims, r.per, r.set_at, r.set_by FROM limited r;
+
+-- name: tokens_held
+-- Whether a claim in progress holds one of owner $1's queue $2's rate tokens (as slots_held).
+SELECT (SELECT count(*) FROM queue_rate_tokens t WHERE t.owner = $1 AND t.queue = $2)
+       > (SELECT count(*) FROM (SELECT FROM queue_rate_tokens t WHERE t.owner = $1 AND t.queue = $2
+                                FOR UPDATE SKIP LOCKED) t);
+
 -- name: unlimit
--- Removes owner $1's queue $2's limit, and its slots with it, and wakes its idle workers (at
--- commit): a row if it was limited.
+-- Removes owner $1's queue $2's concurrency and rate limits, their slots and tokens with them,
+-- and wakes its idle workers (at commit): a row if it had either.
 WITH unlimited AS (
     DELETE FROM queue_limits l WHERE l.owner = $1 AND l.queue = $2
     RETURNING l.owner, l.queue
+), unrated AS (
+    DELETE FROM queue_rates r WHERE r.owner = $1 AND r.queue = $2
+    RETURNING r.owner, r.queue
 )
-SELECT pg_notify('pgjobs_ready', _ready_signal(u.owner, u.queue)) FROM unlimited u;
+SELECT pg_notify('pgjobs_ready', _ready_signal(u.owner, u.queue))
+FROM (SELECT * FROM unlimited UNION SELECT * FROM unrated) u;

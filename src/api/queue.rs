@@ -123,18 +123,22 @@ static REQUEUE_EXPIRED: Statement =
     statement("requeue_expired", &[INT8ARRAYOID], Planning::Default);
 static NOTIFY_SIGNALS: Statement = statement("notify_signals", &[TEXTARRAYOID], Planning::Default);
 static FINISH_EXPIRED: Statement = statement("finish_expired", &[INT8ARRAYOID], Planning::Default);
+/// A claim's parameters (claimant, queue, n, lease, worker, and where it starts: priority, run_at,
+/// id), and a limited claim's slots after them.
+const CLAIM_LIMITED_PARAMETERS: [Oid; 9] = [
+    OIDOID,
+    TEXTOID,
+    INT4OID,
+    INTERVALOID,
+    TEXTOID,
+    INT4OID,
+    TIMESTAMPTZOID,
+    INT8OID,
+    INT4ARRAYOID,
+];
 static CLAIM: Statement = statement(
     "claim",
-    &[
-        OIDOID,
-        TEXTOID,
-        INT4OID,
-        INTERVALOID,
-        TEXTOID,
-        INT4OID,
-        TIMESTAMPTZOID,
-        INT8OID,
-    ],
+    CLAIM_LIMITED_PARAMETERS.split_at(8).0,
     Planning::Head,
 );
 static CLAIM_QUEUES: Statement = statement(
@@ -144,21 +148,8 @@ static CLAIM_QUEUES: Statement = statement(
 );
 static FREE_SLOTS: Statement =
     statement("free_slots", &[OIDOID, TEXTOID, INT4OID], Planning::Probes);
-static CLAIM_LIMITED: Statement = statement(
-    "claim_limited",
-    &[
-        OIDOID,
-        TEXTOID,
-        INT4OID,
-        INTERVALOID,
-        TEXTOID,
-        INT4OID,
-        TIMESTAMPTZOID,
-        INT8OID,
-        INT4ARRAYOID,
-    ],
-    Planning::Head,
-);
+static CLAIM_LIMITED: Statement =
+    statement("claim_limited", &CLAIM_LIMITED_PARAMETERS, Planning::Head);
 static LIMITED_AMONG: Statement =
     statement("limited_among", &[OIDOID, TEXTARRAYOID], Planning::Probes);
 static FINISH: Statement = statement(
@@ -435,7 +426,7 @@ fn within_a_century(datum: Datum) -> bool {
 }
 
 /// Whether an interval given (None: left out) is outside `span`.
-fn outside(datum: Option<Datum>, span: std::ops::RangeInclusive<i128>) -> bool {
+pub(super) fn outside(datum: Option<Datum>, span: std::ops::RangeInclusive<i128>) -> bool {
     datum.is_some_and(|datum| !span.contains(&interval_span(datum)))
 }
 
@@ -879,10 +870,11 @@ fn claim_from(
     claimed
 }
 
-/// A claim of `queue`, if it is limited (sql/030_queue.sql: queue_limits): `arguments` are the
-/// claim's first five, `from` where it starts. In two statements, free_slots and claim_limited:
-/// slots taken by claims that committed after the first one's snapshot are checked again by the
-/// second, under a snapshot taken once the first held them. None when the queue is not limited.
+/// A claim of `queue`, if it has a concurrency or a rate limit (sql/030_queue.sql: queue_limits,
+/// queue_rates): `arguments` are the claim's first five, `from` where it starts. In two
+/// statements, free_slots and claim_limited: slots taken by claims that committed after the first
+/// one's snapshot are checked again by the second, under a snapshot taken once the first held
+/// them. None when the queue has no limit.
 fn claim_limited(
     section: &Section,
     claimant: Oid,
@@ -897,10 +889,13 @@ fn claim_limited(
     if free.get::<bool>(0, 0) != Some(true) {
         return None;
     }
+    // Null when the queue has a rate limit only.
     let slots = free.datum(0, 1);
     let asked = arguments[2].map_or(0, |n| n.value() as i32 as usize);
-    let found = free.get::<Vec<i32>>(0, 1).map_or(0, |slots| slots.len());
-    if found < asked {
+    if free
+        .get::<Vec<i32>>(0, 1)
+        .is_some_and(|found| found.len() < asked)
+    {
         super::flow::waiting_for_slots(claimant, queue);
     }
     let given = [arguments[0], queue.into_datum()];
@@ -911,7 +906,7 @@ fn claim_limited(
 }
 
 /// A claim of several queues that took nothing from those without a limit: from the first of the
-/// limited ones, in the order given, that has a free slot and a job ready.
+/// limited ones, in the order given, that has a free slot or token and a job ready.
 fn claim_limited_among(
     section: &Section,
     claimant: Oid,

@@ -151,8 +151,8 @@ FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
 -- jobs_batch_untallied, sql/085_batch.sql); a plain job's stays null, so its claim is HOT (but
 -- for a job whose failed attempt left progress, which the claim clears: see progress).
 -- Nothing is read from a paused queue (queue_pauses: one probe of its primary key, planned as a
--- filter evaluated once, before the scan), nor from a limited one (queue_limits, likewise: see
--- claim_limited). Returns each job and its place in the claim order (priority, run_at).
+-- filter evaluated once, before the scan), nor from a limited one (queue_limits and queue_rates,
+-- likewise: see claim_limited). Returns each job and its place in the claim order (priority, run_at).
 UPDATE jobs j
 SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
     locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
@@ -165,34 +165,50 @@ WHERE j.ctid = ANY (ARRAY(
       AND c.run_at <= statement_timestamp()
       AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
       AND NOT EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = $2::text)
+      AND NOT EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = $2::text)
     ORDER BY c.priority, c.run_at, c.id
     LIMIT $3
     FOR UPDATE SKIP LOCKED))
 RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until, j.priority, j.run_at;
 
 -- name: free_slots
--- Whether claimant $1's queue $2 is limited, and up to $3 of its slots that look free, locked
--- (SKIP LOCKED: taken by no other claim until this one's transaction ends). They only look free:
--- a slot another claim took and committed after this statement's snapshot is locked here at its
--- new version and passes the check against the old snapshot. claim_limited, with a snapshot taken
--- after these locks, checks again.
-SELECT EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = $2::text),
-       ARRAY(SELECT s.slot FROM queue_slots s
-             WHERE s.owner = $1 AND s.queue = $2::text
-               AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
-             ORDER BY s.slot
-             LIMIT $3
-             FOR UPDATE SKIP LOCKED);
+-- Whether claimant $1's queue $2 has a concurrency or a rate limit, and if it has a concurrency
+-- limit up to $3 of its slots that look free, locked (SKIP LOCKED: taken by no other claim until
+-- this one's transaction ends). They only look free: a slot another claim took and committed
+-- after this statement's snapshot is locked here at its new version and passes the check against
+-- the old snapshot. claim_limited, with a snapshot taken after these locks, checks again.
+SELECT l.owner IS NOT NULL OR r.owner IS NOT NULL,
+       CASE WHEN l.owner IS NOT NULL THEN
+           ARRAY(SELECT s.slot FROM queue_slots s
+                 WHERE s.owner = $1 AND s.queue = $2::text
+                   AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
+                 ORDER BY s.slot
+                 LIMIT $3
+                 FOR UPDATE SKIP LOCKED) END
+FROM (SELECT) one
+LEFT JOIN queue_limits l ON l.owner = $1 AND l.queue = $2::text
+LEFT JOIN queue_rates r ON r.owner = $1 AND r.queue = $2::text;
 
 -- name: claim_limited
--- As claim, in a limited queue, taking one of slots $9 (locked by free_slots) per job: those whose
--- job no longer holds the lease they name, checked under this statement's snapshot, which sees
--- every claim of them that committed (they are locked, so none commits now). Each slot taken names
--- its job and the job's new lease token; a slot is free again once that job no longer holds it.
+-- As claim, in a limited queue. With a concurrency limit, a job takes one of slots $9 (locked by
+-- free_slots; null without one): those whose job no longer holds the lease they name, checked
+-- under this statement's snapshot, which sees every claim of them that committed (they are locked,
+-- so none commits now); each slot taken names its job and the job's new lease token, and is free
+-- again once that job no longer holds it. With a rate limit, a job takes a token last taken at
+-- least the limit's period ago (SKIP LOCKED, here: whether a token is free is in its own row, which
+-- a claim that committed meanwhile is read at), and the token keeps this statement's time.
 WITH free AS (
     SELECT s.ctid AS sid, row_number() OVER (ORDER BY s.slot) AS n FROM queue_slots s
     WHERE s.owner = $1 AND s.queue = $2::text AND s.slot = ANY ($9::integer[])
       AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
+), tokens AS (
+    SELECT t.tid, row_number() OVER (ORDER BY t.taken_at, t.token) AS n FROM (
+        SELECT t.ctid AS tid, t.taken_at, t.token FROM queue_rate_tokens t
+        JOIN queue_rates r ON r.owner = t.owner AND r.queue = t.queue
+        WHERE t.owner = $1 AND t.queue = $2::text AND t.taken_at <= statement_timestamp() - r.per
+        ORDER BY t.taken_at
+        LIMIT $3
+        FOR UPDATE OF t SKIP LOCKED) t
 ), claimed AS (
     UPDATE jobs j
     SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
@@ -205,7 +221,9 @@ WITH free AS (
           AND c.run_at <= statement_timestamp()
           AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
         ORDER BY c.priority, c.run_at, c.id
-        LIMIT (SELECT count(*) FROM free)
+        LIMIT least(CASE WHEN $9::integer[] IS NULL THEN $3 ELSE (SELECT count(*) FROM free) END,
+                    CASE WHEN EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = $2::text)
+                         THEN (SELECT count(*) FROM tokens) ELSE $3 END)
         FOR UPDATE SKIP LOCKED))
     RETURNING j.id, j.attempt, j.lease_token, j.task::text AS task, j.payload, j.locked_until, j.priority, j.run_at
 ), taken AS (
@@ -213,14 +231,20 @@ WITH free AS (
     FROM (SELECT c.id, c.lease_token, row_number() OVER (ORDER BY c.id) AS n FROM claimed c) c
     JOIN free f ON f.n = c.n
     WHERE s.ctid = f.sid
+), spent AS (
+    UPDATE queue_rate_tokens t SET taken_at = statement_timestamp()
+    FROM (SELECT row_number() OVER (ORDER BY c.id) AS n FROM claimed c) c
+    JOIN tokens k ON k.n = c.n
+    WHERE t.ctid = k.tid
 )
 SELECT c.id, c.attempt, c.lease_token, c.task, c.payload, c.locked_until, c.priority, c.run_at FROM claimed c;
 
 -- name: limited_among
--- Which of claimant $1's queues $2 are limited, in the order given.
+-- Which of claimant $1's queues $2 have a concurrency or a rate limit, in the order given.
 SELECT array_agg(q.queue ORDER BY q.n)
 FROM unnest($2::text[]) WITH ORDINALITY AS q(queue, n)
-WHERE EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = q.queue);
+WHERE EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = q.queue)
+   OR EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = q.queue);
 
 -- name: claim_queues
 -- As claim, from several queues $2, each from its start: one index range per queue, read in
@@ -235,6 +259,7 @@ WITH candidates AS (
           AND j.run_at <= statement_timestamp()
           AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = q.queue)
           AND NOT EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = q.queue)
+          AND NOT EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = q.queue)
         ORDER BY j.priority, j.run_at, j.id
         LIMIT $3
         FOR UPDATE SKIP LOCKED) c

@@ -40,6 +40,8 @@ SELECT regress.as_role('regress_limiter', $$SELECT string_agg(id::text, ',' ORDE
 SELECT regress.as_role('regress_limiter', $$SELECT coalesce(string_agg(id::text, ','), 'none') FROM pgjobs.jobs_claim('w', ARRAY['q'], 10)$$) AS claimed_at_limit;
 SELECT regress.as_role('regress_limiter', $$SELECT string_agg(task, ',' ORDER BY id) FROM pgjobs.jobs_claim('w', ARRAY['q', 'q_other'], 10)$$) AS claimed_from_both;
 SELECT regress.as_role('regress_limiter', $$SELECT coalesce(string_agg(task, ','), 'none') FROM pgjobs.jobs_claim('w', ARRAY['q_other', 'q'], 10)$$) AS claimed_from_both_again;
+-- Monitoring sees q's ready jobs held back by its limit.
+SELECT metric, queue, value FROM pgjobs.metrics WHERE metric = 'jobs_held_back';
 -- Another identity's q is not limited.
 SELECT regress.as_role('regress_limit_neighbour', $$SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['q'], 10)$$) AS neighbour_claimed;
 SELECT role, regress.as_role(role, $$
