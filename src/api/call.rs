@@ -304,6 +304,14 @@ pub struct Rows {
 }
 
 impl Rows {
+    /// No rows: what a statement that did not need to run would have returned.
+    pub fn none() -> Rows {
+        Rows {
+            table: std::ptr::null_mut(),
+            count: 0,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.count
     }

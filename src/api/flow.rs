@@ -1,7 +1,8 @@
 //! Flow control of an identity's queues: when their jobs may be claimed. A pause stops every
 //! claim of a queue (the claim statements read `queue_pauses`, `queue.sql`) until the queue is
 //! resumed; a concurrency limit lets claims take at most so many of its jobs leased at once
-//! (`queue_limits`, whose slots the claims of a limited queue take: `claim_limited`).
+//! (`queue_limits`, whose slots the claims of a limited queue take: `claim_limited`), and a rate
+//! limit so many in any window of time (`queue_rates`, whose tokens they take likewise).
 //! Statements in `flow.sql`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,11 +11,10 @@ use pgrx::pg_sys::{Datum, Oid, INT4OID, INTERVALOID, OIDOID, TEXTOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::ready::queue_hash;
-
 use super::call::{argument, invalid, record, refuse, value, Caller, Section, Statement};
 use super::datum::interval_text;
 use super::queue::{callers_queue, outside};
+use super::ready::queue_hash;
 use crate::{entry, named_statements};
 
 named_statements!(include_str!("flow.sql"));
@@ -101,7 +101,7 @@ fn refuse_if_held(section: &Section, held: &'static Statement, identity: Datum, 
     {
         refuse(
             PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-            "a claim in progress holds one of the queue's slots",
+            "a claim in progress holds one of the queue's slots or tokens",
             Some("Try again when the claim's transaction has ended: claim in a transaction of its own."),
         );
     }

@@ -829,12 +829,26 @@ fn claim_from(
                 Some(Datum::from(look.from.run_at)),
                 Some(Datum::from(look.from.id)),
             ];
-            let mut claimed = section.run(&CLAIM, &[&arguments[..], &from].concat());
-            if claimed.len() == 0 {
-                if let Some(limited) = claim_limited(section, claimant, &arguments, queue, &from) {
-                    claimed = limited;
+            let key = (claimant.to_u32(), queue.clone());
+            let limited_before = LIMITED.with(|limited| limited.borrow().contains(&key));
+            let limited = || claim_limited(section, claimant, &arguments, queue, &from);
+            let unlimited = || section.run(&CLAIM, &[&arguments[..], &from].concat());
+            let claimed = if limited_before {
+                limited().unwrap_or_else(|| {
+                    LIMITED.with(|limited| limited.borrow_mut().remove(&key));
+                    unlimited()
+                })
+            } else {
+                let claimed = unlimited();
+                if claimed.len() > 0 {
+                    claimed
+                } else if let Some(limited_claim) = limited() {
+                    LIMITED.with(|limited| limited.borrow_mut().insert(key));
+                    limited_claim
+                } else {
+                    claimed
                 }
-            }
+            };
             heads::read_done(&look);
             (claimed, Some(look))
         }
@@ -870,6 +884,14 @@ fn claim_from(
     claimed
 }
 
+thread_local! {
+    /// The limited queues this backend claims from, as (claimant, queue): their claims start
+    /// with free_slots, not with a claim statement that takes nothing from a limited queue. A
+    /// queue whose limits were lifted leaves the set at its next claim.
+    static LIMITED: std::cell::RefCell<std::collections::HashSet<(u32, String)>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
+}
+
 /// A claim of `queue`, if it has a concurrency or a rate limit (sql/030_queue.sql: queue_limits,
 /// queue_rates): `arguments` are the claim's first five, `from` where it starts. In two
 /// statements, free_slots and claim_limited: slots taken by claims that committed after the first
@@ -891,12 +913,13 @@ fn claim_limited(
     }
     // Null when the queue has a rate limit only.
     let slots = free.datum(0, 1);
+    let found = free.get::<Vec<i32>>(0, 1).map(|found| found.len());
     let asked = arguments[2].map_or(0, |n| n.value() as i32 as usize);
-    if free
-        .get::<Vec<i32>>(0, 1)
-        .is_some_and(|found| found.len() < asked)
-    {
+    if found.is_some_and(|found| found < asked) {
         super::flow::waiting_for_slots(claimant, queue);
+    }
+    if found == Some(0) {
+        return Some(Rows::none());
     }
     let given = [arguments[0], queue.into_datum()];
     Some(section.run(
