@@ -367,6 +367,23 @@ SQL
 # In its database the launcher requeues an expired lease when it runs out, with no claim (claims
 # there leave that to it rather than probe for expired leases on every call). It sleeps at most
 # pg_jobs.refresh_interval (10 s) before it notices a lease taken while it slept.
+# jobs_wait returns when the commit that completes the job wakes it: a session waits for a job
+# for up to 10 s while another claims and completes it a second later, and the waiter returns
+# completed well before its timeout and before its read of every 5 s would have seen it.
+test_jobs_wait_is_woken_by_the_completion() {
+    local id out="$OUT/jobs-wait.out"
+    id=$(live_sql "SELECT pgjobs.jobs_add('waited for', queue => 'waits')") || return 1
+    live_sql "SELECT status || ' ' || (clock_timestamp() - statement_timestamp() < interval '4 seconds')
+              FROM pgjobs.jobs_wait(ARRAY[$id::bigint], '10 seconds')" >"$out" 2>&1 &
+    local waiter=$!
+    wait_until 5 "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event_type = 'Extension'
+                                 AND query LIKE '%jobs_wait%' AND pid <> pg_backend_pid())" || { wait $waiter; return 1; }
+    sleep 1
+    live_sql "SELECT pgjobs.jobs_complete(id, lease_token) FROM pgjobs.jobs_claim('w', ARRAY['waits'], 1)" >/dev/null || return 1
+    wait $waiter || return 1
+    [ "$(cat "$out")" = "completed true" ] || { cat "$out" >&2; return 1; }
+}
+
 test_launcher_requeues_expired_leases() {
     local job
     job=$(live_sql "SELECT pgjobs.jobs_add('t', queue => 'live-lease', lease => '2 seconds')") || return 1
@@ -822,6 +839,7 @@ run_live_tests() {
     verdict "the launcher survives a full lock table" test_launcher_survives_a_full_lock_table
     verdict "SQL job that ignores cancel is stopped" test_sql_job_that_ignores_cancel_is_stopped
     verdict "the launcher requeues an expired lease without a claim" test_launcher_requeues_expired_leases
+    verdict "jobs_wait is woken by the commit that completes its job" test_jobs_wait_is_woken_by_the_completion
     verdict "the launcher idles while SQL jobs wait for an executor" test_launcher_idles_while_sql_jobs_wait
     verdict "a batch claim requeues an expired lease where the launcher also does" test_batch_claims_rescue_where_the_launcher_does
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row

@@ -258,6 +258,14 @@ COMMENT ON FUNCTION jobs_result IS
     'the error of its last failed attempt, its attempts, its progress (while it runs) and when it '
     'finished.';
 
+CREATE FUNCTION jobs_wait(ids bigint[], timeout interval DEFAULT '30 seconds')
+RETURNS TABLE (id bigint, status text, result jsonb, error text, attempts integer, finished_at timestamptz)
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_wait';
+COMMENT ON FUNCTION jobs_wait IS
+    'Waits until every one of the caller''s jobs given has finished, or for timeout (0 to 1 hour), '
+    'without reading them in a loop: the commit that finishes a job wakes its waiters. Returns each '
+    'job as jobs_result answers, finished_at null for one still live. In read committed only.';
+
 CREATE FUNCTION jobs_fail(id bigint, token uuid, error text) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_fail_one';
 COMMENT ON FUNCTION jobs_fail(bigint, uuid, text) IS

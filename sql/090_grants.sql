@@ -15,7 +15,7 @@ GRANT EXECUTE ON FUNCTION
     jobs_add_batch(jsonb),
     jobs_claim(text, text[], integer, interval),
     jobs_heartbeat(bigint, uuid, interval), jobs_progress(bigint, uuid, jsonb, interval),
-    jobs_snooze(bigint, uuid, interval), jobs_result(bigint),
+    jobs_snooze(bigint, uuid, interval), jobs_result(bigint), jobs_wait(bigint[], interval),
     jobs_complete(bigint[], uuid[], jsonb[]), jobs_complete(bigint, uuid, jsonb),
     jobs_complete_and_claim(bigint[], uuid[], jsonb[], text, text[], integer, interval),
     jobs_fail(bigint[], uuid[], text[]), jobs_fail(bigint, uuid, text), jobs_release(bigint[], uuid[]),

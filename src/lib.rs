@@ -131,6 +131,7 @@ pub extern "C-unwind" fn _PG_init() {
     gucs::init();
     api::ready::init_ready_state();
     api::flow::init_slot_waiters();
+    api::waits::init_waits();
     api::metrics::init_metrics();
     api::leases::init_lease_expiries();
     api::heads::init_heads();

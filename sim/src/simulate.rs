@@ -349,10 +349,16 @@ impl Checks {
     }
 }
 
+/// The jobs' statuses, and what the background worker (which folds the reports and ends the
+/// jobs) was doing and how long ago it said so, and what its backend waits for.
 pub fn statuses(admin: &mut Client, job_ids: &[i64]) -> String {
     admin
         .query_one(
             "SELECT string_agg(c.job_id || ' ' || c.status || ' (' || (SELECT count(*) FROM pgjobs.compute_slices s WHERE s.job_id = c.job_id) || ' copies left)', ', ')
+                    || '; launcher: ' || coalesce((SELECT format('alive %s, doing %s, heartbeat %s ago, waiting for %s %s, state %s, query %s',
+                                                                 l.alive, l.doing, now() - l.heartbeat_at, a.wait_event_type, a.wait_event,
+                                                                 a.state, left(a.query, 200))
+                                                   FROM pgjobs.launcher l LEFT JOIN pg_stat_activity a ON a.pid = l.pid), 'none')
              FROM pgjobs.compute_jobs c WHERE c.job_id = ANY ($1)",
             &[&job_ids],
         )

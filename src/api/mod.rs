@@ -33,3 +33,4 @@ pub mod schedule_firing;
 pub mod schedules;
 pub mod services;
 pub mod sql_jobs;
+pub mod waits;

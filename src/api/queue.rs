@@ -971,6 +971,7 @@ fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
     metrics::count(Counter::Completions, ended(2));
     metrics::count(Counter::Failures, ended(3));
     leases_ended(section, &finished, [4, 5]);
+    super::waits::finished((0..finished.len()).filter_map(|row| finished.get::<i64>(row, 0)));
     finished
 }
 
