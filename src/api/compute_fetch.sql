@@ -63,8 +63,13 @@ FROM (SELECT c.status::text AS status,
 
 -- name: take_job
 -- Job $1 for this fetch alone: its advisory lock and its row, each tried, not waited for (a job
--- whose row its owner holds is passed over). Whether both were taken.
-SELECT pg_try_advisory_xact_lock(_lock_key('compute_job', $1::text))
+-- whose row its owner holds is passed over). Whether both were taken. Not tried when the job has
+-- no copy to hand out: its last slices out or reported, its row is the fold's to finish it with
+-- (jobs_done passes over a row a fetch holds), and fetches taking it in turn, every worker every
+-- 50 ms, kept it from finishing for a minute.
+SELECT EXISTS (SELECT FROM compute_slices s
+               WHERE s.job_id = $1 AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker'))
+       AND pg_try_advisory_xact_lock(_lock_key('compute_job', $1::text))
        AND EXISTS (SELECT FROM compute_jobs c WHERE c.job_id = $1 FOR NO KEY UPDATE SKIP LOCKED);
 
 -- name: group_room
