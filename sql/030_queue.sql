@@ -320,8 +320,8 @@ COMMENT ON FUNCTION jobs_resume IS
 -- Concurrency limits of an identity's queues (River's and Oban Pro's global limits, Solid Queue's
 -- limits_concurrency): at most max_running jobs of a queue leased at once, across every worker.
 -- A limit is max_running rows of queue_slots. A claim in a limited queue takes free slots as it
--- takes jobs, in its one statement (FOR UPDATE SKIP LOCKED: it never waits for another claim),
--- and writes into each the job and its lease token. A slot is free when that job no longer holds
+-- takes jobs (FOR UPDATE SKIP LOCKED: it never waits for another claim; in two statements, see
+-- claim_limited in src/api/queue.sql) and writes into each the job and its lease token. A slot is free when that job no longer holds
 -- that lease: completed, failed, aborted, released, snoozed, retried, or requeued when its lease
 -- ran out. Nothing writes the slot then, so a worker killed with -9 keeps its slot only until its
 -- lease is requeued, and after a crash the slots are what committed with the claims.

@@ -5,7 +5,7 @@
 //! limit so many in any window of time (`queue_rates`, whose tokens they take likewise).
 //! Statements in `flow.sql`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use pgrx::pg_sys::{Datum, Oid, INT4OID, INTERVALOID, OIDOID, TEXTOID};
 use pgrx::prelude::*;
@@ -45,9 +45,14 @@ const SLOT_WAITERS: usize = 1024;
 /// other queue's mark, whose worker then finds its slot at its next poll.
 pub(crate) static SLOT_WAITERS_STATE: pgrx::PgAtomic<[AtomicU64; SLOT_WAITERS]> =
     unsafe { pgrx::PgAtomic::new(c"pg_jobs slot waiters") };
+/// The words holding a mark: every end of a lease asks, and reads its jobs' queues only when
+/// some are (a word going from 0 to a mark counts one, from a mark to 0 one less).
+pub(crate) static SLOT_WAITERS_MARKED: pgrx::PgAtomic<AtomicU32> =
+    unsafe { pgrx::PgAtomic::new(c"pg_jobs slot waiters marked") };
 
 pub(crate) fn init_slot_waiters() {
     pgrx::pg_shmem_init!(SLOT_WAITERS_STATE = std::array::from_fn(|_| AtomicU64::new(0)));
+    pgrx::pg_shmem_init!(SLOT_WAITERS_MARKED = AtomicU32::new(0));
 }
 
 /// A queue's word and tag.
@@ -59,7 +64,14 @@ fn waiter_slot(claimable_by: Oid, queue: &str) -> (usize, u64) {
 /// Called by a claim of a limited queue that found fewer free slots than it asked for.
 pub(crate) fn waiting_for_slots(claimable_by: Oid, queue: &str) {
     let (slot, tag) = waiter_slot(claimable_by, queue);
-    SLOT_WAITERS_STATE.get()[slot].store(tag, Ordering::SeqCst);
+    if SLOT_WAITERS_STATE.get()[slot].swap(tag, Ordering::SeqCst) == 0 {
+        SLOT_WAITERS_MARKED.get().fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Whether any claim waits for a slot.
+pub(crate) fn any_waiting_for_slots() -> bool {
+    SLOT_WAITERS_MARKED.get().load(Ordering::SeqCst) > 0
 }
 
 /// The queues, of those whose leases just ended (claimable_by, queue), where a claim waits for a
@@ -71,10 +83,14 @@ pub(crate) fn slots_freed<'a>(
     leases_ended
         .filter(|&(claimable_by, queue)| {
             let (slot, tag) = waiter_slot(claimable_by, queue);
-            words[slot].load(Ordering::Relaxed) == tag
+            let taken = words[slot].load(Ordering::Relaxed) == tag
                 && words[slot]
                     .compare_exchange(tag, 0, Ordering::SeqCst, Ordering::Relaxed)
-                    .is_ok()
+                    .is_ok();
+            if taken {
+                SLOT_WAITERS_MARKED.get().fetch_sub(1, Ordering::SeqCst);
+            }
+            taken
         })
         .collect()
 }

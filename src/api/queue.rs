@@ -976,8 +976,11 @@ fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
 }
 
 /// Wakes the workers of limited queues that wait for a slot, of `rows`' jobs, whose leases ended:
-/// columns `[claimable_by, queue]` (src/api/flow.rs).
+/// columns `[claimable_by, queue]` (src/api/flow.rs). Nothing is read while no claim waits.
 fn leases_ended(section: &Section, rows: &Rows, [by, queue]: [usize; 2]) {
+    if !super::flow::any_waiting_for_slots() {
+        return;
+    }
     let ended: Vec<(Oid, String)> = (0..rows.len())
         .filter_map(|row| Some((rows.get(row, by)?, rows.get(row, queue)?)))
         .collect();
