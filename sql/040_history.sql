@@ -22,7 +22,12 @@ CREATE TABLE job_history (
     name            text,
     description     text,
     link            text,
-    listed          boolean NOT NULL
+    listed          boolean NOT NULL,
+    -- A failed or aborted job's settings, which jobs_retry gives it back with (null for a completed
+    -- one: a completion writes nothing it would not read again).
+    backoff         interval,
+    max_backoff     interval,
+    lease           interval
 ) PARTITION BY RANGE (due_at);
 COMMENT ON TABLE job_history IS
     'Finished jobs, one partition per month of due_at; dropping a month is dropping a partition. '
@@ -36,7 +41,7 @@ ALTER TABLE job_history ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON job_history FOR SELECT USING (owner = (SELECT identity()));
 GRANT SELECT (id, owner, status, task, queue, priority, payload, result, errors, attempts,
               max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time, name,
-              description, link, listed) ON job_history TO pgjobs_user;
+              description, link, listed, backoff, max_backoff, lease) ON job_history TO pgjobs_user;
 
 -- What job_history keeps of an identity's queue (River's cleaner, pgmq's archive or delete,
 -- pg-boss's retention): every finished job (all, also where a queue has no rule), the failed and
@@ -67,6 +72,51 @@ COMMENT ON FUNCTION jobs_queue_history IS
     'failures (failed and aborted ones) or none. A job finished where it is not kept is in '
     'neither jobs nor job_history; its skip key stays taken until its month is dropped.';
 
+-- Where an identity's queue sends the jobs that fail their last attempt (pg-boss's dead-letter
+-- queues, SQS's redrive policy): the job is failed in job_history as anywhere else (jobs_result
+-- and jobs_wait say so), and the statement that failed it adds a copy to the dead-letter queue,
+-- due at once: its task, payload, priority and settings, its errors so far, fresh attempts. Not
+-- for aborted jobs, which someone ended on purpose. Set with jobs_dead_letter.
+CREATE TABLE queue_dead_letters (
+    owner             oid NOT NULL,
+    queue             nonempty_text NOT NULL CONSTRAINT queue_dead_letters_not_reserved CHECK (NOT _reserved_queue(queue)),
+    dead_letter_queue nonempty_text NOT NULL
+        CONSTRAINT queue_dead_letters_to_reserved CHECK (NOT _reserved_queue(dead_letter_queue))
+        CONSTRAINT queue_dead_letters_to_itself CHECK (dead_letter_queue <> queue),
+    set_at            timestamptz NOT NULL,
+    set_by            regrole NOT NULL,
+    PRIMARY KEY (owner, queue)
+);
+COMMENT ON TABLE queue_dead_letters IS
+    'The queue that gets a copy of each job of an identity''s queue that fails its last attempt. '
+    'Set with jobs_dead_letter.';
+ALTER TABLE queue_dead_letters ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON queue_dead_letters FOR SELECT USING (owner = (SELECT identity()));
+GRANT SELECT ON queue_dead_letters TO pgjobs_user;
+
+CREATE FUNCTION jobs_dead_letter(queue text, dead_letter_queue text) RETURNS void
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_dead_letter';
+COMMENT ON FUNCTION jobs_dead_letter IS
+    'Sends a copy of each of the caller''s jobs in queue that fails its last attempt to '
+    'dead_letter_queue, due at once (null: no longer). The failed job stays failed in job_history.';
+
+-- Second chances: failed and aborted jobs back from job_history (src/api/redrive.rs).
+CREATE FUNCTION jobs_retry(ids bigint[]) RETURNS SETOF bigint
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_retry';
+COMMENT ON FUNCTION jobs_retry IS
+    'Brings the caller''s failed and aborted jobs back from job_history, due now, with the same '
+    'id, payload and settings, their errors kept and their attempts fresh; returns the ids brought '
+    'back. Jobs of the extension''s queues have calls of their own.';
+
+CREATE FUNCTION jobs_retry_where(queue text, task text DEFAULT NULL, month date DEFAULT NULL,
+                                 error text DEFAULT NULL, max_jobs integer DEFAULT 1000)
+RETURNS SETOF bigint
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_retry_where';
+COMMENT ON FUNCTION jobs_retry_where IS
+    'As jobs_retry, for the caller''s failed and aborted jobs of a queue, of a task, due in a '
+    'month and whose last error contains the given text (each when not null): the oldest max_jobs '
+    'of them (1 to 10,000).';
+
 -- Each queue of an identity as its workers see it: its live jobs by what they wait for, the oldest
 -- ready job's time, its pause and what job_history keeps of it. A queue is listed while it has a
 -- live job, a pause or a rule. Read as the caller: members see their identity's queues.
@@ -84,22 +134,25 @@ WITH live AS (
     UNION SELECT m.owner, m.queue FROM queue_limits m
     UNION SELECT t.owner, t.queue FROM queue_rates t
     UNION SELECT r.owner, r.queue FROM queue_history_rules r
+    UNION SELECT d.owner, d.queue FROM queue_dead_letters d
 )
 SELECT q.owner::regrole AS owner, q.queue, coalesce(l.ready, 0) AS ready,
        coalesce(l.scheduled, 0) AS scheduled, coalesce(l.running, 0) AS running, l.oldest_ready_at,
        p.paused_at, p.paused_by, coalesce(r.keep, 'all') AS keeps, m.max_running, t.claims AS rate_claims,
-       t.per AS rate_per
+       t.per AS rate_per, d.dead_letter_queue::text
 FROM queues q
 LEFT JOIN live l ON l.owner = q.owner AND l.queue = q.queue
 LEFT JOIN queue_pauses p ON p.owner = q.owner AND p.queue = q.queue
 LEFT JOIN queue_limits m ON m.owner = q.owner AND m.queue = q.queue
 LEFT JOIN queue_rates t ON t.owner = q.owner AND t.queue = q.queue
-LEFT JOIN queue_history_rules r ON r.owner = q.owner AND r.queue = q.queue;
+LEFT JOIN queue_history_rules r ON r.owner = q.owner AND r.queue = q.queue
+LEFT JOIN queue_dead_letters d ON d.owner = q.owner AND d.queue = q.queue;
 COMMENT ON VIEW jobs_queues IS
     'Each queue of the caller''s identity: jobs ready (due), scheduled (due later) and running '
     '(leased), the oldest ready job''s run_at, when and by whom it was paused (null: it is not), '
     'which finished jobs job_history keeps (jobs_queue_history), its concurrency limit (null: '
-    'none; jobs_limit) and its rate limit: rate_claims in any window of rate_per (jobs_rate_limit).';
+    'none; jobs_limit), its rate limit: rate_claims in any window of rate_per (jobs_rate_limit), '
+    'and the queue its jobs go to after their last attempt (jobs_dead_letter).';
 GRANT SELECT ON jobs_queues TO pgjobs_user;
 
 -- Batch jobs' queues (sql/085_batch.sql).

@@ -48,8 +48,8 @@ SELECT 'sql_jobs_running', NULL, NULL, count(*)::float8 FROM job_runs r WHERE r.
 COMMENT ON VIEW metrics IS
     'The job system''s figures for monitoring, one row each (README: Metrics): jobs by queue and '
     'status, ready jobs and the oldest one''s age by queue, paused queues, ready jobs held back by a '
-    'concurrency or rate limit, claims, completions, failures and '
-    'expired leases rescued (total since the server started and in the last minute, in this '
+    'concurrency or rate limit, claims, completions, failures, '
+    'expired leases rescued and failed jobs copied to dead-letter queues (total since the server started and in the last minute, in this '
     'database), whether the launcher is alive and how long since its heartbeat, SQL jobs running.';
 REVOKE ALL ON metrics FROM PUBLIC;
 GRANT SELECT ON metrics TO pg_monitor;

@@ -1,5 +1,5 @@
-//! Counts of the queue's work for `pgjobs.metrics`: claims, completions, failures and rescued
-//! leases, in total since the server started and in the last minute (pg_jobs_core::metrics),
+//! Counts of the queue's work for `pgjobs.metrics`: claims, completions, failures, rescued
+//! leases and copies of failed jobs sent to dead-letter queues, in total since the server started and in the last minute (pg_jobs_core::metrics),
 //! per database. Shared memory, so that counting costs a hot path no write of a row; counted
 //! when the transaction that did the work commits, so a rolled-back completion is not counted.
 
@@ -15,10 +15,17 @@ pub(crate) enum Counter {
     Completions,
     Failures,
     Rescued,
+    DeadLettered,
 }
 
-const NAMES: [&str; COUNTERS] = ["claims", "completions", "failures", "rescued"];
-const COUNTERS: usize = 4;
+const NAMES: [&str; COUNTERS] = [
+    "claims",
+    "completions",
+    "failures",
+    "rescued",
+    "dead_lettered",
+];
+const COUNTERS: usize = 5;
 /// Databases of a cluster that can count; a database past them counts nothing (README).
 const DATABASES: usize = 64;
 /// A database's words: its oid, then per counter its total and its minute.

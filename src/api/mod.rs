@@ -26,6 +26,7 @@ pub mod opaque_ids;
 pub mod queue;
 pub mod refusals;
 pub mod ready;
+pub mod redrive;
 pub mod routine_rounds;
 pub mod routine_rules;
 pub mod routines;

@@ -388,7 +388,7 @@ pub(crate) fn check_all(specs: &[Spec], sql_jobs: bool, scheduled: bool) {
 pub(crate) const SQL_QUEUE: &str = "pg_jobs.sql";
 
 /// Queues named pg_jobs.* are the extension's own.
-fn is_reserved_queue(queue: &str) -> bool {
+pub(crate) fn is_reserved_queue(queue: &str) -> bool {
     queue.starts_with("pg_jobs.")
 }
 
@@ -517,7 +517,7 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
 /// A job that row `row` of `rows` placed in its queue (added, or due again), from the columns
 /// of its id, who may claim it, its queue, its priority and its run_at: its queue's claims start
 /// below it once this transaction commits (src/api/heads.rs). None where the row has no job.
-fn placed(
+pub(crate) fn placed(
     rows: &Rows,
     row: usize,
     [id, by, queue, priority, run_at]: [usize; 5],
@@ -551,6 +551,14 @@ fn wake<'a>(section: &Section, queues: impl Iterator<Item = (Oid, &'a str)>) {
             woken.push((claimable_by, queue));
         }
     }
+}
+
+/// Wakes the workers of the queues of jobs placed (`placed`'s answers) where a worker may be asleep.
+pub(crate) fn wake_placed(section: &Section, jobs: &[(i64, Oid, String)]) {
+    wake(
+        section,
+        jobs.iter().map(|(_, by, queue)| (*by, queue.as_str())),
+    );
 }
 
 /// The jobs whose keys were taken (None in `ids`): each is the job that holds its key, and
@@ -727,14 +735,14 @@ entry!(_check_spec, pg_finfo__check_spec, |fcinfo| {
 });
 
 /// Returns ids as the rows of a set-returning function.
-fn return_ids(fcinfo: pg_sys::FunctionCallInfo, ids: &[i64]) {
+pub(crate) fn return_ids(fcinfo: pg_sys::FunctionCallInfo, ids: &[i64]) {
     for &id in ids {
         return_row(fcinfo, &mut [Datum::from(id)], &mut [false]);
     }
 }
 
 /// The owner whose jobs a caller acts on: its identity, or None (any) for an administrator.
-fn acting_on(caller: &Caller) -> Option<Datum> {
+pub(crate) fn acting_on(caller: &Caller) -> Option<Datum> {
     (!caller.admin()).then(|| Datum::from(caller.identity))
 }
 
@@ -960,7 +968,8 @@ fn note_leases(rows: &Rows, column: usize) {
     }
 }
 
-/// Runs FINISH, counting the jobs it completed and failed.
+/// Runs FINISH, counting the jobs it completed and failed; wakes the workers of dead-letter
+/// queues that got copies of failed jobs.
 fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
     let finished = section.run(&FINISH, arguments);
     let ended = |column| {
@@ -969,7 +978,15 @@ fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
             .count()
     };
     metrics::count(Counter::Completions, ended(2));
-    metrics::count(Counter::Failures, ended(3));
+    let failures = ended(3);
+    metrics::count(Counter::Failures, failures);
+    if failures > 0 {
+        let copies: Vec<(i64, Oid, String)> = (0..finished.len())
+            .filter_map(|row| placed(&finished, row, [6, 4, 7, 8, 9]))
+            .collect();
+        metrics::count(Counter::DeadLettered, copies.len());
+        wake_placed(section, &copies);
+    }
     leases_ended(section, &finished, [4, 5]);
     super::waits::finished((0..finished.len()).filter_map(|row| finished.get::<i64>(row, 0)));
     finished

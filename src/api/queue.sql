@@ -278,9 +278,11 @@ RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_unti
 -- unless its owner's rule for its queue (queue_history_rules, read by its primary key) keeps no
 -- job that ended so: there a completion is the DELETE alone. $4 is the outcome; a job aborted
 -- while leased finishes as aborted. $6 are results, $7 errors: an error joins the job's log of
--- errors and a failed job's result. Returns every job finished, kept or not, in no order, with its
--- status, whether it is completed or failed (counted), who could claim it and its queue. The ids
--- are also a condition of their
+-- errors and a failed job's result. A failed job's queue may have a dead-letter queue
+-- (queue_dead_letters, sql/040_history.sql): a copy of the job is added there. Returns every job
+-- finished, kept or not, in no order, with its status, whether it is completed or failed
+-- (counted), who could claim it and its queue; and its copy's id, queue, priority and run_at
+-- where it has one (nulls elsewhere). The ids are also a condition of their
 -- own (`j.id = ANY ($1)`), which only the primary key serves: with the statistics of an empty
 -- table (what VACUUM leaves under a long snapshot) the join alone was planned as a read of the
 -- whole table (regress queue_probes).
@@ -291,7 +293,11 @@ WITH given AS (
     WHERE j.id = ANY ($1) AND j.id = g.job_id AND j.status = ANY ($3::job_status[])
       AND ($2::uuid[] IS NULL OR j.lease_token = g.token) AND ($5::oid IS NULL OR j.owner = $5)
     RETURNING j.*, g.result, g.error,
-              CASE WHEN j.status = 'aborted' THEN 'aborted' ELSE $4::job_status END AS final
+              CASE WHEN j.status = 'aborted' THEN 'aborted' ELSE $4::job_status END AS final,
+              CASE WHEN g.error IS NULL THEN j.errors
+                   ELSE j.errors || jsonb_build_object('attempt', j.attempt,
+                                                       'at', statement_timestamp(), 'error', g.error) END
+                  AS errors_now
 ), freed_keys AS (
     DELETE FROM job_keys k USING j
     WHERE j.key_rule = 'replace' AND k.owner = j.owner AND k.idempotency_key = j.idempotency_key
@@ -300,22 +306,38 @@ WITH given AS (
     INSERT INTO job_history (
         id, owner, status, task, queue, priority, payload, result, errors, attempts,
         max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
-        name, description, link, listed)
+        name, description, link, listed, backoff, max_backoff, lease)
     SELECT j.id, j.owner, j.final, j.task, j.queue, j.priority, j.payload,
            CASE WHEN j.final = 'failed' AND j.error IS NOT NULL
                 THEN coalesce(j.result, '{}') || jsonb_build_object('error', j.error) ELSE j.result END,
-           CASE WHEN j.error IS NULL THEN j.errors
-                ELSE j.errors || jsonb_build_object('attempt', j.attempt,
-                                                    'at', statement_timestamp(), 'error', j.error) END,
-           j.attempt, j.max_attempts, j.idempotency_key, j.key_rule, j.locked_by,
-           j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed
+           j.errors_now, j.attempt, j.max_attempts, j.idempotency_key, j.key_rule, j.locked_by,
+           j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed,
+           -- What jobs_retry gives a failed or aborted job back.
+           CASE WHEN j.final <> 'completed' THEN j.backoff END,
+           CASE WHEN j.final <> 'completed' THEN j.max_backoff END,
+           CASE WHEN j.final <> 'completed' THEN j.lease END
     FROM j
     WHERE NOT EXISTS (
         SELECT FROM queue_history_rules r
         WHERE r.owner = j.owner AND r.queue = j.queue
           AND (r.keep = 'none' OR (r.keep = 'failures' AND j.final = 'completed')))
+), dead_letters AS (
+    -- Ids drawn here, once, so that each copy is returned beside the job it copies. Read only
+    -- for failures: a completion's statement never looks at queue_dead_letters.
+    SELECT j.id AS failed, nextval('jobs_id_seq'::regclass) AS id, d.dead_letter_queue AS queue
+    FROM j JOIN queue_dead_letters d ON d.owner = j.owner AND d.queue = j.queue
+    WHERE $4::job_status = 'failed' AND j.final = 'failed'
+), copied AS (
+    INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
+                      max_backoff, lease, payload, errors, due_at, name, description, link, listed)
+    SELECT d.id, j.owner, j.claimable_by, j.task, d.queue, j.priority, statement_timestamp(),
+           j.max_attempts, j.backoff, j.max_backoff, j.lease, j.payload, j.errors_now,
+           statement_timestamp(), j.name, j.description, j.link, j.listed
+    FROM dead_letters d JOIN j ON j.id = d.failed
 )
-SELECT j.id, j.final, j.final = 'completed', j.final = 'failed', j.claimable_by, j.queue::text FROM j;
+SELECT j.id, j.final, j.final = 'completed', j.final = 'failed', j.claimable_by, j.queue::text,
+       d.id, d.queue::text, j.priority, CASE WHEN d.id IS NOT NULL THEN statement_timestamp() END
+FROM j LEFT JOIN dead_letters d ON d.failed = j.id;
 
 -- name: retry
 -- Failed attempts of jobs $1 (tokens $2, errors $3, owner $4 or any when null) with attempts

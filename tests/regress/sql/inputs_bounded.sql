@@ -36,6 +36,7 @@ INSERT INTO regress.bounded_calls VALUES
     ('regress_inputs', 'span', 'SELECT count(*) FROM pgjobs.jobs_complete_and_claim(''{}'', ''{}'', ''{}'', ''w'', lease => %s)'),
     ('regress_inputs', 'date', 'SELECT count(*) FROM pgjobs.jobs_find(month => %s)'),
     ('regress_inputs', 'date', 'SELECT count(*) FROM pgjobs.jobs_counts(%s)'),
+    ('regress_inputs', 'date', 'SELECT count(*) FROM pgjobs.jobs_retry_where(''q'', month => %s)'),
     ('regress_inputs', 'time', 'SELECT pgjobs.jobs_add_sql(''SELECT 1'', run_at => %s)'),
     ('regress_inputs', 'span', 'SELECT pgjobs.jobs_add_sql(''SELECT 1'', backoff => %s)'),
     ('regress_inputs', 'span', 'SELECT pgjobs.jobs_add_sql(''SELECT 1'', timeout => %s)'),

@@ -1,0 +1,156 @@
+//! Second chances for the lease queue's jobs: `jobs_retry(ids)` and `jobs_retry_where(queue,
+//! ...)` bring failed and aborted jobs back from job_history (pgmq's and pg-boss's redrive,
+//! River's and Oban's retry of a discarded job), and `jobs_dead_letter(queue, dead_letter_queue)`
+//! names where a queue's jobs go after their last attempt (copied by `queue.sql`'s finish).
+//! Statements in `redrive.sql`.
+
+use pgrx::pg_sys::{Datum, DATEOID, INT4OID, INT8ARRAYOID, INTERVALOID, OIDOID, TEXTOID};
+use pgrx::prelude::*;
+use pgrx::IntoDatum;
+
+use super::call::{argument, invalid, materialize, required, value, Caller, Section, Statement};
+use super::datum::{elements, seconds};
+use super::queue::{acting_on, callers_queue, placed, return_ids, wake_placed};
+use super::refusals::finite_date;
+use crate::{entry, gucs, named_statements};
+
+named_statements!(include_str!("redrive.sql"));
+
+static SET_DEAD_LETTER: Statement =
+    statement("set_dead_letter", &[OIDOID, TEXTOID, TEXTOID, OIDOID]);
+static REMOVE_DEAD_LETTER: Statement = statement("remove_dead_letter", &[OIDOID, TEXTOID]);
+static RETRY: Statement = statement(
+    "retry",
+    &[INT8ARRAYOID, OIDOID, INTERVALOID, INTERVALOID, INTERVALOID],
+);
+static RETRY_CHOSEN: Statement = statement(
+    "retry_chosen",
+    &[OIDOID, TEXTOID, TEXTOID, DATEOID, TEXTOID, INT4OID],
+);
+
+/// The most jobs one call brings back by id, and by filter.
+const MOST_BY_ID: usize = 1000;
+const MOST_BY_FILTER: i32 = 10_000;
+
+/// What the extension's queues have instead.
+const RESERVED: (&str, &str) = (
+    "keeps its own failures",
+    "Batch jobs are posted again with batch_post; SQL jobs and schedules run again at their next slot.",
+);
+
+/// Brings back owner `owner`'s (any when None) failed and aborted jobs `ids` (an int8[]); their
+/// queues' claims start below them and their sleeping workers are woken once this commits.
+fn retry(section: &Section, ids: Datum, owner: Option<Datum>) -> Vec<i64> {
+    let retried = section.run(
+        &RETRY,
+        &[
+            Some(ids),
+            owner,
+            Some(seconds(gucs::BACKOFF.get())),
+            Some(seconds(gucs::MAX_BACKOFF.get())),
+            Some(seconds(gucs::LEASE.get())),
+        ],
+    );
+    let placed: Vec<(i64, pg_sys::Oid, String)> = (0..retried.len())
+        .filter_map(|row| placed(&retried, row, [0, 1, 2, 3, 4]))
+        .collect();
+    wake_placed(section, &placed);
+    let mut ids: Vec<i64> = placed.into_iter().map(|(id, ..)| id).collect();
+    ids.sort_unstable();
+    ids
+}
+
+// jobs_retry(ids) -> the ids brought back
+entry!(jobs_retry, pg_finfo_jobs_retry, |fcinfo| {
+    let caller = Caller::current();
+    let Some(ids) = argument(fcinfo, 0) else {
+        required("job ids")
+    };
+    let given = elements(ids);
+    if given.iter().any(Option::is_none) {
+        required("job id");
+    }
+    if given.is_empty() || given.len() > MOST_BY_ID {
+        invalid(
+            format!("ids must name 1 to {MOST_BY_ID} jobs, not {}", given.len()),
+            Some("jobs_retry_where(queue, ...) retries the failed jobs of a queue, up to 10,000 a call."),
+        );
+    }
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    let retried = retry(&section, ids, acting_on(&caller));
+    drop(section);
+    return_ids(fcinfo, &retried);
+    Datum::from(0)
+});
+
+// jobs_retry_where(queue, task, month, error, max_jobs) -> the ids brought back
+entry!(jobs_retry_where, pg_finfo_jobs_retry_where, |fcinfo| {
+    let caller = Caller::current();
+    callers_queue(
+        fcinfo,
+        0,
+        "jobs_retry_where('emails', error => 'timeout')",
+        RESERVED,
+    );
+    finite_date(value::<i32>(fcinfo, 2), "month");
+    let most = value::<i32>(fcinfo, 4);
+    if !most.is_some_and(|most| (1..=MOST_BY_FILTER).contains(&most)) {
+        invalid(
+            format!(
+                "max_jobs must be from 1 to {MOST_BY_FILTER}, not {}",
+                most.map_or("null".into(), |most| most.to_string())
+            ),
+            Some("Call again for the next ones: each call retries the oldest that match."),
+        );
+    }
+    materialize(fcinfo);
+    let owner = acting_on(&caller);
+    let section = Section::as_owner(fcinfo);
+    let mut arguments = vec![owner];
+    arguments.extend((0..5).map(|n| argument(fcinfo, n)));
+    let chosen = section.run(&RETRY_CHOSEN, &arguments).datum(0, 0);
+    let retried = chosen.map_or_else(Vec::new, |ids| retry(&section, ids, owner));
+    drop(section);
+    return_ids(fcinfo, &retried);
+    Datum::from(0)
+});
+
+// jobs_dead_letter(queue, dead_letter_queue)
+entry!(jobs_dead_letter, pg_finfo_jobs_dead_letter, |fcinfo| {
+    let caller = Caller::current();
+    let queue = callers_queue(
+        fcinfo,
+        0,
+        "jobs_dead_letter('emails', 'emails.failed')",
+        RESERVED,
+    );
+    let dead_letter_queue = value::<String>(fcinfo, 1);
+    match dead_letter_queue.as_deref() {
+        Some("") => invalid("dead_letter_queue must not be empty", None),
+        Some(to) if to == queue => invalid(
+            format!("queue {queue} cannot be its own dead-letter queue"),
+            Some("A failed job is retried in its queue by max_attempts; name another queue."),
+        ),
+        Some(to) if super::queue::is_reserved_queue(to) => invalid(
+            format!("dead_letter_queue {to} is the extension's"),
+            Some("Name a queue of your own, for example emails.failed."),
+        ),
+        _ => {}
+    }
+    let section = Section::as_owner(fcinfo);
+    let identity = Some(Datum::from(caller.identity));
+    match dead_letter_queue {
+        Some(to) => section.run(
+            &SET_DEAD_LETTER,
+            &[
+                identity,
+                queue.into_datum(),
+                to.into_datum(),
+                Some(Datum::from(caller.role)),
+            ],
+        ),
+        None => section.run(&REMOVE_DEAD_LETTER, &[identity, queue.into_datum()]),
+    };
+    Datum::from(0)
+});
