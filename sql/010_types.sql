@@ -9,7 +9,8 @@ CREATE TYPE key_rule AS ENUM ('skip', 'replace');
 COMMENT ON TYPE key_rule IS
     'What adding a job with a key already in use does. skip: nothing, the first job stands, '
     'finished or not; replace: the job still waiting takes the new work, one already started is '
-    'left alone, and once it has finished the key is free again.';
+    'left alone, and once it has finished the key is free again. A job added by debounce keeps '
+    'replace, one added by throttle skip (its key is free again by time: job_keys.free_at).';
 
 -- The rules of single columns are domains, not CHECK constraints: PostgreSQL parses a table's
 -- CHECK constraints from their stored text again at every statement that writes the table (the
@@ -34,7 +35,8 @@ CREATE TYPE job_spec AS (
     max_backoff  interval,
     lease        interval,
     key          text,
-    on_conflict  text
+    on_conflict  text,
+    key_window   interval
 );
 
 -- Who may use pg_jobs. A role is cluster-wide: CREATE EXTENSION makes it if it is missing, and

@@ -108,12 +108,14 @@ CREATE TABLE job_keys (
     idempotency_key text NOT NULL,
     job_id          bigint NOT NULL,
     due_at          timestamptz NOT NULL,
+    -- A throttle's key: free again from then on, whatever became of its job (null: never by time).
+    free_at         timestamptz,
     PRIMARY KEY (owner, idempotency_key)
 );
 CREATE INDEX job_keys_due_at ON job_keys (due_at);
 COMMENT ON TABLE job_keys IS
     'Idempotency keys, one key space per identity. Keys starting scheduled_job: are the '
-    'extension''s own (one per slot of a schedule).';
+    'extension''s own (one per slot of a schedule). free_at: when a throttled key is free again.';
 
 -- Who reads what: every row carries its owner's identity and policies compare it with the
 -- caller's. Writes go through the extension's functions, which write as its owner
@@ -173,11 +175,14 @@ CREATE FUNCTION jobs_add(
     max_backoff interval DEFAULT NULL,
     lease interval DEFAULT NULL,
     key text DEFAULT NULL,
-    on_conflict text DEFAULT 'skip'
+    on_conflict text DEFAULT 'skip',
+    key_window interval DEFAULT NULL
 ) RETURNS bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add';
 COMMENT ON FUNCTION jobs_add IS
-    'Adds a job and returns its id; with a key already in use, returns the id of the job that holds it.';
+    'Adds a job and returns its id; with a key already in use, returns the id of the job that '
+    'holds it. on_conflict: skip, replace, debounce (runs key_window after the last add) or '
+    'throttle (at most one job per key_window).';
 
 CREATE FUNCTION jobs_add_batch(jobs jsonb) RETURNS SETOF bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add_batch';

@@ -59,7 +59,8 @@ RETURN ROW(
          THEN coalesce((options ->> 'timeout')::interval, interval '1 hour') + interval '1 minute'
          ELSE (options ->> 'lease')::interval END,
     key,
-    'skip')::job_spec;
+    'skip',
+    NULL)::job_spec;
 
 CREATE FUNCTION jobs_schedule(name text, schedule text, work jsonb, options jsonb DEFAULT '{}')
 RETURNS bigint

@@ -87,6 +87,7 @@ const ADD_PARAMETERS: [Oid; 1 + FIELDS] = [
     INTERVALARRAYOID,
     TEXTARRAYOID,
     TEXTARRAYOID,
+    INTERVALARRAYOID,
 ];
 static ADD: Statement = statement(
     "add",
@@ -107,17 +108,24 @@ static ADD_ONE: Statement = statement("add_one", &ADD_ONE_PARAMETERS, Planning::
 static ADD_KEYED: Statement = statement("add_keyed", &ADD_PARAMETERS, Planning::Probes);
 static NOTIFY_READY: Statement = statement("notify_ready", &[OIDOID, TEXTOID], Planning::Default);
 static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, TEXTARRAYOID], Planning::Probes);
-/// The job to replace, then its owner and the fields a replace sets, as for add_one.
-const REPLACE_PARAMETERS: [Oid; 2 + Field::Key as usize] = {
-    let mut types = [INT8OID; 2 + Field::Key as usize];
+/// The job to replace, then its owner and the fields a replace sets, as for add_one, then a
+/// debounce's window.
+const REPLACE_PARAMETERS: [Oid; 3 + Field::Key as usize] = {
+    let mut types = [INT8OID; 3 + Field::Key as usize];
     let mut n = 0;
     while n < ADD_ONE_PARAMETERS.len() {
         types[1 + n] = ADD_ONE_PARAMETERS[n];
         n += 1;
     }
+    types[2 + Field::Key as usize] = INTERVALOID;
     types
 };
 static REPLACE: Statement = statement("replace", &REPLACE_PARAMETERS, Planning::Default);
+static FREE_EXPIRED_KEYS: Statement = statement(
+    "free_expired_keys",
+    &[OIDOID, TEXTARRAYOID],
+    Planning::Probes,
+);
 static EXPIRED_LEASES_SCAN: Statement = statement("expired_leases", &[], Planning::Default);
 static REQUEUE_EXPIRED: Statement =
     statement("requeue_expired", &[INT8ARRAYOID], Planning::Default);
@@ -217,9 +225,10 @@ pub(crate) enum Field {
     Lease,
     Key,
     OnConflict,
+    KeyWindow,
 }
 
-const FIELDS: usize = 11;
+const FIELDS: usize = 12;
 const FIELD_TYPES: [Oid; FIELDS] = [
     TEXTOID,
     pg_sys::JSONBOID,
@@ -232,6 +241,7 @@ const FIELD_TYPES: [Oid; FIELDS] = [
     INTERVALOID,
     TEXTOID,
     TEXTOID,
+    INTERVALOID,
 ];
 
 #[derive(Clone, Copy)]
@@ -315,13 +325,41 @@ impl Spec {
                 Some("A lease is how long a worker may hold the job without a heartbeat, for example '60 seconds'."),
             ));
         }
-        if let Some(rule) = self
-            .text(Field::OnConflict)
-            .filter(|r| r != "skip" && r != "replace")
-        {
+        let rule = self.text(Field::OnConflict);
+        if let Some(rule) = rule.as_deref().filter(|r| !KEY_RULES.contains(r)) {
             return Some(Problem::invalid(
                 format!("unknown conflict rule \"{rule}\""),
-                Some("on_conflict is skip (keep the first job with the key) or replace (replace the job still waiting)."),
+                Some("on_conflict is skip (keep the first job with the key), replace (the job still waiting takes the new work), debounce (the same, due key_window after the last add) or throttle (one job per key_window)."),
+            ));
+        }
+        let windowed = matches!(rule.as_deref(), Some("debounce" | "throttle"));
+        let window = self.get(Field::KeyWindow);
+        if windowed && (window.is_none() || outside(window, LEASE_SPAN)) {
+            return Some(Problem::invalid(
+                format!(
+                    "key_window must be positive and at most 1 year for {}, not {}",
+                    rule.unwrap_or_default(),
+                    interval_text(window)
+                ),
+                Some("For example on_conflict => 'debounce', key_window => '5 seconds'."),
+            ));
+        }
+        if !windowed && window.is_some() {
+            return Some(Problem::invalid(
+                "key_window is for the rules debounce and throttle",
+                Some("Leave it out (null), or say on_conflict => 'debounce' or 'throttle'."),
+            ));
+        }
+        if rule.as_deref() == Some("debounce") && self.get(Field::RunAt).is_some() {
+            return Some(Problem::invalid(
+                "a debounced job is due key_window after the last add: run_at must be null",
+                None,
+            ));
+        }
+        if windowed && self.get(Field::Key).is_none() {
+            return Some(Problem::invalid(
+                format!("{} needs a key", rule.unwrap_or_default()),
+                Some("Jobs are debounced or throttled per key: give key => 'what:it:is'."),
             ));
         }
         if let Some(key) = self.text(Field::Key) {
@@ -341,6 +379,9 @@ impl Spec {
         None
     }
 }
+
+/// What `on_conflict` may say.
+const KEY_RULES: [&str; 4] = ["skip", "replace", "debounce", "throttle"];
 
 /// An error found in a job to add, raised with the job's place in its batch.
 struct Problem {
@@ -459,6 +500,7 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         Some(seconds(gucs::LEASE.get())),
         None,
         None,
+        None,
     ];
     let keyed = specs.iter().any(|spec| spec.get(Field::Key).is_some());
     let one = specs.len() == 1 && !keyed;
@@ -479,6 +521,17 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         } else {
             Some(array(FIELD_TYPES[field], &values))
         });
+    }
+    let throttled: Vec<Option<Datum>> = specs
+        .iter()
+        .filter(|spec| spec.text(Field::OnConflict).as_deref() == Some("throttle"))
+        .map(|spec| spec.get(Field::Key))
+        .collect();
+    if !throttled.is_empty() {
+        section.run(
+            &FREE_EXPIRED_KEYS,
+            &[Some(Datum::from(owner)), Some(array(TEXTOID, &throttled))],
+        );
     }
     let statement = match (keyed, one) {
         (true, _) => &ADD_KEYED,
@@ -562,7 +615,7 @@ pub(crate) fn wake_placed(section: &Section, jobs: &[(i64, Oid, String)]) {
 }
 
 /// The jobs whose keys were taken (None in `ids`): each is the job that holds its key, and
-/// `replace` gives the holder the new work if it is still waiting.
+/// `replace` and `debounce` give the holder the new work if it is still waiting.
 fn take_keys(
     section: &Section,
     owner: Oid,
@@ -586,27 +639,32 @@ fn take_keys(
             error!("pg_jobs: the job holding key {key} is missing");
         };
         ids[n] = Some(holder);
-        if spec.text(Field::OnConflict).as_deref() == Some("replace") {
-            let given = |field: Field| spec.get(field);
-            let or_default = |field: Field| spec.get(field).or(defaults[field as usize]);
-            heads::requeued();
-            section.run(
-                &REPLACE,
-                &[
-                    Some(Datum::from(holder)),
-                    Some(Datum::from(owner)),
-                    given(Field::Task),
-                    or_default(Field::Payload),
-                    or_default(Field::Queue),
-                    or_default(Field::Priority),
-                    given(Field::RunAt),
-                    given(Field::MaxAttempts),
-                    given(Field::Backoff),
-                    given(Field::MaxBackoff),
-                    given(Field::Lease),
-                ],
-            );
+        if !matches!(
+            spec.text(Field::OnConflict).as_deref(),
+            Some("replace" | "debounce")
+        ) {
+            continue;
         }
+        let given = |field: Field| spec.get(field);
+        let or_default = |field: Field| spec.get(field).or(defaults[field as usize]);
+        heads::requeued();
+        section.run(
+            &REPLACE,
+            &[
+                Some(Datum::from(holder)),
+                Some(Datum::from(owner)),
+                given(Field::Task),
+                or_default(Field::Payload),
+                or_default(Field::Queue),
+                or_default(Field::Priority),
+                given(Field::RunAt),
+                given(Field::MaxAttempts),
+                given(Field::Backoff),
+                given(Field::MaxBackoff),
+                given(Field::Lease),
+                given(Field::KeyWindow),
+            ],
+        );
     }
 }
 
@@ -640,6 +698,7 @@ struct BatchJob {
     lease: Option<String>,
     key: Option<String>,
     on_conflict: Option<String>,
+    key_window: Option<String>,
 }
 
 impl BatchJob {
@@ -659,6 +718,7 @@ impl BatchJob {
             typed(self.lease, INTERVALOID),
             text(self.key),
             text(self.on_conflict),
+            typed(self.key_window, INTERVALOID),
         ])
     }
 }

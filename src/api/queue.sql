@@ -38,22 +38,27 @@ FROM (SELECT unnest($2::text[]) AS task, unnest($3::jsonb[]) AS payload,
 RETURNING id, claimable_by, queue::text, run_at <= statement_timestamp(), priority, run_at;
 
 -- name: add_keyed
--- As add, for a batch where some jobs have keys ($11, with rules $12). One statement: the keys
--- first, whose primary key decides which of two concurrent adds gets a key, then the jobs whose
--- keys were free (or that have none). Returns each job of the batch in its order: its id, who may
--- claim it, its queue, whether it is ready now and its place in the claim order (priority, run_at),
--- or nulls where its key was taken.
+-- As add, for a batch where some jobs have keys ($11, with rules $12 and windows $13). One
+-- statement: the keys first, whose primary key decides which of two concurrent adds gets a key,
+-- then the jobs whose keys were free (or that have none). A debounced job is due its window from
+-- now, and keeps the rule replace; a throttled one keeps skip, and its key is free again its
+-- window from now (free_expired_keys). Returns each job of the batch in its order: its id, who
+-- may claim it, its queue, whether it is ready now and its place in the claim order (priority,
+-- run_at), or nulls where its key was taken.
 WITH given AS (
     SELECT u.*, nextval('jobs_id_seq'::regclass) AS id,
-           coalesce(u.run_at, statement_timestamp()) AS due_at
+           coalesce(u.run_at, statement_timestamp()
+                    + CASE WHEN u.on_conflict = 'debounce' THEN u.key_window ELSE '0' END) AS due_at
     FROM unnest($2::text[], $3::jsonb[], $4::text[], $5::integer[], $6::timestamptz[],
                 $7::integer[], $8::interval[], $9::interval[], $10::interval[], $11::text[],
-                $12::text[])
+                $12::text[], $13::interval[])
          WITH ORDINALITY AS u(task, payload, queue, priority, run_at, max_attempts, backoff,
-                              max_backoff, lease, key, on_conflict, ord)
+                              max_backoff, lease, key, on_conflict, key_window, ord)
 ), claimed AS (
-    INSERT INTO job_keys (owner, idempotency_key, job_id, due_at)
-    SELECT $1, g.key, g.id, g.due_at FROM given g WHERE g.key IS NOT NULL ORDER BY g.ord
+    INSERT INTO job_keys (owner, idempotency_key, job_id, due_at, free_at)
+    SELECT $1, g.key, g.id, g.due_at,
+           CASE WHEN g.on_conflict = 'throttle' THEN statement_timestamp() + g.key_window END
+    FROM given g WHERE g.key IS NOT NULL ORDER BY g.ord
     ON CONFLICT DO NOTHING
     RETURNING job_id
 ), new_jobs AS (
@@ -61,7 +66,10 @@ WITH given AS (
                       backoff, max_backoff, lease, payload, idempotency_key, key_rule, due_at)
     SELECT g.id, $1, CASE WHEN _reserved_queue(g.queue) THEN _extension_claimant() ELSE $1 END,
            g.task, g.queue, g.priority, g.due_at, g.max_attempts, g.backoff, g.max_backoff,
-           g.lease, g.payload, g.key, g.on_conflict::key_rule, g.due_at
+           g.lease, g.payload, g.key,
+           CASE g.on_conflict WHEN 'debounce' THEN 'replace' WHEN 'throttle' THEN 'skip'
+                              ELSE g.on_conflict END::key_rule,
+           g.due_at
     FROM given g
     WHERE g.key IS NULL OR g.id IN (SELECT c.job_id FROM claimed c)
     RETURNING jobs.id, jobs.claimable_by, jobs.queue::text, jobs.run_at <= statement_timestamp() AS ready,
@@ -83,12 +91,18 @@ SELECT k.idempotency_key, k.job_id
 FROM job_keys k
 WHERE k.owner = $1 AND k.idempotency_key = ANY ($2::text[]);
 
+-- name: free_expired_keys
+-- Owner $1's throttled keys among $2 whose windows have passed: free for the add that follows.
+DELETE FROM job_keys k
+WHERE k.owner = $1 AND k.idempotency_key = ANY ($2::text[]) AND k.free_at <= statement_timestamp();
+
 -- name: replace
--- The `replace` rule: the job $1 of owner $2, if still waiting, takes the new work; settings
--- left out keep their values.
+-- The `replace` and `debounce` rules: the job $1 of owner $2, if still waiting, takes the new
+-- work, due at $7, else $12 (a debounce's window) from now, else now; settings left out keep
+-- their values.
 UPDATE jobs j
 SET task = $3, payload = $4, queue = $5, priority = $6,
-    run_at = coalesce($7, statement_timestamp()),
+    run_at = coalesce($7, statement_timestamp() + $12, statement_timestamp()),
     max_attempts = coalesce($8, j.max_attempts), backoff = coalesce($9, j.backoff),
     max_backoff = coalesce($10, j.max_backoff), lease = coalesce($11, j.lease),
     last_update = statement_timestamp()

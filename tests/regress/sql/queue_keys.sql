@@ -1,6 +1,7 @@
 -- Idempotency keys. skip: the first job with a key stands, also after it finished.
 -- replace: posting again replaces the job still waiting; a running one is left alone; once it
--- has finished the key is free again.
+-- has finished the key is free again. debounce: as replace, due key_window after the last add.
+-- throttle: one job per key per key_window.
 SELECT regress.reset();
 
 SELECT pgjobs.jobs_add('report', '{"v": 1}', key => 'daily:2026-11-29') AS first,
@@ -36,3 +37,46 @@ SELECT * FROM pgjobs.jobs_add_batch('[{"task": "t", "key": "dup"}, {"task": "t",
 SELECT count(*) AS jobs_with_dup FROM pgjobs.jobs WHERE idempotency_key = 'dup';
 
 DROP TABLE regress.running;
+
+-- debounce: the job runs key_window after the last add. The first add is due then; each add
+-- while it waits replaces its work and pushes it out again.
+SELECT regress.reset();
+SELECT pgjobs.jobs_add('reindex', '{"v": 1}', key => 'doc:7', on_conflict => 'debounce', key_window => '10 seconds') AS first;
+SELECT run_at - now() BETWEEN interval '9 seconds' AND interval '10 seconds' AS due_in_10s, key_rule FROM pgjobs.jobs WHERE id = 1;
+UPDATE pgjobs.jobs SET run_at = now() + interval '2 seconds' WHERE id = 1;
+SELECT pgjobs.jobs_add('reindex', '{"v": 2}', key => 'doc:7', on_conflict => 'debounce', key_window => '10 seconds') AS debounced;
+SELECT id, payload, run_at - now() BETWEEN interval '9 seconds' AND interval '10 seconds' AS due_in_10s_again FROM pgjobs.jobs;
+
+-- throttle: at most one job per key per key_window. The first runs at once; adds within the
+-- window add nothing and return it, also once it has finished; after the window (moved here to
+-- the past) the next add is a new job, which holds the key for a window of its own.
+SELECT regress.reset();
+SELECT pgjobs.jobs_add('digest', '{"v": 1}', key => 'digest:ana', on_conflict => 'throttle', key_window => '1 hour') AS first;
+SELECT pgjobs.jobs_add('digest', '{"v": 2}', key => 'digest:ana', on_conflict => 'throttle', key_window => '1 hour') AS within_window;
+SELECT id, payload, run_at <= now() AS due_now, key_rule FROM pgjobs.jobs;
+SELECT free_at - now() BETWEEN interval '59 minutes' AND interval '1 hour' AS free_in_an_hour FROM pgjobs.job_keys WHERE idempotency_key = 'digest:ana';
+SELECT count(*) FROM pgjobs.jobs_claim('w') c, pgjobs.jobs_complete(c.id, c.lease_token);
+SELECT pgjobs.jobs_add('digest', '{"v": 3}', key => 'digest:ana', on_conflict => 'throttle', key_window => '1 hour') AS after_finish;
+UPDATE pgjobs.job_keys SET free_at = now() - interval '1 second' WHERE idempotency_key = 'digest:ana';
+SELECT pgjobs.jobs_add('digest', '{"v": 4}', key => 'digest:ana', on_conflict => 'throttle', key_window => '1 hour') AS after_window;
+SELECT * FROM pgjobs.jobs_add_batch('[{"task": "digest", "key": "digest:ana", "on_conflict": "throttle", "key_window": "1 hour"},
+                                      {"task": "digest", "key": "digest:bob", "on_conflict": "throttle", "key_window": "1 hour"}]');
+SELECT id, payload FROM pgjobs.jobs ORDER BY id;
+SELECT idempotency_key, job_id, free_at > now() AS free_later FROM pgjobs.job_keys ORDER BY idempotency_key;
+
+-- Refused with 22023, nothing changed: a window without a rule that takes one, a rule without
+-- its window or key, a window not positive or over a year, a run_at with debounce, an unknown rule.
+SELECT regress.fingerprint() AS before \gset
+SELECT statement, regress.error_of(statement) AS result
+FROM (VALUES ($$SELECT pgjobs.jobs_add('t', key => 'k', key_window => '1 minute')$$),
+             ($$SELECT pgjobs.jobs_add('t', key => 'k', on_conflict => 'replace', key_window => '1 minute')$$),
+             ($$SELECT pgjobs.jobs_add('t', key => 'k', on_conflict => 'throttle')$$),
+             ($$SELECT pgjobs.jobs_add('t', key => 'k', on_conflict => 'debounce', key_window => '0')$$),
+             ($$SELECT pgjobs.jobs_add('t', key => 'k', on_conflict => 'debounce', key_window => '-1 second')$$),
+             ($$SELECT pgjobs.jobs_add('t', key => 'k', on_conflict => 'throttle', key_window => '2 years')$$),
+             ($$SELECT pgjobs.jobs_add('t', key => 'k', on_conflict => 'throttle', key_window => 'infinity')$$),
+             ($$SELECT pgjobs.jobs_add('t', on_conflict => 'throttle', key_window => '1 minute')$$),
+             ($$SELECT pgjobs.jobs_add('t', key => 'k', on_conflict => 'debounce', key_window => '1 minute', run_at => now())$$),
+             ($$SELECT pgjobs.jobs_add('t', key => 'k', on_conflict => 'sometimes')$$),
+             ($$SELECT count(*) FROM pgjobs.jobs_add_batch('[{"task": "t", "key": "k", "on_conflict": "throttle", "key_window": "0"}]')$$)) AS s(statement);
+SELECT regress.fingerprint() = :'before' AS unchanged;
