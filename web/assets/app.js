@@ -8,35 +8,86 @@
 //   app, whoami, logout, error, notice, content
 //   tab-realtime|batch|jobs, tab-<tab>-count, tab-<tab>-failing    the tabs and their counts
 //   text-smaller, text-larger, text-size                           − and + (80 to 200 %)
+//   time-zone (data-zone utc|local)                                times in UTC or the browser's zone
 //   toggles, schedule-toggle (data-schedule, data-mode)            Commands on / Commands off
 //   banners, banner-not-known (data-schedule)                      the scheduler is not heard of
 //   filters-button, filters, filter-text, filter-status, filter-problems, group-by, filter-month
 //   group (data-group, data-open), group-header, group-status, group-dot, group-counts
-//   routine-row (data-schedule, data-routine, data-status), routine-details, routine-args,
+//   routine-row (data-schedule, data-routine, data-status), routine-next-run, routine-details, routine-args,
 //   routine-waits-for, routine-last-message, routine-restart, routine-stop, routine-messages
 //   actions, jobs-cancel-all, jobs-cancel-selected
 //   job-group-cancel, job-group-more, job-plain-total
-//   job-row (data-id, data-status), job-select, job-error, job-details, job-args,
+//   job-row (data-id, data-status), job-kind, job-select, job-error, job-details, job-args,
 //   job-dependencies, job-computer, job-target, job-stderr
 'use strict';
 
 const tid = (id, root = document) => root.querySelector(`[data-testid="${id}"]`);
 
-// el('div', {testid: 'x', class: 'y', onclick: f, title: 't', 'data-k': v}, child, 'text', ...)
+function nodes(children) {
+  return children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false)
+    .map((c) => (c instanceof Node ? c : document.createTextNode(String(c))));
+}
+
+// el('div', {testid: 'x', key: 'k', class: 'y', onclick: f, title: 't', 'data-k': v}, child, 'text', ...)
+// key: what patch() knows the node by among its siblings, so it is updated in place, not replaced.
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k === 'testid') e.dataset.testid = v;
-    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k === 'key') e.dataset.key = v;
+    // A property, not a listener: patch() hands a kept node the handler of the fresh one.
+    else if (k === 'onclick') e.onclick = v;
     else if (k === 'class') e.className = v;
     else e.setAttribute(k, v === true ? '' : v);
   }
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
+  e.append(...nodes(children));
   return e;
+}
+
+// Makes parent's children look like the ones given, keeping the nodes it already has (by data-key,
+// else by kind and place) and changing only what differs: a text selection, the focus or a
+// scroll position inside them survives the reading every 5 s.
+function patch(parent, ...children) {
+  const keyOf = (n, seen) => {
+    if (n.nodeType === Node.ELEMENT_NODE && n.dataset.key !== undefined) return 'key ' + n.dataset.key;
+    seen[n.nodeName] = (seen[n.nodeName] ?? -1) + 1;
+    return n.nodeName + ' ' + seen[n.nodeName];
+  };
+  const kept = new Map();
+  const seenOld = {};
+  for (const n of parent.childNodes) kept.set(keyOf(n, seenOld), n);
+  const seenNew = {};
+  let next = parent.firstChild;
+  for (const fresh of nodes(children)) {
+    const k = keyOf(fresh, seenNew);
+    let node = kept.get(k);
+    kept.delete(k);
+    if (node && node.nodeName === fresh.nodeName) morph(node, fresh);
+    else node = fresh;
+    if (node === next) next = next.nextSibling;
+    else parent.insertBefore(node, next);
+  }
+  // What is left from here on was not asked for.
+  while (next) {
+    const after = next.nextSibling;
+    next.remove();
+    next = after;
+  }
+}
+
+function morph(node, fresh) {
+  if (node.nodeType !== Node.ELEMENT_NODE) {
+    if (node.nodeValue !== fresh.nodeValue) node.nodeValue = fresh.nodeValue;
+    return;
+  }
+  for (const a of [...node.attributes]) if (!fresh.hasAttribute(a.name)) node.removeAttribute(a.name);
+  for (const a of fresh.attributes) if (node.getAttribute(a.name) !== a.value) node.setAttribute(a.name, a.value);
+  // The fresh handler knows the fresh data (a toggle's handler, which way it switches).
+  node.onclick = fresh.onclick;
+  // A box ticked by hand no longer follows its attribute.
+  if (node.type === 'checkbox') node.checked = fresh.checked;
+  patch(node, [...fresh.childNodes]);
 }
 
 const store = {
@@ -71,8 +122,35 @@ function colour(status) {
 }
 const badge = (status, testid) => el('span', { class: 'status ' + colour(status), testid }, status);
 
+// "7 routines · 1 ERROR · 6 running": the whole first, then each status most pressing first, the
+// number always before its word; one status alone needs no total.
+function countsText(counts, words, noun) {
+  const present = Object.keys(counts).filter((w) => counts[w]).sort((a, b) => words.indexOf(a) - words.indexOf(b));
+  const each = present.map((w) => `${counts[w]} ${w}`);
+  if (present.length === 1) return each[0];
+  return [plural(present.reduce((n, w) => n + counts[w], 0), noun), ...each].join(' · ');
+}
+const plural = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
+// Every time on the page is written one way, "2026-12-02 01:13:25 UTC", in UTC or, if the viewer
+// asks for it, in the browser's time zone ("2026-12-02 10:13:25 GMT+9").
+const TIME_ZONES = { utc: 'UTC', local: undefined };
+const timeFormats = {};
+function formatTime(t) {
+  if (!t) return '—';
+  const zone = state.timeZone;
+  timeFormats[zone] ??= new Intl.DateTimeFormat('en-US', {
+    timeZone: TIME_ZONES[zone], hourCycle: 'h23', timeZoneName: 'short',
+    year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+  });
+  const p = {};
+  for (const part of timeFormats[zone].formatToParts(new Date(t))) p[part.type] = part.value;
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second} ${p.timeZoneName}`;
+}
+
 const state = {
   me: null,
+  timeZone: store.get('timeZone', 'utc') === 'local' ? 'local' : 'utc',
   tab: 'realtime',
   schedules: [],
   routines: [],
@@ -192,26 +270,37 @@ function renderFilterControls() {
 function renderHeader() {
   let rt = 0, rtFail = 0, bt = 0, btFail = 0;
   for (const s of state.schedules) { rt += s.realtime; rtFail += s.realtime_failing; bt += s.batch; btFail += s.batch_failing; }
-  tid('tab-realtime-count').textContent = rt;
+  // Each number with its word ("7 routines", "3 failing"), never two bare numbers side by side.
+  tid('tab-realtime-count').textContent = plural(rt, 'routine');
   tid('tab-realtime-failing').textContent = rtFail ? `${rtFail} failing` : '';
-  tid('tab-batch-count').textContent = bt;
+  tid('tab-batch-count').textContent = plural(bt, 'routine');
   tid('tab-batch-failing').textContent = btFail ? `${btFail} failing` : '';
-  tid('tab-jobs-count').textContent = state.summary.active;
+  tid('tab-jobs-count').textContent = `${state.summary.active} active`;
   for (const b of document.querySelectorAll('.tab')) b.classList.toggle('active', b.dataset.tab === state.tab);
   tid('whoami').textContent = state.me ? state.me.role : '';
-  tid('toggles').replaceChildren(...state.schedules.map((s) => {
+  const zone = tid('time-zone');
+  zone.dataset.zone = state.timeZone;
+  zone.textContent = state.timeZone === 'utc' ? 'Times: UTC' : `Times: ${Intl.DateTimeFormat().resolvedOptions().timeZone}`;
+  patch(tid('toggles'), state.schedules.map((s) => {
     const on = s.mode === 'control';
-    const who = s.mode_by ? `switched ${on ? 'on' : 'off'} by ${s.mode_by} at ${s.mode_at}` : `set ${on ? 'on' : 'off'} by the setting at ${s.mode_at}`;
+    const at = formatTime(s.mode_at);
+    const who = s.mode_by ? `switched ${on ? 'on' : 'off'} by ${s.mode_by} at ${at}` : `set ${on ? 'on' : 'off'} by the setting at ${at}`;
     return el('button', {
-      type: 'button', class: 'toggle ' + (on ? 'on' : 'off'), testid: 'schedule-toggle',
+      type: 'button', class: 'toggle ' + (on ? 'on' : 'off'), testid: 'schedule-toggle', key: scheduleRef(s),
       'data-schedule': s.schedule, 'data-mode': s.mode, title: `${who}; the scheduler: ${s.doing}`,
       onclick: () => switchMode(s, on ? 'observe' : 'control'),
     }, `${s.schedule}: ${on ? 'Commands on' : 'Commands off'}`);
   }));
-  tid('banners').replaceChildren(...state.schedules.filter((s) => s.not_known).map((s) => el('div', {
-    class: 'banner', testid: 'banner-not-known', 'data-schedule': s.schedule,
-  }, `Schedule ${s.schedule}: its scheduler has not written its state since ${s.state_at || 'it was made'}. `
+  patch(tid('banners'), state.schedules.filter((s) => s.not_known).map((s) => el('div', {
+    class: 'banner', testid: 'banner-not-known', key: scheduleRef(s), 'data-schedule': s.schedule,
+  }, `Schedule ${s.schedule}: its scheduler has not written its state since ${s.state_at ? formatTime(s.state_at) : 'it was made'}. `
      + 'Nobody is watching its routines: they are shown as not known (WAS RUNNING).')));
+}
+
+function switchTimeZone() {
+  state.timeZone = state.timeZone === 'utc' ? 'local' : 'utc';
+  store.set('timeZone', state.timeZone);
+  render();
 }
 
 async function switchMode(s, mode) {
@@ -236,7 +325,7 @@ function setGroupOpen(key, open) {
 }
 
 function groupBox(key, open, header, body, onToggle) {
-  return el('div', { class: 'group', testid: 'group', 'data-group': key, 'data-open': open ? 'true' : 'false' },
+  return el('div', { class: 'group', testid: 'group', key, 'data-group': key, 'data-open': open ? 'true' : 'false' },
     el('div', { class: 'group-header', testid: 'group-header', onclick: onToggle }, el('span', {}, open ? '▾' : '▸'), header),
     open ? body : null);
 }
@@ -258,22 +347,21 @@ function routineGroupKey(r) {
 function groupSummary(statuses) {
   const counts = {};
   for (const s of statuses) counts[s] = (counts[s] || 0) + 1;
-  const order = Object.keys(counts).sort((a, b) => ROUTINE_STATUSES.indexOf(a) - ROUTINE_STATUSES.indexOf(b));
-  const countText = order.map((s) => `${s} ${counts[s]}`).join(' · ');
+  const countText = el('span', { class: 'counts', testid: 'group-counts' }, countsText(counts, ROUTINE_STATUSES, 'routine'));
   if (statuses.length && statuses.every((s) => s === 'running')) {
-    return [el('span', { class: 'dot', testid: 'group-dot' }), el('span', { class: 'status st-running', testid: 'group-status' }, 'RUNNING'),
-      el('span', { class: 'counts', testid: 'group-counts' }, countText)];
+    return [el('span', { class: 'dot', testid: 'group-dot' }), el('span', { class: 'status st-running', testid: 'group-status' }, 'RUNNING'), countText];
   }
-  return [badge(order[0], 'group-status'), el('span', { class: 'counts', testid: 'group-counts' }, countText)];
+  const mostPressing = Object.keys(counts).sort((a, b) => ROUTINE_STATUSES.indexOf(a) - ROUTINE_STATUSES.indexOf(b))[0];
+  return [badge(mostPressing, 'group-status'), countText];
 }
 
 function renderRoutines() {
   const rows = state.routines.filter(routineMatches);
   const content = tid('content');
-  if (!rows.length) { content.replaceChildren(el('p', { class: 'notice' }, 'No routine here.')); return; }
+  if (!rows.length) { patch(content, el('p', { class: 'notice' }, 'No routine here.')); return; }
   if (state.groupBy.routines === 'order') {
     rows.sort((a, b) => (a.run_order ?? 1e9) - (b.run_order ?? 1e9) || a.seq - b.seq);
-    content.replaceChildren(el('div', { class: 'group', testid: 'run-order' }, rows.map(routineRow)));
+    patch(content, el('div', { class: 'group', testid: 'run-order' }, rows.map(routineRow)));
     return;
   }
   const groups = new Map();
@@ -283,7 +371,7 @@ function renderRoutines() {
     groups.get(k).push(r);
   }
   const keys = [...groups.keys()].sort();
-  content.replaceChildren(...keys.map((k) => {
+  patch(content, keys.map((k) => {
     const members = groups.get(k);
     const stored = `${state.tab}|${state.groupBy.routines}|${k}`;
     const byHand = groupOpenByHand(stored);
@@ -295,34 +383,35 @@ function renderRoutines() {
 }
 
 function routineRow(r) {
-  const open = state.openRoutine === routineKey(r);
+  const key = routineKey(r);
   const row = el('div', {
-    class: 'row', testid: 'routine-row', 'data-schedule': r.schedule, 'data-routine': r.routine, 'data-status': r.status,
+    class: 'row', testid: 'routine-row', key, 'data-schedule': r.schedule, 'data-routine': r.routine, 'data-status': r.status,
     onclick: () => openRoutine(r),
   }, badge(r.status), el('span', { class: 'name' }, r.routine.replace(/^[^@]*@[^:]*:/, '')),
-  el('span', { class: 'meta' }, r.computer), el('span', { class: 'msg' }, r.last_message || ''));
-  return open ? [row, routineDetails(r)] : row;
+  el('span', { class: 'meta' }, r.computer),
+  r.status === 'scheduled' && r.next_run_at ? el('span', { class: 'next', testid: 'routine-next-run' }, `next run ${formatTime(r.next_run_at)}`) : null,
+  el('span', { class: 'msg' }, r.last_message || ''));
+  return state.openRoutine === key ? [row, routineDetails(r)] : row;
 }
-
-const fmt = (t) => (t ? new Date(t).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC') : '—');
 
 function routineDetails(r) {
   const item = (label, value, testid) => [el('dt', {}, label), el('dd', { testid }, value === null || value === undefined || value === '' ? '—' : value)];
-  return el('div', { class: 'details', testid: 'routine-details' },
+  return el('div', { class: 'details', testid: 'routine-details', key: 'details ' + routineKey(r) },
     el('dl', {},
       item('Routine', r.routine), item('Schedule', r.schedule), item('Group', r.group_name), item('Computer', r.computer),
       item('Kind', r.realtime ? 'realtime' : `batch at ${r.runtimes || 'the start of the day'}`),
       item('Arguments', r.args, 'routine-args'),
       item('Depends on', (r.dependencies || []).join(', ')),
       item('Waits for', (r.waits_for || []).join(', '), 'routine-waits-for'),
-      item('Posted', fmt(r.posted_at)), item('Started', fmt(r.started_at)), item('Ended', fmt(r.ended_at)),
+      r.realtime ? null : item('Next run', r.next_run_at && formatTime(r.next_run_at)),
+      item('Posted', formatTime(r.posted_at)), item('Started', formatTime(r.started_at)), item('Ended', formatTime(r.ended_at)),
       item('Restarts today', r.restarts), item('Run order', r.run_order), item('Job', r.job_id),
-      item('Last message', r.last_message ? `${fmt(r.last_message_at)} ${r.last_level || ''} ${r.last_message}` : null, 'routine-last-message')),
+      item('Last message', r.last_message ? `${formatTime(r.last_message_at)} ${r.last_level || ''} ${r.last_message}` : null, 'routine-last-message')),
     r.commandable ? el('div', {},
       el('button', { type: 'button', testid: 'routine-restart', onclick: (e) => { e.stopPropagation(); command(r, 'restart'); } }, 'Restart'), ' ',
       el('button', { type: 'button', testid: 'routine-stop', onclick: (e) => { e.stopPropagation(); command(r, 'stop'); } }, 'Stop'))
       : el('p', { class: 'notice' }, 'This routine is not commanded from here (the scheduler itself, or external).'),
-    el('ul', { testid: 'routine-messages' }, state.messages.map((m) => el('li', {}, `${fmt(m.at)} ${m.level}: ${m.message}`))));
+    el('ul', { testid: 'routine-messages' }, state.messages.map((m) => el('li', { key: `${m.at} ${m.message}` }, `${formatTime(m.at)} ${m.level}: ${m.message}`))));
 }
 
 async function openRoutine(r) {
@@ -362,23 +451,22 @@ function renderJobs() {
   const content = tid('content');
   const plain = state.groupBy.jobs === 'plain';
   const total = plain ? activeCount(state.plain.counts) : state.jobGroups.reduce((n, g) => n + activeCount(g.counts), 0);
-  tid('actions').replaceChildren(
+  patch(tid('actions'),
     el('button', { type: 'button', testid: 'jobs-cancel-all', disabled: total === 0, onclick: () => cancelWhere({}, total) }, `Cancel all (${total})`),
     el('button', { type: 'button', testid: 'jobs-cancel-selected', disabled: state.selected.size === 0, onclick: cancelSelected }, `Cancel selected (${state.selected.size})`));
   if (plain) {
     const p = state.plain;
-    content.replaceChildren(el('p', { testid: 'job-plain-total' }, `${p.total} jobs`),
+    patch(content, el('p', { testid: 'job-plain-total' }, plural(p.total, 'job')),
       el('div', { class: 'group' }, p.rows.map(jobRow)),
       p.rows.length < p.total ? el('button', { type: 'button', class: 'more', testid: 'job-group-more', onclick: () => { p.limit += PAGE; refresh(); } }, 'Show more') : null);
     return;
   }
-  if (!state.jobGroups.length) { content.replaceChildren(el('p', { class: 'notice' }, 'No job here.')); return; }
-  content.replaceChildren(...state.jobGroups.map((g) => {
+  if (!state.jobGroups.length) { patch(content, el('p', { class: 'notice' }, 'No job here.')); return; }
+  patch(content, state.jobGroups.map((g) => {
     const loaded = state.openJobGroups.get(g.group_key);
     const n = activeCount(g.counts);
-    const counts = Object.entries(g.counts).map(([s, c]) => `${s} ${c}`).join(' · ');
-    const header = [el('span', { class: 'key' }, g.group_key), badge(g.status, 'group-status'),
-      el('span', { class: 'counts', testid: 'group-counts' }, counts),
+    const header = [el('span', { class: 'key' }, jobGroupName(g.group_key)), badge(g.status, 'group-status'),
+      el('span', { class: 'counts', testid: 'group-counts' }, countsText(g.counts, JOB_STATUSES, 'job')),
       n ? el('button', { type: 'button', testid: 'job-group-cancel', onclick: (e) => { e.stopPropagation(); cancelWhere({ by: state.groupBy.jobs, group: g.group_key }, n); } }, `Cancel ${n}`) : null];
     const body = loaded ? [loaded.jobs.map(jobRow),
       loaded.jobs.length < g.jobs ? el('button', { type: 'button', class: 'more', testid: 'job-group-more', onclick: (e) => { e.stopPropagation(); loaded.limit += PAGE; refresh(); } }, `Show more (${loaded.jobs.length} of ${g.jobs})`) : null] : null;
@@ -390,30 +478,39 @@ function renderJobs() {
   }));
 }
 
+// A group by time is keyed by the minute due in UTC ("2026-12-02 01:13 report"): shown as every
+// time on the page is.
+function jobGroupName(key) {
+  const minute = state.groupBy.jobs === 'time' && /^(\d{4}-\d\d-\d\d \d\d:\d\d) (.*)$/.exec(key);
+  return minute ? `${formatTime(minute[1].replace(' ', 'T') + ':00Z')} ${minute[2]}` : key;
+}
+
 function jobRow(j) {
   const active = JOB_ACTIVE.has(j.status);
-  const row = el('div', { class: 'row', testid: 'job-row', 'data-id': j.id, 'data-status': j.status, onclick: () => openJob(j) },
+  const row = el('div', { class: 'row', testid: 'job-row', key: j.id, 'data-id': j.id, 'data-status': j.status, onclick: () => openJob(j) },
     active ? el('input', {
       type: 'checkbox', testid: 'job-select', checked: state.selected.has(j.id),
       onclick: (e) => { e.stopPropagation(); if (e.target.checked) state.selected.add(j.id); else state.selected.delete(j.id); render(); },
     }) : el('span', { class: 'nobox' }, ''),
     el('span', { class: 'meta' }, '#' + j.id), badge(j.status),
+    // A kill job sits among its routine's runs: it ends the run, it is not one.
+    j.kind === 'kill' ? el('span', { class: 'kind', testid: 'job-kind', title: 'This job ends the routine\'s run on its computer' }, 'kill') : null,
     el('span', { class: 'name' }, j.routine || j.command), el('span', { class: 'meta' }, (j.args || []).join(' ')),
     el('span', { class: 'meta' }, j.target ? `${j.computer} → ${j.target}` : j.computer),
-    el('span', { class: 'meta' }, fmt(j.due_at)),
+    el('span', { class: 'meta' }, formatTime(j.due_at)),
     j.status === 'ERROR' && j.error ? el('span', { class: 'err', testid: 'job-error' }, j.error.trim().split('\n').pop()) : null);
   return state.openJob === j.id && state.jobDetails ? [row, jobDetails(state.jobDetails)] : row;
 }
 
 function jobDetails(j) {
   const item = (label, value, testid) => [el('dt', {}, label), el('dd', { testid }, value === null || value === undefined || value === '' ? '—' : value)];
-  return el('div', { class: 'details', testid: 'job-details' }, el('dl', {},
+  return el('div', { class: 'details', testid: 'job-details', key: 'details ' + j.id }, el('dl', {},
     item('Job', j.id), item('Hash', j.hash), item('Owner', j.owner), item('Kind', j.kind), item('Status', j.status),
     item('May be taken by', j.computer, 'job-computer'), item('Taken by', j.target, 'job-target'),
     item('Routine', j.routine), item('Command', j.command), item('Arguments', (j.args || []).join(' '), 'job-args'),
     item('Revision', j.revision ? JSON.stringify(j.revision) : null),
     item('Waits for', (j.dependencies || []).map((d) => `job ${d.id}: ${d.status}`).join(', '), 'job-dependencies'),
-    item('Blocked', j.blocked_reason), item('Due', fmt(j.due_at)), item('Started', fmt(j.started_at)), item('Ended', fmt(j.ended_at)),
+    item('Blocked', j.blocked_reason), item('Due', formatTime(j.due_at)), item('Started', formatTime(j.started_at)), item('Ended', formatTime(j.ended_at)),
     item('Exit code', j.exit_code), item('Run time', j.run_time), item('Attempts', `${j.attempt} of ${j.max_attempts}`),
     item('Error', j.error), item('Stderr', j.stderr, 'job-stderr'), item('Stdout', j.stdout)));
 }
@@ -496,7 +593,7 @@ function render() {
   renderHeader();
   renderFilterControls();
   if (state.tab === 'jobs') renderJobs();
-  else { tid('actions').replaceChildren(); renderRoutines(); }
+  else { patch(tid('actions')); renderRoutines(); }
 }
 
 function setTab(name) {
@@ -546,6 +643,7 @@ function wire() {
   tid('filter-month').addEventListener('change', (e) => { state.month = e.target.value; jobsFilterChanged(); render(); refresh(); });
   tid('text-smaller').addEventListener('click', () => setTextSize(store.get('textSize', 100) - 10));
   tid('text-larger').addEventListener('click', () => setTextSize(store.get('textSize', 100) + 10));
+  tid('time-zone').addEventListener('click', switchTimeZone);
   tid('logout').addEventListener('click', async () => { try { await post('/logout', {}); } catch (e) { /* gone anyway */ } location.href = '/'; });
   document.addEventListener('keydown', (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey) return;

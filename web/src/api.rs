@@ -125,9 +125,17 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
                     &[],
                 )
                 .await?;
+                // next_run_at: a batch routine's next runtime today, read in its schedule's time
+                // zone on the scheduler's day, as the scheduler reads it.
                 let routines = rows(
                     client,
-                    "SELECT * FROM pgjobs.routines_today ORDER BY schedule, seq",
+                    "SELECT t.*,
+                            (SELECT min((t.day + r::time) AT TIME ZONE s.time_zone)
+                             FROM unnest(string_to_array(t.runtimes, ',')) r
+                             WHERE (t.day + r::time) AT TIME ZONE s.time_zone > now()) AS next_run_at
+                     FROM pgjobs.routines_today t
+                     LEFT JOIN pgjobs.routine_schedules s ON s.schedule = t.schedule AND s.owner = t.owner::oid
+                     ORDER BY t.schedule, t.seq",
                     &[],
                 )
                 .await?;

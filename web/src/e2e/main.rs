@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use webdriver::{Browser, Res};
+use webdriver::{Browser, Res, VIEWER_TIME_ZONE};
 
 const FAILING: [&str; 3] = ["ERROR", "DELAYED", "SILENT"];
 const USAGE: &str =
@@ -26,6 +26,13 @@ struct Ctx {
 
 fn tid(id: &str) -> String {
     format!("[data-testid=\"{id}\"]")
+}
+
+/// Whether a text shows a time as ISO 8601 writes it (2026-12-02T01:13:51), not as the page does.
+fn raw_iso_time(text: &str) -> bool {
+    text.as_bytes()
+        .windows(3)
+        .any(|w| w[0].is_ascii_digit() && w[1] == b'T' && w[2].is_ascii_digit())
 }
 
 fn fail<T>(why: impl Into<String>) -> Res<T> {
@@ -183,6 +190,51 @@ impl Ctx {
         wait_for(10, || Ok(!self.groups()?.is_empty()))
     }
 
+    /// Counts from now on the page's reads of an address (its refresh reads it every 5 s).
+    fn count_reads(&self, address: &str) -> Res<()> {
+        self.js(&format!(
+            "window.reads = 0;
+             window.readsOf = '{address}';
+             if (!window.readsCounted) {{
+                 window.readsCounted = true;
+                 const plain = window.fetch;
+                 window.fetch = (...args) => plain(...args).then((r) => {{
+                     if (String(args[0]).startsWith(window.readsOf)) window.reads += 1;
+                     return r;
+                 }});
+             }}"
+        ))
+        .map(|_| ())
+    }
+
+    /// Two reads since count_reads: the refresh of the first one has been shown.
+    fn wait_refreshed(&self) -> Res<()> {
+        wait_for(15, || {
+            Ok(self.js("return window.reads;")?.as_u64().unwrap_or(0) >= 2)
+        })
+    }
+
+    /// Whether window.probe, a node of the list, is still the one shown and still has the focus.
+    fn probe_kept(&self, css: &str, focused: bool) -> Res<bool> {
+        let check = if focused {
+            "document.activeElement === window.probe"
+        } else {
+            "true"
+        };
+        Ok(self.js(&format!(
+            "return document.querySelector('{css}') === window.probe && window.probe.isConnected && {check};"
+        ))? == json!(true))
+    }
+
+    /// A time of schedule WEB (a column of routine_schedules) as the page writes it in a zone,
+    /// without the zone's name.
+    fn web_schedule_time(&mut self, time: &str, zone: &str) -> Res<String> {
+        self.sql_one(&format!(
+            "SELECT to_char(({time}) AT TIME ZONE '{zone}', 'YYYY-MM-DD HH24:MI:SS')
+             FROM pgjobs.routine_schedules WHERE schedule = 'WEB'"
+        ))
+    }
+
     fn job_status(&mut self, where_: &str) -> Res<String> {
         self.sql_one(&format!(
             "SELECT string_agg(status, ',' ORDER BY id) FROM pgjobs.batch_jobs WHERE {where_}"
@@ -260,7 +312,7 @@ fn tabs_counts(c: &mut Ctx) -> Res<()> {
             c.b.text_css(&tid("tab-realtime-failing"))?,
             c.b.text_css(&tid("tab-batch-count"))?,
         ];
-        if shown != ["5", "1 failing", "2"] {
+        if shown != ["5 routines", "1 failing", "2 routines"] {
             return fail(format!("the tabs say {shown:?}"));
         }
         Ok(true)
@@ -269,12 +321,80 @@ fn tabs_counts(c: &mut Ctx) -> Res<()> {
         c.sql_one("SELECT count(*)::text FROM pgjobs.batch_active WHERE owner::text = 'web_ana'")?;
     wait_for(10, || {
         let shown = c.b.text_css(&tid("tab-jobs-count"))?;
-        if shown != active {
+        if shown != format!("{active} active") {
             return fail(format!("Jobs tab shows {shown}, {active} active"));
         }
         Ok(true)
     })?;
     c.b.screenshot(&c.out.join("realtime.png"))
+}
+
+/// "2) Batch 7 3 failing" read as 73 failing: every number now comes with its word.
+fn counts_read_with_their_words(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    let realtime = "return document.querySelector('[data-testid=tab-realtime]').innerText;";
+    wait_for(10, || {
+        Ok(c.js_str(realtime)? == "1) Realtime 5 routines 1 failing")
+    })
+    .map_err(|e| format!("the tab reads {:?}: {e}", c.js_str(realtime)))?;
+    c.b.click_css(&tid("tab-batch"))?;
+    let load = format!("[data-group=LOAD] {}", tid("group-counts"));
+    wait_for(20, || {
+        Ok(c.b.text_css(&load)? == "2 routines · 1 scheduled · 1 completed")
+    })
+    .map_err(|e| format!("LOAD's header reads {:?}: {e}", c.b.text_css(&load)))?;
+    jobs_tab(c, "routine", "cancelgroup", false)?;
+    let counts =
+        c.b.text_css(&format!("[data-group=cancelgroup] {}", tid("group-counts")))?;
+    (counts == "3 WAITING")
+        .then_some(())
+        .ok_or(format!("cancelgroup's header reads {counts:?}"))
+}
+
+fn times_one_format_in_either_zone(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    let button = "[data-testid=schedule-toggle][data-schedule=WEB]";
+    let title =
+        |c: &Ctx| -> Res<String> { Ok(c.b.attr(&c.b.find(button)?, "title")?.unwrap_or_default()) };
+    let utc = format!(" at {} UTC;", c.web_schedule_time("mode_at", "UTC")?);
+    let local = format!(
+        " at {} GMT+9;",
+        c.web_schedule_time("mode_at", VIEWER_TIME_ZONE)?
+    );
+    if !title(c)?.contains(&utc) || c.b.text_css(&tid("time-zone"))? != "Times: UTC" {
+        return fail(format!("in UTC, the switch's title: {}", title(c)?));
+    }
+    c.b.click_css(&tid("time-zone"))?;
+    wait_for(5, || Ok(title(c)?.contains(&local))).map_err(|e| {
+        format!(
+            "in the viewer's zone, the switch's title: {:?} {e}",
+            title(c)
+        )
+    })?;
+    if c.b.text_css(&tid("time-zone"))? != format!("Times: {VIEWER_TIME_ZONE}") {
+        return fail(format!(
+            "the button says {}",
+            c.b.text_css(&tid("time-zone"))?
+        ));
+    }
+    // Remembered, and every time of the page in that zone.
+    c.b.refresh()?;
+    wait_for(10, || Ok(title(c).is_ok_and(|t| t.contains(&local))))
+        .map_err(|e| format!("after a reload: {e}"))?;
+    c.b.click_css(&c.group_header("FEEDS"))?;
+    c.b.click_css("[data-testid=routine-row][data-routine=\"web_ana@alpha:feeds.quotes\"]")?;
+    wait_for(10, || {
+        let details = c.b.text_css(&tid("routine-details"))?;
+        Ok(details.contains("GMT+9") && !details.contains("UTC") && !raw_iso_time(&details))
+    })
+    .map_err(|e| {
+        format!(
+            "the details: {:?} {e}",
+            c.b.text_css(&tid("routine-details"))
+        )
+    })?;
+    c.b.click_css(&tid("time-zone"))?;
+    wait_for(5, || Ok(title(c)?.contains(&utc)))
 }
 
 fn tabs_keys_and_address(c: &mut Ctx) -> Res<()> {
@@ -420,18 +540,17 @@ fn realtime_groups_start_shut_and_stay_open(c: &mut Ctx) -> Res<()> {
 fn group_header_status(c: &mut Ctx) -> Res<()> {
     c.fresh("")?;
     wait_for(15, || {
+        let broken =
+            c.b.text_css(&format!("[data-group=BROKEN] {}", tid("group-status")))?;
         Ok(c.b.text_css(&c.group_header("FEEDS"))?.contains("RUNNING")
             && !c
                 .b
                 .find_all(&format!("[data-group=FEEDS] {}", tid("group-dot")))?
                 .is_empty()
-            && FAILING.contains(
-                &c.b.text_css(&format!("[data-group=BROKEN] {}", tid("group-status")))?
-                    .as_str(),
-            )
+            && FAILING.contains(&broken.as_str())
             && c.b
                 .text_css(&format!("[data-group=BROKEN] {}", tid("group-counts")))?
-                .ends_with(" 1")
+                == format!("1 {broken}")
             && c.b
                 .find_all(&format!("[data-group=BROKEN] {}", tid("group-dot")))?
                 .is_empty())
@@ -446,6 +565,64 @@ fn filter_opens_groups(c: &mut Ctx) -> Res<()> {
     (rows == ["web_ana@alpha:feeds.news"])
         .then_some(())
         .ok_or(format!("rows {rows:?}"))
+}
+
+fn scheduled_routine_says_when(c: &mut Ctx) -> Res<()> {
+    // etl.report runs at 23:59 in the schedule's zone, about twelve hours from now.
+    let when = c.web_schedule_time("(day + time '23:59') AT TIME ZONE time_zone", "UTC")?;
+    c.fresh("?tab=batch")?;
+    let next_run = |routine: &str| {
+        format!(
+            "[data-testid=routine-row][data-routine=\"web_ana@alpha:{routine}\"] {}",
+            tid("routine-next-run")
+        )
+    };
+    wait_for(10, || {
+        Ok(c.b.text_css(&next_run("etl.report"))? == format!("next run {when} UTC"))
+    })
+    .map_err(|e| {
+        format!(
+            "etl.report's line: {:?} {e}",
+            c.b.text_css(&next_run("etl.report"))
+        )
+    })?;
+    // One that has run says nothing of it.
+    c.b.find_all(&next_run("etl.load"))?
+        .is_empty()
+        .then_some(())
+        .ok_or("etl.load, completed, tells a next run".into())
+}
+
+/// The reading every 5 s changes the rows in place: a selection or the focus in the list stays.
+fn routines_patched_in_place(c: &mut Ctx) -> Res<()> {
+    c.fresh("")?;
+    c.b.click_css(&c.group_header("FEEDS"))?;
+    let row = "[data-testid=routine-row][data-routine=\"web_ana@alpha:feeds.quotes\"]";
+    wait_for(5, || Ok(!c.b.find_all(row)?.is_empty()))?;
+    c.js(&format!(
+        "window.probe = document.querySelector('{row}');
+         getSelection().selectAllChildren(window.probe.querySelector('.name'));"
+    ))?;
+    c.count_reads("/api/routines")?;
+    c.wait_refreshed()?;
+    let selected = c.js_str("return getSelection().toString();")?;
+    if !c.probe_kept(row, false)? || selected != "feeds.quotes" {
+        return fail(format!(
+            "after a refresh: the same row {}, selected {selected:?}",
+            c.probe_kept(row, false)?
+        ));
+    }
+    c.b.click_css(row)?;
+    wait_for(5, || c.visible("routine-restart"))?;
+    let restart = tid("routine-restart");
+    c.js(&format!(
+        "window.probe = document.querySelector('{restart}'); window.probe.focus();"
+    ))?;
+    c.count_reads("/api/routines")?;
+    c.wait_refreshed()?;
+    c.probe_kept(&restart, true)?
+        .then_some(())
+        .ok_or("Restart lost the focus in a refresh".into())
 }
 
 fn open_routine(c: &Ctx, routine: &str) -> Res<()> {
@@ -590,21 +767,36 @@ fn was_running_banner(c: &mut Ctx) -> Res<()> {
     if !signal("-STOP").unwrap_or(false) {
         return fail("cannot stop the launcher");
     }
+    let banner = "[data-testid=banner-not-known][data-schedule=WEB]";
     let seen = wait_for(30, || {
-        Ok(c.b
-            .find_all("[data-testid=banner-not-known][data-schedule=WEB]")?
-            .len()
-            == 1
+        Ok(c.b.find_all(banner)?.len() == 1
             && c.rows("routine-row", "status")?
                 .iter()
                 .all(|s| s == "WAS RUNNING")
             && c.b
                 .text_css(&format!("[data-group=FEEDS] {}", tid("group-status")))?
                 == "WAS RUNNING")
+    })
+    .and_then(|()| {
+        // The time the scheduler last wrote, as every time on the page is written.
+        let since = format!("since {} UTC.", c.web_schedule_time("state_at", "UTC")?);
+        let text = c.b.text_css(banner)?;
+        if !text.contains(&since) || raw_iso_time(&text) {
+            return fail(format!("the banner says {text}"));
+        }
+        // A warning (dark amber on pale yellow), not the quiet grey of a scheduled routine.
+        let colours = c.js_str(&format!(
+            "const s = getComputedStyle(document.querySelector('[data-group=FEEDS] {}'));
+             return s.color + ' on ' + s.backgroundColor;",
+            tid("group-status")
+        ))?;
+        if colours != "rgb(138, 75, 0) on rgb(255, 243, 205)" {
+            return fail(format!("WAS RUNNING is {colours}"));
+        }
+        c.b.screenshot(&c.out.join("was-running.png"))
     });
     let _ = signal("-CONT");
     seen?;
-    c.b.screenshot(&c.out.join("was-running.png"))?;
     wait_for(20, || {
         Ok(c.b.find_all(&tid("banner-not-known"))?.is_empty())
     })
@@ -769,6 +961,49 @@ fn jobs_open_group_read_again(c: &mut Ctx) -> Res<()> {
         12,
         || Ok(c.b.find_all(&tid("job-row"))?.len() == before + 1),
     )
+}
+
+fn jobs_patched_in_place(c: &mut Ctx) -> Res<()> {
+    open_job_group(c, "pickme", false)?;
+    let first_box = format!("[data-group=pickme] {}", tid("job-select"));
+    c.js(&format!(
+        "window.probe = document.querySelector('{first_box}'); window.probe.focus();"
+    ))?;
+    c.count_reads("/api/jobs/group")?;
+    c.wait_refreshed()?;
+    c.probe_kept(&first_box, true)?
+        .then_some(())
+        .ok_or("a job's box lost the focus in a refresh".into())
+}
+
+fn jobs_kill_job_labelled(c: &mut Ctx) -> Res<()> {
+    let mut ana = c.as_role("web_ana")?;
+    let posted = ana
+        .query_one(
+            "SELECT pgjobs.batch_post('echo', ARRAY['killtest run'], computer => 'alpha', routine => 'killtest',
+                                      run_at => now() + interval '1 hour'),
+                    pgjobs.batch_post('', kind => 'kill', routine => 'killtest', computer => 'alpha',
+                                      run_at => now() + interval '1 hour')",
+            &[],
+        )
+        .map_err(|e| e.to_string())?;
+    let (run, kill): (i64, i64) = (posted.get(0), posted.get(1));
+    open_job_group(c, "killtest", false)?;
+    wait_for(10, || Ok(c.b.find_all(&tid("job-row"))?.len() == 2))?;
+    let label = |id: i64| {
+        format!(
+            "[data-testid=job-row][data-id=\"{id}\"] {}",
+            tid("job-kind")
+        )
+    };
+    let kill_label = c.b.text_css(&label(kill))?;
+    if kill_label != "kill" || !c.b.find_all(&label(run))?.is_empty() {
+        return fail(format!(
+            "the kill job is labelled {kill_label:?}, the run {:?}",
+            c.b.find_all(&label(run))?
+        ));
+    }
+    c.b.screenshot(&c.out.join("kill-job.png"))
 }
 
 fn jobs_groupings_and_months(c: &mut Ctx) -> Res<()> {
@@ -1096,6 +1331,8 @@ fn main() {
         ("a database not reachable gets its page", login_database_unreachable),
         ("the session cookie is HttpOnly, SameSite=Strict, 128 bits", login_cookie_is_http_only),
         ("Realtime first; each tab counts its routines, failing ones and active jobs", tabs_counts),
+        ("counts come with their words: 5 routines 1 failing, 2 routines · 1 scheduled · 1 completed", counts_read_with_their_words),
+        ("one time format, in UTC or the viewer's zone (remembered)", times_one_format_in_either_zone),
         ("keys 1, 2, 3 switch tabs and the address follows", tabs_keys_and_address),
         ("?tab=1|2|3|realtime|batch|jobs opens that tab", address_opens_tab),
         ("filters are shut until asked for, open or shut remembered", filters_shut_and_remembered),
@@ -1106,12 +1343,14 @@ fn main() {
         ("realtime groups start shut; one opened by hand stays open after a reload", realtime_groups_start_shut_and_stay_open),
         ("a group's header: RUNNING with a green dot, else its most pressing status and counts", group_header_status),
         ("a filter opens the groups it found something in", filter_opens_groups),
+        ("a scheduled routine says on its line when it runs next", scheduled_routine_says_when),
+        ("the 5 s refresh keeps the rows: a selection and the focus stay", routines_patched_in_place),
         ("a routine's details: full name, masked secret, waits for, last message", details_mask_secrets),
         ("the scheduler in its own schedule has no Restart or Stop", scheduler_has_no_commands),
         ("Restart asks first, restarts the routine, the log names the person", restart_asks_and_names_the_person),
         ("Stop asks first, ends the run, the log names the person", stop_asks_and_names_the_person),
         ("Commands off / on asks first, says who on hover, the scheduler stops commanding", toggle_commands),
-        ("WAS RUNNING banner while the scheduler is stopped", was_running_banner),
+        ("WAS RUNNING banner while the scheduler is stopped: its time as the page's, a warning's colour", was_running_banner),
         ("Jobs: groups only until opened, 200 at a time, Show more", jobs_show_more),
         ("Jobs: a failed job's line shows its error; details say who may take it and who took it", jobs_failed_line_and_details),
         ("Jobs: a job's details mask a secret argument", jobs_details_mask_secrets),
@@ -1119,6 +1358,8 @@ fn main() {
         ("Jobs: Cancel all (N) cancels the filtered list only", jobs_cancel_all_filtered),
         ("Jobs: Cancel selected cancels the ticked jobs only", jobs_cancel_selected),
         ("Jobs: an open group is read again every 5 s", jobs_open_group_read_again),
+        ("Jobs: the 5 s refresh keeps the rows: the focus on a job's box stays", jobs_patched_in_place),
+        ("Jobs: a kill job is labelled among its routine's runs", jobs_kill_job_labelled),
         ("Jobs: by status, computer, one list, and a month", jobs_groupings_and_months),
         ("text size − and + from 80 to 200 %, remembered", text_size_remembered),
         ("a second role sees none of the first role's routines or jobs", second_role_sees_nothing_of_the_first),

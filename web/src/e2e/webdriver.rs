@@ -8,6 +8,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+pub const VIEWER_TIME_ZONE: &str = "Asia/Tokyo";
 
 pub struct Browser {
     http: ureq::Agent,
@@ -37,8 +38,11 @@ fn agent() -> ureq::Agent {
 impl Browser {
     /// Starts chromedriver on the port and a headless chromium session.
     pub fn start(port: u16) -> Res<Browser> {
+        // The browser lives nine hours from UTC (no summer time), so that a time shown in the
+        // viewer's zone differs from the same time in UTC.
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
+            .env("TZ", VIEWER_TIME_ZONE)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
