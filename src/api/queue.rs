@@ -121,6 +121,26 @@ const REPLACE_PARAMETERS: [Oid; 3 + Field::Key as usize] = {
     types
 };
 static REPLACE: Statement = statement("replace", &REPLACE_PARAMETERS, Planning::Default);
+/// The job holding the key, its owner, the key, the new job's fields as for add_one, its rule
+/// and its window.
+const REPLACE_TAKEN_PARAMETERS: [Oid; 5 + Field::Key as usize] = {
+    let mut types = [INT8OID; 5 + Field::Key as usize];
+    types[1] = OIDOID;
+    types[2] = TEXTOID;
+    let mut field = 0;
+    while field < Field::Key as usize {
+        types[3 + field] = FIELD_TYPES[field];
+        field += 1;
+    }
+    types[3 + Field::Key as usize] = TEXTOID;
+    types[4 + Field::Key as usize] = INTERVALOID;
+    types
+};
+static REPLACE_TAKEN: Statement = statement(
+    "replace_taken",
+    &REPLACE_TAKEN_PARAMETERS,
+    Planning::Default,
+);
 static FREE_EXPIRED_KEYS: Statement = statement(
     "free_expired_keys",
     &[OIDOID, TEXTARRAYOID],
@@ -615,7 +635,8 @@ pub(crate) fn wake_placed(section: &Section, jobs: &[(i64, Oid, String)]) {
 }
 
 /// The jobs whose keys were taken (None in `ids`): each is the job that holds its key, and
-/// `replace` and `debounce` give the holder the new work if it is still waiting.
+/// `replace` and `debounce` give the holder the new work if it is still waiting, else make it a
+/// new job that takes the key over.
 fn take_keys(
     section: &Section,
     owner: Oid,
@@ -648,7 +669,7 @@ fn take_keys(
         let given = |field: Field| spec.get(field);
         let or_default = |field: Field| spec.get(field).or(defaults[field as usize]);
         heads::requeued();
-        section.run(
+        let replaced = section.run(
             &REPLACE,
             &[
                 Some(Datum::from(holder)),
@@ -665,6 +686,30 @@ fn take_keys(
                 given(Field::KeyWindow),
             ],
         );
+        if replaced.len() > 0 {
+            continue;
+        }
+        let mut arguments = vec![
+            Some(Datum::from(holder)),
+            Some(Datum::from(owner)),
+            given(Field::Key),
+        ];
+        arguments.extend((0..Field::Key as usize).map(|f| spec.0[f].or(defaults[f])));
+        arguments.extend([given(Field::OnConflict), given(Field::KeyWindow)]);
+        let taken = section.run(&REPLACE_TAKEN, &arguments);
+        ids[n] = match placed(&taken, 0, [0, 1, 2, 4, 5]) {
+            Some((id, claimable_by, queue)) => {
+                if taken.get::<bool>(0, 3) == Some(true) {
+                    wake(section, std::iter::once((claimable_by, queue.as_str())));
+                }
+                Some(id)
+            }
+            // The key changed hands, or its holder waits again, while this add looked: once more.
+            None if !is_reserved_queue(&spec.text(Field::Queue).unwrap_or_default()) => {
+                Some(add(section, owner, &[*spec])[0])
+            }
+            None => Some(holder),
+        };
     }
 }
 

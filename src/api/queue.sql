@@ -106,7 +106,35 @@ SET task = $3, payload = $4, queue = $5, priority = $6,
     max_attempts = coalesce($8, j.max_attempts), backoff = coalesce($9, j.backoff),
     max_backoff = coalesce($10, j.max_backoff), lease = coalesce($11, j.lease),
     last_update = statement_timestamp()
-WHERE j.id = $1 AND j.status = 'created' AND j.owner = $2;
+WHERE j.id = $1 AND j.status = 'created' AND j.owner = $2
+RETURNING j.id;
+
+-- name: replace_taken
+-- The `replace` and `debounce` rules where job $1 of owner $2, holding key $3, is not waiting: it
+-- has started, or it has finished and its key was left (a skip key, or a replace key whose
+-- hand-over below rolled back while the job finished). The new work ($4 .. $12, defaults filled
+-- in; rule $13, window $14) becomes a job of its own, and takes the key over, so that the next
+-- add replaces it while it waits (graphile-worker's behaviour; the work was dropped before). A
+-- started holder runs on, and its finish leaves the key alone, since it no longer names it;
+-- that finish passes over a key row this statement holds rather than wait for the add's
+-- transaction (finish: freed_keys). Not for the extension's queues, whose jobs replace only a
+-- waiting job. Returns the new job as add does; nothing where the key no longer names the holder,
+-- or the holder waits again (the caller adds once more: the key is free, or has a new holder).
+WITH moved AS (
+    UPDATE job_keys k
+    SET job_id = nextval('jobs_id_seq'::regclass),
+        due_at = coalesce($8, statement_timestamp() + coalesce($14, '0')), free_at = NULL
+    WHERE k.owner = $2 AND k.idempotency_key = $3 AND k.job_id = $1
+      AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = $1 AND h.status = 'created')
+      AND NOT _reserved_queue($6)
+    RETURNING k.job_id, k.due_at
+)
+INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
+                  max_backoff, lease, payload, idempotency_key, key_rule, due_at)
+SELECT m.job_id, $2, $2, $4, $6, $7, m.due_at, $9, $10, $11, $12, $5, $3,
+       CASE $13 WHEN 'debounce' THEN 'replace' ELSE $13 END::key_rule, m.due_at
+FROM moved m
+RETURNING id, claimable_by, queue::text, run_at <= statement_timestamp(), priority, run_at;
 
 -- name: expired_leases
 -- One scan of jobs (no index names locked_until, see sql/030_queue.sql): the expired leases to
@@ -313,9 +341,13 @@ WITH given AS (
                                                        'at', statement_timestamp(), 'error', g.error) END
                   AS errors_now
 ), freed_keys AS (
-    DELETE FROM job_keys k USING j
-    WHERE j.key_rule = 'replace' AND k.owner = j.owner AND k.idempotency_key = j.idempotency_key
-      AND k.job_id = j.id
+    -- A key row locked by an add is being handed to a new job (replace_taken): passed over, so
+    -- that no finish (the launcher's rescue among them) ever waits for an add's transaction.
+    DELETE FROM job_keys k
+    WHERE k.ctid = ANY (ARRAY(
+        SELECT f.ctid FROM job_keys f JOIN j ON f.owner = j.owner AND f.idempotency_key = j.idempotency_key
+        WHERE j.key_rule = 'replace' AND f.job_id = j.id
+        FOR UPDATE OF f SKIP LOCKED))
 ), kept AS (
     INSERT INTO job_history (
         id, owner, status, task, queue, priority, payload, result, errors, attempts,

@@ -1,6 +1,7 @@
 -- Idempotency keys. skip: the first job with a key stands, also after it finished.
--- replace: posting again replaces the job still waiting; a running one is left alone; once it
--- has finished the key is free again. debounce: as replace, due key_window after the last add.
+-- replace: posting again replaces the job still waiting; while one runs, the new work is a new
+-- job that takes the key (the next add replaces it); once it has finished the key is free again.
+-- debounce: as replace, due key_window after the last add.
 -- throttle: one job per key per key_window.
 SELECT regress.reset();
 
@@ -18,13 +19,19 @@ SELECT pgjobs.jobs_add('sync', '{"v": 2}', key => 'sync:42', on_conflict => 'rep
 SELECT j.id, j.task, j.priority, j.max_attempts, j.payload, j.status
 FROM pgjobs.jobs j WHERE j.idempotency_key = 'sync:42';
 
--- replace, while running: left alone.
+-- replace, while running: the running job is left alone, and the new work is a job of its own,
+-- waiting, which takes the key; an add after it replaces that one's work.
 CREATE TABLE regress.running AS SELECT * FROM pgjobs.jobs_claim('w');
 SELECT pgjobs.jobs_add('sync', '{"v": 3}', key => 'sync:42', on_conflict => 'replace') AS while_running;
-SELECT j.payload, j.status FROM pgjobs.jobs j WHERE j.id = 4;
+SELECT pgjobs.jobs_add('sync', '{"v": 3.5}', key => 'sync:42', on_conflict => 'replace') AS next_replaced;
+SELECT j.id, j.payload, j.status FROM pgjobs.jobs j WHERE j.idempotency_key = 'sync:42' ORDER BY j.id;
+SELECT job_id AS key_holder FROM pgjobs.job_keys WHERE idempotency_key = 'sync:42';
 
--- replace, after it finished: a new job.
+-- The running job's completion leaves the key to the next job; once that one has finished too,
+-- replace adds a new job.
 SELECT count(*) FROM regress.running r, pgjobs.jobs_complete(r.id, r.lease_token);
+SELECT job_id AS key_holder FROM pgjobs.job_keys WHERE idempotency_key = 'sync:42';
+SELECT count(*) FROM pgjobs.jobs_claim('w') c, pgjobs.jobs_complete(c.id, c.lease_token);
 SELECT pgjobs.jobs_add('sync', '{"v": 4}', key => 'sync:42', on_conflict => 'replace') AS after_finish;
 SELECT id AS job_id, payload FROM pgjobs.jobs ORDER BY job_id;
 
@@ -39,13 +46,18 @@ SELECT count(*) AS jobs_with_dup FROM pgjobs.jobs WHERE idempotency_key = 'dup';
 DROP TABLE regress.running;
 
 -- debounce: the job runs key_window after the last add. The first add is due then; each add
--- while it waits replaces its work and pushes it out again.
+-- while it waits replaces its work and pushes it out again; an add while it runs is a new job,
+-- due key_window later.
 SELECT regress.reset();
 SELECT pgjobs.jobs_add('reindex', '{"v": 1}', key => 'doc:7', on_conflict => 'debounce', key_window => '10 seconds') AS first;
 SELECT run_at - now() BETWEEN interval '9 seconds' AND interval '10 seconds' AS due_in_10s, key_rule FROM pgjobs.jobs WHERE id = 1;
 UPDATE pgjobs.jobs SET run_at = now() + interval '2 seconds' WHERE id = 1;
 SELECT pgjobs.jobs_add('reindex', '{"v": 2}', key => 'doc:7', on_conflict => 'debounce', key_window => '10 seconds') AS debounced;
 SELECT id, payload, run_at - now() BETWEEN interval '9 seconds' AND interval '10 seconds' AS due_in_10s_again FROM pgjobs.jobs;
+UPDATE pgjobs.jobs SET run_at = now() WHERE id = 1;
+SELECT id AS claimed FROM pgjobs.jobs_claim('w');
+SELECT pgjobs.jobs_add('reindex', '{"v": 3}', key => 'doc:7', on_conflict => 'debounce', key_window => '10 seconds') AS while_running;
+SELECT id, payload, status, run_at - now() BETWEEN interval '9 seconds' AND interval '10 seconds' AS due_in_10s FROM pgjobs.jobs ORDER BY id;
 
 -- throttle: at most one job per key per key_window. The first runs at once; adds within the
 -- window add nothing and return it, also once it has finished; after the window (moved here to
