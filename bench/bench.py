@@ -941,12 +941,44 @@ def pickup_latencies(systems):
         SYSTEM_OBJECTS[system].reset()
         settle(system)
         samples[system] = driver(system, "pickup", samples=count, **options)["latencies_ns"]
+    log(f"jobs_wait: {PICKUP_JOBS} jobs, one at a time, each waited for while a worker completes it")
+    PG_JOBS.reset()
+    settle()
+    waits = wait_latency()
     rows = []
     for name, fraction in (("p50", 0.50), ("p99", 0.99)):
         rows.append(Row(f"Pickup latency of an idle worker, add to claim, {name}", "ms", "lower",
                         {system: Figure(percentile(values, fraction) / 1e6) for system, values in samples.items()},
                         digits=2))
+    for name, fraction in (("p50", 0.50), ("p99", 0.99)):
+        rows.append(Row(f"jobs_wait, a completion (its call sent) to the waiter's answer, {name}", "ms", "",
+                        {"pg_jobs": Figure(percentile(waits, fraction) / 1e6)}, digits=2))
     return rows
+
+
+def wait_latency(samples=PICKUP_JOBS):
+    """ns from a worker's completion (its call sent) until a caller waiting for that job in
+    jobs_wait has its answer, one job at a time: the waiter sleeps on its latch, and the
+    completing commit sets it (src/api/waits.rs)."""
+    results = []
+    with ThreadPoolExecutor(1) as pool, connect() as producer, connect() as worker, connect() as waiter:
+        for _ in range(samples):
+            [(job,)] = producer.execute("SELECT pgjobs.jobs_add('noop')").fetchall()
+            [(token,)] = worker.execute(
+                "SELECT lease_token FROM pgjobs.jobs_claim('b', ARRAY['default'], 1)").fetchall()
+
+            def wait():
+                waiter.execute("SELECT status FROM pgjobs.jobs_wait(ARRAY[%s::bigint], '10 seconds')",
+                               [job]).fetchall()
+                return time.perf_counter_ns()
+
+            answered = pool.submit(wait)
+            # Long enough for the waiter to have read the job once and gone to sleep.
+            time.sleep(random.uniform(0.02, 0.04))
+            sent = time.perf_counter_ns()
+            worker.execute("SELECT pgjobs.jobs_complete(%s, %s)", [job, token])
+            results.append(answered.result(timeout=15) - sent)
+    return results
 
 
 def claim_latency():
