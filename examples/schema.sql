@@ -8,3 +8,9 @@ CREATE TABLE IF NOT EXISTS example_effects (
     worker  text NOT NULL,
     done_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- Services the application depends on that are down: a job whose payload says it needs one
+-- ("needs") fails while its name is here (the workflow examples' failing step).
+CREATE TABLE IF NOT EXISTS example_outages (
+    service text PRIMARY KEY
+);

@@ -7,7 +7,8 @@
 # past its lease loses its job to another and, continued, rolls back. Then, from the database:
 # every job completed exactly once (one row in example_effects per completed job, in the
 # transaction of its jobs_complete), none for the aborted or lost attempts, nothing left. Then the
-# language's compute worker, with a result store of the test's (example_compute_worker).
+# language's workflow (example_workflow) and its compute worker, with a result store of the
+# test's (example_compute_worker).
 # About a minute. Installs psycopg into target/example-venv and pg into examples/node/node_modules
 # on first use. Sourced by test.sh (it uses PORT, LIVE_DB, OUT, log and count from there, and
 # live_sql and wait_until from live_tests.sh); each test prints "name ... ok" or "name ... FAILED".
@@ -145,7 +146,8 @@ example_setup() {
         EXCEPTION WHEN duplicate_object THEN NULL;
         END\$\$;
         $(cat "$EXAMPLES/schema.sql")
-        GRANT SELECT, INSERT ON example_effects TO ex_python, ex_node;" >/dev/null
+        GRANT SELECT, INSERT ON example_effects TO ex_python, ex_node;
+        GRANT SELECT, INSERT, DELETE ON example_outages TO ex_python, ex_node;" >/dev/null
 }
 
 # One language's run: see the top of this file.
@@ -362,6 +364,48 @@ example_compute_worker() {
                         FROM pgjobs.compute_results WHERE job_id = $job_here")" = "cba,sboj_gp" ]
 }
 
+# The workflow example (workflow.py / workflow.js) with two workers: 8 steps fanned out in one
+# call, step 0 failing while its service is down; the workflow sees the failure in jobs_wait,
+# brings the service back and sends the step again with jobs_retry (same id), then joins. Then,
+# from the database: every step completed, step 0 after a failed attempt (in its log of errors),
+# each step's effect exactly once and none of the failed attempt, and the join job, added after
+# them, completed with all 8 steps in its payload.
+example_workflow() {
+    local out w1 w2 join steps
+    EX_PIDS=()
+    if ! ex_start wf1 || { w1=$EX_PID; ! ex_start wf2; }; then
+        ex_failed "workflow: two workers start" "$(tail -n 5 "$(ex_log wf1)" "$(ex_log wf2)" 2>/dev/null)"
+        ex_kill_all
+        return
+    fi
+    w2=$EX_PID
+    out=$(ex_run workflow 8 --queue "ex_$EX_LANG" --outage "smtp-$EX_LANG-$$" 2>&1)
+    join=$(tail -n 1 <<<"$out")
+    if [[ "$join" =~ ^[0-9]+$ ]] && grep -q "^join $join completed$" <<<"$out"; then
+        ex_ok "workflow: fan-out, a failed step retried, the join completed"
+    else
+        ex_failed "workflow: fan-out, a failed step retried, the join completed" "$(tail -n 5 <<<"$out")"
+        ex_kill_all
+        return
+    fi
+    steps=$(ex_sql "SELECT string_agg(s, ',') FROM jsonb_array_elements_text(
+                        (SELECT payload -> 'steps' FROM pgjobs.job_list WHERE id = $join)) s")
+    ex_check "workflow: the failed step ran again under its id after its failure" grep -q "^step ${steps%%,*} failed: .*smtp-$EX_LANG-$$ is down" <<<"$out"
+    ex_check "workflow: every step completed, the first after one failed attempt" ex_until 1 "
+        SELECT count(*) = 8 AND bool_and(status = 'completed')
+               AND bool_and(jsonb_array_length(errors) = CASE WHEN id = ${steps%%,*} THEN 1 ELSE 0 END)
+        FROM pgjobs.job_list WHERE id IN ($steps)"
+    ex_check "workflow: one effect per step and the join, none of the failed attempt" ex_until 1 "
+        SELECT count(*) = 9 AND count(DISTINCT job_id) = 9
+               AND bool_and(n = CASE WHEN job_id = $join THEN 8 ELSE n END)
+        FROM example_effects WHERE job_id IN ($steps, $join)"
+    ex_check "workflow: the join was added after every step finished" ex_until 1 "
+        SELECT (SELECT start_time FROM pgjobs.job_list WHERE id = $join)
+               >= (SELECT max(end_time) FROM pgjobs.job_list WHERE id IN ($steps))"
+    for pid in $w1 $w2; do ex_stop 5 "$pid"; done
+    ex_kill_all
+}
+
 run_example_tests() {
     local started=$SECONDS
     mkdir -p "$OUT/examples"
@@ -385,6 +429,7 @@ run_example_tests() {
     local language
     for language in ${EXAMPLE_LANGUAGES:-python node}; do
         example_language "$language"
+        example_workflow
         example_compute_worker
         ex_kill_all
     done

@@ -45,6 +45,10 @@ function keepLease(hb, job) {
 
 // The job's effect: a row in the application's table, in the job's transaction.
 async function doRecord(client, job, lease) {
+  const needs = job.payload.needs;
+  if (needs && (await client.query('SELECT FROM example_outages WHERE service = $1', [needs])).rowCount) {
+    throw new Error(`${needs} is down`);
+  }
   await client.query('INSERT INTO example_effects (job_id, n, worker) VALUES ($1, $2, $3)',
     [job.id, job.payload.n, WORKER]);
   // Slow work ("sleep" seconds) looks at its lease as it goes, so an abort stops it early.

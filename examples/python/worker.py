@@ -54,6 +54,9 @@ class Lease:
 
 def do_record(conn, job_id, payload, lease):
     """The job's effect: a row in the application's table, in the job's transaction."""
+    needs = payload.get("needs")
+    if needs and conn.execute("SELECT true FROM example_outages WHERE service = %s", (needs,)).fetchone():
+        raise RuntimeError(f"{needs} is down")
     conn.execute("INSERT INTO example_effects (job_id, n, worker) VALUES (%s, %s, %s)",
                  (job_id, payload.get("n"), WORKER))
     # Slow work ("sleep" seconds) looks at its lease as it goes, so an abort stops it early.
