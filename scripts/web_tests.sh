@@ -5,8 +5,9 @@
 # by test.sh after routine_tests.sh; each test prints "name ... ok" or "name ... FAILED" and is
 # counted. Screenshots of each tab go to $OUT/web/*.png.
 #
-# Two people log in with passwords: web_ana (schedules WEB and WEB2, batch jobs) and web_bob
-# (schedule BOB, a job of his own). The cluster trusts localhost, so pg_hba.conf gets lines that
+# Two people log in with passwords: web_ana (schedules WEB and WEB2, batch jobs, cron schedules
+# ana-nightly, ana-ticks and ana-sleep) and web_bob (schedule BOB, a job of his own, cron schedule
+# bob-hourly). The cluster trusts localhost, so pg_hba.conf gets lines that
 # ask these two roles for scram-sha-256 first (removed afterwards). A second pg_jobs_web points
 # at a port where no server listens, for the "database not reachable" page.
 #
@@ -88,6 +89,16 @@ web_setup() {
         SELECT pgjobs.routines_reload('BOB');
         SELECT pgjobs.batch_post('echo', ARRAY['bob-only-job'], computer => 'alpha', routine => 'bobjob',
                run_at => now() + interval '2 hours');" >/dev/null || return 1
+    # Cron schedules for the Schedules tab: a far-off queue job in another time zone (Disable and
+    # Enable), a queue job every 5 s (a run history), a SQL job that sleeps longer than its
+    # schedule's step (one is always running, to Abort); and one of web_bob's.
+    web_sql web_ana "
+        SELECT pgjobs.jobs_schedule('ana-nightly', '30 2 * * *', '{\"task\": \"report\", \"queue\": \"web_ana_reports\"}',
+               '{\"time_zone\": \"Asia/Tokyo\", \"missed\": \"all\", \"max_catch_up\": 3}');
+        SELECT pgjobs.jobs_schedule('ana-ticks', 'every 5 seconds', '{\"task\": \"tick\", \"queue\": \"web_ana_ticks\"}',
+               '{\"missed\": \"once\"}');
+        SELECT pgjobs.jobs_schedule('ana-sleep', 'every 20 seconds', '{\"sql\": \"SELECT pg_sleep(30)\"}');" >/dev/null || return 1
+    web_sql web_bob "SELECT pgjobs.jobs_schedule('bob-hourly', '@hourly', '{\"task\": \"bob-task\"}')" >/dev/null || return 1
     # Jobs due in an hour (one minute, so one group each by time): 250 for Show more, three for
     # Cancel N, three for Cancel all, three for Cancel selected, one with a secret; one that fails.
     web_sql web_ana "
@@ -121,6 +132,11 @@ web_cleanup() {
     WEB_PID=
     WEB_DEAD_PID=
     web_sql web_ana "SELECT pgjobs.routines_drop('WEB'); SELECT pgjobs.routines_drop('WEB2')" >/dev/null 2>&1 || true
+    local role
+    for role in web_ana web_bob; do
+        web_sql "$role" "SELECT pgjobs.jobs_unschedule(name) FROM pgjobs.jobs_schedules;
+            SELECT count(pgjobs.jobs_abort(job_id)) FROM pgjobs.job_runs WHERE status = 'running'" >/dev/null 2>&1 || true
+    done
     web_sql web_bob "SELECT pgjobs.routines_drop('BOB');
         SELECT count(*) FROM pgjobs.batch_cancel(ARRAY(SELECT id FROM pgjobs.batch_active WHERE status <> 'CANCEL'))" >/dev/null 2>&1 || true
     web_sql web_ana "SELECT count(*) FROM pgjobs.batch_cancel(ARRAY(SELECT id FROM pgjobs.batch_active WHERE status <> 'CANCEL'))" >/dev/null 2>&1 || true

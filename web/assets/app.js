@@ -1,12 +1,13 @@
-// The SCHED page: routines (Realtime, Batch) and batch jobs (Jobs) of pg_jobs, read every 5 s from
-// pg_jobs_web, which reads them as the role logged in. No build step, no library.
+// The SCHED page: routines (Realtime, Batch), batch jobs (Jobs) and cron schedules with the SQL
+// jobs running now (Schedules) of pg_jobs, read every 5 s from pg_jobs_web, which reads them as
+// the role logged in. No build step, no library.
 //
 // data-testid used by the browser tests (web/src/e2e/main.rs):
 //   login, login-form, login-role, login-password, login-submit   the login form
 //   login-wrong, login-unreachable, login-again (server pages)     a failed login
 //   lost-page                                                      the database was lost
 //   app, whoami, logout, error, notice, content
-//   tab-realtime|batch|jobs, tab-<tab>-count, tab-<tab>-failing    the tabs and their counts
+//   tab-realtime|batch|jobs|schedules, tab-<tab>-count, tab-<tab>-failing  the tabs and their counts
 //   text-smaller, text-larger, text-size                           − and + (80 to 200 %)
 //   time-zone (data-zone utc|local)                                times in UTC or the browser's zone
 //   toggles, schedule-toggle (data-schedule, data-mode)            Commands on / Commands off
@@ -19,6 +20,9 @@
 //   job-group-cancel, job-group-more, job-plain-total
 //   job-row (data-id, data-status), job-kind, job-select, job-error, job-details, job-args,
 //   job-dependencies, job-computer, job-target, job-stderr
+//   cron-table, cron-row (data-name, data-enabled), cron-next, cron-last-fired, cron-last-run,
+//   cron-missed, cron-enable, cron-disable, cron-runs, cron-run (data-id, data-status)
+//   sql-running, sql-running-none, sql-job-row (data-id), sql-job-sql, sql-job-elapsed, sql-job-abort
 'use strict';
 
 const tid = (id, root = document) => root.querySelector(`[data-testid="${id}"]`);
@@ -95,7 +99,7 @@ const store = {
   set(k, v) { localStorage.setItem('pgjobs.' + k, JSON.stringify(v)); },
 };
 
-const TABS = { 1: 'realtime', 2: 'batch', 3: 'jobs', realtime: 'realtime', batch: 'batch', jobs: 'jobs' };
+const TABS = { 1: 'realtime', 2: 'batch', 3: 'jobs', 4: 'schedules', realtime: 'realtime', batch: 'batch', jobs: 'jobs', schedules: 'schedules' };
 // The status words, most pressing first, as the extension ranks them, and the sets the page
 // filters and counts by (pg_jobs_core): put here by the server (web/src/main.rs, app_js).
 const VOCABULARY = /* the vocabulary of pg_jobs_core, put here by the server */ null;
@@ -117,6 +121,11 @@ function colour(status) {
     case 'running': case 'RUNNING': return 'st-running';
     case 'CANCEL': return 'st-cancel';
     case 'WAS RUNNING': return 'st-unknown';
+    // A queue job's and a SQL job's run's words (job_status, job_runs.status).
+    case 'failed': case 'timed out': case 'lost': return 'st-fail';
+    case 'created': return 'st-waiting';
+    case 'started': return 'st-running';
+    case 'succeeded': return 'st-completed';
     default: return 'st-scheduled';
   }
 }
@@ -148,6 +157,15 @@ function formatTime(t) {
   return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second} ${p.timeZoneName}`;
 }
 
+// "0.4 s", "12 s", "3 min 5 s", "2 h 3 min": how long a run took or has run.
+function formatDuration(seconds) {
+  if (seconds === null || seconds === undefined) return '—';
+  if (seconds < 10) return `${seconds.toFixed(1)} s`;
+  const s = Math.floor(seconds);
+  if (s < 3600) return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
 const state = {
   me: null,
   timeZone: store.get('timeZone', 'utc') === 'local' ? 'local' : 'utc',
@@ -168,6 +186,10 @@ const state = {
   openJob: null,
   jobDetails: null,
   selected: new Set(),
+  cronSchedules: [],
+  sqlRunning: [],
+  openCron: null,           // the name of the schedule whose runs are shown
+  cronRuns: null,           // its runs, once read
 };
 const kind = () => (state.tab === 'jobs' ? 'jobs' : 'routines');
 
@@ -237,7 +259,9 @@ function routineMatches(r) {
 
 function renderFilterControls() {
   const k = kind();
-  tid('filters').hidden = !store.get('filtersOpen', false);
+  // Nothing on the Schedules tab is filtered: its lists are short.
+  tid('filters-button').hidden = state.tab === 'schedules';
+  tid('filters').hidden = state.tab === 'schedules' || !store.get('filtersOpen', false);
   const n = filterCount();
   tid('filters-button').textContent = n ? `Filters · ${n}` : 'Filters';
   const status = tid('filter-status');
@@ -276,6 +300,9 @@ function renderHeader() {
   tid('tab-batch-count').textContent = plural(bt, 'routine');
   tid('tab-batch-failing').textContent = btFail ? `${btFail} failing` : '';
   tid('tab-jobs-count').textContent = `${state.summary.active} active`;
+  tid('tab-schedules-count').textContent = plural(state.cronSchedules.length, 'schedule');
+  const failingSchedules = state.cronSchedules.filter(cronFailing).length;
+  tid('tab-schedules-failing').textContent = failingSchedules ? `${failingSchedules} failing` : '';
   for (const b of document.querySelectorAll('.tab')) b.classList.toggle('active', b.dataset.tab === state.tab);
   tid('whoami').textContent = state.me ? state.me.role : '';
   const zone = tid('time-zone');
@@ -545,6 +572,136 @@ async function cancelSelected() {
   } catch (e) { showError(e); }
 }
 
+// ---- cron schedules and SQL jobs ----
+
+// Its last job failed, or its last slot could not be fired.
+const cronFailing = (s) => s.last_status === 'failed' || !!s.last_error;
+const MISSED_RULES = { skip: 'skip (passed over)', once: 'once (one catch-up run)' };
+const missedRule = (s) => MISSED_RULES[s.missed] || `all (the latest ${s.max_catch_up})`;
+const shortSql = (sql) => (sql && sql.length > 80 ? sql.slice(0, 79) + '…' : sql || '');
+
+function renderSchedules() {
+  patch(tid('actions'));
+  const heads = (...names) => el('thead', {}, el('tr', {}, names.map((n) => el('th', {}, n))));
+  patch(tid('content'),
+    el('h2', { key: 'cron-title' }, 'Cron schedules'),
+    state.cronSchedules.length
+      ? el('table', { class: 'grid', testid: 'cron-table', key: 'cron' },
+        heads('Schedule', 'Work', 'Slots', 'Time zone', 'Next slot', 'Last fired', 'Last job', 'Missed slots', ''),
+        el('tbody', {}, state.cronSchedules.map(cronRow)))
+      : el('p', { class: 'notice', key: 'cron' }, 'No cron schedule.'),
+    el('h2', { key: 'sql-title' }, 'SQL jobs running now'),
+    state.sqlRunning.length
+      ? el('table', { class: 'grid', testid: 'sql-running', key: 'sql' },
+        heads('Job', 'Schedule', 'SQL', 'Started', 'Elapsed', ''),
+        el('tbody', {}, state.sqlRunning.map(sqlJobRow)))
+      : el('p', { class: 'notice', testid: 'sql-running-none', key: 'sql' }, 'No SQL job is running.'));
+}
+
+function lastJob(s) {
+  if (!s.last_job_id) return s.last_error ? el('span', { class: 'err' }, s.last_error) : '—';
+  // A SQL job's run says how it ended and how long it took; a queue job only when it ended.
+  const outcome = s.last_run_status || s.last_status;
+  const took = s.last_run_status
+    ? `${formatDuration(s.last_seconds)}${s.last_run_status === 'running' ? ' so far' : ''}`
+    : s.last_ended ? `ended ${formatTime(s.last_ended)}` : '';
+  return [el('span', { class: 'meta' }, `#${s.last_job_id}`), ' ', badge(outcome), ' ', el('span', { class: 'took' }, took),
+    s.last_run_message ? el('span', { class: 'msg' }, ' ' + s.last_run_message) : null,
+    s.last_error ? el('span', { class: 'err' }, ' ' + s.last_error) : null];
+}
+
+function cronRow(s) {
+  const open = state.openCron === s.name;
+  const row = el('tr', {
+    class: s.enabled ? 'cron' : 'cron disabled', testid: 'cron-row', key: s.name, 'data-name': s.name,
+    'data-enabled': s.enabled ? 'true' : 'false', onclick: () => openCron(s),
+  },
+  el('td', { class: 'name' }, open ? '▾ ' : '▸ ', s.name),
+  el('td', { class: 'name', title: s.work }, s.sql_job ? `SQL: ${shortSql(s.work)}` : s.work),
+  el('td', { class: 'name' }, s.schedule),
+  el('td', {}, s.time_zone),
+  el('td', { testid: 'cron-next' }, s.enabled ? formatTime(s.next_slot) : 'disabled'),
+  el('td', { testid: 'cron-last-fired' }, formatTime(s.last_fired)),
+  el('td', { testid: 'cron-last-run' }, lastJob(s)),
+  el('td', { testid: 'cron-missed' }, missedRule(s)),
+  el('td', {}, s.enabled
+    ? el('button', { type: 'button', testid: 'cron-disable', onclick: (e) => { e.stopPropagation(); setCronEnabled(s, false); } }, 'Disable')
+    : el('button', { type: 'button', testid: 'cron-enable', onclick: (e) => { e.stopPropagation(); setCronEnabled(s, true); } }, 'Enable')));
+  if (!open) return row;
+  return [row, el('tr', { class: 'details', key: 'runs ' + s.name }, el('td', { colspan: 9 },
+    !state.cronRuns ? el('p', { class: 'notice' }, 'Reading…')
+      : state.cronRuns.length ? el('table', { class: 'grid', testid: 'cron-runs' },
+        el('thead', {}, el('tr', {}, ['Job', 'Slot', 'Status', 'Attempt', 'Added', ...(s.sql_job ? ['Runs'] : ['Ended', 'Error'])].map((n) => el('th', {}, n)))),
+        el('tbody', {}, state.cronRuns.map((j) => cronRun(s, j))))
+      : el('p', { class: 'notice' }, 'No job of this schedule is kept.')))];
+}
+
+// A SQL job's runs say when it ran and how it ended: its end in job_list is when its executor's
+// transaction began.
+function cronRun(s, j) {
+  const runs = (j.runs || []).map((r) => el('div', { key: r.attempt },
+    `attempt ${r.attempt}: `, badge(r.status), ` ${formatDuration(r.seconds)}${r.status === 'running' ? ' so far' : ''}`,
+    ` (started ${formatTime(r.started_at)})`,
+    r.message ? el('span', { class: 'err' }, ' ' + r.message) : null));
+  return el('tr', { testid: 'cron-run', key: j.id, 'data-id': j.id, 'data-status': j.status },
+    el('td', {}, '#' + j.id), el('td', {}, formatTime(j.slot)), el('td', {}, badge(j.status)), el('td', {}, j.attempt),
+    el('td', {}, formatTime(j.added_at)),
+    s.sql_job ? el('td', {}, runs) : [el('td', {}, formatTime(j.ended_at)), el('td', { class: 'err' }, j.error || '')]);
+}
+
+function sqlJobRow(j) {
+  return el('tr', { testid: 'sql-job-row', key: j.id, 'data-id': j.id },
+    el('td', {}, '#' + j.id), el('td', {}, j.schedule || '—'),
+    el('td', { class: 'name', testid: 'sql-job-sql', title: j.sql }, shortSql(j.sql)),
+    el('td', {}, formatTime(j.started_at)),
+    el('td', { testid: 'sql-job-elapsed' }, formatDuration(j.elapsed_seconds)),
+    el('td', {}, el('button', { type: 'button', testid: 'sql-job-abort', onclick: () => abortSqlJob(j) }, 'Abort')));
+}
+
+async function openCron(s) {
+  state.openCron = state.openCron === s.name ? null : s.name;
+  state.cronRuns = null;
+  render();
+  if (state.openCron) {
+    try { await loadCronRuns(); } catch (e) { showError(e); }
+    render();
+  }
+}
+
+// A reading that comes back after another schedule was opened is not that schedule's.
+async function loadCronRuns() {
+  const name = state.openCron;
+  const runs = await get('/api/cron/runs', { name });
+  if (state.openCron === name) state.cronRuns = runs;
+}
+
+async function setCronEnabled(s, enabled) {
+  const question = enabled
+    ? `Enable schedule ${s.name}? It adds a job at each of its slots again.`
+    : `Disable schedule ${s.name}? It adds no job until it is enabled again.`;
+  if (!confirm(question)) return;
+  try {
+    await post(enabled ? '/api/cron/enable' : '/api/cron/disable', { name: s.name });
+    notice(`${s.name}: ${enabled ? 'enabled' : 'disabled'}`);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+async function abortSqlJob(j) {
+  if (!confirm(`Abort SQL job ${j.id}? Its statement is cancelled and the job ends aborted.\n\n${shortSql(j.sql)}`)) return;
+  try {
+    const status = await post('/api/sql-jobs/abort', { id: j.id });
+    notice(`SQL job ${j.id}: ${status}`);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+async function loadSchedulesTab() {
+  state.sqlRunning = await get('/api/sql-jobs/running');
+  if (state.openCron && !state.cronSchedules.some((s) => s.name === state.openCron)) state.openCron = null;
+  if (state.openCron) await loadCronRuns();
+}
+
 // ---- reading, every 5 s ----
 
 let refreshing = null;
@@ -553,11 +710,13 @@ async function refresh() {
   if (refreshing) { again = true; return refreshing; }
   refreshing = (async () => {
     try {
-      const [routines, summary] = await Promise.all([get('/api/routines'), get('/api/jobs/summary')]);
+      const [routines, summary, cron] = await Promise.all([get('/api/routines'), get('/api/jobs/summary'), get('/api/cron/schedules')]);
       state.schedules = routines.schedules;
       state.routines = routines.routines;
       state.summary = summary;
+      state.cronSchedules = cron;
       if (state.tab === 'jobs') await loadJobs();
+      else if (state.tab === 'schedules') await loadSchedulesTab();
       else if (state.openRoutine) state.messages = await get('/api/routine/messages', openRoutineParams());
       showError(null);
     } catch (e) { showError(e); }
@@ -593,6 +752,7 @@ function render() {
   renderHeader();
   renderFilterControls();
   if (state.tab === 'jobs') renderJobs();
+  else if (state.tab === 'schedules') renderSchedules();
   else { patch(tid('actions')); renderRoutines(); }
 }
 
@@ -652,7 +812,8 @@ function wire() {
       if (e.key === 'Escape') t.blur();
       return;
     }
-    if (TABS[e.key] && /^[123]$/.test(e.key)) { setTab(TABS[e.key]); e.preventDefault(); }
+    if (TABS[e.key] && /^[1234]$/.test(e.key)) { setTab(TABS[e.key]); e.preventDefault(); }
+    else if (state.tab === 'schedules') return;
     else if (e.key === '/') {
       e.preventDefault();
       store.set('filtersOpen', true);

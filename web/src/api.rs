@@ -211,6 +211,73 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
             )
             .await
         }
+        // The Schedules tab: the cron schedules, each with its last job and the slot that job was
+        // fired for, read from its key, scheduled_job:<schedule id>:<slot>. Only a SQL job's run
+        // (job_runs) says how long it took: a queue job keeps when it was added and when it
+        // ended, not when a worker took it.
+        "/api/cron/schedules" => {
+            rows(
+                client,
+                "SELECT v.name, v.schedule, v.time_zone, v.enabled, v.missed, s.max_catch_up,
+                        v.work ? 'sql' AS sql_job,
+                        coalesce(v.work ->> 'sql', concat_ws(' in queue ', v.work ->> 'task',
+                                                             coalesce(v.work ->> 'queue', 'default'))) AS work,
+                        v.next_slot, v.last_error, v.last_job_id, v.last_status,
+                        substr(l.idempotency_key, length(format('scheduled_job:%s:', s.id)) + 1)::timestamptz AS last_fired,
+                        r.status AS last_run_status, r.message AS last_run_message,
+                        l.end_time AS last_ended,
+                        extract(epoch FROM coalesce(r.ended_at, now()) - r.started_at) AS last_seconds
+                 FROM pgjobs.jobs_schedules v
+                 JOIN pgjobs.schedules s ON s.name = v.name AND s.owner = v.owner::oid
+                 LEFT JOIN pgjobs.job_list l ON l.id = v.last_job_id
+                 LEFT JOIN LATERAL (SELECT r.status, r.message, r.started_at, r.ended_at FROM pgjobs.job_runs r
+                                    WHERE r.job_id = v.last_job_id ORDER BY r.id DESC LIMIT 1) r ON true
+                 ORDER BY v.name",
+                &[],
+            )
+            .await
+        }
+        // A schedule's last 20 jobs (one a slot), newest first, found by their keys; a SQL job
+        // with its runs from job_runs.
+        "/api/cron/runs" => {
+            rows(
+                client,
+                "SELECT l.id, l.status, l.attempt,
+                        substr(l.idempotency_key, length(format('scheduled_job:%s:', s.id)) + 1)::timestamptz AS slot,
+                        l.start_time AS added_at, l.end_time AS ended_at,
+                        coalesce(l.result ->> 'error', l.errors -> -1 ->> 'error') AS error,
+                        (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                                    'attempt', r.attempt, 'status', r.status, 'message', r.message,
+                                    'started_at', r.started_at, 'ended_at', r.ended_at,
+                                    'seconds', extract(epoch FROM coalesce(r.ended_at, now()) - r.started_at))
+                                  ORDER BY r.id DESC), '[]')
+                         FROM pgjobs.job_runs r WHERE r.job_id = l.id) AS runs
+                 FROM pgjobs.schedules s
+                 JOIN pgjobs.job_list l ON starts_with(l.idempotency_key, format('scheduled_job:%s:', s.id))
+                 WHERE s.name = $1
+                 ORDER BY l.id DESC LIMIT 20",
+                &[&text(params, "name")],
+            )
+            .await
+        }
+        // The SQL jobs whose statements run now, with how long they have run by the database's
+        // clock, and the schedule that added each, if one did.
+        "/api/sql-jobs/running" => {
+            rows(
+                client,
+                "SELECT r.job_id AS id, r.attempt, r.started_at, r.deadline,
+                        extract(epoch FROM now() - r.started_at) AS elapsed_seconds,
+                        l.payload ->> 'sql' AS sql, s.name AS schedule
+                 FROM pgjobs.job_runs r
+                 LEFT JOIN pgjobs.job_list l ON l.id = r.job_id
+                 LEFT JOIN pgjobs.schedules s ON starts_with(l.idempotency_key, 'scheduled_job:')
+                                             AND s.id::text = split_part(l.idempotency_key, ':', 2)
+                 WHERE r.status = 'running'
+                 ORDER BY r.started_at, r.id",
+                &[],
+            )
+            .await
+        }
         // One job with how each job it waits for ended.
         "/api/job" => {
             let Ok(id) = params
@@ -268,6 +335,34 @@ pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
                 client,
                 "SELECT * FROM pgjobs.routines_set_mode($1, $2)",
                 &[&field(body, "schedule"), &field(body, "mode")],
+            )
+            .await
+        }
+        // The functions return nothing: the one row of the call in FROM says it was done.
+        "/api/cron/enable" => {
+            value(
+                client,
+                "SELECT '{\"enabled\":true}' FROM pgjobs.jobs_enable_schedule($1)",
+                &[&field(body, "name")],
+            )
+            .await
+        }
+        "/api/cron/disable" => {
+            value(
+                client,
+                "SELECT '{\"enabled\":false}' FROM pgjobs.jobs_disable_schedule($1)",
+                &[&field(body, "name")],
+            )
+            .await
+        }
+        "/api/sql-jobs/abort" => {
+            let Some(id) = body.get("id").and_then(Value::as_i64) else {
+                return Outcome::Bad("id is a job id".into());
+            };
+            value(
+                client,
+                "SELECT to_jsonb(pgjobs.jobs_abort($1))::text",
+                &[&id],
             )
             .await
         }

@@ -1,6 +1,6 @@
 //! pg_jobs_web_e2e: the SCHED page's tests in a real headless browser (scripts/web_tests.sh runs
-//! it against the fixtures it made: people web_ana and web_bob, schedules WEB, WEB2 and BOB, and
-//! batch jobs). Each test checks one point of issue 15 and prints "web: name ... ok" or
+//! it against the fixtures it made: people web_ana and web_bob, schedules WEB, WEB2 and BOB, batch
+//! jobs, and cron schedules). Each test checks one point of issue 15 and prints "web: name ... ok" or
 //! "web: name ... FAILED: why". Screenshots of each tab go to --out.
 
 mod webdriver;
@@ -1056,6 +1056,342 @@ fn text_size_remembered(c: &mut Ctx) -> Res<()> {
         .ok_or(format!("from {bottom} to {top}"))
 }
 
+fn cron_row(name: &str) -> String {
+    format!("[data-testid=cron-row][data-name=\"{name}\"]")
+}
+
+/// The Schedules tab, read once: its schedules shown.
+fn schedules_tab(c: &Ctx) -> Res<()> {
+    c.js("localStorage.clear();")?;
+    c.b.goto(&format!("{}/?tab=schedules", c.url))?;
+    wait_for(10, || c.visible("app"))?;
+    wait_for(10, || Ok(!c.rows("cron-row", "name")?.is_empty()))
+}
+
+/// Whether a job of web_ana's is one of a cron schedule's (its key names the schedule's slot).
+fn of_schedule(name: &str) -> String {
+    format!(
+        "starts_with(idempotency_key, (SELECT format('scheduled_job:%s:', id) FROM pgjobs.schedules
+                                        WHERE name = '{name}' AND owner = 'web_ana'::regrole))"
+    )
+}
+
+/// The SQL job of web_ana's that started last and still runs (ana-sleep's, 30 s long).
+fn running_sql_job(c: &mut Ctx) -> Res<String> {
+    let newest = "SELECT job_id::text FROM pgjobs.job_runs
+                  WHERE status = 'running' AND owner = 'web_ana'::regrole
+                  ORDER BY started_at DESC LIMIT 1";
+    wait_for(30, || Ok(!c.sql_one(newest)?.is_empty()))?;
+    c.sql_one(newest)
+}
+
+fn sql_job_run_status(c: &mut Ctx, job: &str) -> Res<String> {
+    c.sql_one(&format!(
+        "SELECT status FROM pgjobs.job_runs WHERE job_id = {job} ORDER BY id DESC LIMIT 1"
+    ))
+}
+
+fn schedules_tab_lists_the_roles_own(c: &mut Ctx) -> Res<()> {
+    c.login_ok("web_ana")?;
+    c.fresh("")?;
+    c.press("4")?;
+    wait_for(5, || Ok(c.active_tab()? == "schedules"))?;
+    if !c.b.url()?.contains("tab=schedules") {
+        return fail(format!("after key 4 the address is {}", c.b.url()?));
+    }
+    let mine = ["ana-nightly", "ana-sleep", "ana-ticks"];
+    wait_for(10, || Ok(c.rows("cron-row", "name")? == mine))
+        .map_err(|e| format!("rows {:?}: {e}", c.rows("cron-row", "name")))?;
+    let count = c.b.text_css(&tid("tab-schedules-count"))?;
+    if count != "3 schedules" {
+        return fail(format!("the tab says {count}"));
+    }
+    let next = c.sql_one(
+        "SELECT to_char(next_slot AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'
+         FROM pgjobs.jobs_schedules WHERE name = 'ana-nightly'",
+    )?;
+    let nightly = |testid: &str| {
+        c.b.text_css(&format!("{} {}", cron_row("ana-nightly"), tid(testid)))
+    };
+    let row = c.b.text_css(&cron_row("ana-nightly"))?;
+    if nightly("cron-next")? != next
+        || nightly("cron-missed")? != "all (the latest 3)"
+        || !row.contains("Asia/Tokyo")
+        || !row.contains("30 2 * * *")
+        || !row.contains("report in queue web_ana_reports")
+    {
+        return fail(format!("ana-nightly's line: {row:?}, its next slot {next}"));
+    }
+    // ana-ticks has fired: its last job, and the slot it was fired for as every time is written.
+    let ticks = |testid: &str| {
+        c.b.text_css(&format!("{} {}", cron_row("ana-ticks"), tid(testid)))
+    };
+    wait_for(10, || {
+        let fired = ticks("cron-last-fired")?;
+        Ok(fired.ends_with(" UTC")
+            && !raw_iso_time(&fired)
+            && ticks("cron-last-run")?.starts_with('#'))
+    })
+    .map_err(|e| format!("ana-ticks' last fired {:?}: {e}", ticks("cron-last-fired")))?;
+    if ticks("cron-missed")? != "once (one catch-up run)" {
+        return fail(format!("ana-ticks' rule: {:?}", ticks("cron-missed")));
+    }
+    for query in ["?tab=4", "?tab=schedules"] {
+        c.b.goto(&format!("{}/{query}", c.url))?;
+        wait_for(10, || Ok(c.active_tab()? == "schedules")).map_err(|e| format!("{query}: {e}"))?;
+    }
+    // web_bob sees his own schedule only.
+    c.login_ok("web_bob")?;
+    schedules_tab(c)?;
+    wait_for(10, || Ok(c.rows("cron-row", "name")? == ["bob-hourly"]))
+        .map_err(|e| format!("web_bob sees {:?}: {e}", c.rows("cron-row", "name")))?;
+    let html = c.js_str("return document.documentElement.outerHTML;")?;
+    if html.contains("ana-") {
+        return fail("web_bob's page names a schedule of web_ana's");
+    }
+    c.login_ok("web_ana")
+}
+
+fn schedules_disable_then_enable(c: &mut Ctx) -> Res<()> {
+    let enabled = |c: &mut Ctx| {
+        c.sql_one(
+            "SELECT enabled::text FROM pgjobs.jobs_schedules
+             WHERE name = 'ana-nightly' AND owner = 'web_ana'::regrole",
+        )
+    };
+    schedules_tab(c)?;
+    let row = cron_row("ana-nightly");
+    c.b.click_css(&format!("{row} {}", tid("cron-disable")))?;
+    let question = c.b.alert_text()?;
+    c.b.dismiss_alert()?;
+    std::thread::sleep(Duration::from_millis(500));
+    if !question.starts_with("Disable schedule ana-nightly?") || enabled(c)? != "true" {
+        return fail(format!(
+            "asked {question:?}; enabled after a dismissed question: {}",
+            enabled(c)?
+        ));
+    }
+    c.b.click_css(&format!("{row} {}", tid("cron-disable")))?;
+    c.b.accept_alert()?;
+    wait_for(10, || Ok(enabled(c)? == "false"))?;
+    wait_for(10, || {
+        Ok(
+            c.b.attr(&c.b.find(&row)?, "data-enabled")?.as_deref() == Some("false")
+                && c.b.text_css(&format!("{row} {}", tid("cron-next")))? == "disabled",
+        )
+    })?;
+    c.b.click_css(&format!("{row} {}", tid("cron-enable")))?;
+    if !c
+        .b
+        .alert_text()?
+        .starts_with("Enable schedule ana-nightly?")
+    {
+        return fail("no question before Enable");
+    }
+    c.b.accept_alert()?;
+    wait_for(10, || Ok(enabled(c)? == "true"))?;
+    wait_for(10, || {
+        Ok(c.b.attr(&c.b.find(&row)?, "data-enabled")?.as_deref() == Some("true"))
+    })
+}
+
+/// The ids of a schedule's runs the page shows, newest first, checked against the database.
+fn shown_runs_are_the_schedules(c: &mut Ctx, name: &str) -> Res<Vec<String>> {
+    let ids = c.rows("cron-run", "id")?;
+    let numbers: Vec<i64> = ids.iter().filter_map(|i| i.parse().ok()).collect();
+    if numbers.is_empty() || numbers.windows(2).any(|w| w[0] <= w[1]) || numbers.len() > 20 {
+        return fail(format!("{name}'s runs shown: {ids:?}"));
+    }
+    let list = ids.join(",");
+    let theirs = c.sql_one(&format!(
+        "SELECT count(*)::text FROM pgjobs.job_list WHERE id IN ({list}) AND {}",
+        of_schedule(name)
+    ))?;
+    let newest = c.sql_one(&format!(
+        "SELECT max(id)::text FROM pgjobs.job_list WHERE {}",
+        of_schedule(name)
+    ))?;
+    if theirs != ids.len().to_string() {
+        return fail(format!("of {ids:?} only {theirs} are {name}'s"));
+    }
+    Ok(vec![ids[0].clone(), newest])
+}
+
+fn schedules_run_history(c: &mut Ctx) -> Res<()> {
+    schedules_tab(c)?;
+    c.b.click_css(&cron_row("ana-ticks"))?;
+    wait_for(10, || Ok(c.b.find_all(&tid("cron-run"))?.len() >= 2))?;
+    // Read again every 5 s: the newest job shown is, at some point, the newest of the schedule.
+    wait_for(15, || {
+        let [shown, newest] =
+            <[String; 2]>::try_from(shown_runs_are_the_schedules(c, "ana-ticks")?)
+                .map_err(|_| "two ids")?;
+        Ok(shown == newest)
+    })?;
+    // A SQL job's runs come from job_runs: each with its attempt, outcome and time.
+    c.b.click_css(&cron_row("ana-sleep"))?;
+    wait_for(10, || {
+        Ok(c.b
+            .find_all(&format!("{} {}", cron_row("ana-ticks"), "+ tr"))?
+            .is_empty()
+            && !c.b.find_all(&tid("cron-run"))?.is_empty())
+    })?;
+    wait_for(10, || {
+        shown_runs_are_the_schedules(c, "ana-sleep").map(|_| true)
+    })?;
+    let first = c.b.text_css(&tid("cron-run"))?;
+    let job = c.rows("cron-run", "id")?[0].clone();
+    let run = sql_job_run_status(c, &job)?;
+    if !first.contains(&format!("attempt 1: {run}")) {
+        return fail(format!(
+            "the newest run of ana-sleep reads {first:?}, its run is {run}"
+        ));
+    }
+    wait_for(30, || Ok(!c.b.find_all(&tid("sql-job-row"))?.is_empty()))?;
+    c.b.screenshot(&c.out.join("schedules.png"))
+}
+
+fn sql_job_running_and_abort(c: &mut Ctx) -> Res<()> {
+    schedules_tab(c)?;
+    let job = running_sql_job(c)?;
+    let row = format!("[data-testid=sql-job-row][data-id=\"{job}\"]");
+    wait_for(10, || Ok(!c.b.find_all(&row)?.is_empty()))?;
+    let sql = c.b.text_css(&format!("{row} {}", tid("sql-job-sql")))?;
+    if sql != "SELECT pg_sleep(30)" {
+        return fail(format!("the job's SQL reads {sql:?}"));
+    }
+    // Its elapsed time as the database counts it (the page reads it every 5 s).
+    let shown = c.b.text_css(&format!("{row} {}", tid("sql-job-elapsed")))?;
+    let elapsed: f64 = c
+        .sql_one(&format!(
+            "SELECT extract(epoch FROM now() - started_at)::text FROM pgjobs.job_runs
+             WHERE job_id = {job} AND status = 'running'"
+        ))?
+        .parse()
+        .map_err(|_| "the job no longer runs")?;
+    let seconds: f64 = shown
+        .strip_suffix(" s")
+        .and_then(|n| n.parse().ok())
+        .ok_or(format!("elapsed reads {shown:?}"))?;
+    if seconds > elapsed + 1.0 || seconds < elapsed - 7.0 {
+        return fail(format!(
+            "elapsed reads {shown:?}; it has run {elapsed:.1} s"
+        ));
+    }
+    let abort = format!("{row} {}", tid("sql-job-abort"));
+    c.b.click_css(&abort)?;
+    let question = c.b.alert_text()?;
+    c.b.dismiss_alert()?;
+    std::thread::sleep(Duration::from_millis(500));
+    if !question.starts_with(&format!("Abort SQL job {job}?"))
+        || sql_job_run_status(c, &job)? != "running"
+    {
+        return fail(format!(
+            "asked {question:?}; a dismissed question aborted it?"
+        ));
+    }
+    c.b.click_css(&abort)?;
+    c.b.accept_alert()?;
+    wait_for(15, || {
+        Ok(c.sql_one(&format!(
+            "SELECT status::text FROM pgjobs.job_list WHERE id = {job}"
+        ))? == "aborted"
+            && sql_job_run_status(c, &job)? == "aborted")
+    })?;
+    wait_for(10, || Ok(c.b.find_all(&row)?.is_empty()))
+}
+
+fn forged_schedule_actions_change_nothing(c: &mut Ctx) -> Res<()> {
+    let job = running_sql_job(c)?;
+    let (ana_cookie, ana_token) = http_login(&c.url, "web_ana")?;
+    let (bob_cookie, bob_token) = http_login(&c.url, "web_bob")?;
+    let http = ureq_agent();
+    let disable = (
+        "/api/cron/disable",
+        r#"{"name": "ana-nightly"}"#.to_string(),
+    );
+    let abort = ("/api/sql-jobs/abort", format!(r#"{{"id": {job}}}"#));
+    let attempt = |(path, body): &(&str, String),
+                   cookie: &str,
+                   token: Option<&str>,
+                   content_type: &str,
+                   origin: Option<&str>|
+     -> Res<(u16, String)> {
+        let mut req = http
+            .post(format!("{}{path}", c.url))
+            .header("Cookie", cookie)
+            .content_type(content_type);
+        if let Some(t) = token {
+            req = req.header("X-CSRF-Token", t);
+        }
+        if let Some(o) = origin {
+            req = req.header("Origin", o);
+        }
+        let mut r = req.send(body.as_str()).map_err(|e| e.to_string())?;
+        let status = r.status().as_u16();
+        Ok((status, r.body_mut().read_to_string().unwrap_or_default()))
+    };
+    let json = "application/json";
+    let tries = [
+        (
+            "bob disables ana-nightly",
+            attempt(&disable, &bob_cookie, Some(&bob_token), json, None)?,
+            400,
+        ),
+        (
+            "bob aborts ana's SQL job",
+            attempt(&abort, &bob_cookie, Some(&bob_token), json, None)?,
+            400,
+        ),
+        (
+            "ana's cookie, no token",
+            attempt(&disable, &ana_cookie, None, json, None)?,
+            403,
+        ),
+        (
+            "ana's cookie, bob's token",
+            attempt(&abort, &ana_cookie, Some(&bob_token), json, None)?,
+            403,
+        ),
+        (
+            "ana's cookie and token, as a form",
+            attempt(&abort, &ana_cookie, Some(&ana_token), "text/plain", None)?,
+            415,
+        ),
+        (
+            "ana's cookie and token from another site's page",
+            attempt(
+                &disable,
+                &ana_cookie,
+                Some(&ana_token),
+                json,
+                Some("http://evil.example"),
+            )?,
+            403,
+        ),
+    ];
+    for (what, (got, body), want) in &tries {
+        if got != want {
+            return fail(format!("{what}: {got} {body}, not {want}"));
+        }
+    }
+    // The database refused web_bob: as for a schedule or a job that does not exist.
+    for (what, (_, body), _) in &tries[..2] {
+        if !body.contains("P0002") {
+            return fail(format!("{what}: {body}"));
+        }
+    }
+    let enabled = c.sql_one(
+        "SELECT enabled::text FROM pgjobs.jobs_schedules WHERE name = 'ana-nightly' AND owner = 'web_ana'::regrole",
+    )?;
+    let run = sql_job_run_status(c, &job)?;
+    (enabled == "true" && run == "running")
+        .then_some(())
+        .ok_or(format!(
+            "ana-nightly enabled: {enabled}; the SQL job's run: {run}"
+        ))
+}
+
 fn second_role_sees_nothing_of_the_first(c: &mut Ctx) -> Res<()> {
     c.login_ok("web_bob")?;
     c.fresh("")?;
@@ -1362,6 +1698,11 @@ fn main() {
         ("Jobs: a kill job is labelled among its routine's runs", jobs_kill_job_labelled),
         ("Jobs: by status, computer, one list, and a month", jobs_groupings_and_months),
         ("text size − and + from 80 to 200 %, remembered", text_size_remembered),
+        ("Schedules (key 4, ?tab=schedules): the role's cron schedules with next slot, last job, missed-slot rule; web_bob sees his only", schedules_tab_lists_the_roles_own),
+        ("Schedules: Disable asks first and disables the schedule; Enable enables it again", schedules_disable_then_enable),
+        ("Schedules: a schedule opens to its run history (a SQL job's runs from job_runs)", schedules_run_history),
+        ("Schedules: a running SQL job with its SQL and elapsed time; Abort asks first and aborts it", sql_job_running_and_abort),
+        ("Schedules: web_bob's forged Disable or Abort of web_ana's (or a forged POST) changes nothing", forged_schedule_actions_change_nothing),
         ("a second role sees none of the first role's routines or jobs", second_role_sees_nothing_of_the_first),
         ("a forged cancel (no token, another session's) changes nothing", forged_cancel_changes_nothing),
         ("seed 001's addresses answer as the page's own", seed_addresses_answer_as_the_page),
