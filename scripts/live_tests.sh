@@ -97,6 +97,18 @@ test_sql_job_effects_and_completion_are_atomic() {
               FROM live_effects" | grep -qx t
 }
 
+# A finished SQL job's end_time is when it ended: its run's end, not when its executor's
+# transaction began (a 1.5 s job showed an end right after it was added).
+test_sql_job_ends_when_it_ends() {
+    local job
+    job=$(live_sql "SELECT pgjobs.jobs_add_sql('SELECT pg_sleep(1.5)')") || return 1
+    wait_until 15 "SELECT status = 'completed' FROM pgjobs.job_list WHERE id = $job" || return 1
+    live_sql "SELECT h.end_time - r.started_at >= interval '1.5 seconds'
+                     AND abs(extract(epoch FROM h.end_time - r.ended_at)) < 0.5
+              FROM pgjobs.job_list h JOIN pgjobs.job_runs r ON r.job_id = h.id
+              WHERE h.id = $job" | grep -qx t
+}
+
 # jobs_abort stops a running pg_sleep(60) within 2 s: the statement is cancelled and rolled back.
 test_abort_stops_a_running_sql_job() {
     local job
@@ -828,6 +840,7 @@ run_live_tests() {
     verdict "installing again under a running server leaves it running" test_install_under_a_running_server
     verdict "per-second schedule fires once per slot across a SIGKILL" test_seconds_fire_once_per_slot_across_sigkill
     verdict "SQL job effects and completion commit together" test_sql_job_effects_and_completion_are_atomic
+    verdict "a finished SQL job's end_time is when it ended" test_sql_job_ends_when_it_ends
     verdict "abort stops a running SQL job within 2 s" test_abort_stops_a_running_sql_job
     verdict "failing SQL job follows the backoff" test_failing_sql_job_follows_the_backoff
     verdict "SQL job runs with its owner's rights" test_sql_job_runs_with_its_owners_rights

@@ -81,6 +81,9 @@ fn run_as_owner_and_complete(job: &SqlJob) -> Result<(), String> {
             disable_timeout(STATEMENT_TIMEOUT, false);
             pg_sys::AtEOXact_GUC(false, settings);
             pg_sys::SetUserIdAndSecContext(superuser, context);
+            // The completion is a statement of its own: its times (the job's end_time) are now,
+            // not when the job's transaction began.
+            pg_sys::SetCurrentStatementStartTimestamp();
         }
         job.succeeded();
         Ok(())

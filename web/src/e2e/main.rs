@@ -226,6 +226,19 @@ impl Ctx {
         ))? == json!(true))
     }
 
+    /// Focuses the node `css` of the list, waits for a refresh read from `address` to be shown,
+    /// and fails unless the same node still has the focus (`what` names it).
+    fn focus_survives_refresh(&self, css: &str, address: &str, what: &str) -> Res<()> {
+        self.js(&format!(
+            "window.probe = document.querySelector('{css}'); window.probe.focus();"
+        ))?;
+        self.count_reads(address)?;
+        self.wait_refreshed()?;
+        self.probe_kept(css, true)?
+            .then_some(())
+            .ok_or(format!("{what} lost the focus in a refresh").into())
+    }
+
     /// A time of schedule WEB (a column of routine_schedules) as the page writes it in a zone,
     /// without the zone's name.
     fn web_schedule_time(&mut self, time: &str, zone: &str) -> Res<String> {
@@ -614,15 +627,7 @@ fn routines_patched_in_place(c: &mut Ctx) -> Res<()> {
     }
     c.b.click_css(row)?;
     wait_for(5, || c.visible("routine-restart"))?;
-    let restart = tid("routine-restart");
-    c.js(&format!(
-        "window.probe = document.querySelector('{restart}'); window.probe.focus();"
-    ))?;
-    c.count_reads("/api/routines")?;
-    c.wait_refreshed()?;
-    c.probe_kept(&restart, true)?
-        .then_some(())
-        .ok_or("Restart lost the focus in a refresh".into())
+    c.focus_survives_refresh(&tid("routine-restart"), "/api/routines", "Restart")
 }
 
 fn open_routine(c: &Ctx, routine: &str) -> Res<()> {
@@ -966,14 +971,7 @@ fn jobs_open_group_read_again(c: &mut Ctx) -> Res<()> {
 fn jobs_patched_in_place(c: &mut Ctx) -> Res<()> {
     open_job_group(c, "pickme", false)?;
     let first_box = format!("[data-group=pickme] {}", tid("job-select"));
-    c.js(&format!(
-        "window.probe = document.querySelector('{first_box}'); window.probe.focus();"
-    ))?;
-    c.count_reads("/api/jobs/group")?;
-    c.wait_refreshed()?;
-    c.probe_kept(&first_box, true)?
-        .then_some(())
-        .ok_or("a job's box lost the focus in a refresh".into())
+    c.focus_survives_refresh(&first_box, "/api/jobs/group", "a job's box")
 }
 
 fn jobs_kill_job_labelled(c: &mut Ctx) -> Res<()> {
