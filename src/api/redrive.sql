@@ -18,8 +18,8 @@ DELETE FROM queue_dead_letters d WHERE d.owner = $1 AND d.queue = $2;
 -- into jobs with the same id, due now, attempts fresh, errors kept; the settings history kept for
 -- them, else $3 .. $5 (backoff, max_backoff, lease). The rows are locked first, so that two
 -- retries of one job bring it back once: the second finds the row gone. A job whose key rule is
--- `replace` gets its key back (its finish gave it up), and stays where it is if another job has
--- taken the key since. Returns each job brought back, who may claim it, its queue and its place
+-- `replace` gets its key back (its finish gave it up, unless a hand-over of it rolled back: then
+-- the key still names the job), and stays where it is if another job has taken the key since. Returns each job brought back, who may claim it, its queue and its place
 -- in the claim order (priority, run_at).
 WITH chosen AS (
     SELECT h.id, h.owner, h.idempotency_key, h.key_rule, h.due_at
@@ -35,7 +35,9 @@ WITH chosen AS (
 ), moved AS (
     DELETE FROM job_history h USING chosen c
     WHERE h.id = ANY ($1) AND h.id = c.id
-      AND (c.key_rule IS DISTINCT FROM 'replace' OR c.id IN (SELECT k.job_id FROM keys k))
+      AND (c.key_rule IS DISTINCT FROM 'replace' OR c.id IN (SELECT k.job_id FROM keys k)
+           OR EXISTS (SELECT FROM job_keys k
+                      WHERE k.owner = c.owner AND k.idempotency_key = c.idempotency_key AND k.job_id = c.id))
     RETURNING h.*
 )
 INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
@@ -59,7 +61,8 @@ FROM (SELECT h.id
       WHERE ($1::oid IS NULL OR h.owner = $1) AND h.queue = $2
         AND h.status IN ('failed', 'aborted')
         AND NOT (h.key_rule = 'replace'
-                 AND EXISTS (SELECT FROM job_keys k WHERE k.owner = h.owner AND k.idempotency_key = h.idempotency_key))
+                 AND EXISTS (SELECT FROM job_keys k WHERE k.owner = h.owner AND k.idempotency_key = h.idempotency_key
+                                                      AND k.job_id <> h.id))
         AND ($3::text IS NULL OR h.task = $3)
         AND ($4::date IS NULL OR _utc_month(h.due_at) = date_trunc('month', $4)::date)
         AND ($5::text IS NULL OR strpos(h.errors -> -1 ->> 'error', $5) > 0)

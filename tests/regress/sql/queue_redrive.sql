@@ -88,6 +88,17 @@ SELECT regress.as_role('regress_bystander', $$
     SELECT string_agg(r::text, ',') FROM pgjobs.jobs_retry_where('q') r$$) AS bystanders_own;
 SELECT id, owner::regrole, status FROM pgjobs.job_history ORDER BY id;
 
+-- A replace key that still names its failed job (as a hand-over that rolled back while the job
+-- finished leaves it; written here by hand) is the job's own: retry_where chooses the job and the
+-- retry brings it back with its key.
+SELECT regress.as_role('regress_redriver', $$SELECT pgjobs.jobs_add('mail', queue => 'q2', max_attempts => 1, key => 'k9', on_conflict => 'replace')::text$$) AS job_k9;
+SELECT regress.as_role('regress_redriver', $$SELECT pgjobs.jobs_fail(c.id, c.lease_token, 'z') FROM pgjobs.jobs_claim('w', ARRAY['q2']) c$$) AS k9_failed;
+INSERT INTO pgjobs.job_keys (owner, idempotency_key, job_id, due_at)
+SELECT owner, idempotency_key, id, due_at FROM pgjobs.job_history WHERE idempotency_key = 'k9';
+SELECT regress.as_role('regress_redriver', $$SELECT string_agg(r::text, ',') FROM pgjobs.jobs_retry_where('q2') r$$) AS k9_retried;
+SELECT j.status, k.job_id = j.id AS holds_its_key
+FROM pgjobs.jobs j JOIN pgjobs.job_keys k ON k.idempotency_key = j.idempotency_key WHERE j.idempotency_key = 'k9';
+
 -- Dead letters: the redriver's q sends its failures to q.dead. A job failing its last attempt
 -- is failed in history and copied there, due now: task, payload, priority, settings and errors,
 -- attempts fresh; the copy's workers are those of q.dead. A failure with attempts left is
