@@ -38,10 +38,17 @@ DELETE FROM compute_group_workers m USING compute_groups g
 WHERE m.worker_opaque_id = $1 AND m.compute_group_id = g.id AND g.opaque_id = $2;
 
 -- name: progress
--- The copies of task $2 that role $1 holds (slices $3, or every one), at work now.
+-- The copies of task $2 that role $1 holds (slices $3, or every one), at work now. Those another
+-- statement holds (another copy's report deciding the slice, which locks every copy of it) are
+-- passed over: a progress report is a sign of life, never worth a wait, and waiting here, its
+-- rows locked in its own order, deadlocked with such a report locking them in another order (a
+-- fresh clone's compute simulation, once).
 UPDATE compute_slices s SET status = 'working', last_progress_time = statement_timestamp()
-WHERE s.lease_token = $2 AND s.last_assigned_worker_identity = $1
-  AND ($3::integer[] IS NULL OR s.slice_number = ANY ($3));
+WHERE s.ctid = ANY (ARRAY(
+    SELECT h.ctid FROM compute_slices h
+    WHERE h.lease_token = $2 AND h.last_assigned_worker_identity = $1
+      AND ($3::integer[] IS NULL OR h.slice_number = ANY ($3))
+    FOR UPDATE SKIP LOCKED));
 
 -- name: held_task
 -- Of the copies of task $2 that role $1 holds (slices $3, or every one): their job, its first
