@@ -542,9 +542,10 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
             Some(array(FIELD_TYPES[field], &values))
         });
     }
+    // Only jobs with keys have rules: an add without one reads no rule.
     let throttled: Vec<Option<Datum>> = specs
         .iter()
-        .filter(|spec| spec.text(Field::OnConflict).as_deref() == Some("throttle"))
+        .filter(|spec| keyed && spec.text(Field::OnConflict).as_deref() == Some("throttle"))
         .map(|spec| spec.get(Field::Key))
         .collect();
     if !throttled.is_empty() {
@@ -1178,6 +1179,32 @@ fn check_report(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<i6
             Some("Pass the i-th job's id, lease token and result at position i of each array."),
         ),
     }
+}
+
+/// The most jobs a call takes by id (jobs_wait, jobs_retry).
+const MOST_IDS: usize = 1000;
+
+/// Argument `n`, an array of 1 to MOST_IDS job ids, none null (refused otherwise, with `hint`
+/// for a count out of bounds): the array, and its ids.
+pub(crate) fn job_ids(
+    fcinfo: pg_sys::FunctionCallInfo,
+    n: usize,
+    hint: Option<&str>,
+) -> (Datum, Vec<i64>) {
+    let Some(given) = argument(fcinfo, n) else {
+        required("job ids")
+    };
+    let ids: Vec<i64> = elements(given)
+        .into_iter()
+        .map(|id| id.map_or_else(|| required("job id"), |id| id.value() as i64))
+        .collect();
+    if ids.is_empty() || ids.len() > MOST_IDS {
+        invalid(
+            format!("ids must name 1 to {MOST_IDS} jobs, not {}", ids.len()),
+            hint,
+        );
+    }
+    (given, ids)
 }
 
 /// The ids a finish or a retry returned.

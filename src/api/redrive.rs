@@ -8,9 +8,9 @@ use pgrx::pg_sys::{Datum, DATEOID, INT4OID, INT8ARRAYOID, INTERVALOID, OIDOID, T
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::{argument, invalid, materialize, required, value, Caller, Section, Statement};
-use super::datum::{elements, seconds};
-use super::queue::{acting_on, callers_queue, placed, return_ids, wake_placed};
+use super::call::{argument, invalid, materialize, value, Caller, Section, Statement};
+use super::datum::seconds;
+use super::queue::{acting_on, callers_queue, job_ids, placed, return_ids, wake_placed};
 use super::refusals::finite_date;
 use crate::{entry, gucs, named_statements};
 
@@ -28,8 +28,7 @@ static RETRY_CHOSEN: Statement = statement(
     &[OIDOID, TEXTOID, TEXTOID, DATEOID, TEXTOID, INT4OID],
 );
 
-/// The most jobs one call brings back by id, and by filter.
-const MOST_BY_ID: usize = 1000;
+/// The most jobs one call brings back by filter.
 const MOST_BY_FILTER: i32 = 10_000;
 
 /// What the extension's queues have instead.
@@ -63,19 +62,13 @@ fn retry(section: &Section, ids: Datum, owner: Option<Datum>) -> Vec<i64> {
 // jobs_retry(ids) -> the ids brought back
 entry!(jobs_retry, pg_finfo_jobs_retry, |fcinfo| {
     let caller = Caller::current();
-    let Some(ids) = argument(fcinfo, 0) else {
-        required("job ids")
-    };
-    let given = elements(ids);
-    if given.iter().any(Option::is_none) {
-        required("job id");
-    }
-    if given.is_empty() || given.len() > MOST_BY_ID {
-        invalid(
-            format!("ids must name 1 to {MOST_BY_ID} jobs, not {}", given.len()),
-            Some("jobs_retry_where(queue, ...) retries the failed jobs of a queue, up to 10,000 a call."),
-        );
-    }
+    let (ids, _) = job_ids(
+        fcinfo,
+        0,
+        Some(
+            "jobs_retry_where(queue, ...) retries the failed jobs of a queue, up to 10,000 a call.",
+        ),
+    );
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     let retried = retry(&section, ids, acting_on(&caller));

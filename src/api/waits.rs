@@ -11,10 +11,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use pgrx::pg_sys::{self, Datum, INT8ARRAYOID, OIDOID};
 use pgrx::prelude::*;
 
-use super::call::{
-    argument, invalid, materialize, refuse, required, Caller, Rows, Section, Statement,
-};
-use super::datum::{elements, interval_span, interval_text};
+use super::call::{argument, invalid, materialize, refuse, Caller, Rows, Section, Statement};
+use super::datum::{interval_span, interval_text};
 use crate::{entry, named_statements};
 
 named_statements!(include_str!("waits.sql"));
@@ -26,8 +24,6 @@ const WAIT_ENTRIES: usize = 512;
 const WAKE_ANYWAY_MS: i64 = 5_000;
 /// The longest wait a call may ask for, in microseconds: an hour.
 const LONGEST_WAIT: i128 = 3_600_000_000;
-/// The most jobs one call waits for.
-const MOST_JOBS: usize = 1000;
 
 /// Who waits for which job: a waiting backend's pid in the high 32 bits, a hash of the job's id
 /// in the low 32; 0 is a free entry. A hash shared by two jobs costs a needless read.
@@ -141,19 +137,7 @@ fn now_ms() -> i64 {
 // jobs_wait(ids, timeout) -> (id, status, result, error, attempts, finished_at) of each job given
 entry!(jobs_wait, pg_finfo_jobs_wait, |fcinfo| {
     let caller = Caller::current();
-    let Some(given) = argument(fcinfo, 0) else {
-        required("job ids")
-    };
-    let ids: Vec<i64> = elements(given)
-        .into_iter()
-        .map(|id| id.map_or_else(|| required("job id"), |id| id.value() as i64))
-        .collect();
-    if ids.is_empty() || ids.len() > MOST_JOBS {
-        invalid(
-            format!("ids must name 1 to {MOST_JOBS} jobs, not {}", ids.len()),
-            None,
-        );
-    }
+    let (given, ids) = super::queue::job_ids(fcinfo, 0, None);
     let timeout = argument(fcinfo, 1);
     let wait_us = timeout.map_or(-1, interval_span);
     if !(0..=LONGEST_WAIT).contains(&wait_us) {
