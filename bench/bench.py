@@ -716,6 +716,82 @@ def limited_drain(unlimited):
             f"target: ≥ 0.9×).")
 
 
+# Key limits (issue 29): KEYS concurrency keys each limited to one job leased at once, drained as
+# the limited drain is; and fairness: one key holding FAIR_BIG jobs beside FAIR_SMALL_KEYS keys of
+# FAIR_SMALL jobs each, all limited to CLIENTS per key, the time the small keys take to finish
+# beside the big one against the time they take alone.
+KEYS = 1000
+FAIR_BIG = 100_000
+FAIR_SMALL_KEYS = 9
+FAIR_SMALL = 100
+
+
+def keyed_drain(unlimited):
+    """Issue 29's target: 1,000 keys each limited to one cost at most 0.3 of the drain at batch 10
+    (`unlimited`, jobs/s). A note for the drain table."""
+    log(f"drain: pg_jobs, {KEYS:,} concurrency keys each limited to 1 leased job, {CLIENTS} workers "
+        f"claiming {LIMITED_BATCH} at a time, then completing, for {LIMITED_SECONDS} s from {LIMITED_JOBS:,} jobs")
+    PG_JOBS.reset()
+    PG_JOBS.fill(LIMITED_JOBS)
+    execute(f"UPDATE pgjobs.jobs SET concurrency_key = 'customer:' || (id % {KEYS})")
+    settle("pg_jobs")
+    execute("SELECT pgjobs.jobs_key_limit('default', 1)")
+    started = time.monotonic()
+    pgbench("drain_limited.sql", seconds=LIMITED_SECONDS, defines=[("batch", LIMITED_BATCH)])
+    elapsed = time.monotonic() - started
+    [(completed,)] = query("SELECT count(*) FROM pgjobs.job_history WHERE status = 'completed'")
+    execute("SELECT pgjobs.jobs_unlimit('default')")
+    PG_JOBS.reset()
+    rate = completed / elapsed
+    log(f"  {completed:,} completed in {elapsed:.1f} s: {rate:,.0f} jobs/s")
+    return (f"- pg_jobs with {KEYS:,} concurrency keys each limited to 1 leased job (`jobs_key_limit`), "
+            f"{CLIENTS} workers claiming {LIMITED_BATCH} at a time for {LIMITED_SECONDS} s: {rate:,.0f} jobs/s, "
+            f"{rate / unlimited:.2f}× the drain at batch {LIMITED_BATCH} without a limit (issue 29's "
+            f"target: ≥ 0.7×).")
+
+
+def small_keys_time(with_big):
+    """Seconds until the small keys' jobs were done (by their end times in job_history), drained
+    for LIMITED_SECONDS by CLIENTS workers from a queue limited to CLIENTS jobs per key, beside the
+    big key's jobs or alone; None if some were not done by then."""
+    PG_JOBS.reset()
+    if with_big:
+        PG_JOBS.fill(FAIR_BIG)
+        execute("UPDATE pgjobs.jobs SET concurrency_key = 'big'")
+    small = [{"task": "noop", "concurrency_key": f"small:{n}"}
+             for n in range(FAIR_SMALL_KEYS) for _ in range(FAIR_SMALL)]
+    query("SELECT count(*) FROM pgjobs.jobs_add_batch(%s::jsonb)", params=[json.dumps(small)])
+    settle("pg_jobs")
+    execute(f"SELECT pgjobs.jobs_key_limit('default', {CLIENTS})")
+    [(started,)] = query("SELECT clock_timestamp()")
+    pgbench("drain_limited.sql", seconds=LIMITED_SECONDS, defines=[("batch", LIMITED_BATCH)])
+    [(left, took)] = query("""
+        SELECT (SELECT count(*) FROM pgjobs.jobs WHERE concurrency_key LIKE 'small:%%'),
+               extract(epoch FROM max(end_time) - %s)::float8
+        FROM pgjobs.job_history WHERE concurrency_key LIKE 'small:%%'""",
+                           params=[started])
+    execute("SELECT pgjobs.jobs_unlimit('default')")
+    PG_JOBS.reset()
+    return None if left else took
+
+
+def fair_drain():
+    """Issue 29's fairness target: the small keys finish beside the big one within 2× of their
+    time alone. A note for the drain table."""
+    log(f"drain: fairness, {FAIR_SMALL_KEYS} keys of {FAIR_SMALL} jobs beside one of {FAIR_BIG:,}, "
+        f"each limited to {CLIENTS} leased jobs, {CLIENTS} workers claiming {LIMITED_BATCH} at a time")
+    beside = small_keys_time(True)
+    alone = small_keys_time(False)
+    if beside is None or alone is None:
+        raise RuntimeError(f"the small keys' jobs were not done in {LIMITED_SECONDS} s")
+    log(f"  the small keys took {beside:.2f} s beside the big one, {alone:.2f} s alone")
+    return (f"- Fairness: {FAIR_SMALL_KEYS} concurrency keys of {FAIR_SMALL} jobs each, added after "
+            f"{FAIR_BIG:,} jobs of one key, all limited to {CLIENTS} leased jobs per key, {CLIENTS} workers "
+            f"claiming {LIMITED_BATCH} at a time: the small keys were done in {beside:.2f} s, against "
+            f"{alone:.2f} s alone ({beside / alone:.2f}×; issue 29's target: ≤ 2×). Without a key limit "
+            f"they would wait for the {FAIR_BIG:,} before them.")
+
+
 def drain_rates(systems):
     """Rows for the drains: every system at batch 1, 10 and 100 where it has a batch, pg_jobs
     also completing and claiming in one call, pgmq deleting and archiving; and the dead tuples
@@ -746,6 +822,8 @@ def drain_rates(systems):
     execute("SELECT pgjobs.jobs_queue_history('default', 'all')")
     PG_JOBS.keeps_history = True
     notes.append(limited_drain(drains[LIMITED_BATCH]["pg_jobs"].value))
+    notes.append(keyed_drain(drains[LIMITED_BATCH]["pg_jobs"].value))
+    notes.append(fair_drain())
     log(f"drain: pg_jobs, {CLIENTS} workers calling jobs_complete_and_claim for 1 job, from {DRAIN_JOBS:,} jobs")
     claims = transactions_per_client(1)
     rate, _ = pgbench_drain("pg_jobs", "drain_complete_and_claim.sql", 1, claims + 1,

@@ -527,12 +527,15 @@ SQL
 # every produced job has finished as it should, exactly once, within its attempts, and every
 # effect of a completing transaction is there exactly once. One job in about twenty is "doomed":
 # max_attempts 2, its worker always fails it, so it must end failed after exactly 2 attempts.
-# The queue is limited to FAULT_LIMIT jobs leased at once (jobs_limit), fewer than the workers:
-# a monitor counts the leased jobs every 0.1 s, and no count may exceed it, whatever was killed.
+# The queue is limited to FAULT_LIMIT jobs leased at once (jobs_limit), fewer than the workers,
+# and to one of each of its FAULT_KEYS concurrency keys (jobs_key_limit): a monitor counts the
+# leased jobs, and those of each key, every 0.1 s, and no count may exceed its limit, whatever was
+# killed.
 FAULT_SECONDS=${FAULT_SECONDS:-60}
 FAULT_WORKERS=5
 FAULT_PRODUCERS=2
 FAULT_LIMIT=3
+FAULT_KEYS=6
 
 # trap_command VAR SIGNAL: sets VAR to the command a trap runs for SIGNAL, or to nothing. (Not
 # for use inside $(...): a nested command substitution no longer sees the shell's traps.)
@@ -563,7 +566,8 @@ fault_producer() {
             INSERT INTO fault_produced (job_id, doomed)
             SELECT pgjobs.jobs_add('fault', jsonb_build_object('doomed', d), queue => 'fault',
                                    max_attempts => CASE WHEN d THEN 2 ELSE 50 END,
-                                   backoff => '0.2 seconds', lease => '3 seconds'), d
+                                   backoff => '0.2 seconds', lease => '3 seconds',
+                                   concurrency_key => 'k' || floor(random() * $FAULT_KEYS)), d
             FROM (SELECT random() < 0.05 AS d FROM generate_series(1, 2)) g" -c "$last" \
             && { [ $last = COMMIT ] || echo 2 >>"$FAULT_DIR/rolled-back"; } || sleep 0.3
         sleep 0.3
@@ -600,12 +604,16 @@ fault_worker() {
     done
 }
 
-# fault_monitor: the jobs of the queue leased at once, counted in one snapshot every 0.1 s (a line
-# each in FAULT_DIR/leased) until the workers stop; a count the restart makes impossible is skipped.
+# fault_monitor: the jobs of the queue leased at once, and the most of one key, counted in one
+# snapshot every 0.1 s (a line each in FAULT_DIR/leased: "jobs|most of a key") until the workers
+# stop; a count the restart makes impossible is skipped.
 fault_monitor() {
     set +e
     while [ ! -e "$FAULT_DIR/stop-workers" ]; do
-        fault_psql fault-monitor -c "SELECT count(*) FROM pgjobs.jobs WHERE queue = 'fault' AND lease_token IS NOT NULL" \
+        fault_psql fault-monitor -c "SELECT coalesce(sum(n), 0), coalesce(max(n), 0) FROM (
+                                         SELECT count(*) AS n FROM pgjobs.jobs
+                                         WHERE queue = 'fault' AND lease_token IS NOT NULL
+                                         GROUP BY concurrency_key) k" \
             >>"$FAULT_DIR/leased" 2>/dev/null
         sleep 0.1
     done
@@ -686,7 +694,8 @@ fault_run() {
     data="$(cluster_dir test)/data"
     live_sql "CREATE TABLE fault_produced (job_id bigint NOT NULL, doomed boolean NOT NULL);
               CREATE TABLE fault_effects (job_id bigint NOT NULL, worker text NOT NULL);
-              SELECT max_running FROM pgjobs.jobs_limit('fault', $FAULT_LIMIT)" >/dev/null || return 1
+              SELECT max_running FROM pgjobs.jobs_limit('fault', $FAULT_LIMIT);
+              SELECT max_per_key FROM pgjobs.jobs_key_limit('fault', 1)" >/dev/null || return 1
     fault_monitor &
     FAULT_MONITOR_PID=$!
 
@@ -746,9 +755,10 @@ fault_run() {
         || { echo "fault test: jobs left in the queue: $(live_sql "SELECT count(*) FROM pgjobs.jobs WHERE queue = 'fault'")" >&2; return 1; }
     touch "$FAULT_DIR/stop-workers"
     wait_loops 20 "${FAULT_PID[@]}" "$FAULT_MONITOR_PID" || { echo "fault test: workers did not stop" >&2; return 1; }
-    local samples most_leased
+    local samples most_leased most_of_a_key
     samples=$(grep -c . "$FAULT_DIR/leased" 2>/dev/null || echo 0)
-    most_leased=$(sort -n "$FAULT_DIR/leased" 2>/dev/null | tail -n 1)
+    most_leased=$(cut -d '|' -f 1 "$FAULT_DIR/leased" 2>/dev/null | sort -n | tail -n 1)
+    most_of_a_key=$(cut -d '|' -f 2 "$FAULT_DIR/leased" 2>/dev/null | sort -n | tail -n 1)
 
     # Each check is named; those that do not hold are printed.
     local killed_list failures summary rolled_back
@@ -790,9 +800,13 @@ fault_run() {
                    WHERE e ->> 'error' LIKE 'lease expired%' AND e ->> 'error' NOT LIKE '%/slow stopped%')),
           ('never more than $FAULT_LIMIT jobs leased at once (the queue''s limit), at most ${most_leased:-none} in $samples samples, the limit reached',
            ${most_leased:-0} = $FAULT_LIMIT AND $samples >= 100),
+          ('never more than one job of a key leased at once (its key limit), at most ${most_of_a_key:-none}, the limit reached',
+           ${most_of_a_key:-0} = 1),
           ('every slot came back: none held once the queue is empty',
            NOT EXISTS (SELECT FROM pgjobs.queue_slots s WHERE s.queue = 'fault'
-                       AND EXISTS (SELECT FROM pgjobs.jobs j WHERE j.id = s.job_id AND j.lease_token = s.lease_token)))
+                       AND EXISTS (SELECT FROM pgjobs.jobs j WHERE j.id = s.job_id AND j.lease_token = s.lease_token))
+           AND NOT EXISTS (SELECT FROM pgjobs.queue_key_slots s WHERE s.queue = 'fault'
+                           AND EXISTS (SELECT FROM pgjobs.jobs j WHERE j.id = s.job_id AND j.lease_token = s.lease_token)))
         )
         SELECT name FROM checks WHERE ok IS NOT TRUE") || return 1
     summary=$(live_sql "
@@ -812,7 +826,7 @@ fault_run() {
                       (SELECT count(*) FROM fault_effects WHERE worker LIKE '%/slow'))
         FROM pgjobs.job_history WHERE queue = 'fault'") || return 1
     rolled_back=$(awk '{n += $1} END {print n + 0}' "$FAULT_DIR/rolled-back" 2>/dev/null || echo 0)
-    echo "fault test: $summary; $rolled_back adds rolled back; $process_kills worker processes and $backend_kills backends killed, $restarts immediate restart; at most $most_leased of $FAULT_LIMIT leased at once in $samples samples; $((SECONDS - started)) s" >&2
+    echo "fault test: $summary; $rolled_back adds rolled back; $process_kills worker processes and $backend_kills backends killed, $restarts immediate restart; at most $most_leased of $FAULT_LIMIT leased at once and $most_of_a_key of a key in $samples samples; $((SECONDS - started)) s" >&2
     if [ -n "$failures" ]; then
         echo "fault test: these do not hold:" >&2
         sed 's/^/  - /' <<<"$failures" >&2

@@ -36,7 +36,8 @@ CREATE TYPE job_spec AS (
     lease        interval,
     key          text,
     on_conflict  text,
-    key_window   interval
+    key_window   interval,
+    concurrency_key text
 );
 
 -- Who may use pg_jobs. A role is cluster-wide: CREATE EXTENSION makes it if it is missing, and

@@ -42,6 +42,8 @@ CREATE TABLE jobs (
     errors          jsonb NOT NULL DEFAULT '[]',
     idempotency_key text,
     key_rule        key_rule,
+    -- Jobs of one key share its queue's key limit (queue_key_limits).
+    concurrency_key text,
     due_at          timestamptz NOT NULL,
     start_time      timestamptz NOT NULL DEFAULT now(),
     last_update     timestamptz NOT NULL DEFAULT now(),
@@ -74,6 +76,11 @@ CREATE INDEX jobs_ready ON jobs (claimable_by, queue, priority, run_at, id) WHER
 CREATE INDEX jobs_owner ON jobs (owner);
 -- A job by its key (a batch job's command hash); partial, so jobs without a key never enter it.
 CREATE INDEX jobs_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+-- The jobs of each concurrency key in the order a key limit takes them (queue_key_limits):
+-- by due_at, which a retry or a snooze leaves as it was, so that an ordered key's failed job keeps
+-- its place. Partial: jobs without a key never enter it. No column a claim sets.
+CREATE INDEX jobs_concurrency_key ON jobs (claimable_by, queue, concurrency_key, priority, due_at, id)
+    WHERE concurrency_key IS NOT NULL;
 COMMENT ON TABLE jobs IS
     'The claimable table: every job that has not finished, with its lease. status aborted means '
     'the job was aborted while a worker held it; it leaves when the worker reports or its lease '
@@ -134,8 +141,8 @@ CREATE POLICY owner_changes_public_fields ON jobs FOR UPDATE
 -- another owner's id by bisection). An owner reads its own in job_opaque_ids.
 GRANT SELECT (id, owner, claimable_by, status, task, queue, priority, run_at, attempt, max_attempts,
               backoff, max_backoff, lease, payload, lease_token, locked_by, locked_until, claimed_lease, begin_time,
-              progress, errors, idempotency_key, key_rule, due_at, start_time, last_update, name,
-              description, link, listed) ON jobs TO pgjobs_user;
+              progress, errors, idempotency_key, key_rule, concurrency_key, due_at, start_time,
+              last_update, name, description, link, listed) ON jobs TO pgjobs_user;
 GRANT UPDATE (name, description, link, listed) ON jobs TO pgjobs_user;
 
 -- What a NOTIFY on channel pgjobs_ready says when a queue with no ready job gets one. Anyone
@@ -176,13 +183,15 @@ CREATE FUNCTION jobs_add(
     lease interval DEFAULT NULL,
     key text DEFAULT NULL,
     on_conflict text DEFAULT 'skip',
-    key_window interval DEFAULT NULL
+    key_window interval DEFAULT NULL,
+    concurrency_key text DEFAULT NULL
 ) RETURNS bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add';
 COMMENT ON FUNCTION jobs_add IS
     'Adds a job and returns its id; with a key already in use, returns the id of the job that '
     'holds it. on_conflict: skip, replace, debounce (runs key_window after the last add) or '
-    'throttle (at most one job per key_window).';
+    'throttle (at most one job per key_window). concurrency_key: the key its queue''s key limit '
+    'counts it under (jobs_key_limit).';
 
 CREATE FUNCTION jobs_add_batch(jobs jsonb) RETURNS SETOF bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add_batch';
@@ -396,6 +405,100 @@ ALTER TABLE queue_rate_tokens ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON queue_rate_tokens FOR SELECT USING (owner = (SELECT identity()));
 GRANT SELECT ON queue_rates, queue_rate_tokens TO pgjobs_user;
 
+-- Key limits (River Pro's and Oban Pro's partitioned limits, pg-boss's group concurrency,
+-- River Pro's sequences): at most max_per_key jobs of each concurrency key of a queue leased at
+-- once, across every worker, and with `ordered` (one at a time) in the order of (priority,
+-- due_at, id), a job that failed with attempts left holding its key until it ends. Keys are
+-- unbounded in number, so a key's slots are made by the claims that take them: a claim of a
+-- key-limited queue first takes the gates of the keys it will look at (64 rows per limit, a key's
+-- gate a hash of it; FOR UPDATE SKIP LOCKED: it never waits), so two claims never look at one key
+-- at once, then, in a statement whose snapshot sees every claim that held those gates before,
+-- takes at most one job of each key with a free slot and writes the job and its lease token into
+-- the slot (queue_key_slots). A slot is free when that job no longer holds that lease, as for
+-- queue_slots. Adds write neither gates nor slots, so they never wait for a claim.
+CREATE TABLE queue_key_limits (
+    owner        oid NOT NULL,
+    queue        nonempty_text NOT NULL CONSTRAINT queue_key_limits_not_reserved CHECK (NOT _reserved_queue(queue)),
+    max_per_key  integer NOT NULL CHECK (max_per_key BETWEEN 1 AND 1000),
+    ordered      boolean NOT NULL CHECK (NOT ordered OR max_per_key = 1),
+    set_at       timestamptz NOT NULL,
+    set_by       regrole NOT NULL,
+    PRIMARY KEY (owner, queue)
+);
+COMMENT ON TABLE queue_key_limits IS
+    'The key limits of each identity''s queues: at most max_per_key jobs of each concurrency key '
+    'leased at once (ordered: one at a time, in order), set when and by which role. Set with '
+    'jobs_key_limit, removed with jobs_unlimit.';
+CREATE TABLE queue_key_gates (
+    owner        oid NOT NULL,
+    queue        nonempty_text NOT NULL,
+    gate         integer NOT NULL,
+    -- Written by each claim that takes the gate: under repeatable read, a claim whose snapshot
+    -- predates another's use of it fails (40001) rather than count that claim's slots stale.
+    taken_at     timestamptz,
+    PRIMARY KEY (owner, queue, gate),
+    FOREIGN KEY (owner, queue) REFERENCES queue_key_limits ON DELETE CASCADE
+);
+COMMENT ON TABLE queue_key_gates IS
+    'A key-limited queue''s gates: a claim holds the gate of each key it looks at (_key_gate).';
+CREATE TABLE queue_key_slots (
+    owner           oid NOT NULL,
+    queue           nonempty_text NOT NULL,
+    concurrency_key text NOT NULL,
+    slot            integer NOT NULL,
+    job_id          bigint NOT NULL,
+    lease_token     uuid NOT NULL,
+    -- No foreign key: its check, a query per slot a claim takes, cost a claim of ten keys half a
+    -- millisecond. jobs_unlimit removes a queue's slots with its limit.
+    PRIMARY KEY (owner, queue, concurrency_key, slot)
+);
+COMMENT ON TABLE queue_key_slots IS
+    'The slots of each key of a key-limited queue: the job each was last taken for and its lease '
+    'token. Held while that job holds that lease, else free.';
+ALTER TABLE queue_key_limits ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON queue_key_limits FOR SELECT USING (owner = (SELECT identity()));
+ALTER TABLE queue_key_gates ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON queue_key_gates FOR SELECT USING (owner = (SELECT identity()));
+ALTER TABLE queue_key_slots ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON queue_key_slots FOR SELECT USING (owner = (SELECT identity()));
+GRANT SELECT ON queue_key_limits, queue_key_gates, queue_key_slots TO pgjobs_user;
+
+-- The gate of a concurrency key.
+CREATE FUNCTION _key_gate(concurrency_key text) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+RETURN hashtext(concurrency_key) & 63;
+
+-- The job of claimant $1's queue $2 with concurrency key $3 that a claim may take next, under a
+-- key limit of $4 per key ($5: ordered): none while the key's slots are all held, or while its
+-- first waiting job (ordered) or every waiting job is not due. A query, not an expression, so
+-- that the planner inlines it into the claim's (LATERAL): a function call per key cost more than
+-- its probes.
+CREATE FUNCTION _key_head(claimant oid, queue text, concurrency_key text, max_per_key integer,
+                          ordered boolean) RETURNS TABLE (tid tid)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT h.tid FROM (
+        SELECT j.ctid AS tid, j.run_at FROM jobs j
+        WHERE j.claimable_by = $1 AND j.queue = $2 AND j.concurrency_key = $3
+          AND j.status = 'created' AND ($5 OR j.run_at <= statement_timestamp())
+        ORDER BY j.priority, j.due_at, j.id
+        LIMIT 1) h
+    WHERE h.run_at <= statement_timestamp()
+      AND (SELECT count(*) FROM queue_key_slots s
+           JOIN jobs r ON r.id = s.job_id AND r.lease_token = s.lease_token
+           WHERE s.owner = $1 AND s.queue = $2 AND s.concurrency_key = $3) < $4;
+END;
+
+CREATE FUNCTION jobs_key_limit(queue text, max_per_key integer, ordered boolean DEFAULT false,
+                               OUT max_per_key integer, OUT ordered boolean,
+                               OUT set_at timestamptz, OUT set_by regrole)
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_key_limit';
+COMMENT ON FUNCTION jobs_key_limit IS
+    'Limits one of the caller''s queues to max_per_key (1 to 1000) jobs of each concurrency key '
+    'leased at once, across every worker; ordered (max_per_key 1): one at a time in the order of '
+    '(priority, due_at, id), a failed job with attempts left holding its key. The jobs leased now '
+    'count. Returns the limit in force.';
+
 CREATE FUNCTION jobs_rate_limit(queue text, claims integer, per interval,
                                 OUT claims integer, OUT per interval, OUT set_at timestamptz,
                                 OUT set_by regrole)
@@ -416,8 +519,8 @@ COMMENT ON FUNCTION jobs_limit IS
 CREATE FUNCTION jobs_unlimit(queue text) RETURNS boolean
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_unlimit';
 COMMENT ON FUNCTION jobs_unlimit IS
-    'Removes the concurrency limit and the rate limit of one of the caller''s queues and wakes its '
-    'idle workers. Returns whether it had either.';
+    'Removes the concurrency, key and rate limits of one of the caller''s queues and wakes its '
+    'idle workers. Returns whether it had any.';
 
 CREATE FUNCTION _add(specs job_spec[], owner oid, sql_jobs boolean, scheduled boolean)
 RETURNS SETOF bigint

@@ -27,7 +27,9 @@ CREATE TABLE job_history (
     -- one: a completion writes nothing it would not read again).
     backoff         interval,
     max_backoff     interval,
-    lease           interval
+    lease           interval,
+    -- Every finished job's (null for most: a job without a key writes nothing for it).
+    concurrency_key text
 ) PARTITION BY RANGE (due_at);
 COMMENT ON TABLE job_history IS
     'Finished jobs, one partition per month of due_at; dropping a month is dropping a partition. '
@@ -41,7 +43,7 @@ ALTER TABLE job_history ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON job_history FOR SELECT USING (owner = (SELECT identity()));
 GRANT SELECT (id, owner, status, task, queue, priority, payload, result, errors, attempts,
               max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time, name,
-              description, link, listed, backoff, max_backoff, lease) ON job_history TO pgjobs_user;
+              description, link, listed, backoff, max_backoff, lease, concurrency_key) ON job_history TO pgjobs_user;
 
 -- What job_history keeps of an identity's queue (River's cleaner, pgmq's archive or delete,
 -- pg-boss's retention): every finished job (all, also where a queue has no rule), the failed and
@@ -133,18 +135,20 @@ WITH live AS (
     UNION SELECT p.owner, p.queue FROM queue_pauses p
     UNION SELECT m.owner, m.queue FROM queue_limits m
     UNION SELECT t.owner, t.queue FROM queue_rates t
+    UNION SELECT k.owner, k.queue FROM queue_key_limits k
     UNION SELECT r.owner, r.queue FROM queue_history_rules r
     UNION SELECT d.owner, d.queue FROM queue_dead_letters d
 )
 SELECT q.owner::regrole AS owner, q.queue, coalesce(l.ready, 0) AS ready,
        coalesce(l.scheduled, 0) AS scheduled, coalesce(l.running, 0) AS running, l.oldest_ready_at,
        p.paused_at, p.paused_by, coalesce(r.keep, 'all') AS keeps, m.max_running, t.claims AS rate_claims,
-       t.per AS rate_per, d.dead_letter_queue::text
+       t.per AS rate_per, d.dead_letter_queue::text, k.max_per_key, k.ordered AS key_ordered
 FROM queues q
 LEFT JOIN live l ON l.owner = q.owner AND l.queue = q.queue
 LEFT JOIN queue_pauses p ON p.owner = q.owner AND p.queue = q.queue
 LEFT JOIN queue_limits m ON m.owner = q.owner AND m.queue = q.queue
 LEFT JOIN queue_rates t ON t.owner = q.owner AND t.queue = q.queue
+LEFT JOIN queue_key_limits k ON k.owner = q.owner AND k.queue = q.queue
 LEFT JOIN queue_history_rules r ON r.owner = q.owner AND r.queue = q.queue
 LEFT JOIN queue_dead_letters d ON d.owner = q.owner AND d.queue = q.queue;
 COMMENT ON VIEW jobs_queues IS
@@ -152,7 +156,9 @@ COMMENT ON VIEW jobs_queues IS
     '(leased), the oldest ready job''s run_at, when and by whom it was paused (null: it is not), '
     'which finished jobs job_history keeps (jobs_queue_history), its concurrency limit (null: '
     'none; jobs_limit), its rate limit: rate_claims in any window of rate_per (jobs_rate_limit), '
-    'and the queue its jobs go to after their last attempt (jobs_dead_letter).';
+    'the queue its jobs go to after their last attempt (jobs_dead_letter), and its key limit: '
+    'max_per_key jobs of each concurrency key leased at once, key_ordered: one at a time, in order '
+    '(jobs_key_limit).';
 GRANT SELECT ON jobs_queues TO pgjobs_user;
 
 -- Batch jobs' queues (sql/085_batch.sql).

@@ -60,6 +60,7 @@ RETURN ROW(
          ELSE (options ->> 'lease')::interval END,
     key,
     'skip',
+    NULL,
     NULL)::job_spec;
 
 CREATE FUNCTION jobs_schedule(name text, schedule text, work jsonb, options jsonb DEFAULT '{}')

@@ -2,12 +2,14 @@
 //! claim of a queue (the claim statements read `queue_pauses`, `queue.sql`) until the queue is
 //! resumed; a concurrency limit lets claims take at most so many of its jobs leased at once
 //! (`queue_limits`, whose slots the claims of a limited queue take: `claim_limited`), and a rate
-//! limit so many in any window of time (`queue_rates`, whose tokens they take likewise).
+//! limit so many in any window of time (`queue_rates`, whose tokens they take likewise), and a
+//! key limit so many of each concurrency key at once (`queue_key_limits`, whose gates and slots
+//! they take likewise).
 //! Statements in `flow.sql`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use pgrx::pg_sys::{Datum, Oid, INT4OID, INTERVALOID, OIDOID, TEXTOID};
+use pgrx::pg_sys::{Datum, Oid, BOOLOID, INT4OID, INTERVALOID, OIDOID, TEXTOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
@@ -15,6 +17,7 @@ use super::call::{argument, invalid, record, refuse, value, Caller, Section, Sta
 use super::datum::interval_text;
 use super::queue::{callers_queue, outside};
 use super::ready::queue_hash;
+use super::services::{no_wish, Service};
 use crate::{entry, named_statements};
 
 named_statements!(include_str!("flow.sql"));
@@ -28,7 +31,19 @@ static RATE_LIMIT: Statement = statement(
     &[OIDOID, TEXTOID, INT4OID, INTERVALOID, OIDOID],
 );
 static TOKENS_HELD: Statement = statement("tokens_held", &[OIDOID, TEXTOID]);
+static KEY_LIMIT: Statement = statement("key_limit", &[OIDOID, TEXTOID, INT4OID, BOOLOID, OIDOID]);
+static GATES_HELD: Statement = statement("gates_held", &[OIDOID, TEXTOID]);
 static UNLIMIT: Statement = statement("unlimit", &[OIDOID, TEXTOID]);
+static FREE_KEY_SLOTS: Statement = statement("free_key_slots", &[]);
+
+/// The launcher's removal of the key slots no job holds (free_key_slots).
+pub(crate) static KEY_SLOTS: Service = Service {
+    name: "free key slots",
+    work: |section, _| {
+        section.run(&FREE_KEY_SLOTS, &[]);
+    },
+    next: no_wish,
+};
 
 /// The most jobs of a queue a limit lets run at once, or be claimed in a rate limit's window: a
 /// claim reads the slots it passes over.
@@ -106,9 +121,9 @@ const RESERVED_LIMIT: (&str, &str) = (
     "pg_jobs.max_workers bounds the SQL jobs run at once; an agent's --batchjobs its batch jobs.",
 );
 
-/// Refuses a change of `queue`'s limit while a claim holds one of its slots or tokens (`held`:
-/// SLOTS_HELD or TOKENS_HELD): it would wait for that claim's transaction, which its worker ends
-/// when it will.
+/// Refuses a change of `queue`'s limit while a claim holds one of its slots, tokens or gates
+/// (`held`: SLOTS_HELD, TOKENS_HELD or GATES_HELD): it would wait for that claim's transaction,
+/// which its worker ends when it will.
 fn refuse_if_held(section: &Section, held: &'static Statement, identity: Datum, queue: &str) {
     if section
         .run(held, &[Some(identity), queue.into_datum()])
@@ -117,13 +132,14 @@ fn refuse_if_held(section: &Section, held: &'static Statement, identity: Datum, 
     {
         refuse(
             PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-            "a claim in progress holds one of the queue's slots or tokens",
+            "a claim in progress holds one of the queue's slots, tokens or key gates",
             Some("Try again when the claim's transaction has ended: claim in a transaction of its own."),
         );
     }
 }
 
-/// A limit's count (`what`: max_running or claims), refused outside 1 to MOST_RUNNING.
+/// A limit's count (`what`: max_running, claims or max_per_key), refused outside 1 to
+/// MOST_RUNNING.
 fn limit_count(fcinfo: pg_sys::FunctionCallInfo, n: usize, what: &str) -> i32 {
     match value::<i32>(fcinfo, n) {
         Some(most) if (1..=MOST_RUNNING).contains(&most) => most,
@@ -189,6 +205,42 @@ entry!(jobs_limit, pg_finfo_jobs_limit, |fcinfo| {
     record(fcinfo, &values)
 });
 
+// jobs_key_limit(queue, max_per_key, ordered) -> (max_per_key, ordered, set_at, set_by)
+entry!(jobs_key_limit, pg_finfo_jobs_key_limit, |fcinfo| {
+    let caller = Caller::current();
+    let queue = callers_queue(fcinfo, 0, "jobs_key_limit('emails', 1)", RESERVED_LIMIT);
+    let most = limit_count(fcinfo, 1, "max_per_key");
+    let ordered = match value::<bool>(fcinfo, 2) {
+        Some(true) if most > 1 => invalid(
+            format!("an ordered key runs one job at a time, not {most}"),
+            Some("jobs_key_limit('emails', 1, ordered => true)"),
+        ),
+        Some(ordered) => ordered,
+        None => invalid("ordered must not be null", None),
+    };
+    let section = Section::as_owner(fcinfo);
+    let identity = Datum::from(caller.identity);
+    refuse_if_held(&section, &GATES_HELD, identity, &queue);
+    let limit = section.run(
+        &KEY_LIMIT,
+        &[
+            Some(identity),
+            queue.into_datum(),
+            Some(Datum::from(most)),
+            Some(Datum::from(ordered)),
+            Some(Datum::from(caller.role)),
+        ],
+    );
+    let values = [
+        limit.datum(0, 0),
+        limit.datum(0, 1),
+        limit.datum(0, 2),
+        limit.datum(0, 3),
+    ];
+    drop(section);
+    record(fcinfo, &values)
+});
+
 // jobs_rate_limit(queue, claims, per) -> (claims, per, set_at, set_by)
 entry!(jobs_rate_limit, pg_finfo_jobs_rate_limit, |fcinfo| {
     let caller = Caller::current();
@@ -232,7 +284,7 @@ entry!(jobs_rate_limit, pg_finfo_jobs_rate_limit, |fcinfo| {
     record(fcinfo, &values)
 });
 
-// jobs_unlimit(queue) -> whether it had a concurrency or a rate limit
+// jobs_unlimit(queue) -> whether it had a concurrency, a rate or a key limit
 entry!(jobs_unlimit, pg_finfo_jobs_unlimit, |fcinfo| {
     let caller = Caller::current();
     let queue = callers_queue(fcinfo, 0, "jobs_unlimit('emails')", RESERVED_LIMIT);
@@ -240,6 +292,7 @@ entry!(jobs_unlimit, pg_finfo_jobs_unlimit, |fcinfo| {
     let identity = Datum::from(caller.identity);
     refuse_if_held(&section, &SLOTS_HELD, identity, &queue);
     refuse_if_held(&section, &TOKENS_HELD, identity, &queue);
+    refuse_if_held(&section, &GATES_HELD, identity, &queue);
     let unlimited = section.run(&UNLIMIT, &[Some(identity), queue.into_datum()]);
     Datum::from(unlimited.len() > 0)
 });

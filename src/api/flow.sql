@@ -1,6 +1,6 @@
 -- The statements of src/api/flow.rs: what an identity says about when its queues' jobs may be
 -- claimed (sql/030_queue.sql: queue_pauses, queue_limits and queue_slots, queue_rates and
--- queue_rate_tokens).
+-- queue_rate_tokens, queue_key_limits and its gates and slots).
 
 -- name: pause
 -- Pauses owner $1's queue $2 for role $3, unless it is paused already: the pause in force.
@@ -71,15 +71,66 @@ SELECT (SELECT count(*) FROM queue_rate_tokens t WHERE t.owner = $1 AND t.queue 
        > (SELECT count(*) FROM (SELECT FROM queue_rate_tokens t WHERE t.owner = $1 AND t.queue = $2
                                 FOR UPDATE SKIP LOCKED) t);
 
+-- name: key_limit
+-- Owner $1's queue $2 limited to $3 jobs of each concurrency key leased at once ($4: ordered), for
+-- role $5: the limit, its gates, and its slots made anew from the queue's keyed jobs leased now,
+-- in the order they were claimed. The limit in force.
+WITH limited AS (
+    INSERT INTO queue_key_limits AS l (owner, queue, max_per_key, ordered, set_at, set_by)
+    VALUES ($1, $2, $3, $4, statement_timestamp(), $5::regrole)
+    ON CONFLICT (owner, queue) DO UPDATE
+    SET max_per_key = excluded.max_per_key, ordered = excluded.ordered, set_at = excluded.set_at,
+        set_by = excluded.set_by
+    RETURNING l.max_per_key, l.ordered, l.set_at, l.set_by
+), gates AS (
+    INSERT INTO queue_key_gates (owner, queue, gate)
+    SELECT $1, $2, g FROM generate_series(0, 63) g
+    ON CONFLICT DO NOTHING
+), dropped AS (
+    DELETE FROM queue_key_slots s WHERE s.owner = $1 AND s.queue = $2
+), leased AS (
+    SELECT j.concurrency_key, j.id, j.lease_token,
+           row_number() OVER (PARTITION BY j.concurrency_key ORDER BY j.begin_time, j.id) AS slot
+    FROM jobs j
+    WHERE j.claimable_by = $1 AND j.queue = $2 AND j.concurrency_key IS NOT NULL
+      AND j.lease_token IS NOT NULL
+), made AS (
+    INSERT INTO queue_key_slots (owner, queue, concurrency_key, slot, job_id, lease_token)
+    SELECT $1, $2, l.concurrency_key, l.slot, l.id, l.lease_token FROM leased l
+    ON CONFLICT (owner, queue, concurrency_key, slot)
+    DO UPDATE SET job_id = excluded.job_id, lease_token = excluded.lease_token
+)
+SELECT l.max_per_key, l.ordered, l.set_at, l.set_by FROM limited l;
+
+-- name: gates_held
+-- Whether a claim in progress holds one of owner $1's queue $2's key gates (as slots_held).
+SELECT (SELECT count(*) FROM queue_key_gates g WHERE g.owner = $1 AND g.queue = $2)
+       > (SELECT count(*) FROM (SELECT FROM queue_key_gates g WHERE g.owner = $1 AND g.queue = $2
+                                FOR UPDATE SKIP LOCKED) g);
+
+-- name: free_key_slots
+-- The key slots no job holds, of the gates no claim holds (SKIP LOCKED: a claim takes slots only
+-- under their keys' gates): a key's slots are made by claims, and keys are unbounded in number
+-- (an order's id), so the free ones go once their claims have ended.
+DELETE FROM queue_key_slots s
+USING (SELECT g.owner, g.queue, g.gate FROM queue_key_gates g FOR UPDATE SKIP LOCKED) g
+WHERE s.owner = g.owner AND s.queue = g.queue AND _key_gate(s.concurrency_key) = g.gate
+  AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token);
+
 -- name: unlimit
--- Removes owner $1's queue $2's concurrency and rate limits, their slots and tokens with them,
--- and wakes its idle workers (at commit): a row if it had either.
+-- Removes owner $1's queue $2's concurrency, rate and key limits, their slots, tokens and gates
+-- with them, and wakes its idle workers (at commit): a row if it had any.
 WITH unlimited AS (
     DELETE FROM queue_limits l WHERE l.owner = $1 AND l.queue = $2
     RETURNING l.owner, l.queue
 ), unrated AS (
     DELETE FROM queue_rates r WHERE r.owner = $1 AND r.queue = $2
     RETURNING r.owner, r.queue
+), unkeyed AS (
+    DELETE FROM queue_key_limits k WHERE k.owner = $1 AND k.queue = $2
+    RETURNING k.owner, k.queue
+), key_slots AS (
+    DELETE FROM queue_key_slots s WHERE s.owner = $1 AND s.queue = $2
 )
 SELECT pg_notify('pgjobs_ready', _ready_signal(u.owner, u.queue))
-FROM (SELECT * FROM unlimited UNION SELECT * FROM unrated) u;
+FROM (SELECT * FROM unlimited UNION SELECT * FROM unrated UNION SELECT * FROM unkeyed) u;

@@ -88,43 +88,68 @@ const ADD_PARAMETERS: [Oid; 1 + FIELDS] = [
     TEXTARRAYOID,
     TEXTARRAYOID,
     INTERVALARRAYOID,
+    TEXTARRAYOID,
 ];
+/// The fields of an add without keys: the task to the lease, then the concurrency key.
+const UNKEYED_FIELDS: [Field; 1 + Field::Key as usize] = [
+    Field::Task,
+    Field::Payload,
+    Field::Queue,
+    Field::Priority,
+    Field::RunAt,
+    Field::MaxAttempts,
+    Field::Backoff,
+    Field::MaxBackoff,
+    Field::Lease,
+    Field::ConcurrencyKey,
+];
+/// The owner, then the columns or the fields of an add without keys.
+const fn unkeyed_parameters(types: &[Oid; 1 + FIELDS]) -> [Oid; 2 + Field::Key as usize] {
+    let mut unkeyed = [OIDOID; 2 + Field::Key as usize];
+    let mut n = 0;
+    while n < UNKEYED_FIELDS.len() {
+        unkeyed[1 + n] = types[1 + UNKEYED_FIELDS[n] as usize];
+        n += 1;
+    }
+    unkeyed
+}
 static ADD: Statement = statement(
     "add",
-    ADD_PARAMETERS.split_at(1 + Field::Key as usize).0,
+    &unkeyed_parameters(&ADD_PARAMETERS),
     Planning::Default,
 );
-/// The owner, then one job's fields (the task to the lease).
-const ADD_ONE_PARAMETERS: [Oid; 1 + Field::Key as usize] = {
-    let mut types = [OIDOID; 1 + Field::Key as usize];
+/// The owner, then one job's fields, as for add.
+const ADD_ONE_PARAMETERS: [Oid; 2 + Field::Key as usize] = {
+    let mut types = [OIDOID; 1 + FIELDS];
     let mut field = 0;
-    while field < Field::Key as usize {
+    while field < FIELDS {
         types[1 + field] = FIELD_TYPES[field];
         field += 1;
     }
-    types
+    unkeyed_parameters(&types)
 };
 static ADD_ONE: Statement = statement("add_one", &ADD_ONE_PARAMETERS, Planning::Default);
 static ADD_KEYED: Statement = statement("add_keyed", &ADD_PARAMETERS, Planning::Probes);
 static NOTIFY_READY: Statement = statement("notify_ready", &[OIDOID, TEXTOID], Planning::Default);
 static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, TEXTARRAYOID], Planning::Probes);
-/// The job to replace, then its owner and the fields a replace sets, as for add_one, then a
-/// debounce's window.
-const REPLACE_PARAMETERS: [Oid; 3 + Field::Key as usize] = {
-    let mut types = [INT8OID; 3 + Field::Key as usize];
+/// The job to replace, then its owner and the fields a replace sets (the task to the lease), a
+/// debounce's window and the concurrency key.
+const REPLACE_PARAMETERS: [Oid; 4 + Field::Key as usize] = {
+    let mut types = [INT8OID; 4 + Field::Key as usize];
     let mut n = 0;
-    while n < ADD_ONE_PARAMETERS.len() {
+    while n < 1 + Field::Key as usize {
         types[1 + n] = ADD_ONE_PARAMETERS[n];
         n += 1;
     }
     types[2 + Field::Key as usize] = INTERVALOID;
+    types[3 + Field::Key as usize] = TEXTOID;
     types
 };
 static REPLACE: Statement = statement("replace", &REPLACE_PARAMETERS, Planning::Default);
-/// The job holding the key, its owner, the key, the new job's fields as for add_one, its rule
-/// and its window.
-const REPLACE_TAKEN_PARAMETERS: [Oid; 5 + Field::Key as usize] = {
-    let mut types = [INT8OID; 5 + Field::Key as usize];
+/// The job holding the key, its owner, the key, the new job's fields (the task to the lease), its
+/// rule, its window and its concurrency key.
+const REPLACE_TAKEN_PARAMETERS: [Oid; 6 + Field::Key as usize] = {
+    let mut types = [INT8OID; 6 + Field::Key as usize];
     types[1] = OIDOID;
     types[2] = TEXTOID;
     let mut field = 0;
@@ -134,6 +159,7 @@ const REPLACE_TAKEN_PARAMETERS: [Oid; 5 + Field::Key as usize] = {
     }
     types[3 + Field::Key as usize] = TEXTOID;
     types[4 + Field::Key as usize] = INTERVALOID;
+    types[5 + Field::Key as usize] = TEXTOID;
     types
 };
 static REPLACE_TAKEN: Statement = statement(
@@ -152,8 +178,8 @@ static REQUEUE_EXPIRED: Statement =
 static NOTIFY_SIGNALS: Statement = statement("notify_signals", &[TEXTARRAYOID], Planning::Default);
 static FINISH_EXPIRED: Statement = statement("finish_expired", &[INT8ARRAYOID], Planning::Default);
 /// A claim's parameters (claimant, queue, n, lease, worker, and where it starts: priority, run_at,
-/// id), and a limited claim's slots after them.
-const CLAIM_LIMITED_PARAMETERS: [Oid; 9] = [
+/// id), and a limited claim's slots and concurrency keys after them.
+const CLAIM_LIMITED_PARAMETERS: [Oid; 10] = [
     OIDOID,
     TEXTOID,
     INT4OID,
@@ -163,6 +189,7 @@ const CLAIM_LIMITED_PARAMETERS: [Oid; 9] = [
     TIMESTAMPTZOID,
     INT8OID,
     INT4ARRAYOID,
+    TEXTARRAYOID,
 ];
 static CLAIM: Statement = statement(
     "claim",
@@ -176,6 +203,11 @@ static CLAIM_QUEUES: Statement = statement(
 );
 static FREE_SLOTS: Statement =
     statement("free_slots", &[OIDOID, TEXTOID, INT4OID], Planning::Probes);
+static KEY_CANDIDATES: Statement = statement(
+    "key_candidates",
+    &[OIDOID, TEXTOID, INT4OID, TEXTOID],
+    Planning::Probes,
+);
 static CLAIM_LIMITED: Statement =
     statement("claim_limited", &CLAIM_LIMITED_PARAMETERS, Planning::Head);
 static LIMITED_AMONG: Statement =
@@ -246,9 +278,10 @@ pub(crate) enum Field {
     Key,
     OnConflict,
     KeyWindow,
+    ConcurrencyKey,
 }
 
-const FIELDS: usize = 12;
+const FIELDS: usize = 13;
 const FIELD_TYPES: [Oid; FIELDS] = [
     TEXTOID,
     pg_sys::JSONBOID,
@@ -262,6 +295,7 @@ const FIELD_TYPES: [Oid; FIELDS] = [
     TEXTOID,
     TEXTOID,
     INTERVALOID,
+    TEXTOID,
 ];
 
 #[derive(Clone, Copy)]
@@ -396,9 +430,23 @@ impl Spec {
                 ));
             }
         }
+        if let Some(key) = self.text(Field::ConcurrencyKey) {
+            if key.is_empty() || key.len() > CONCURRENCY_KEY_BYTES {
+                return Some(Problem::invalid(
+                    format!(
+                        "concurrency_key must be 1 to {CONCURRENCY_KEY_BYTES} bytes, not {}",
+                        key.len()
+                    ),
+                    Some("Name what the key limit counts, such as 'customer:42' (jobs_key_limit)."),
+                ));
+            }
+        }
         None
     }
 }
+
+/// The longest concurrency key: each is an entry of an index (jobs_concurrency_key).
+const CONCURRENCY_KEY_BYTES: usize = 1000;
 
 /// What `on_conflict` may say.
 const KEY_RULES: [&str; 4] = ["skip", "replace", "debounce", "throttle"];
@@ -521,12 +569,19 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         None,
         None,
         None,
+        None,
     ];
     let keyed = specs.iter().any(|spec| spec.get(Field::Key).is_some());
     let one = specs.len() == 1 && !keyed;
     let skip = "skip".into_datum();
     let mut arguments = vec![Some(Datum::from(owner))];
-    for field in 0..if keyed { FIELDS } else { Field::Key as usize } {
+    let all_fields: Vec<usize> = (0..FIELDS).collect();
+    let unkeyed_fields = UNKEYED_FIELDS.map(|field| field as usize);
+    for &field in if keyed {
+        &all_fields[..]
+    } else {
+        &unkeyed_fields[..]
+    } {
         let values: Vec<Option<Datum>> = specs
             .iter()
             .map(|spec| match field {
@@ -685,6 +740,7 @@ fn take_keys(
                 given(Field::MaxBackoff),
                 given(Field::Lease),
                 given(Field::KeyWindow),
+                given(Field::ConcurrencyKey),
             ],
         );
         if replaced.len() > 0 {
@@ -696,7 +752,11 @@ fn take_keys(
             given(Field::Key),
         ];
         arguments.extend((0..Field::Key as usize).map(|f| spec.0[f].or(defaults[f])));
-        arguments.extend([given(Field::OnConflict), given(Field::KeyWindow)]);
+        arguments.extend([
+            given(Field::OnConflict),
+            given(Field::KeyWindow),
+            given(Field::ConcurrencyKey),
+        ]);
         let taken = section.run(&REPLACE_TAKEN, &arguments);
         ids[n] = match placed(&taken, 0, [0, 1, 2, 4, 5]) {
             Some((id, claimable_by, queue)) => {
@@ -745,6 +805,7 @@ struct BatchJob {
     key: Option<String>,
     on_conflict: Option<String>,
     key_window: Option<String>,
+    concurrency_key: Option<String>,
 }
 
 impl BatchJob {
@@ -765,6 +826,7 @@ impl BatchJob {
             text(self.key),
             text(self.on_conflict),
             typed(self.key_window, INTERVALOID),
+            text(self.concurrency_key),
         ])
     }
 }
@@ -946,32 +1008,40 @@ fn claim_from(
             let key = (claimant.to_u32(), queue.clone());
             let limited_before = LIMITED.with(|limited| limited.borrow().contains(&key));
             let limited = || claim_limited(section, claimant, &arguments, queue, &from);
-            let unlimited = || section.run(&CLAIM, &[&arguments[..], &from].concat());
-            let claimed = if limited_before {
+            let unlimited = || {
+                (
+                    section.run(&CLAIM, &[&arguments[..], &from].concat()),
+                    false,
+                )
+            };
+            let (claimed, by_key) = if limited_before {
                 limited().unwrap_or_else(|| {
                     LIMITED.with(|limited| limited.borrow_mut().remove(&key));
                     unlimited()
                 })
             } else {
-                let claimed = unlimited();
+                let (claimed, _) = unlimited();
                 if claimed.len() > 0 {
-                    claimed
+                    (claimed, false)
                 } else if let Some(limited_claim) = limited() {
                     LIMITED.with(|limited| limited.borrow_mut().insert(key));
                     limited_claim
                 } else {
-                    claimed
+                    (claimed, false)
                 }
             };
             heads::read_done(&look);
-            (claimed, Some(look))
+            // A claim by key leaves jobs before the last it took (their keys' slots held): the
+            // queue's claims must still start before them.
+            (claimed, (!by_key).then_some(look))
         }
         _ => {
             let claimed = section.run(&CLAIM_QUEUES, &arguments);
             let claimed = if claimed.len() > 0 {
                 claimed
             } else {
-                claim_limited_among(section, claimant, &arguments).unwrap_or(claimed)
+                claim_limited_among(section, claimant, &arguments)
+                    .map_or(claimed, |(claimed, _)| claimed)
             };
             (claimed, None)
         }
@@ -1010,14 +1080,15 @@ thread_local! {
 /// queue_rates): `arguments` are the claim's first five, `from` where it starts. In two
 /// statements, free_slots and claim_limited: slots taken by claims that committed after the first
 /// one's snapshot are checked again by the second, under a snapshot taken once the first held
-/// them. None when the queue has no limit.
+/// them. None when the queue has no limit; else the jobs claimed, and whether by key (a key
+/// limit).
 fn claim_limited(
     section: &Section,
     claimant: Oid,
     arguments: &[Option<Datum>],
     queue: &str,
     from: &[Option<Datum>],
-) -> Option<Rows> {
+) -> Option<(Rows, bool)> {
     let free = section.run(
         &FREE_SLOTS,
         &[arguments[0], queue.into_datum(), arguments[2]],
@@ -1025,21 +1096,69 @@ fn claim_limited(
     if free.get::<bool>(0, 0) != Some(true) {
         return None;
     }
-    // Null when the queue has a rate limit only.
+    // Null when the queue has no concurrency limit.
     let slots = free.datum(0, 1);
     let found = free.get::<Vec<i32>>(0, 1).map(|found| found.len());
     let asked = arguments[2].map_or(0, |n| n.value() as i32 as usize);
     if found.is_some_and(|found| found < asked) {
         super::flow::waiting_for_slots(claimant, queue);
     }
+    let by_key = free.get::<bool>(0, 2) == Some(true);
     if found == Some(0) {
-        return Some(Rows::none());
+        return Some((Rows::none(), by_key));
     }
+    // Null when the queue has no key limit.
+    let keys = if by_key {
+        let keys: Vec<String> = key_candidates(section, claimant, queue, arguments[2]);
+        if keys.len() < asked {
+            super::flow::waiting_for_slots(claimant, queue);
+        }
+        Some(array(
+            TEXTOID,
+            &keys
+                .iter()
+                .map(|key| key.as_str().into_datum())
+                .collect::<Vec<_>>(),
+        ))
+    } else {
+        None
+    };
     let given = [arguments[0], queue.into_datum()];
-    Some(section.run(
+    let claimed = section.run(
         &CLAIM_LIMITED,
-        &[&given[..], &arguments[2..], from, &[slots]].concat(),
-    ))
+        &[&given[..], &arguments[2..], from, &[slots, keys]].concat(),
+    );
+    Some((claimed, by_key))
+}
+
+thread_local! {
+    /// Where this backend's next claim of a key-limited queue starts its round of the keys, by
+    /// (claimant, queue): after the last key its previous claim looked at.
+    static KEY_ROUNDS: std::cell::RefCell<std::collections::HashMap<(u32, String), String>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The keys of key-limited `queue` a claim of `n` jobs takes (key_candidates), their gates held;
+/// the round moves on past them.
+fn key_candidates(section: &Section, claimant: Oid, queue: &str, n: Option<Datum>) -> Vec<String> {
+    let round = (claimant.to_u32(), queue.to_owned());
+    let after = KEY_ROUNDS.with(|rounds| rounds.borrow().get(&round).cloned().unwrap_or_default());
+    let keys: Vec<String> = section
+        .run(
+            &KEY_CANDIDATES,
+            &[
+                Some(Datum::from(claimant)),
+                queue.into_datum(),
+                n,
+                after.as_str().into_datum(),
+            ],
+        )
+        .get(0, 0)
+        .unwrap_or_default();
+    if let Some(last) = keys.last() {
+        KEY_ROUNDS.with(|rounds| rounds.borrow_mut().insert(round, last.clone()));
+    }
+    keys
 }
 
 /// A claim of several queues that took nothing from those without a limit: from the first of the
@@ -1048,7 +1167,7 @@ fn claim_limited_among(
     section: &Section,
     claimant: Oid,
     arguments: &[Option<Datum>],
-) -> Option<Rows> {
+) -> Option<(Rows, bool)> {
     let limited: Vec<String> = section
         .run(&LIMITED_AMONG, &[arguments[0], arguments[1]])
         .get(0, 0)?;
@@ -1060,7 +1179,7 @@ fn claim_limited_among(
     limited
         .iter()
         .filter_map(|queue| claim_limited(section, claimant, arguments, queue, &start))
-        .find(|claimed| claimed.len() > 0)
+        .find(|(claimed, _)| claimed.len() > 0)
 }
 
 /// Notes the earliest of the leases in column `column` of `rows` (src/api/leases.rs).

@@ -6,39 +6,42 @@
 -- still renews from the time of the call, not from when its transaction began.
 
 -- name: add_one
--- Adds one job without a key for owner $1; $2 .. $10 are its fields, defaults filled in. A row
+-- Adds one job without a key for owner $1; $2 .. $10 are its fields, defaults filled in, $11 its
+-- concurrency key. A row
 -- of VALUES: the set form below costs a quarter more for one job (its projection of sets and
 -- subquery, set up on every call). Returns its id, who may claim it, its queue, whether it is
 -- ready now and its place in the claim order (priority, run_at).
 INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
-                  max_backoff, lease, payload, due_at)
+                  max_backoff, lease, payload, due_at, concurrency_key)
 VALUES (nextval('jobs_id_seq'::regclass), $1,
         CASE WHEN _reserved_queue($4) THEN _extension_claimant() ELSE $1 END,
         $2, $4, $5, coalesce($6, statement_timestamp()), $7, $8, $9, $10, $3,
-        coalesce($6, statement_timestamp()))
+        coalesce($6, statement_timestamp()), $11)
 RETURNING id, claimable_by, queue::text, run_at <= statement_timestamp(), priority, run_at;
 
 -- name: add
 -- Adds jobs without keys for owner $1; $2 .. $10 are the columns of the batch, defaults filled
--- in. The arrays are unnested in the select list, in lockstep (they are of one length), which
+-- in, $11 their concurrency keys. The arrays are unnested in the select list, in lockstep (they are of one length), which
 -- streams their rows: unnest in FROM would first copy every row into a tuple store. Returns each
 -- job's id (ids are drawn in the batch's order), who may claim it, its queue, whether it is
 -- ready now and its place in the claim order (priority, run_at).
 INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
-                  max_backoff, lease, payload, due_at)
+                  max_backoff, lease, payload, due_at, concurrency_key)
 SELECT nextval('jobs_id_seq'::regclass), $1,
        CASE WHEN _reserved_queue(u.queue) THEN _extension_claimant() ELSE $1 END,
        u.task, u.queue, u.priority, coalesce(u.run_at, statement_timestamp()), u.max_attempts,
-       u.backoff, u.max_backoff, u.lease, u.payload, coalesce(u.run_at, statement_timestamp())
+       u.backoff, u.max_backoff, u.lease, u.payload, coalesce(u.run_at, statement_timestamp()),
+       u.concurrency_key
 FROM (SELECT unnest($2::text[]) AS task, unnest($3::jsonb[]) AS payload,
              unnest($4::text[]) AS queue, unnest($5::integer[]) AS priority,
              unnest($6::timestamptz[]) AS run_at, unnest($7::integer[]) AS max_attempts,
              unnest($8::interval[]) AS backoff, unnest($9::interval[]) AS max_backoff,
-             unnest($10::interval[]) AS lease) u
+             unnest($10::interval[]) AS lease, unnest($11::text[]) AS concurrency_key) u
 RETURNING id, claimable_by, queue::text, run_at <= statement_timestamp(), priority, run_at;
 
 -- name: add_keyed
--- As add, for a batch where some jobs have keys ($11, with rules $12 and windows $13). One
+-- As add, for a batch where some jobs have keys ($11, with rules $12 and windows $13; $14 are
+-- the concurrency keys). One
 -- statement: the keys first, whose primary key decides which of two concurrent adds gets a key,
 -- then the jobs whose keys were free (or that have none). A debounced job is due its window from
 -- now, and keeps the rule replace; a throttled one keeps skip, and its key is free again its
@@ -51,9 +54,9 @@ WITH given AS (
                     + CASE WHEN u.on_conflict = 'debounce' THEN u.key_window ELSE '0' END) AS due_at
     FROM unnest($2::text[], $3::jsonb[], $4::text[], $5::integer[], $6::timestamptz[],
                 $7::integer[], $8::interval[], $9::interval[], $10::interval[], $11::text[],
-                $12::text[], $13::interval[])
+                $12::text[], $13::interval[], $14::text[])
          WITH ORDINALITY AS u(task, payload, queue, priority, run_at, max_attempts, backoff,
-                              max_backoff, lease, key, on_conflict, key_window, ord)
+                              max_backoff, lease, key, on_conflict, key_window, concurrency_key, ord)
 ), claimed AS (
     INSERT INTO job_keys (owner, idempotency_key, job_id, due_at, free_at)
     SELECT $1, g.key, g.id, g.due_at,
@@ -63,13 +66,14 @@ WITH given AS (
     RETURNING job_id
 ), new_jobs AS (
     INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts,
-                      backoff, max_backoff, lease, payload, idempotency_key, key_rule, due_at)
+                      backoff, max_backoff, lease, payload, idempotency_key, key_rule, due_at,
+                      concurrency_key)
     SELECT g.id, $1, CASE WHEN _reserved_queue(g.queue) THEN _extension_claimant() ELSE $1 END,
            g.task, g.queue, g.priority, g.due_at, g.max_attempts, g.backoff, g.max_backoff,
            g.lease, g.payload, g.key,
            CASE g.on_conflict WHEN 'debounce' THEN 'replace' WHEN 'throttle' THEN 'skip'
                               ELSE g.on_conflict END::key_rule,
-           g.due_at
+           g.due_at, g.concurrency_key
     FROM given g
     WHERE g.key IS NULL OR g.id IN (SELECT c.job_id FROM claimed c)
     RETURNING jobs.id, jobs.claimable_by, jobs.queue::text, jobs.run_at <= statement_timestamp() AS ready,
@@ -98,10 +102,10 @@ WHERE k.owner = $1 AND k.idempotency_key = ANY ($2::text[]) AND k.free_at <= sta
 
 -- name: replace
 -- The `replace` and `debounce` rules: the job $1 of owner $2, if still waiting, takes the new
--- work, due at $7, else $12 (a debounce's window) from now, else now; settings left out keep
--- their values.
+-- work, due at $7, else $12 (a debounce's window) from now, else now, with concurrency key
+-- $13; settings left out keep their values.
 UPDATE jobs j
-SET task = $3, payload = $4, queue = $5, priority = $6,
+SET task = $3, payload = $4, queue = $5, priority = $6, concurrency_key = $13,
     run_at = coalesce($7, statement_timestamp() + $12, statement_timestamp()),
     max_attempts = coalesce($8, j.max_attempts), backoff = coalesce($9, j.backoff),
     max_backoff = coalesce($10, j.max_backoff), lease = coalesce($11, j.lease),
@@ -113,7 +117,7 @@ RETURNING j.id;
 -- The `replace` and `debounce` rules where job $1 of owner $2, holding key $3, is not waiting: it
 -- has started, or it has finished and its key was left (a skip key, or a replace key whose
 -- hand-over below rolled back while the job finished). The new work ($4 .. $12, defaults filled
--- in; rule $13, window $14) becomes a job of its own, and takes the key over, so that the next
+-- in; rule $13, window $14, concurrency key $15) becomes a job of its own, and takes the key over, so that the next
 -- add replaces it while it waits (graphile-worker's behaviour; the work was dropped before). A
 -- started holder runs on, and its finish leaves the key alone, since it no longer names it;
 -- that finish passes over a key row this statement holds rather than wait for the add's
@@ -130,9 +134,9 @@ WITH moved AS (
     RETURNING k.job_id, k.due_at
 )
 INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
-                  max_backoff, lease, payload, idempotency_key, key_rule, due_at)
+                  max_backoff, lease, payload, idempotency_key, key_rule, due_at, concurrency_key)
 SELECT m.job_id, $2, $2, $4, $6, $7, m.due_at, $9, $10, $11, $12, $5, $3,
-       CASE $13 WHEN 'debounce' THEN 'replace' ELSE $13 END::key_rule, m.due_at
+       CASE $13 WHEN 'debounce' THEN 'replace' ELSE $13 END::key_rule, m.due_at, $15
 FROM moved m
 RETURNING id, claimable_by, queue::text, run_at <= statement_timestamp(), priority, run_at;
 
@@ -193,8 +197,8 @@ FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
 -- jobs_batch_untallied, sql/085_batch.sql); a plain job's stays null, so its claim is HOT (but
 -- for a job whose failed attempt left progress, which the claim clears: see progress).
 -- Nothing is read from a paused queue (queue_pauses: one probe of its primary key, planned as a
--- filter evaluated once, before the scan), nor from a limited one (queue_limits and queue_rates,
--- likewise: see claim_limited). Returns each job and its place in the claim order (priority, run_at).
+-- filter evaluated once, before the scan), nor from a limited one (queue_limits, queue_rates and
+-- queue_key_limits, likewise: see claim_limited). Returns each job and its place in the claim order (priority, run_at).
 UPDATE jobs j
 SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
     locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
@@ -208,28 +212,77 @@ WHERE j.ctid = ANY (ARRAY(
       AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
       AND NOT EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = $2::text)
       AND NOT EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = $2::text)
+      AND NOT EXISTS (SELECT FROM queue_key_limits k WHERE k.owner = $1 AND k.queue = $2::text)
     ORDER BY c.priority, c.run_at, c.id
     LIMIT $3
     FOR UPDATE SKIP LOCKED))
 RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until, j.priority, j.run_at;
 
 -- name: free_slots
--- Whether claimant $1's queue $2 has a concurrency or a rate limit, and if it has a concurrency
--- limit up to $3 of its slots that look free, locked (SKIP LOCKED: taken by no other claim until
--- this one's transaction ends). They only look free: a slot another claim took and committed
--- after this statement's snapshot is locked here at its new version and passes the check against
--- the old snapshot. claim_limited, with a snapshot taken after these locks, checks again.
-SELECT l.owner IS NOT NULL OR r.owner IS NOT NULL,
+-- Whether claimant $1's queue $2 has a concurrency, a rate or a key limit, and if it has a
+-- concurrency limit up to $3 of its slots that look free, locked (SKIP LOCKED: taken by no other
+-- claim until this one's transaction ends), and whether it has a key limit (key_candidates). They
+-- only look free: a slot another claim took and committed after this statement's snapshot is
+-- locked here at its new version and passes the check against the old snapshot. claim_limited,
+-- with a snapshot taken after these locks, checks again.
+SELECT l.owner IS NOT NULL OR r.owner IS NOT NULL OR k.owner IS NOT NULL,
        CASE WHEN l.owner IS NOT NULL THEN
            ARRAY(SELECT s.slot FROM queue_slots s
                  WHERE s.owner = $1 AND s.queue = $2::text
                    AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
                  ORDER BY s.slot
                  LIMIT $3
-                 FOR UPDATE SKIP LOCKED) END
+                 FOR UPDATE SKIP LOCKED) END,
+       k.owner IS NOT NULL
 FROM (SELECT) one
 LEFT JOIN queue_limits l ON l.owner = $1 AND l.queue = $2::text
-LEFT JOIN queue_rates r ON r.owner = $1 AND r.queue = $2::text;
+LEFT JOIN queue_rates r ON r.owner = $1 AND r.queue = $2::text
+LEFT JOIN queue_key_limits k ON k.owner = $1 AND k.queue = $2::text;
+
+-- name: key_candidates
+-- The concurrency keys of claimant $1's key-limited queue $2 a claim of $3 jobs looks at: up to
+-- $3 + 2 keys with a job it may take (_key_head; two more, for keys whose jobs another claim
+-- takes meanwhile), found one index probe per key, the keys after
+-- $4 first, then from the start up to $4 (a round across the keys, so that a key with a million
+-- jobs takes one turn in a claim as a key with one does); of those, the keys whose gates this
+-- statement took (SKIP LOCKED: a gate another claim holds is passed over with its keys), in that
+-- order. Those keys only looked claimable: claim_limited, with a snapshot taken after the gates,
+-- checks them again.
+WITH RECURSIVE after_cursor(k) AS (
+    SELECT (SELECT min(j.concurrency_key) FROM jobs j
+            WHERE j.claimable_by = $1 AND j.queue = $2::text AND j.concurrency_key > $4)
+    UNION ALL
+    SELECT (SELECT min(j.concurrency_key) FROM jobs j
+            WHERE j.claimable_by = $1 AND j.queue = $2::text AND j.concurrency_key > a.k)
+    FROM after_cursor a WHERE a.k IS NOT NULL
+), up_to_cursor(k) AS (
+    SELECT (SELECT min(j.concurrency_key) FROM jobs j
+            WHERE j.claimable_by = $1 AND j.queue = $2::text AND j.concurrency_key >= '')
+    UNION ALL
+    SELECT (SELECT min(j.concurrency_key) FROM jobs j
+            WHERE j.claimable_by = $1 AND j.queue = $2::text AND j.concurrency_key > u.k)
+    FROM up_to_cursor u WHERE u.k <= $4
+), limits AS (
+    SELECT l.max_per_key, l.ordered FROM queue_key_limits l WHERE l.owner = $1 AND l.queue = $2::text
+), looked AS (
+    -- The recursions are read lazily, so the probes stop at the LIMIT.
+    SELECT c.k
+    FROM (SELECT a.k FROM after_cursor a WHERE a.k IS NOT NULL
+          UNION ALL
+          SELECT u.k FROM up_to_cursor u WHERE u.k <= $4) c
+    WHERE EXISTS (SELECT FROM limits l, _key_head($1, $2::text, c.k, l.max_per_key, l.ordered))
+    LIMIT $3 + 2
+), gates AS (
+    UPDATE queue_key_gates g SET taken_at = statement_timestamp()
+    WHERE g.ctid = ANY (ARRAY(
+        SELECT t.ctid FROM queue_key_gates t
+        WHERE t.owner = $1 AND t.queue = $2::text
+          AND t.gate = ANY (ARRAY(SELECT _key_gate(l.k) FROM looked l))
+        FOR UPDATE SKIP LOCKED))
+    RETURNING g.gate
+)
+SELECT coalesce(array_agg(l.k ORDER BY l.k <= $4, l.k), '{}')
+FROM looked l WHERE _key_gate(l.k) IN (SELECT g.gate FROM gates g);
 
 -- name: claim_limited
 -- As claim, in a limited queue. With a concurrency limit, a job takes one of slots $9 (locked by
@@ -238,7 +291,12 @@ LEFT JOIN queue_rates r ON r.owner = $1 AND r.queue = $2::text;
 -- so none commits now); each slot taken names its job and the job's new lease token, and is free
 -- again once that job no longer holds it. With a rate limit, a job takes a token last taken at
 -- least the limit's period ago (SKIP LOCKED, here: whether a token is free is in its own row, which
--- a claim that committed meanwhile is read at), and the token keeps this statement's time.
+-- a claim that committed meanwhile is read at), and the token keeps this statement's time. With a
+-- key limit, $10 are the keys whose gates key_candidates took: the jobs are the first of each
+-- such key that may go (_key_head, under this statement's snapshot, which sees every claim of
+-- those keys that committed), and, when fewer keys than $3 were found, jobs without a key among
+-- the first 100 ready in claim order (a walk that passes over the keyed ones, so only then); a
+-- job with a key takes a free slot of its key (queue_key_slots) as above. Null without one.
 WITH free AS (
     SELECT s.ctid AS sid, row_number() OVER (ORDER BY s.slot) AS n FROM queue_slots s
     WHERE s.owner = $1 AND s.queue = $2::text AND s.slot = ANY ($9::integer[])
@@ -251,23 +309,53 @@ WITH free AS (
         ORDER BY t.taken_at
         LIMIT $3
         FOR UPDATE OF t SKIP LOCKED) t
+), room AS (
+    SELECT least(CASE WHEN $9::integer[] IS NULL THEN $3 ELSE (SELECT count(*) FROM free) END,
+                 CASE WHEN EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = $2::text)
+                      THEN (SELECT count(*) FROM tokens) ELSE $3 END) AS n
+), in_order AS (
+    SELECT c.ctid AS tid, c.priority, c.run_at, c.id FROM jobs c
+    WHERE $10::text[] IS NULL
+      AND c.status = 'created' AND c.claimable_by = $1 AND c.queue = $2::text
+      AND (c.priority, c.run_at, c.id) > ($6::integer, $7::timestamptz, $8::bigint)
+      AND c.run_at <= statement_timestamp()
+      AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
+    ORDER BY c.priority, c.run_at, c.id
+    LIMIT (SELECT r.n FROM room r)
+    FOR UPDATE SKIP LOCKED
+), by_key AS (
+    SELECT c.ctid AS tid, c.priority, c.run_at, c.id FROM jobs c
+    WHERE c.ctid = ANY (ARRAY(
+            SELECT h.tid
+            FROM unnest($10::text[]) k(k), queue_key_limits l,
+                 LATERAL _key_head($1, $2::text, k.k, l.max_per_key, l.ordered) h
+            WHERE l.owner = $1 AND l.queue = $2::text
+            UNION ALL
+            SELECT w.tid FROM (
+                SELECT u.ctid AS tid, u.concurrency_key FROM jobs u
+                WHERE cardinality($10::text[]) < $3
+                  AND u.status = 'created' AND u.claimable_by = $1 AND u.queue = $2::text
+                  AND u.run_at <= statement_timestamp()
+                ORDER BY u.priority, u.run_at, u.id
+                LIMIT 100) w
+            WHERE w.concurrency_key IS NULL))
+      AND c.status = 'created' AND c.claimable_by = $1 AND c.queue = $2::text
+      AND c.run_at <= statement_timestamp()
+      AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
+    ORDER BY c.priority, c.run_at, c.id
+    LIMIT (SELECT r.n FROM room r)
+    FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE jobs j
     SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
         locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
         locked_until = statement_timestamp() + coalesce($4::interval, j.lease), progress = NULL
     WHERE j.ctid = ANY (ARRAY(
-        SELECT c.ctid FROM jobs c
-        WHERE c.status = 'created' AND c.claimable_by = $1 AND c.queue = $2::text
-          AND (c.priority, c.run_at, c.id) > ($6::integer, $7::timestamptz, $8::bigint)
-          AND c.run_at <= statement_timestamp()
-          AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
+        SELECT c.tid FROM (SELECT * FROM in_order UNION ALL SELECT * FROM by_key) c
         ORDER BY c.priority, c.run_at, c.id
-        LIMIT least(CASE WHEN $9::integer[] IS NULL THEN $3 ELSE (SELECT count(*) FROM free) END,
-                    CASE WHEN EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = $2::text)
-                         THEN (SELECT count(*) FROM tokens) ELSE $3 END)
-        FOR UPDATE SKIP LOCKED))
-    RETURNING j.id, j.attempt, j.lease_token, j.task::text AS task, j.payload, j.locked_until, j.priority, j.run_at
+        LIMIT (SELECT r.n FROM room r)))
+    RETURNING j.id, j.attempt, j.lease_token, j.task::text AS task, j.payload, j.locked_until,
+              j.priority, j.run_at, j.concurrency_key
 ), taken AS (
     UPDATE queue_slots s SET job_id = c.id, lease_token = c.lease_token
     FROM (SELECT c.id, c.lease_token, row_number() OVER (ORDER BY c.id) AS n FROM claimed c) c
@@ -278,15 +366,30 @@ WITH free AS (
     FROM (SELECT row_number() OVER (ORDER BY c.id) AS n FROM claimed c) c
     JOIN tokens k ON k.n = c.n
     WHERE t.ctid = k.tid
+), keys_taken AS (
+    -- One job per key (by_key): the first slot of its key that is free.
+    INSERT INTO queue_key_slots AS s (owner, queue, concurrency_key, slot, job_id, lease_token)
+    SELECT $1, $2::text, c.concurrency_key,
+           (SELECT min(n) FROM generate_series(1, l.max_per_key) n
+            WHERE NOT EXISTS (
+                SELECT FROM queue_key_slots h JOIN jobs r ON r.id = h.job_id AND r.lease_token = h.lease_token
+                WHERE h.owner = $1 AND h.queue = $2::text AND h.concurrency_key = c.concurrency_key
+                  AND h.slot = n)),
+           c.id, c.lease_token
+    FROM claimed c JOIN queue_key_limits l ON l.owner = $1 AND l.queue = $2::text
+    WHERE c.concurrency_key IS NOT NULL
+    ON CONFLICT (owner, queue, concurrency_key, slot)
+    DO UPDATE SET job_id = excluded.job_id, lease_token = excluded.lease_token
 )
 SELECT c.id, c.attempt, c.lease_token, c.task, c.payload, c.locked_until, c.priority, c.run_at FROM claimed c;
 
 -- name: limited_among
--- Which of claimant $1's queues $2 have a concurrency or a rate limit, in the order given.
+-- Which of claimant $1's queues $2 have a concurrency, a rate or a key limit, in the order given.
 SELECT array_agg(q.queue ORDER BY q.n)
 FROM unnest($2::text[]) WITH ORDINALITY AS q(queue, n)
 WHERE EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = q.queue)
-   OR EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = q.queue);
+   OR EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = q.queue)
+   OR EXISTS (SELECT FROM queue_key_limits k WHERE k.owner = $1 AND k.queue = q.queue);
 
 -- name: claim_queues
 -- As claim, from several queues $2, each from its start: one index range per queue, read in
@@ -302,6 +405,7 @@ WITH candidates AS (
           AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = q.queue)
           AND NOT EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = q.queue)
           AND NOT EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = q.queue)
+          AND NOT EXISTS (SELECT FROM queue_key_limits k WHERE k.owner = $1 AND k.queue = q.queue)
         ORDER BY j.priority, j.run_at, j.id
         LIMIT $3
         FOR UPDATE SKIP LOCKED) c
@@ -352,7 +456,7 @@ WITH given AS (
     INSERT INTO job_history (
         id, owner, status, task, queue, priority, payload, result, errors, attempts,
         max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
-        name, description, link, listed, backoff, max_backoff, lease)
+        name, description, link, listed, backoff, max_backoff, lease, concurrency_key)
     SELECT j.id, j.owner, j.final, j.task, j.queue, j.priority, j.payload,
            CASE WHEN j.final = 'failed' AND j.error IS NOT NULL
                 THEN coalesce(j.result, '{}') || jsonb_build_object('error', j.error) ELSE j.result END,
@@ -361,7 +465,8 @@ WITH given AS (
            -- What jobs_retry gives a failed or aborted job back.
            CASE WHEN j.final <> 'completed' THEN j.backoff END,
            CASE WHEN j.final <> 'completed' THEN j.max_backoff END,
-           CASE WHEN j.final <> 'completed' THEN j.lease END
+           CASE WHEN j.final <> 'completed' THEN j.lease END,
+           j.concurrency_key
     FROM j
     WHERE NOT EXISTS (
         SELECT FROM queue_history_rules r
@@ -375,10 +480,11 @@ WITH given AS (
     WHERE $4::job_status = 'failed' AND j.final = 'failed'
 ), copied AS (
     INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
-                      max_backoff, lease, payload, errors, due_at, name, description, link, listed)
+                      max_backoff, lease, payload, errors, due_at, name, description, link, listed,
+                      concurrency_key)
     SELECT d.id, j.owner, j.claimable_by, j.task, d.queue, j.priority, statement_timestamp(),
            j.max_attempts, j.backoff, j.max_backoff, j.lease, j.payload, j.errors_now,
-           statement_timestamp(), j.name, j.description, j.link, j.listed
+           statement_timestamp(), j.name, j.description, j.link, j.listed, j.concurrency_key
     FROM dead_letters d JOIN j ON j.id = d.failed
 )
 SELECT j.id, j.final, j.final = 'completed', j.final = 'failed', j.claimable_by, j.queue::text,

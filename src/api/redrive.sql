@@ -42,11 +42,11 @@ WITH chosen AS (
 )
 INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
                   max_backoff, lease, payload, errors, idempotency_key, key_rule, due_at,
-                  start_time, name, description, link, listed)
+                  start_time, name, description, link, listed, concurrency_key)
 SELECT m.id, m.owner, m.owner, m.task, m.queue, m.priority, statement_timestamp(), m.max_attempts,
        coalesce(m.backoff, $3), coalesce(m.max_backoff, $4), coalesce(m.lease, $5), m.payload,
        m.errors, m.idempotency_key, m.key_rule, m.due_at, m.start_time, m.name, m.description,
-       m.link, m.listed
+       m.link, m.listed, m.concurrency_key
 FROM moved m
 RETURNING id, claimable_by, queue::text, priority, run_at;
 

@@ -10,7 +10,7 @@ use pgrx::pg_sys::Datum;
 use pgrx::prelude::*;
 
 use super::call::{given_argument, in_subtransaction, Section, Statement};
-use super::{batch, compute_fold, history, queue, routines, schedule_firing, sql_jobs};
+use super::{batch, compute_fold, flow, history, queue, routines, schedule_firing, sql_jobs};
 use crate::{entry, gucs};
 
 /// A maintenance service of a domain.
@@ -29,10 +29,11 @@ pub(crate) fn no_wish(_: &Section, _: Datum) -> Option<Datum> {
 }
 
 /// In the order a round runs them.
-const SERVICES: [&Service; 9] = [
+const SERVICES: [&Service; 10] = [
     &sql_jobs::LOST_RUNS,
     &sql_jobs::OVERDUE_RUNS,
     &queue::EXPIRED_LEASES,
+    &flow::KEY_SLOTS,
     &schedule_firing::SCHEDULES,
     &routines::ROUTINES,
     &compute_fold::COMPUTE,

@@ -75,7 +75,7 @@ FROM (VALUES ('regress_other'), ('regress_worker'), ('regress_nobody')) AS r(rol
              ($$SELECT pgjobs.jobs_add_proxy('regress_other', root => 'regress_owner')$$),
              ($$SELECT pgjobs.jobs_remove_proxy('regress_proxy')$$),
              ($$SELECT pgjobs._finish(ARRAY[2::bigint], NULL, '{created}', 'aborted', NULL)$$),
-             ($$SELECT pgjobs._add(ARRAY[ROW('t', '{}', 'default', 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::pgjobs.job_spec], 10, false, false)$$),
+             ($$SELECT pgjobs._add(ARRAY[ROW('t', '{}', 'default', 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)::pgjobs.job_spec], 10, false, false)$$),
              ($$SELECT count(*) FROM pgjobs.jobs_history_drop('2000-01-01')$$)) AS s(statement)
 ORDER BY role, statement;
 SELECT regress.fingerprint() = :'before' AS unchanged;
