@@ -36,6 +36,17 @@ FROM (SELECT m.owner, m.queue::text FROM queue_limits m
                           AND t.taken_at <= now() - r.per)) f
 GROUP BY f.queue
 UNION ALL
+-- Ready jobs of the keys at their key limit: every slot of the key held.
+SELECT 'jobs_held_back_by_key', g.queue, NULL, sum(g.ready)::float8
+FROM (SELECT j.queue::text AS queue, j.concurrency_key, l.max_per_key, l.owner, count(*) AS ready
+      FROM queue_key_limits l
+      JOIN jobs j ON j.claimable_by = l.owner AND j.queue = l.queue
+      WHERE j.concurrency_key IS NOT NULL AND j.status = 'created' AND j.run_at <= now()
+      GROUP BY j.queue, j.concurrency_key, l.max_per_key, l.owner) g
+WHERE (SELECT count(*) FROM queue_key_slots s JOIN jobs h ON h.id = s.job_id AND h.lease_token = s.lease_token
+       WHERE s.owner = g.owner AND s.queue = g.queue AND s.concurrency_key = g.concurrency_key) >= g.max_per_key
+GROUP BY g.queue
+UNION ALL
 SELECT c.counter || '_total', NULL, NULL, c.total::float8 FROM _metrics_counters() c
 UNION ALL
 SELECT c.counter || '_last_minute', NULL, NULL, c.last_minute::float8 FROM _metrics_counters() c
@@ -48,7 +59,7 @@ SELECT 'sql_jobs_running', NULL, NULL, count(*)::float8 FROM job_runs r WHERE r.
 COMMENT ON VIEW metrics IS
     'The job system''s figures for monitoring, one row each (README: Metrics): jobs by queue and '
     'status, ready jobs and the oldest one''s age by queue, paused queues, ready jobs held back by a '
-    'concurrency or rate limit, claims, completions, failures, '
+    'concurrency or rate limit, and by their keys'' limits, claims, completions, failures, '
     'expired leases rescued and failed jobs copied to dead-letter queues (total since the server started and in the last minute, in this '
     'database), whether the launcher is alive and how long since its heartbeat, SQL jobs running.';
 REVOKE ALL ON metrics FROM PUBLIC;

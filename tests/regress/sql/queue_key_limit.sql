@@ -41,6 +41,8 @@ SELECT s.concurrency_key, s.slot, j.task FROM pgjobs.queue_key_slots s JOIN pgjo
 -- next takes nothing. Another identity's q is not limited.
 SELECT regress.as_role('regress_keyer', $$SELECT string_agg(task, ',' ORDER BY task) FROM pgjobs.jobs_claim('w', ARRAY['q'], 10)$$) AS claimed;
 SELECT regress.as_role('regress_keyer', $$SELECT coalesce(string_agg(task, ','), 'none') FROM pgjobs.jobs_claim('w', ARRAY['q'], 10)$$) AS claimed_at_limit;
+-- Monitoring sees a2, a3 and b2 held back by their keys.
+SELECT metric, queue, value FROM pgjobs.metrics WHERE metric = 'jobs_held_back_by_key';
 SELECT regress.as_role('regress_key_neighbour', $$SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['q'], 10)$$) AS neighbour_claimed;
 SELECT role, regress.as_role(role, $$
     SELECT string_agg(format('%s: ready %s, running %s, max_per_key %s, ordered %s', queue, ready, running,
