@@ -415,20 +415,30 @@ GRANT SELECT ON queue_rates, queue_rate_tokens TO pgjobs_user;
 -- at once, then, in a statement whose snapshot sees every claim that held those gates before,
 -- takes at most one job of each key with a free slot and writes the job and its lease token into
 -- the slot (queue_key_slots). A slot is free when that job no longer holds that lease, as for
--- queue_slots. Adds write neither gates nor slots, so they never wait for a claim.
+-- queue_slots. A rate limit per key, likewise: at most rate_claims claims of each key in any
+-- window of rate_per, each claim writing its time into a token of its key (queue_key_tokens),
+-- free again rate_per after. Adds write neither gates, slots nor tokens, so they never wait for a
+-- claim.
 CREATE TABLE queue_key_limits (
     owner        oid NOT NULL,
     queue        nonempty_text NOT NULL CONSTRAINT queue_key_limits_not_reserved CHECK (NOT _reserved_queue(queue)),
-    max_per_key  integer NOT NULL CHECK (max_per_key BETWEEN 1 AND 1000),
-    ordered      boolean NOT NULL CHECK (NOT ordered OR max_per_key = 1),
+    -- Null: no limit of the jobs of a key leased at once (a rate limit only).
+    max_per_key  integer CHECK (max_per_key BETWEEN 1 AND 1000),
+    ordered      boolean NOT NULL DEFAULT false CHECK (NOT ordered OR max_per_key = 1),
+    -- Null: no rate limit per key.
+    rate_claims  integer CHECK (rate_claims BETWEEN 1 AND 1000),
+    rate_per     interval CHECK (rate_per > '0' AND rate_per <= '1 day'),
     set_at       timestamptz NOT NULL,
     set_by       regrole NOT NULL,
-    PRIMARY KEY (owner, queue)
+    PRIMARY KEY (owner, queue),
+    CHECK ((rate_claims IS NULL) = (rate_per IS NULL)),
+    CHECK (max_per_key IS NOT NULL OR rate_claims IS NOT NULL)
 );
 COMMENT ON TABLE queue_key_limits IS
     'The key limits of each identity''s queues: at most max_per_key jobs of each concurrency key '
-    'leased at once (ordered: one at a time, in order), set when and by which role. Set with '
-    'jobs_key_limit, removed with jobs_unlimit.';
+    'leased at once (ordered: one at a time, in order) and at most rate_claims of each key claimed '
+    'in any window of rate_per, set when and by which role. Set with jobs_key_limit and '
+    'jobs_key_rate_limit, removed with jobs_unlimit.';
 CREATE TABLE queue_key_gates (
     owner        oid NOT NULL,
     queue        nonempty_text NOT NULL,
@@ -455,38 +465,57 @@ CREATE TABLE queue_key_slots (
 COMMENT ON TABLE queue_key_slots IS
     'The slots of each key of a key-limited queue: the job each was last taken for and its lease '
     'token. Held while that job holds that lease, else free.';
+CREATE TABLE queue_key_tokens (
+    owner           oid NOT NULL,
+    queue           nonempty_text NOT NULL,
+    concurrency_key text NOT NULL,
+    token           integer NOT NULL,
+    taken_at        timestamptz NOT NULL,
+    -- No foreign key, as queue_key_slots.
+    PRIMARY KEY (owner, queue, concurrency_key, token)
+);
+COMMENT ON TABLE queue_key_tokens IS
+    'The rate tokens of each key of a queue with a rate limit per key: when each was last taken '
+    'by a claim; free again rate_per after.';
 ALTER TABLE queue_key_limits ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON queue_key_limits FOR SELECT USING (owner = (SELECT identity()));
 ALTER TABLE queue_key_gates ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON queue_key_gates FOR SELECT USING (owner = (SELECT identity()));
 ALTER TABLE queue_key_slots ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON queue_key_slots FOR SELECT USING (owner = (SELECT identity()));
-GRANT SELECT ON queue_key_limits, queue_key_gates, queue_key_slots TO pgjobs_user;
+ALTER TABLE queue_key_tokens ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON queue_key_tokens FOR SELECT USING (owner = (SELECT identity()));
+GRANT SELECT ON queue_key_limits, queue_key_gates, queue_key_slots, queue_key_tokens TO pgjobs_user;
 
 -- The gate of a concurrency key.
 CREATE FUNCTION _key_gate(concurrency_key text) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
 RETURN hashtext(concurrency_key) & 63;
 
--- The job of claimant $1's queue $2 with concurrency key $3 that a claim may take next, under a
--- key limit of $4 per key ($5: ordered): none while the key's slots are all held, or while its
--- first waiting job (ordered) or every waiting job is not due. A query, not an expression, so
--- that the planner inlines it into the claim's (LATERAL): a function call per key cost more than
--- its probes.
-CREATE FUNCTION _key_head(claimant oid, queue text, concurrency_key text, max_per_key integer,
-                          ordered boolean) RETURNS TABLE (tid tid)
+-- The job of claimant $1's queue $2 with concurrency key $3 that a claim may take next, under
+-- key limits $4: none while the key's slots are all held or its tokens all taken in their window,
+-- or while its first waiting job (ordered) or every waiting job is not due. A query, not an
+-- expression, so that the planner inlines it into the claim's (LATERAL): a function call per key
+-- cost more than its probes.
+CREATE FUNCTION _key_head(claimant oid, queue text, concurrency_key text, limits queue_key_limits)
+RETURNS TABLE (tid tid)
 LANGUAGE sql STABLE
 BEGIN ATOMIC
     SELECT h.tid FROM (
         SELECT j.ctid AS tid, j.run_at FROM jobs j
         WHERE j.claimable_by = $1 AND j.queue = $2 AND j.concurrency_key = $3
-          AND j.status = 'created' AND ($5 OR j.run_at <= statement_timestamp())
+          AND j.status = 'created' AND (($4).ordered OR j.run_at <= statement_timestamp())
         ORDER BY j.priority, j.due_at, j.id
         LIMIT 1) h
     WHERE h.run_at <= statement_timestamp()
-      AND (SELECT count(*) FROM queue_key_slots s
-           JOIN jobs r ON r.id = s.job_id AND r.lease_token = s.lease_token
-           WHERE s.owner = $1 AND s.queue = $2 AND s.concurrency_key = $3) < $4;
+      AND (($4).max_per_key IS NULL
+           OR (SELECT count(*) FROM queue_key_slots s
+               JOIN jobs r ON r.id = s.job_id AND r.lease_token = s.lease_token
+               WHERE s.owner = $1 AND s.queue = $2 AND s.concurrency_key = $3) < ($4).max_per_key)
+      AND (($4).rate_claims IS NULL
+           OR (SELECT count(*) FROM queue_key_tokens t
+               WHERE t.owner = $1 AND t.queue = $2 AND t.concurrency_key = $3
+                 AND t.taken_at > statement_timestamp() - ($4).rate_per) < ($4).rate_claims);
 END;
 
 CREATE FUNCTION jobs_key_limit(queue text, max_per_key integer, ordered boolean DEFAULT false,
@@ -498,6 +527,15 @@ COMMENT ON FUNCTION jobs_key_limit IS
     'leased at once, across every worker; ordered (max_per_key 1): one at a time in the order of '
     '(priority, due_at, id), a failed job with attempts left holding its key. The jobs leased now '
     'count. Returns the limit in force.';
+
+CREATE FUNCTION jobs_key_rate_limit(queue text, claims integer, per interval,
+                                    OUT claims integer, OUT per interval, OUT set_at timestamptz,
+                                    OUT set_by regrole)
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_key_rate_limit';
+COMMENT ON FUNCTION jobs_key_rate_limit IS
+    'Limits one of the caller''s queues to `claims` (1 to 1000) jobs of each concurrency key claimed '
+    'in any window of `per` (more than 0, at most a day), across every worker: jobs over it wait. '
+    'Setting it again starts every key''s window afresh. Returns the limit in force.';
 
 CREATE FUNCTION jobs_rate_limit(queue text, claims integer, per interval,
                                 OUT claims integer, OUT per interval, OUT set_at timestamptz,

@@ -142,7 +142,8 @@ WITH live AS (
 SELECT q.owner::regrole AS owner, q.queue, coalesce(l.ready, 0) AS ready,
        coalesce(l.scheduled, 0) AS scheduled, coalesce(l.running, 0) AS running, l.oldest_ready_at,
        p.paused_at, p.paused_by, coalesce(r.keep, 'all') AS keeps, m.max_running, t.claims AS rate_claims,
-       t.per AS rate_per, d.dead_letter_queue::text, k.max_per_key, k.ordered AS key_ordered
+       t.per AS rate_per, d.dead_letter_queue::text, k.max_per_key, k.ordered AS key_ordered,
+       k.rate_claims AS key_rate_claims, k.rate_per AS key_rate_per
 FROM queues q
 LEFT JOIN live l ON l.owner = q.owner AND l.queue = q.queue
 LEFT JOIN queue_pauses p ON p.owner = q.owner AND p.queue = q.queue
@@ -158,7 +159,8 @@ COMMENT ON VIEW jobs_queues IS
     'none; jobs_limit), its rate limit: rate_claims in any window of rate_per (jobs_rate_limit), '
     'the queue its jobs go to after their last attempt (jobs_dead_letter), and its key limit: '
     'max_per_key jobs of each concurrency key leased at once, key_ordered: one at a time, in order '
-    '(jobs_key_limit).';
+    '(jobs_key_limit), key_rate_claims of each key in any window of key_rate_per '
+    '(jobs_key_rate_limit).';
 GRANT SELECT ON jobs_queues TO pgjobs_user;
 
 -- Batch jobs' queues (sql/085_batch.sql).

@@ -36,15 +36,20 @@ FROM (SELECT m.owner, m.queue::text FROM queue_limits m
                           AND t.taken_at <= now() - r.per)) f
 GROUP BY f.queue
 UNION ALL
--- Ready jobs of the keys at their key limit: every slot of the key held.
+-- Ready jobs of the keys at their key limits: every slot of the key held, or every token of the
+-- key taken in its window.
 SELECT 'jobs_held_back_by_key', g.queue, NULL, sum(g.ready)::float8
-FROM (SELECT j.queue::text AS queue, j.concurrency_key, l.max_per_key, l.owner, count(*) AS ready
+FROM (SELECT j.queue::text AS queue, j.concurrency_key, l.max_per_key, l.rate_claims, l.rate_per,
+             l.owner, count(*) AS ready
       FROM queue_key_limits l
       JOIN jobs j ON j.claimable_by = l.owner AND j.queue = l.queue
       WHERE j.concurrency_key IS NOT NULL AND j.status = 'created' AND j.run_at <= now()
-      GROUP BY j.queue, j.concurrency_key, l.max_per_key, l.owner) g
+      GROUP BY j.queue, j.concurrency_key, l.max_per_key, l.rate_claims, l.rate_per, l.owner) g
 WHERE (SELECT count(*) FROM queue_key_slots s JOIN jobs h ON h.id = s.job_id AND h.lease_token = s.lease_token
        WHERE s.owner = g.owner AND s.queue = g.queue AND s.concurrency_key = g.concurrency_key) >= g.max_per_key
+   OR (SELECT count(*) FROM queue_key_tokens t
+       WHERE t.owner = g.owner AND t.queue = g.queue AND t.concurrency_key = g.concurrency_key
+         AND t.taken_at > now() - g.rate_per) >= g.rate_claims
 GROUP BY g.queue
 UNION ALL
 SELECT c.counter || '_total', NULL, NULL, c.total::float8 FROM _metrics_counters() c

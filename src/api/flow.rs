@@ -3,8 +3,8 @@
 //! resumed; a concurrency limit lets claims take at most so many of its jobs leased at once
 //! (`queue_limits`, whose slots the claims of a limited queue take: `claim_limited`), and a rate
 //! limit so many in any window of time (`queue_rates`, whose tokens they take likewise), and a
-//! key limit so many of each concurrency key at once (`queue_key_limits`, whose gates and slots
-//! they take likewise).
+//! key limit so many of each concurrency key at once or in a window of time (`queue_key_limits`,
+//! whose gates, slots and tokens they take likewise).
 //! Statements in `flow.sql`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -32,6 +32,10 @@ static RATE_LIMIT: Statement = statement(
 );
 static TOKENS_HELD: Statement = statement("tokens_held", &[OIDOID, TEXTOID]);
 static KEY_LIMIT: Statement = statement("key_limit", &[OIDOID, TEXTOID, INT4OID, BOOLOID, OIDOID]);
+static KEY_RATE_LIMIT: Statement = statement(
+    "key_rate_limit",
+    &[OIDOID, TEXTOID, INT4OID, INTERVALOID, OIDOID],
+);
 static GATES_HELD: Statement = statement("gates_held", &[OIDOID, TEXTOID]);
 static UNLIMIT: Statement = statement("unlimit", &[OIDOID, TEXTOID]);
 static FREE_KEY_SLOTS: Statement = statement("free_key_slots", &[]);
@@ -241,15 +245,18 @@ entry!(jobs_key_limit, pg_finfo_jobs_key_limit, |fcinfo| {
     record(fcinfo, &values)
 });
 
-// jobs_rate_limit(queue, claims, per) -> (claims, per, set_at, set_by)
-entry!(jobs_rate_limit, pg_finfo_jobs_rate_limit, |fcinfo| {
+/// A rate limit (jobs_rate_limit, jobs_key_rate_limit: queue, claims, per; `example` for the
+/// messages) set by `set` (RATE_LIMIT, KEY_RATE_LIMIT) once no claim holds what `held` asks about:
+/// (claims, per, set_at, set_by).
+fn rate_limit(
+    fcinfo: pg_sys::FunctionCallInfo,
+    example: &'static str,
+    hint: &'static str,
+    held: &'static Statement,
+    set: &'static Statement,
+) -> Datum {
     let caller = Caller::current();
-    let queue = callers_queue(
-        fcinfo,
-        0,
-        "jobs_rate_limit('emails', 100, '1 minute')",
-        RESERVED_LIMIT,
-    );
+    let queue = callers_queue(fcinfo, 0, example, RESERVED_LIMIT);
     let claims = limit_count(fcinfo, 1, "claims");
     let per = argument(fcinfo, 2);
     if per.is_none() || outside(per, RATE_WINDOW) {
@@ -258,14 +265,14 @@ entry!(jobs_rate_limit, pg_finfo_jobs_rate_limit, |fcinfo| {
                 "per must be more than 0 and at most 1 day, not {}",
                 interval_text(per)
             ),
-            Some("For 100 claims a minute: jobs_rate_limit('emails', 100, '1 minute')."),
+            Some(hint),
         );
     }
     let section = Section::as_owner(fcinfo);
     let identity = Datum::from(caller.identity);
-    refuse_if_held(&section, &TOKENS_HELD, identity, &queue);
+    refuse_if_held(&section, held, identity, &queue);
     let limit = section.run(
-        &RATE_LIMIT,
+        set,
         &[
             Some(identity),
             queue.into_datum(),
@@ -282,7 +289,33 @@ entry!(jobs_rate_limit, pg_finfo_jobs_rate_limit, |fcinfo| {
     ];
     drop(section);
     record(fcinfo, &values)
+}
+
+// jobs_rate_limit(queue, claims, per) -> (claims, per, set_at, set_by)
+entry!(jobs_rate_limit, pg_finfo_jobs_rate_limit, |fcinfo| {
+    rate_limit(
+        fcinfo,
+        "jobs_rate_limit('emails', 100, '1 minute')",
+        "For 100 claims a minute: jobs_rate_limit('emails', 100, '1 minute').",
+        &TOKENS_HELD,
+        &RATE_LIMIT,
+    )
 });
+
+// jobs_key_rate_limit(queue, claims, per) -> (claims, per, set_at, set_by)
+entry!(
+    jobs_key_rate_limit,
+    pg_finfo_jobs_key_rate_limit,
+    |fcinfo| {
+        rate_limit(
+            fcinfo,
+            "jobs_key_rate_limit('emails', 10, '1 minute')",
+            "For 10 claims of each key a minute: jobs_key_rate_limit('emails', 10, '1 minute').",
+            &GATES_HELD,
+            &KEY_RATE_LIMIT,
+        )
+    }
+);
 
 // jobs_unlimit(queue) -> whether it had a concurrency, a rate or a key limit
 entry!(jobs_unlimit, pg_finfo_jobs_unlimit, |fcinfo| {

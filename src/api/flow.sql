@@ -1,6 +1,6 @@
 -- The statements of src/api/flow.rs: what an identity says about when its queues' jobs may be
 -- claimed (sql/030_queue.sql: queue_pauses, queue_limits and queue_slots, queue_rates and
--- queue_rate_tokens, queue_key_limits and its gates and slots).
+-- queue_rate_tokens, queue_key_limits and its gates, slots and tokens).
 
 -- name: pause
 -- Pauses owner $1's queue $2 for role $3, unless it is paused already: the pause in force.
@@ -73,8 +73,8 @@ SELECT (SELECT count(*) FROM queue_rate_tokens t WHERE t.owner = $1 AND t.queue 
 
 -- name: key_limit
 -- Owner $1's queue $2 limited to $3 jobs of each concurrency key leased at once ($4: ordered), for
--- role $5: the limit, its gates, and its slots made anew from the queue's keyed jobs leased now,
--- in the order they were claimed. The limit in force.
+-- role $5 (its rate limit per key, if any, kept): the limit, its gates, and its slots made anew
+-- from the queue's keyed jobs leased now, in the order they were claimed. The limit in force.
 WITH limited AS (
     INSERT INTO queue_key_limits AS l (owner, queue, max_per_key, ordered, set_at, set_by)
     VALUES ($1, $2, $3, $4, statement_timestamp(), $5::regrole)
@@ -102,6 +102,26 @@ WITH limited AS (
 )
 SELECT l.max_per_key, l.ordered, l.set_at, l.set_by FROM limited l;
 
+-- name: key_rate_limit
+-- Owner $1's queue $2 limited to $3 claims of each concurrency key in any window of $4, for role
+-- $5 (its limit of jobs leased per key, if any, kept): the limit, its gates, and its keys' tokens
+-- dropped (every key's window starts afresh). The limit in force.
+WITH limited AS (
+    INSERT INTO queue_key_limits AS l (owner, queue, rate_claims, rate_per, set_at, set_by)
+    VALUES ($1, $2, $3, $4, statement_timestamp(), $5::regrole)
+    ON CONFLICT (owner, queue) DO UPDATE
+    SET rate_claims = excluded.rate_claims, rate_per = excluded.rate_per, set_at = excluded.set_at,
+        set_by = excluded.set_by
+    RETURNING l.rate_claims, l.rate_per, l.set_at, l.set_by
+), gates AS (
+    INSERT INTO queue_key_gates (owner, queue, gate)
+    SELECT $1, $2, g FROM generate_series(0, 63) g
+    ON CONFLICT DO NOTHING
+), dropped AS (
+    DELETE FROM queue_key_tokens t WHERE t.owner = $1 AND t.queue = $2
+)
+SELECT l.rate_claims, l.rate_per, l.set_at, l.set_by FROM limited l;
+
 -- name: gates_held
 -- Whether a claim in progress holds one of owner $1's queue $2's key gates (as slots_held).
 SELECT (SELECT count(*) FROM queue_key_gates g WHERE g.owner = $1 AND g.queue = $2)
@@ -109,13 +129,21 @@ SELECT (SELECT count(*) FROM queue_key_gates g WHERE g.owner = $1 AND g.queue = 
                                 FOR UPDATE SKIP LOCKED) g);
 
 -- name: free_key_slots
--- The key slots no job holds, of the gates no claim holds (SKIP LOCKED: a claim takes slots only
--- under their keys' gates): a key's slots are made by claims, and keys are unbounded in number
--- (an order's id), so the free ones go once their claims have ended.
-DELETE FROM queue_key_slots s
-USING (SELECT g.owner, g.queue, g.gate FROM queue_key_gates g FOR UPDATE SKIP LOCKED) g
-WHERE s.owner = g.owner AND s.queue = g.queue AND _key_gate(s.concurrency_key) = g.gate
-  AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token);
+-- The key slots no job holds and the key tokens out of their window, of the gates no claim holds
+-- (SKIP LOCKED: a claim takes slots and tokens only under their keys' gates): a key's are made
+-- by claims, and keys are unbounded in number (an order's id), so the free ones go once their
+-- claims have ended.
+WITH gates AS (
+    SELECT g.owner, g.queue, g.gate FROM queue_key_gates g FOR UPDATE SKIP LOCKED
+), slots AS (
+    DELETE FROM queue_key_slots s USING gates g
+    WHERE s.owner = g.owner AND s.queue = g.queue AND _key_gate(s.concurrency_key) = g.gate
+      AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
+)
+DELETE FROM queue_key_tokens t USING gates g, queue_key_limits l
+WHERE t.owner = g.owner AND t.queue = g.queue AND _key_gate(t.concurrency_key) = g.gate
+  AND l.owner = t.owner AND l.queue = t.queue
+  AND t.taken_at <= statement_timestamp() - coalesce(l.rate_per, '0');
 
 -- name: unlimit
 -- Removes owner $1's queue $2's concurrency, rate and key limits, their slots, tokens and gates
@@ -131,6 +159,8 @@ WITH unlimited AS (
     RETURNING k.owner, k.queue
 ), key_slots AS (
     DELETE FROM queue_key_slots s WHERE s.owner = $1 AND s.queue = $2
+), key_tokens AS (
+    DELETE FROM queue_key_tokens t WHERE t.owner = $1 AND t.queue = $2
 )
 SELECT pg_notify('pgjobs_ready', _ready_signal(u.owner, u.queue))
 FROM (SELECT * FROM unlimited UNION SELECT * FROM unrated UNION SELECT * FROM unkeyed) u;

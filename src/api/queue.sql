@@ -262,15 +262,14 @@ WITH RECURSIVE after_cursor(k) AS (
     SELECT (SELECT min(j.concurrency_key) FROM jobs j
             WHERE j.claimable_by = $1 AND j.queue = $2::text AND j.concurrency_key > u.k)
     FROM up_to_cursor u WHERE u.k <= $4
-), limits AS (
-    SELECT l.max_per_key, l.ordered FROM queue_key_limits l WHERE l.owner = $1 AND l.queue = $2::text
 ), looked AS (
     -- The recursions are read lazily, so the probes stop at the LIMIT.
     SELECT c.k
     FROM (SELECT a.k FROM after_cursor a WHERE a.k IS NOT NULL
           UNION ALL
           SELECT u.k FROM up_to_cursor u WHERE u.k <= $4) c
-    WHERE EXISTS (SELECT FROM limits l, _key_head($1, $2::text, c.k, l.max_per_key, l.ordered))
+    WHERE EXISTS (SELECT FROM queue_key_limits l, _key_head($1, $2::text, c.k, l)
+                  WHERE l.owner = $1 AND l.queue = $2::text)
     LIMIT $3 + 2
 ), gates AS (
     UPDATE queue_key_gates g SET taken_at = statement_timestamp()
@@ -296,7 +295,8 @@ FROM looked l WHERE _key_gate(l.k) IN (SELECT g.gate FROM gates g);
 -- such key that may go (_key_head, under this statement's snapshot, which sees every claim of
 -- those keys that committed), and, when fewer keys than $3 were found, jobs without a key among
 -- the first 100 ready in claim order (a walk that passes over the keyed ones, so only then); a
--- job with a key takes a free slot of its key (queue_key_slots) as above. Null without one.
+-- job with a key takes a free slot of its key (queue_key_slots) as above, and a token of its key
+-- free in its window (queue_key_tokens) where keys have a rate limit. Null without one.
 WITH free AS (
     SELECT s.ctid AS sid, row_number() OVER (ORDER BY s.slot) AS n FROM queue_slots s
     WHERE s.owner = $1 AND s.queue = $2::text AND s.slot = ANY ($9::integer[])
@@ -328,7 +328,7 @@ WITH free AS (
     WHERE c.ctid = ANY (ARRAY(
             SELECT h.tid
             FROM unnest($10::text[]) k(k), queue_key_limits l,
-                 LATERAL _key_head($1, $2::text, k.k, l.max_per_key, l.ordered) h
+                 LATERAL _key_head($1, $2::text, k.k, l) h
             WHERE l.owner = $1 AND l.queue = $2::text
             UNION ALL
             SELECT w.tid FROM (
@@ -377,9 +377,22 @@ WITH free AS (
                   AND h.slot = n)),
            c.id, c.lease_token
     FROM claimed c JOIN queue_key_limits l ON l.owner = $1 AND l.queue = $2::text
-    WHERE c.concurrency_key IS NOT NULL
+    WHERE c.concurrency_key IS NOT NULL AND l.max_per_key IS NOT NULL
     ON CONFLICT (owner, queue, concurrency_key, slot)
     DO UPDATE SET job_id = excluded.job_id, lease_token = excluded.lease_token
+), key_tokens_spent AS (
+    -- The first token of its key free in its window.
+    INSERT INTO queue_key_tokens AS t (owner, queue, concurrency_key, token, taken_at)
+    SELECT $1, $2::text, c.concurrency_key,
+           (SELECT min(n) FROM generate_series(1, l.rate_claims) n
+            WHERE NOT EXISTS (
+                SELECT FROM queue_key_tokens h
+                WHERE h.owner = $1 AND h.queue = $2::text AND h.concurrency_key = c.concurrency_key
+                  AND h.token = n AND h.taken_at > statement_timestamp() - l.rate_per)),
+           statement_timestamp()
+    FROM claimed c JOIN queue_key_limits l ON l.owner = $1 AND l.queue = $2::text
+    WHERE c.concurrency_key IS NOT NULL AND l.rate_claims IS NOT NULL
+    ON CONFLICT (owner, queue, concurrency_key, token) DO UPDATE SET taken_at = excluded.taken_at
 )
 SELECT c.id, c.attempt, c.lease_token, c.task, c.payload, c.locked_until, c.priority, c.run_at FROM claimed c;
 

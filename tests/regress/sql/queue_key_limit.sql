@@ -1,14 +1,14 @@
--- A key limit (jobs_key_limit): claims lease at most max_per_key jobs of each concurrency key of a
+-- Key limits (jobs_key_limit, jobs_key_rate_limit): claims lease at most max_per_key jobs of each concurrency key of a
 -- queue at once, one job of a key per claim, in a round across the keys; with ordered, one at a
 -- time in the order of (priority, due_at, id), a job that failed with attempts left holding its
 -- key until it runs again. A slot comes back when its job ends or its lease runs out; the jobs
 -- leased when a limit is set count; jobs without a key are not limited; a queue may also have a
--- concurrency limit; a retried job keeps its key. As non-superuser members: a limit is the
+-- concurrency limit; a retried job keeps its key; a rate limit per key. As non-superuser members: a limit is the
 -- identity's (set by a proxy), another identity's queue of the same name is another queue; bad
 -- input changes nothing; who may read and write the limits, gates and slots.
 SET TimeZone = 'UTC';
 SELECT regress.reset();
-TRUNCATE pgjobs.queue_key_limits, pgjobs.queue_key_slots, pgjobs.queue_limits, pgjobs.proxies CASCADE;
+TRUNCATE pgjobs.queue_key_limits, pgjobs.queue_key_slots, pgjobs.queue_key_tokens, pgjobs.queue_limits, pgjobs.proxies CASCADE;
 
 CREATE ROLE regress_keyer;
 CREATE ROLE regress_keyer_proxy;
@@ -122,6 +122,25 @@ SELECT pgjobs._launcher_tick(now()) IS NOT NULL AS ticked;
 SELECT s.queue, s.concurrency_key, j.task FROM pgjobs.queue_key_slots s JOIN pgjobs.jobs j ON j.id = s.job_id AND j.lease_token = s.lease_token ORDER BY 1, 2, 3;
 SELECT count(*) AS slots_after FROM pgjobs.queue_key_slots;
 
+-- A rate limit per key (queue k, 2 claims of each key an hour): a claim takes one job of each key,
+-- a's third job waits for its window while b's goes; when the window has passed (the tokens made
+-- older here), it goes. A key limit set afterwards keeps the rate limit, and both show.
+SELECT regress.as_role('regress_keyer_proxy', $$
+    SELECT claims || ' per ' || per || ' by ' || set_by FROM pgjobs.jobs_key_rate_limit('k', 2, '1 hour')$$) AS key_rate_limited;
+SELECT regress.as_role('regress_keyer', $$
+    SELECT count(*) FROM (SELECT pgjobs.jobs_add(k || n, queue => 'k', concurrency_key => k)
+                          FROM (VALUES ('a', 3), ('b', 2)) AS keys(k, jobs), generate_series(1, jobs) n) a$$) AS added;
+SELECT regress.as_role('regress_keyer', $$SELECT string_agg(task, ',' ORDER BY task) FROM pgjobs.jobs_claim('w', ARRAY['k'], 10)$$) AS first_claim;
+SELECT regress.as_role('regress_keyer', $$SELECT string_agg(task, ',' ORDER BY task) FROM pgjobs.jobs_claim('w', ARRAY['k'], 10)$$) AS second_claim;
+SELECT regress.as_role('regress_keyer', $$SELECT coalesce(string_agg(task, ','), 'none') FROM pgjobs.jobs_claim('w', ARRAY['k'], 10)$$) AS at_rate;
+SELECT metric, queue, value FROM pgjobs.metrics WHERE metric = 'jobs_held_back_by_key' AND queue = 'k';
+UPDATE pgjobs.queue_key_tokens SET taken_at = taken_at - interval '1 hour' WHERE queue = 'k';
+SELECT regress.as_role('regress_keyer', $$SELECT coalesce(string_agg(task, ','), 'none') FROM pgjobs.jobs_claim('w', ARRAY['k'], 10)$$) AS after_window;
+SELECT regress.as_role('regress_keyer', $$SELECT max_per_key FROM pgjobs.jobs_key_limit('k', 5)$$) AS key_limited;
+SELECT regress.as_role('regress_keyer', $$
+    SELECT format('%s: max_per_key %s, %s per %s', queue, max_per_key, key_rate_claims, key_rate_per)
+    FROM pgjobs.jobs_queues WHERE queue = 'k'$$) AS shown;
+
 -- Bad input is refused with 22023 and changes nothing: a count outside 1 to 1000 or none, ordered
 -- with more than one or null, a null, empty or extension's queue; a concurrency key empty or over
 -- 1000 bytes, alone or in a batch; a limit written past the function.
@@ -137,11 +156,21 @@ FROM (VALUES ($$SELECT pgjobs.jobs_key_limit('q', 0)$$),
              ($$SELECT pgjobs.jobs_key_limit(NULL, 1)$$),
              ($$SELECT pgjobs.jobs_key_limit('', 1)$$),
              ($$SELECT pgjobs.jobs_key_limit('pg_jobs.sql', 1)$$),
+             ($$SELECT pgjobs.jobs_key_rate_limit('k', 0, '1 minute')$$),
+             ($$SELECT pgjobs.jobs_key_rate_limit('k', 1001, '1 minute')$$),
+             ($$SELECT pgjobs.jobs_key_rate_limit('k', 5, '0 seconds')$$),
+             ($$SELECT pgjobs.jobs_key_rate_limit('k', 5, '2 days')$$),
+             ($$SELECT pgjobs.jobs_key_rate_limit('k', 5, '100 years')$$),
+             ($$SELECT pgjobs.jobs_key_rate_limit('k', 5, NULL)$$),
+             ($$SELECT pgjobs.jobs_key_rate_limit('pg_jobs.sql', 5, '1 minute')$$),
              ($$SELECT pgjobs.jobs_add('t', concurrency_key => '')$$),
              ($$SELECT pgjobs.jobs_add('t', concurrency_key => repeat('k', 1001))$$),
              ($$SELECT pgjobs.jobs_add_batch('[{"task": "ok", "concurrency_key": "k"}, {"task": "t", "concurrency_key": ""}]')$$),
              ($$SELECT pgjobs.jobs_add_batch('[{"task": "t", "concurrency_key": 42}]')$$)) AS s(statement);
-SELECT regress.error_of($$INSERT INTO pgjobs.queue_key_limits VALUES (0, 'o2', 2, true, now(), 'postgres')$$) AS ordered_directly;
+SELECT regress.error_of($$INSERT INTO pgjobs.queue_key_limits (owner, queue, max_per_key, ordered, set_at, set_by)
+                          VALUES (0, 'o2', 2, true, now(), 'postgres')$$) AS ordered_directly;
+SELECT regress.error_of($$INSERT INTO pgjobs.queue_key_limits (owner, queue, set_at, set_by)
+                          VALUES (0, 'none', now(), 'postgres')$$) AS no_limit_directly;
 SELECT regress.fingerprint() = :'before' AS unchanged,
        (SELECT string_agg(l::text, ',' ORDER BY l.owner, l.queue) || (SELECT count(*) FROM pgjobs.queue_key_slots) FROM pgjobs.queue_key_limits l) = :'limits_before' AS limits_unchanged;
 SELECT regress.as_role('regress_keyer', $$SELECT pgjobs.jobs_add('longest', concurrency_key => repeat('k', 1000)) IS NOT NULL$$) AS longest_key;
@@ -152,6 +181,9 @@ SELECT regress.as_role('regress_keyer', $$SELECT pgjobs.jobs_add('longest', conc
 SELECT role, regress.as_role(role, $$SELECT coalesce(string_agg(owner::regrole || ':' || queue || ':' || max_per_key, ',' ORDER BY queue), 'nothing') FROM pgjobs.queue_key_limits$$) AS sees,
        regress.as_role(role, $$SELECT count(*) FROM pgjobs.queue_key_gates$$) AS gates_seen,
        regress.as_role(role, $$SELECT count(*) FROM pgjobs.queue_key_slots$$) AS slots_seen,
+       regress.as_role(role, $$SELECT count(*) FROM pgjobs.queue_key_tokens$$) AS tokens_seen,
+       regress.as_role(role, $$SELECT claims FROM pgjobs.jobs_key_rate_limit('mine_rated', 2, '1 minute')$$) AS rate_limits,
+       regress.as_role(role, $$SELECT pgjobs.jobs_unlimit('mine_rated')::text$$) AS rate_unlimits,
        regress.as_role(role, $$SELECT max_per_key FROM pgjobs.jobs_key_limit('mine', 2)$$) AS limits,
        regress.as_role(role, $$SELECT pgjobs.jobs_unlimit('mine')::text$$) AS unlimits
 FROM (VALUES ('regress_keyer'), ('regress_keyer_proxy'), ('regress_key_neighbour'), ('regress_key_stranger')) AS r(role);
@@ -159,7 +191,8 @@ SELECT regress.fingerprint() AS before \gset
 SELECT string_agg(l::text, ',' ORDER BY l.owner, l.queue) || (SELECT string_agg(s::text, ',' ORDER BY s) FROM pgjobs.queue_key_slots s) AS limits_before FROM pgjobs.queue_key_limits l \gset
 SELECT role, statement, regress.as_role(role, statement) AS result
 FROM (VALUES ('regress_keyer'), ('regress_key_neighbour')) AS r(role),
-     (VALUES ($$INSERT INTO pgjobs.queue_key_limits VALUES (pgjobs.identity(), 'direct', 1, false, now(), current_user::regrole) RETURNING queue$$),
+     (VALUES ($$INSERT INTO pgjobs.queue_key_limits (owner, queue, max_per_key, set_at, set_by) VALUES (pgjobs.identity(), 'direct', 1, now(), current_user::regrole) RETURNING queue$$),
+             ($$UPDATE pgjobs.queue_key_tokens SET taken_at = '-infinity' RETURNING token$$),
              ($$UPDATE pgjobs.queue_key_limits SET max_per_key = 1000 RETURNING queue$$),
              ($$DELETE FROM pgjobs.queue_key_limits RETURNING queue$$),
              ($$INSERT INTO pgjobs.queue_key_gates VALUES (pgjobs.identity(), 'q', 64) RETURNING gate$$),
@@ -170,15 +203,17 @@ ORDER BY role, statement;
 SELECT regress.fingerprint() = :'before' AS unchanged,
        (SELECT string_agg(l::text, ',' ORDER BY l.owner, l.queue) || (SELECT string_agg(s::text, ',' ORDER BY s) FROM pgjobs.queue_key_slots s) FROM pgjobs.queue_key_limits l) = :'limits_before' AS limits_unchanged;
 
--- Lifted: gates and slots go with the limit, and the rest of q is claimed in order.
+-- Lifted: gates, slots and tokens go with the limit, and the rest of q is claimed in order.
 SELECT regress.as_role('regress_keyer', $$SELECT pgjobs.jobs_unlimit('q')::text$$) AS unlimited;
-SELECT count(*) AS q_gates, (SELECT count(*) FROM pgjobs.queue_key_slots WHERE queue = 'q') AS q_slots
-FROM pgjobs.queue_key_gates WHERE queue = 'q';
+SELECT regress.as_role('regress_keyer', $$SELECT pgjobs.jobs_unlimit('k')::text$$) AS unlimited_k;
+SELECT count(*) AS gates, (SELECT count(*) FROM pgjobs.queue_key_slots WHERE queue IN ('q', 'k')) AS slots,
+       (SELECT count(*) FROM pgjobs.queue_key_tokens WHERE queue IN ('q', 'k')) AS tokens
+FROM pgjobs.queue_key_gates WHERE queue IN ('q', 'k');
 SELECT id AS b1 FROM pgjobs.jobs WHERE task = 'b1' AND queue = 'q' \gset
 SELECT regress.make_due(:b1);
 SELECT regress.as_role('regress_keyer', $$SELECT string_agg(task, ',' ORDER BY task) FROM pgjobs.jobs_claim('w', ARRAY['q'], 10)$$) AS claimed_after_unlimit;
 
 SELECT regress.as_role('regress_keyer', $$SELECT pgjobs.jobs_remove_proxy('regress_keyer_proxy')$$) AS proxy_removed;
-TRUNCATE pgjobs.queue_key_limits, pgjobs.queue_key_slots, pgjobs.queue_limits CASCADE;
+TRUNCATE pgjobs.queue_key_limits, pgjobs.queue_key_slots, pgjobs.queue_key_tokens, pgjobs.queue_limits CASCADE;
 SELECT regress.reset();
 DROP ROLE regress_keyer, regress_keyer_proxy, regress_key_neighbour, regress_key_stranger;
