@@ -157,6 +157,30 @@ fn limit_count(fcinfo: pg_sys::FunctionCallInfo, n: usize, what: &str) -> i32 {
     }
 }
 
+/// Sets one of `queue`'s limits with `set` (its owner, queue, then `settings`, then the role setting
+/// it), once no claim holds what `held` asks about (SLOTS_HELD, TOKENS_HELD, GATES_HELD): the
+/// limit in force, a record of `columns` columns.
+fn set_limit(
+    fcinfo: pg_sys::FunctionCallInfo,
+    queue: &str,
+    held: &'static Statement,
+    set: &'static Statement,
+    settings: &[Option<Datum>],
+    columns: usize,
+) -> Datum {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let identity = Datum::from(caller.identity);
+    refuse_if_held(&section, held, identity, queue);
+    let mut arguments = vec![Some(identity), queue.into_datum()];
+    arguments.extend_from_slice(settings);
+    arguments.push(Some(Datum::from(caller.role)));
+    let limit = section.run(set, &arguments);
+    let values: Vec<Option<Datum>> = (0..columns).map(|column| limit.datum(0, column)).collect();
+    drop(section);
+    record(fcinfo, &values)
+}
+
 // jobs_pause(queue) -> (paused_at, paused_by)
 entry!(jobs_pause, pg_finfo_jobs_pause, |fcinfo| {
     let caller = Caller::current();
@@ -189,29 +213,20 @@ entry!(jobs_resume, pg_finfo_jobs_resume, |fcinfo| {
 
 // jobs_limit(queue, max_running) -> (max_running, set_at, set_by)
 entry!(jobs_limit, pg_finfo_jobs_limit, |fcinfo| {
-    let caller = Caller::current();
     let queue = callers_queue(fcinfo, 0, "jobs_limit('emails', 8)", RESERVED_LIMIT);
     let most = limit_count(fcinfo, 1, "max_running");
-    let section = Section::as_owner(fcinfo);
-    let identity = Datum::from(caller.identity);
-    refuse_if_held(&section, &SLOTS_HELD, identity, &queue);
-    let limit = section.run(
+    set_limit(
+        fcinfo,
+        &queue,
+        &SLOTS_HELD,
         &LIMIT,
-        &[
-            Some(identity),
-            queue.into_datum(),
-            Some(Datum::from(most)),
-            Some(Datum::from(caller.role)),
-        ],
-    );
-    let values = [limit.datum(0, 0), limit.datum(0, 1), limit.datum(0, 2)];
-    drop(section);
-    record(fcinfo, &values)
+        &[Some(Datum::from(most))],
+        3,
+    )
 });
 
 // jobs_key_limit(queue, max_per_key, ordered) -> (max_per_key, ordered, set_at, set_by)
 entry!(jobs_key_limit, pg_finfo_jobs_key_limit, |fcinfo| {
-    let caller = Caller::current();
     let queue = callers_queue(fcinfo, 0, "jobs_key_limit('emails', 1)", RESERVED_LIMIT);
     let most = limit_count(fcinfo, 1, "max_per_key");
     let ordered = match value::<bool>(fcinfo, 2) {
@@ -222,32 +237,18 @@ entry!(jobs_key_limit, pg_finfo_jobs_key_limit, |fcinfo| {
         Some(ordered) => ordered,
         None => invalid("ordered must not be null", None),
     };
-    let section = Section::as_owner(fcinfo);
-    let identity = Datum::from(caller.identity);
-    refuse_if_held(&section, &GATES_HELD, identity, &queue);
-    let limit = section.run(
+    set_limit(
+        fcinfo,
+        &queue,
+        &GATES_HELD,
         &KEY_LIMIT,
-        &[
-            Some(identity),
-            queue.into_datum(),
-            Some(Datum::from(most)),
-            Some(Datum::from(ordered)),
-            Some(Datum::from(caller.role)),
-        ],
-    );
-    let values = [
-        limit.datum(0, 0),
-        limit.datum(0, 1),
-        limit.datum(0, 2),
-        limit.datum(0, 3),
-    ];
-    drop(section);
-    record(fcinfo, &values)
+        &[Some(Datum::from(most)), Some(Datum::from(ordered))],
+        4,
+    )
 });
 
-/// A rate limit (jobs_rate_limit, jobs_key_rate_limit: queue, claims, per; `example` for the
-/// messages) set by `set` (RATE_LIMIT, KEY_RATE_LIMIT) once no claim holds what `held` asks about:
-/// (claims, per, set_at, set_by).
+/// A rate limit (jobs_rate_limit, jobs_key_rate_limit: queue, claims, per; `example` and `hint`
+/// for the messages) set by `set` (RATE_LIMIT, KEY_RATE_LIMIT) as set_limit does.
 fn rate_limit(
     fcinfo: pg_sys::FunctionCallInfo,
     example: &'static str,
@@ -255,7 +256,6 @@ fn rate_limit(
     held: &'static Statement,
     set: &'static Statement,
 ) -> Datum {
-    let caller = Caller::current();
     let queue = callers_queue(fcinfo, 0, example, RESERVED_LIMIT);
     let claims = limit_count(fcinfo, 1, "claims");
     let per = argument(fcinfo, 2);
@@ -268,27 +268,14 @@ fn rate_limit(
             Some(hint),
         );
     }
-    let section = Section::as_owner(fcinfo);
-    let identity = Datum::from(caller.identity);
-    refuse_if_held(&section, held, identity, &queue);
-    let limit = section.run(
+    set_limit(
+        fcinfo,
+        &queue,
+        held,
         set,
-        &[
-            Some(identity),
-            queue.into_datum(),
-            Some(Datum::from(claims)),
-            per,
-            Some(Datum::from(caller.role)),
-        ],
-    );
-    let values = [
-        limit.datum(0, 0),
-        limit.datum(0, 1),
-        limit.datum(0, 2),
-        limit.datum(0, 3),
-    ];
-    drop(section);
-    record(fcinfo, &values)
+        &[Some(Datum::from(claims)), per],
+        4,
+    )
 }
 
 // jobs_rate_limit(queue, claims, per) -> (claims, per, set_at, set_by)
