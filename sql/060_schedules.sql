@@ -90,6 +90,13 @@ END;
 CREATE FUNCTION jobs_unschedule(name text) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_unschedule';
 
+CREATE FUNCTION jobs_run_schedule(name text) RETURNS bigint
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_run_schedule';
+COMMENT ON FUNCTION jobs_run_schedule IS
+    'Adds one of the caller''s schedule''s job now, as a slot of this second would (also when the '
+    'schedule is disabled), and returns its id; its slots go on as before. Twice in one second, '
+    'or in the second of a slot, it is one job.';
+
 CREATE VIEW jobs_schedules WITH (security_invoker = true) AS
 SELECT s.name, s.owner::regrole AS owner, s.schedule, s.time_zone, s.work, s.options, s.missed,
        s.enabled, s.last_slot, s.next_slot, s.last_job_id, l.status AS last_status, s.last_error

@@ -28,7 +28,7 @@ GRANT EXECUTE ON FUNCTION
     jobs_schedule(text, text, jsonb, jsonb),
     jobs_alter_schedule(text, text, jsonb, jsonb),
     jobs_enable_schedule(text), jobs_disable_schedule(text),
-    jobs_unschedule(text),
+    jobs_unschedule(text), jobs_run_schedule(text),
     jobs_add_proxy(regrole, regrole),
     jobs_remove_proxy(regrole),
     batch_post(text, text[], text, text, text, text, boolean, text[], timestamptz, integer, integer, jsonb, jsonb, jsonb),

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::call::{argument, invalid, refuse, value, Caller, Section, Statement};
 use super::datum::{input, text_of};
+use super::queue::{add, check_all, Spec};
 use super::sql_jobs::check_timeout;
 use crate::{entry, named_statements};
 
@@ -24,6 +25,8 @@ static INSERT: Statement = statement(
 static LOCK: Statement = statement("lock", &[TEXTOID, OIDOID, JSONBOID]);
 static UPDATE: Statement = statement("update", &[INT8OID, TEXTOID, TEXTOID, JSONBOID, JSONBOID]);
 static DELETE: Statement = statement("delete", &[TEXTOID, OIDOID]);
+static RUN_NOW: Statement = statement("run_now", &[TEXTOID, OIDOID]);
+static RAN: Statement = statement("ran", &[INT8OID, INT8OID]);
 
 const WORK_KEYS: [&str; 4] = ["task", "payload", "queue", "sql"];
 const OPTIONS: [&str; 10] = [
@@ -244,6 +247,26 @@ entry!(jobs_unschedule, pg_finfo_jobs_unschedule, |fcinfo| {
     }
     _wake_launcher();
     Datum::from(0)
+});
+
+// jobs_run_schedule(name) -> the job added (pg_timetable's and pg_cron's users ask for "run now").
+entry!(jobs_run_schedule, pg_finfo_jobs_run_schedule, |fcinfo| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let found = section.run(
+        &RUN_NOW,
+        &[argument(fcinfo, 0), Some(Datum::from(caller.identity))],
+    );
+    let (Some(id), Some(spec)) = (found.datum(0, 0), found.datum(0, 1)) else {
+        missing_schedule(value(fcinfo, 0))
+    };
+    let spec = Spec::of_record(spec);
+    check_all(&[spec], true, true);
+    let job = add(&section, caller.identity, &[spec])[0];
+    section.run(&RAN, &[Some(id), Some(Datum::from(job))]);
+    // A SQL job waits for the launcher to start its executor.
+    _wake_launcher();
+    Datum::from(job)
 });
 
 fn parse(schedule: &str, time_zone: &str) -> Schedule {

@@ -39,3 +39,16 @@ WHERE s.id = $1;
 -- name: delete
 DELETE FROM schedules s WHERE s.name = $1 AND s.owner = $2
 RETURNING s.id;
+
+-- name: run_now
+-- The caller's schedule of that name ($1, owner $2), with the job a slot of this second would add
+-- (the key of that slot: a second run now, or the slot itself, finds the job this one adds).
+SELECT s.id, _scheduled_spec(s.work, s.options, date_trunc('second', statement_timestamp()),
+                             format('scheduled_job:%s:%s', s.id,
+                                    to_char(date_trunc('second', statement_timestamp()) AT TIME ZONE 'UTC',
+                                            'YYYY-MM-DD"T"HH24:MI:SS"Z"')))
+FROM schedules s WHERE s.name = $1 AND s.owner = $2;
+
+-- name: ran
+-- Schedule $1's last job is $2.
+UPDATE schedules s SET last_job_id = $2 WHERE s.id = $1;

@@ -124,5 +124,37 @@ SELECT pgjobs._launcher_tick('2026-01-01 00:15:01Z') IS NOT NULL AS round_ends;
 SELECT task, run_at FROM pgjobs.job_list;
 ROLLBACK;
 
+-- Run now (jobs_run_schedule), as members: the schedule's job is added at once, also while the
+-- schedule is disabled, with the key of this second's slot (so twice in one statement is one
+-- job), and becomes its last job; a SQL schedule's goes to the SQL queue; its slots go on as they
+-- were. Another identity's schedule is as missing as one that never was; a role outside
+-- pgjobs_user may not call it.
+SELECT regress.reset();
+CREATE ROLE regress_runner;
+CREATE ROLE regress_run_other;
+CREATE ROLE regress_run_stranger;
+GRANT pgjobs_user TO regress_runner, regress_run_other;
+SELECT regress.as_role('regress_runner', $$
+    SELECT pgjobs.jobs_schedule('manual', '0 3 * * *', '{"task": "nightly", "payload": {"n": 1}}', '{"enabled": false}') IS NOT NULL
+       AND pgjobs.jobs_schedule('sql_manual', '0 3 * * *', '{"sql": "SELECT 1"}') IS NOT NULL$$) AS scheduled;
+SELECT next_slot AS manual_next FROM pgjobs.schedules WHERE name = 'manual' \gset
+SELECT regress.as_role('regress_runner', $$SELECT pgjobs.jobs_run_schedule('manual') = pgjobs.jobs_run_schedule('manual')$$) AS one_job;
+SELECT task, payload, queue, status, starts_with(idempotency_key, 'scheduled_job:' || s.id || ':') AS slot_key,
+       run_at <= now() AS due, s.last_job_id = l.id AS last_job, s.next_slot = :'manual_next' AS slots_unchanged
+FROM pgjobs.job_list l, pgjobs.schedules s WHERE s.name = 'manual' AND l.task = 'nightly';
+SELECT regress.as_role('regress_runner', $$SELECT pgjobs.jobs_run_schedule('sql_manual') IS NOT NULL$$) AS sql_run;
+SELECT task, queue, payload ->> 'sql' AS sql FROM pgjobs.job_list WHERE queue = 'pg_jobs.sql';
+SELECT regress.fingerprint() AS before \gset
+SELECT role, regress.as_role(role, statement) AS result
+FROM (VALUES ('regress_run_other'), ('regress_run_stranger')) AS r(role),
+     (VALUES ($$SELECT pgjobs.jobs_run_schedule('manual')$$)) AS t(statement)
+UNION ALL
+SELECT 'regress_runner', regress.as_role('regress_runner', statement)
+FROM (VALUES ($$SELECT pgjobs.jobs_run_schedule('nope')$$), ($$SELECT pgjobs.jobs_run_schedule(NULL)$$)) AS t(statement);
+SELECT regress.fingerprint() = :'before' AS unchanged;
+SELECT regress.as_role('regress_runner', $$SELECT pgjobs.jobs_unschedule('manual')::text || pgjobs.jobs_unschedule('sql_manual')::text$$) AS unscheduled;
+DROP ROLE regress_runner, regress_run_other, regress_run_stranger;
+SELECT regress.reset();
+
 SELECT pgjobs.jobs_unschedule('report'), pgjobs.jobs_unschedule('vacuum'), pgjobs.jobs_unschedule('other');
 SELECT count(*) AS left FROM pgjobs.schedules;
