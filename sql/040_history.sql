@@ -182,12 +182,13 @@ CREATE VIEW job_list WITH (security_invoker = true) AS
 SELECT j.id, j.owner::regrole AS owner, j.status, j.task::text, j.queue::text, j.priority,
        _shown_payload(j.queue, j.payload) AS payload, NULL::jsonb AS result, j.errors, j.attempt,
        j.max_attempts::integer, j.run_at, j.idempotency_key, j.key_rule, j.locked_by,
-       j.locked_until, j.due_at, j.start_time, NULL::timestamptz AS end_time
+       j.locked_until, j.due_at, j.start_time, NULL::timestamptz AS end_time, j.concurrency_key
 FROM jobs j
 UNION ALL
 SELECT h.id, h.owner::regrole, h.status, h.task, h.queue, h.priority,
        _shown_payload(h.queue, h.payload), h.result, h.errors, h.attempts, h.max_attempts, NULL,
-       h.idempotency_key, h.key_rule, h.locked_by, NULL, h.due_at, h.start_time, h.end_time
+       h.idempotency_key, h.key_rule, h.locked_by, NULL, h.due_at, h.start_time, h.end_time,
+       h.concurrency_key
 FROM job_history h;
 COMMENT ON VIEW job_list IS 'Live jobs (created, started, aborting) and finished ones together.';
 
