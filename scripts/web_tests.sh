@@ -6,10 +6,11 @@
 # counted. Screenshots of each tab go to $OUT/web/*.png.
 #
 # Two people log in with passwords: web_ana (schedules WEB and WEB2, batch jobs, cron schedules
-# ana-nightly, ana-ticks and ana-sleep) and web_bob (schedule BOB, a job of his own, cron schedule
-# bob-hourly). The cluster trusts localhost, so pg_hba.conf gets lines that
-# ask these two roles for scram-sha-256 first (removed afterwards). A second pg_jobs_web points
-# at a port where no server listens, for the "database not reachable" page.
+# ana-nightly, ana-ticks and ana-sleep, queue jobs in web_ana_mail) and web_bob (schedule BOB, a
+# job of his own, cron schedule bob-hourly, queue jobs in web_bob_mail). The cluster trusts
+# localhost, so pg_hba.conf gets lines that ask these two roles for scram-sha-256 first (removed
+# afterwards). A second pg_jobs_web points at a port where no server listens, for the "database
+# not reachable" page.
 #
 # Then the server against faults and abuse (web_abuse_tests.sh), with the same roles.
 #
@@ -99,6 +100,37 @@ web_setup() {
                '{\"missed\": \"once\"}');
         SELECT pgjobs.jobs_schedule('ana-sleep', 'every 20 seconds', '{\"sql\": \"SELECT pg_sleep(30)\"}');" >/dev/null || return 1
     web_sql web_bob "SELECT pgjobs.jobs_schedule('bob-hourly', '@hourly', '{\"task\": \"bob-task\"}')" >/dev/null || return 1
+    # Queues for the Queues tab: web_ana_mail with jobs ready (each with a customer's concurrency
+    # key), due tomorrow, running (leased by mail-worker-1 for an hour, with its progress),
+    # completed, and failed after two attempts (two errors each), under a limit of each kind;
+    # web_ana_bulk with 250 jobs (Show more); web_ana_reports (ana-nightly's) paused; and web_bob's
+    # web_bob_mail.
+    web_sql web_ana "
+        SELECT pgjobs.jobs_add('welcome', jsonb_build_object('to', 'ana-' || i || '@example.org'), queue => 'web_ana_mail',
+               concurrency_key => 'customer:' || i) FROM generate_series(1, 4) i;
+        SELECT pgjobs.jobs_add('digest', queue => 'web_ana_mail', run_at => now() + interval '1 day') FROM generate_series(1, 2);
+        SELECT pgjobs.jobs_add('bounce', jsonb_build_object('to', 'gone-' || i || '@example.org'), queue => 'web_ana_mail',
+               priority => -10, max_attempts => 2, backoff => '0 seconds') FROM generate_series(1, 2) i;
+        SELECT pgjobs.jobs_add('receipt', '{\"order\": 7}', queue => 'web_ana_mail', priority => -7);
+        SELECT pgjobs.jobs_add('send', '{\"to\": \"ana-sent@example.org\"}', queue => 'web_ana_mail', priority => -5);
+        SELECT count(pgjobs.jobs_add('bulk', jsonb_build_object('n', i), queue => 'web_ana_bulk', run_at => now() + interval '1 day'))
+        FROM generate_series(1, 250) i;" >/dev/null || return 1
+    local attempt
+    for attempt in 1 2; do
+        web_sql web_ana "SELECT pgjobs.jobs_fail(c.id, c.lease_token, 'smtp down (attempt $attempt)')
+            FROM pgjobs.jobs_claim('mail-worker-1', ARRAY['web_ana_mail'], 2) c" >/dev/null || return 1
+    done
+    web_sql web_ana "
+        SELECT pgjobs.jobs_complete(c.id, c.lease_token, '{\"sent\": true}')
+        FROM pgjobs.jobs_claim('mail-worker-1', ARRAY['web_ana_mail'], 1) c;
+        SELECT pgjobs.jobs_progress(c.id, c.lease_token, '{\"sent\": 3, \"of\": 10}')
+        FROM pgjobs.jobs_claim('mail-worker-1', ARRAY['web_ana_mail'], 1, lease => '1 hour') c;
+        SELECT pgjobs.jobs_limit('web_ana_mail', 4);
+        SELECT pgjobs.jobs_rate_limit('web_ana_mail', 100, '1 minute');
+        SELECT pgjobs.jobs_key_limit('web_ana_mail', 2);
+        SELECT pgjobs.jobs_pause('web_ana_reports');" >/dev/null || return 1
+    web_sql web_bob "SELECT pgjobs.jobs_add('bob-mail', '{\"to\": \"bob@example.org\"}', queue => 'web_bob_mail')
+        FROM generate_series(1, 2)" >/dev/null || return 1
     # Jobs due in an hour (one minute, so one group each by time): 250 for Show more, three for
     # Cancel N, three for Cancel all, three for Cancel selected, one with a secret; one that fails.
     web_sql web_ana "

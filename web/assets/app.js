@@ -1,13 +1,13 @@
-// The SCHED page: routines (Realtime, Batch), batch jobs (Jobs) and cron schedules with the SQL
-// jobs running now (Schedules) of pg_jobs, read every 5 s from pg_jobs_web, which reads them as
-// the role logged in. No build step, no library.
+// The SCHED page: routines (Realtime, Batch), batch jobs (Jobs), cron schedules with the SQL
+// jobs running now (Schedules) and queues with their jobs (Queues) of pg_jobs, read every 5 s from
+// pg_jobs_web, which reads them as the role logged in. No build step, no library.
 //
 // data-testid used by the browser tests (web/src/e2e/main.rs):
 //   login, login-form, login-role, login-password, login-submit   the login form
 //   login-wrong, login-unreachable, login-again (server pages)     a failed login
 //   lost-page                                                      the database was lost
 //   app, whoami, logout, error, notice, content
-//   tab-realtime|batch|jobs|schedules, tab-<tab>-count, tab-<tab>-failing  the tabs and their counts
+//   tab-realtime|batch|jobs|schedules|queues, tab-<tab>-count, tab-<tab>-failing  the tabs and their counts
 //   text-smaller, text-larger, text-size                           − and + (80 to 200 %)
 //   time-zone (data-zone utc|local)                                times in UTC or the browser's zone
 //   toggles, schedule-toggle (data-schedule, data-mode)            Commands on / Commands off
@@ -23,6 +23,14 @@
 //   cron-table, cron-row (data-name, data-enabled), cron-next, cron-last-fired, cron-last-run,
 //   cron-missed, cron-enable, cron-disable, cron-runs, cron-run (data-id, data-status)
 //   sql-running, sql-running-none, sql-job-row (data-id), sql-job-sql, sql-job-elapsed, sql-job-abort
+//   queue-table, queue-row (data-queue, data-paused), queue-ready, queue-scheduled, queue-running,
+//   queue-oldest, queue-failed, queue-paused, queue-limits, queue-pause, queue-resume
+//   queue-jobs, queue-jobs-title, queue-rules, queue-jobs-close, queue-job-status, queue-job-text,
+//   queue-job-key, queue-job-month, queue-job-list, queue-job-table, queue-jobs-more, queue-jobs-none
+//   queue-job-row (data-id, data-status, data-live), queue-job-tick, queue-job-error, queue-job-abort,
+//   queue-job-retry, queue-jobs-abort-ticked, queue-jobs-retry-ticked
+//   queue-job-details, queue-job-payload, queue-job-attempts, queue-job-errors, queue-job-locked-by,
+//   queue-job-result, queue-job-progress, queue-job-concurrency-key
 'use strict';
 
 const tid = (id, root = document) => root.querySelector(`[data-testid="${id}"]`);
@@ -99,7 +107,10 @@ const store = {
   set(k, v) { localStorage.setItem('pgjobs.' + k, JSON.stringify(v)); },
 };
 
-const TABS = { 1: 'realtime', 2: 'batch', 3: 'jobs', 4: 'schedules', realtime: 'realtime', batch: 'batch', jobs: 'jobs', schedules: 'schedules' };
+const TABS = {
+  1: 'realtime', 2: 'batch', 3: 'jobs', 4: 'schedules', 5: 'queues',
+  realtime: 'realtime', batch: 'batch', jobs: 'jobs', schedules: 'schedules', queues: 'queues',
+};
 // The status words, most pressing first, as the extension ranks them, and the sets the page
 // filters and counts by (pg_jobs_core): put here by the server (web/src/main.rs, app_js).
 const VOCABULARY = /* the vocabulary of pg_jobs_core, put here by the server */ null;
@@ -190,6 +201,15 @@ const state = {
   sqlRunning: [],
   openCron: null,           // the name of the schedule whose runs are shown
   cronRuns: null,           // its runs, once read
+  queues: [],
+  openQueue: null,          // the name of the queue whose jobs are shown
+  queueJobFilter: { status: '', q: '', key: '', month: '' },
+  queueJobPages: 1,         // pages of PAGE jobs read
+  queueJobs: null,          // the open queue's jobs, once read
+  queueJobsMore: false,     // the last page read was full
+  openQueueJob: null,       // the id of the queue job whose details are shown
+  queueJobDetails: null,
+  queueTicked: new Set(),
 };
 const kind = () => (state.tab === 'jobs' ? 'jobs' : 'routines');
 
@@ -259,9 +279,10 @@ function routineMatches(r) {
 
 function renderFilterControls() {
   const k = kind();
-  // Nothing on the Schedules tab is filtered: its lists are short.
-  tid('filters-button').hidden = state.tab === 'schedules';
-  tid('filters').hidden = state.tab === 'schedules' || !store.get('filtersOpen', false);
+  // The Schedules tab's lists are short; the Queues tab filters a queue's jobs in a bar of its own.
+  const unfiltered = state.tab === 'schedules' || state.tab === 'queues';
+  tid('filters-button').hidden = unfiltered;
+  tid('filters').hidden = unfiltered || !store.get('filtersOpen', false);
   const n = filterCount();
   tid('filters-button').textContent = n ? `Filters · ${n}` : 'Filters';
   const status = tid('filter-status');
@@ -303,6 +324,7 @@ function renderHeader() {
   tid('tab-schedules-count').textContent = plural(state.cronSchedules.length, 'schedule');
   const failingSchedules = state.cronSchedules.filter(cronFailing).length;
   tid('tab-schedules-failing').textContent = failingSchedules ? `${failingSchedules} failing` : '';
+  tid('tab-queues-count').textContent = plural(state.queues.length, 'queue');
   for (const b of document.querySelectorAll('.tab')) b.classList.toggle('active', b.dataset.tab === state.tab);
   tid('whoami').textContent = state.me ? state.me.role : '';
   const zone = tid('time-zone');
@@ -702,6 +724,266 @@ async function loadSchedulesTab() {
   if (state.openCron) await loadCronRuns();
 }
 
+// ---- queues and their jobs ----
+
+// The extension's own queues (batch jobs, SQL jobs, the compute scheduler): jobs_pause refuses
+// them and jobs_retry passes their jobs over; they are stopped on the Jobs and Schedules tabs.
+const reservedQueue = (queue) => queue.startsWith('pg_jobs.');
+// A job is live until it has an end (an aborted one may still be leased, its worker not yet told).
+const liveJob = (j) => j.end_time === null;
+const retryable = (j) => !liveJob(j) && (j.status === 'failed' || j.status === 'aborted') && !reservedQueue(j.queue);
+
+// A rate limit's window in whole units: "1 min", "30 s", "1 h 30 min".
+function formatWindow(seconds) {
+  let left = Math.round(seconds);
+  const parts = [];
+  for (const [size, unit] of [[3600, 'h'], [60, 'min'], [1, 's']]) {
+    if (left >= size) { parts.push(`${Math.floor(left / size)} ${unit}`); left %= size; }
+  }
+  return parts.length ? parts.join(' ') : `${seconds} s`;
+}
+
+function queueLimits(q) {
+  const limits = [
+    q.max_running ? `${q.max_running} running at most` : null,
+    q.rate_claims ? `${q.rate_claims} claims per ${formatWindow(q.rate_per_seconds)}` : null,
+    q.max_per_key ? `${q.max_per_key} per key${q.key_ordered ? ', in order' : ''}` : null,
+    q.key_rate_claims ? `${q.key_rate_claims} claims per key per ${formatWindow(q.key_rate_per_seconds)}` : null,
+  ].filter(Boolean);
+  return limits.length ? limits.join(' · ') : 'none';
+}
+
+function renderQueues() {
+  const jobs = state.queueJobs || [];
+  const ticked = jobs.filter((j) => state.queueTicked.has(j.id));
+  const abortable = ticked.filter(liveJob);
+  const toRetry = ticked.filter(retryable);
+  patch(tid('actions'), state.openQueue ? [
+    el('button', { type: 'button', testid: 'queue-jobs-abort-ticked', disabled: !abortable.length, onclick: () => abortQueueJobs(abortable) },
+      `Abort ticked (${abortable.length})`),
+    el('button', { type: 'button', testid: 'queue-jobs-retry-ticked', disabled: !toRetry.length, onclick: () => retryQueueJobs(toRetry) },
+      `Retry ticked (${toRetry.length})`)] : []);
+  const heads = (...names) => el('thead', {}, el('tr', {}, names.map((n) => el('th', {}, n))));
+  patch(tid('content'),
+    el('h2', { key: 'queues-title' }, 'Queues'),
+    state.queues.length
+      ? el('table', { class: 'grid', testid: 'queue-table', key: 'queues' },
+        heads('Queue', 'Ready', 'Waiting for time', 'Running', 'Oldest ready', 'Failed, last hour', 'Paused', 'Limits', ''),
+        el('tbody', {}, state.queues.map(queueRow)))
+      : el('p', { class: 'notice', key: 'queues' }, 'No queue.'));
+  if (!state.openQueue) return;
+  const q = state.queues.find((x) => x.queue === state.openQueue);
+  tid('queue-jobs-title').textContent = `Jobs of queue ${state.openQueue}`;
+  tid('queue-rules').textContent = q ? queueRules(q) : '';
+  patch(tid('queue-job-list'),
+    !state.queueJobs ? el('p', { class: 'notice', key: 'reading' }, 'Reading…')
+      : jobs.length ? el('table', { class: 'grid', testid: 'queue-job-table', key: 'jobs' },
+        heads('', 'Job', 'Status', 'Task', 'Key', 'Attempt', 'Added', 'Due, leased or ended', 'Last error', ''),
+        el('tbody', {}, jobs.map(queueJobRow)))
+        : el('p', { class: 'notice', testid: 'queue-jobs-none', key: 'none' }, 'No job here.'),
+    state.queueJobsMore ? el('button', { type: 'button', class: 'more', testid: 'queue-jobs-more', onclick: moreQueueJobs }, `Show ${PAGE} more`) : null);
+}
+
+function queueRules(q) {
+  const keeps = { all: 'History keeps every finished job', failures: 'History keeps failed and aborted jobs only', none: 'History keeps no finished job' };
+  return [keeps[q.keeps] || `History keeps ${q.keeps}`,
+    q.dead_letter_queue ? `a job that fails its last attempt is copied to ${q.dead_letter_queue}` : null].filter(Boolean).join('; ') + '.';
+}
+
+function queueRow(q) {
+  const open = state.openQueue === q.queue;
+  const button = (testid, label, pause) => el('button', {
+    type: 'button', testid, onclick: (e) => { e.stopPropagation(); pauseQueue(q, pause); },
+  }, label);
+  return el('tr', {
+    class: 'queue', testid: 'queue-row', key: q.queue, 'data-queue': q.queue,
+    'data-paused': q.paused_at ? 'true' : 'false', onclick: () => openQueue(q.queue),
+  },
+  el('td', { class: 'name' }, open ? '▾ ' : '▸ ', q.queue),
+  el('td', { testid: 'queue-ready' }, q.ready),
+  el('td', { testid: 'queue-scheduled' }, q.scheduled),
+  el('td', { testid: 'queue-running' }, q.running),
+  el('td', { testid: 'queue-oldest', title: q.oldest_ready_at ? `ready since ${formatTime(q.oldest_ready_at)}` : null },
+    q.oldest_ready_at ? formatDuration(q.oldest_ready_seconds) : '—'),
+  el('td', { testid: 'queue-failed', class: q.failed_last_hour ? 'err' : null }, q.failed_last_hour),
+  el('td', { testid: 'queue-paused', class: q.paused_at ? 'paused' : null },
+    q.paused_at ? `paused by ${q.paused_by} at ${formatTime(q.paused_at)}` : 'no'),
+  el('td', { testid: 'queue-limits' }, queueLimits(q)),
+  el('td', {}, reservedQueue(q.queue)
+    ? el('span', { class: 'meta', title: 'The extension\'s own queue: stop its jobs on the Jobs or Schedules tab' }, 'the extension\'s')
+    : q.paused_at ? button('queue-resume', 'Resume', false) : button('queue-pause', 'Pause', true)));
+}
+
+function lastError(j) {
+  const errors = j.errors || [];
+  return errors.length ? errors[errors.length - 1].error : (j.result && j.result.error) || '';
+}
+
+function queueJobRow(j) {
+  const live = liveJob(j);
+  const tickable = live || retryable(j);
+  const act = (testid, label, run) => el('button', { type: 'button', testid, onclick: (e) => { e.stopPropagation(); run([j]); } }, label);
+  const row = el('tr', {
+    class: 'queue-job', testid: 'queue-job-row', key: j.id, 'data-id': j.id, 'data-status': j.status,
+    'data-live': live ? 'true' : 'false', onclick: () => openQueueJob(j.id),
+  },
+  el('td', {}, tickable ? el('input', {
+    type: 'checkbox', testid: 'queue-job-tick', checked: state.queueTicked.has(j.id),
+    onclick: (e) => { e.stopPropagation(); if (e.target.checked) state.queueTicked.add(j.id); else state.queueTicked.delete(j.id); render(); },
+  }) : null),
+  el('td', {}, '#' + j.id), el('td', {}, badge(j.status)), el('td', { class: 'name' }, j.task),
+  el('td', { class: 'name' }, j.idempotency_key || ''), el('td', {}, `${j.attempt} of ${j.max_attempts}`),
+  el('td', {}, formatTime(j.start_time)),
+  el('td', {}, !live ? `ended ${formatTime(j.end_time)}`
+    : j.status === 'created' ? `due ${formatTime(j.run_at)}` : `leased until ${formatTime(j.locked_until)}`),
+  el('td', { class: 'err', testid: 'queue-job-error', title: lastError(j) || null }, lastError(j)),
+  el('td', {}, live ? act('queue-job-abort', 'Abort', abortQueueJobs) : retryable(j) ? act('queue-job-retry', 'Retry', retryQueueJobs) : null));
+  const d = state.openQueueJob === j.id && state.queueJobDetails;
+  return d ? [row, el('tr', { class: 'details', key: 'details ' + j.id }, el('td', { colspan: 10 }, queueJobDetails(d)))] : row;
+}
+
+function queueJobDetails(d) {
+  const item = (label, value, testid) => [el('dt', {}, label), el('dd', { testid }, value === null || value === undefined || value === '' ? '—' : value)];
+  const json = (v) => (v === null || v === undefined ? null : JSON.stringify(v, null, 2));
+  const errors = (d.errors || []).map((e) => el('li', { key: e.attempt }, `attempt ${e.attempt} at ${formatTime(e.at)}: ${e.error}`));
+  // The job's line above says its id, status and task; what went wrong comes first.
+  return el('div', { testid: 'queue-job-details' }, el('dl', {},
+    item('Attempts', `${d.attempt} of ${d.max_attempts}`, 'queue-job-attempts'),
+    item('Errors', errors.length ? el('ul', {}, errors) : null, 'queue-job-errors'),
+    item('Locked by', d.locked_by, 'queue-job-locked-by'),
+    liveJob(d) ? item('Lease until', d.locked_until && formatTime(d.locked_until)) : null,
+    item('Progress', json(d.progress), 'queue-job-progress'),
+    item('Result', json(d.result), 'queue-job-result'),
+    item('Payload', json(d.payload), 'queue-job-payload'),
+    item('Concurrency key', d.concurrency_key, 'queue-job-concurrency-key'),
+    item('Key', d.idempotency_key ? `${d.idempotency_key} (${d.key_rule})` : null),
+    item('Priority', d.priority), item('First due', formatTime(d.due_at)), liveJob(d) ? item('Due', formatTime(d.run_at)) : null,
+    item('Added', formatTime(d.start_time)), item('Ended', formatTime(d.end_time))));
+}
+
+function queueJobParams(offset) {
+  const f = state.queueJobFilter;
+  const params = { queue: state.openQueue, offset, status: f.status, q: f.q, key: f.key, month: f.month && f.month + '-01' };
+  for (const k of Object.keys(params)) if (params[k] === '') delete params[k];
+  return params;
+}
+
+// Every page read so far, read again; a reading asked for before the queue or a filter changed
+// is not shown.
+async function loadQueueJobs() {
+  const asked = JSON.stringify(queueJobParams(0));
+  const found = new Map();
+  let full = true;
+  for (let page = 0; page < state.queueJobPages && full; page++) {
+    const rows = await get('/api/queues/jobs', queueJobParams(page * PAGE));
+    for (const j of rows) found.set(j.id, j);
+    full = rows.length === PAGE;
+  }
+  if (!state.openQueue || JSON.stringify(queueJobParams(0)) !== asked) return;
+  state.queueJobs = [...found.values()];
+  state.queueJobsMore = full;
+  for (const id of state.queueTicked) if (!found.has(id)) state.queueTicked.delete(id);
+}
+
+async function loadQueueJobDetails() {
+  const id = state.openQueueJob;
+  const details = (await get('/api/queues/job', { id }))[0] || null;
+  if (state.openQueueJob === id) state.queueJobDetails = details;
+}
+
+async function loadQueuesTab() {
+  if (state.openQueue) await loadQueueJobs();
+  if (state.openQueueJob) await loadQueueJobDetails();
+}
+
+function queueJobsFilterChanged() {
+  state.queueJobPages = 1;
+  state.queueJobs = null;
+  state.queueJobsMore = false;
+  state.queueTicked.clear();
+  state.openQueueJob = null;
+  state.queueJobDetails = null;
+}
+
+// A queue opens with no filter set.
+function openQueue(queue) {
+  state.openQueue = state.openQueue === queue ? null : queue;
+  state.queueJobFilter = { status: '', q: '', key: '', month: '' };
+  for (const testid of ['queue-job-status', 'queue-job-text', 'queue-job-key', 'queue-job-month']) tid(testid).value = '';
+  queueJobsFilterChanged();
+  render();
+  refresh();
+}
+
+async function openQueueJob(id) {
+  state.openQueueJob = state.openQueueJob === id ? null : id;
+  state.queueJobDetails = null;
+  if (state.openQueueJob) {
+    try { await loadQueueJobDetails(); } catch (e) { showError(e); }
+  }
+  render();
+}
+
+function moreQueueJobs() {
+  state.queueJobPages += 1;
+  refresh();
+}
+
+function wireQueueJobFilters() {
+  const set = (name, value) => {
+    state.queueJobFilter[name] = value;
+    queueJobsFilterChanged();
+    render();
+    refresh();
+  };
+  tid('queue-job-status').addEventListener('change', (e) => set('status', e.target.value));
+  tid('queue-job-month').addEventListener('change', (e) => set('month', e.target.value));
+  let typing = null;
+  for (const [testid, name] of [['queue-job-text', 'q'], ['queue-job-key', 'key']]) {
+    tid(testid).addEventListener('input', (e) => {
+      clearTimeout(typing);
+      typing = setTimeout(() => set(name, e.target.value.trim()), 300);
+    });
+  }
+  tid('queue-jobs-close').addEventListener('click', () => openQueue(state.openQueue));
+}
+
+async function pauseQueue(q, pause) {
+  const question = pause
+    ? `Pause queue ${q.queue}? Workers take none of its jobs until it is resumed; adds, running jobs and retries go on.`
+    : `Resume queue ${q.queue}? Its workers take its jobs again.`;
+  if (!confirm(question)) return;
+  try {
+    await post(pause ? '/api/queues/pause' : '/api/queues/resume', { queue: q.queue });
+    notice(`${q.queue}: ${pause ? 'paused' : 'resumed'}`);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+const jobsNamed = (jobs) => (jobs.length === 1 ? `job ${jobs[0].id} (${jobs[0].task})` : `${jobs.length} ticked jobs`);
+
+async function abortQueueJobs(jobs) {
+  if (!confirm(`Abort ${jobsNamed(jobs)}? A waiting job ends aborted at once; a running one's worker is told at its next heartbeat.`)) return;
+  try {
+    const answers = await post('/api/queues/jobs/abort', { jobs: jobs.map((j) => j.id) });
+    const aborted = answers.filter((a) => a.status === 'aborted').length;
+    notice(`${plural(aborted, 'job')} aborted${aborted < jobs.length ? ` (${jobs.length - aborted} had finished)` : ''}`);
+    for (const j of jobs) state.queueTicked.delete(j.id);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+async function retryQueueJobs(jobs) {
+  if (!confirm(`Retry ${jobsNamed(jobs)}? Each is due again now with fresh attempts, its errors kept.`)) return;
+  try {
+    const back = await post('/api/queues/jobs/retry', { jobs: jobs.map((j) => j.id) });
+    notice(`${plural(back.length, 'job')} brought back${back.length < jobs.length
+      ? ` (${jobs.length - back.length} not: back already, or its key taken by another job)` : ''}`);
+    for (const j of jobs) state.queueTicked.delete(j.id);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
 // ---- reading, every 5 s ----
 
 let refreshing = null;
@@ -710,13 +992,16 @@ async function refresh() {
   if (refreshing) { again = true; return refreshing; }
   refreshing = (async () => {
     try {
-      const [routines, summary, cron] = await Promise.all([get('/api/routines'), get('/api/jobs/summary'), get('/api/cron/schedules')]);
+      const [routines, summary, cron, queues] = await Promise.all([
+        get('/api/routines'), get('/api/jobs/summary'), get('/api/cron/schedules'), get('/api/queues')]);
       state.schedules = routines.schedules;
       state.routines = routines.routines;
       state.summary = summary;
       state.cronSchedules = cron;
+      state.queues = queues;
       if (state.tab === 'jobs') await loadJobs();
       else if (state.tab === 'schedules') await loadSchedulesTab();
+      else if (state.tab === 'queues') await loadQueuesTab();
       else if (state.openRoutine) state.messages = await get('/api/routine/messages', openRoutineParams());
       showError(null);
     } catch (e) { showError(e); }
@@ -751,8 +1036,10 @@ async function loadJobs() {
 function render() {
   renderHeader();
   renderFilterControls();
+  tid('queue-jobs').hidden = state.tab !== 'queues' || !state.openQueue;
   if (state.tab === 'jobs') renderJobs();
   else if (state.tab === 'schedules') renderSchedules();
+  else if (state.tab === 'queues') renderQueues();
   else { patch(tid('actions')); renderRoutines(); }
 }
 
@@ -801,6 +1088,7 @@ function wire() {
     refresh();
   });
   tid('filter-month').addEventListener('change', (e) => { state.month = e.target.value; jobsFilterChanged(); render(); refresh(); });
+  wireQueueJobFilters();
   tid('text-smaller').addEventListener('click', () => setTextSize(store.get('textSize', 100) - 10));
   tid('text-larger').addEventListener('click', () => setTextSize(store.get('textSize', 100) + 10));
   tid('time-zone').addEventListener('click', switchTimeZone);
@@ -812,8 +1100,8 @@ function wire() {
       if (e.key === 'Escape') t.blur();
       return;
     }
-    if (TABS[e.key] && /^[1234]$/.test(e.key)) { setTab(TABS[e.key]); e.preventDefault(); }
-    else if (state.tab === 'schedules') return;
+    if (TABS[e.key] && /^[1-5]$/.test(e.key)) { setTab(TABS[e.key]); e.preventDefault(); }
+    else if (state.tab === 'schedules' || state.tab === 'queues') return;
     else if (e.key === '/') {
       e.preventDefault();
       store.set('filtersOpen', true);

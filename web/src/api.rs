@@ -53,6 +53,10 @@ fn text(params: &HashMap<String, String>, name: &str) -> Option<String> {
     params.get(name).filter(|v| !v.is_empty()).cloned()
 }
 
+fn job_id(params: &HashMap<String, String>) -> Option<i64> {
+    params.get("id")?.parse().ok()
+}
+
 /// Status words, comma-separated: none means every status.
 fn statuses(s: Option<&str>) -> Option<Vec<String>> {
     let words: Vec<String> = s?
@@ -278,14 +282,64 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
             )
             .await
         }
+        // The Queues tab: each queue of the role's identity, with its failed jobs of the last hour
+        // (job_history's rows of the role's own, by its (status, queue) index, bounded by when
+        // they ended) and its oldest ready job's age by the database's clock.
+        "/api/queues" => {
+            rows(
+                client,
+                "SELECT q.*, extract(epoch FROM now() - q.oldest_ready_at) AS oldest_ready_seconds,
+                        extract(epoch FROM q.rate_per) AS rate_per_seconds,
+                        extract(epoch FROM q.key_rate_per) AS key_rate_per_seconds,
+                        (SELECT count(*) FROM pgjobs.job_history h
+                         WHERE h.queue = q.queue AND h.status = 'failed'
+                           AND h.end_time > now() - interval '1 hour') AS failed_last_hour
+                 FROM pgjobs.jobs_queues q
+                 ORDER BY q.queue",
+                &[],
+            )
+            .await
+        }
+        // A queue's jobs, live and finished, newest first, a page of 200 at a time.
+        "/api/queues/jobs" => {
+            let offset = match number(params, "offset", 0) {
+                Ok(o) => o,
+                Err(e) => return e,
+            };
+            rows(
+                client,
+                "SELECT * FROM pgjobs.jobs_find(status => $1::text::pgjobs.job_status, queue => $2, key => $3,
+                                                search => $4, month => $5::text::date,
+                                                limit_rows => 200, offset_rows => $6)",
+                &[
+                    &text(params, "status"),
+                    &text(params, "queue"),
+                    &text(params, "key"),
+                    &text(params, "q"),
+                    &text(params, "month"),
+                    &offset,
+                ],
+            )
+            .await
+        }
+        // One queue job with what job_list leaves out: its progress while it runs.
+        "/api/queues/job" => {
+            let Some(id) = job_id(params) else {
+                return Outcome::Bad("id is not a job id".into());
+            };
+            rows(
+                client,
+                "SELECT l.*, j.progress
+                 FROM pgjobs.job_list l
+                 LEFT JOIN pgjobs.jobs j ON j.id = l.id AND l.end_time IS NULL
+                 WHERE l.id = $1",
+                &[&id],
+            )
+            .await
+        }
         // One job with how each job it waits for ended.
         "/api/job" => {
-            let Ok(id) = params
-                .get("id")
-                .map(String::as_str)
-                .unwrap_or("")
-                .parse::<i64>()
-            else {
+            let Some(id) = job_id(params) else {
                 return Outcome::Bad("id is not a job id".into());
             };
             rows(
@@ -303,6 +357,15 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
 
 fn field(body: &Value, name: &str) -> Option<String> {
     body.get(name).and_then(Value::as_str).map(String::from)
+}
+
+/// `{"jobs": [ids]}`.
+fn job_ids(body: &Value) -> Option<Vec<i64>> {
+    body.get("jobs")?
+        .as_array()?
+        .iter()
+        .map(Value::as_i64)
+        .collect()
 }
 
 pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
@@ -366,12 +429,44 @@ pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
             )
             .await
         }
+        "/api/queues/pause" => {
+            rows(
+                client,
+                "SELECT * FROM pgjobs.jobs_pause($1)",
+                &[&field(body, "queue")],
+            )
+            .await
+        }
+        "/api/queues/resume" => {
+            value(
+                client,
+                "SELECT to_jsonb(pgjobs.jobs_resume($1))::text",
+                &[&field(body, "queue")],
+            )
+            .await
+        }
+        // Each job's status after its abort, in one statement: another's job (P0002) aborts none.
+        "/api/queues/jobs/abort" => {
+            let Some(ids) = job_ids(body) else {
+                return Outcome::Bad("jobs is a list of job ids".into());
+            };
+            rows(
+                client,
+                "SELECT id, pgjobs.jobs_abort(id) AS status FROM unnest($1::bigint[]) id",
+                &[&ids],
+            )
+            .await
+        }
+        // The ids brought back: a completed, live or another's job is passed over, not refused.
+        "/api/queues/jobs/retry" => {
+            let Some(ids) = job_ids(body) else {
+                return Outcome::Bad("jobs is a list of job ids".into());
+            };
+            rows(client, "SELECT * FROM pgjobs.jobs_retry($1)", &[&ids]).await
+        }
         "/api/jobs/cancel" => {
-            if let Some(ids) = body.get("jobs") {
-                let Some(ids) = ids
-                    .as_array()
-                    .and_then(|a| a.iter().map(Value::as_i64).collect::<Option<Vec<i64>>>())
-                else {
+            if body.get("jobs").is_some() {
+                let Some(ids) = job_ids(body) else {
                     return Outcome::Bad("jobs is a list of job ids".into());
                 };
                 rows(client, "SELECT * FROM pgjobs.batch_cancel($1)", &[&ids]).await

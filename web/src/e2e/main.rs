@@ -1390,6 +1390,654 @@ fn forged_schedule_actions_change_nothing(c: &mut Ctx) -> Res<()> {
         ))
 }
 
+fn queue_row(queue: &str) -> String {
+    format!("[data-testid=queue-row][data-queue=\"{queue}\"]")
+}
+
+fn queue_job_row(id: &str) -> String {
+    format!("[data-testid=queue-job-row][data-id=\"{id}\"]")
+}
+
+/// One value as a web role reads it, through row-level security.
+fn as_role_one(c: &Ctx, role: &str, sql: &str) -> Res<String> {
+    let row = c
+        .as_role(role)?
+        .query_one(sql, &[])
+        .map_err(|e| format!("{sql}: {e}"))?;
+    Ok(row.get::<_, Option<String>>(0).unwrap_or_default())
+}
+
+/// A time of the database as the page writes it in UTC.
+fn utc_text(c: &mut Ctx, time: &str) -> Res<String> {
+    c.sql_one(&format!(
+        "SELECT to_char(({time}) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'"
+    ))
+}
+
+fn job_list_status(c: &mut Ctx, where_: &str) -> Res<String> {
+    c.sql_one(&format!(
+        "SELECT string_agg(status::text, ',' ORDER BY id) FROM pgjobs.job_list WHERE {where_}"
+    ))
+}
+
+/// The Queues tab, read once: its queues shown.
+fn queues_tab(c: &Ctx) -> Res<()> {
+    c.js("localStorage.clear();")?;
+    c.b.goto(&format!("{}/?tab=queues", c.url))?;
+    wait_for(10, || c.visible("app"))?;
+    wait_for(10, || Ok(!c.rows("queue-row", "queue")?.is_empty()))
+}
+
+/// The Queues tab with a queue's jobs shown.
+fn open_queue(c: &Ctx, queue: &str) -> Res<()> {
+    queues_tab(c)?;
+    c.b.click_css(&queue_row(queue))?;
+    wait_for(10, || Ok(!c.b.find_all(&tid("queue-job-row"))?.is_empty()))
+}
+
+/// Types into one of the queue jobs' filters, as a person does (the page reads on input).
+fn type_queue_filter(c: &Ctx, testid: &str, text: &str) -> Res<()> {
+    let e = c.b.find(&tid(testid))?;
+    c.b.clear(&e)?;
+    c.b.type_into(&e, &format!("{text} \u{E003}"))?;
+    c.blur()
+}
+
+/// The ids of web_ana's jobs in web_ana_mail, newest first, of a task and status.
+fn mail_jobs(c: &mut Ctx, task: &str, status: &str) -> Res<Vec<String>> {
+    let ids = c.sql_one(&format!(
+        "SELECT string_agg(id::text, ',' ORDER BY id DESC) FROM pgjobs.job_list
+         WHERE queue = 'web_ana_mail' AND task = '{task}' AND status = '{status}'"
+    ))?;
+    Ok(ids
+        .split(',')
+        .filter(|i| !i.is_empty())
+        .map(String::from)
+        .collect())
+}
+
+fn queues_tab_lists_the_roles_own(c: &mut Ctx) -> Res<()> {
+    c.login_ok("web_ana")?;
+    c.fresh("")?;
+    c.press("5")?;
+    wait_for(5, || Ok(c.active_tab()? == "queues"))?;
+    if !c.b.url()?.contains("tab=queues") {
+        return fail(format!("after key 5 the address is {}", c.b.url()?));
+    }
+    let theirs = "SELECT string_agg(queue, ',' ORDER BY queue) FROM pgjobs.jobs_queues";
+    // ana-ticks and ana-sleep add jobs meanwhile: the list shown is, at some point, hers.
+    wait_for(15, || {
+        let mine = as_role_one(c, "web_ana", theirs)?;
+        let shown = c.rows("queue-row", "queue")?;
+        let count = c.b.text_css(&tid("tab-queues-count"))?;
+        Ok(shown.join(",") == mine && count == format!("{} queues", shown.len()))
+    })
+    .map_err(|e| format!("rows {:?}: {e}", c.rows("queue-row", "queue")))?;
+    let shown = c.rows("queue-row", "queue")?;
+    if !shown.iter().any(|q| q == "web_ana_mail") || shown.iter().any(|q| q.contains("bob")) {
+        return fail(format!("web_ana's queues: {shown:?}"));
+    }
+    // web_ana_mail's counts as jobs_queues and job_history have them (no worker takes its jobs).
+    let cell = |c: &Ctx, queue: &str, testid: &str| {
+        c.b.text_css(&format!("{} {}", queue_row(queue), tid(testid)))
+    };
+    let counts = as_role_one(
+        c,
+        "web_ana",
+        "SELECT concat_ws(',', ready, scheduled, running,
+                          (SELECT count(*) FROM pgjobs.job_history h WHERE h.queue = q.queue
+                             AND h.status = 'failed' AND h.end_time > now() - interval '1 hour'))
+         FROM pgjobs.jobs_queues q WHERE q.queue = 'web_ana_mail'",
+    )?;
+    let shown_counts = [
+        "queue-ready",
+        "queue-scheduled",
+        "queue-running",
+        "queue-failed",
+    ]
+    .iter()
+    .map(|t| cell(c, "web_ana_mail", t))
+    .collect::<Res<Vec<_>>>()?
+    .join(",");
+    if shown_counts != counts || counts != "4,2,1,2" {
+        return fail(format!(
+            "web_ana_mail's ready, scheduled, running, failed: {shown_counts}; the database's {counts}"
+        ));
+    }
+    let oldest = utc_text(
+        c,
+        "SELECT min(run_at) FROM pgjobs.jobs WHERE queue = 'web_ana_mail' AND status = 'created' AND run_at <= now()",
+    )?;
+    let title =
+        c.b.attr(
+            &c.b.find(&format!(
+                "{} {}",
+                queue_row("web_ana_mail"),
+                tid("queue-oldest")
+            ))?,
+            "title",
+        )?
+        .unwrap_or_default();
+    let age = cell(c, "web_ana_mail", "queue-oldest")?;
+    if title != format!("ready since {oldest}") || !age.ends_with(" s") {
+        return fail(format!(
+            "the oldest ready job: {age:?}, {title:?}; ready since {oldest}"
+        ));
+    }
+    let limits = cell(c, "web_ana_mail", "queue-limits")?;
+    if limits != "4 running at most · 100 claims per 1 min · 2 per key" {
+        return fail(format!("web_ana_mail's limits: {limits:?}"));
+    }
+    // web_ana_reports is paused: by whom and when, as every time is written.
+    let paused_at = utc_text(
+        c,
+        "SELECT paused_at FROM pgjobs.queue_pauses WHERE queue = 'web_ana_reports' AND owner = 'web_ana'::regrole",
+    )?;
+    let paused = cell(c, "web_ana_reports", "queue-paused")?;
+    if paused != format!("paused by web_ana at {paused_at}")
+        || c.b
+            .find_all(&format!(
+                "{} {}",
+                queue_row("web_ana_reports"),
+                tid("queue-resume")
+            ))?
+            .is_empty()
+    {
+        return fail(format!(
+            "web_ana_reports: {paused:?}, paused at {paused_at}"
+        ));
+    }
+    for query in ["?tab=5", "?tab=queues"] {
+        c.b.goto(&format!("{}/{query}", c.url))?;
+        wait_for(10, || Ok(c.active_tab()? == "queues")).map_err(|e| format!("{query}: {e}"))?;
+    }
+    // web_bob sees his own queues only.
+    c.login_ok("web_bob")?;
+    queues_tab(c)?;
+    wait_for(10, || {
+        Ok(c.rows("queue-row", "queue")?.join(",") == as_role_one(c, "web_bob", theirs)?)
+    })
+    .map_err(|e| format!("web_bob sees {:?}: {e}", c.rows("queue-row", "queue")))?;
+    let html = c.js_str("return document.documentElement.outerHTML;")?;
+    if !c
+        .rows("queue-row", "queue")?
+        .contains(&"web_bob_mail".to_string())
+        || html.contains("web_ana")
+    {
+        return fail("web_bob's page names a queue of web_ana's, or not his own");
+    }
+    c.login_ok("web_ana")
+}
+
+fn queues_pause_then_resume(c: &mut Ctx) -> Res<()> {
+    let paused_at = |c: &Ctx| {
+        as_role_one(
+            c,
+            "web_ana",
+            "SELECT coalesce(paused_at::text, 'not paused') FROM pgjobs.jobs_queues WHERE queue = 'web_ana_mail'",
+        )
+    };
+    queues_tab(c)?;
+    let row = queue_row("web_ana_mail");
+    c.b.click_css(&format!("{row} {}", tid("queue-pause")))?;
+    let question = c.b.alert_text()?;
+    c.b.dismiss_alert()?;
+    std::thread::sleep(Duration::from_millis(500));
+    if !question.starts_with("Pause queue web_ana_mail?") || paused_at(c)? != "not paused" {
+        return fail(format!(
+            "asked {question:?}; after a dismissed question: {}",
+            paused_at(c)?
+        ));
+    }
+    c.b.click_css(&format!("{row} {}", tid("queue-pause")))?;
+    c.b.accept_alert()?;
+    wait_for(10, || Ok(paused_at(c)? != "not paused"))?;
+    wait_for(10, || {
+        Ok(
+            c.b.attr(&c.b.find(&row)?, "data-paused")?.as_deref() == Some("true")
+                && c.b
+                    .text_css(&format!("{row} {}", tid("queue-paused")))?
+                    .starts_with("paused by web_ana at "),
+        )
+    })?;
+    c.b.click_css(&format!("{row} {}", tid("queue-resume")))?;
+    if !c.b.alert_text()?.starts_with("Resume queue web_ana_mail?") {
+        return fail("no question before Resume");
+    }
+    c.b.accept_alert()?;
+    wait_for(10, || Ok(paused_at(c)? == "not paused"))?;
+    wait_for(10, || {
+        Ok(c.b.attr(&c.b.find(&row)?, "data-paused")?.as_deref() == Some("false"))
+    })
+}
+
+fn queue_jobs_filter_by_status_and_text(c: &mut Ctx) -> Res<()> {
+    open_queue(c, "web_ana_mail")?;
+    let all = c.sql_one(
+        "SELECT string_agg(id::text, ',' ORDER BY id DESC) FROM pgjobs.job_list WHERE queue = 'web_ana_mail'",
+    )?;
+    let shown = |c: &Ctx| c.rows("queue-job-row", "id").map(|r| r.join(","));
+    wait_for(10, || Ok(shown(c)? == all))
+        .map_err(|e| format!("shown {:?}, the queue's {all}: {e}", shown(c)))?;
+    c.select("queue-job-status", "failed")?;
+    let failed = mail_jobs(c, "bounce", "failed")?.join(",");
+    wait_for(10, || Ok(shown(c)? == failed))
+        .map_err(|e| format!("failed: shown {:?}, the failed {failed}: {e}", shown(c)))?;
+    if c.rows("queue-job-row", "status")?
+        .iter()
+        .any(|s| s != "failed")
+    {
+        return fail("a job not failed among the failed");
+    }
+    c.select("queue-job-status", "")?;
+    type_queue_filter(c, "queue-job-text", "ana-2@")?;
+    let second = c.sql_one(
+        "SELECT id::text FROM pgjobs.job_list WHERE queue = 'web_ana_mail' AND payload ->> 'to' = 'ana-2@example.org'",
+    )?;
+    wait_for(10, || Ok(shown(c)? == second))
+        .map_err(|e| format!("text ana-2@: shown {:?}, not {second}: {e}", shown(c)))?;
+    // The filter kept what was typed and the focus through a refresh.
+    c.focus_survives_refresh(&tid("queue-job-text"), "/api/queues", "the text filter")?;
+    let typed = c.js_str(&format!(
+        "return document.querySelector('{}').value;",
+        tid("queue-job-text")
+    ))?;
+    (typed == "ana-2@")
+        .then_some(())
+        .ok_or(format!("the text filter reads {typed:?} after a refresh"))
+}
+
+fn queue_jobs_show_more(c: &mut Ctx) -> Res<()> {
+    open_queue(c, "web_ana_bulk")?;
+    wait_for(10, || Ok(c.b.find_all(&tid("queue-job-row"))?.len() == 200))?;
+    c.b.click_css(&tid("queue-jobs-more"))?;
+    wait_for(10, || Ok(c.b.find_all(&tid("queue-job-row"))?.len() == 250))?;
+    // Every page read is read again every 5 s, and nothing is shown twice.
+    c.count_reads("/api/queues/jobs")?;
+    c.wait_refreshed()?;
+    let ids = c.rows("queue-job-row", "id")?;
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    if ids.len() != 250 || distinct.len() != 250 {
+        return fail(format!(
+            "{} rows, {} distinct, after a refresh",
+            ids.len(),
+            distinct.len()
+        ));
+    }
+    c.b.find_all(&tid("queue-jobs-more"))?
+        .is_empty()
+        .then_some(())
+        .ok_or("Show more after the last".into())
+}
+
+fn queue_job_details(c: &mut Ctx) -> Res<()> {
+    open_queue(c, "web_ana_mail")?;
+    let bounce = mail_jobs(c, "bounce", "failed")?;
+    let Some(job) = bounce.first() else {
+        return fail("no failed bounce job");
+    };
+    c.b.click_css(&queue_job_row(job))?;
+    wait_for(10, || c.visible("queue-job-details"))?;
+    // Each error with its attempt and time as the page writes times.
+    let errors = c.sql_one(&format!(
+        "SELECT string_agg(format('attempt %s at %s UTC: %s', e ->> 'attempt',
+                                  to_char((e ->> 'at')::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'),
+                                  e ->> 'error'), E'\\n' ORDER BY (e ->> 'attempt')::int)
+         FROM pgjobs.job_list l, jsonb_array_elements(l.errors) e WHERE l.id = {job}"
+    ))?;
+    let detail = |c: &Ctx, testid: &str| {
+        c.b.text_css(&format!("{} {}", tid("queue-job-details"), tid(testid)))
+    };
+    let shown = detail(c, "queue-job-errors")?;
+    if shown != errors || !errors.contains("smtp down (attempt 2)") {
+        return fail(format!("errors shown {shown:?}, the job's {errors:?}"));
+    }
+    let (payload, attempts, locked_by, result) = (
+        detail(c, "queue-job-payload")?,
+        detail(c, "queue-job-attempts")?,
+        detail(c, "queue-job-locked-by")?,
+        detail(c, "queue-job-result")?,
+    );
+    if !payload.contains("\"to\": \"gone-")
+        || attempts != "2 of 2"
+        || locked_by != "mail-worker-1"
+        || !result.contains("smtp down (attempt 2)")
+    {
+        return fail(format!(
+            "payload {payload:?}, attempts {attempts:?}, locked by {locked_by:?}, result {result:?}"
+        ));
+    }
+    c.b.screenshot(&c.out.join("queues.png"))?;
+    // The running job: its worker and its progress.
+    let running = mail_jobs(c, "send", "started")?;
+    c.b.click_css(&queue_job_row(
+        running.first().ok_or("no running send job")?,
+    ))?;
+    wait_for(10, || {
+        Ok(detail(c, "queue-job-progress")?.contains("\"sent\": 3")
+            && detail(c, "queue-job-locked-by")? == "mail-worker-1")
+    })
+    .map_err(|e| {
+        format!(
+            "the running job's progress {:?}: {e}",
+            detail(c, "queue-job-progress")
+        )
+    })?;
+    // A waiting job's concurrency key.
+    let welcome = mail_jobs(c, "welcome", "created")?;
+    let waiting = welcome.first().ok_or("no waiting welcome job")?;
+    let key = c.sql_one(&format!(
+        "SELECT concurrency_key FROM pgjobs.jobs WHERE id = {waiting}"
+    ))?;
+    c.b.click_css(&queue_job_row(waiting))?;
+    wait_for(10, || Ok(detail(c, "queue-job-concurrency-key")? == key)).map_err(|e| {
+        format!(
+            "concurrency key {:?}, not {key}: {e}",
+            detail(c, "queue-job-concurrency-key")
+        )
+    })
+}
+
+fn queue_job_abort_and_retry(c: &mut Ctx) -> Res<()> {
+    open_queue(c, "web_ana_mail")?;
+    let welcome = mail_jobs(c, "welcome", "created")?;
+    let job = welcome.last().ok_or("no waiting welcome job")?.clone();
+    let abort = format!("{} {}", queue_job_row(&job), tid("queue-job-abort"));
+    c.b.click_css(&abort)?;
+    let question = c.b.alert_text()?;
+    c.b.dismiss_alert()?;
+    std::thread::sleep(Duration::from_millis(500));
+    if !question.starts_with(&format!("Abort job {job} (welcome)?"))
+        || job_list_status(c, &format!("id = {job}"))? != "created"
+    {
+        return fail(format!(
+            "asked {question:?}; a dismissed question aborted it?"
+        ));
+    }
+    c.b.click_css(&abort)?;
+    c.b.accept_alert()?;
+    wait_for(10, || {
+        Ok(job_list_status(c, &format!("id = {job}"))? == "aborted")
+    })?;
+    wait_for(10, || {
+        Ok(c.b
+            .attr(&c.b.find(&queue_job_row(&job))?, "data-status")?
+            .as_deref()
+            == Some("aborted")
+            && c.b.text_css(&tid("notice"))? == "1 job aborted")
+    })?;
+    // A failed job brought back: the same id, waiting again.
+    let failed = mail_jobs(c, "bounce", "failed")?;
+    let job = failed.last().ok_or("no failed bounce job")?.clone();
+    let retry = format!("{} {}", queue_job_row(&job), tid("queue-job-retry"));
+    c.b.click_css(&retry)?;
+    if !c
+        .b
+        .alert_text()?
+        .starts_with(&format!("Retry job {job} (bounce)?"))
+    {
+        return fail("no question before Retry");
+    }
+    c.b.accept_alert()?;
+    wait_for(10, || {
+        Ok(c.sql_one(&format!(
+            "SELECT status::text FROM pgjobs.jobs WHERE id = {job}"
+        ))? == "created")
+    })?;
+    wait_for(10, || {
+        Ok(c.b
+            .attr(&c.b.find(&queue_job_row(&job))?, "data-live")?
+            .as_deref()
+            == Some("true")
+            && c.b.text_css(&tid("notice"))? == "1 job brought back")
+    })
+}
+
+fn queue_jobs_bulk_abort_and_retry(c: &mut Ctx) -> Res<()> {
+    open_queue(c, "web_ana_mail")?;
+    let welcome = mail_jobs(c, "welcome", "created")?;
+    if welcome.len() < 3 {
+        return fail(format!("waiting welcome jobs: {welcome:?}"));
+    }
+    let (ticked, left) = (&welcome[..2], &welcome[2]);
+    for id in ticked {
+        c.b.click_css(&format!("{} {}", queue_job_row(id), tid("queue-job-tick")))?;
+    }
+    wait_for(5, || {
+        Ok(c.b.text_css(&tid("queue-jobs-abort-ticked"))? == "Abort ticked (2)")
+    })?;
+    c.b.click_css(&tid("queue-jobs-abort-ticked"))?;
+    let question = c.b.alert_text()?;
+    if !question.starts_with("Abort 2 ticked jobs?") {
+        return fail(format!("asked {question:?}"));
+    }
+    c.b.accept_alert()?;
+    let both = format!("id IN ({})", ticked.join(", "));
+    wait_for(10, || Ok(job_list_status(c, &both)? == "aborted,aborted"))?;
+    if job_list_status(c, &format!("id = {left}"))? != "created" {
+        return fail("a job not ticked was aborted");
+    }
+    wait_for(10, || Ok(c.b.text_css(&tid("notice"))? == "2 jobs aborted"))?;
+    // The two aborted ones, ticked again, brought back together.
+    wait_for(10, || {
+        Ok(ticked.iter().all(|id| {
+            c.b.find_all(&format!("{} {}", queue_job_row(id), tid("queue-job-retry")))
+                .is_ok_and(|f| !f.is_empty())
+        }))
+    })?;
+    for id in ticked {
+        c.b.click_css(&format!("{} {}", queue_job_row(id), tid("queue-job-tick")))?;
+    }
+    wait_for(5, || {
+        Ok(c.b.text_css(&tid("queue-jobs-retry-ticked"))? == "Retry ticked (2)")
+    })?;
+    c.b.click_css(&tid("queue-jobs-retry-ticked"))?;
+    if !c.b.alert_text()?.starts_with("Retry 2 ticked jobs?") {
+        return fail("no question before Retry ticked");
+    }
+    c.b.accept_alert()?;
+    wait_for(10, || Ok(job_list_status(c, &both)? == "created,created"))?;
+    wait_for(10, || {
+        Ok(c.b.text_css(&tid("notice"))? == "2 jobs brought back")
+    })
+}
+
+fn queues_patched_in_place(c: &mut Ctx) -> Res<()> {
+    open_queue(c, "web_ana_mail")?;
+    let first_box = format!("{} {}", tid("queue-job-table"), tid("queue-job-tick"));
+    c.focus_survives_refresh(&first_box, "/api/queues/jobs", "a queue job's box")?;
+    let pause = format!("{} {}", queue_row("web_ana_mail"), tid("queue-pause"));
+    c.focus_survives_refresh(&pause, "/api/queues", "a queue's Pause button")
+}
+
+/// The page's own Abort, sent for a job the role cannot see (as a page left open on a job that is
+/// no longer its role's would): the database's refusal is shown with its code and message.
+fn queue_action_error_shown(c: &mut Ctx) -> Res<()> {
+    let bobs = c.sql_one(
+        "SELECT min(id)::text FROM pgjobs.job_list WHERE queue = 'web_bob_mail' AND status = 'created'",
+    )?;
+    if bobs.is_empty() {
+        return fail("no waiting job of web_bob");
+    }
+    open_queue(c, "web_ana_mail")?;
+    c.js(&format!(
+        "setTimeout(() => abortQueueJobs([{{ id: {bobs}, task: 'bob-mail' }}]), 0);"
+    ))?;
+    wait_for(5, || {
+        c.b.alert_text()
+            .map(|t| t.starts_with(&format!("Abort job {bobs}")))
+    })?;
+    c.b.accept_alert()?;
+    wait_for(10, || {
+        Ok(c.visible("error")? && c.b.text_css(&tid("error"))?.starts_with("P0002: "))
+    })
+    .map_err(|e| format!("the error box: {:?}: {e}", c.b.text_css(&tid("error"))))?;
+    let status = job_list_status(c, &format!("id = {bobs}"))?;
+    (status == "created")
+        .then_some(())
+        .ok_or(format!("web_bob's job is {status}"))
+}
+
+fn forged_queue_actions_change_nothing(c: &mut Ctx) -> Res<()> {
+    let waiting = mail_jobs(c, "welcome", "created")?;
+    let failed = mail_jobs(c, "bounce", "failed")?;
+    let (Some(waiting), Some(failed)) = (waiting.first(), failed.first()) else {
+        return fail("no waiting welcome job or failed bounce job of web_ana");
+    };
+    let (ana_cookie, ana_token) = http_login(&c.url, "web_ana")?;
+    let (bob_cookie, bob_token) = http_login(&c.url, "web_bob")?;
+    let http = ureq_agent();
+    let request = |method: &str,
+                   path: &str,
+                   body: &str,
+                   cookie: &str,
+                   token: Option<&str>,
+                   content_type: &str,
+                   origin: Option<&str>|
+     -> Res<(u16, String)> {
+        let url = format!("{}{path}", c.url);
+        let mut r = if method == "GET" {
+            http.get(url).header("Cookie", cookie).call()
+        } else {
+            let mut req = http
+                .post(url)
+                .header("Cookie", cookie)
+                .content_type(content_type);
+            if let Some(t) = token {
+                req = req.header("X-CSRF-Token", t);
+            }
+            if let Some(o) = origin {
+                req = req.header("Origin", o);
+            }
+            req.send(body)
+        }
+        .map_err(|e| e.to_string())?;
+        let status = r.status().as_u16();
+        Ok((status, r.body_mut().read_to_string().unwrap_or_default()))
+    };
+    let json = "application/json";
+    let abort = format!(r#"{{"jobs": [{waiting}]}}"#);
+    let retry = format!(r#"{{"jobs": [{failed}]}}"#);
+    let pause = r#"{"queue": "web_ana_mail"}"#;
+    let job_path = format!("/api/queues/job?id={waiting}");
+    let bob = |method, path, body| {
+        request(
+            method,
+            path,
+            body,
+            &bob_cookie,
+            Some(&bob_token),
+            json,
+            None,
+        )
+    };
+    let tries = [
+        // The database refuses web_bob as for a job that does not exist.
+        (
+            "bob aborts ana's job",
+            bob("POST", "/api/queues/jobs/abort", &abort)?,
+            400,
+            "P0002",
+        ),
+        // jobs_retry passes over another's job: nothing is brought back.
+        (
+            "bob retries ana's job",
+            bob("POST", "/api/queues/jobs/retry", &retry)?,
+            200,
+            "[]",
+        ),
+        // Reads through row-level security: none of ana's jobs.
+        (
+            "bob reads ana's queue",
+            bob("GET", "/api/queues/jobs?queue=web_ana_mail", "")?,
+            200,
+            "[]",
+        ),
+        ("bob reads ana's job", bob("GET", &job_path, "")?, 200, "[]"),
+        (
+            "ana's cookie, no token",
+            request(
+                "POST",
+                "/api/queues/jobs/abort",
+                &abort,
+                &ana_cookie,
+                None,
+                json,
+                None,
+            )?,
+            403,
+            "CSRF",
+        ),
+        (
+            "ana's cookie, bob's token",
+            request(
+                "POST",
+                "/api/queues/pause",
+                pause,
+                &ana_cookie,
+                Some(&bob_token),
+                json,
+                None,
+            )?,
+            403,
+            "CSRF",
+        ),
+        (
+            "ana's cookie and token, as a form",
+            request(
+                "POST",
+                "/api/queues/jobs/retry",
+                &retry,
+                &ana_cookie,
+                Some(&ana_token),
+                "text/plain",
+                None,
+            )?,
+            415,
+            "JSON",
+        ),
+        (
+            "ana's cookie and token from another site's page",
+            request(
+                "POST",
+                "/api/queues/pause",
+                pause,
+                &ana_cookie,
+                Some(&ana_token),
+                json,
+                Some("http://evil.example"),
+            )?,
+            403,
+            "another site",
+        ),
+    ];
+    for (what, (got, body), want, says) in &tries {
+        if got != want || !body.contains(says) {
+            return fail(format!("{what}: {got} {body}, not {want} with {says}"));
+        }
+    }
+    // web_bob's pause of a queue of that name is of his own queue, not of web_ana's.
+    let (status, body) = bob("POST", "/api/queues/pause", pause)?;
+    let ana_paused = as_role_one(
+        c,
+        "web_ana",
+        "SELECT coalesce(paused_at::text, 'not paused') FROM pgjobs.jobs_queues WHERE queue = 'web_ana_mail'",
+    )?;
+    let (resumed, _) = bob("POST", "/api/queues/resume", pause)?;
+    if status != 200 || ana_paused != "not paused" || resumed != 200 {
+        return fail(format!(
+            "bob's pause: {status} {body}; web_ana_mail: {ana_paused}"
+        ));
+    }
+    let statuses = (
+        job_list_status(c, &format!("id = {waiting}"))?,
+        job_list_status(c, &format!("id = {failed}"))?,
+    );
+    (statuses == ("created".into(), "failed".into()))
+        .then_some(())
+        .ok_or(format!("web_ana's jobs after: {statuses:?}"))
+}
+
 fn second_role_sees_nothing_of_the_first(c: &mut Ctx) -> Res<()> {
     c.login_ok("web_bob")?;
     c.fresh("")?;
@@ -1701,6 +2349,16 @@ fn main() {
         ("Schedules: a schedule opens to its run history (a SQL job's runs from job_runs)", schedules_run_history),
         ("Schedules: a running SQL job with its SQL and elapsed time; Abort asks first and aborts it", sql_job_running_and_abort),
         ("Schedules: web_bob's forged Disable or Abort of web_ana's (or a forged POST) changes nothing", forged_schedule_actions_change_nothing),
+        ("Queues (key 5, ?tab=queues): the role's queues with counts, oldest ready, pause and limits as the database has them; web_bob sees his only", queues_tab_lists_the_roles_own),
+        ("Queues: Pause asks first and pauses the queue (jobs_queues.paused_at); Resume lifts it", queues_pause_then_resume),
+        ("Queues: a queue opens to its jobs, filtered by status and by text", queue_jobs_filter_by_status_and_text),
+        ("Queues: a queue's jobs 200 at a time, Show 200 more", queue_jobs_show_more),
+        ("Queues: a job's details: payload, attempts, each error with its time, its worker, result, progress, concurrency key", queue_job_details),
+        ("Queues: Abort asks first and aborts a waiting job; Retry asks first and brings a failed job back", queue_job_abort_and_retry),
+        ("Queues: Abort ticked asks with the count (2) and aborts the ticked jobs only; Retry ticked brings them back", queue_jobs_bulk_abort_and_retry),
+        ("Queues: the 5 s refresh keeps the rows: the focus on a job's box and on Pause stays", queues_patched_in_place),
+        ("Queues: an error from the database is shown with its code and message (an Abort of a job not the role's: P0002)", queue_action_error_shown),
+        ("Queues: web_bob's forged Abort, Retry, Pause or reads of web_ana's (or a forged POST) change nothing", forged_queue_actions_change_nothing),
         ("a second role sees none of the first role's routines or jobs", second_role_sees_nothing_of_the_first),
         ("a forged cancel (no token, another session's) changes nothing", forged_cancel_changes_nothing),
         ("seed 001's addresses answer as the page's own", seed_addresses_answer_as_the_page),
