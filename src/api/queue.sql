@@ -20,11 +20,11 @@ VALUES (nextval('jobs_id_seq'::regclass), $1,
 RETURNING id, claimable_by, queue::text, run_at <= statement_timestamp(), priority, run_at;
 
 -- name: add
--- Adds jobs without keys for owner $1; $2 .. $10 are the columns of the batch, defaults filled
--- in, $11 their concurrency keys. The arrays are unnested in the select list, in lockstep (they are of one length), which
--- streams their rows: unnest in FROM would first copy every row into a tuple store. Returns each
--- job's id (ids are drawn in the batch's order), who may claim it, its queue, whether it is
--- ready now and its place in the claim order (priority, run_at).
+-- Adds jobs without keys for owner $1; $2 .. $10 are the columns of the batch, defaults filled in,
+-- $11 their concurrency keys. The arrays are unnested in the select list, in lockstep (they are of
+-- one length), which streams their rows: unnest in FROM would first copy every row into a tuple
+-- store. Returns each job's id (ids are drawn in the batch's order), who may claim it, its queue,
+-- whether it is ready now and its place in the claim order (priority, run_at).
 INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
                   max_backoff, lease, payload, due_at, concurrency_key)
 SELECT nextval('jobs_id_seq'::regclass), $1,
@@ -116,11 +116,11 @@ RETURNING j.id;
 -- name: replace_taken
 -- The `replace` and `debounce` rules where job $1 of owner $2, holding key $3, is not waiting: it
 -- has started, or it has finished and its key was left (a skip key, or a replace key whose
--- hand-over below rolled back while the job finished). The new work ($4 .. $12, defaults filled
--- in; rule $13, window $14, concurrency key $15) becomes a job of its own, and takes the key over, so that the next
--- add replaces it while it waits (graphile-worker's behaviour; the work was dropped before). A
--- started holder runs on, and its finish leaves the key alone, since it no longer names it;
--- that finish passes over a key row this statement holds rather than wait for the add's
+-- hand-over below rolled back while the job finished). The new work ($4 .. $12, defaults filled in;
+-- rule $13, window $14, concurrency key $15) becomes a job of its own, and takes the key over, so
+-- that the next add replaces it while it waits (graphile-worker's behaviour; the work was dropped
+-- before). A started holder runs on, and its finish leaves the key alone, since it no longer names
+-- it; that finish passes over a key row this statement holds rather than wait for the add's
 -- transaction (finish: freed_keys). Not for the extension's queues, whose jobs replace only a
 -- waiting job. Returns the new job as add does; nothing where the key no longer names the holder,
 -- or the holder waits again (the caller adds once more: the key is free, or has a new holder).
@@ -242,12 +242,11 @@ LEFT JOIN queue_key_limits k ON k.owner = $1 AND k.queue = $2::text;
 -- name: key_candidates
 -- The concurrency keys of claimant $1's key-limited queue $2 a claim of $3 jobs looks at: up to
 -- $3 + 2 keys with a job it may take (_key_head; two more, for keys whose jobs another claim
--- takes meanwhile), found one index probe per key, the keys after
--- $4 first, then from the start up to $4 (a round across the keys, so that a key with a million
--- jobs takes one turn in a claim as a key with one does); of those, the keys whose gates this
--- statement took (SKIP LOCKED: a gate another claim holds is passed over with its keys), in that
--- order. Those keys only looked claimable: claim_limited, with a snapshot taken after the gates,
--- checks them again.
+-- takes meanwhile), found one index probe per key, the keys after $4 first, then from the start
+-- up to $4 (a round across the keys, so that a key with a million jobs takes one turn in a claim
+-- as a key with one does); of those, the keys whose gates this statement took (SKIP LOCKED: a gate
+-- another claim holds is passed over with its keys), in that order. Those keys only looked
+-- claimable: claim_limited, with a snapshot taken after the gates, checks them again.
 WITH RECURSIVE after_cursor(k) AS (
     SELECT (SELECT min(j.concurrency_key) FROM jobs j
             WHERE j.claimable_by = $1 AND j.queue = $2::text AND j.concurrency_key > $4)

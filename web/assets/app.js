@@ -21,7 +21,7 @@
 //   job-row (data-id, data-status), job-kind, job-select, job-error, job-details, job-args,
 //   job-dependencies, job-computer, job-target, job-stderr
 //   cron-table, cron-row (data-name, data-enabled), cron-next, cron-last-fired, cron-last-run,
-//   cron-missed, cron-enable, cron-disable, cron-runs, cron-run (data-id, data-status)
+//   cron-missed, cron-enable, cron-disable, cron-run-now, cron-runs, cron-run (data-id, data-status)
 //   sql-running, sql-running-none, sql-job-row (data-id), sql-job-sql, sql-job-elapsed, sql-job-abort
 //   queue-table, queue-row (data-queue, data-paused), queue-ready, queue-scheduled, queue-running,
 //   queue-oldest, queue-failed, queue-paused, queue-limits, queue-pause, queue-resume
@@ -648,7 +648,9 @@ function cronRow(s) {
   el('td', { testid: 'cron-missed' }, missedRule(s)),
   el('td', {}, s.enabled
     ? el('button', { type: 'button', testid: 'cron-disable', onclick: (e) => { e.stopPropagation(); setCronEnabled(s, false); } }, 'Disable')
-    : el('button', { type: 'button', testid: 'cron-enable', onclick: (e) => { e.stopPropagation(); setCronEnabled(s, true); } }, 'Enable')));
+    : el('button', { type: 'button', testid: 'cron-enable', onclick: (e) => { e.stopPropagation(); setCronEnabled(s, true); } }, 'Enable'),
+    ' ',
+    el('button', { type: 'button', testid: 'cron-run-now', onclick: (e) => { e.stopPropagation(); runCronNow(s); } }, 'Run now')));
   if (!open) return row;
   return [row, el('tr', { class: 'details', key: 'runs ' + s.name }, el('td', { colspan: 9 },
     !state.cronRuns ? el('p', { class: 'notice' }, 'Reading…')
@@ -705,6 +707,15 @@ async function setCronEnabled(s, enabled) {
   try {
     await post(enabled ? '/api/cron/enable' : '/api/cron/disable', { name: s.name });
     notice(`${s.name}: ${enabled ? 'enabled' : 'disabled'}`);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+async function runCronNow(s) {
+  if (!confirm(`Run schedule ${s.name} now? It adds its job at once; its slots go on as before.`)) return;
+  try {
+    const job = await post('/api/cron/run', { name: s.name });
+    notice(`${s.name}: job ${job} added`);
     await refresh();
   } catch (e) { showError(e); }
 }

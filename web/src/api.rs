@@ -418,6 +418,15 @@ pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
             )
             .await
         }
+        // Run now: the job added.
+        "/api/cron/run" => {
+            value(
+                client,
+                "SELECT pgjobs.jobs_run_schedule($1)::text",
+                &[&field(body, "name")],
+            )
+            .await
+        }
         "/api/sql-jobs/abort" => {
             let Some(id) = body.get("id").and_then(Value::as_i64) else {
                 return Outcome::Bad("id is a job id".into());

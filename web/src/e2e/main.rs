@@ -56,6 +56,27 @@ fn wait_for(secs: u64, mut check: impl FnMut() -> Res<bool>) -> Res<()> {
     }
 }
 
+/// Clicks `button`, whose question must start with `question`, and dismisses it: nothing may
+/// change (`unchanged`, read half a second later); then clicks again and accepts.
+fn confirm_after_a_dismissal(
+    c: &mut Ctx,
+    button: &str,
+    question: &str,
+    unchanged: impl Fn(&mut Ctx) -> Res<bool>,
+) -> Res<()> {
+    c.b.click_css(button)?;
+    let asked = c.b.alert_text()?;
+    c.b.dismiss_alert()?;
+    std::thread::sleep(Duration::from_millis(500));
+    if !asked.starts_with(question) || !unchanged(c)? {
+        return fail(format!(
+            "asked {asked:?} (not {question:?}), or a dismissed question changed something"
+        ));
+    }
+    c.b.click_css(button)?;
+    c.b.accept_alert()
+}
+
 impl Ctx {
     fn sql_one(&mut self, sql: &str) -> Res<String> {
         let row = self
@@ -673,18 +694,11 @@ fn restart_asks_and_names_the_person(c: &mut Ctx) -> Res<()> {
     let job_of = "SELECT job_id::text FROM pgjobs.routines_today WHERE routine = 'web_ana@alpha:feeds.quotes'";
     let before = c.sql_one(job_of)?;
     open_routine(c, "web_ana@alpha:feeds.quotes")?;
-    c.b.click_css(&tid("routine-restart"))?;
-    let question = c.b.alert_text()?;
-    c.b.dismiss_alert()?;
     let logged = "SELECT count(*)::text FROM pgjobs.routine_messages
                   WHERE message = 'SCHED: restart of web_ana@alpha:feeds.quotes sent by web_ana'";
-    if !question.starts_with("Restart") || c.sql_one(logged)? != "0" {
-        return fail(format!(
-            "asked {question:?}; a dismissed question sent it anyway?"
-        ));
-    }
-    c.b.click_css(&tid("routine-restart"))?;
-    c.b.accept_alert()?;
+    confirm_after_a_dismissal(c, &tid("routine-restart"), "Restart", |c| {
+        Ok(c.sql_one(logged)? == "0")
+    })?;
     wait_for(10, || Ok(c.sql_one(logged)? == "1"))?;
     wait_for(30, || {
         let now = c.sql_one(job_of)?;
@@ -1159,18 +1173,12 @@ fn schedules_disable_then_enable(c: &mut Ctx) -> Res<()> {
     };
     schedules_tab(c)?;
     let row = cron_row("ana-nightly");
-    c.b.click_css(&format!("{row} {}", tid("cron-disable")))?;
-    let question = c.b.alert_text()?;
-    c.b.dismiss_alert()?;
-    std::thread::sleep(Duration::from_millis(500));
-    if !question.starts_with("Disable schedule ana-nightly?") || enabled(c)? != "true" {
-        return fail(format!(
-            "asked {question:?}; enabled after a dismissed question: {}",
-            enabled(c)?
-        ));
-    }
-    c.b.click_css(&format!("{row} {}", tid("cron-disable")))?;
-    c.b.accept_alert()?;
+    confirm_after_a_dismissal(
+        c,
+        &format!("{row} {}", tid("cron-disable")),
+        "Disable schedule ana-nightly?",
+        |c| Ok(enabled(c)? == "true"),
+    )?;
     wait_for(10, || Ok(enabled(c)? == "false"))?;
     wait_for(10, || {
         Ok(
@@ -1191,6 +1199,35 @@ fn schedules_disable_then_enable(c: &mut Ctx) -> Res<()> {
     wait_for(10, || {
         Ok(c.b.attr(&c.b.find(&row)?, "data-enabled")?.as_deref() == Some("true"))
     })
+}
+
+fn schedules_run_now(c: &mut Ctx) -> Res<()> {
+    let last_job = |c: &mut Ctx| {
+        c.sql_one(
+            "SELECT coalesce(last_job_id::text, 'none') FROM pgjobs.schedules
+             WHERE name = 'bob-hourly' AND owner = 'web_bob'::regrole",
+        )
+    };
+    c.login_ok("web_bob")?;
+    schedules_tab(c)?;
+    let before = last_job(c)?;
+    let row = cron_row("bob-hourly");
+    confirm_after_a_dismissal(
+        c,
+        &format!("{row} {}", tid("cron-run-now")),
+        "Run schedule bob-hourly now?",
+        |c| Ok(last_job(c)? == before),
+    )?;
+    wait_for(10, || Ok(last_job(c)? != before))?;
+    let job = last_job(c)?;
+    let added = c.sql_one(&format!(
+        "SELECT task || ' ' || (run_at <= now())::text || ' ' || owner::text FROM pgjobs.job_list WHERE id = {job}"
+    ))?;
+    if added != "bob-task true web_bob" {
+        return fail(format!("the job run now is {added:?}"));
+    }
+    wait_for(10, || Ok(c.b.text_css(&tid("notice"))?.contains(&format!("job {job} added"))))?;
+    c.login_ok("web_ana")
 }
 
 /// The ids of a schedule's runs the page shows, newest first, checked against the database.
@@ -1277,19 +1314,9 @@ fn sql_job_running_and_abort(c: &mut Ctx) -> Res<()> {
         ));
     }
     let abort = format!("{row} {}", tid("sql-job-abort"));
-    c.b.click_css(&abort)?;
-    let question = c.b.alert_text()?;
-    c.b.dismiss_alert()?;
-    std::thread::sleep(Duration::from_millis(500));
-    if !question.starts_with(&format!("Abort SQL job {job}?"))
-        || sql_job_run_status(c, &job)? != "running"
-    {
-        return fail(format!(
-            "asked {question:?}; a dismissed question aborted it?"
-        ));
-    }
-    c.b.click_css(&abort)?;
-    c.b.accept_alert()?;
+    confirm_after_a_dismissal(c, &abort, &format!("Abort SQL job {job}?"), |c| {
+        Ok(sql_job_run_status(c, &job)? == "running")
+    })?;
     wait_for(15, || {
         Ok(c.sql_one(&format!(
             "SELECT status::text FROM pgjobs.job_list WHERE id = {job}"
@@ -1579,18 +1606,12 @@ fn queues_pause_then_resume(c: &mut Ctx) -> Res<()> {
     };
     queues_tab(c)?;
     let row = queue_row("web_ana_mail");
-    c.b.click_css(&format!("{row} {}", tid("queue-pause")))?;
-    let question = c.b.alert_text()?;
-    c.b.dismiss_alert()?;
-    std::thread::sleep(Duration::from_millis(500));
-    if !question.starts_with("Pause queue web_ana_mail?") || paused_at(c)? != "not paused" {
-        return fail(format!(
-            "asked {question:?}; after a dismissed question: {}",
-            paused_at(c)?
-        ));
-    }
-    c.b.click_css(&format!("{row} {}", tid("queue-pause")))?;
-    c.b.accept_alert()?;
+    confirm_after_a_dismissal(
+        c,
+        &format!("{row} {}", tid("queue-pause")),
+        "Pause queue web_ana_mail?",
+        |c| Ok(paused_at(c)? == "not paused"),
+    )?;
     wait_for(10, || Ok(paused_at(c)? != "not paused"))?;
     wait_for(10, || {
         Ok(
@@ -1743,19 +1764,9 @@ fn queue_job_abort_and_retry(c: &mut Ctx) -> Res<()> {
     let welcome = mail_jobs(c, "welcome", "created")?;
     let job = welcome.last().ok_or("no waiting welcome job")?.clone();
     let abort = format!("{} {}", queue_job_row(&job), tid("queue-job-abort"));
-    c.b.click_css(&abort)?;
-    let question = c.b.alert_text()?;
-    c.b.dismiss_alert()?;
-    std::thread::sleep(Duration::from_millis(500));
-    if !question.starts_with(&format!("Abort job {job} (welcome)?"))
-        || job_list_status(c, &format!("id = {job}"))? != "created"
-    {
-        return fail(format!(
-            "asked {question:?}; a dismissed question aborted it?"
-        ));
-    }
-    c.b.click_css(&abort)?;
-    c.b.accept_alert()?;
+    confirm_after_a_dismissal(c, &abort, &format!("Abort job {job} (welcome)?"), |c| {
+        Ok(job_list_status(c, &format!("id = {job}"))? == "created")
+    })?;
     wait_for(10, || {
         Ok(job_list_status(c, &format!("id = {job}"))? == "aborted")
     })?;
@@ -2346,6 +2357,7 @@ fn main() {
         ("text size − and + from 80 to 200 %, remembered", text_size_remembered),
         ("Schedules (key 4, ?tab=schedules): the role's cron schedules with next slot, last job, missed-slot rule; web_bob sees his only", schedules_tab_lists_the_roles_own),
         ("Schedules: Disable asks first and disables the schedule; Enable enables it again", schedules_disable_then_enable),
+        ("Schedules: Run now asks first and adds the schedule's job at once, as its owner", schedules_run_now),
         ("Schedules: a schedule opens to its run history (a SQL job's runs from job_runs)", schedules_run_history),
         ("Schedules: a running SQL job with its SQL and elapsed time; Abort asks first and aborts it", sql_job_running_and_abort),
         ("Schedules: web_bob's forged Disable or Abort of web_ana's (or a forged POST) changes nothing", forged_schedule_actions_change_nothing),
