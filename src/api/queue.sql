@@ -244,9 +244,10 @@ LEFT JOIN queue_key_limits k ON k.owner = $1 AND k.queue = $2::text;
 -- $3 + 2 keys with a job it may take (_key_head; two more, for keys whose jobs another claim
 -- takes meanwhile), found one index probe per key, the keys after $4 first, then from the start
 -- up to $4 (a round across the keys, so that a key with a million jobs takes one turn in a claim
--- as a key with one does); of those, the keys whose gates this statement took (SKIP LOCKED: a gate
--- another claim holds is passed over with its keys), in that order. Those keys only looked
--- claimable: claim_limited, with a snapshot taken after the gates, checks them again.
+-- as a key with one does), each with its gate taken (SKIP LOCKED: a key whose gate another claim
+-- holds is passed over, and the scan goes on, so that claims at once take different keys rather
+-- than the same first ones), in that order. Those keys only looked claimable: claim_limited, with
+-- a snapshot taken after the gates, checks them again.
 WITH RECURSIVE after_cursor(k) AS (
     SELECT (SELECT min(j.concurrency_key) FROM jobs j
             WHERE j.claimable_by = $1 AND j.queue = $2::text AND j.concurrency_key > $4)
@@ -267,20 +268,21 @@ WITH RECURSIVE after_cursor(k) AS (
     FROM (SELECT a.k FROM after_cursor a WHERE a.k IS NOT NULL
           UNION ALL
           SELECT u.k FROM up_to_cursor u WHERE u.k <= $4) c
-    WHERE EXISTS (SELECT FROM queue_key_limits l, _key_head($1, $2::text, c.k, l)
-                  WHERE l.owner = $1 AND l.queue = $2::text)
+    -- A job it may take, and then its gate, unless another claim holds it (the scan goes on past
+    -- those keys). The gate's condition names the job found, so that it is evaluated for that job
+    -- only: alone, it was planned to run first, and took the gates of keys with nothing to take.
+    WHERE EXISTS (SELECT FROM queue_key_limits l, _key_head($1, $2::text, c.k, l) h
+                  WHERE l.owner = $1 AND l.queue = $2::text
+                    AND EXISTS (SELECT FROM queue_key_gates t
+                                WHERE t.owner = $1 AND t.queue = $2::text AND t.gate = _key_gate(c.k)
+                                  AND h.tid IS NOT NULL
+                                FOR UPDATE SKIP LOCKED))
     LIMIT $3 + 2
 ), gates AS (
     UPDATE queue_key_gates g SET taken_at = statement_timestamp()
-    WHERE g.ctid = ANY (ARRAY(
-        SELECT t.ctid FROM queue_key_gates t
-        WHERE t.owner = $1 AND t.queue = $2::text
-          AND t.gate = ANY (ARRAY(SELECT _key_gate(l.k) FROM looked l))
-        FOR UPDATE SKIP LOCKED))
-    RETURNING g.gate
+    WHERE g.owner = $1 AND g.queue = $2::text AND g.gate = ANY (ARRAY(SELECT _key_gate(l.k) FROM looked l))
 )
-SELECT coalesce(array_agg(l.k ORDER BY l.k <= $4, l.k), '{}')
-FROM looked l WHERE _key_gate(l.k) IN (SELECT g.gate FROM gates g);
+SELECT coalesce(array_agg(l.k ORDER BY l.k <= $4, l.k), '{}') FROM looked l;
 
 -- name: claim_limited
 -- As claim, in a limited queue. With a concurrency limit, a job takes one of slots $9 (locked by
