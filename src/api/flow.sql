@@ -132,18 +132,28 @@ SELECT (SELECT count(*) FROM queue_key_gates g WHERE g.owner = $1 AND g.queue = 
 -- The key slots no job holds and the key tokens out of their window, of the gates no claim holds
 -- (SKIP LOCKED: a claim takes slots and tokens only under their keys' gates): a key's are made
 -- by claims, and keys are unbounded in number (an order's id), so the free ones go once their
--- claims have ended.
-WITH gates AS (
-    SELECT g.owner, g.queue, g.gate FROM queue_key_gates g FOR UPDATE SKIP LOCKED
+-- claims have ended. Only the gates of keys with something to remove are locked: a round with
+-- nothing to remove writes nothing (it locked every gate of every key limit, each round).
+WITH free_slots AS (
+    SELECT s.ctid AS sid, s.owner, s.queue, _key_gate(s.concurrency_key) AS gate
+    FROM queue_key_slots s
+    WHERE NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
+), spent_tokens AS (
+    SELECT t.ctid AS tid, t.owner, t.queue, _key_gate(t.concurrency_key) AS gate
+    FROM queue_key_tokens t JOIN queue_key_limits l ON l.owner = t.owner AND l.queue = t.queue
+    WHERE t.taken_at <= statement_timestamp() - coalesce(l.rate_per, '0')
+), gates AS (
+    SELECT g.owner, g.queue, g.gate FROM queue_key_gates g
+    WHERE (g.owner, g.queue, g.gate) IN (SELECT f.owner, f.queue, f.gate FROM free_slots f
+                                         UNION SELECT t.owner, t.queue, t.gate FROM spent_tokens t)
+    FOR UPDATE SKIP LOCKED
 ), slots AS (
-    DELETE FROM queue_key_slots s USING gates g
-    WHERE s.owner = g.owner AND s.queue = g.queue AND _key_gate(s.concurrency_key) = g.gate
-      AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
+    -- Free still: a claim that took the slot meanwhile held its gate, which is passed over.
+    DELETE FROM queue_key_slots s USING free_slots f, gates g
+    WHERE s.ctid = f.sid AND g.owner = f.owner AND g.queue = f.queue AND g.gate = f.gate
 )
-DELETE FROM queue_key_tokens t USING gates g, queue_key_limits l
-WHERE t.owner = g.owner AND t.queue = g.queue AND _key_gate(t.concurrency_key) = g.gate
-  AND l.owner = t.owner AND l.queue = t.queue
-  AND t.taken_at <= statement_timestamp() - coalesce(l.rate_per, '0');
+DELETE FROM queue_key_tokens t USING spent_tokens k, gates g
+WHERE t.ctid = k.tid AND g.owner = k.owner AND g.queue = k.queue AND g.gate = k.gate;
 
 -- name: unlimit
 -- Removes owner $1's queue $2's concurrency, rate and key limits, their slots, tokens and gates
