@@ -59,6 +59,12 @@ CREATE TABLE jobs (
     lease_token     uuid,
     locked_by       text,
     locked_until    timestamptz,
+    -- The jobs it was added to wait for (jobs_add's depends_on; null for most). What it still
+    -- waits for is in job_dependencies; this is what a join step reads the results of.
+    depends_on      bigint[],
+    -- True once a job was added to wait for it: its completion then releases its dependents.
+    -- Null rather than false for every other job, so that the column costs them nothing.
+    waited_on       boolean,
     -- The lease the attempt under way was claimed with (jobs_claim's lease, or the job's): a
     -- heartbeat without a lease renews by it, so it never shortens a longer lease a claim chose.
     claimed_lease   interval,
@@ -142,8 +148,31 @@ CREATE POLICY owner_changes_public_fields ON jobs FOR UPDATE
 GRANT SELECT (id, owner, claimable_by, status, task, queue, priority, run_at, attempt, max_attempts,
               backoff, max_backoff, lease, payload, lease_token, locked_by, locked_until, claimed_lease, begin_time,
               progress, errors, idempotency_key, key_rule, concurrency_key, due_at, start_time,
-              last_update, name, description, link, listed) ON jobs TO pgjobs_user;
+              last_update, name, description, link, listed, depends_on, waited_on) ON jobs TO pgjobs_user;
 GRANT UPDATE (name, description, link, listed) ON jobs TO pgjobs_user;
+
+-- What a waiting job waits for, queue and batch jobs alike: one row per unfinished dependency
+-- (src/api/dependencies.rs). A dependency that completes removes its rows and, with the last
+-- one, makes the job due (in the completing transaction); one that ends otherwise leaves its
+-- row, and the job is blocked until its owner releases it (jobs_unblock, batch_release) or
+-- aborts it. A job waiting for dependencies has run_at infinity, which claims never reach.
+CREATE TABLE job_dependencies (
+    on_job bigint NOT NULL,
+    job_id bigint NOT NULL,
+    owner  oid NOT NULL,
+    PRIMARY KEY (on_job, job_id)
+);
+CREATE INDEX job_dependencies_job ON job_dependencies (job_id);
+CREATE INDEX job_dependencies_owner ON job_dependencies (owner);
+ALTER TABLE job_dependencies ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_reads ON job_dependencies FOR SELECT USING (owner = (SELECT identity()));
+GRANT SELECT ON job_dependencies TO pgjobs_user;
+COMMENT ON TABLE job_dependencies IS
+    'Unfinished dependencies of waiting jobs; a row whose job on_job has finished means blocked.';
+COMMENT ON COLUMN job_dependencies.on_job IS 'The dependency.';
+COMMENT ON COLUMN job_dependencies.job_id IS 'The job that waits for it.';
+COMMENT ON COLUMN job_dependencies.owner IS 'Both jobs'' owner.';
+
 
 -- What a NOTIFY on channel pgjobs_ready says when a queue with no ready job gets one. Anyone
 -- may LISTEN (PostgreSQL checks no privilege there), so it is not the queue's name but a number
@@ -184,19 +213,36 @@ CREATE FUNCTION jobs_add(
     key text DEFAULT NULL,
     on_conflict text DEFAULT 'skip',
     key_window interval DEFAULT NULL,
-    concurrency_key text DEFAULT NULL
+    concurrency_key text DEFAULT NULL,
+    depends_on bigint[] DEFAULT NULL
 ) RETURNS bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add';
 COMMENT ON FUNCTION jobs_add IS
     'Adds a job and returns its id; with a key already in use, returns the id of the job that '
     'holds it. on_conflict: skip, replace, debounce (runs key_window after the last add) or '
     'throttle (at most one job per key_window). concurrency_key: the key its queue''s key limit '
-    'counts it under (jobs_key_limit).';
+    'counts it under (jobs_key_limit). depends_on: jobs of the caller it waits for; it runs once '
+    'all of them completed, and is blocked if one failed or was aborted (jobs_unblock).';
 
 CREATE FUNCTION jobs_add_batch(jobs jsonb) RETURNS SETOF bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add_batch';
 COMMENT ON FUNCTION jobs_add_batch IS
-    'Adds many jobs in one call and returns their ids in the order given.';
+    'Adds many jobs in one call and returns their ids in the order given. Each object takes '
+    'jobs_add''s parameters, and "after": positions (from 1) of earlier jobs of the same call that '
+    'it waits for, so that a whole graph is added at once.';
+
+CREATE FUNCTION jobs_unblock(id bigint) RETURNS timestamptz
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_unblock';
+COMMENT ON FUNCTION jobs_unblock IS
+    'Lets a job of the caller that waits for dependencies (or is blocked by one that failed or was '
+    'aborted) run without them; returns when it is due.';
+
+CREATE FUNCTION jobs_dependency_results(id bigint, token uuid)
+RETURNS TABLE (dependency bigint, status text, result jsonb, error text)
+LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'jobs_dependency_results';
+COMMENT ON FUNCTION jobs_dependency_results IS
+    'For the worker holding a job (its lease token): each job it depends on, with its status, '
+    'result and last error: what a join step reads.';
 
 CREATE FUNCTION jobs_claim(
     worker text,

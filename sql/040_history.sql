@@ -29,7 +29,9 @@ CREATE TABLE job_history (
     max_backoff     interval,
     lease           interval,
     -- Every finished job's (null for most: a job without a key writes nothing for it).
-    concurrency_key text
+    concurrency_key text,
+    -- The jobs it waited for (null for most).
+    depends_on      bigint[]
 ) PARTITION BY RANGE (due_at);
 COMMENT ON TABLE job_history IS
     'Finished jobs, one partition per month of due_at; dropping a month is dropping a partition. '
@@ -43,7 +45,7 @@ ALTER TABLE job_history ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON job_history FOR SELECT USING (owner = (SELECT identity()));
 GRANT SELECT (id, owner, status, task, queue, priority, payload, result, errors, attempts,
               max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time, name,
-              description, link, listed, backoff, max_backoff, lease, concurrency_key) ON job_history TO pgjobs_user;
+              description, link, listed, backoff, max_backoff, lease, concurrency_key, depends_on) ON job_history TO pgjobs_user;
 
 -- What job_history keeps of an identity's queue (River's cleaner, pgmq's archive or delete,
 -- pg-boss's retention): every finished job (all, also where a queue has no rule), the failed and
@@ -174,6 +176,22 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN CASE WHEN _is_batch_queue(queue) THEN _mask_payload(payload) ELSE payload END;
 GRANT EXECUTE ON FUNCTION _shown_payload(text, jsonb), _mask_payload(jsonb) TO pgjobs_user;
 
+-- Why a job that waits for dependencies is blocked (null when it is not): those that ended
+-- without completing, e.g. `job 12 failed; job 13 aborted`.
+CREATE FUNCTION _blocked_by(job bigint) RETURNS text
+LANGUAGE sql STABLE
+RETURN (SELECT string_agg(format('job %s %s', w.on_job, coalesce(
+                   (SELECT h.status::text FROM job_history h WHERE h.id = w.on_job),
+                   'ended and its month was dropped')), '; ' ORDER BY w.on_job)
+        FROM job_dependencies w
+        WHERE w.job_id = job AND NOT EXISTS (SELECT FROM jobs d WHERE d.id = w.on_job));
+
+-- Whether a job that waits for dependencies is blocked: one of them ended without completing.
+CREATE FUNCTION _job_blocked(job bigint) RETURNS boolean
+LANGUAGE sql STABLE
+RETURN EXISTS (SELECT FROM job_dependencies w
+               WHERE w.job_id = job AND NOT EXISTS (SELECT FROM jobs d WHERE d.id = w.on_job));
+
 -- Every job, live or finished, in one shape. jobs' domain-typed columns are cast to the base types
 -- job_history has: the planner flattens a UNION ALL into one append of its two scans only when
 -- their column types are the same (reads were 5 % more work without the casts). Opaque ids are
@@ -182,15 +200,17 @@ CREATE VIEW job_list WITH (security_invoker = true) AS
 SELECT j.id, j.owner::regrole AS owner, j.status, j.task::text, j.queue::text, j.priority,
        _shown_payload(j.queue, j.payload) AS payload, NULL::jsonb AS result, j.errors, j.attempt,
        j.max_attempts::integer, j.run_at, j.idempotency_key, j.key_rule, j.locked_by,
-       j.locked_until, j.due_at, j.start_time, NULL::timestamptz AS end_time, j.concurrency_key
+       j.locked_until, j.due_at, j.start_time, NULL::timestamptz AS end_time, j.concurrency_key,
+       j.depends_on
 FROM jobs j
 UNION ALL
 SELECT h.id, h.owner::regrole, h.status, h.task, h.queue, h.priority,
        _shown_payload(h.queue, h.payload), h.result, h.errors, h.attempts, h.max_attempts, NULL,
        h.idempotency_key, h.key_rule, h.locked_by, NULL, h.due_at, h.start_time, h.end_time,
-       h.concurrency_key
+       h.concurrency_key, h.depends_on
 FROM job_history h;
-COMMENT ON VIEW job_list IS 'Live jobs (created, started, aborting) and finished ones together.';
+COMMENT ON VIEW job_list IS 'Live jobs (created, started, aborting) and finished ones together '
+    '(run_at infinity: waiting for the jobs of depends_on).';
 
 GRANT SELECT ON job_list TO pgjobs_user;
 

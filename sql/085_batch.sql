@@ -38,24 +38,6 @@ COMMENT ON TABLE batch_computers IS
     'Computers whose agents take batch jobs: the identity of the agent role that registered each '
     'name, its slots (--batchjobs), what it said about itself, and when it was last heard of.';
 
--- What a waiting job waits for: one row per unfinished dependency. A dependency that completes
--- removes its rows and, with the last one, makes the job due (in the completing transaction);
--- one that ends otherwise leaves its row, and the job is BLOCKED until its owner cancels or
--- releases it.
-CREATE TABLE batch_waits (
-    on_job bigint NOT NULL,
-    job_id bigint NOT NULL,
-    owner  oid NOT NULL,
-    PRIMARY KEY (on_job, job_id)
-);
-CREATE INDEX batch_waits_job ON batch_waits (job_id);
-CREATE INDEX batch_waits_owner ON batch_waits (owner);
-ALTER TABLE batch_waits ENABLE ROW LEVEL SECURITY;
-CREATE POLICY owner_reads ON batch_waits FOR SELECT USING (owner = (SELECT identity()));
-GRANT SELECT ON batch_waits TO pgjobs_user;
-COMMENT ON TABLE batch_waits IS
-    'Unfinished dependencies of waiting batch jobs; a row whose job on_job has finished means blocked.';
-
 -- What a batch job is grouped by on the SCHED page's Jobs tab: its routine, else its command.
 CREATE FUNCTION _batch_label(payload jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -213,10 +195,10 @@ LEFT JOIN LATERAL (
                (SELECT 'ended in ' || _batch_status(h.status::text, true, false, false)
                 FROM job_history h WHERE h.id = b.on_job),
                'ended and its month was dropped')), '; ' ORDER BY b.on_job) AS blocked_by
-    FROM batch_waits b
+    FROM job_dependencies b
     WHERE b.job_id = j.id AND NOT EXISTS (SELECT FROM jobs d WHERE d.id = b.on_job)
 -- Only a job waiting for dependencies has run_at infinity, and only such a job can be blocked:
--- the other waiting jobs (most of a large store) are not looked up in batch_waits.
+-- the other waiting jobs (most of a large store) are not looked up in job_dependencies.
 ) w ON j.status = 'created' AND j.run_at = 'infinity'
 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue);
 COMMENT ON VIEW batch_active IS
@@ -342,19 +324,13 @@ CREATE FUNCTION _batch_check_reading(by text, statuses text[], limit_rows intege
 RETURNS void
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', '_batch_check_reading';
 
--- Whether a job that waits for dependencies is blocked: one of them ended without completing.
-CREATE FUNCTION _batch_blocked(job bigint) RETURNS boolean
-LANGUAGE sql STABLE
-RETURN EXISTS (SELECT FROM batch_waits w
-               WHERE w.job_id = job AND NOT EXISTS (SELECT FROM jobs d WHERE d.id = w.on_job));
-
--- A batch job's status word from its row's columns (and batch_waits for a job that waits for
+-- A batch job's status word from its row's columns (and job_dependencies for a job that waits for
 -- dependencies, the only one that can be blocked), as batch_active has it. One expression, so
 -- that the planner inlines it into the reads that filter by status.
 CREATE FUNCTION _batch_row_status(status job_status, run_at timestamptz, id bigint, progress jsonb, lease_token uuid)
 RETURNS text
 LANGUAGE sql STABLE
-RETURN _batch_status(status::text, run_at <= statement_timestamp(), status = 'created' AND run_at = 'infinity' AND _batch_blocked(id),
+RETURN _batch_status(status::text, run_at <= statement_timestamp(), status = 'created' AND run_at = 'infinity' AND _job_blocked(id),
                      progress ->> 'token' = lease_token::text);
 
 -- The caller's active batch jobs counted by minute due (UTC), label, place (the computer that
@@ -489,10 +465,7 @@ BEGIN
         ('batch_computer_list', 'capacity', 'Jobs its agent runs at once (--batchjobs).'),
         ('batch_computer_list', 'info', 'What the agent said of itself (host, pid, version).'),
         ('batch_computer_list', 'registered_at', 'When the name was first registered.'),
-        ('batch_computer_list', 'last_seen', 'When its agent last registered or claimed (to within 10 seconds).'),
-        ('batch_waits', 'on_job', 'The dependency.'),
-        ('batch_waits', 'job_id', 'The job that waits for it.'),
-        ('batch_waits', 'owner', 'Both jobs'' owner.')) AS d(relation, name, text)
+        ('batch_computer_list', 'last_seen', 'When its agent last registered or claimed (to within 10 seconds).')) AS d(relation, name, text)
     LOOP
         EXECUTE format('COMMENT ON COLUMN @extschema@.%I.%I IS %L', c.relation, c.name, c.text);
     END LOOP;

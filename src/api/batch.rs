@@ -26,7 +26,6 @@ static FOLD_COUNTS: Statement = statement("fold_counts", &[]);
 static MISSING: Statement = statement("missing", &[INT8ARRAYOID, OIDOID]);
 static ABORT: Statement = statement("abort", &[INT8OID]);
 static TELL_AGENT: Statement = statement("tell_agent", &[INT8OID]);
-static FORGET_WAITS: Statement = statement("forget_waits", &[INT8OID]);
 static STATUS: Statement = statement("status", &[INT8OID]);
 static CHECK_SELECTION: Statement = statement("check_selection", &[DATEOID, TEXTOID, TEXTARRAYOID]);
 static SELECTED: Statement = statement(
@@ -500,7 +499,6 @@ fn cancel(
         if after.as_deref() == Some("aborted") {
             section.run(&TELL_AGENT, &[job_datum]);
         }
-        section.run(&FORGET_WAITS, &[job_datum]);
         let status = section.run(&STATUS, &[job_datum]).datum(0, 0);
         return_row(
             fcinfo,

@@ -17,9 +17,6 @@ SELECT jobs_abort($1)::text;
 -- heartbeat when its signal comes.
 SELECT pg_notify('pgjobs_batch_cancel', _batch_cancel_signal(j.locked_by)) FROM jobs j WHERE j.id = $1;
 
--- name: forget_waits
-DELETE FROM batch_waits b WHERE b.job_id = $1 AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = $1);
-
 -- name: status
 SELECT b.status FROM batch_jobs b WHERE b.id = $1;
 
@@ -42,7 +39,7 @@ WHERE b.ended_at IS NULL AND b.status <> 'CANCEL'
 SELECT j.id FROM jobs j
 WHERE j.id = $1 AND _is_batch_queue(j.queue) AND j.status = 'created'
   AND j.owner = coalesce($2, j.owner)
-  AND EXISTS (SELECT FROM batch_waits b WHERE b.job_id = j.id)
+  AND EXISTS (SELECT FROM job_dependencies b WHERE b.job_id = j.id)
 FOR UPDATE;
 
 -- name: lock_tally
@@ -146,12 +143,12 @@ RETURNING j.id;
 SELECT EXISTS (SELECT FROM jobs j WHERE j.id = $1 AND j.status = 'created');
 
 -- name: clear_waits
-DELETE FROM batch_waits b WHERE b.job_id = $1;
+DELETE FROM job_dependencies b WHERE b.job_id = $1;
 
 -- name: add_waits
 -- Job $1 of owner $2 waits for the jobs $3, and is not due while it has any.
 WITH added AS (
-    INSERT INTO batch_waits (on_job, job_id, owner) SELECT DISTINCT d, $1, $2 FROM unnest($3::bigint[]) d
+    INSERT INTO job_dependencies (on_job, job_id, owner) SELECT DISTINCT d, $1, $2 FROM unnest($3::bigint[]) d
 )
 UPDATE jobs j SET run_at = 'infinity' WHERE j.id = $1;
 

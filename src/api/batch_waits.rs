@@ -1,4 +1,4 @@
-//! A batch job's dependencies (`batch_waits`, sql/085_batch.sql): the check that a replace closes
+//! A batch job's dependencies (`job_dependencies`, sql/030_queue.sql): the check that a replace closes
 //! no cycle, the release of a completed job's dependents, and jobs made due with their agents
 //! woken. Statements in `batch_waits.sql`.
 
@@ -8,6 +8,7 @@ use pgrx::prelude::*;
 use super::batch::tally;
 use super::call::{invalid, refuse_with_detail, Planning, Section, Statement};
 use super::datum::int8_array;
+use super::dependencies::released_dependents;
 use crate::named_statements;
 
 named_statements!(include_str!("batch_waits.sql"));
@@ -19,7 +20,6 @@ const fn probes(name: &'static str) -> Statement {
 
 static UPSTREAM: Statement = statement("upstream", &[INT8ARRAYOID, INT4OID]);
 static STEP_BACK: Statement = statement("step_back", &[INT8OID, INT8ARRAYOID, INT8ARRAYOID]);
-static RELEASE_WAITS: Statement = statement("release_waits", &[INT8ARRAYOID]);
 static UNWAITED: Statement = probes("unwaited");
 static LOCK_WAITING: Statement = probes("lock_waiting");
 static DUE_NOW: Statement = probes("due_now");
@@ -29,7 +29,7 @@ static WAKE: Statement = probes("wake");
 const UPSTREAM_LIMIT: usize = 10_000;
 
 /// Refuses to let the waiting job `replaced` wait for `waiting_for` if one of them waits, through
-/// batch_waits, for it. A lattice of 21 levels, each job waiting for both of the level below,
+/// job_dependencies, for it. A lattice of 21 levels, each job waiting for both of the level below,
 /// took 15 s when every path was followed, twice that with each level more; each job upstream is
 /// visited once now. Past UPSTREAM_LIMIT jobs it stops.
 pub(super) fn check_cycle(section: &Section, replaced: i64, waiting_for: &[i64]) {
@@ -84,10 +84,13 @@ pub(super) fn check_cycle(section: &Section, replaced: i64, waiting_for: &[i64])
 }
 
 /// Dependents of jobs `completed` (an array): their waits on them go, and a job with no wait left
-/// is due (at the time it was posted for, if later). In the completing transaction.
+/// is due (at the time it was posted for, if later). In the completing transaction, as a queue
+/// job's (src/api/dependencies.rs).
 pub(super) fn release_dependents(section: &Section, completed: Datum) {
-    let waited = section.run(&RELEASE_WAITS, &[Some(completed)]).datum(0, 0);
-    let unwaited = section.run(&UNWAITED, &[waited]);
+    let Some(waited) = released_dependents(section, completed) else {
+        return;
+    };
+    let unwaited = section.run(&UNWAITED, &[Some(waited)]);
     let freed: Vec<i64> = unwaited.get(0, 0).unwrap_or_default();
     if !freed.is_empty() {
         make_due(section, unwaited.datum(0, 0).expect("an array"));

@@ -16,6 +16,7 @@ pub mod compute_results;
 pub mod compute_settings;
 pub mod compute_workers;
 pub mod datum;
+pub mod dependencies;
 pub mod flow;
 pub mod heads;
 pub mod history;

@@ -17,6 +17,7 @@ use super::call::{
 use super::datum::{
     array, array_length, elements, field, input, interval_span, interval_text, output, seconds,
 };
+use super::dependencies::{self, Needs};
 use super::metrics::{self, Counter};
 use super::services::Service;
 use super::{heads, leases, ready};
@@ -806,13 +807,20 @@ struct BatchJob {
     on_conflict: Option<String>,
     key_window: Option<String>,
     concurrency_key: Option<String>,
+    depends_on: Option<Vec<i64>>,
+    after: Option<Vec<i64>>,
 }
 
 impl BatchJob {
-    fn spec(self) -> Spec {
+    /// Its spec, and what it depends on.
+    fn spec(self) -> (Spec, Needs) {
+        let needs = Needs {
+            ids: self.depends_on.unwrap_or_default(),
+            after: self.after.unwrap_or_default(),
+        };
         let text = |value: Option<String>| value.and_then(IntoDatum::into_datum);
         let typed = |value: Option<String>, type_oid| value.map(|v| input(&v, type_oid));
-        Spec([
+        let spec = Spec([
             text(self.task),
             self.payload
                 .map(|p| input(&p.to_string(), pg_sys::JSONBOID)),
@@ -827,15 +835,16 @@ impl BatchJob {
             text(self.on_conflict),
             typed(self.key_window, INTERVALOID),
             text(self.concurrency_key),
-        ])
+        ]);
+        (spec, needs)
     }
 }
 
 const BATCH_HINT: &str =
     "Each object takes the parameters of jobs_add: [{\"task\": \"t\", \"payload\": {}}, ...].";
 
-/// The specs of jobs_add_batch's argument.
-fn specs_of_batch(jobs: Option<pgrx::JsonB>) -> Vec<Spec> {
+/// The specs of jobs_add_batch's argument, and what each depends on.
+fn specs_of_batch(jobs: Option<pgrx::JsonB>) -> (Vec<Spec>, Vec<Needs>) {
     let Some(pgrx::JsonB(serde_json::Value::Array(jobs))) = jobs else {
         invalid("jobs must be a JSON array of objects", Some(BATCH_HINT));
     };
@@ -847,30 +856,51 @@ fn specs_of_batch(jobs: Option<pgrx::JsonB>) -> Vec<Spec> {
             Err(error) => invalid(
                 format!(
                     "{} (job {} of the batch)",
-                    error.to_string().replace("i32", "an integer"),
+                    error
+                        .to_string()
+                        .replace("i32", "an integer")
+                        .replace("i64", "an integer"),
                     n + 1
                 ),
                 Some(BATCH_HINT),
             ),
         })
-        .collect()
+        .unzip()
+}
+
+/// Adds jobs for the caller, each waiting for what it needs (src/api/dependencies.rs).
+fn add_needing(section: &Section, owner: Oid, specs: &[Spec], needs: &[Needs]) -> Vec<i64> {
+    check_all(specs, false, false);
+    for (n, (spec, need)) in specs.iter().zip(needs).enumerate() {
+        need.check(n + 1, spec.get(Field::Key).is_some(), specs.len() > 1);
+    }
+    let ids = add(section, owner, specs);
+    if needs.iter().any(|need| !need.is_empty()) {
+        dependencies::hold(section, owner, &ids, needs);
+    }
+    ids
 }
 
 entry!(jobs_add, pg_finfo_jobs_add, |fcinfo| {
     let caller = Caller::current();
     let spec = Spec(std::array::from_fn(|n| argument(fcinfo, n)));
-    check_all(&[spec], false, false);
+    let needs = Needs {
+        ids: value(fcinfo, FIELDS).unwrap_or_default(),
+        after: Vec::new(),
+    };
     let section = Section::as_owner(fcinfo);
-    Datum::from(add(&section, caller.identity, &[spec])[0])
+    Datum::from(add_needing(&section, caller.identity, &[spec], &[needs])[0])
 });
 
 entry!(jobs_add_batch, pg_finfo_jobs_add_batch, |fcinfo| {
     let caller = Caller::current();
-    let specs = specs_of_batch(value(fcinfo, 0));
-    check_all(&specs, false, false);
+    let (specs, needs) = specs_of_batch(value(fcinfo, 0));
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    return_ids(fcinfo, &add(&section, caller.identity, &specs));
+    return_ids(
+        fcinfo,
+        &add_needing(&section, caller.identity, &specs, &needs),
+    );
     Datum::from(0)
 });
 
@@ -1213,6 +1243,7 @@ fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
         wake_placed(section, &copies);
     }
     leases_ended(section, &finished, [4, 5]);
+    dependencies::finished(section, &finished, [0, 10, 11]);
     super::waits::finished((0..finished.len()).filter_map(|row| finished.get::<i64>(row, 0)));
     finished
 }
@@ -1563,7 +1594,7 @@ fn all_reported(
 /// Raises the error that explains why `token` does not hold the lease on `job`. A job the
 /// caller may not act on (`owner`: None for any) is reported as missing, so that nobody learns
 /// others' job ids.
-fn lease_error(
+pub(crate) fn lease_error(
     section: &Section,
     job: Option<i64>,
     token: Option<pgrx::Uuid>,
@@ -1614,7 +1645,7 @@ fn lease_error(
 }
 
 /// The error of a job that does not exist, or that the caller may not act on.
-fn missing_job(job: i64) -> ! {
+pub(crate) fn missing_job(job: i64) -> ! {
     refuse(
         PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
         format!("job {job} does not exist"),

@@ -442,7 +442,8 @@ RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_unti
 -- (queue_dead_letters, sql/040_history.sql): a copy of the job is added there. Returns every job
 -- finished, kept or not, in no order, with its status, whether it is completed or failed
 -- (counted), who could claim it and its queue; and its copy's id, queue, priority and run_at
--- where it has one (nulls elsewhere). The ids are also a condition of their
+-- where it has one (nulls elsewhere); whether it completed with jobs waiting for it, and whether
+-- it was itself waiting for dependencies (src/api/dependencies.rs). The ids are also a condition of their
 -- own (`j.id = ANY ($1)`), which only the primary key serves: with the statistics of an empty
 -- table (what VACUUM leaves under a long snapshot) the join alone was planned as a read of the
 -- whole table (regress queue_probes).
@@ -470,7 +471,7 @@ WITH given AS (
     INSERT INTO job_history (
         id, owner, status, task, queue, priority, payload, result, errors, attempts,
         max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
-        name, description, link, listed, backoff, max_backoff, lease, concurrency_key)
+        name, description, link, listed, backoff, max_backoff, lease, concurrency_key, depends_on)
     SELECT j.id, j.owner, j.final, j.task, j.queue, j.priority, j.payload,
            CASE WHEN j.final = 'failed' AND j.error IS NOT NULL
                 THEN coalesce(j.result, '{}') || jsonb_build_object('error', j.error) ELSE j.result END,
@@ -480,7 +481,7 @@ WITH given AS (
            CASE WHEN j.final <> 'completed' THEN j.backoff END,
            CASE WHEN j.final <> 'completed' THEN j.max_backoff END,
            CASE WHEN j.final <> 'completed' THEN j.lease END,
-           j.concurrency_key
+           j.concurrency_key, j.depends_on
     FROM j
     WHERE NOT EXISTS (
         SELECT FROM queue_history_rules r
@@ -502,7 +503,8 @@ WITH given AS (
     FROM dead_letters d JOIN j ON j.id = d.failed
 )
 SELECT j.id, j.final, j.final = 'completed', j.final = 'failed', j.claimable_by, j.queue::text,
-       d.id, d.queue::text, j.priority, CASE WHEN d.id IS NOT NULL THEN statement_timestamp() END
+       d.id, d.queue::text, j.priority, CASE WHEN d.id IS NOT NULL THEN statement_timestamp() END,
+       j.final = 'completed' AND j.waited_on, j.run_at = 'infinity'
 FROM j LEFT JOIN dead_letters d ON d.failed = j.id;
 
 -- name: retry
@@ -590,10 +592,13 @@ WHERE j.id = $1 AND ($2::oid IS NULL OR j.owner = $2)
 FOR UPDATE;
 
 -- name: result
--- Job $1, live or finished, if owner $2 (any when null) may see it: its status, its result, the
--- error of its last failed attempt, its attempts, its progress and when it finished.
-SELECT j.status::text, NULL::jsonb, j.errors -> -1 ->> 'error', j.attempt, j.progress, NULL::timestamptz
+-- Job $1, live or finished, if owner $2 (any when null) may see it: its status (blocked, for a
+-- job waiting for dependencies of which one failed or was aborted), its result, the error of its
+-- last failed attempt (or why it is blocked), its attempts, its progress and when it finished.
+SELECT CASE WHEN b.reason IS NULL THEN j.status::text ELSE 'blocked' END, NULL::jsonb,
+       coalesce(b.reason, j.errors -> -1 ->> 'error'), j.attempt, j.progress, NULL::timestamptz
 FROM jobs j
+LEFT JOIN LATERAL (SELECT _blocked_by(j.id) AS reason WHERE j.run_at = 'infinity') b ON true
 WHERE j.id = $1 AND ($2::oid IS NULL OR j.owner = $2)
 UNION ALL
 SELECT h.status::text, h.result, h.errors -> -1 ->> 'error', h.attempts, NULL, h.end_time

@@ -42,11 +42,13 @@ WITH chosen AS (
 )
 INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
                   max_backoff, lease, payload, errors, idempotency_key, key_rule, due_at,
-                  start_time, name, description, link, listed, concurrency_key)
+                  start_time, name, description, link, listed, concurrency_key, depends_on, waited_on)
 SELECT m.id, m.owner, m.owner, m.task, m.queue, m.priority, statement_timestamp(), m.max_attempts,
        coalesce(m.backoff, $3), coalesce(m.max_backoff, $4), coalesce(m.lease, $5), m.payload,
        m.errors, m.idempotency_key, m.key_rule, m.due_at, m.start_time, m.name, m.description,
-       m.link, m.listed, m.concurrency_key
+       m.link, m.listed, m.concurrency_key, m.depends_on,
+       -- The jobs its failure blocked wait for it again, and its completion releases them.
+       CASE WHEN EXISTS (SELECT FROM job_dependencies d WHERE d.on_job = m.id) THEN true END
 FROM moved m
 RETURNING id, claimable_by, queue::text, priority, run_at;
 

@@ -2,7 +2,7 @@
 -- poster, two agents (each with its computer), and a role in neither group.
 SET TimeZone = 'UTC';
 SELECT regress.reset();
-TRUNCATE pgjobs.batch_waits, pgjobs.batch_computers;
+TRUNCATE pgjobs.job_dependencies, pgjobs.batch_computers;
 CREATE ROLE regress_batch_poster IN ROLE pgjobs_user;
 CREATE ROLE regress_batch_other IN ROLE pgjobs_user;
 CREATE ROLE regress_batch_agent_a IN ROLE pgjobs_agent;
@@ -19,7 +19,7 @@ SELECT regress.as_role('regress_batch_other', $$SELECT pgjobs.batch_post('theirs
 SELECT role, object,
        regress.as_role(role, format('SELECT coalesce(string_agg(x::text, '','' ORDER BY x), ''nothing'') FROM (SELECT %s AS x FROM pgjobs.%s) r', key, object)) AS sees
 FROM (VALUES ('regress_batch_poster'), ('regress_batch_other'), ('regress_batch_agent_a'), ('regress_batch_nobody')) AS r(role),
-     (VALUES ('batch_jobs', 'id'), ('batch_active', 'id'), ('batch_waits', 'job_id'), ('batch_months', 'jobs'),
+     (VALUES ('batch_jobs', 'id'), ('batch_active', 'id'), ('job_dependencies', 'job_id'), ('batch_months', 'jobs'),
              ('batch_groups_active', 'jobs'), ('batch_computer_list', 'computer'), ('batch_tally', 'n'),
              ('batch_group_jobs(''computer'', ''ANY'')', 'id'),
              (format('batch_get(%L)', (SELECT idempotency_key FROM pgjobs.jobs WHERE id = 3)), 'id')) AS o(object, key)
@@ -43,7 +43,7 @@ FROM (VALUES (1, 'post', $$SELECT pgjobs.batch_post('x')::text$$),
              (9, 'forget alpha', $$SELECT pgjobs.batch_forget_computer('alpha')$$),
              (10, 'write a job', $$UPDATE pgjobs.jobs SET payload = '{"command": "rm"}' WHERE id = 1 RETURNING id$$),
              (11, 'write computers', $$UPDATE pgjobs.batch_computers SET agent = 0 RETURNING computer$$),
-             (12, 'write waits', $$DELETE FROM pgjobs.batch_waits RETURNING job_id$$)) AS c(n, call, statement),
+             (12, 'write waits', $$DELETE FROM pgjobs.job_dependencies RETURNING job_id$$)) AS c(n, call, statement),
      (VALUES (1, 'regress_batch_nobody'), (2, 'regress_batch_other'), (3, 'regress_batch_agent_b'),
              (4, 'regress_batch_poster'), (5, 'regress_batch_agent_a')) AS r(m, role)
 WHERE call NOT IN ('cancel where') OR role <> 'regress_batch_poster'

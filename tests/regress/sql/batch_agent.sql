@@ -3,7 +3,7 @@
 -- hand back, and the silence rule.
 SET TimeZone = 'UTC';
 SELECT regress.reset();
-TRUNCATE pgjobs.batch_waits, pgjobs.batch_computers;
+TRUNCATE pgjobs.job_dependencies, pgjobs.batch_computers;
 CREATE ROLE regress_agent_a IN ROLE pgjobs_agent;
 CREATE ROLE regress_agent_b IN ROLE pgjobs_agent;
 CREATE ROLE regress_submitter IN ROLE pgjobs_user;

@@ -6,7 +6,7 @@
 -- and take the reading path), as the member and as a superuser.
 SET TimeZone = 'UTC';
 SELECT regress.reset();
-TRUNCATE pgjobs.batch_waits, pgjobs.batch_computers;
+TRUNCATE pgjobs.job_dependencies, pgjobs.batch_computers;
 CREATE ROLE regress_counts_user IN ROLE pgjobs_user;
 CREATE ROLE regress_counts_other IN ROLE pgjobs_user;
 CREATE ROLE regress_counts_agent IN ROLE pgjobs_agent;
@@ -156,7 +156,7 @@ SELECT regress.as_role('regress_counts_user', $$SELECT count(*)::text FROM pgjob
        regress.as_role('regress_counts_user', $$SELECT count(*)::text FROM pgjobs.batch_groups('owner')$$) AS bad_grouping,
        regress.as_role('regress_counts_user', $$SELECT count(*)::text FROM pgjobs.batch_group_jobs('status', 'PENDING', limit_rows => -1)$$) AS bad_limit;
 
--- Waits exist only for jobs whose run_at is infinity (what lets the views look up batch_waits
+-- Waits exist only for jobs whose run_at is infinity (what lets the views look up job_dependencies
 -- for those jobs only).
-SELECT count(*) AS waits_of_timed_jobs FROM pgjobs.batch_waits w JOIN pgjobs.jobs j ON j.id = w.job_id
+SELECT count(*) AS waits_of_timed_jobs FROM pgjobs.job_dependencies w JOIN pgjobs.jobs j ON j.id = w.job_id
 WHERE j.run_at < 'infinity';

@@ -5,7 +5,7 @@
 -- table for everyone).
 SET TimeZone = 'UTC';
 SELECT regress.reset();
-TRUNCATE pgjobs.batch_waits, pgjobs.batch_computers;
+TRUNCATE pgjobs.job_dependencies, pgjobs.batch_computers;
 CREATE ROLE regress_lattice IN ROLE pgjobs_user;
 SET ROLE regress_lattice;
 
@@ -53,7 +53,7 @@ FROM regress.error_of(format($$SELECT pgjobs.batch_post('step-0-2', depends_on =
                              (SELECT id FROM lattice WHERE level = 199 AND side = 2))) e;
 SELECT pgjobs.batch_post('step-199-2', depends_on => (SELECT array_agg(id::text) FROM lattice WHERE level = 198))
        = (SELECT id FROM lattice WHERE level = 199 AND side = 2) AS top_of_200_replaced;
-SELECT count(*) AS waits FROM pgjobs.batch_waits;
+SELECT count(*) AS waits FROM pgjobs.job_dependencies;
 
 -- Past the bound: a job that waits for more than 10,000 jobs (the fixture writes its waits
 -- directly: ids of jobs that never were, as of a month dropped) makes a replace that would
@@ -61,7 +61,7 @@ SELECT count(*) AS waits FROM pgjobs.batch_waits;
 SELECT pgjobs.batch_post('wide') AS wide \gset
 SELECT pgjobs.batch_post('replaced-later') AS replaced_later \gset
 RESET ROLE;
-INSERT INTO pgjobs.batch_waits (on_job, job_id, owner)
+INSERT INTO pgjobs.job_dependencies (on_job, job_id, owner)
 SELECT 1000000000 + g, :wide, 'regress_lattice'::regrole FROM generate_series(1, 10000) g;
 SELECT regress.fingerprint() AS before \gset
 SET ROLE regress_lattice;
@@ -69,11 +69,11 @@ SELECT regress.error_of(format($$SELECT pgjobs.batch_post('replaced-later', depe
 RESET ROLE;
 SELECT regress.fingerprint() = :'before' AS bound_changed_nothing;
 -- At the bound itself it is checked (10,000 jobs upstream: the wide job and 9,999 waits).
-DELETE FROM pgjobs.batch_waits WHERE job_id = :wide AND on_job = 1000010000;
+DELETE FROM pgjobs.job_dependencies WHERE job_id = :wide AND on_job = 1000010000;
 SET ROLE regress_lattice;
 SELECT pgjobs.batch_post('replaced-later', depends_on => ARRAY[:'wide']) = :replaced_later AS at_the_bound_replaced;
 RESET ROLE;
-DELETE FROM pgjobs.batch_waits WHERE job_id = :wide;
+DELETE FROM pgjobs.job_dependencies WHERE job_id = :wide;
 
 -- Many posts in one transaction: the locks it holds do not grow with them.
 SET ROLE regress_lattice;

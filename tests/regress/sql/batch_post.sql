@@ -2,7 +2,7 @@
 -- nothing. The agent's side is batch_agent, who may do what is access_batch.
 SET TimeZone = 'UTC';
 SELECT regress.reset();
-TRUNCATE pgjobs.batch_waits, pgjobs.batch_computers;
+TRUNCATE pgjobs.job_dependencies, pgjobs.batch_computers;
 CREATE ROLE regress_poster IN ROLE pgjobs_user;
 INSERT INTO pgjobs.batch_computers (computer, agent, capacity) VALUES ('alpha', 10, 2);
 SET ROLE regress_poster;
@@ -21,10 +21,10 @@ SELECT payload -> 'args' AS jobs_find_args FROM pgjobs.jobs_find() WHERE id = :b
 -- Dependencies, by id or by command hash: a job waits until they complete.
 SELECT pgjobs.batch_post('compress', depends_on => ARRAY[:'backup', (SELECT hash FROM pgjobs.batch_jobs WHERE id = :report)]) AS compress \gset
 SELECT command, status, depends_on = ARRAY[:backup, :report]::bigint[] AS depends_on_both, run_at IS NULL AS no_time_yet FROM pgjobs.batch_jobs WHERE id = :compress;
-SELECT count(*) AS waits FROM pgjobs.batch_waits WHERE job_id = :compress;
+SELECT count(*) AS waits FROM pgjobs.job_dependencies WHERE job_id = :compress;
 -- Replacing the waiting job replaces what it waits for.
 SELECT pgjobs.batch_post('compress', depends_on => ARRAY[:'report']) = :compress AS replaced;
-SELECT on_job = :report AS waits_for_report FROM pgjobs.batch_waits WHERE job_id = :compress;
+SELECT on_job = :report AS waits_for_report FROM pgjobs.job_dependencies WHERE job_id = :compress;
 -- A job posted for later waits for its time.
 SELECT pgjobs.batch_post('later', run_at => now() + interval '1 hour') AS later \gset
 SELECT command, status FROM pgjobs.batch_jobs WHERE id = :later;
@@ -60,7 +60,7 @@ FROM (VALUES
 ) AS r(refusal, statement);
 RESET ROLE;
 SELECT regress.fingerprint() = :'before' AS nothing_changed,
-       (SELECT count(*) FROM pgjobs.batch_waits) AS waits;
+       (SELECT count(*) FROM pgjobs.job_dependencies) AS waits;
 -- A dependency of another owner is refused as one that does not exist.
 CREATE ROLE regress_stranger IN ROLE pgjobs_user;
 SELECT regress.as_role('regress_stranger', format('SELECT pgjobs.batch_post(''x'', depends_on => ARRAY[''%s''])', :backup)) AS others_job;
@@ -89,7 +89,7 @@ SELECT status FROM pgjobs.batch_cancel(ARRAY[:report]);
 SELECT command, status, blocked_reason = format('job %s ended in CANCEL', :report) AS reason_names_it
 FROM pgjobs.batch_jobs WHERE id IN (:report, :compress) ORDER BY id;
 SELECT pgjobs.batch_release(:compress) AS released;
-SELECT count(*) AS waits_left FROM pgjobs.batch_waits;
+SELECT count(*) AS waits_left FROM pgjobs.job_dependencies;
 -- Cancel by filter or by group: the active jobs selected, read or not.
 SELECT id = :later AS later, status FROM pgjobs.batch_cancel_where(by => 'routine', group_key => 'later');
 SELECT id = :backup AS backup, status FROM pgjobs.batch_cancel_where(search => 'backup');

@@ -5,7 +5,7 @@
 -- that has jobs, those without a partition of job_history too.
 SET TimeZone = 'UTC';
 SELECT regress.reset();
-TRUNCATE pgjobs.batch_waits, pgjobs.batch_computers;
+TRUNCATE pgjobs.job_dependencies, pgjobs.batch_computers;
 CREATE ROLE regress_reader IN ROLE pgjobs_user;
 SET ROLE regress_reader;
 

@@ -4,7 +4,7 @@
 -- S3CRET; the agent, which runs the job, gets it as written.
 SET TimeZone = 'UTC';
 SELECT regress.reset();
-TRUNCATE pgjobs.batch_waits, pgjobs.batch_computers;
+TRUNCATE pgjobs.job_dependencies, pgjobs.batch_computers;
 CREATE ROLE regress_sm_owner IN ROLE pgjobs_user;
 CREATE ROLE regress_sm_agent IN ROLE pgjobs_agent;
 SELECT regress.as_role('regress_sm_agent', $$SELECT pgjobs.batch_register('GAMMA')$$) AS gamma;

@@ -26,13 +26,14 @@ LANGUAGE sql AS $$
     SELECT md5(concat_ws('|',
         (SELECT string_agg(j::text, ',' ORDER BY j.id) FROM pgjobs.jobs j),
         (SELECT string_agg(k::text, ',' ORDER BY k.idempotency_key) FROM pgjobs.job_keys k),
-        (SELECT string_agg(h::text, ',' ORDER BY h.id) FROM pgjobs.job_history h)))
+        (SELECT string_agg(h::text, ',' ORDER BY h.id) FROM pgjobs.job_history h),
+        (SELECT string_agg(d::text, ',' ORDER BY d.on_job, d.job_id) FROM pgjobs.job_dependencies d)))
 $$;
 
 -- Empties the queue, so each test starts from job 1.
 CREATE FUNCTION regress.reset() RETURNS void
 LANGUAGE sql AS $$
-    TRUNCATE pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history, pgjobs.batch_tally;
+    TRUNCATE pgjobs.jobs, pgjobs.job_keys, pgjobs.job_history, pgjobs.batch_tally, pgjobs.job_dependencies;
     ALTER TABLE pgjobs.jobs ALTER COLUMN id RESTART;
 $$;
 

@@ -1,0 +1,272 @@
+//! Queue jobs that wait for jobs (`job_dependencies`, sql/030_queue.sql): what an add says a
+//! job depends on, the release of its dependents when a job completes, `jobs_unblock` and
+//! `jobs_dependency_results`. The batch store's dependencies (src/api/batch_waits.rs) keep their
+//! waits in the same table and are released by the same first two statements. Statements in
+//! `dependencies.sql`.
+//!
+//! A job depends only on jobs that existed before the call that adds it (by id) or on earlier
+//! jobs of the same call (by position), so no add can close a cycle.
+
+use std::collections::HashSet;
+
+use pgrx::pg_sys::{Datum, Oid, BOOLOID, INT8ARRAYOID, INT8OID, OIDOID, UUIDOID};
+use pgrx::prelude::*;
+
+use super::call::{
+    argument, invalid, materialize, refuse, required, value, Caller, Planning, Rows, Section,
+    Statement,
+};
+use super::datum::{array, int8_array};
+use super::queue::{acting_on, lease_error, missing_job, placed, wake_placed};
+use crate::{entry, named_statements};
+
+named_statements!(include_str!("dependencies.sql"));
+
+/// The jobs found by their ids, a probe each (see call.rs's Planning).
+const fn probes(name: &'static str, parameters: &'static [Oid]) -> Statement {
+    Statement::new(STATEMENTS, name, parameters, Planning::Probes)
+}
+
+static MARK_WAITED_ON: Statement = probes("mark_waited_on", &[INT8ARRAYOID, OIDOID]);
+static FINISHED_DEPENDENCIES: Statement =
+    statement("finished_dependencies", &[INT8ARRAYOID, OIDOID]);
+static HOLD: Statement = probes(
+    "hold",
+    &[INT8ARRAYOID, INT8ARRAYOID, OIDOID, pg_sys::BOOLARRAYOID],
+);
+pub(super) static RELEASE_WAITS: Statement = statement("release_waits", &[INT8ARRAYOID]);
+pub(super) static TOUCH_WAITING: Statement = probes("touch_waiting", &[INT8ARRAYOID]);
+static MAKE_DUE: Statement = probes("make_due", &[INT8ARRAYOID]);
+static FORGET_WAITS: Statement = statement("forget_waits", &[INT8ARRAYOID]);
+static UNBLOCK: Statement = statement("unblock", &[INT8OID, OIDOID]);
+static LIVE_QUEUE_JOB: Statement = statement("live_queue_job", &[INT8OID, OIDOID]);
+static DEPENDENCY_RESULTS: Statement = statement("dependency_results", &[INT8OID, UUIDOID, OIDOID]);
+
+/// The most jobs one job may depend on.
+const MOST: usize = 1000;
+
+/// What one job to add depends on: jobs that exist (`ids`), and jobs of the same call before it
+/// (`after`, positions from 1).
+#[derive(Default)]
+pub(crate) struct Needs {
+    pub(crate) ids: Vec<i64>,
+    pub(crate) after: Vec<i64>,
+}
+
+impl Needs {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ids.is_empty() && self.after.is_empty()
+    }
+
+    /// Refuses what the job at `position` (from 1) of a call cannot depend on; `keyed`: it has
+    /// an idempotency key.
+    pub(crate) fn check(&self, position: usize, keyed: bool, in_batch: bool) {
+        if self.is_empty() {
+            return;
+        }
+        let of_batch = if in_batch {
+            format!(" (job {position} of the batch)")
+        } else {
+            String::new()
+        };
+        if keyed {
+            invalid(
+                format!("a job with dependencies cannot have a key{of_batch}"),
+                Some("Add it without a key: a key's holder may be a job that waits for other jobs already."),
+            );
+        }
+        if self.ids.len() + self.after.len() > MOST {
+            invalid(
+                format!("a job may depend on at most {MOST} jobs{of_batch}"),
+                Some("Let a join step depend on fewer jobs, or add a step between."),
+            );
+        }
+        if let Some(bad) = self.after.iter().find(|&&p| p < 1 || p >= position as i64) {
+            invalid(
+                format!("after must name earlier jobs of the batch, from 1, not {bad}{of_batch}"),
+                Some("\"after\": [1, 2] makes a job wait for the first two jobs of the same call."),
+            );
+        }
+    }
+}
+
+/// After an add: jobs `ids` (in the order of `needs`) depend on what they need. The live
+/// dependencies are marked (see mark_waited_on) before the finished ones are read, so one that
+/// finishes meanwhile is either read as finished or releases these jobs itself.
+pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) {
+    let new: HashSet<i64> = ids.iter().copied().collect();
+    let mut pairs: Vec<(i64, i64)> = Vec::new();
+    for (n, need) in needs.iter().enumerate() {
+        if let Some(own) = need.ids.iter().find(|id| new.contains(id)) {
+            invalid(
+                format!("job {own} is added by this same call: name it by its place, with after"),
+                None,
+            );
+        }
+        pairs.extend(need.ids.iter().map(|&on| (ids[n], on)));
+        pairs.extend(need.after.iter().map(|&p| (ids[n], ids[p as usize - 1])));
+    }
+    if pairs.is_empty() {
+        return;
+    }
+    let mut on: Vec<i64> = pairs.iter().map(|&(_, on)| on).collect();
+    on.sort_unstable();
+    on.dedup();
+    let owner = Some(Datum::from(owner));
+    let marked = section.run(
+        &MARK_WAITED_ON,
+        &[Some(int8_array(on.iter().copied())), owner],
+    );
+    let live: HashSet<i64> = (0..marked.len())
+        .filter_map(|row| marked.get(row, 0))
+        .collect();
+    let rest: Vec<i64> = on.into_iter().filter(|id| !live.contains(id)).collect();
+    let mut completed = HashSet::new();
+    if !rest.is_empty() {
+        let finished = section.run(
+            &FINISHED_DEPENDENCIES,
+            &[Some(int8_array(rest.iter().copied())), owner],
+        );
+        let mut known = HashSet::new();
+        for row in 0..finished.len() {
+            let Some(id) = finished.get::<i64>(row, 0) else {
+                continue;
+            };
+            known.insert(id);
+            if finished.get::<bool>(row, 1) == Some(true) {
+                completed.insert(id);
+            }
+        }
+        // Said alike of a job that does not exist and of another owner's.
+        if let Some(stranger) = rest.iter().find(|id| !known.contains(id)) {
+            refuse(
+                PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION,
+                format!("job {stranger} is not one of your queue jobs"),
+                Some("A job can depend only on its owner's jobs in the owner's queues (not on SQL or batch jobs)."),
+            );
+        }
+    }
+    let waits: Vec<Option<Datum>> = pairs
+        .iter()
+        .map(|(_, on)| Some(Datum::from(!completed.contains(on))))
+        .collect();
+    section.run(
+        &HOLD,
+        &[
+            Some(int8_array(pairs.iter().map(|&(job, _)| job))),
+            Some(int8_array(pairs.iter().map(|&(_, on)| on))),
+            owner,
+            Some(array(BOOLOID, &waits)),
+        ],
+    );
+}
+
+/// After a finish, from its rows (columns `[id, completed and waited on, was waiting]`): jobs
+/// that completed release the jobs waiting for them, and a job that ended while it waited
+/// (aborted) has its waits removed. Nothing runs for a finish of jobs nobody waits for.
+pub(crate) fn finished(section: &Section, rows: &Rows, [id, releases, waited]: [usize; 3]) {
+    let where_true = |column| -> Vec<i64> {
+        (0..rows.len())
+            .filter(|&row| rows.get::<bool>(row, column) == Some(true))
+            .filter_map(|row| rows.get(row, id))
+            .collect()
+    };
+    let completed = where_true(releases);
+    if !completed.is_empty() {
+        release(section, int8_array(completed));
+    }
+    let ended_waiting = where_true(waited);
+    if !ended_waiting.is_empty() {
+        section.run(&FORGET_WAITS, &[Some(int8_array(ended_waiting))]);
+    }
+}
+
+/// The jobs that waited for jobs `completed` (an array) and wait for nothing more: due, and their
+/// queues' workers woken. In the completing transaction.
+fn release(section: &Section, completed: Datum) {
+    let Some(dependents) = released_dependents(section, completed) else {
+        return;
+    };
+    let due = section.run(&MAKE_DUE, &[Some(dependents)]);
+    made_due(section, &due);
+}
+
+/// The waits on jobs `completed` (an array) removed, and the jobs that had them locked in turn
+/// with any other completion of their dependencies (see touch_waiting): those jobs, as an array,
+/// or None. For queue and batch jobs alike.
+pub(super) fn released_dependents(section: &Section, completed: Datum) -> Option<Datum> {
+    let waited = section.run(&RELEASE_WAITS, &[Some(completed)]);
+    if waited.get::<Vec<i64>>(0, 0).unwrap_or_default().is_empty() {
+        return None;
+    }
+    let dependents = waited.datum(0, 0);
+    section.run(&TOUCH_WAITING, &[dependents]);
+    dependents
+}
+
+/// Jobs made due (MAKE_DUE's or UNBLOCK's rows): their queues' claims start below them, and
+/// workers asleep are woken.
+fn made_due(section: &Section, due: &Rows) {
+    let jobs: Vec<(i64, Oid, String)> = (0..due.len())
+        .filter_map(|row| placed(due, row, [0, 1, 2, 3, 4]))
+        .collect();
+    wake_placed(section, &jobs);
+}
+
+// jobs_unblock(id): the caller's job stops waiting for its dependencies; returns when it is due
+// (also for one they released already).
+entry!(jobs_unblock, pg_finfo_jobs_unblock, |fcinfo| {
+    let caller = Caller::current();
+    let Some(job) = argument(fcinfo, 0) else {
+        required("job id")
+    };
+    let owner = acting_on(&caller);
+    let section = Section::as_owner(fcinfo);
+    let due = section.run(&UNBLOCK, &[Some(job), owner]);
+    if due.len() == 0 {
+        let id = job.value() as i64;
+        let live = section.run(&LIVE_QUEUE_JOB, &[Some(job), owner]);
+        if live.len() == 0 {
+            missing_job(id);
+        }
+        // Released by its dependencies already (a completion that committed first).
+        if live.get::<bool>(0, 0) == Some(true) {
+            return live.datum(0, 1).expect("a job's run_at");
+        }
+        refuse(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("job {id} does not wait for dependencies"),
+            Some("Only a waiting job added with depends_on or after, blocked or not, can be unblocked."),
+        );
+    }
+    made_due(&section, &due);
+    due.datum(0, 4).expect("a job's run_at")
+});
+
+// jobs_dependency_results(id, token): what the job held with that token depends on, and how
+// each ended.
+entry!(
+    jobs_dependency_results,
+    pg_finfo_jobs_dependency_results,
+    |fcinfo| {
+        let caller = Caller::current();
+        let (job, token) = (argument(fcinfo, 0), argument(fcinfo, 1));
+        let owner = acting_on(&caller);
+        materialize(fcinfo);
+        let section = Section::as_owner(fcinfo);
+        let results = section.run(&DEPENDENCY_RESULTS, &[job, token, owner]);
+        if results.len() == 0 {
+            lease_error(
+                &section,
+                job.map(|j| j.value() as i64),
+                value(fcinfo, 1),
+                owner,
+            );
+        }
+        // A job that depends on nothing has its row of nulls.
+        if results.datum(0, 0).is_some() {
+            results.return_all(fcinfo);
+        }
+        Datum::from(0)
+    }
+);
