@@ -666,14 +666,17 @@ wait_loops() {
     return 0
 }
 
-test_fault_jobs_survive_kills_and_restart() {
+test_fault_jobs_survive_kills_and_restart() { with_fault_cleanup fault_run; }
+
+# with_fault_cleanup FUNCTION: runs a fault test, its loops killed however it ends.
+with_fault_cleanup() {
     local prev_exit prev_int prev_term rc
     trap_command prev_exit EXIT
     trap_command prev_int INT
     trap_command prev_term TERM
     trap "fault_cleanup; $prev_exit" EXIT
     trap 'fault_cleanup; exit 130' INT TERM
-    fault_run
+    "$1"
     rc=$?
     fault_cleanup
     if [ -n "$prev_exit" ]; then trap "$prev_exit" EXIT; else trap - EXIT; fi
@@ -835,6 +838,143 @@ fault_run() {
     [ "$process_kills" -ge 1 ] && [ "$backend_kills" -ge 1 ] && [ "$restarts" = 1 ]
 }
 
+# The graph fault test (issue 30): a graph of 1,002 steps added in one call (a root; 100 steps
+# after it; 8 after each of those; a join after each 8; a last join after the 100 joins) is
+# worked by GRAPH_WORKERS workers while worker processes and backends are killed with SIGKILL and
+# the server is stopped once with -m immediate. A worker reads what its job depends on
+# (jobs_dependency_results) and records, in the transaction of its jobs_complete, when it claimed
+# the job, how many dependencies it saw, whether all had completed and how many results it read.
+# Afterwards every step completed exactly once, none was claimed before each of its dependencies
+# had completed, and every join read every result of its dependencies.
+GRAPH_WORKERS=5
+
+# graph_worker NAME: claims one job at a time with a 3 s lease and completes it as above.
+graph_worker() {
+    set +e
+    local name=$1 end=$((SECONDS + 150)) row id token at
+    while [ $SECONDS -lt $end ] && [ ! -e "$FAULT_DIR/stop-workers" ]; do
+        row=$(fault_psql "$name" -c "SELECT id, lease_token, now()
+                                     FROM pgjobs.jobs_claim('$name', ARRAY['graph'], 1, '3 seconds')") \
+            || { sleep 0.3; continue; }
+        [ -n "$row" ] || { sleep 0.1; continue; }
+        IFS='|' read -r id token at <<<"$row"
+        fault_psql "$name" -c BEGIN -c "
+            INSERT INTO graph_runs
+            SELECT $id, '$name', '$at', count(d.dependency),
+                   coalesce(bool_and(d.status = 'completed'), true), count(d.result)
+            FROM pgjobs.jobs_dependency_results($id, '$token') d" \
+            -c "SELECT pg_sleep(random() * 0.05)" \
+            -c "SELECT pgjobs.jobs_complete($id, '$token', jsonb_build_object('step', $id))" \
+            -c COMMIT >/dev/null
+    done
+}
+
+graph_start_worker() {
+    local slot=$1
+    FAULT_GEN[$slot]=$((${FAULT_GEN[$slot]:--1} + 1))
+    graph_worker "graph-worker-$slot.${FAULT_GEN[$slot]}" 2>>"$FAULT_DIR/worker-$slot.log" &
+    FAULT_PID[$slot]=$!
+}
+
+test_fault_graph_survives_kills_and_restart() { with_fault_cleanup graph_run; }
+
+graph_run() {
+    local slot i victim data failures summary started=$SECONDS
+    local process_kills=0 backend_kills=0 restarts=0
+    FAULT_DIR="$OUT/fault-graph"
+    rm -rf "$FAULT_DIR"
+    mkdir -p "$FAULT_DIR"
+    FAULT_PID=()
+    FAULT_GEN=()
+    data="$(cluster_dir test)/data"
+    # Positions: 1 the root, 2-101 its steps, 102-901 eight after each step, 902-1001 a join
+    # after each eight, 1002 the last join. Leases of 3 s, attempts to spare.
+    live_sql "CREATE TABLE graph_runs (job_id bigint NOT NULL, worker text NOT NULL,
+                                       claimed_at timestamptz NOT NULL, dependencies integer NOT NULL,
+                                       all_completed boolean NOT NULL, results integer NOT NULL);
+              SELECT count(*) FROM pgjobs.jobs_add_batch((
+                  SELECT jsonb_agg(g.spec || '{\"queue\": \"graph\", \"lease\": \"3 seconds\",
+                                               \"max_attempts\": 50, \"backoff\": \"0.2 seconds\"}'
+                                   ORDER BY g.position)
+                  FROM (SELECT 1 AS position, jsonb_build_object('task', 'root') AS spec
+                        UNION ALL
+                        SELECT 1 + m, jsonb_build_object('task', 'step', 'after', jsonb_build_array(1))
+                        FROM generate_series(1, 100) m
+                        UNION ALL
+                        SELECT 101 + (m - 1) * 8 + l, jsonb_build_object('task', 'leaf', 'after', jsonb_build_array(1 + m))
+                        FROM generate_series(1, 100) m, generate_series(1, 8) l
+                        UNION ALL
+                        SELECT 901 + m, jsonb_build_object('task', 'join', 'after',
+                            (SELECT jsonb_agg(101 + (m - 1) * 8 + l) FROM generate_series(1, 8) l))
+                        FROM generate_series(1, 100) m
+                        UNION ALL
+                        SELECT 1002, jsonb_build_object('task', 'last', 'after',
+                            (SELECT jsonb_agg(901 + m) FROM generate_series(1, 100) m))) g))" \
+        | grep -qx 1002 || return 1
+    for ((slot = 1; slot <= GRAPH_WORKERS; slot++)); do
+        graph_start_worker "$slot"
+    done
+
+    # A fault every 2 s until the graph is done: a worker process killed (and started again) or
+    # a worker's backend killed; the third time, the immediate stop and a start.
+    i=0
+    while live_sql "SELECT EXISTS (SELECT FROM pgjobs.jobs WHERE queue = 'graph')" 2>/dev/null | grep -qx t \
+        && [ $((SECONDS - started)) -lt 120 ]; do
+        sleep 2
+        i=$((i + 1))
+        if [ $i = 3 ]; then
+            as_db_user "$PG_BIN/pg_ctl" -D "$data" -m immediate -w stop >/dev/null || return 1
+            sleep 1
+            as_db_user "$PG_BIN/pg_ctl" -D "$data" -l "$(cluster_dir test)/server.log" -w start >/dev/null || return 1
+            restarts=$((restarts + 1))
+        elif [ $((i % 2)) = 1 ]; then
+            slot=$((RANDOM % GRAPH_WORKERS + 1))
+            fault_kill_loop "${FAULT_PID[$slot]}"
+            graph_start_worker "$slot"
+            process_kills=$((process_kills + 1))
+        else
+            victim=$(live_sql "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'graph-worker-%'
+                               ORDER BY state <> 'active', random() LIMIT 1" 2>/dev/null) || victim=
+            [ -n "$victim" ] && kill -9 "$victim" 2>/dev/null && backend_kills=$((backend_kills + 1))
+        fi
+        wait_ready || return 1
+    done
+    touch "$FAULT_DIR/stop-workers"
+    wait_loops 20 "${FAULT_PID[@]}" || { echo "graph fault test: workers did not stop" >&2; return 1; }
+
+    failures=$(live_sql "
+        WITH h AS (SELECT * FROM pgjobs.job_history WHERE queue = 'graph'),
+        runs AS (SELECT r.*, h.task, h.depends_on FROM graph_runs r JOIN h ON h.id = r.job_id),
+        checks(name, ok) AS (VALUES
+          ('every step finished, none left', (SELECT count(*) = 1002 FROM h)
+                                             AND NOT EXISTS (SELECT FROM pgjobs.jobs WHERE queue = 'graph')),
+          ('every step completed, once', (SELECT count(*) = 1002 AND count(DISTINCT id) = 1002 FROM h WHERE status = 'completed')),
+          ('one run recorded per step: none completed twice',
+           (SELECT count(*) = 1002 AND count(DISTINCT job_id) = 1002 FROM graph_runs)),
+          ('every step saw each of its dependencies completed, and read its result',
+           NOT EXISTS (SELECT FROM runs WHERE NOT all_completed
+                                        OR dependencies <> coalesce(cardinality(depends_on), 0)
+                                        OR results <> dependencies)),
+          ('the joins saw 8 dependencies each, the last join 100',
+           (SELECT count(*) = 100 FROM runs WHERE task = 'join' AND dependencies = 8)
+           AND (SELECT dependencies = 100 FROM runs WHERE task = 'last')),
+          ('no step was claimed before each of its dependencies had completed',
+           NOT EXISTS (SELECT FROM runs r, unnest(r.depends_on) d JOIN h ON h.id = d
+                       WHERE h.end_time > r.claimed_at)),
+          ('no wait left', NOT EXISTS (SELECT FROM pgjobs.job_dependencies)))
+        SELECT name FROM checks WHERE ok IS NOT TRUE") || return 1
+    summary=$(live_sql "SELECT format('%s steps completed, %s of them after an attempt lost with a killed worker',
+                                      count(*), count(*) FILTER (WHERE attempts > 1))
+                        FROM pgjobs.job_history WHERE queue = 'graph'") || return 1
+    echo "graph fault test: $summary; $process_kills worker processes and $backend_kills backends killed, $restarts immediate restart; $((SECONDS - started)) s" >&2
+    if [ -n "$failures" ]; then
+        echo "graph fault test: these do not hold:" >&2
+        sed 's/^/  - /' <<<"$failures" >&2
+        return 1
+    fi
+    [ "$process_kills" -ge 1 ] && [ "$backend_kills" -ge 1 ] && [ "$restarts" = 1 ]
+}
+
 # Installing pg_jobs again while this cluster runs with the library preloaded: the library is a
 # new file renamed into place (a new inode), so the postmaster and its sessions keep the one they
 # mapped and go on; new sessions work. (An overwrite in place crashed the server.)
@@ -871,5 +1011,6 @@ run_live_tests() {
     verdict "a batch claim requeues an expired lease where the launcher also does" test_batch_claims_rescue_where_the_launcher_does
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row
     verdict "jobs survive a minute of SIGKILLs and an immediate restart" test_fault_jobs_survive_kills_and_restart
+    verdict "a graph of 1,002 steps survives SIGKILLs and an immediate restart" test_fault_graph_survives_kills_and_restart
     verdict "standby is idle until promoted" test_standby_is_idle_until_promoted
 }
