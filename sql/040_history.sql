@@ -128,7 +128,8 @@ CREATE VIEW jobs_queues WITH (security_invoker = true) AS
 WITH live AS (
     SELECT j.owner, j.queue::text AS queue,
            count(*) FILTER (WHERE j.status = 'created' AND j.run_at <= now()) AS ready,
-           count(*) FILTER (WHERE j.status = 'created' AND j.run_at > now()) AS scheduled,
+           count(*) FILTER (WHERE j.status = 'created' AND j.run_at > now() AND j.run_at < 'infinity') AS scheduled,
+           count(*) FILTER (WHERE j.status = 'created' AND j.run_at = 'infinity') AS waiting,
            count(*) FILTER (WHERE j.status <> 'created') AS running,
            min(j.run_at) FILTER (WHERE j.status = 'created' AND j.run_at <= now()) AS oldest_ready_at
     FROM jobs j GROUP BY j.owner, j.queue
@@ -142,7 +143,8 @@ WITH live AS (
     UNION SELECT d.owner, d.queue FROM queue_dead_letters d
 )
 SELECT q.owner::regrole AS owner, q.queue, coalesce(l.ready, 0) AS ready,
-       coalesce(l.scheduled, 0) AS scheduled, coalesce(l.running, 0) AS running, l.oldest_ready_at,
+       coalesce(l.scheduled, 0) AS scheduled, coalesce(l.waiting, 0) AS waiting,
+       coalesce(l.running, 0) AS running, l.oldest_ready_at,
        p.paused_at, p.paused_by, coalesce(r.keep, 'all') AS keeps, m.max_running, t.claims AS rate_claims,
        t.per AS rate_per, d.dead_letter_queue::text, k.max_per_key, k.ordered AS key_ordered,
        k.rate_claims AS key_rate_claims, k.rate_per AS key_rate_per
@@ -155,8 +157,8 @@ LEFT JOIN queue_key_limits k ON k.owner = q.owner AND k.queue = q.queue
 LEFT JOIN queue_history_rules r ON r.owner = q.owner AND r.queue = q.queue
 LEFT JOIN queue_dead_letters d ON d.owner = q.owner AND d.queue = q.queue;
 COMMENT ON VIEW jobs_queues IS
-    'Each queue of the caller''s identity: jobs ready (due), scheduled (due later) and running '
-    '(leased), the oldest ready job''s run_at, when and by whom it was paused (null: it is not), '
+    'Each queue of the caller''s identity: jobs ready (due), scheduled (due later), waiting for '
+    'their dependencies (blocked ones too) and running (leased), the oldest ready job''s run_at, when and by whom it was paused (null: it is not), '
     'which finished jobs job_history keeps (jobs_queue_history), its concurrency limit (null: '
     'none; jobs_limit), its rate limit: rate_claims in any window of rate_per (jobs_rate_limit), '
     'the queue its jobs go to after their last attempt (jobs_dead_letter), and its key limit: '

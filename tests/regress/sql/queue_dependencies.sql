@@ -27,6 +27,8 @@ RESET ROLE;
 SELECT id, waited_on FROM pgjobs.jobs ORDER BY id;
 SET ROLE regress_flow;
 SELECT on_job, job_id FROM pgjobs.job_dependencies ORDER BY job_id, on_job;
+-- The queue counts them as waiting for dependencies, not as scheduled.
+SELECT ready, scheduled, waiting, running FROM pgjobs.jobs_queues WHERE queue = 'flow';
 -- Only the root is claimable; the others are waiting, not blocked.
 SELECT status FROM pgjobs.jobs_result(5);
 SELECT id, task FROM pgjobs.jobs_claim('w', ARRAY['flow'], 10);
