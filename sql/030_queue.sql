@@ -533,10 +533,17 @@ ALTER TABLE queue_key_tokens ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON queue_key_tokens FOR SELECT USING (owner = (SELECT identity()));
 GRANT SELECT ON queue_key_limits, queue_key_gates, queue_key_slots, queue_key_tokens TO pgjobs_user;
 
--- The gate of a concurrency key.
+-- The gate of a concurrency key: one of the 64 that _key_gates gives.
 CREATE FUNCTION _key_gate(concurrency_key text) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
 RETURN hashtext(concurrency_key) & 63;
+
+-- Every gate of a key limit: its rows of queue_key_gates.
+CREATE FUNCTION _key_gates() RETURNS SETOF integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT generate_series(0, 63);
+END;
 
 -- The job of claimant $1's queue $2 with concurrency key $3 that a claim may take next, under
 -- key limits $4: none while the key's slots are all held or its tokens all taken in their window,

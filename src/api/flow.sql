@@ -84,7 +84,7 @@ WITH limited AS (
     RETURNING l.max_per_key, l.ordered, l.set_at, l.set_by
 ), gates AS (
     INSERT INTO queue_key_gates (owner, queue, gate)
-    SELECT $1, $2, g FROM generate_series(0, 63) g
+    SELECT $1, $2, g FROM _key_gates() g
     ON CONFLICT DO NOTHING
 ), dropped AS (
     DELETE FROM queue_key_slots s WHERE s.owner = $1 AND s.queue = $2
@@ -115,7 +115,7 @@ WITH limited AS (
     RETURNING l.rate_claims, l.rate_per, l.set_at, l.set_by
 ), gates AS (
     INSERT INTO queue_key_gates (owner, queue, gate)
-    SELECT $1, $2, g FROM generate_series(0, 63) g
+    SELECT $1, $2, g FROM _key_gates() g
     ON CONFLICT DO NOTHING
 ), dropped AS (
     DELETE FROM queue_key_tokens t WHERE t.owner = $1 AND t.queue = $2
