@@ -184,7 +184,7 @@ CREATE FUNCTION _blocked_by(job bigint) RETURNS text
 LANGUAGE sql STABLE
 RETURN (SELECT string_agg(format('job %s %s', w.on_job, coalesce(
                    (SELECT h.status::text FROM job_history h WHERE h.id = w.on_job),
-                   'ended and its month was dropped')), '; ' ORDER BY w.on_job)
+                   'ended without completing')), '; ' ORDER BY w.on_job)
         FROM job_dependencies w
         WHERE w.job_id = job AND NOT EXISTS (SELECT FROM jobs d WHERE d.id = w.on_job));
 
@@ -201,7 +201,9 @@ RETURN EXISTS (SELECT FROM job_dependencies w
 CREATE VIEW job_list WITH (security_invoker = true) AS
 SELECT j.id, j.owner::regrole AS owner, j.status, j.task::text, j.queue::text, j.priority,
        _shown_payload(j.queue, j.payload) AS payload, NULL::jsonb AS result, j.errors, j.attempt,
-       j.max_attempts::integer, j.run_at, j.idempotency_key, j.key_rule, j.locked_by,
+       j.max_attempts::integer,
+       -- Null while it waits for dependencies: drivers cannot read infinity as a time.
+       CASE WHEN j.run_at < 'infinity' THEN j.run_at END AS run_at, j.idempotency_key, j.key_rule, j.locked_by,
        j.locked_until, j.due_at, j.start_time, NULL::timestamptz AS end_time, j.concurrency_key,
        j.depends_on
 FROM jobs j
@@ -212,7 +214,7 @@ SELECT h.id, h.owner::regrole, h.status, h.task, h.queue, h.priority,
        h.concurrency_key, h.depends_on
 FROM job_history h;
 COMMENT ON VIEW job_list IS 'Live jobs (created, started, aborting) and finished ones together '
-    '(run_at infinity: waiting for the jobs of depends_on).';
+    '(run_at null: created and waiting for the jobs of depends_on).';
 
 GRANT SELECT ON job_list TO pgjobs_user;
 

@@ -85,10 +85,11 @@ WHERE j.id = $1 AND ($2::oid IS NULL OR j.owner = $2) AND j.claimable_by <> _ext
 
 -- name: dependency_results
 -- What job $1, held with lease token $2 by owner $3 (any when null), depends on, in id order:
--- each dependency's status, result and last error (a dependency that a queue keeping no history
--- dropped has none). No row: the token holds no lease on the job; one row of nulls: the job
+-- each dependency's status, result and, unless it completed, its last error (a dependency that a
+-- queue keeping no history dropped has none). No row: the token holds no lease on the job; one row of nulls: the job
 -- depends on nothing.
-SELECT d.id, coalesce(h.status::text, l.status::text), h.result, h.errors -> -1 ->> 'error'
+SELECT d.id, coalesce(h.status::text, l.status::text), h.result,
+       CASE WHEN h.status <> 'completed' THEN h.errors -> -1 ->> 'error' END
 FROM jobs j
 LEFT JOIN LATERAL unnest(j.depends_on) AS d(id) ON true
 LEFT JOIN job_history h ON h.id = d.id AND h.owner = j.owner

@@ -592,10 +592,12 @@ WHERE j.id = $1 AND ($2::oid IS NULL OR j.owner = $2)
 FOR UPDATE;
 
 -- name: result
--- Job $1, live or finished, if owner $2 (any when null) may see it: its status (blocked, for a
--- job waiting for dependencies of which one failed or was aborted), its result, the error of its
--- last failed attempt (or why it is blocked), its attempts, its progress and when it finished.
-SELECT CASE WHEN b.reason IS NULL THEN j.status::text ELSE 'blocked' END, NULL::jsonb,
+-- Job $1, live or finished, if owner $2 (any when null) may see it: its status (waiting, for a
+-- job waiting for dependencies, blocked when one of them failed or was aborted), its result, the
+-- error of its last failed attempt (or why it is blocked), its attempts, its progress and when it
+-- finished.
+SELECT CASE WHEN b.reason IS NOT NULL THEN 'blocked' WHEN j.run_at = 'infinity' THEN 'waiting'
+            ELSE j.status::text END, NULL::jsonb,
        coalesce(b.reason, j.errors -> -1 ->> 'error'), j.attempt, j.progress, NULL::timestamptz
 FROM jobs j
 LEFT JOIN LATERAL (SELECT _blocked_by(j.id) AS reason WHERE j.run_at = 'infinity') b ON true

@@ -10,6 +10,7 @@ use pgrx::IntoDatum;
 
 use super::call::{argument, invalid, materialize, value, Caller, Section, Statement};
 use super::datum::seconds;
+use super::dependencies::{self, Needs};
 use super::queue::{acting_on, callers_queue, job_ids, placed, return_ids, wake_placed};
 use super::refusals::finite_date;
 use crate::{entry, gucs, named_statements};
@@ -50,6 +51,21 @@ fn retry(section: &Section, ids: Datum, owner: Option<Datum>) -> Vec<i64> {
             Some(seconds(gucs::LEASE.get())),
         ],
     );
+    // A job added with dependencies waits again for those that have not completed (an abort
+    // while it waited removed its waits).
+    for row in 0..retried.len() {
+        if let (Some(id), Some(owner), Some(on)) = (
+            retried.get::<i64>(row, 0),
+            retried.get::<pg_sys::Oid>(row, 5),
+            retried.get::<Vec<i64>>(row, 6),
+        ) {
+            let needs = Needs {
+                ids: on,
+                after: Vec::new(),
+            };
+            dependencies::hold(section, owner, &[id], &[needs]);
+        }
+    }
     let placed: Vec<(i64, pg_sys::Oid, String)> = (0..retried.len())
         .filter_map(|row| placed(&retried, row, [0, 1, 2, 3, 4]))
         .collect();

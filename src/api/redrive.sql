@@ -20,7 +20,7 @@ DELETE FROM queue_dead_letters d WHERE d.owner = $1 AND d.queue = $2;
 -- retries of one job bring it back once: the second finds the row gone. A job whose key rule is
 -- `replace` gets its key back (its finish gave it up, unless a hand-over of it rolled back: then
 -- the key still names the job), and stays where it is if another job has taken the key since. Returns each job brought back, who may claim it, its queue and its place
--- in the claim order (priority, run_at).
+-- in the claim order (priority, run_at), its owner and what it was added to wait for.
 WITH chosen AS (
     SELECT h.id, h.owner, h.idempotency_key, h.key_rule, h.due_at
     FROM job_history h
@@ -50,7 +50,7 @@ SELECT m.id, m.owner, m.owner, m.task, m.queue, m.priority, statement_timestamp(
        -- The jobs its failure blocked wait for it again, and its completion releases them.
        CASE WHEN EXISTS (SELECT FROM job_dependencies d WHERE d.on_job = m.id) THEN true END
 FROM moved m
-RETURNING id, claimable_by, queue::text, priority, run_at;
+RETURNING id, claimable_by, queue::text, priority, run_at, owner, depends_on;
 
 -- name: retry_chosen
 -- The oldest $6 (by id) of owner $1's (any when null) failed and aborted jobs of queue $2, of task

@@ -5,7 +5,8 @@
 -- answers, its status (null: no job of the owner's has that id), its result, the error of its last
 -- failed attempt, its attempts, and when it finished (null: not yet). The ids are a condition of
 -- their own on jobs, which only its primary key serves (see finish in queue.sql).
-SELECT g.id, CASE WHEN b.reason IS NULL THEN coalesce(j.status::text, h.status::text) ELSE 'blocked' END,
+SELECT g.id, CASE WHEN b.reason IS NOT NULL THEN 'blocked' WHEN j.run_at = 'infinity' THEN 'waiting'
+                  ELSE coalesce(j.status::text, h.status::text) END,
        h.result, coalesce(b.reason, coalesce(j.errors, h.errors) -> -1 ->> 'error'),
        coalesce(j.attempt, h.attempts), h.end_time
 FROM unnest($1::bigint[]) WITH ORDINALITY AS g(id, n)

@@ -27,6 +27,8 @@ RESET ROLE;
 SELECT id, waited_on FROM pgjobs.jobs ORDER BY id;
 SET ROLE regress_flow;
 SELECT on_job, job_id FROM pgjobs.job_dependencies ORDER BY job_id, on_job;
+-- job_list shows no run_at while a job waits for dependencies (drivers cannot read infinity).
+SELECT id, run_at IS NULL AS no_run_at FROM pgjobs.job_list WHERE id IN (1, 5) ORDER BY id;
 -- The queue counts them as waiting for dependencies, not as scheduled.
 SELECT ready, scheduled, waiting, running FROM pgjobs.jobs_queues WHERE queue = 'flow';
 -- Only the root is claimable; the others are waiting, not blocked.
@@ -69,6 +71,8 @@ SELECT status, error FROM pgjobs.jobs_result(:after_fragile);
 SELECT id = :fragile AS retried_claimed FROM pgjobs.jobs_claim('w', ARRAY['flow']);
 SELECT pgjobs.jobs_complete(:fragile, regress.token(:fragile));
 SELECT id = :after_fragile AS released_claimed FROM pgjobs.jobs_claim('w', ARRAY['flow']);
+-- The dependency completed on its second try: no error is reported with it.
+SELECT status, error FROM pgjobs.jobs_dependency_results(:after_fragile, regress.token(:after_fragile));
 SELECT pgjobs.jobs_complete(:after_fragile, regress.token(:after_fragile));
 
 -- Blocked, then unblocked by its owner: due at once, its waits gone.
@@ -86,6 +90,12 @@ SELECT pgjobs.jobs_add('slow', queue => 'flow', run_at => now() + interval '1 ho
 SELECT pgjobs.jobs_add('after_slow', queue => 'flow', depends_on => ARRAY[:slow]) AS after_slow \gset
 SELECT pgjobs.jobs_abort(:after_slow);
 SELECT count(*) AS waits FROM pgjobs.job_dependencies WHERE job_id = :after_slow;
+-- Brought back by jobs_retry, it waits again for what has not completed; aborted again.
+SELECT count(*) AS retried FROM pgjobs.jobs_retry(ARRAY[:after_slow]);
+SELECT run_at = 'infinity' AS waits_again,
+       (SELECT count(*) FROM pgjobs.job_dependencies WHERE job_id = :after_slow) AS waits
+FROM pgjobs.jobs WHERE id = :after_slow;
+SELECT pgjobs.jobs_abort(:after_slow);
 -- A dependency already finished: completed, the job is due at once (and runs when asked, if
 -- later); failed or aborted, it is blocked at once.
 SELECT pgjobs.jobs_add('after_done', queue => 'flow', depends_on => ARRAY[1, 5]) AS after_done \gset
