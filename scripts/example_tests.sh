@@ -364,14 +364,16 @@ example_compute_worker() {
                         FROM pgjobs.compute_results WHERE job_id = $job_here")" = "cba,sboj_gp" ]
 }
 
-# The workflow example (workflow.py / workflow.js) with two workers: 8 steps fanned out in one
-# call, step 0 failing while its service is down; the workflow sees the failure in jobs_wait,
-# brings the service back and sends the step again with jobs_retry (same id), then joins. Then,
-# from the database: every step completed, step 0 after a failed attempt (in its log of errors),
-# each step's effect exactly once and none of the failed attempt, and the join job, added after
-# them, completed with all 8 steps in its payload.
+# The workflow example (workflow.py / workflow.js) with two workers: 8 steps and their join added
+# in one jobs_add_batch (the join "after" the 8), step 0 failing while its service is down; the
+# workflow sees the failure in jobs_wait and the join blocked by it, brings the service back and
+# sends the step again with jobs_retry (same id), then waits for the join, which the workers do
+# once the last step completed, from what jobs_dependency_results tells them. Then, from the
+# database: every step completed, step 0 after a failed attempt (in its log of errors), each
+# step's effect exactly once and none of the failed attempt; the join added with the steps,
+# depending on them, completed once, after every step, with all 8 in its result.
 example_workflow() {
-    local out w1 w2 join steps
+    local out w1 w2 join steps first
     EX_PIDS=()
     if ! ex_start wf1 || { w1=$EX_PID; ! ex_start wf2; }; then
         ex_failed "workflow: two workers start" "$(tail -n 5 "$(ex_log wf1)" "$(ex_log wf2)" 2>/dev/null)"
@@ -381,27 +383,48 @@ example_workflow() {
     w2=$EX_PID
     out=$(ex_run workflow 8 --queue "ex_$EX_LANG" --outage "smtp-$EX_LANG-$$" 2>&1)
     join=$(tail -n 1 <<<"$out")
-    if [[ "$join" =~ ^[0-9]+$ ]] && grep -q "^join $join completed$" <<<"$out"; then
-        ex_ok "workflow: fan-out, a failed step retried, the join completed"
+    # "fanned out 8 steps [101, ..., 108], join 109 after them"
+    steps=$(sed -n "s/^fanned out 8 steps \[\([0-9, ]*\)\], join $join after them$/\1/p" <<<"$out" | tr -d ' ')
+    first=${steps%%,*}
+    if [[ "$join" =~ ^[0-9]+$ ]] && [ "$(tr , '\n' <<<"$steps" | grep -c .)" = 8 ] \
+       && grep -q "^join $join completed: 8 steps by " <<<"$out"; then
+        ex_ok "workflow: steps and join in one call, a failed step retried, the join completed"
     else
-        ex_failed "workflow: fan-out, a failed step retried, the join completed" "$(tail -n 5 <<<"$out")"
+        ex_failed "workflow: steps and join in one call, a failed step retried, the join completed" "$(tail -n 6 <<<"$out")"
         ex_kill_all
         return
     fi
-    steps=$(ex_sql "SELECT string_agg(s, ',') FROM jsonb_array_elements_text(
-                        (SELECT payload -> 'steps' FROM pgjobs.job_list WHERE id = $join)) s")
-    ex_check "workflow: the failed step ran again under its id after its failure" grep -q "^step ${steps%%,*} failed: .*smtp-$EX_LANG-$$ is down" <<<"$out"
-    ex_check "workflow: every step completed, the first after one failed attempt" ex_until 1 "
+    # The workflow's lines in order: step 0's failure, the join blocked by it, the retry, the join's result.
+    ex_check "workflow: the join was reported blocked by the failed step before the retry" \
+        [ "$(grep -E "^(step |join |retried )" <<<"$out" | sed "s/: .*smtp-$EX_LANG-$$ is down$/: down/")" = \
+          "step $first failed: down
+join $join blocked: job $first failed
+retried [$first]
+$(grep "^join $join completed: " <<<"$out")" ]
+    ex_check "workflow: every step completed, the failed one again under its id after one failed attempt" ex_until 1 "
         SELECT count(*) = 8 AND bool_and(status = 'completed')
-               AND bool_and(jsonb_array_length(errors) = CASE WHEN id = ${steps%%,*} THEN 1 ELSE 0 END)
+               AND bool_and(jsonb_array_length(errors) = CASE WHEN id = $first THEN 1 ELSE 0 END)
+               AND bool_or(id = $first AND errors->0->>'error' LIKE '%smtp-$EX_LANG-$$ is down')
         FROM pgjobs.job_list WHERE id IN ($steps)"
     ex_check "workflow: one effect per step and the join, none of the failed attempt" ex_until 1 "
         SELECT count(*) = 9 AND count(DISTINCT job_id) = 9
                AND bool_and(n = CASE WHEN job_id = $join THEN 8 ELSE n END)
         FROM example_effects WHERE job_id IN ($steps, $join)"
-    ex_check "workflow: the join was added after every step finished" ex_until 1 "
-        SELECT (SELECT start_time FROM pgjobs.job_list WHERE id = $join)
-               >= (SELECT max(end_time) FROM pgjobs.job_list WHERE id IN ($steps))"
+    ex_check "workflow: the join, added with the steps and depending on them, completed once" ex_until 1 "
+        SELECT count(*) = 1 AND bool_and(j.status = 'completed' AND j.task = 'join' AND j.attempt = 1
+                                         AND jsonb_array_length(j.errors) = 0
+                                         AND j.depends_on = '{$steps}'::bigint[]
+                                         AND j.start_time = ALL (SELECT start_time FROM pgjobs.job_list WHERE id IN ($steps)))
+        FROM pgjobs.job_list j WHERE j.id = $join"
+    ex_check "workflow: the join ended after every step" ex_until 1 "
+        SELECT (SELECT end_time FROM pgjobs.job_history WHERE id = $join)
+               > (SELECT max(end_time) FROM pgjobs.job_history WHERE id IN ($steps))"
+    ex_check "workflow: the join's result lists the 8 steps' workers, read from their results" ex_until 1 "
+        SELECT (result->'steps')::int = 8
+               AND result->'workers' = (SELECT jsonb_agg(DISTINCT w ORDER BY w) FROM (
+                                            SELECT s.result->>'worker' COLLATE \"C\" AS w
+                                            FROM pgjobs.job_history s WHERE s.id IN ($steps)) s)
+        FROM pgjobs.job_history WHERE id = $join"
     for pid in $w1 $w2; do ex_stop 5 "$pid"; done
     ex_kill_all
 }

@@ -1,4 +1,6 @@
 // A pg_jobs worker: claims one job at a time, does it and completes it in one transaction.
+// Tasks: "record" (a row of example_effects) and "join" (a workflow's last step: reads what its
+// dependencies answered with jobs_dependency_results, records it, answers with a summary).
 //
 // Connects with DATABASE_URL or the PG* variables. QUEUES (comma-separated, default "default"),
 // LEASE_SECONDS (default 30). SIGTERM or Ctrl-C: the job at hand is finished, then it exits 0.
@@ -56,6 +58,20 @@ async function doRecord(client, job, lease) {
   while (lease.state === 'held' && Date.now() < deadline) await sleep(50);
 }
 
+// A workflow's join: runs once every step it was added after completed, and reads what they
+// answered (one row per dependency, in id order) in the job's transaction.
+async function doJoin(client, job) {
+  const { rows: steps } = await client.query(
+    'SELECT dependency, status, result, error FROM pgjobs.jobs_dependency_results($1, $2)',
+    [job.id, job.lease_token]);
+  // All completed, unless someone let it run without them (jobs_unblock).
+  const missing = steps.filter((s) => s.status !== 'completed').map((s) => `job ${s.dependency} ${s.status}`);
+  if (missing.length) throw new Error(`steps not completed: ${missing.join(', ')}`);
+  await client.query('INSERT INTO example_effects (job_id, n, worker) VALUES ($1, $2, $3)',
+    [job.id, steps.length, WORKER]);
+  return { steps: steps.length, workers: [...new Set(steps.map((s) => s.result.worker))].sort() };
+}
+
 async function run(client, hb, job) {
   const lease = keepLease(hb, job);
   let completed = false;
@@ -63,12 +79,19 @@ async function run(client, hb, job) {
   try {
     // Effects and completion commit together or not at all: that is what makes it exactly once.
     await client.query('BEGIN');
-    if (job.task !== 'record') throw new Error(`unknown task ${job.task}`);
-    await doRecord(client, job, lease);
+    let result;
+    if (job.task === 'record') {
+      await doRecord(client, job, lease);
+      result = { worker: WORKER };
+    } else if (job.task === 'join') {
+      result = await doJoin(client, job);
+    } else {
+      throw new Error(`unknown task ${job.task}`);
+    }
     if (lease.state === 'held') {
       // (The casts pick the one-job forms: jobs_complete and jobs_fail also take arrays.)
       await client.query('SELECT pgjobs.jobs_complete($1::bigint, $2::uuid, $3::jsonb)',
-        [job.id, job.lease_token, { worker: WORKER }]);
+        [job.id, job.lease_token, result]);
       await client.query('COMMIT');
       completed = true;
     }

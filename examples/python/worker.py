@@ -1,4 +1,6 @@
 """A pg_jobs worker: claims one job at a time, does it and completes it in one transaction.
+Tasks: "record" (a row of example_effects) and "join" (a workflow's last step: reads what its
+dependencies answered with jobs_dependency_results, records it, answers with a summary).
 
 Connects with DATABASE_URL or the PG* variables. QUEUES (comma-separated, default "default"),
 LEASE_SECONDS (default 30). SIGTERM or Ctrl-C: the job at hand is finished, then it exits 0.
@@ -65,20 +67,38 @@ def do_record(conn, job_id, payload, lease):
         time.sleep(0.05)
 
 
+def do_join(conn, job_id, token):
+    """A workflow's join: runs once every step it was added after completed, and reads what
+    they answered (one row per dependency, in id order) in the job's transaction."""
+    steps = conn.execute("SELECT dependency, status, result, error"
+                         " FROM pgjobs.jobs_dependency_results(%s, %s)", (job_id, token)).fetchall()
+    # All completed, unless someone let it run without them (jobs_unblock).
+    missing = [f"job {dep} {status}" for dep, status, _, _ in steps if status != "completed"]
+    if missing:
+        raise RuntimeError(f"steps not completed: {', '.join(missing)}")
+    conn.execute("INSERT INTO example_effects (job_id, n, worker) VALUES (%s, %s, %s)",
+                 (job_id, len(steps), WORKER))
+    return {"steps": len(steps), "workers": sorted({result["worker"] for _, _, result, _ in steps})}
+
+
 def run(conn, hb, job_id, token, task, payload):
     lease = Lease(hb, job_id, token)
     completed, error = False, None
     try:
         # Effects and completion commit together or not at all: that is what makes it exactly once.
         with conn.transaction():
-            if task != "record":
+            if task == "record":
+                do_record(conn, job_id, payload, lease)
+                result = {"worker": WORKER}
+            elif task == "join":
+                result = do_join(conn, job_id, token)
+            else:
                 raise ValueError(f"unknown task {task!r}")
-            do_record(conn, job_id, payload, lease)
             if lease.state != "held":
                 raise psycopg.Rollback()
             # (The casts pick the one-job forms: jobs_complete and jobs_fail also take arrays.)
             conn.execute("SELECT pgjobs.jobs_complete(%s::bigint, %s::uuid, %s::jsonb)",
-                         (job_id, token, Jsonb({"worker": WORKER})))
+                         (job_id, token, Jsonb(result)))
             completed = True  # (a Rollback leaves the block quietly, with this still False)
     except psycopg.errors.ObjectNotInPrerequisiteState:
         completed = False  # 55000: jobs_complete refused, aborted or lost since the last heartbeat
