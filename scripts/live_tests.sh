@@ -396,6 +396,24 @@ test_jobs_wait_is_woken_by_the_completion() {
     [ "$(cat "$out")" = "completed true" ] || { cat "$out" >&2; return 1; }
 }
 
+# A job waiting for another is blocked when that one fails: its waiter returns then, with the
+# reason, and does not sleep on to its timeout.
+test_jobs_wait_returns_when_its_job_is_blocked() {
+    local first second out="$OUT/jobs-wait-blocked.out"
+    first=$(live_sql "SELECT pgjobs.jobs_add('doomed', queue => 'waits-blocked', max_attempts => 1)") || return 1
+    second=$(live_sql "SELECT pgjobs.jobs_add('after it', queue => 'waits-blocked', depends_on => ARRAY[$first::bigint])") || return 1
+    live_sql "SELECT status || ' ' || error || ' ' || (clock_timestamp() - statement_timestamp() < interval '4 seconds')
+              FROM pgjobs.jobs_wait(ARRAY[$second::bigint], '10 seconds')" >"$out" 2>&1 &
+    local waiter=$!
+    wait_until 5 "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event_type = 'Extension'
+                                 AND query LIKE '%jobs_wait%' AND pid <> pg_backend_pid())" || { wait $waiter; return 1; }
+    sleep 1
+    live_sql "SELECT pgjobs.jobs_fail(id, lease_token, 'broken') FROM pgjobs.jobs_claim('w', ARRAY['waits-blocked'], 1)" >/dev/null || return 1
+    wait $waiter || return 1
+    [ "$(cat "$out")" = "blocked job $first failed true" ] || { cat "$out" >&2; return 1; }
+    live_sql "SELECT pgjobs.jobs_abort($second)" >/dev/null
+}
+
 test_launcher_requeues_expired_leases() {
     local job
     job=$(live_sql "SELECT pgjobs.jobs_add('t', queue => 'live-lease', lease => '2 seconds')") || return 1
@@ -1007,6 +1025,7 @@ run_live_tests() {
     verdict "SQL job that ignores cancel is stopped" test_sql_job_that_ignores_cancel_is_stopped
     verdict "the launcher requeues an expired lease without a claim" test_launcher_requeues_expired_leases
     verdict "jobs_wait is woken by the commit that completes its job" test_jobs_wait_is_woken_by_the_completion
+    verdict "jobs_wait returns when its job is blocked by a failed dependency" test_jobs_wait_returns_when_its_job_is_blocked
     verdict "the launcher idles while SQL jobs wait for an executor" test_launcher_idles_while_sql_jobs_wait
     verdict "a batch claim requeues an expired lease where the launcher also does" test_batch_claims_rescue_where_the_launcher_does
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row

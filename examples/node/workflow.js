@@ -41,7 +41,7 @@ try {
   let done = false;
   for (let round = 0; round < 3 && !done; round++) {
     // Sleeps until the commits that finish them wake it (or 30 s pass). The steps, not the
-    // join: a blocked join has not finished, and a wait for it would last until the timeout.
+    // join: the join would say only that it is blocked, not which steps to send again.
     const { rows } = await client.query(
       "SELECT id, status, error FROM pgjobs.jobs_wait($1::bigint[], '30 seconds')", [ids]);
     const failed = rows.filter((r) => r.status === 'failed');

@@ -35,7 +35,7 @@ with psycopg.connect(os.environ.get("DATABASE_URL", ""), autocommit=True) as con
     print(f"fanned out {len(ids)} steps {ids}, join {join} after them", flush=True)
     for _ in range(3):
         # Sleeps until the commits that finish them wake it (or 30 s pass). The steps, not the
-        # join: a blocked join has not finished, and a wait for it would last until the timeout.
+        # join: the join would say only that it is blocked, not which steps to send again.
         done = conn.execute("SELECT id, status, error FROM pgjobs.jobs_wait(%s::bigint[], '30 seconds')",
                             (ids,)).fetchall()
         failed = [(id, error) for id, status, error in done if status == "failed"]

@@ -38,6 +38,7 @@ pub(super) static RELEASE_WAITS: Statement = statement("release_waits", &[INT8AR
 pub(super) static TOUCH_WAITING: Statement = probes("touch_waiting", &[INT8ARRAYOID]);
 static MAKE_DUE: Statement = probes("make_due", &[INT8ARRAYOID]);
 static FORGET_WAITS: Statement = statement("forget_waits", &[INT8ARRAYOID]);
+static DEPENDENTS: Statement = statement("dependents", &[INT8ARRAYOID]);
 static UNBLOCK: Statement = statement("unblock", &[INT8OID, OIDOID]);
 static LIVE_QUEUE_JOB: Statement = statement("live_queue_job", &[INT8OID, OIDOID]);
 static DEPENDENCY_RESULTS: Statement = statement("dependency_results", &[INT8OID, UUIDOID, OIDOID]);
@@ -142,7 +143,7 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
             refuse(
                 PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION,
                 format!("job {stranger} is not one of your queue jobs"),
-                Some("A job can depend only on its owner's jobs in the owner's queues (not on SQL or batch jobs)."),
+                Some("A job can depend only on its owner's jobs in the owner's queues (not SQL or batch jobs), live or kept in job_history."),
             );
         }
     }
@@ -161,10 +162,12 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
     );
 }
 
-/// After a finish, from its rows (columns `[id, completed and waited on, was waiting]`): jobs
-/// that completed release the jobs waiting for them, and a job that ended while it waited
-/// (aborted) has its waits removed. Nothing runs for a finish of jobs nobody waits for.
-pub(crate) fn finished(section: &Section, rows: &Rows, [id, releases, waited]: [usize; 3]) {
+/// After a finish, from its rows (columns `[id, completed and waited on, was waiting, ended
+/// otherwise and waited on]`): jobs that completed release the jobs waiting for them, those that
+/// failed or were aborted wake the jobs_wait callers of the jobs they block, and a job that ended
+/// while it waited (aborted) has its waits removed. Nothing runs for a finish of jobs nobody waits
+/// for.
+pub(crate) fn finished(section: &Section, rows: &Rows, [id, releases, waited, blocks]: [usize; 4]) {
     let where_true = |column| -> Vec<i64> {
         (0..rows.len())
             .filter(|&row| rows.get::<bool>(row, column) == Some(true))
@@ -174,6 +177,13 @@ pub(crate) fn finished(section: &Section, rows: &Rows, [id, releases, waited]: [
     let completed = where_true(releases);
     if !completed.is_empty() {
         release(section, int8_array(completed));
+    }
+    if super::waits::anyone_waiting() {
+        let failed = where_true(blocks);
+        if !failed.is_empty() {
+            let blocked = section.run(&DEPENDENTS, &[Some(int8_array(failed))]);
+            super::waits::finished((0..blocked.len()).filter_map(|row| blocked.get(row, 0)));
+        }
     }
     let ended_waiting = where_true(waited);
     if !ended_waiting.is_empty() {

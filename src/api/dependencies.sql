@@ -58,6 +58,10 @@ WHERE j.id = ANY ($1) AND j.status = 'created' AND j.run_at = 'infinity'
   AND NOT EXISTS (SELECT FROM job_dependencies d WHERE d.job_id = j.id)
 RETURNING j.id, j.claimable_by, j.queue::text, j.priority, j.run_at;
 
+-- name: dependents
+-- The jobs that wait for jobs $1.
+SELECT d.job_id FROM job_dependencies d WHERE d.on_job = ANY ($1);
+
 -- name: forget_waits
 -- The waits of jobs $1, which finished while waiting for dependencies (aborted).
 DELETE FROM job_dependencies d WHERE d.job_id = ANY ($1);

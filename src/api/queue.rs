@@ -884,8 +884,16 @@ fn add_needing(section: &Section, owner: Oid, specs: &[Spec], needs: &[Needs]) -
 entry!(jobs_add, pg_finfo_jobs_add, |fcinfo| {
     let caller = Caller::current();
     let spec = Spec(std::array::from_fn(|n| argument(fcinfo, n)));
+    let depends_on: Vec<Option<i64>> = value(fcinfo, FIELDS).unwrap_or_default();
+    if depends_on.contains(&None) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "depends_on must not contain null",
+            None,
+        );
+    }
     let needs = Needs {
-        ids: value(fcinfo, FIELDS).unwrap_or_default(),
+        ids: depends_on.into_iter().flatten().collect(),
         after: Vec::new(),
     };
     let section = Section::as_owner(fcinfo);
@@ -1243,7 +1251,7 @@ fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
         wake_placed(section, &copies);
     }
     leases_ended(section, &finished, [4, 5]);
-    dependencies::finished(section, &finished, [0, 10, 11]);
+    dependencies::finished(section, &finished, [0, 10, 11, 12]);
     super::waits::finished((0..finished.len()).filter_map(|row| finished.get::<i64>(row, 0)));
     finished
 }

@@ -442,8 +442,9 @@ RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_unti
 -- (queue_dead_letters, sql/040_history.sql): a copy of the job is added there. Returns every job
 -- finished, kept or not, in no order, with its status, whether it is completed or failed
 -- (counted), who could claim it and its queue; and its copy's id, queue, priority and run_at
--- where it has one (nulls elsewhere); whether it completed with jobs waiting for it, and whether
--- it was itself waiting for dependencies (src/api/dependencies.rs). The ids are also a condition of their
+-- where it has one (nulls elsewhere); whether it completed with jobs waiting for it, whether it
+-- was itself waiting for dependencies, and whether it ended otherwise with jobs waiting for it
+-- (src/api/dependencies.rs). The ids are also a condition of their
 -- own (`j.id = ANY ($1)`), which only the primary key serves: with the statistics of an empty
 -- table (what VACUUM leaves under a long snapshot) the join alone was planned as a read of the
 -- whole table (regress queue_probes).
@@ -504,7 +505,8 @@ WITH given AS (
 )
 SELECT j.id, j.final, j.final = 'completed', j.final = 'failed', j.claimable_by, j.queue::text,
        d.id, d.queue::text, j.priority, CASE WHEN d.id IS NOT NULL THEN statement_timestamp() END,
-       j.final = 'completed' AND j.waited_on, j.run_at = 'infinity'
+       j.final = 'completed' AND j.waited_on, j.run_at = 'infinity',
+       j.final <> 'completed' AND j.waited_on
 FROM j LEFT JOIN dead_letters d ON d.failed = j.id;
 
 -- name: retry

@@ -33,6 +33,11 @@ pub(crate) static WAITS: pgrx::PgAtomic<[AtomicU64; WAIT_ENTRIES]> =
 pub(crate) static WAITING: pgrx::PgAtomic<AtomicU32> =
     unsafe { pgrx::PgAtomic::new(c"pg_jobs waiting") };
 
+/// Whether a jobs_wait is waiting now.
+pub(crate) fn anyone_waiting() -> bool {
+    WAITING.get().load(Ordering::SeqCst) != 0
+}
+
 pub(crate) fn init_waits() {
     pgrx::pg_shmem_init!(WAITS = std::array::from_fn(|_| AtomicU64::new(0)));
     pgrx::pg_shmem_init!(WAITING = AtomicU32::new(0));
@@ -93,7 +98,7 @@ thread_local! {
 /// Called with the jobs a statement finished: their waiters are woken when this transaction
 /// commits (not before: they would read the jobs as not finished yet).
 pub(crate) fn finished(ids: impl Iterator<Item = i64>) {
-    if WAITING.get().load(Ordering::SeqCst) == 0 {
+    if !anyone_waiting() {
         return;
     }
     FINISHED.with(|finished| finished.borrow_mut().extend(ids.map(id_hash)));
@@ -173,7 +178,13 @@ entry!(jobs_wait, pg_finfo_jobs_wait, |fcinfo| {
         );
     }
     let deadline = now_ms() + (wait_us / 1000) as i64;
-    let all_finished = |rows: &Rows| (0..rows.len()).all(|row| rows.datum(row, 5).is_some());
+    // Finished, or blocked by a dependency that did not complete: nothing happens to it until
+    // its owner acts.
+    let all_finished = |rows: &Rows| {
+        (0..rows.len()).all(|row| {
+            rows.datum(row, 5).is_some() || rows.get::<String>(row, 1).as_deref() == Some("blocked")
+        })
+    };
     let mut rows = first;
     let _registered = (!all_finished(&rows)).then(|| Registered::take(&ids));
     while !all_finished(&rows) && now_ms() < deadline {

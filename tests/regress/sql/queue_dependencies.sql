@@ -65,7 +65,10 @@ SELECT pgjobs.jobs_add('after_fragile', queue => 'flow', depends_on => ARRAY[:fr
 SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['flow']);
 SELECT pgjobs.jobs_fail(:fragile, regress.token(:fragile), 'disk full');
 SELECT status, error FROM pgjobs.jobs_result(:after_fragile);
-SELECT id, status, error FROM pgjobs.jobs_wait(ARRAY[:after_fragile], '0');
+-- A blocked job is not waited for: jobs_wait answers at once (an hour's wait would be cut off).
+SET statement_timeout = '20s';
+SELECT id, status, error FROM pgjobs.jobs_wait(ARRAY[:after_fragile], '1 hour');
+RESET statement_timeout;
 SELECT count(*) AS retried FROM pgjobs.jobs_retry(ARRAY[:fragile]);
 SELECT status, error FROM pgjobs.jobs_result(:after_fragile);
 SELECT id = :fragile AS retried_claimed FROM pgjobs.jobs_claim('w', ARRAY['flow']);
@@ -144,6 +147,8 @@ FROM (VALUES
     ('after a later job', 'regress_flow', 'SELECT count(*) FROM pgjobs.jobs_add_batch(''[{"task": "t", "after": [2]}, {"task": "t"}]'')'),
     ('after not a number', 'regress_flow', 'SELECT count(*) FROM pgjobs.jobs_add_batch(''[{"task": "t"}, {"task": "t", "after": ["1"]}]'')'),
     ('a key', 'regress_flow', format('SELECT pgjobs.jobs_add(''t'', key => ''k'', depends_on => ARRAY[%s])', :slow)),
+    ('a null dependency', 'regress_flow', 'SELECT pgjobs.jobs_add(''t'', depends_on => ARRAY[NULL]::bigint[])'),
+    ('a null position', 'regress_flow', 'SELECT count(*) FROM pgjobs.jobs_add_batch(''[{"task": "t"}, {"task": "t", "after": [null]}]'')'),
     ('1001 dependencies', 'regress_flow', format('SELECT pgjobs.jobs_add(''t'', depends_on => array_fill(%s::bigint, ARRAY[1001]))', :slow)),
     ('unblock a job that waits for nothing', 'regress_flow', format('SELECT pgjobs.jobs_unblock(%s)', :slow)),
     ('unblock another identity''s job', 'regress_flow_other', format('SELECT pgjobs.jobs_unblock(%s)', :by_proxy)),
