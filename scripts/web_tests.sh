@@ -7,10 +7,10 @@
 #
 # Two people log in with passwords: web_ana (schedules WEB and WEB2, batch jobs, cron schedules
 # ana-nightly, ana-ticks and ana-sleep, queue jobs in web_ana_mail) and web_bob (schedule BOB, a
-# job of his own, cron schedule bob-hourly, queue jobs in web_bob_mail). The cluster trusts
-# localhost, so pg_hba.conf gets lines that ask these two roles for scram-sha-256 first (removed
-# afterwards). A second pg_jobs_web points at a port where no server listens, for the "database
-# not reachable" page.
+# job of his own, cron schedule bob-hourly, queue jobs in web_bob_mail, and in web_bob_flow two
+# that wait for the other two). The cluster trusts localhost, so pg_hba.conf gets lines that ask
+# these two roles for scram-sha-256 first (removed afterwards). A second pg_jobs_web points at a
+# port where no server listens, for the "database not reachable" page.
 #
 # Then the server against faults and abuse (web_abuse_tests.sh), with the same roles.
 #
@@ -104,7 +104,8 @@ web_setup() {
     # key), due tomorrow, running (leased by mail-worker-1 for an hour, with its progress),
     # completed, and failed after two attempts (two errors each), under a limit of each kind;
     # web_ana_bulk with 250 jobs (Show more); web_ana_reports (ana-nightly's) paused; and web_bob's
-    # web_bob_mail.
+    # web_bob_mail, and web_bob_flow: two roots, each with a step that waits for it (jobs_add's
+    # depends_on, jobs_add_batch's after), for the waiting, blocked and Unblock tests.
     web_sql web_ana "
         SELECT pgjobs.jobs_add('welcome', jsonb_build_object('to', 'ana-' || i || '@example.org'), queue => 'web_ana_mail',
                concurrency_key => 'customer:' || i) FROM generate_series(1, 4) i;
@@ -130,7 +131,11 @@ web_setup() {
         SELECT pgjobs.jobs_key_limit('web_ana_mail', 2);
         SELECT pgjobs.jobs_pause('web_ana_reports');" >/dev/null || return 1
     web_sql web_bob "SELECT pgjobs.jobs_add('bob-mail', '{\"to\": \"bob@example.org\"}', queue => 'web_bob_mail')
-        FROM generate_series(1, 2)" >/dev/null || return 1
+        FROM generate_series(1, 2);
+        SELECT pgjobs.jobs_add('flow-step', queue => 'web_bob_flow',
+               depends_on => ARRAY[pgjobs.jobs_add('flow-root', queue => 'web_bob_flow')]);
+        SELECT count(*) FROM pgjobs.jobs_add_batch('[{\"task\": \"flow-root-2\", \"queue\": \"web_bob_flow\"},
+               {\"task\": \"flow-step-2\", \"queue\": \"web_bob_flow\", \"after\": [1]}]');" >/dev/null || return 1
     # Jobs due in an hour (one minute, so one group each by time): 250 for Show more, three for
     # Cancel N, three for Cancel all, three for Cancel selected, one with a secret; one that fails.
     web_sql web_ana "

@@ -23,14 +23,16 @@
 //   cron-table, cron-row (data-name, data-enabled), cron-next, cron-last-fired, cron-last-run,
 //   cron-missed, cron-enable, cron-disable, cron-run-now, cron-runs, cron-run (data-id, data-status)
 //   sql-running, sql-running-none, sql-job-row (data-id), sql-job-sql, sql-job-elapsed, sql-job-abort
-//   queue-table, queue-row (data-queue, data-paused), queue-ready, queue-scheduled, queue-running,
-//   queue-oldest, queue-failed, queue-paused, queue-limits, queue-pause, queue-resume
+//   queue-table, queue-row (data-queue, data-paused), queue-ready, queue-scheduled, queue-waiting,
+//   queue-running, queue-oldest, queue-failed, queue-paused, queue-limits, queue-pause, queue-resume
 //   queue-jobs, queue-jobs-title, queue-rules, queue-jobs-close, queue-job-status, queue-job-text,
 //   queue-job-key, queue-job-month, queue-job-list, queue-job-table, queue-jobs-more, queue-jobs-none
-//   queue-job-row (data-id, data-status, data-live), queue-job-tick, queue-job-error, queue-job-abort,
+//   queue-job-row (data-id, data-status, data-live, data-waiting, data-blocked), queue-job-state,
+//   queue-job-due, queue-job-tick, queue-job-error, queue-job-abort,
 //   queue-job-retry, queue-jobs-abort-ticked, queue-jobs-retry-ticked
-//   queue-job-details, queue-job-payload, queue-job-attempts, queue-job-errors, queue-job-locked-by,
-//   queue-job-result, queue-job-progress, queue-job-concurrency-key
+//   queue-job-details (data-id), queue-job-payload, queue-job-attempts, queue-job-errors, queue-job-locked-by,
+//   queue-job-result, queue-job-progress, queue-job-concurrency-key, queue-job-dependencies,
+//   queue-job-dependency (data-id, data-status), queue-job-blocked, queue-job-unblock
 'use strict';
 
 const tid = (id, root = document) => root.querySelector(`[data-testid="${id}"]`);
@@ -135,6 +137,9 @@ function colour(status) {
     // A queue job's and a SQL job's run's words (job_status, job_runs.status).
     case 'failed': case 'timed out': case 'lost': return 'st-fail';
     case 'created': return 'st-waiting';
+    // A queue job blocked by a dependency that failed or was aborted (one waiting for its
+    // dependencies is 'waiting', above).
+    case 'blocked': return 'st-fail';
     case 'started': return 'st-running';
     case 'succeeded': return 'st-completed';
     default: return 'st-scheduled';
@@ -157,7 +162,9 @@ const plural = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
 const TIME_ZONES = { utc: 'UTC', local: undefined };
 const timeFormats = {};
 function formatTime(t) {
-  if (!t) return '—';
+  // No time, or none a date can hold ('infinity', the run_at of a queue job waiting for its
+  // dependencies): never written as a time.
+  if (!t || Number.isNaN(new Date(t).getTime())) return '—';
   const zone = state.timeZone;
   timeFormats[zone] ??= new Intl.DateTimeFormat('en-US', {
     timeZone: TIME_ZONES[zone], hourCycle: 'h23', timeZoneName: 'short',
@@ -743,6 +750,12 @@ const reservedQueue = (queue) => queue.startsWith('pg_jobs.');
 // A job is live until it has an end (an aborted one may still be leased, its worker not yet told).
 const liveJob = (j) => j.end_time === null;
 const retryable = (j) => !liveJob(j) && (j.status === 'failed' || j.status === 'aborted') && !reservedQueue(j.queue);
+// A job that waits for its dependencies (the server says: waiting; job_list shows no run_at until
+// the last of them completes, the table's being 'infinity'); blocked (blocked_by: `job 12
+// failed`) when one of them failed or was aborted. waits_for: how many have not finished.
+const waitsForJobs = (j) => liveJob(j) && !!j.waiting;
+const waitingText = (j) => (j.blocked_by ? `blocked: ${j.blocked_by}`
+  : j.waits_for ? `waiting for ${plural(j.waits_for, 'job')}` : 'waiting for its dependencies');
 
 // A rate limit's window in whole units: "1 min", "30 s", "1 h 30 min".
 function formatWindow(seconds) {
@@ -779,7 +792,7 @@ function renderQueues() {
     el('h2', { key: 'queues-title' }, 'Queues'),
     state.queues.length
       ? el('table', { class: 'grid', testid: 'queue-table', key: 'queues' },
-        heads('Queue', 'Ready', 'Waiting for time', 'Running', 'Oldest ready', 'Failed, last hour', 'Paused', 'Limits', ''),
+        heads('Queue', 'Ready', 'Waiting for time', 'Waiting for jobs', 'Running', 'Oldest ready', 'Failed, last hour', 'Paused', 'Limits', ''),
         el('tbody', {}, state.queues.map(queueRow)))
       : el('p', { class: 'notice', key: 'queues' }, 'No queue.'));
   if (!state.openQueue) return;
@@ -789,7 +802,7 @@ function renderQueues() {
   patch(tid('queue-job-list'),
     !state.queueJobs ? el('p', { class: 'notice', key: 'reading' }, 'Reading…')
       : jobs.length ? el('table', { class: 'grid', testid: 'queue-job-table', key: 'jobs' },
-        heads('', 'Job', 'Status', 'Task', 'Key', 'Attempt', 'Added', 'Due, leased or ended', 'Last error', ''),
+        heads('', 'Job', 'Status', 'Task', 'Key', 'Attempt', 'Added', 'Due, waiting, leased or ended', 'Last error', ''),
         el('tbody', {}, jobs.map(queueJobRow)))
         : el('p', { class: 'notice', testid: 'queue-jobs-none', key: 'none' }, 'No job here.'),
     state.queueJobsMore ? el('button', { type: 'button', class: 'more', testid: 'queue-jobs-more', onclick: moreQueueJobs }, `Show ${PAGE} more`) : null);
@@ -813,6 +826,7 @@ function queueRow(q) {
   el('td', { class: 'name' }, open ? '▾ ' : '▸ ', q.queue),
   el('td', { testid: 'queue-ready' }, q.ready),
   el('td', { testid: 'queue-scheduled' }, q.scheduled),
+  el('td', { testid: 'queue-waiting', title: 'Jobs waiting for their dependencies, blocked ones too' }, q.waiting),
   el('td', { testid: 'queue-running' }, q.running),
   el('td', { testid: 'queue-oldest', title: q.oldest_ready_at ? `ready since ${formatTime(q.oldest_ready_at)}` : null },
     q.oldest_ready_at ? formatDuration(q.oldest_ready_seconds) : '—'),
@@ -832,21 +846,27 @@ function lastError(j) {
 
 function queueJobRow(j) {
   const live = liveJob(j);
+  const waits = waitsForJobs(j);
   const tickable = live || retryable(j);
   const act = (testid, label, run) => el('button', { type: 'button', testid, onclick: (e) => { e.stopPropagation(); run([j]); } }, label);
   const row = el('tr', {
     class: 'queue-job', testid: 'queue-job-row', key: j.id, 'data-id': j.id, 'data-status': j.status,
-    'data-live': live ? 'true' : 'false', onclick: () => openQueueJob(j.id),
+    'data-live': live ? 'true' : 'false', 'data-waiting': waits ? 'true' : 'false',
+    'data-blocked': waits && j.blocked_by ? 'true' : 'false', onclick: () => openQueueJob(j.id),
   },
   el('td', {}, tickable ? el('input', {
     type: 'checkbox', testid: 'queue-job-tick', checked: state.queueTicked.has(j.id),
     onclick: (e) => { e.stopPropagation(); if (e.target.checked) state.queueTicked.add(j.id); else state.queueTicked.delete(j.id); render(); },
   }) : null),
-  el('td', {}, '#' + j.id), el('td', {}, badge(j.status)), el('td', { class: 'name' }, j.task),
+  el('td', {}, '#' + j.id),
+  // A job waiting for its dependencies reads as waiting (or blocked), not as created and due.
+  el('td', { testid: 'queue-job-state' }, badge(!waits ? j.status : j.blocked_by ? 'blocked' : 'waiting')),
+  el('td', { class: 'name' }, j.task),
   el('td', { class: 'name' }, j.idempotency_key || ''), el('td', {}, `${j.attempt} of ${j.max_attempts}`),
   el('td', {}, formatTime(j.start_time)),
-  el('td', {}, !live ? `ended ${formatTime(j.end_time)}`
-    : j.status === 'created' ? `due ${formatTime(j.run_at)}` : `leased until ${formatTime(j.locked_until)}`),
+  el('td', { testid: 'queue-job-due', class: waits && j.blocked_by ? 'err' : null, title: waits ? waitingText(j) : null }, !live ? `ended ${formatTime(j.end_time)}`
+    : waits ? waitingText(j)
+      : j.status === 'created' ? `due ${formatTime(j.run_at)}` : `leased until ${formatTime(j.locked_until)}`),
   el('td', { class: 'err', testid: 'queue-job-error', title: lastError(j) || null }, lastError(j)),
   el('td', {}, live ? act('queue-job-abort', 'Abort', abortQueueJobs) : retryable(j) ? act('queue-job-retry', 'Retry', retryQueueJobs) : null));
   const d = state.openQueueJob === j.id && state.queueJobDetails;
@@ -857,10 +877,16 @@ function queueJobDetails(d) {
   const item = (label, value, testid) => [el('dt', {}, label), el('dd', { testid }, value === null || value === undefined || value === '' ? '—' : value)];
   const json = (v) => (v === null || v === undefined ? null : JSON.stringify(v, null, 2));
   const errors = (d.errors || []).map((e) => el('li', { key: e.attempt }, `attempt ${e.attempt} at ${formatTime(e.at)}: ${e.error}`));
+  const waits = waitsForJobs(d);
+  const dependencies = (d.dependencies || []).map(dependencyItem);
+  const due = !waits ? formatTime(d.run_at) : d.blocked_by ? 'not while it is blocked'
+    : `once its dependencies have completed (${waitingText(d)})`;
   // The job's line above says its id, status and task; what went wrong comes first.
-  return el('div', { testid: 'queue-job-details' }, el('dl', {},
+  return el('div', { testid: 'queue-job-details', 'data-id': d.id }, el('dl', {},
     item('Attempts', `${d.attempt} of ${d.max_attempts}`, 'queue-job-attempts'),
     item('Errors', errors.length ? el('ul', {}, errors) : null, 'queue-job-errors'),
+    waits && d.blocked_by ? item('Blocked by', d.blocked_by, 'queue-job-blocked') : null,
+    item('Depends on', dependencies.length ? el('ul', {}, dependencies) : null, 'queue-job-dependencies'),
     item('Locked by', d.locked_by, 'queue-job-locked-by'),
     liveJob(d) ? item('Lease until', d.locked_until && formatTime(d.locked_until)) : null,
     item('Progress', json(d.progress), 'queue-job-progress'),
@@ -868,8 +894,28 @@ function queueJobDetails(d) {
     item('Payload', json(d.payload), 'queue-job-payload'),
     item('Concurrency key', d.concurrency_key, 'queue-job-concurrency-key'),
     item('Key', d.idempotency_key ? `${d.idempotency_key} (${d.key_rule})` : null),
-    item('Priority', d.priority), item('First due', formatTime(d.due_at)), liveJob(d) ? item('Due', formatTime(d.run_at)) : null,
-    item('Added', formatTime(d.start_time)), item('Ended', formatTime(d.end_time))));
+    item('Priority', d.priority), item('First due', formatTime(d.due_at)), liveJob(d) ? item('Due', due) : null,
+    item('Added', formatTime(d.start_time)), item('Ended', formatTime(d.end_time))),
+    waits ? el('p', {}, el('button', {
+      type: 'button', testid: 'queue-job-unblock', onclick: (e) => { e.stopPropagation(); unblockQueueJob(d); },
+    }, 'Unblock'), el('span', { class: 'meta' }, ' lets it run now without waiting for its dependencies')) : null);
+}
+
+// A job depended on, with its status (waiting or blocked when it waits itself; not kept when its
+// queue's history dropped it): its number opens its details when its line is in the list shown.
+function dependencyItem(x) {
+  const status = x.status || 'no longer kept';
+  const shown = x.queue === state.openQueue && (state.queueJobs || []).some((j) => j.id === x.id);
+  return el('li', { key: x.id, testid: 'queue-job-dependency', 'data-id': x.id, 'data-status': status },
+    shown ? el('button', { type: 'button', class: 'link', title: 'Show this job', onclick: (e) => { e.stopPropagation(); openDependency(x.id); } }, '#' + x.id)
+      : '#' + x.id,
+    x.task ? ` ${x.task}` : '', x.queue && x.queue !== state.openQueue ? ` in queue ${x.queue}` : '', ': ', badge(status));
+}
+
+async function openDependency(id) {
+  await openQueueJob(id);
+  const row = document.querySelector(`[data-testid="queue-job-row"][data-id="${id}"]`);
+  if (row) row.scrollIntoView({ block: 'nearest' });
 }
 
 function queueJobParams(offset) {
@@ -980,6 +1026,16 @@ async function abortQueueJobs(jobs) {
     const aborted = answers.filter((a) => a.status === 'aborted').length;
     notice(`${plural(aborted, 'job')} aborted${aborted < jobs.length ? ` (${jobs.length - aborted} had finished)` : ''}`);
     for (const j of jobs) state.queueTicked.delete(j.id);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+async function unblockQueueJob(j) {
+  const why = j.blocked_by ? `It is blocked (${j.blocked_by})` : `It is ${waitingText(j)}`;
+  if (!confirm(`Unblock ${jobsNamed([j])}? ${why}; it becomes due now, without waiting for its dependencies.`)) return;
+  try {
+    const answers = await post('/api/queues/jobs/unblock', { jobs: [j.id] });
+    notice(`job ${j.id} unblocked: due ${formatTime(answers[0] && answers[0].due)}`);
     await refresh();
   } catch (e) { showError(e); }
 }

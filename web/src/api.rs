@@ -300,7 +300,10 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
             )
             .await
         }
-        // A queue's jobs, live and finished, newest first, a page of 200 at a time.
+        // A queue's jobs, live and finished, newest first, a page of 200 at a time; a job that
+        // waits for its dependencies (waiting: live, and job_list shows no run_at, the table's
+        // being infinity) with how many of them have not finished (waits_for) and why it is
+        // blocked (blocked_by: `job 12 failed`, null when it is not).
         "/api/queues/jobs" => {
             let offset = match number(params, "offset", 0) {
                 Ok(o) => o,
@@ -308,9 +311,16 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
             };
             rows(
                 client,
-                "SELECT * FROM pgjobs.jobs_find(status => $1::text::pgjobs.job_status, queue => $2, key => $3,
-                                                search => $4, month => $5::text::date,
-                                                limit_rows => 200, offset_rows => $6)",
+                "SELECT f.*, f.end_time IS NULL AND f.run_at IS NULL AS waiting, w.waits_for, w.blocked_by
+                 FROM pgjobs.jobs_find(status => $1::text::pgjobs.job_status, queue => $2, key => $3,
+                                       search => $4, month => $5::text::date,
+                                       limit_rows => 200, offset_rows => $6) f
+                 LEFT JOIN LATERAL (
+                     SELECT (SELECT count(*) FROM pgjobs.job_dependencies d
+                             WHERE d.job_id = f.id AND EXISTS (SELECT FROM pgjobs.jobs x WHERE x.id = d.on_job)) AS waits_for,
+                            pgjobs._blocked_by(f.id) AS blocked_by
+                 ) w ON f.end_time IS NULL AND f.run_at IS NULL
+                 ORDER BY f.id DESC",
                 &[
                     &text(params, "status"),
                     &text(params, "queue"),
@@ -322,16 +332,33 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
             )
             .await
         }
-        // One queue job with what job_list leaves out: its progress while it runs.
+        // One queue job with what job_list leaves out: its progress while it runs; each job it
+        // depends on with its queue, task and status (waiting or blocked for one that itself
+        // waits for dependencies; null for one its queue's history did not keep); and, while it
+        // waits for them, how many have not finished and why it is blocked, as in the list.
         "/api/queues/job" => {
             let Some(id) = job_id(params) else {
                 return Outcome::Bad("id is not a job id".into());
             };
             rows(
                 client,
-                "SELECT l.*, j.progress
+                "SELECT l.*, j.progress, l.end_time IS NULL AND l.run_at IS NULL AS waiting, w.waits_for, w.blocked_by,
+                        (SELECT coalesce(jsonb_agg(jsonb_build_object('id', d.id, 'queue', dl.queue, 'task', dl.task,
+                                                                      'status', dl.status) ORDER BY d.id), '[]')
+                         FROM unnest(l.depends_on) d(id)
+                         LEFT JOIN LATERAL (
+                             SELECT x.queue, x.task,
+                                    CASE WHEN x.end_time IS NOT NULL OR x.run_at IS NOT NULL THEN x.status::text
+                                         WHEN pgjobs._blocked_by(x.id) IS NULL THEN 'waiting' ELSE 'blocked' END AS status
+                             FROM pgjobs.job_list x WHERE x.id = d.id
+                         ) dl ON true) AS dependencies
                  FROM pgjobs.job_list l
                  LEFT JOIN pgjobs.jobs j ON j.id = l.id AND l.end_time IS NULL
+                 LEFT JOIN LATERAL (
+                     SELECT (SELECT count(*) FROM pgjobs.job_dependencies d
+                             WHERE d.job_id = l.id AND EXISTS (SELECT FROM pgjobs.jobs x WHERE x.id = d.on_job)) AS waits_for,
+                            pgjobs._blocked_by(l.id) AS blocked_by
+                 ) w ON l.end_time IS NULL AND l.run_at IS NULL
                  WHERE l.id = $1",
                 &[&id],
             )
@@ -462,6 +489,19 @@ pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
             rows(
                 client,
                 "SELECT id, pgjobs.jobs_abort(id) AS status FROM unnest($1::bigint[]) id",
+                &[&ids],
+            )
+            .await
+        }
+        // Each job's due time after its unblock, in one statement: another's job (P0002) or one
+        // that waits for no dependency (55000) unblocks none.
+        "/api/queues/jobs/unblock" => {
+            let Some(ids) = job_ids(body) else {
+                return Outcome::Bad("jobs is a list of job ids".into());
+            };
+            rows(
+                client,
+                "SELECT id, pgjobs.jobs_unblock(id) AS due FROM unnest($1::bigint[]) id",
                 &[&ids],
             )
             .await

@@ -1511,7 +1511,7 @@ fn queues_tab_lists_the_roles_own(c: &mut Ctx) -> Res<()> {
     let counts = as_role_one(
         c,
         "web_ana",
-        "SELECT concat_ws(',', ready, scheduled, running,
+        "SELECT concat_ws(',', ready, scheduled, waiting, running,
                           (SELECT count(*) FROM pgjobs.job_history h WHERE h.queue = q.queue
                              AND h.status = 'failed' AND h.end_time > now() - interval '1 hour'))
          FROM pgjobs.jobs_queues q WHERE q.queue = 'web_ana_mail'",
@@ -1519,6 +1519,7 @@ fn queues_tab_lists_the_roles_own(c: &mut Ctx) -> Res<()> {
     let shown_counts = [
         "queue-ready",
         "queue-scheduled",
+        "queue-waiting",
         "queue-running",
         "queue-failed",
     ]
@@ -1526,9 +1527,9 @@ fn queues_tab_lists_the_roles_own(c: &mut Ctx) -> Res<()> {
     .map(|t| cell(c, "web_ana_mail", t))
     .collect::<Res<Vec<_>>>()?
     .join(",");
-    if shown_counts != counts || counts != "4,2,1,2" {
+    if shown_counts != counts || counts != "4,2,0,1,2" {
         return fail(format!(
-            "web_ana_mail's ready, scheduled, running, failed: {shown_counts}; the database's {counts}"
+            "web_ana_mail's ready, scheduled, waiting, running, failed: {shown_counts}; the database's {counts}"
         ));
     }
     let oldest = utc_text(
@@ -2049,6 +2050,371 @@ fn forged_queue_actions_change_nothing(c: &mut Ctx) -> Res<()> {
         .ok_or(format!("web_ana's jobs after: {statuses:?}"))
 }
 
+/// A job of web_bob's queue web_bob_flow (scripts/web_tests.sh: flow-root, flow-step after it,
+/// flow-root-2, flow-step-2 after it), by its task.
+fn flow_job(c: &mut Ctx, task: &str) -> Res<String> {
+    let id = c.sql_one(&format!(
+        "SELECT id::text FROM pgjobs.job_list WHERE queue = 'web_bob_flow' AND task = '{task}'"
+    ))?;
+    if id.is_empty() {
+        return fail(format!("no job {task} in web_bob_flow"));
+    }
+    Ok(id)
+}
+
+/// A queue job's run_at in the table (job_list shows none while it waits) and how many
+/// dependencies it still has rows for in job_dependencies.
+fn run_at_and_waits(c: &mut Ctx, job: &str) -> Res<String> {
+    c.sql_one(&format!(
+        "SELECT run_at::text || ' ' || (SELECT count(*) FROM pgjobs.job_dependencies WHERE job_id = {job})
+         FROM pgjobs.jobs WHERE id = {job}"
+    ))
+}
+
+/// Whether the page writes "infinity" (or a date it could not read) anywhere.
+fn page_says_infinity(c: &Ctx) -> Res<bool> {
+    let text = c.js_str("return document.body.innerText;")?;
+    Ok(text.contains("infinity") || text.contains("Invalid"))
+}
+
+fn queue_job_waiting_then_blocked(c: &mut Ctx) -> Res<()> {
+    let (root, step) = (flow_job(c, "flow-root")?, flow_job(c, "flow-step")?);
+    c.login_ok("web_bob")?;
+    open_queue(c, "web_bob_flow")?;
+    // The queue counts its two steps as waiting for jobs, not as scheduled for a time.
+    let cell = |c: &Ctx, testid: &str| {
+        c.b.text_css(&format!("{} {}", queue_row("web_bob_flow"), tid(testid)))
+    };
+    let theirs = "SELECT concat_ws(',', ready, scheduled, waiting, running) FROM pgjobs.jobs_queues
+                  WHERE queue = 'web_bob_flow'";
+    let shown_counts = |c: &Ctx| -> Res<String> {
+        Ok([
+            "queue-ready",
+            "queue-scheduled",
+            "queue-waiting",
+            "queue-running",
+        ]
+        .iter()
+        .map(|t| cell(c, t))
+        .collect::<Res<Vec<_>>>()?
+        .join(","))
+    };
+    let counts = as_role_one(c, "web_bob", theirs)?;
+    if shown_counts(c)? != counts || counts != "2,0,2,0" {
+        return fail(format!(
+            "web_bob_flow's ready, scheduled, waiting, running: {}; the database's {counts}",
+            shown_counts(c)?
+        ));
+    }
+    // The step's line: waiting for its one job, not created and due at a time.
+    let row = queue_job_row(&step);
+    let in_row = |c: &Ctx, testid: &str| c.b.text_css(&format!("{row} {}", tid(testid)));
+    let row_attr = |c: &Ctx, name: &str| -> Res<String> {
+        Ok(c.b.attr(&c.b.find(&row)?, name)?.unwrap_or_default())
+    };
+    wait_for(10, || {
+        Ok(row_attr(c, "data-waiting")? == "true"
+            && row_attr(c, "data-blocked")? == "false"
+            && in_row(c, "queue-job-state")? == "waiting"
+            && in_row(c, "queue-job-due")? == "waiting for 1 job")
+    })
+    .map_err(|e| {
+        format!(
+            "the step's line: {:?}, {:?}: {e}",
+            in_row(c, "queue-job-state"),
+            in_row(c, "queue-job-due")
+        )
+    })?;
+    let status = as_role_one(
+        c,
+        "web_bob",
+        &format!("SELECT status FROM pgjobs.jobs_result({step})"),
+    )?;
+    // Each line has a cell under each heading, its number under Job.
+    let lined_up = c.js(&format!(
+        "const t = document.querySelector('{}');
+         return [...t.querySelectorAll('tr.queue-job')].every((r) =>
+             r.cells.length === t.tHead.rows[0].cells.length && r.cells[1].textContent === '#' + r.dataset.id);",
+        tid("queue-job-table")
+    ))?;
+    if status != "waiting" || lined_up != json!(true) {
+        return fail(format!(
+            "jobs_result says the step is {status}; the lines fit the headings: {lined_up}"
+        ));
+    }
+    // Its details list its dependency with its status; the dependency's number opens it.
+    c.b.click_css(&row)?;
+    let details = tid("queue-job-details");
+    let dependency = format!(
+        "{details} {}[data-id=\"{root}\"]",
+        tid("queue-job-dependency")
+    );
+    let details_of = |c: &Ctx| -> Res<String> {
+        Ok(c.b
+            .attr(&c.b.find(&details)?, "data-id")?
+            .unwrap_or_default())
+    };
+    wait_for(10, || {
+        Ok(details_of(c)? == step
+            && c.b.attr(&c.b.find(&dependency)?, "data-status")?.as_deref() == Some("created")
+            && c.b
+                .text_css(&dependency)?
+                .starts_with(&format!("#{root} flow-root"))
+            && !c
+                .b
+                .find_all(&format!("{details} {}", tid("queue-job-unblock")))?
+                .is_empty())
+    })
+    .map_err(|e| {
+        format!(
+            "the step's dependencies {:?}: {e}",
+            c.b.text_css(&format!("{details} {}", tid("queue-job-dependencies")))
+        )
+    })?;
+    if page_says_infinity(c)? {
+        return fail("the page writes infinity (or an Invalid Date) for the waiting step");
+    }
+    c.b.click_css(&format!("{dependency} button"))?;
+    wait_for(10, || Ok(details_of(c)? == root))
+        .map_err(|e| format!("the dependency's number did not open job {root}: {e}"))?;
+    // The root aborted: the step is blocked, with the reason jobs_result gives, and still counted
+    // as waiting for jobs.
+    as_role_one(
+        c,
+        "web_bob",
+        &format!("SELECT pgjobs.jobs_abort({root})::text"),
+    )?;
+    let reason = as_role_one(
+        c,
+        "web_bob",
+        &format!("SELECT status || ': ' || error FROM pgjobs.jobs_result({step})"),
+    )?;
+    if reason != format!("blocked: job {root} aborted") {
+        return fail(format!("jobs_result of the step: {reason:?}"));
+    }
+    c.b.click_css(&row)?;
+    wait_for(15, || {
+        Ok(row_attr(c, "data-blocked")? == "true"
+            && in_row(c, "queue-job-state")? == "blocked"
+            && in_row(c, "queue-job-due")? == reason
+            && details_of(c)? == step
+            && c.b
+                .text_css(&format!("{details} {}", tid("queue-job-blocked")))?
+                == format!("job {root} aborted")
+            && c.b.attr(&c.b.find(&dependency)?, "data-status")?.as_deref() == Some("aborted"))
+    })
+    .map_err(|e| {
+        format!(
+            "the blocked step: {:?}, {:?}: {e}",
+            in_row(c, "queue-job-state"),
+            in_row(c, "queue-job-due")
+        )
+    })?;
+    let counts = as_role_one(c, "web_bob", theirs)?;
+    wait_for(10, || Ok(shown_counts(c)? == counts))
+        .map_err(|e| format!("counts {:?}, the database's {counts}: {e}", shown_counts(c)))?;
+    if !counts.starts_with("1,0,2,") || page_says_infinity(c)? {
+        return fail(format!(
+            "web_bob_flow's counts after the abort {counts}, or the page writes infinity"
+        ));
+    }
+    c.b.screenshot(&c.out.join("queues-blocked.png"))
+}
+
+fn queue_job_unblock(c: &mut Ctx) -> Res<()> {
+    let (root, step) = (flow_job(c, "flow-root")?, flow_job(c, "flow-step")?);
+    if run_at_and_waits(c, &step)? != "infinity 1" {
+        return fail(format!("the step before: {}", run_at_and_waits(c, &step)?));
+    }
+    c.login_ok("web_bob")?;
+    open_queue(c, "web_bob_flow")?;
+    c.b.click_css(&queue_job_row(&step))?;
+    let unblock = format!("{} {}", tid("queue-job-details"), tid("queue-job-unblock"));
+    wait_for(10, || Ok(!c.b.find_all(&unblock)?.is_empty()))?;
+    let before = run_at_and_waits(c, &step)?;
+    confirm_after_a_dismissal(
+        c,
+        &unblock,
+        &format!("Unblock job {step} (flow-step)? It is blocked (job {root} aborted)"),
+        |c| Ok(run_at_and_waits(c, &step)? == before),
+    )?;
+    // Due now, in the table; its waits gone; jobs_result no longer says blocked.
+    wait_for(10, || Ok(run_at_and_waits(c, &step)? != before))?;
+    let due = c.sql_one(&format!(
+        "SELECT (run_at < 'infinity' AND run_at <= now())::text || ' ' || status::text
+                || ' ' || (SELECT count(*) FROM pgjobs.job_dependencies WHERE job_id = {step})
+         FROM pgjobs.jobs WHERE id = {step}"
+    ))?;
+    let result = as_role_one(
+        c,
+        "web_bob",
+        &format!("SELECT status FROM pgjobs.jobs_result({step})"),
+    )?;
+    if due != "true created 0" || result != "created" {
+        return fail(format!("after Unblock: {due}; jobs_result says {result}"));
+    }
+    // The page: the step is due at its time, as every time is written, and says so.
+    let at = utc_text(
+        c,
+        &format!("SELECT run_at FROM pgjobs.jobs WHERE id = {step}"),
+    )?;
+    let row = queue_job_row(&step);
+    wait_for(10, || {
+        Ok(
+            c.b.attr(&c.b.find(&row)?, "data-waiting")?.as_deref() == Some("false")
+                && c.b.text_css(&format!("{row} {}", tid("queue-job-state")))? == "created"
+                && c.b.text_css(&format!("{row} {}", tid("queue-job-due")))? == format!("due {at}")
+                && c.b.text_css(&tid("notice"))? == format!("job {step} unblocked: due {at}")
+                && c.b.find_all(&unblock)?.is_empty(),
+        )
+    })
+    .map_err(|e| {
+        format!(
+            "the step's line {:?}, the notice {:?}: {e}",
+            c.b.text_css(&format!("{row} {}", tid("queue-job-due"))),
+            c.b.text_css(&tid("notice"))
+        )
+    })?;
+    c.login_ok("web_ana")
+}
+
+fn forged_unblock_changes_nothing(c: &mut Ctx) -> Res<()> {
+    let step = flow_job(c, "flow-step-2")?;
+    let before = run_at_and_waits(c, &step)?;
+    if before != "infinity 1" {
+        return fail(format!("web_bob's flow-step-2 does not wait: {before}"));
+    }
+    let (ana_cookie, ana_token) = http_login(&c.url, "web_ana")?;
+    let (bob_cookie, bob_token) = http_login(&c.url, "web_bob")?;
+    let http = ureq_agent();
+    let request = |method: &str,
+                   path: &str,
+                   body: &str,
+                   cookie: &str,
+                   token: Option<&str>,
+                   content_type: &str,
+                   origin: Option<&str>|
+     -> Res<(u16, String)> {
+        let url = format!("{}{path}", c.url);
+        let mut r = if method == "GET" {
+            http.get(url).header("Cookie", cookie).call()
+        } else {
+            let mut req = http
+                .post(url)
+                .header("Cookie", cookie)
+                .content_type(content_type);
+            if let Some(t) = token {
+                req = req.header("X-CSRF-Token", t);
+            }
+            if let Some(o) = origin {
+                req = req.header("Origin", o);
+            }
+            req.send(body)
+        }
+        .map_err(|e| e.to_string())?;
+        let status = r.status().as_u16();
+        Ok((status, r.body_mut().read_to_string().unwrap_or_default()))
+    };
+    let json = "application/json";
+    let path = "/api/queues/jobs/unblock";
+    let unblock = format!(r#"{{"jobs": [{step}]}}"#);
+    let tries = [
+        // The database refuses web_ana as for a job that does not exist.
+        (
+            "ana unblocks bob's job",
+            request(
+                "POST",
+                path,
+                &unblock,
+                &ana_cookie,
+                Some(&ana_token),
+                json,
+                None,
+            )?,
+            400,
+            "P0002",
+        ),
+        (
+            "ana reads bob's job",
+            request(
+                "GET",
+                &format!("/api/queues/job?id={step}"),
+                "",
+                &ana_cookie,
+                None,
+                json,
+                None,
+            )?,
+            200,
+            "[]",
+        ),
+        (
+            "bob's cookie, no token",
+            request("POST", path, &unblock, &bob_cookie, None, json, None)?,
+            403,
+            "CSRF",
+        ),
+        (
+            "bob's cookie, ana's token",
+            request(
+                "POST",
+                path,
+                &unblock,
+                &bob_cookie,
+                Some(&ana_token),
+                json,
+                None,
+            )?,
+            403,
+            "CSRF",
+        ),
+        (
+            "bob's cookie and token, as a form",
+            request(
+                "POST",
+                path,
+                &unblock,
+                &bob_cookie,
+                Some(&bob_token),
+                "text/plain",
+                None,
+            )?,
+            415,
+            "JSON",
+        ),
+        (
+            "bob's cookie and token from another site's page",
+            request(
+                "POST",
+                path,
+                &unblock,
+                &bob_cookie,
+                Some(&bob_token),
+                json,
+                Some("http://evil.example"),
+            )?,
+            403,
+            "another site",
+        ),
+    ];
+    for (what, (got, body), want, says) in &tries {
+        if got != want || !body.contains(says) {
+            return fail(format!("{what}: {got} {body}, not {want} with {says}"));
+        }
+    }
+    let (after, status) = (
+        run_at_and_waits(c, &step)?,
+        as_role_one(
+            c,
+            "web_bob",
+            &format!("SELECT status FROM pgjobs.jobs_result({step})"),
+        )?,
+    );
+    (after == before && status == "waiting")
+        .then_some(())
+        .ok_or(format!("web_bob's flow-step-2 after: {after}, {status}"))
+}
+
 fn second_role_sees_nothing_of_the_first(c: &mut Ctx) -> Res<()> {
     c.login_ok("web_bob")?;
     c.fresh("")?;
@@ -2371,6 +2737,9 @@ fn main() {
         ("Queues: the 5 s refresh keeps the rows: the focus on a job's box and on Pause stays", queues_patched_in_place),
         ("Queues: an error from the database is shown with its code and message (an Abort of a job not the role's: P0002)", queue_action_error_shown),
         ("Queues: web_bob's forged Abort, Retry, Pause or reads of web_ana's (or a forged POST) change nothing", forged_queue_actions_change_nothing),
+        ("Queues: a job added with a dependency is counted waiting and reads waiting for 1 job (no time), its details list the dependency (which opens); the dependency aborted, it reads blocked with jobs_result's reason", queue_job_waiting_then_blocked),
+        ("Queues: Unblock asks first and makes a blocked job due now (run_at no longer infinity, its waits gone)", queue_job_unblock),
+        ("Queues: web_ana's forged Unblock of web_bob's waiting job (or a forged POST) changes nothing", forged_unblock_changes_nothing),
         ("a second role sees none of the first role's routines or jobs", second_role_sees_nothing_of_the_first),
         ("a forged cancel (no token, another session's) changes nothing", forged_cancel_changes_nothing),
         ("seed 001's addresses answer as the page's own", seed_addresses_answer_as_the_page),
