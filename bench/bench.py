@@ -20,8 +20,12 @@ The systems:
   message, when its SQL file is not there.
 
 `--systems pg_jobs,sql,pgmq` (or BENCH_SYSTEMS) measures only those systems, and `--parts
-enqueue,drain` (or BENCH_PARTS; also pickup, claim-latency, long-transaction, batch-agents) only
-those parts of the run, in the same table; pg_jobs is always measured.
+enqueue,drain` (or BENCH_PARTS; also pickup, claim-latency, graph, long-transaction, batch-agents)
+only those parts of the run, in the same table; pg_jobs is always measured.
+
+The graph part (pg_jobs alone, see graph): a graph of 10,000 jobs that wait for jobs (fan-out 100)
+drained by 8 workers against 10,000 independent jobs, and jobs_wait's latency from the commit of
+a completion, written to target/bench/graph.md.
 
 Then the long-transaction scenario (see long_transaction), written to
 target/bench/long_transaction.md; then 2 worker agents draining batch jobs (see batch_agents), written to
@@ -43,6 +47,7 @@ import os
 import queue
 import random
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -118,7 +123,7 @@ DATABASES = {"pg_jobs": "bench", "sql": "bench_sql", "pgmq": "bench_pgmq", "grap
 # The job systems pg_jobs is compared with in the last column (hand-written SQL is the floor
 # they all stand on, not an alternative with retries, leases and schedules).
 PEERS = ("pgmq", "graphile", "pgboss", "procrastinate")
-PARTS = ("enqueue", "drain", "pickup", "claim-latency", "long-transaction", "batch-agents")
+PARTS = ("enqueue", "drain", "pickup", "claim-latency", "graph", "long-transaction", "batch-agents")
 
 
 def log(message):
@@ -166,6 +171,7 @@ def percentile(samples, fraction):
 class PgbenchRun:
     tps: float           # transactions per second, without the initial connection time
     transactions: int
+    connecting: float    # seconds its clients took to connect, before the run began
 
     @property
     def seconds(self):
@@ -187,7 +193,8 @@ def pgbench(script, *, system="pg_jobs", seconds=None, transactions=None, define
         raise RuntimeError(f"pgbench {script} failed (exit {run.returncode}):\n{run.stdout}{run.stderr}")
     return PgbenchRun(
         float(re.search(r"tps = ([\d.]+) \(without initial connection time\)", run.stdout).group(1)),
-        int(re.search(r"number of transactions actually processed: (\d+)", run.stdout).group(1)))
+        int(re.search(r"number of transactions actually processed: (\d+)", run.stdout).group(1)),
+        float(re.search(r"initial connection time = ([\d.]+) ms", run.stdout).group(1)) / 1000)
 
 
 # --- the peers' drivers (bench/peers/) ------------------------------------------------------
@@ -1155,6 +1162,243 @@ def size_after_drain(queued):
     ]
 
 
+# --- jobs that wait for jobs ----------------------------------------------------------------
+
+# The issue's figures: a graph of GRAPH_JOBS no-op steps with a fan-out of GRAPH_FANOUT, added in
+# one jobs_add_batch call (a root, GRAPH_MIDDLE steps after it, GRAPH_FANOUT steps after each of
+# those: 1 + 99 + 99 × 100 = 10,000), drained by CLIENTS workers, against as many independent
+# no-op jobs added and drained the same way (target: at least 0.8× as fast); and jobs_wait's
+# latency from the commit of a completion to the waiter's return. Each batch size is drained
+# GRAPH_ROUNDS times per shape, the shapes alternating, so that a slow spell of the machine falls
+# on both.
+GRAPH_JOBS = 10_000
+GRAPH_FANOUT = 100
+GRAPH_MIDDLE = (GRAPH_JOBS - 1) // (GRAPH_FANOUT + 1)
+GRAPH_BATCHES = (1, 10)
+GRAPH_ROUNDS = 2 if QUICK else 5
+GRAPH_TARGET = 0.8
+GRAPH_WAITS = 100 if QUICK else 200
+GRAPH_OUTPUT = ROOT / "target" / "bench" / "graph.md"
+# drain_until_done.sql's runs per client: enough for one client to claim every job alone and to
+# find nothing every millisecond for DRAIN_TIMEOUT seconds; those left once the queue is empty
+# skip every command.
+GRAPH_RUNS = GRAPH_JOBS + DRAIN_TIMEOUT * 1000
+
+
+def graph_steps():
+    """The graph as jobs_add_batch's objects: the root, its GRAPH_MIDDLE steps, then each middle
+    step's GRAPH_FANOUT ("after" names positions from 1, of earlier objects only)."""
+    steps = [{"task": "noop"}] + [{"task": "noop", "after": [1]}] * GRAPH_MIDDLE
+    for middle in range(2, GRAPH_MIDDLE + 2):
+        steps += [{"task": "noop", "after": [middle]}] * GRAPH_FANOUT
+    if len(steps) != GRAPH_JOBS:
+        raise ValueError(f"{GRAPH_JOBS:,} jobs do not make a root and steps with a fan-out of {GRAPH_FANOUT}")
+    return steps
+
+
+def add_in_one_call(jobs):
+    """Adds `jobs` (jobs_add_batch's objects) in one call, committed; the seconds it took."""
+    with connect() as conn:
+        started = time.perf_counter()
+        [(added,)] = conn.execute("SELECT count(*) FROM pgjobs.jobs_add_batch(%s::jsonb)",
+                                  [json.dumps(jobs)]).fetchall()
+        took = time.perf_counter() - started
+    if added != len(jobs):
+        raise RuntimeError(f"pg_jobs: jobs_add_batch added {added} of {len(jobs)} jobs")
+    return took
+
+
+def check_graph_drained(what, count):
+    """Every job completed once, nothing left waiting, and no job completed before one of its
+    dependencies: a step's completion statement starts after its claim, which comes after the
+    commit of its dependency's completion, whose statement started before that."""
+    [(completed, other, left, waits, early)] = query("""
+        SELECT count(*) FILTER (WHERE status = 'completed' AND attempts = 1),
+               count(*) FILTER (WHERE status <> 'completed' OR attempts <> 1),
+               (SELECT count(*) FROM pgjobs.jobs),
+               (SELECT count(*) FROM pgjobs.job_dependencies),
+               (SELECT count(*) FROM pgjobs.job_history c CROSS JOIN unnest(c.depends_on) d(id)
+                JOIN pgjobs.job_history p ON p.id = d.id WHERE c.end_time <= p.end_time)
+        FROM pgjobs.job_history""")
+    if (completed, other, left, waits, early) != (count, 0, 0, 0, 0):
+        raise RuntimeError(
+            f"pg_jobs: {what}: of {count} jobs, {completed} completed at their first attempt, {other} "
+            f"finished otherwise, {left} left in jobs, {waits} waits left, {early} completed before a "
+            "dependency")
+
+
+@dataclass
+class GraphRound:
+    adding: float        # seconds of the jobs_add_batch call
+    draining: float      # seconds from the drain's start to the last completion
+    aftermath: Aftermath
+
+
+def graph_round(what, jobs, batch):
+    """Adds `jobs` in one call to an empty queue, then drains them with CLIENTS pgbench workers
+    claiming up to `batch` at a time (drain_until_done.sql). The drain is timed from pgbench's
+    start, its connections left out, to the start of the last completion's statement
+    (job_history.end_time; this machine's clock, as time.time())."""
+    PG_JOBS.reset()
+    execute("TRUNCATE pgjobs.job_dependencies")
+    adding = add_in_one_call(jobs)
+    settle()
+    with AutovacuumOff("pg_jobs"):
+        before = before_drain("pg_jobs")
+        started = time.time()
+        run = pgbench("drain_until_done.sql", transactions=GRAPH_RUNS, defines=[("batch", batch), ("done", 0)])
+        aftermath = dead_tuples("pg_jobs", before, len(jobs))
+    [(last,)] = query("SELECT extract(epoch FROM max(end_time))::float8 FROM pgjobs.job_history")
+    check_graph_drained(f"{what} at batch {batch}", len(jobs))
+    return GraphRound(adding, last - started - run.connecting, aftermath)
+
+
+def graph_drains():
+    """Per batch of GRAPH_BATCHES and per shape ("graph", "independent"): its GRAPH_ROUNDS
+    rounds, the graph first in odd rounds and second in even ones."""
+    shapes = [("graph", graph_steps()), ("independent", [{"task": "noop"}] * GRAPH_JOBS)]
+    rounds = {}
+    for batch in GRAPH_BATCHES:
+        for n in range(GRAPH_ROUNDS):
+            for what, jobs in shapes if n % 2 == 0 else shapes[::-1]:
+                log(f"graph: {what}, {GRAPH_JOBS:,} jobs, {CLIENTS} workers claiming {batch} at a time "
+                    f"(round {n + 1} of {GRAPH_ROUNDS})")
+                done = graph_round(what, jobs, batch)
+                log(f"  added in {done.adding:.2f} s, drained in {done.draining:.2f} s: "
+                    f"{GRAPH_JOBS / done.draining:,.0f} jobs/s; " + describe(done.aftermath))
+                rounds.setdefault((batch, what), []).append(done)
+    return rounds
+
+
+def wait_for(conn, job):
+    """jobs_wait for one job; the perf_counter_ns when its answer is here."""
+    [(status,)] = conn.execute("SELECT status FROM pgjobs.jobs_wait(ARRAY[%s::bigint], '10 seconds')",
+                               [job]).fetchall()
+    if status != "completed":
+        raise RuntimeError(f"jobs_wait answered {status} for job {job}, not completed")
+    return time.perf_counter_ns()
+
+
+def wait_until_asleep(conn, pid):
+    """Until backend `pid` sleeps on its latch in jobs_wait (wait event Extension): it has read
+    its job once, unfinished, and registered its wait."""
+    deadline = time.monotonic() + 10
+    while conn.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
+                       [pid]).fetchall() != [("Extension",)]:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the waiter was not asleep in jobs_wait within 10 s")
+        time.sleep(0.001)
+
+
+def commit_to_wait_latency(samples=GRAPH_WAITS):
+    """ns from the commit of a worker's completion to the return of a caller waiting for that
+    job in jobs_wait, one job at a time, the waiter asleep before the completion: from the
+    worker's COMMIT sent (the commit's WAL flush included) and from its answer (the commit done;
+    the waiter may answer first), as two lists. The completion is in a transaction of its own,
+    so that its commit is a statement to time."""
+    sent, answered = [], []
+    with ThreadPoolExecutor(1) as pool, connect() as producer, connect() as worker, connect() as waiter:
+        waiter_pid = waiter.info.backend_pid
+        for _ in range(samples):
+            [(job,)] = producer.execute("SELECT pgjobs.jobs_add('noop')").fetchall()
+            [(token,)] = worker.execute(
+                "SELECT lease_token FROM pgjobs.jobs_claim('b', ARRAY['default'], 1)").fetchall()
+            returned = pool.submit(wait_for, waiter, job)
+            wait_until_asleep(producer, waiter_pid)
+            # Random gaps, so that completions do not fall in step with anything periodic.
+            time.sleep(random.uniform(0.001, 0.005))
+            worker.execute("BEGIN")
+            worker.execute("SELECT pgjobs.jobs_complete(%s, %s)", [job, token])
+            committing = time.perf_counter_ns()
+            worker.execute("COMMIT")
+            committed = time.perf_counter_ns()
+            done = returned.result(timeout=15)
+            sent.append(done - committing)
+            answered.append(done - committed)
+    return sent, answered
+
+
+def graph():
+    """The graph part, written to GRAPH_OUTPUT: the graph's drain against independent jobs', and
+    jobs_wait's latency from a commit."""
+    started = time.monotonic()
+    load = os.getloadavg()[0]
+    rounds = graph_drains()
+    log(f"graph: jobs_wait, {GRAPH_WAITS} jobs one at a time, each completed while a caller waits for it")
+    PG_JOBS.reset()
+    settle()
+    sent, answered = commit_to_wait_latency()
+
+    def rate_cell(batch, what):
+        rates = sorted(GRAPH_JOBS / r.draining for r in rounds[(batch, what)])
+        return f"{statistics.median(rates):,.0f} ({rates[0]:,.0f}–{rates[-1]:,.0f})"
+
+    def first_round(batch, figure):
+        return " / ".join(f"{figure(rounds[(batch, what)][0].aftermath):,.0f}" for what in ("graph", "independent"))
+
+    def adding(what):
+        return statistics.median(r.adding for batch in GRAPH_BATCHES for r in rounds[(batch, what)])
+
+    def ratio_cell(batch):
+        # Each round's graph against the independent drain next to it, which met the same load:
+        # their median is what a burst of other work on the machine moves least.
+        paired = sorted(i.draining / g.draining
+                        for g, i in zip(rounds[(batch, "graph")], rounds[(batch, "independent")]))
+        return f"**{statistics.median(paired):.2f}** ({paired[0]:.2f}–{paired[-1]:.2f})"
+
+    columns = " | ".join(f"batch {batch}" for batch in GRAPH_BATCHES)
+    lines = [
+        f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; pg_jobs "
+        + subprocess.run(["git", "-C", str(BENCH_DIR), "describe", "--always", "--dirty"],
+                         capture_output=True, text=True).stdout.strip()
+        + f"; {len(os.sched_getaffinity(0))} CPUs; load average {load:.2f} at the start; measured in "
+        f"{(time.monotonic() - started) / 60:.1f} minutes{' (BENCH_QUICK=1)' if QUICK else ''}",
+        f"- A graph of {GRAPH_JOBS:,} no-op steps added in one `jobs_add_batch` call: a root, {GRAPH_MIDDLE} "
+        f"steps after it (`\"after\": [1]`) and {GRAPH_FANOUT} after each of those (fan-out {GRAPH_FANOUT}), "
+        f"so {GRAPH_JOBS - 1:,} wait for a dependency and {GRAPH_MIDDLE + 1} completions release them; "
+        f"against {GRAPH_JOBS:,} independent no-op jobs, added in one call too. Each drained by {CLIENTS} "
+        f"pgbench clients ({THREADS} threads, prepared statements) running `bench/drain_until_done.sql`: "
+        "`drain.sql`'s `jobs_claim` of up to the batch, then `jobs_complete`, in two transactions; a "
+        "worker whose claim took nothing sleeps 1 ms and claims again while any job is left (a step is "
+        "claimable only once its dependencies completed), so the drain ends with the last job. Timed from "
+        "pgbench's start, its connections left out, to the last completion (`job_history.end_time`), "
+        f"from a vacuumed and checkpointed queue, {GRAPH_ROUNDS} rounds of each shape, alternating: "
+        "the median round's jobs/s, and the median of the rounds' ratios, each graph drain against the "
+        "independent one next to it (the rounds' range in brackets). WAL and dead tuples (`jobs`, "
+        "autovacuum off on it) of the first round.",
+        "",
+        f"| Jobs that wait for jobs, {GRAPH_JOBS:,} jobs, {CLIENTS} workers | {columns} |",
+        "|---|" + "---:|" * len(GRAPH_BATCHES),
+        f"| graph (fan-out {GRAPH_FANOUT}), jobs/s | "
+        + " | ".join(rate_cell(batch, "graph") for batch in GRAPH_BATCHES) + " |",
+        "| independent jobs, jobs/s | " + " | ".join(rate_cell(batch, "independent") for batch in GRAPH_BATCHES) + " |",
+        f"| graph ÷ independent (target ≥ {GRAPH_TARGET}×) | "
+        + " | ".join(ratio_cell(batch) for batch in GRAPH_BATCHES) + " |",
+        "| WAL per job, graph / independent, bytes | "
+        + " | ".join(first_round(batch, lambda a: a.wal_per_job) for batch in GRAPH_BATCHES) + " |",
+        "| dead tuples left in `jobs`, graph / independent | "
+        + " | ".join(first_round(batch, lambda a: sum(a.dead.values())) for batch in GRAPH_BATCHES) + " |",
+        "",
+        f"- The `jobs_add_batch` call of the {GRAPH_JOBS:,} (median of {GRAPH_ROUNDS * len(GRAPH_BATCHES)}): "
+        f"the graph {adding('graph'):.2f} s, the independent jobs {adding('independent'):.2f} s.",
+        f"- jobs_wait: {GRAPH_WAITS} jobs one at a time, each added, claimed by a worker, waited for by a "
+        "caller (`jobs_wait(ARRAY[id], '10 seconds')`, seen asleep on its latch in `pg_stat_activity` "
+        "first), then completed by the worker in a transaction of its own; from its `COMMIT` to the "
+        "waiter's return, each timed by bench.py's clock.",
+        "",
+        f"| jobs_wait, {GRAPH_WAITS} jobs | p50, ms | p99, ms |",
+        "|---|---:|---:|",
+        *[f"| from the worker's `COMMIT` {name} to the waiter's return | {percentile(values, 0.50) / 1e6:.2f} "
+          f"| {percentile(values, 0.99) / 1e6:.2f} |"
+          for name, values in (("answered", answered), ("sent (its WAL flush included)", sent))],
+    ]
+    table = "\n".join(lines) + "\n"
+    GRAPH_OUTPUT.parent.mkdir(parents=True, exist_ok=True)
+    GRAPH_OUTPUT.write_text(table)
+    print(table)
+    return table
+
+
 # --- a long transaction -----------------------------------------------------------------------
 
 # Producers at up to LONG_RATE jobs/s in all (LONG_PRODUCERS pgbench clients, one job per
@@ -1738,6 +1982,8 @@ def main():
     OUTPUT.parent.mkdir(parents=True, exist_ok=True)
     OUTPUT.write_text(table)
     print(table)
+    if "graph" in parts:
+        graph()
     if "long-transaction" in parts:
         long_transaction(phases)
     if "batch-agents" in parts:

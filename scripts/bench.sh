@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks pg_jobs beside its peers (hand-written SKIP LOCKED SQL, pgmq, graphile-worker, pg-boss,
 # procrastinate) on a cluster of its own and prints one Markdown table, also written to
-# target/bench/latest.md, and a long transaction beside a steady queue (target/bench/long_transaction.md,
-# about 10 minutes), and 2 worker agents draining batch jobs (target/bench/batch_agents.md);
+# target/bench/latest.md, and a graph of 10,000 jobs that wait for jobs beside as many independent
+# ones, with jobs_wait's latency (target/bench/graph.md), and a long transaction beside a steady queue
+# (target/bench/long_transaction.md, about 10 minutes), and 2 worker agents draining batch jobs
+# (target/bench/batch_agents.md);
 # then the background worker beside pg_cron (target/bench/scheduler.md)
 # and row-level security against the table owner (target/bench/access.md), and the SCHED page's
 # reads with a million batch jobs and 1,000 routines (target/bench/sched.md), and the compute
