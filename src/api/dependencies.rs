@@ -206,12 +206,20 @@ fn release(section: &Section, completed: Datum) {
 /// or None. For queue and batch jobs alike.
 pub(super) fn released_dependents(section: &Section, completed: Datum) -> Option<Datum> {
     let waited = section.run(&RELEASE_WAITS, &[Some(completed)]);
-    if waited.get::<Vec<i64>>(0, 0).unwrap_or_default().is_empty() {
+    // Columns: every job that waited for them, and those that wait for another job too.
+    let any = |column| {
+        !waited
+            .get::<Vec<i64>>(0, column)
+            .unwrap_or_default()
+            .is_empty()
+    };
+    if !any(0) {
         return None;
     }
-    let dependents = waited.datum(0, 0);
-    section.run(&TOUCH_WAITING, &[dependents]);
-    dependents
+    if any(1) {
+        section.run(&TOUCH_WAITING, &[waited.datum(0, 1)]);
+    }
+    waited.datum(0, 0)
 }
 
 /// Jobs made due (MAKE_DUE's or UNBLOCK's rows): their queues' claims start below them, and

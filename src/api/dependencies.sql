@@ -34,15 +34,23 @@ FROM (SELECT p.job_id, array_agg(DISTINCT p.on_job) AS on_jobs, bool_or(p.waits)
 WHERE j.id = ANY ($1) AND j.id = d.job_id;
 
 -- name: release_waits
--- The waits on jobs $1, which just completed, gone: the jobs that had them, in id order.
+-- The waits on jobs $1, which just completed, gone: the jobs that had them, in id order, and
+-- those of them that wait for another job too, as this statement sees (see touch_waiting).
 WITH gone AS (DELETE FROM job_dependencies d WHERE d.on_job = ANY ($1) RETURNING d.job_id)
-SELECT coalesce(array_agg(DISTINCT g.job_id ORDER BY g.job_id), '{}') FROM gone g;
+SELECT coalesce(array_agg(DISTINCT g.job_id ORDER BY g.job_id), '{}'),
+       coalesce(array_agg(DISTINCT g.job_id ORDER BY g.job_id) FILTER (
+           WHERE EXISTS (SELECT FROM job_dependencies o WHERE o.job_id = g.job_id AND o.on_job <> ALL ($1))),
+                '{}')
+FROM gone g;
 
 -- name: touch_waiting
 -- Jobs $1 that still wait to run, written (locked in id order first). Two completions of two
 -- dependencies of one job then take turns on its row: the second's next statement sees the
 -- first's waits gone (or, in repeatable read, it fails with 40001), so the last to commit is the
 -- one that finds no wait left, where each would otherwise have seen the other's still there.
+-- Only for jobs with a wait on another job in the snapshot of release_waits: another completion
+-- of one of its dependencies, committed or not, leaves its row there, so a job with none has no
+-- other completion to take turns with (most jobs of a fan-out have one dependency).
 UPDATE jobs j SET last_update = statement_timestamp()
 WHERE j.ctid = ANY (ARRAY(
     SELECT w.ctid FROM jobs w WHERE w.id = ANY ($1) AND w.status = 'created'
