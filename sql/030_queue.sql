@@ -214,15 +214,17 @@ CREATE FUNCTION jobs_add(
     on_conflict text DEFAULT 'skip',
     key_window interval DEFAULT NULL,
     concurrency_key text DEFAULT NULL,
-    depends_on bigint[] DEFAULT NULL
+    depends_on bigint[] DEFAULT NULL,
+    depends_on_keys text[] DEFAULT NULL
 ) RETURNS bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add';
 COMMENT ON FUNCTION jobs_add IS
     'Adds a job and returns its id; with a key already in use, returns the id of the job that '
     'holds it. on_conflict: skip, replace, debounce (runs key_window after the last add) or '
     'throttle (at most one job per key_window). concurrency_key: the key its queue''s key limit '
-    'counts it under (jobs_key_limit). depends_on: jobs of the caller it waits for; it runs once '
-    'all of them completed, and is blocked if one failed or was aborted (jobs_unblock).';
+    'counts it under (jobs_key_limit). depends_on: jobs of the caller it waits for, by id (or by the '
+    'keys they hold: depends_on_keys); it runs once all of them completed, and is blocked if one '
+    'failed or was aborted (jobs_unblock).';
 
 CREATE FUNCTION jobs_add_batch(jobs jsonb) RETURNS SETOF bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add_batch';

@@ -7,7 +7,7 @@
 //! A job depends only on jobs that existed before the call that adds it (by id) or on earlier
 //! jobs of the same call (by position), so no add can close a cycle.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use pgrx::pg_sys::{Datum, Oid, BOOLOID, INT8ARRAYOID, INT8OID, OIDOID, UUIDOID};
 use pgrx::prelude::*;
@@ -27,6 +27,7 @@ const fn probes(name: &'static str, parameters: &'static [Oid]) -> Statement {
     Statement::new(STATEMENTS, name, parameters, Planning::Probes)
 }
 
+static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, pg_sys::TEXTARRAYOID]);
 static MARK_WAITED_ON: Statement = probes("mark_waited_on", &[INT8ARRAYOID, OIDOID]);
 static FINISHED_DEPENDENCIES: Statement =
     statement("finished_dependencies", &[INT8ARRAYOID, OIDOID]);
@@ -46,17 +47,18 @@ static DEPENDENCY_RESULTS: Statement = statement("dependency_results", &[INT8OID
 /// The most jobs one job may depend on.
 const MOST: usize = 1000;
 
-/// What one job to add depends on: jobs that exist (`ids`), and jobs of the same call before it
-/// (`after`, positions from 1).
+/// What one job to add depends on: jobs that exist, by id (`ids`) or by the idempotency key
+/// they hold (`keys`), and jobs of the same call before it (`after`, positions from 1).
 #[derive(Default)]
 pub(crate) struct Needs {
     pub(crate) ids: Vec<i64>,
+    pub(crate) keys: Vec<String>,
     pub(crate) after: Vec<i64>,
 }
 
 impl Needs {
     pub(crate) fn is_empty(&self) -> bool {
-        self.ids.is_empty() && self.after.is_empty()
+        self.ids.is_empty() && self.keys.is_empty() && self.after.is_empty()
     }
 
     /// Refuses what the job at `position` (from 1) of a call cannot depend on; `keyed`: it has
@@ -76,7 +78,7 @@ impl Needs {
                 Some("Add it without a key: a key's holder may be a job that waits for other jobs already."),
             );
         }
-        if self.ids.len() + self.after.len() > MOST {
+        if self.ids.len() + self.keys.len() + self.after.len() > MOST {
             invalid(
                 format!("a job may depend on at most {MOST} jobs{of_batch}"),
                 Some("Let a join step depend on fewer jobs, or add a step between."),
@@ -96,8 +98,10 @@ impl Needs {
 /// finishes meanwhile is either read as finished or releases these jobs itself.
 pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) {
     let new: HashSet<i64> = ids.iter().copied().collect();
+    let holders = key_holders(section, owner, needs);
     let mut pairs: Vec<(i64, i64)> = Vec::new();
     for (n, need) in needs.iter().enumerate() {
+        pairs.extend(need.keys.iter().map(|key| (ids[n], holders[key])));
         if let Some(own) = need.ids.iter().find(|id| new.contains(id)) {
             invalid(
                 format!("job {own} is added by this same call: name it by its place, with after"),
@@ -160,6 +164,40 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
             Some(array(BOOLOID, &waits)),
         ],
     );
+}
+
+/// The job each key of `needs` names (a live job or one kept in job_history, whose `skip` key
+/// outlives it); a key that names none of the owner's is refused.
+fn key_holders(section: &Section, owner: Oid, needs: &[Needs]) -> HashMap<String, i64> {
+    let keys: Vec<Option<Datum>> = needs
+        .iter()
+        .flat_map(|need| need.keys.iter().map(|key| key.as_str().into_datum()))
+        .collect();
+    if keys.is_empty() {
+        return HashMap::new();
+    }
+    let found = section.run(
+        &KEY_HOLDERS,
+        &[
+            Some(Datum::from(owner)),
+            Some(array(pg_sys::TEXTOID, &keys)),
+        ],
+    );
+    let holders: HashMap<String, i64> = (0..found.len())
+        .filter_map(|row| Some((found.get(row, 0)?, found.get(row, 1)?)))
+        .collect();
+    if let Some(key) = needs
+        .iter()
+        .flat_map(|need| &need.keys)
+        .find(|key| !holders.contains_key(*key))
+    {
+        refuse(
+            PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION,
+            format!("no job of yours holds key {key}"),
+            Some("A key names the job that holds it now: a replace key is given up when its job finishes."),
+        );
+    }
+    holders
 }
 
 /// After a finish, from its rows (columns `[id, completed and waited on, was waiting, ended

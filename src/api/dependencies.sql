@@ -1,6 +1,10 @@
 -- The statements of src/api/dependencies.rs: jobs that wait for jobs (job_dependencies,
 -- sql/030_queue.sql), for queue jobs; the release's first two serve batch jobs too.
 
+-- name: key_holders
+-- The jobs that owner $1's keys $2 name: each key and its job.
+SELECT k.idempotency_key, k.job_id FROM job_keys k WHERE k.owner = $1 AND k.idempotency_key = ANY ($2);
+
 -- name: mark_waited_on
 -- Of jobs $1, those of owner $2 in its own queues (not SQL or batch jobs) that have not finished,
 -- marked as waited on. A write, not a lock alone: a finish of one of them (a DELETE) waits for

@@ -808,6 +808,7 @@ struct BatchJob {
     key_window: Option<String>,
     concurrency_key: Option<String>,
     depends_on: Option<Vec<i64>>,
+    depends_on_keys: Option<Vec<String>>,
     after: Option<Vec<i64>>,
 }
 
@@ -816,6 +817,7 @@ impl BatchJob {
     fn spec(self) -> (Spec, Needs) {
         let needs = Needs {
             ids: self.depends_on.unwrap_or_default(),
+            keys: self.depends_on_keys.unwrap_or_default(),
             after: self.after.unwrap_or_default(),
         };
         let text = |value: Option<String>| value.and_then(IntoDatum::into_datum);
@@ -881,19 +883,25 @@ fn add_needing(section: &Section, owner: Oid, specs: &[Spec], needs: &[Needs]) -
     ids
 }
 
-entry!(jobs_add, pg_finfo_jobs_add, |fcinfo| {
-    let caller = Caller::current();
-    let spec = Spec(std::array::from_fn(|n| argument(fcinfo, n)));
-    let depends_on: Vec<Option<i64>> = value(fcinfo, FIELDS).unwrap_or_default();
-    if depends_on.contains(&None) {
+/// An array argument's elements; one with a null is refused.
+fn without_nulls<T>(array: Option<Vec<Option<T>>>, name: &str) -> Vec<T> {
+    let elements = array.unwrap_or_default();
+    if elements.iter().any(Option::is_none) {
         refuse(
             PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            "depends_on must not contain null",
+            format!("{name} must not contain null"),
             None,
         );
     }
+    elements.into_iter().flatten().collect()
+}
+
+entry!(jobs_add, pg_finfo_jobs_add, |fcinfo| {
+    let caller = Caller::current();
+    let spec = Spec(std::array::from_fn(|n| argument(fcinfo, n)));
     let needs = Needs {
-        ids: depends_on.into_iter().flatten().collect(),
+        ids: without_nulls(value(fcinfo, FIELDS), "depends_on"),
+        keys: without_nulls(value(fcinfo, FIELDS + 1), "depends_on_keys"),
         after: Vec::new(),
     };
     let section = Section::as_owner(fcinfo);

@@ -61,7 +61,7 @@ fn retry(section: &Section, ids: Datum, owner: Option<Datum>) -> Vec<i64> {
         ) {
             let needs = Needs {
                 ids: on,
-                after: Vec::new(),
+                ..Needs::default()
             };
             dependencies::hold(section, owner, &[id], &[needs]);
         }

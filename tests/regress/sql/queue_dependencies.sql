@@ -111,6 +111,20 @@ SELECT pgjobs.jobs_abort(:after_aborted);
 SELECT pgjobs.jobs_abort(:after_done);
 SELECT pgjobs.jobs_abort(:later);
 
+-- Dependencies by the keys their jobs hold: a live one waited for, a finished one (its skip key
+-- outlives it) counted as done.
+SELECT pgjobs.jobs_add('report', queue => 'flow', key => 'report:2026-12') AS report \gset
+SELECT pgjobs.jobs_add('mail report', queue => 'flow', depends_on_keys => ARRAY['report:2026-12']) AS mail \gset
+SELECT depends_on = ARRAY[:report::bigint] AS by_key, run_at = 'infinity' AS waits FROM pgjobs.jobs WHERE id = :mail;
+SELECT count(*) AS added FROM pgjobs.jobs_add_batch('[{"task": "archive", "queue": "flow", "depends_on_keys": ["report:2026-12"]}]');
+SELECT pgjobs.jobs_abort(:mail);
+SELECT pgjobs.jobs_abort(id) FROM pgjobs.jobs WHERE task = 'archive';
+SELECT id = :report AS report_claimed FROM pgjobs.jobs_claim('w', ARRAY['flow']);
+SELECT pgjobs.jobs_complete(:report, regress.token(:report));
+SELECT pgjobs.jobs_add('after report', queue => 'flow', depends_on_keys => ARRAY['report:2026-12']) AS after_report \gset
+SELECT run_at <= now() AS due FROM pgjobs.jobs WHERE id = :after_report;
+SELECT pgjobs.jobs_abort(:after_report);
+
 -- A step adds its children and their join in the transaction that completes it (the join
 -- depends on the children by position, and the children on the step by id): committed together.
 SELECT pgjobs.jobs_add('step', queue => 'flow') AS step \gset
@@ -148,6 +162,9 @@ FROM (VALUES
     ('after not a number', 'regress_flow', 'SELECT count(*) FROM pgjobs.jobs_add_batch(''[{"task": "t"}, {"task": "t", "after": ["1"]}]'')'),
     ('a key', 'regress_flow', format('SELECT pgjobs.jobs_add(''t'', key => ''k'', depends_on => ARRAY[%s])', :slow)),
     ('a null dependency', 'regress_flow', 'SELECT pgjobs.jobs_add(''t'', depends_on => ARRAY[NULL]::bigint[])'),
+    ('an unknown key', 'regress_flow', 'SELECT pgjobs.jobs_add(''t'', depends_on_keys => ARRAY[''no such key''])'),
+    ('another identity''s key', 'regress_flow_other', 'SELECT pgjobs.jobs_add(''t'', depends_on_keys => ARRAY[''report:2026-12''])'),
+    ('a null key', 'regress_flow', 'SELECT pgjobs.jobs_add(''t'', depends_on_keys => ARRAY[NULL]::text[])'),
     ('a null position', 'regress_flow', 'SELECT count(*) FROM pgjobs.jobs_add_batch(''[{"task": "t"}, {"task": "t", "after": [null]}]'')'),
     ('1001 dependencies', 'regress_flow', format('SELECT pgjobs.jobs_add(''t'', depends_on => array_fill(%s::bigint, ARRAY[1001]))', :slow)),
     ('unblock a job that waits for nothing', 'regress_flow', format('SELECT pgjobs.jobs_unblock(%s)', :slow)),
