@@ -160,6 +160,9 @@ CREATE TABLE job_dependencies (
     on_job bigint NOT NULL,
     job_id bigint NOT NULL,
     owner  oid NOT NULL,
+    -- The job was added to be skipped (ended as aborted) rather than blocked, if on_job fails or
+    -- is aborted (jobs_add's on_dependency_failure).
+    skip   boolean NOT NULL DEFAULT false,
     PRIMARY KEY (on_job, job_id)
 );
 CREATE INDEX job_dependencies_job ON job_dependencies (job_id);
@@ -172,6 +175,7 @@ COMMENT ON TABLE job_dependencies IS
 COMMENT ON COLUMN job_dependencies.on_job IS 'The dependency.';
 COMMENT ON COLUMN job_dependencies.job_id IS 'The job that waits for it.';
 COMMENT ON COLUMN job_dependencies.owner IS 'Both jobs'' owner.';
+COMMENT ON COLUMN job_dependencies.skip IS 'Whether the job is skipped, not blocked, if on_job does not complete.';
 
 
 -- What a NOTIFY on channel pgjobs_ready says when a queue with no ready job gets one. Anyone
@@ -215,7 +219,8 @@ CREATE FUNCTION jobs_add(
     key_window interval DEFAULT NULL,
     concurrency_key text DEFAULT NULL,
     depends_on bigint[] DEFAULT NULL,
-    depends_on_keys text[] DEFAULT NULL
+    depends_on_keys text[] DEFAULT NULL,
+    on_dependency_failure text DEFAULT 'block'
 ) RETURNS bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add';
 COMMENT ON FUNCTION jobs_add IS
@@ -223,8 +228,9 @@ COMMENT ON FUNCTION jobs_add IS
     'holds it. on_conflict: skip, replace, debounce (runs key_window after the last add) or '
     'throttle (at most one job per key_window). concurrency_key: the key its queue''s key limit '
     'counts it under (jobs_key_limit). depends_on: jobs of the caller it waits for, by id (or by the '
-    'keys they hold: depends_on_keys); it runs once all of them completed, and is blocked if one '
-    'failed or was aborted (jobs_unblock).';
+    'keys they hold: depends_on_keys); it runs once all of them completed; if one failed or was '
+    'aborted, it is blocked (jobs_unblock), or skipped (ended as aborted) with '
+    'on_dependency_failure => ''skip''.';
 
 CREATE FUNCTION jobs_add_batch(jobs jsonb) RETURNS SETOF bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add_batch';

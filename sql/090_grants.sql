@@ -11,7 +11,7 @@ GRANT EXECUTE ON FUNCTION
     identity(), _current_role(), _join_address_ok(text), _opaque_id(), _job_opaque_id(bigint, oid), _invalid(text, text), _row_count(integer, text), _finite_date(date, text), _utc_month(timestamptz), _utc_midnight(date),
     retry_delay_seconds(integer, double precision, double precision),
     schedule_next_slot(text, text, timestamptz), _schedule_next_epoch(text, text, double precision),
-    jobs_add(text, jsonb, text, integer, timestamptz, integer, interval, interval, interval, text, text, interval, text, bigint[], text[]),
+    jobs_add(text, jsonb, text, integer, timestamptz, integer, interval, interval, interval, text, text, interval, text, bigint[], text[], text),
     jobs_add_batch(jsonb), jobs_unblock(bigint), jobs_dependency_results(bigint, uuid),
     jobs_claim(text, text[], integer, interval),
     jobs_heartbeat(bigint, uuid, interval), jobs_progress(bigint, uuid, jsonb, interval),

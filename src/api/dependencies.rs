@@ -17,7 +17,7 @@ use super::call::{
     Statement,
 };
 use super::datum::{array, int8_array};
-use super::queue::{acting_on, lease_error, missing_job, placed, wake_placed};
+use super::queue::{abort_waiting, acting_on, lease_error, missing_job, placed, wake_placed};
 use crate::{entry, named_statements};
 
 named_statements!(include_str!("dependencies.sql"));
@@ -33,13 +33,20 @@ static FINISHED_DEPENDENCIES: Statement =
     statement("finished_dependencies", &[INT8ARRAYOID, OIDOID]);
 static HOLD: Statement = probes(
     "hold",
-    &[INT8ARRAYOID, INT8ARRAYOID, OIDOID, pg_sys::BOOLARRAYOID],
+    &[
+        INT8ARRAYOID,
+        INT8ARRAYOID,
+        OIDOID,
+        pg_sys::BOOLARRAYOID,
+        pg_sys::BOOLARRAYOID,
+    ],
 );
 pub(super) static RELEASE_WAITS: Statement = statement("release_waits", &[INT8ARRAYOID]);
 pub(super) static TOUCH_WAITING: Statement = probes("touch_waiting", &[INT8ARRAYOID]);
 static MAKE_DUE: Statement = probes("make_due", &[INT8ARRAYOID]);
 static FORGET_WAITS: Statement = statement("forget_waits", &[INT8ARRAYOID]);
 static DEPENDENTS: Statement = statement("dependents", &[INT8ARRAYOID]);
+static TO_SKIP: Statement = statement("to_skip", &[INT8ARRAYOID]);
 static UNBLOCK: Statement = statement("unblock", &[INT8OID, OIDOID]);
 static LIVE_QUEUE_JOB: Statement = statement("live_queue_job", &[INT8OID, OIDOID]);
 static DEPENDENCY_RESULTS: Statement = statement("dependency_results", &[INT8OID, UUIDOID, OIDOID]);
@@ -48,12 +55,26 @@ static DEPENDENCY_RESULTS: Statement = statement("dependency_results", &[INT8OID
 const MOST: usize = 1000;
 
 /// What one job to add depends on: jobs that exist, by id (`ids`) or by the idempotency key
-/// they hold (`keys`), and jobs of the same call before it (`after`, positions from 1).
+/// they hold (`keys`), and jobs of the same call before it (`after`, positions from 1); `skip`:
+/// it ends (aborted) rather than waits, blocked, when one of them does not complete.
 #[derive(Default)]
 pub(crate) struct Needs {
     pub(crate) ids: Vec<i64>,
     pub(crate) keys: Vec<String>,
     pub(crate) after: Vec<i64>,
+    pub(crate) skip: bool,
+}
+
+/// What jobs_add's on_dependency_failure may say: block (the default) or skip.
+pub(crate) fn skips(on_dependency_failure: Option<String>) -> bool {
+    match on_dependency_failure.as_deref() {
+        None | Some("block") => false,
+        Some("skip") => true,
+        Some(other) => invalid(
+            format!("on_dependency_failure must be block or skip, not {other}"),
+            Some("block: the job waits, blocked, until unblocked or aborted; skip: it ends as aborted."),
+        ),
+    }
 }
 
 impl Needs {
@@ -99,22 +120,28 @@ impl Needs {
 pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) {
     let new: HashSet<i64> = ids.iter().copied().collect();
     let holders = key_holders(section, owner, needs);
-    let mut pairs: Vec<(i64, i64)> = Vec::new();
+    // (job, what it depends on, whether it is skipped if that does not complete)
+    let mut pairs: Vec<(i64, i64, bool)> = Vec::new();
     for (n, need) in needs.iter().enumerate() {
-        pairs.extend(need.keys.iter().map(|key| (ids[n], holders[key])));
+        let job = ids[n];
+        pairs.extend(need.keys.iter().map(|key| (job, holders[key], need.skip)));
         if let Some(own) = need.ids.iter().find(|id| new.contains(id)) {
             invalid(
                 format!("job {own} is added by this same call: name it by its place, with after"),
                 None,
             );
         }
-        pairs.extend(need.ids.iter().map(|&on| (ids[n], on)));
-        pairs.extend(need.after.iter().map(|&p| (ids[n], ids[p as usize - 1])));
+        pairs.extend(need.ids.iter().map(|&on| (job, on, need.skip)));
+        pairs.extend(
+            need.after
+                .iter()
+                .map(|&p| (job, ids[p as usize - 1], need.skip)),
+        );
     }
     if pairs.is_empty() {
         return;
     }
-    let mut on: Vec<i64> = pairs.iter().map(|&(_, on)| on).collect();
+    let mut on: Vec<i64> = pairs.iter().map(|&(_, on, _)| on).collect();
     on.sort_unstable();
     on.dedup();
     let owner = Some(Datum::from(owner));
@@ -153,16 +180,50 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
     }
     let waits: Vec<Option<Datum>> = pairs
         .iter()
-        .map(|(_, on)| Some(Datum::from(!completed.contains(on))))
+        .map(|(_, on, _)| Some(Datum::from(!completed.contains(on))))
+        .collect();
+    let skip: Vec<Option<Datum>> = pairs
+        .iter()
+        .map(|&(_, _, skip)| Some(Datum::from(skip)))
         .collect();
     section.run(
         &HOLD,
         &[
-            Some(int8_array(pairs.iter().map(|&(job, _)| job))),
-            Some(int8_array(pairs.iter().map(|&(_, on)| on))),
+            Some(int8_array(pairs.iter().map(|&(job, ..)| job))),
+            Some(int8_array(pairs.iter().map(|&(_, on, _)| on))),
             owner,
             Some(array(BOOLOID, &waits)),
+            Some(array(BOOLOID, &skip)),
         ],
+    );
+    // Those to be skipped for a dependency that has ended without completing end now.
+    let ended: Vec<i64> = rest
+        .into_iter()
+        .filter(|id| !completed.contains(id))
+        .collect();
+    if needs.iter().any(|need| need.skip) && !ended.is_empty() {
+        skip_dependents(section, ended);
+    }
+}
+
+/// The jobs that wait for jobs `failed` (which ended without completing) and were added to be
+/// skipped then: ended as aborted, each with why, which in turn skips or blocks those that wait
+/// for them.
+fn skip_dependents(section: &Section, failed: Vec<i64>) {
+    let skipped = section.run(&TO_SKIP, &[Some(int8_array(failed))]);
+    if skipped.len() == 0 {
+        return;
+    }
+    let column = |c| {
+        (0..skipped.len())
+            .map(|row| skipped.datum(row, c))
+            .collect::<Vec<_>>()
+    };
+    abort_waiting(
+        section,
+        array(INT8OID, &column(0)),
+        None,
+        Some(array(pg_sys::TEXTOID, &column(1))),
     );
 }
 
@@ -216,9 +277,10 @@ pub(crate) fn finished(section: &Section, rows: &Rows, [id, releases, waited, bl
     if !completed.is_empty() {
         release(section, int8_array(completed));
     }
-    if super::waits::anyone_waiting() {
-        let failed = where_true(blocks);
-        if !failed.is_empty() {
+    let failed = where_true(blocks);
+    if !failed.is_empty() {
+        skip_dependents(section, failed.clone());
+        if super::waits::anyone_waiting() {
             let blocked = section.run(&DEPENDENTS, &[Some(int8_array(failed))]);
             super::waits::finished((0..blocked.len()).filter_map(|row| blocked.get(row, 0)));
         }

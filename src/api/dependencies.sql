@@ -22,14 +22,14 @@ WHERE h.id = ANY ($1) AND h.owner = $2 AND NOT _reserved_queue(h.queue);
 
 -- name: hold
 -- Jobs $1, just added by owner $3, depend on jobs $2 (pairs, in lockstep); $4 says of each pair
--- whether its dependency is still to complete. Each job records what it depends on; a pair
--- still to complete is a row of job_dependencies, and a job with one is not due (run_at
--- infinity) until its dependencies release it.
+-- whether its dependency is still to complete, $5 whether its job is skipped if it does not.
+-- Each job records what it depends on; a pair still to complete is a row of job_dependencies,
+-- and a job with one is not due (run_at infinity) until its dependencies release it.
 WITH pairs AS (
-    SELECT * FROM unnest($1::bigint[], $2::bigint[], $4::boolean[]) AS p(job_id, on_job, waits)
+    SELECT * FROM unnest($1::bigint[], $2::bigint[], $4::boolean[], $5::boolean[]) AS p(job_id, on_job, waits, skip)
 ), waits AS (
-    INSERT INTO job_dependencies (on_job, job_id, owner)
-    SELECT DISTINCT p.on_job, p.job_id, $3 FROM pairs p WHERE p.waits
+    INSERT INTO job_dependencies (on_job, job_id, owner, skip)
+    SELECT DISTINCT p.on_job, p.job_id, $3, p.skip FROM pairs p WHERE p.waits
 )
 UPDATE jobs j
 SET depends_on = d.on_jobs, run_at = CASE WHEN d.waits THEN 'infinity' ELSE j.run_at END
@@ -73,6 +73,18 @@ RETURNING j.id, j.claimable_by, j.queue::text, j.priority, j.run_at;
 -- name: dependents
 -- The jobs that wait for jobs $1.
 SELECT d.job_id FROM job_dependencies d WHERE d.on_job = ANY ($1);
+
+-- name: to_skip
+-- The jobs that wait for jobs $1, which ended without completing, and were added to be skipped
+-- then (not blocked), in id order: each with why.
+SELECT d.job_id, 'skipped: ' || string_agg(format('job %s %s', d.on_job,
+                                                   coalesce(h.status::text, 'ended without completing')),
+                                            '; ' ORDER BY d.on_job)
+FROM job_dependencies d
+LEFT JOIN job_history h ON h.id = d.on_job
+WHERE d.on_job = ANY ($1) AND d.skip
+GROUP BY d.job_id
+ORDER BY d.job_id;
 
 -- name: forget_waits
 -- The waits of jobs $1, which finished while waiting for dependencies (aborted).

@@ -810,6 +810,7 @@ struct BatchJob {
     depends_on: Option<Vec<i64>>,
     depends_on_keys: Option<Vec<String>>,
     after: Option<Vec<i64>>,
+    on_dependency_failure: Option<String>,
 }
 
 impl BatchJob {
@@ -819,6 +820,7 @@ impl BatchJob {
             ids: self.depends_on.unwrap_or_default(),
             keys: self.depends_on_keys.unwrap_or_default(),
             after: self.after.unwrap_or_default(),
+            skip: dependencies::skips(self.on_dependency_failure),
         };
         let text = |value: Option<String>| value.and_then(IntoDatum::into_datum);
         let typed = |value: Option<String>, type_oid| value.map(|v| input(&v, type_oid));
@@ -903,6 +905,7 @@ entry!(jobs_add, pg_finfo_jobs_add, |fcinfo| {
         ids: without_nulls(value(fcinfo, FIELDS), "depends_on"),
         keys: without_nulls(value(fcinfo, FIELDS + 1), "depends_on_keys"),
         after: Vec::new(),
+        skip: dependencies::skips(value(fcinfo, FIELDS + 2)),
     };
     let section = Section::as_owner(fcinfo);
     Datum::from(add_needing(&section, caller.identity, &[spec], &[needs])[0])
@@ -1262,6 +1265,28 @@ fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
     dependencies::finished(section, &finished, [0, 10, 11, 12]);
     super::waits::finished((0..finished.len()).filter_map(|row| finished.get::<i64>(row, 0)));
     finished
+}
+
+/// Ends waiting jobs `ids` (an array) of owner `owner` (any when None) as aborted, each with its
+/// error (`errors`, an array), if given: FINISH's rows.
+pub(crate) fn abort_waiting(
+    section: &Section,
+    ids: Datum,
+    owner: Option<Datum>,
+    errors: Option<Datum>,
+) -> Rows {
+    finish(
+        section,
+        &[
+            Some(ids),
+            None,
+            Some(array(TEXTOID, &["created".into_datum()])),
+            "aborted".into_datum(),
+            owner,
+            None,
+            errors,
+        ],
+    )
 }
 
 /// Wakes the workers of limited queues that wait for a slot, of `rows`' jobs, whose leases ended:
@@ -1840,19 +1865,7 @@ entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {
             // Jobs tab.
             super::batch::tally(&section, array(INT8OID, &[Some(job)]), -1, false);
         }
-        finish(
-            &section,
-            &[
-                Some(array(INT8OID, &[Some(job)])),
-                None,
-                Some(array(TEXTOID, &["created".into_datum()])),
-                "aborted".into_datum(),
-                owner,
-                None,
-                None,
-            ],
-        )
-        .datum(0, 1)
+        abort_waiting(&section, array(INT8OID, &[Some(job)]), owner, None).datum(0, 1)
     } else {
         section.run(&ABORT_LEASED, &[Some(job)]).datum(0, 0)
     };

@@ -111,6 +111,22 @@ SELECT pgjobs.jobs_abort(:after_aborted);
 SELECT pgjobs.jobs_abort(:after_done);
 SELECT pgjobs.jobs_abort(:later);
 
+-- Skipped rather than blocked (pgflow's rule): jobs added with on_dependency_failure => 'skip'
+-- end as aborted, with why, when a dependency fails, and so in turn do those waiting for them
+-- with skip; one without it is blocked. Added after a dependency that failed: skipped at once.
+SELECT pgjobs.jobs_add('weak', queue => 'skips', max_attempts => 1) AS weak \gset
+SELECT count(*) AS added FROM pgjobs.jobs_add_batch(format('[
+    {"task": "skip 1", "queue": "skips", "depends_on": [%1$s], "on_dependency_failure": "skip"},
+    {"task": "skip 2", "queue": "skips", "after": [1], "on_dependency_failure": "skip"},
+    {"task": "block 3", "queue": "skips", "after": [2]}]', :weak)::jsonb);
+SELECT id = :weak AS weak_claimed FROM pgjobs.jobs_claim('w', ARRAY['skips']);
+SELECT pgjobs.jobs_fail(:weak, regress.token(:weak), 'gone');
+SELECT pgjobs.jobs_add('late skip', queue => 'skips', depends_on => ARRAY[:weak], on_dependency_failure => 'skip');
+SELECT l.id - :weak AS after_weak, l.task, r.status, regexp_replace(r.error, '[0-9]+', 'N', 'g') AS error
+FROM pgjobs.job_list l, pgjobs.jobs_result(l.id) r WHERE l.queue = 'skips' ORDER BY l.id;
+SELECT count(*) AS waits FROM pgjobs.job_dependencies d JOIN pgjobs.job_list l ON l.id = d.job_id WHERE l.queue = 'skips';
+SELECT pgjobs.jobs_abort(id) FROM pgjobs.jobs WHERE queue = 'skips';
+
 -- Dependencies by the keys their jobs hold: a live one waited for, a finished one (its skip key
 -- outlives it) counted as done.
 SELECT pgjobs.jobs_add('report', queue => 'flow', key => 'report:2026-12') AS report \gset
@@ -165,6 +181,7 @@ FROM (VALUES
     ('an unknown key', 'regress_flow', 'SELECT pgjobs.jobs_add(''t'', depends_on_keys => ARRAY[''no such key''])'),
     ('another identity''s key', 'regress_flow_other', 'SELECT pgjobs.jobs_add(''t'', depends_on_keys => ARRAY[''report:2026-12''])'),
     ('a null key', 'regress_flow', 'SELECT pgjobs.jobs_add(''t'', depends_on_keys => ARRAY[NULL]::text[])'),
+    ('an unknown rule on failure', 'regress_flow', format('SELECT pgjobs.jobs_add(''t'', depends_on => ARRAY[%s], on_dependency_failure => ''maybe'')', :slow)),
     ('a null position', 'regress_flow', 'SELECT count(*) FROM pgjobs.jobs_add_batch(''[{"task": "t"}, {"task": "t", "after": [null]}]'')'),
     ('1001 dependencies', 'regress_flow', format('SELECT pgjobs.jobs_add(''t'', depends_on => array_fill(%s::bigint, ARRAY[1001]))', :slow)),
     ('unblock a job that waits for nothing', 'regress_flow', format('SELECT pgjobs.jobs_unblock(%s)', :slow)),
