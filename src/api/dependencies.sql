@@ -76,11 +76,21 @@ SELECT d.job_id FROM job_dependencies d WHERE d.on_job = ANY ($1);
 
 -- name: to_skip
 -- The jobs that wait for jobs $1, which ended without completing, and were added to be skipped
--- then (not blocked), in id order: each with why.
+-- then (not blocked), in id order: each with why. Locked, and passed over where another
+-- transaction holds the row (they stay blocked): the launcher fails jobs whose last lease ran
+-- out, and nothing it runs waits for a member.
+WITH skipped AS (
+    SELECT j.id FROM jobs j
+    WHERE j.id IN (SELECT d.job_id FROM job_dependencies d WHERE d.on_job = ANY ($1) AND d.skip)
+      AND j.status = 'created'
+    ORDER BY j.id
+    FOR UPDATE OF j SKIP LOCKED
+)
 SELECT d.job_id, 'skipped: ' || string_agg(format('job %s %s', d.on_job,
                                                    coalesce(h.status::text, 'ended without completing')),
                                             '; ' ORDER BY d.on_job)
 FROM job_dependencies d
+JOIN skipped s ON s.id = d.job_id
 LEFT JOIN job_history h ON h.id = d.on_job
 WHERE d.on_job = ANY ($1) AND d.skip
 GROUP BY d.job_id
