@@ -383,35 +383,36 @@ SQL
 # for up to 10 s while another claims and completes it a second later, and the waiter returns
 # completed well before its timeout and before its read of every 5 s would have seen it.
 test_jobs_wait_is_woken_by_the_completion() {
-    local id out="$OUT/jobs-wait.out"
+    local id
     id=$(live_sql "SELECT pgjobs.jobs_add('waited for', queue => 'waits')") || return 1
-    live_sql "SELECT status || ' ' || (clock_timestamp() - statement_timestamp() < interval '4 seconds')
-              FROM pgjobs.jobs_wait(ARRAY[$id::bigint], '10 seconds')" >"$out" 2>&1 &
-    local waiter=$!
-    wait_until 5 "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event_type = 'Extension'
-                                 AND query LIKE '%jobs_wait%' AND pid <> pg_backend_pid())" || { wait $waiter; return 1; }
-    sleep 1
-    live_sql "SELECT pgjobs.jobs_complete(id, lease_token) FROM pgjobs.jobs_claim('w', ARRAY['waits'], 1)" >/dev/null || return 1
-    wait $waiter || return 1
-    [ "$(cat "$out")" = "completed true" ] || { cat "$out" >&2; return 1; }
+    [ "$(woken_waiter "$id" "SELECT pgjobs.jobs_complete(id, lease_token) FROM pgjobs.jobs_claim('w', ARRAY['waits'], 1)")" = \
+        "completed  true" ]
 }
 
 # A job waiting for another is blocked when that one fails: its waiter returns then, with the
 # reason, and does not sleep on to its timeout.
 test_jobs_wait_returns_when_its_job_is_blocked() {
-    local first second out="$OUT/jobs-wait-blocked.out"
+    local first second
     first=$(live_sql "SELECT pgjobs.jobs_add('doomed', queue => 'waits-blocked', max_attempts => 1)") || return 1
     second=$(live_sql "SELECT pgjobs.jobs_add('after it', queue => 'waits-blocked', depends_on => ARRAY[$first::bigint])") || return 1
-    live_sql "SELECT status || ' ' || error || ' ' || (clock_timestamp() - statement_timestamp() < interval '4 seconds')
-              FROM pgjobs.jobs_wait(ARRAY[$second::bigint], '10 seconds')" >"$out" 2>&1 &
-    local waiter=$!
+    [ "$(woken_waiter "$second" "SELECT pgjobs.jobs_fail(id, lease_token, 'broken') FROM pgjobs.jobs_claim('w', ARRAY['waits-blocked'], 1)")" = \
+        "blocked job $first failed true" ] || return 1
+    live_sql "SELECT pgjobs.jobs_abort($second)" >/dev/null
+}
+
+# woken_waiter JOB SQL: a jobs_wait for JOB of up to 10 s, seen asleep, then SQL a second later;
+# prints the waiter's answer: the job's status and error, and whether it returned within 4 s.
+woken_waiter() {
+    local out="$OUT/jobs-wait-$1.out" waiter
+    live_sql "SELECT status || ' ' || coalesce(error, '') || ' ' || (clock_timestamp() - statement_timestamp() < interval '4 seconds')
+              FROM pgjobs.jobs_wait(ARRAY[$1::bigint], '10 seconds')" >"$out" 2>&1 &
+    waiter=$!
     wait_until 5 "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event_type = 'Extension'
                                  AND query LIKE '%jobs_wait%' AND pid <> pg_backend_pid())" || { wait $waiter; return 1; }
     sleep 1
-    live_sql "SELECT pgjobs.jobs_fail(id, lease_token, 'broken') FROM pgjobs.jobs_claim('w', ARRAY['waits-blocked'], 1)" >/dev/null || return 1
+    live_sql "$2" >/dev/null || return 1
     wait $waiter || return 1
-    [ "$(cat "$out")" = "blocked job $first failed true" ] || { cat "$out" >&2; return 1; }
-    live_sql "SELECT pgjobs.jobs_abort($second)" >/dev/null
+    cat "$out"
 }
 
 test_launcher_requeues_expired_leases() {
