@@ -9,12 +9,25 @@ CREATE VIEW metrics AS
 WITH live AS (
     SELECT j.queue::text AS queue, j.status::text AS status, count(*) AS jobs,
            count(*) FILTER (WHERE j.status = 'created' AND j.run_at <= now()) AS ready,
+           count(*) FILTER (WHERE j.status = 'created' AND j.run_at = 'infinity') AS waiting,
            min(j.run_at) FILTER (WHERE j.status = 'created' AND j.run_at <= now()) AS oldest_ready
     FROM jobs j GROUP BY j.queue, j.status
 )
 SELECT 'jobs' AS metric, l.queue, l.status, l.jobs::float8 AS value FROM live l
 UNION ALL
 SELECT 'jobs_ready', l.queue, NULL, l.ready::float8 FROM live l WHERE l.status = 'created'
+UNION ALL
+-- Jobs waiting for their dependencies, and those of them blocked by one that did not complete
+-- (src/api/dependencies.rs); no row for a queue without any.
+SELECT 'jobs_waiting_for_dependencies', l.queue, NULL, l.waiting::float8 FROM live l WHERE l.waiting > 0
+UNION ALL
+-- (_job_blocked's test written out: a monitor may not call the members' functions.)
+SELECT 'jobs_blocked', j.queue::text, NULL, count(*)::float8
+FROM jobs j
+WHERE j.status = 'created' AND j.run_at = 'infinity'
+  AND EXISTS (SELECT FROM job_dependencies w
+              WHERE w.job_id = j.id AND NOT EXISTS (SELECT FROM jobs d WHERE d.id = w.on_job))
+GROUP BY j.queue
 UNION ALL
 -- (Epochs subtracted, not times: a run_at no interval can reach from now, as -infinity was
 -- before callers' times were checked, makes an infinite age instead of failing every reader.)

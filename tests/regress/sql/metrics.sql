@@ -45,6 +45,15 @@ SELECT metric, queue, value FROM pgjobs.metrics WHERE metric = 'queue_paused';
 SELECT pgjobs.jobs_resume('m') AS resumed;
 SELECT count(*) AS paused_rows FROM pgjobs.metrics WHERE metric = 'queue_paused';
 
+-- Jobs waiting for dependencies, and those blocked: a chain of three whose first is aborted
+-- leaves the second blocked and the third waiting for it.
+SELECT count(*) AS added FROM pgjobs.jobs_add_batch(
+    '[{"task": "a", "queue": "deps"}, {"task": "b", "queue": "deps", "after": [1]}, {"task": "c", "queue": "deps", "after": [2]}]');
+SELECT metric, queue, value FROM pgjobs.metrics WHERE metric IN ('jobs_waiting_for_dependencies', 'jobs_blocked') ORDER BY 1;
+SELECT pgjobs.jobs_abort(min(id)) FROM pgjobs.jobs WHERE queue = 'deps';
+SELECT metric, queue, value FROM pgjobs.metrics WHERE metric IN ('jobs_waiting_for_dependencies', 'jobs_blocked') ORDER BY 1;
+SELECT count(*) AS aborted FROM pgjobs.jobs j, pgjobs.jobs_abort(j.id) WHERE j.queue = 'deps';
+
 -- No row makes it fail: a job due at -infinity (refused to callers now, but a row from before
 -- that) is an infinite age, not an error for every reader.
 SELECT regress.error_of('SELECT pgjobs.jobs_add(''x'', queue => ''inf'', run_at => ''-infinity'')') AS refused;
