@@ -1226,7 +1226,11 @@ fn schedules_run_now(c: &mut Ctx) -> Res<()> {
     if added != "bob-task true web_bob" {
         return fail(format!("the job run now is {added:?}"));
     }
-    wait_for(10, || Ok(c.b.text_css(&tid("notice"))?.contains(&format!("job {job} added"))))?;
+    wait_for(10, || {
+        Ok(c.b
+            .text_css(&tid("notice"))?
+            .contains(&format!("job {job} added")))
+    })?;
     c.login_ok("web_ana")
 }
 
@@ -1905,27 +1909,17 @@ fn forged_queue_actions_change_nothing(c: &mut Ctx) -> Res<()> {
                    cookie: &str,
                    token: Option<&str>,
                    content_type: &str,
-                   origin: Option<&str>|
-     -> Res<(u16, String)> {
-        let url = format!("{}{path}", c.url);
-        let mut r = if method == "GET" {
-            http.get(url).header("Cookie", cookie).call()
-        } else {
-            let mut req = http
-                .post(url)
-                .header("Cookie", cookie)
-                .content_type(content_type);
-            if let Some(t) = token {
-                req = req.header("X-CSRF-Token", t);
-            }
-            if let Some(o) = origin {
-                req = req.header("Origin", o);
-            }
-            req.send(body)
-        }
-        .map_err(|e| e.to_string())?;
-        let status = r.status().as_u16();
-        Ok((status, r.body_mut().read_to_string().unwrap_or_default()))
+                   origin: Option<&str>| {
+        page_request(
+            &http,
+            &format!("{}{path}", c.url),
+            method,
+            body,
+            cookie,
+            token,
+            content_type,
+            origin,
+        )
     };
     let json = "application/json";
     let abort = format!(r#"{{"jobs": [{waiting}]}}"#);
@@ -2293,27 +2287,17 @@ fn forged_unblock_changes_nothing(c: &mut Ctx) -> Res<()> {
                    cookie: &str,
                    token: Option<&str>,
                    content_type: &str,
-                   origin: Option<&str>|
-     -> Res<(u16, String)> {
-        let url = format!("{}{path}", c.url);
-        let mut r = if method == "GET" {
-            http.get(url).header("Cookie", cookie).call()
-        } else {
-            let mut req = http
-                .post(url)
-                .header("Cookie", cookie)
-                .content_type(content_type);
-            if let Some(t) = token {
-                req = req.header("X-CSRF-Token", t);
-            }
-            if let Some(o) = origin {
-                req = req.header("Origin", o);
-            }
-            req.send(body)
-        }
-        .map_err(|e| e.to_string())?;
-        let status = r.status().as_u16();
-        Ok((status, r.body_mut().read_to_string().unwrap_or_default()))
+                   origin: Option<&str>| {
+        page_request(
+            &http,
+            &format!("{}{path}", c.url),
+            method,
+            body,
+            cookie,
+            token,
+            content_type,
+            origin,
+        )
     };
     let json = "application/json";
     let path = "/api/queues/jobs/unblock";
@@ -2443,6 +2427,39 @@ fn second_role_sees_nothing_of_the_first(c: &mut Ctx) -> Res<()> {
         ));
     }
     Ok(())
+}
+
+/// A request as the page's script sends one (a GET, or a POST with its cookie, CSRF token,
+/// content type and origin, each as given): its status and body.
+#[allow(clippy::too_many_arguments)]
+fn page_request(
+    http: &ureq::Agent,
+    url: &str,
+    method: &str,
+    body: &str,
+    cookie: &str,
+    token: Option<&str>,
+    content_type: &str,
+    origin: Option<&str>,
+) -> Res<(u16, String)> {
+    let mut r = if method == "GET" {
+        http.get(url).header("Cookie", cookie).call()
+    } else {
+        let mut req = http
+            .post(url)
+            .header("Cookie", cookie)
+            .content_type(content_type);
+        if let Some(t) = token {
+            req = req.header("X-CSRF-Token", t);
+        }
+        if let Some(o) = origin {
+            req = req.header("Origin", o);
+        }
+        req.send(body)
+    }
+    .map_err(|e| e.to_string())?;
+    let status = r.status().as_u16();
+    Ok((status, r.body_mut().read_to_string().unwrap_or_default()))
 }
 
 fn ureq_agent() -> ureq::Agent {
