@@ -1,8 +1,8 @@
 //! Queue jobs that wait for jobs (`job_dependencies`, sql/030_queue.sql): what an add says a
 //! job depends on, the release of its dependents when a job completes, `jobs_unblock` and
 //! `jobs_dependency_results`. The batch store's dependencies (src/api/batch_waits.rs) keep their
-//! waits in the same table and are released by the same first two statements. Statements in
-//! `dependencies.sql`.
+//! waits in the same table and are released by the same statements (`released_dependents`).
+//! Statements in `dependencies.sql`.
 //!
 //! A job depends only on jobs that existed before the call that adds it (by id) or on earlier
 //! jobs of the same call (by position), so no add can close a cycle.
@@ -41,8 +41,8 @@ static HOLD: Statement = probes(
         pg_sys::BOOLARRAYOID,
     ],
 );
-pub(super) static RELEASE_WAITS: Statement = statement("release_waits", &[INT8ARRAYOID]);
-pub(super) static TOUCH_WAITING: Statement = probes("touch_waiting", &[INT8ARRAYOID]);
+static RELEASE_WAITS: Statement = statement("release_waits", &[INT8ARRAYOID]);
+static TOUCH_WAITING: Statement = probes("touch_waiting", &[INT8ARRAYOID]);
 static MAKE_DUE: Statement = probes("make_due", &[INT8ARRAYOID]);
 static FORGET_WAITS: Statement = statement("forget_waits", &[INT8ARRAYOID]);
 static DEPENDENTS: Statement = statement("dependents", &[INT8ARRAYOID]);
