@@ -1902,25 +1902,8 @@ fn forged_queue_actions_change_nothing(c: &mut Ctx) -> Res<()> {
     };
     let (ana_cookie, ana_token) = http_login(&c.url, "web_ana")?;
     let (bob_cookie, bob_token) = http_login(&c.url, "web_bob")?;
-    let http = ureq_agent();
-    let request = |method: &str,
-                   path: &str,
-                   body: &str,
-                   cookie: &str,
-                   token: Option<&str>,
-                   content_type: &str,
-                   origin: Option<&str>| {
-        page_request(
-            &http,
-            &format!("{}{path}", c.url),
-            method,
-            body,
-            cookie,
-            token,
-            content_type,
-            origin,
-        )
-    };
+    let page = Page::at(&c.url);
+    let request = |m, p, b, ck, t, ct, o| page.request(m, p, b, ck, t, ct, o);
     let json = "application/json";
     let abort = format!(r#"{{"jobs": [{waiting}]}}"#);
     let retry = format!(r#"{{"jobs": [{failed}]}}"#);
@@ -2280,25 +2263,8 @@ fn forged_unblock_changes_nothing(c: &mut Ctx) -> Res<()> {
     }
     let (ana_cookie, ana_token) = http_login(&c.url, "web_ana")?;
     let (bob_cookie, bob_token) = http_login(&c.url, "web_bob")?;
-    let http = ureq_agent();
-    let request = |method: &str,
-                   path: &str,
-                   body: &str,
-                   cookie: &str,
-                   token: Option<&str>,
-                   content_type: &str,
-                   origin: Option<&str>| {
-        page_request(
-            &http,
-            &format!("{}{path}", c.url),
-            method,
-            body,
-            cookie,
-            token,
-            content_type,
-            origin,
-        )
-    };
+    let page = Page::at(&c.url);
+    let request = |m, p, b, ck, t, ct, o| page.request(m, p, b, ck, t, ct, o);
     let json = "application/json";
     let path = "/api/queues/jobs/unblock";
     let unblock = format!(r#"{{"jobs": [{step}]}}"#);
@@ -2429,37 +2395,54 @@ fn second_role_sees_nothing_of_the_first(c: &mut Ctx) -> Res<()> {
     Ok(())
 }
 
-/// A request as the page's script sends one (a GET, or a POST with its cookie, CSRF token,
-/// content type and origin, each as given): its status and body.
-#[allow(clippy::too_many_arguments)]
-fn page_request(
-    http: &ureq::Agent,
-    url: &str,
-    method: &str,
-    body: &str,
-    cookie: &str,
-    token: Option<&str>,
-    content_type: &str,
-    origin: Option<&str>,
-) -> Res<(u16, String)> {
-    let mut r = if method == "GET" {
-        http.get(url).header("Cookie", cookie).call()
-    } else {
-        let mut req = http
-            .post(url)
-            .header("Cookie", cookie)
-            .content_type(content_type);
-        if let Some(t) = token {
-            req = req.header("X-CSRF-Token", t);
+/// The page's server, asked as the page's script asks it.
+struct Page<'a> {
+    http: ureq::Agent,
+    base: &'a str,
+}
+
+impl<'a> Page<'a> {
+    fn at(base: &'a str) -> Self {
+        Page {
+            http: ureq_agent(),
+            base,
         }
-        if let Some(o) = origin {
-            req = req.header("Origin", o);
-        }
-        req.send(body)
     }
-    .map_err(|e| e.to_string())?;
-    let status = r.status().as_u16();
-    Ok((status, r.body_mut().read_to_string().unwrap_or_default()))
+
+    /// A GET, or a POST with its cookie, CSRF token, content type and origin, each as given: its
+    /// status and body.
+    #[allow(clippy::too_many_arguments)]
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: &str,
+        cookie: &str,
+        token: Option<&str>,
+        content_type: &str,
+        origin: Option<&str>,
+    ) -> Res<(u16, String)> {
+        let url = format!("{}{path}", self.base);
+        let mut r = if method == "GET" {
+            self.http.get(url).header("Cookie", cookie).call()
+        } else {
+            let mut req = self
+                .http
+                .post(url)
+                .header("Cookie", cookie)
+                .content_type(content_type);
+            if let Some(t) = token {
+                req = req.header("X-CSRF-Token", t);
+            }
+            if let Some(o) = origin {
+                req = req.header("Origin", o);
+            }
+            req.send(body)
+        }
+        .map_err(|e| e.to_string())?;
+        let status = r.status().as_u16();
+        Ok((status, r.body_mut().read_to_string().unwrap_or_default()))
+    }
 }
 
 fn ureq_agent() -> ureq::Agent {
