@@ -1334,31 +1334,14 @@ fn forged_schedule_actions_change_nothing(c: &mut Ctx) -> Res<()> {
     let job = running_sql_job(c)?;
     let (ana_cookie, ana_token) = http_login(&c.url, "web_ana")?;
     let (bob_cookie, bob_token) = http_login(&c.url, "web_bob")?;
-    let http = ureq_agent();
+    let page = Page::at(&c.url);
     let disable = (
         "/api/cron/disable",
         r#"{"name": "ana-nightly"}"#.to_string(),
     );
     let abort = ("/api/sql-jobs/abort", format!(r#"{{"id": {job}}}"#));
-    let attempt = |(path, body): &(&str, String),
-                   cookie: &str,
-                   token: Option<&str>,
-                   content_type: &str,
-                   origin: Option<&str>|
-     -> Res<(u16, String)> {
-        let mut req = http
-            .post(format!("{}{path}", c.url))
-            .header("Cookie", cookie)
-            .content_type(content_type);
-        if let Some(t) = token {
-            req = req.header("X-CSRF-Token", t);
-        }
-        if let Some(o) = origin {
-            req = req.header("Origin", o);
-        }
-        let mut r = req.send(body.as_str()).map_err(|e| e.to_string())?;
-        let status = r.status().as_u16();
-        Ok((status, r.body_mut().read_to_string().unwrap_or_default()))
+    let attempt = |(path, body): &(&str, String), cookie, token, content_type, origin| {
+        page.request("POST", path, body, cookie, token, content_type, origin)
     };
     let json = "application/json";
     let tries = [
@@ -2000,11 +1983,7 @@ fn forged_queue_actions_change_nothing(c: &mut Ctx) -> Res<()> {
             "another site",
         ),
     ];
-    for (what, (got, body), want, says) in &tries {
-        if got != want || !body.contains(says) {
-            return fail(format!("{what}: {got} {body}, not {want} with {says}"));
-        }
-    }
+    each_answered(&tries)?;
     // web_bob's pause of a queue of that name is of his own queue, not of web_ana's.
     let (status, body) = bob("POST", "/api/queues/pause", pause)?;
     let ana_paused = as_role_one(
@@ -2347,11 +2326,7 @@ fn forged_unblock_changes_nothing(c: &mut Ctx) -> Res<()> {
             "another site",
         ),
     ];
-    for (what, (got, body), want, says) in &tries {
-        if got != want || !body.contains(says) {
-            return fail(format!("{what}: {got} {body}, not {want} with {says}"));
-        }
-    }
+    each_answered(&tries)?;
     let (after, status) = (
         run_at_and_waits(c, &step)?,
         as_role_one(
@@ -2391,6 +2366,17 @@ fn second_role_sees_nothing_of_the_first(c: &mut Ctx) -> Res<()> {
             "toggles {toggles:?}, groups {groups:?}, web_ana in the page: {}",
             html.contains("web_ana")
         ));
+    }
+    Ok(())
+}
+
+/// Each request's answer (what was tried, its status and body) is the status wanted and says
+/// what it should.
+fn each_answered(tries: &[(&str, (u16, String), u16, &str)]) -> Res<()> {
+    for (what, (got, body), want, says) in tries {
+        if got != want || !body.contains(says) {
+            return fail(format!("{what}: {got} {body}, not {want} with {says}"));
+        }
     }
     Ok(())
 }
