@@ -194,6 +194,19 @@ LANGUAGE sql STABLE
 RETURN EXISTS (SELECT FROM job_dependencies w
                WHERE w.job_id = job AND NOT EXISTS (SELECT FROM jobs d WHERE d.id = w.on_job));
 
+-- A live job's status as jobs_result and jobs_wait answer it: waiting while it waits for its
+-- dependencies, blocked once one of them ended without completing (and why), else its status.
+-- A set of one row, so that the planner inlines it into their statements.
+CREATE FUNCTION _live_status(job bigint, status job_status, run_at timestamptz)
+RETURNS TABLE (word text, blocked_by text)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT CASE WHEN b.reason IS NOT NULL THEN 'blocked' WHEN run_at = 'infinity' THEN 'waiting'
+                ELSE status::text END,
+           b.reason
+    FROM (SELECT CASE WHEN run_at = 'infinity' THEN _blocked_by(job) END AS reason) b;
+END;
+
 -- Every job, live or finished, in one shape. jobs' domain-typed columns are cast to the base types
 -- job_history has: the planner flattens a UNION ALL into one append of its two scans only when
 -- their column types are the same (reads were 5 % more work without the casts). Opaque ids are

@@ -202,15 +202,15 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
         .filter(|id| !completed.contains(id))
         .collect();
     if needs.iter().any(|need| need.skip) && !ended.is_empty() {
-        skip_dependents(section, ended);
+        skip_dependents(section, &ended);
     }
 }
 
 /// The jobs that wait for jobs `failed` (which ended without completing) and were added to be
 /// skipped then: ended as aborted, each with why, which in turn skips or blocks those that wait
 /// for them.
-fn skip_dependents(section: &Section, failed: Vec<i64>) {
-    let skipped = section.run(&TO_SKIP, &[Some(int8_array(failed))]);
+fn skip_dependents(section: &Section, failed: &[i64]) {
+    let skipped = section.run(&TO_SKIP, &[Some(int8_array(failed.iter().copied()))]);
     if skipped.len() == 0 {
         return;
     }
@@ -279,7 +279,7 @@ pub(crate) fn finished(section: &Section, rows: &Rows, [id, releases, waited, bl
     }
     let failed = where_true(blocks);
     if !failed.is_empty() {
-        skip_dependents(section, failed.clone());
+        skip_dependents(section, &failed);
         if super::waits::anyone_waiting() {
             let blocked = section.run(&DEPENDENTS, &[Some(int8_array(failed))]);
             super::waits::finished((0..blocked.len()).filter_map(|row| blocked.get(row, 0)));

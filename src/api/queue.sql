@@ -598,11 +598,10 @@ FOR UPDATE;
 -- job waiting for dependencies, blocked when one of them failed or was aborted), its result, the
 -- error of its last failed attempt (or why it is blocked), its attempts, its progress and when it
 -- finished.
-SELECT CASE WHEN b.reason IS NOT NULL THEN 'blocked' WHEN j.run_at = 'infinity' THEN 'waiting'
-            ELSE j.status::text END, NULL::jsonb,
-       coalesce(b.reason, j.errors -> -1 ->> 'error'), j.attempt, j.progress, NULL::timestamptz
+SELECT s.word, NULL::jsonb, coalesce(s.blocked_by, j.errors -> -1 ->> 'error'), j.attempt,
+       j.progress, NULL::timestamptz
 FROM jobs j
-LEFT JOIN LATERAL (SELECT _blocked_by(j.id) AS reason WHERE j.run_at = 'infinity') b ON true
+CROSS JOIN LATERAL _live_status(j.id, j.status, j.run_at) s
 WHERE j.id = $1 AND ($2::oid IS NULL OR j.owner = $2)
 UNION ALL
 SELECT h.status::text, h.result, h.errors -> -1 ->> 'error', h.attempts, NULL, h.end_time

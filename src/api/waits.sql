@@ -5,12 +5,11 @@
 -- answers, its status (null: no job of the owner's has that id), its result, the error of its last
 -- failed attempt, its attempts, and when it finished (null: not yet). The ids are a condition of
 -- their own on jobs, which only its primary key serves (see finish in queue.sql).
-SELECT g.id, CASE WHEN b.reason IS NOT NULL THEN 'blocked' WHEN j.run_at = 'infinity' THEN 'waiting'
-                  ELSE coalesce(j.status::text, h.status::text) END,
-       h.result, coalesce(b.reason, coalesce(j.errors, h.errors) -> -1 ->> 'error'),
+SELECT g.id, coalesce(s.word, h.status::text), h.result,
+       coalesce(s.blocked_by, coalesce(j.errors, h.errors) -> -1 ->> 'error'),
        coalesce(j.attempt, h.attempts), h.end_time
 FROM unnest($1::bigint[]) WITH ORDINALITY AS g(id, n)
 LEFT JOIN jobs j ON j.id = ANY ($1) AND j.id = g.id AND ($2::oid IS NULL OR j.owner = $2)
-LEFT JOIN LATERAL (SELECT _blocked_by(j.id) AS reason WHERE j.run_at = 'infinity') b ON true
+LEFT JOIN LATERAL _live_status(j.id, j.status, j.run_at) s ON true
 LEFT JOIN job_history h ON h.id = g.id AND ($2::oid IS NULL OR h.owner = $2)
 ORDER BY g.n;
