@@ -234,7 +234,10 @@ GRANT SELECT ON job_list TO pgjobs_user;
 -- The caller's own jobs' opaque ids, live and finished (to share a link, or to look a job up
 -- with jobs_public_lookup), computed from each job's id and owner (src/api/opaque_ids.rs).
 CREATE VIEW job_opaque_ids WITH (security_barrier = true) AS
-SELECT j.id, _job_opaque_id(j.id, j.owner) AS opaque_id FROM jobs j WHERE j.owner = (SELECT identity())
+SELECT j.id, _job_opaque_id(j.id, j.owner) AS opaque_id FROM jobs j
+WHERE j.owner = (SELECT identity())
+  -- As jobs' policy owner_reads says it, for its indexes.
+  AND (j.claimable_by = _extension_claimant() OR j.claimable_by = (SELECT identity()) AND j.queue IS NOT NULL)
 UNION ALL
 SELECT h.id, _job_opaque_id(h.id, h.owner) FROM job_history h WHERE h.owner = (SELECT identity());
 COMMENT ON VIEW job_opaque_ids IS 'The opaque id of each of the caller''s jobs, live or finished.';

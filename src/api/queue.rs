@@ -42,18 +42,23 @@ fn retry_delay_seconds(attempt: i32, backoff_seconds: f64, max_backoff_seconds: 
     pg_jobs_core::retry::retry_delay_seconds(attempt, backoff_seconds, max_backoff_seconds)
 }
 
-/// The rule of a live job (see pg_jobs_core::status), checked by a CHECK constraint of `jobs`.
-/// This and `_finished_status_ok` are functions rather than the same rules in SQL because
-/// PostgreSQL parses a table's CHECK expressions from their text at every statement that writes
-/// the table: the SQL form was a fifth of the work of a lease renewal.
+/// The rule of a live job (see pg_jobs_core::status), checked by a CHECK constraint of `jobs`;
+/// and who may claim it: its owner's workers, or the extension (members' reads find their jobs
+/// by that, sql/030_queue.sql's policy owner_reads). This and `_finished_status_ok` are functions
+/// rather than the same rules in SQL because PostgreSQL parses a table's CHECK expressions from
+/// their text at every statement that writes the table: the SQL form was a fifth of the work of a
+/// lease renewal, and a second CHECK for the claimant cost an add a quarter more.
 #[pg_extern(immutable, parallel_safe)]
 fn _live_job_ok(
     status: &str,
     lease_token: Option<pgrx::Uuid>,
     has_key: bool,
     has_key_rule: bool,
+    owner: Oid,
+    claimable_by: Oid,
 ) -> bool {
-    pg_jobs_core::status::live_job_ok(status, lease_token.is_some(), has_key, has_key_rule)
+    (claimable_by == owner || claimable_by == EXTENSION_CLAIMANT)
+        && pg_jobs_core::status::live_job_ok(status, lease_token.is_some(), has_key, has_key_rule)
 }
 
 /// The rule of `job_history`'s status, checked by a CHECK constraint.

@@ -21,8 +21,8 @@ SELECT pgjobs.jobs_add('regress_compute_live') AS live \gset
 SELECT pgjobs.jobs_add('regress_compute_done') AS done \gset
 SELECT pgjobs.jobs_add('regress_compute_other') AS other_job \gset
 SELECT pgjobs.jobs_abort(:done) AS done_status;
-UPDATE pgjobs.jobs SET owner = 'regress_owner'::regrole WHERE id = :live;
-UPDATE pgjobs.jobs SET owner = 'regress_other'::regrole WHERE id = :other_job;
+UPDATE pgjobs.jobs SET owner = 'regress_owner'::regrole, claimable_by = 'regress_owner'::regrole WHERE id = :live;
+UPDATE pgjobs.jobs SET owner = 'regress_other'::regrole, claimable_by = 'regress_other'::regrole WHERE id = :other_job;
 UPDATE pgjobs.job_history SET owner = 'regress_owner'::regrole WHERE id = :done;
 
 INSERT INTO pgjobs.workers (owner, identity, label)

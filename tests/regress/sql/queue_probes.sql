@@ -66,3 +66,37 @@ DROP FUNCTION pg_temp.probes;
 RESET ROLE;
 ANALYZE pgjobs.jobs;
 DROP ROLE regress_probes;
+
+-- A member's reads of its live jobs can find them by index, never only by reading every
+-- identity's jobs: its queue jobs through jobs_ready (whose first column is who may claim them,
+-- their owner), the SQL and batch jobs the extension runs for it through jobs_extension_owner
+-- (policy owner_reads; job_opaque_ids says the same). Sequential scans are priced out, so a read
+-- that had no index path would still be one, and counted.
+CREATE ROLE regress_probes_few IN ROLE pgjobs_user;
+CREATE ROLE regress_probes_many IN ROLE pgjobs_user;
+SET ROLE regress_probes_many;
+SELECT count(*) AS added FROM pgjobs.jobs_add_batch((SELECT jsonb_agg(jsonb_build_object('task', 'many'))
+                                                     FROM generate_series(1, 500)));
+SET ROLE regress_probes_few;
+SELECT count(*) AS added FROM pgjobs.jobs_add_batch('[{"task": "few"}, {"task": "few", "queue": "other"}]');
+SELECT count(*) AS added FROM pgjobs.jobs_add_sql('SELECT 1', run_at => now() + interval '1 day');
+RESET ROLE;
+ANALYZE pgjobs.jobs;
+SET enable_seqscan = off;
+SET ROLE regress_probes_few;
+BEGIN;
+SELECT pg_stat_get_xact_numscans('pgjobs.jobs'::regclass) AS start_seq \gset
+SELECT count(*) AS own_live_jobs FROM pgjobs.jobs;
+SELECT count(*) AS own_opaque_ids FROM pgjobs.job_opaque_ids;
+SELECT count(*) AS found FROM pgjobs.jobs_find(status => 'created');
+SELECT queue, ready, scheduled FROM pgjobs.jobs_queues ORDER BY queue;
+SELECT pg_stat_get_xact_numscans('pgjobs.jobs'::regclass) - :start_seq AS sequential_scans_of_jobs;
+COMMIT;
+RESET ROLE;
+RESET enable_seqscan;
+-- What that relies on holds for every row: a job claimable by another identity than its owner's
+-- is refused, even to a direct write.
+SELECT regress.error_of($$UPDATE pgjobs.jobs SET claimable_by = 'regress_probes_many'::regrole
+                          WHERE owner = 'regress_probes_few'::regrole AND task = 'few'$$) AS claimable_by_another;
+SELECT regress.reset();
+DROP ROLE regress_probes_few, regress_probes_many;
