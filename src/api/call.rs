@@ -70,6 +70,8 @@ pub struct Statement {
     /// The types of its parameters.
     parameters: &'static [Oid],
     planning: Planning,
+    /// A part of the text left out (see [`Statement::without`]).
+    omitted: Option<&'static str>,
     plan: AtomicPtr<pg_sys::_SPI_plan>,
 }
 
@@ -85,12 +87,23 @@ impl Statement {
             name,
             parameters,
             planning,
+            omitted: None,
             plan: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
-    /// The text under `-- name: <name>`, up to the next name.
-    fn text(&self) -> &'static str {
+    /// The same statement without its lines from `-- <part> {` to `-- } <part>`: one text run
+    /// in two forms where a part would cost the calls that never need it (a data-modifying CTE
+    /// is set up, and run, whether or not it has rows).
+    pub const fn without(self, part: &'static str) -> Self {
+        Statement {
+            omitted: Some(part),
+            ..self
+        }
+    }
+
+    /// The text under `-- name: <name>`, up to the next name, without the part omitted.
+    fn text(&self) -> String {
         let marker = format!("-- name: {}\n", self.name);
         let start = self
             .source
@@ -98,7 +111,17 @@ impl Statement {
             .unwrap_or_else(|| error!("pg_jobs: no statement named {}", self.name))
             + marker.len();
         let rest = &self.source[start..];
-        &rest[..rest.find("-- name: ").unwrap_or(rest.len())]
+        let text = &rest[..rest.find("-- name: ").unwrap_or(rest.len())];
+        let Some(part) = self.omitted else {
+            return text.to_owned();
+        };
+        let (open, close) = (format!("-- {part} {{\n"), format!("-- }} {part}\n"));
+        match (text.find(&open), text.find(&close)) {
+            (Some(from), Some(to)) if from < to => {
+                format!("{}{}", &text[..from], &text[to + close.len()..])
+            }
+            _ => error!("pg_jobs: statement {} has no part {part}", self.name),
+        }
     }
 
     /// The kept plan; prepared on first use in this backend, inside a [`Section`].

@@ -218,19 +218,19 @@ static CLAIM_LIMITED: Statement =
     statement("claim_limited", &CLAIM_LIMITED_PARAMETERS, Planning::Head);
 static LIMITED_AMONG: Statement =
     statement("limited_among", &[OIDOID, TEXTARRAYOID], Planning::Probes);
-static FINISH: Statement = statement(
-    "finish",
-    &[
-        INT8ARRAYOID,
-        UUIDARRAYOID,
-        TEXTARRAYOID,
-        TEXTOID,
-        OIDOID,
-        JSONBARRAYOID,
-        TEXTARRAYOID,
-    ],
-    Planning::Probes,
-);
+const FINISH_PARAMETERS: [Oid; 7] = [
+    INT8ARRAYOID,
+    UUIDARRAYOID,
+    TEXTARRAYOID,
+    TEXTOID,
+    OIDOID,
+    JSONBARRAYOID,
+    TEXTARRAYOID,
+];
+static FINISH: Statement = statement("finish", &FINISH_PARAMETERS, Planning::Probes);
+/// FINISH for completions, which never copy a job into a dead-letter queue.
+static COMPLETE: Statement =
+    statement("finish", &FINISH_PARAMETERS, Planning::Probes).without("copies");
 static RETRY: Statement = statement(
     "retry",
     &[INT8ARRAYOID, UUIDARRAYOID, TEXTARRAYOID, OIDOID],
@@ -1250,7 +1250,12 @@ fn note_leases(rows: &Rows, column: usize) {
 /// Runs FINISH, counting the jobs it completed and failed; wakes the workers of dead-letter
 /// queues that got copies of failed jobs.
 fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
-    let finished = section.run(&FINISH, arguments);
+    let outcome = arguments[3].and_then(|datum| unsafe { String::from_datum(datum, false) });
+    let statement = match outcome.as_deref() {
+        Some("completed") => &COMPLETE,
+        _ => &FINISH,
+    };
+    let finished = section.run(statement, arguments);
     let ended = |column| {
         (0..finished.len())
             .filter(|&row| finished.get::<bool>(row, column) == Some(true))

@@ -444,10 +444,11 @@ RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_unti
 -- (counted), who could claim it and its queue; and its copy's id, queue, priority and run_at
 -- where it has one (nulls elsewhere); whether it completed with jobs waiting for it, whether it
 -- was itself waiting for dependencies, and whether it ended otherwise with jobs waiting for it
--- (src/api/dependencies.rs). The ids are also a condition of their
--- own (`j.id = ANY ($1)`), which only the primary key serves: with the statistics of an empty
--- table (what VACUUM leaves under a long snapshot) the join alone was planned as a read of the
--- whole table (regress queue_probes).
+-- (src/api/dependencies.rs). Completions run it without the copies (COMPLETE in
+-- src/api/queue.rs), whose insert into jobs was an eighth of a completion's work. The ids are
+-- also a condition of their own (`j.id = ANY ($1)`), which only the primary key serves: with the
+-- statistics of an empty table (what VACUUM leaves under a long snapshot) the join alone was
+-- planned as a read of the whole table (regress queue_probes).
 WITH given AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[], $6::jsonb[], $7::text[]) AS g(job_id, token, result, error)
 ), j AS (
@@ -494,6 +495,7 @@ WITH given AS (
     SELECT j.id AS failed, nextval('jobs_id_seq'::regclass) AS id, d.dead_letter_queue AS queue
     FROM j JOIN queue_dead_letters d ON d.owner = j.owner AND d.queue = j.queue
     WHERE $4::job_status = 'failed' AND j.final = 'failed'
+-- copies {
 ), copied AS (
     INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
                       max_backoff, lease, payload, errors, due_at, name, description, link, listed,
@@ -502,6 +504,7 @@ WITH given AS (
            j.max_attempts, j.backoff, j.max_backoff, j.lease, j.payload, j.errors_now,
            statement_timestamp(), j.name, j.description, j.link, j.listed, j.concurrency_key
     FROM dead_letters d JOIN j ON j.id = d.failed
+-- } copies
 )
 SELECT j.id, j.final, j.final = 'completed', j.final = 'failed', j.claimable_by, j.queue::text,
        d.id, d.queue::text, j.priority, CASE WHEN d.id IS NOT NULL THEN statement_timestamp() END,
