@@ -92,9 +92,9 @@ impl Statement {
         }
     }
 
-    /// The same statement without its lines from `-- <part> {` to `-- } <part>`: one text run
-    /// in two forms where a part would cost the calls that never need it (a data-modifying CTE
-    /// is set up, and run, whether or not it has rows).
+    /// The same statement without its lines from each `-- <part> {` to the next `-- } <part>`:
+    /// one text run in two forms where a part would cost the calls that never need it (a
+    /// data-modifying CTE is set up, and run, whether or not it has rows).
     pub const fn without(self, part: &'static str) -> Self {
         Statement {
             omitted: Some(part),
@@ -116,12 +116,18 @@ impl Statement {
             return text.to_owned();
         };
         let (open, close) = (format!("-- {part} {{\n"), format!("-- }} {part}\n"));
-        match (text.find(&open), text.find(&close)) {
-            (Some(from), Some(to)) if from < to => {
-                format!("{}{}", &text[..from], &text[to + close.len()..])
-            }
-            _ => error!("pg_jobs: statement {} has no part {part}", self.name),
+        let (mut kept, mut rest) = (String::with_capacity(text.len()), text);
+        while let Some(from) = rest.find(&open) {
+            let Some(to) = rest[from..].find(&close) else {
+                error!("pg_jobs: statement {}'s part {part} has no end", self.name)
+            };
+            kept.push_str(&rest[..from]);
+            rest = &rest[from + to + close.len()..];
         }
+        if rest.len() == text.len() {
+            error!("pg_jobs: statement {} has no part {part}", self.name);
+        }
+        kept + rest
     }
 
     /// The kept plan; prepared on first use in this backend, inside a [`Section`].

@@ -4,8 +4,8 @@
 
 use pgrx::pg_sys::{
     Datum, Oid, INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, INTERVALARRAYOID, INTERVALOID,
-    JSONBARRAYOID, JSONBOID, OIDOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID,
-    UUIDARRAYOID, UUIDOID,
+    JSONBARRAYOID, JSONBOID, OIDARRAYOID, OIDOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID,
+    TIMESTAMPTZOID, UUIDARRAYOID, UUIDOID,
 };
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
@@ -231,6 +231,11 @@ static FINISH: Statement = statement("finish", &FINISH_PARAMETERS, Planning::Pro
 /// FINISH for completions, which never copy a job into a dead-letter queue.
 static COMPLETE: Statement =
     statement("finish", &FINISH_PARAMETERS, Planning::Probes).without("copies");
+static FREE_REPLACED_KEYS: Statement = statement(
+    "free_replaced_keys",
+    &[OIDARRAYOID, TEXTARRAYOID, INT8ARRAYOID],
+    Planning::Probes,
+);
 static RETRY: Statement = statement(
     "retry",
     &[INT8ARRAYOID, UUIDARRAYOID, TEXTARRAYOID, OIDOID],
@@ -1266,13 +1271,29 @@ fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
     metrics::count(Counter::Failures, failures);
     if failures > 0 {
         let copies: Vec<(i64, Oid, String)> = (0..finished.len())
-            .filter_map(|row| placed(&finished, row, [6, 4, 7, 8, 9]))
+            .filter_map(|row| placed(&finished, row, [11, 4, 12, 13, 14]))
             .collect();
         metrics::count(Counter::DeadLettered, copies.len());
         wake_placed(section, &copies);
     }
+    let replaced: Vec<usize> = (0..finished.len())
+        .filter(|&row| finished.datum(row, 10).is_some())
+        .collect();
+    if !replaced.is_empty() {
+        let column = |type_oid, column| {
+            let values: Vec<_> = replaced
+                .iter()
+                .map(|&row| finished.datum(row, column))
+                .collect();
+            Some(array(type_oid, &values))
+        };
+        section.run(
+            &FREE_REPLACED_KEYS,
+            &[column(OIDOID, 9), column(TEXTOID, 10), column(INT8OID, 0)],
+        );
+    }
     leases_ended(section, &finished, [4, 5]);
-    dependencies::finished(section, &finished, [0, 10, 11, 12]);
+    dependencies::finished(section, &finished, [0, 6, 7, 8]);
     super::waits::finished((0..finished.len()).filter_map(|row| finished.get::<i64>(row, 0)));
     finished
 }

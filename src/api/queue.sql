@@ -441,14 +441,15 @@ RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_unti
 -- errors and a failed job's result. A failed job's queue may have a dead-letter queue
 -- (queue_dead_letters, sql/040_history.sql): a copy of the job is added there. Returns every job
 -- finished, kept or not, in no order, with its status, whether it is completed or failed
--- (counted), who could claim it and its queue; and its copy's id, queue, priority and run_at
--- where it has one (nulls elsewhere); whether it completed with jobs waiting for it, whether it
--- was itself waiting for dependencies, and whether it ended otherwise with jobs waiting for it
--- (src/api/dependencies.rs). Completions run it without the copies (COMPLETE in
--- src/api/queue.rs), whose insert into jobs was an eighth of a completion's work. The ids are
--- also a condition of their own (`j.id = ANY ($1)`), which only the primary key serves: with the
--- statistics of an empty table (what VACUUM leaves under a long snapshot) the join alone was
--- planned as a read of the whole table (regress queue_probes).
+-- (counted), who could claim it and its queue; whether it completed with jobs waiting for it,
+-- whether it was itself waiting for dependencies, and whether it ended otherwise with jobs
+-- waiting for it (src/api/dependencies.rs); its owner and key where an add may replace it (the
+-- key to free: free_replaced_keys); and its copy's id, queue, priority and run_at where it has
+-- one (nulls elsewhere). Completions run it without the copies (COMPLETE in src/api/queue.rs):
+-- a data-modifying CTE is set up on every call, rows or not, and the copies' were a quarter of a
+-- completion's work. The ids are also a condition of their own (`j.id = ANY ($1)`), which only
+-- the primary key serves: with the statistics of an empty table (what VACUUM leaves under a long
+-- snapshot) the join alone was planned as a read of the whole table (regress queue_probes).
 WITH given AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[], $6::jsonb[], $7::text[]) AS g(job_id, token, result, error)
 ), j AS (
@@ -461,14 +462,6 @@ WITH given AS (
                    ELSE j.errors || jsonb_build_object('attempt', j.attempt,
                                                        'at', statement_timestamp(), 'error', g.error) END
                   AS errors_now
-), freed_keys AS (
-    -- A key row locked by an add is being handed to a new job (replace_taken): passed over, so
-    -- that no finish (the launcher's rescue among them) ever waits for an add's transaction.
-    DELETE FROM job_keys k
-    WHERE k.ctid = ANY (ARRAY(
-        SELECT f.ctid FROM job_keys f JOIN j ON f.owner = j.owner AND f.idempotency_key = j.idempotency_key
-        WHERE j.key_rule = 'replace' AND f.job_id = j.id
-        FOR UPDATE OF f SKIP LOCKED))
 ), kept AS (
     INSERT INTO job_history (
         id, owner, status, task, queue, priority, payload, result, errors, attempts,
@@ -489,13 +482,12 @@ WITH given AS (
         SELECT FROM queue_history_rules r
         WHERE r.owner = j.owner AND r.queue = j.queue
           AND (r.keep = 'none' OR (r.keep = 'failures' AND j.final = 'completed')))
+-- copies {
 ), dead_letters AS (
-    -- Ids drawn here, once, so that each copy is returned beside the job it copies. Read only
-    -- for failures: a completion's statement never looks at queue_dead_letters.
+    -- Ids drawn here, once, so that each copy is returned beside the job it copies.
     SELECT j.id AS failed, nextval('jobs_id_seq'::regclass) AS id, d.dead_letter_queue AS queue
     FROM j JOIN queue_dead_letters d ON d.owner = j.owner AND d.queue = j.queue
     WHERE $4::job_status = 'failed' AND j.final = 'failed'
--- copies {
 ), copied AS (
     INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
                       max_backoff, lease, payload, errors, due_at, name, description, link, listed,
@@ -507,10 +499,29 @@ WITH given AS (
 -- } copies
 )
 SELECT j.id, j.final, j.final = 'completed', j.final = 'failed', j.claimable_by, j.queue::text,
-       d.id, d.queue::text, j.priority, CASE WHEN d.id IS NOT NULL THEN statement_timestamp() END,
        j.final = 'completed' AND j.waited_on, j.run_at = 'infinity',
-       j.final <> 'completed' AND j.waited_on
-FROM j LEFT JOIN dead_letters d ON d.failed = j.id;
+       j.final <> 'completed' AND j.waited_on,
+       j.owner, CASE WHEN j.key_rule = 'replace' THEN j.idempotency_key END
+-- copies {
+       , d.id, d.queue::text, j.priority, CASE WHEN d.id IS NOT NULL THEN statement_timestamp() END
+-- } copies
+FROM j
+-- copies {
+LEFT JOIN dead_letters d ON d.failed = j.id
+-- } copies
+;
+
+-- name: free_replaced_keys
+-- The keys of finished jobs $3 (owners $1, keys $2) whose rule is replace. A key row locked by an
+-- add is being handed to a new job (replace_taken): passed over, so that no finish (the
+-- launcher's rescue among them) ever waits for an add's transaction. Run after finish in its
+-- transaction, only where a job had such a key: most completions set up no statement for keys.
+DELETE FROM job_keys k
+WHERE k.ctid = ANY (ARRAY(
+    SELECT f.ctid
+    FROM unnest($1::oid[], $2::text[], $3::bigint[]) AS g(owner, idempotency_key, job_id)
+    JOIN job_keys f ON f.owner = g.owner AND f.idempotency_key = g.idempotency_key AND f.job_id = g.job_id
+    FOR UPDATE OF f SKIP LOCKED));
 
 -- name: retry
 -- Failed attempts of jobs $1 (tokens $2, errors $3, owner $4 or any when null) with attempts
