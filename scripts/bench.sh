@@ -7,7 +7,8 @@
 # (target/bench/batch_agents.md);
 # then the background worker beside pg_cron (target/bench/scheduler.md)
 # and row-level security against the table owner (target/bench/access.md), and the SCHED page's
-# reads with a million batch jobs and 1,000 routines (target/bench/sched.md), and the compute
+# reads with a million batch jobs and 1,000 routines, and the Queues and Schedules tabs' with a
+# million queued jobs and a million finished (target/bench/sched.md), and the compute
 # scheduler's drain beside the queue's (target/bench/compute.md), and what each transition costs
 # per job, WAL, dead tuples and instructions, beside the hand-written queue and pgmq
 # (target/bench/costs.md). About 40 minutes on 2 cores; BENCH_QUICK=1 shortens the queue part.

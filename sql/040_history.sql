@@ -259,6 +259,11 @@ BEGIN ATOMIC
     SELECT l.* FROM job_list l
     WHERE _finite_date(jobs_find.month, 'month')
       AND (jobs_find.status IS NULL OR l.status = jobs_find.status)
+      -- Only finished jobs are completed or failed: said so that the planner drops the read of
+      -- jobs (whose end_time is a null constant) for them, instead of reading every live job
+      -- newest first for none (a second with a million queued).
+      AND (l.end_time IS NOT NULL OR jobs_find.status IS NULL
+           OR jobs_find.status NOT IN ('completed', 'failed'))
       AND (jobs_find.queue IS NULL OR l.queue = jobs_find.queue)
       AND (jobs_find.key IS NULL OR l.idempotency_key = jobs_find.key)
       AND (jobs_find.month IS NULL OR _utc_month(l.due_at) = date_trunc('month', jobs_find.month)::date)

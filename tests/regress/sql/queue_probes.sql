@@ -92,6 +92,21 @@ SELECT count(*) AS found FROM pgjobs.jobs_find(status => 'created');
 SELECT queue, ready, scheduled FROM pgjobs.jobs_queues ORDER BY queue;
 SELECT pg_stat_get_xact_numscans('pgjobs.jobs'::regclass) - :start_seq AS sequential_scans_of_jobs;
 COMMIT;
+-- Only finished jobs are completed or failed: jobs_find does not read jobs for them (it read every
+-- live job newest first, for none: a second with a million queued).
+CREATE TEMP VIEW regress_reads_of_jobs AS
+SELECT sum(pg_stat_get_xact_numscans(c.oid)) AS scans FROM pg_class c
+WHERE c.oid = 'pgjobs.jobs'::regclass OR c.oid IN (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = 'pgjobs.jobs'::regclass);
+SELECT pgjobs.jobs_complete(c.id, c.lease_token) AS completed FROM pgjobs.jobs_claim('w', ARRAY['other'], 1) c;
+BEGIN;
+SELECT scans AS start_scans FROM regress_reads_of_jobs \gset
+SELECT count(*) AS failed_found FROM pgjobs.jobs_find(status => 'failed');
+SELECT count(*) AS completed_found FROM pgjobs.jobs_find(status => 'completed', queue => 'other');
+SELECT scans - :start_scans AS reads_of_jobs FROM regress_reads_of_jobs;
+SELECT count(*) AS created_found FROM pgjobs.jobs_find(status => 'created');
+SELECT scans - :start_scans > 0 AS live_jobs_read FROM regress_reads_of_jobs;
+COMMIT;
+DROP VIEW regress_reads_of_jobs;
 RESET ROLE;
 RESET enable_seqscan;
 -- What that relies on holds for every row: a job claimable by another identity than its owner's
