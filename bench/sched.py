@@ -1,15 +1,16 @@
 """What the SCHED page's reads cost with a large store: the Jobs tab's group request and a
-group's first 200 jobs with 1,000,000 active batch jobs, the Realtime tab's request with
-1,000 routines, and the Queues and Schedules tabs' requests with 1,000,000 queued jobs and
-1,000,000 finished this month (issue 31's rule: each at most 100 ms p99), each timed through pg_jobs_web (HTTP on loopback, the server connected as the
-role logged in), p50 and p99 in ms over SCHED_SAMPLES requests. Prints one Markdown table and writes it
-to target/bench/sched.md. It measures and reports; it asserts nothing about the figures.
+group's first 200 jobs with 1,000,000 active batch jobs, the Realtime tab's request with 1,000
+routines, and the Queues and Schedules tabs' requests with 1,000,000 queued jobs and 1,000,000
+finished this month (issue 31's rule: each at most 100 ms p99), each timed through pg_jobs_web
+(HTTP on loopback, the server connected as the role logged in), p50 and p99 in ms over
+SCHED_SAMPLES requests. Prints one Markdown table and writes it to target/bench/sched.md. It
+measures and reports; it asserts nothing about the figures.
 
 It uses the cluster scripts/bench.sh started (port 28817, which trusts localhost), makes
 database `bench_sched` there anew (the background worker works in `bench`, so the routines'
 state is read in by calling the scheduler's round by hand), a role bench_sched_owner, and runs
-target/release/pg_jobs_web on port 28819. SCHED_JOBS changes the number of jobs of each kind, SCHED_SAMPLES
-the requests timed per figure (20), SCHED_PG_PORT the cluster's port.
+target/release/pg_jobs_web on port 28819. SCHED_JOBS changes the number of jobs of each kind,
+SCHED_SAMPLES the requests timed per figure (20), SCHED_PG_PORT the cluster's port.
 
     target/bench-venv/bin/python bench/sched.py
 """

@@ -1252,8 +1252,9 @@ fn note_leases(rows: &Rows, column: usize) {
     }
 }
 
-/// Runs FINISH, counting the jobs it completed and failed; wakes the workers of dead-letter
-/// queues that got copies of failed jobs.
+/// Runs FINISH (COMPLETE for completions), counting the jobs it completed and failed; wakes the
+/// workers of dead-letter queues that got copies of failed jobs; frees the keys of finished jobs
+/// that an add may replace; releases their dependents.
 fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
     let outcome = arguments[3].and_then(|datum| unsafe { String::from_datum(datum, false) });
     let statement = match outcome.as_deref() {
