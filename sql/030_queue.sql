@@ -89,7 +89,9 @@ CREATE INDEX jobs_ready ON jobs (claimable_by, queue, priority, run_at, id) WHER
 -- index by owner: one index insert fewer on every add (jobs_add_batch's rate +15 %).
 CREATE INDEX jobs_extension_owner ON jobs (owner) WHERE claimable_by = _extension_claimant();
 -- A job by its key (a batch job's command hash); partial, so jobs without a key never enter it.
-CREATE INDEX jobs_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+-- text_pattern_ops (bytes, not the collation): equality uses it alike, and a prefix of keys (a
+-- schedule's jobs, scheduled_job:<id>:) is a range of it in a database of any collation.
+CREATE INDEX jobs_key ON jobs (idempotency_key text_pattern_ops) WHERE idempotency_key IS NOT NULL;
 -- The jobs of each concurrency key in the order a key limit takes them (queue_key_limits):
 -- by due_at, which a retry or a snooze leaves as it was, so that an ordered key's failed job keeps
 -- its place. Partial: jobs without a key never enter it. No column a claim sets.

@@ -80,8 +80,9 @@ fn index_history(partition: &str) {
         run_text(&format!("CREATE INDEX ON {partition} ({columns})"));
     }
     // A finished job by its key (batch_get by command hash); jobs without a key never enter it.
+    // By bytes, as jobs_key (sql/030_queue.sql): a schedule's jobs are a prefix of keys.
     run_text(&format!(
-        "CREATE INDEX ON {partition} (idempotency_key) WHERE idempotency_key IS NOT NULL"
+        "CREATE INDEX ON {partition} (idempotency_key text_pattern_ops) WHERE idempotency_key IS NOT NULL"
     ));
 }
 

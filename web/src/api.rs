@@ -241,27 +241,41 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
             )
             .await
         }
-        // A schedule's last 20 jobs (one a slot), newest first, found by their keys; a SQL job
-        // with its runs from job_runs.
+        // A schedule's last 20 jobs (one a slot), newest first, found by their keys
+        // (`scheduled_job:<id>:<slot>`: a range of the key indexes, given as parameters so that
+        // the plan is made for them); a SQL job with its runs from job_runs.
         "/api/cron/runs" => {
-            rows(
-                client,
-                "SELECT l.id, l.status, l.attempt,
-                        substr(l.idempotency_key, length(format('scheduled_job:%s:', s.id)) + 1)::timestamptz AS slot,
-                        l.start_time AS added_at, l.end_time AS ended_at,
-                        coalesce(l.result ->> 'error', l.errors -> -1 ->> 'error') AS error,
-                        (SELECT coalesce(jsonb_agg(jsonb_build_object(
-                                    'attempt', r.attempt, 'status', r.status, 'message', r.message,
-                                    'started_at', r.started_at, 'ended_at', r.ended_at,
-                                    'seconds', extract(epoch FROM coalesce(r.ended_at, now()) - r.started_at))
-                                  ORDER BY r.id DESC), '[]')
-                         FROM pgjobs.job_runs r WHERE r.job_id = l.id) AS runs
-                 FROM pgjobs.schedules s
-                 JOIN pgjobs.job_list l ON starts_with(l.idempotency_key, format('scheduled_job:%s:', s.id))
-                 WHERE s.name = $1
-                 ORDER BY l.id DESC LIMIT 20",
-                &[&text(params, "name")],
-            )
+            async {
+                let Some(schedule) = client
+                    .query_opt(
+                        "SELECT format('scheduled_job:%s:', s.id), format('scheduled_job:%s;', s.id)
+                         FROM pgjobs.schedules s WHERE s.name = $1",
+                        &[&text(params, "name")],
+                    )
+                    .await?
+                else {
+                    return Ok("[]".to_owned());
+                };
+                let (first, past): (String, String) = (schedule.get(0), schedule.get(1));
+                rows(
+                    client,
+                    "SELECT l.id, l.status, l.attempt,
+                            substr(l.idempotency_key, length($1) + 1)::timestamptz AS slot,
+                            l.start_time AS added_at, l.end_time AS ended_at,
+                            coalesce(l.result ->> 'error', l.errors -> -1 ->> 'error') AS error,
+                            (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                                        'attempt', r.attempt, 'status', r.status, 'message', r.message,
+                                        'started_at', r.started_at, 'ended_at', r.ended_at,
+                                        'seconds', extract(epoch FROM coalesce(r.ended_at, now()) - r.started_at))
+                                      ORDER BY r.id DESC), '[]')
+                             FROM pgjobs.job_runs r WHERE r.job_id = l.id) AS runs
+                     FROM pgjobs.job_list l
+                     WHERE l.idempotency_key ~>=~ $1 AND l.idempotency_key ~<~ $2
+                     ORDER BY l.id DESC LIMIT 20",
+                    &[&first, &past],
+                )
+                .await
+            }
             .await
         }
         // The SQL jobs whose statements run now, with how long they have run by the database's
