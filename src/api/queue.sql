@@ -121,7 +121,7 @@ RETURNING j.id;
 -- that the next add replaces it while it waits (graphile-worker's behaviour; the work was dropped
 -- before). A started holder runs on, and its finish leaves the key alone, since it no longer names
 -- it; that finish passes over a key row this statement holds rather than wait for the add's
--- transaction (finish: freed_keys). Not for the extension's queues, whose jobs replace only a
+-- transaction (free_replaced_keys). Not for the extension's queues, whose jobs replace only a
 -- waiting job. Returns the new job as add does; nothing where the key no longer names the holder,
 -- or the holder waits again (the caller adds once more: the key is free, or has a new holder).
 WITH moved AS (
