@@ -363,6 +363,14 @@ COMMENT ON FUNCTION jobs_abort IS
     'Aborts a job: a waiting one at once, a running one at its worker''s next heartbeat. '
     'Returns the job''s status afterwards (completed or failed if it had already finished).';
 
+CREATE FUNCTION jobs_reschedule(ids bigint[], run_at timestamptz DEFAULT NULL)
+RETURNS TABLE (id bigint, due timestamptz)
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_reschedule';
+COMMENT ON FUNCTION jobs_reschedule IS
+    'Makes the caller''s waiting jobs due at run_at instead (now when null): "run now" for a job '
+    'waiting for its time or its next attempt. Not a running job, one waiting for its dependencies '
+    '(jobs_unblock) or one of the extension''s queues. Returns each job moved and when it is due.';
+
 CREATE FUNCTION jobs_ready_signal(queue text DEFAULT 'default') RETURNS text
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'jobs_ready_signal';
 COMMENT ON FUNCTION jobs_ready_signal IS

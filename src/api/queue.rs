@@ -361,12 +361,9 @@ impl Spec {
                 ));
             }
         }
-        if let Some(run_at) = self.get(Field::RunAt).filter(|&at| !within_a_century(at)) {
+        if let Some(refusal) = self.get(Field::RunAt).and_then(run_at_refused) {
             return Some(Problem::invalid(
-                format!(
-                    "run_at must be a finite time within 100 years of now, not {}",
-                    output(run_at, pg_sys::TIMESTAMPTZOID)
-                ),
+                refusal,
                 Some("Leave it out (null) for now, or give a time such as now() + interval '1 hour'."),
             ));
         }
@@ -543,6 +540,16 @@ fn within_a_century(datum: Datum) -> bool {
     // 100 years of 366 days, in microseconds.
     const CENTURY: u128 = 100 * 366 * 86_400_000_000;
     i128::from(at).abs_diff(i128::from(now)) <= CENTURY
+}
+
+/// Why a job's `run_at` given by a caller is refused (see [`within_a_century`]), if it is.
+pub(crate) fn run_at_refused(run_at: Datum) -> Option<String> {
+    (!within_a_century(run_at)).then(|| {
+        format!(
+            "run_at must be a finite time within 100 years of now, not {}",
+            output(run_at, pg_sys::TIMESTAMPTZOID)
+        )
+    })
 }
 
 /// Whether an interval given (None: left out) is outside `span`.

@@ -1,17 +1,23 @@
 //! Second chances for the lease queue's jobs: `jobs_retry(ids)` and `jobs_retry_where(queue,
 //! ...)` bring failed and aborted jobs back from job_history (pgmq's and pg-boss's redrive,
 //! River's and Oban's retry of a discarded job), and `jobs_dead_letter(queue, dead_letter_queue)`
-//! names where a queue's jobs go after their last attempt (copied by `queue.sql`'s finish).
-//! Statements in `redrive.sql`.
+//! names where a queue's jobs go after their last attempt (copied by `queue.sql`'s finish);
+//! `jobs_reschedule(ids, run_at)` makes waiting jobs due at another time, "run now" for one that
+//! waits for its time or its next attempt (graphile-worker's `reschedule_jobs`, River's and
+//! Oban's retry of a scheduled job). Statements in `redrive.sql`.
 
-use pgrx::pg_sys::{Datum, DATEOID, INT4OID, INT8ARRAYOID, INTERVALOID, OIDOID, TEXTOID};
+use pgrx::pg_sys::{
+    Datum, DATEOID, INT4OID, INT8ARRAYOID, INTERVALOID, OIDOID, TEXTOID, TIMESTAMPTZOID,
+};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::{argument, invalid, materialize, value, Caller, Section, Statement};
+use super::call::{argument, invalid, materialize, return_row, value, Caller, Section, Statement};
 use super::datum::seconds;
 use super::dependencies::{self, Needs};
-use super::queue::{acting_on, callers_queue, job_ids, placed, return_ids, wake_placed};
+use super::queue::{
+    acting_on, callers_queue, job_ids, placed, return_ids, run_at_refused, wake_placed,
+};
 use super::refusals::finite_date;
 use crate::{entry, gucs, named_statements};
 
@@ -24,6 +30,7 @@ static RETRY: Statement = statement(
     "retry",
     &[INT8ARRAYOID, OIDOID, INTERVALOID, INTERVALOID, INTERVALOID],
 );
+static RESCHEDULE: Statement = statement("reschedule", &[INT8ARRAYOID, OIDOID, TIMESTAMPTZOID]);
 static RETRY_CHOSEN: Statement = statement(
     "retry_chosen",
     &[OIDOID, TEXTOID, TEXTOID, DATEOID, TEXTOID, INT4OID],
@@ -122,6 +129,32 @@ entry!(jobs_retry_where, pg_finfo_jobs_retry_where, |fcinfo| {
     let retried = chosen.map_or_else(Vec::new, |ids| retry(&section, ids, owner));
     drop(section);
     return_ids(fcinfo, &retried);
+    Datum::from(0)
+});
+
+// jobs_reschedule(ids, run_at) -> (id, due) of each job moved
+entry!(jobs_reschedule, pg_finfo_jobs_reschedule, |fcinfo| {
+    let caller = Caller::current();
+    let (ids, _) = job_ids(fcinfo, 0, None);
+    let run_at = argument(fcinfo, 1);
+    if let Some(refusal) = run_at.and_then(run_at_refused) {
+        invalid(refusal, Some("Leave it out (null) for now."));
+    }
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    let moved = section.run(&RESCHEDULE, &[Some(ids), acting_on(&caller), run_at]);
+    // Due earlier, a job's queue's claims start below it; due now, its sleeping workers wake.
+    let jobs: Vec<(i64, pg_sys::Oid, String)> = (0..moved.len())
+        .filter_map(|row| placed(&moved, row, [0, 2, 3, 4, 1]))
+        .collect();
+    wake_placed(&section, &jobs);
+    let due: Vec<(Datum, Datum)> = (0..moved.len())
+        .filter_map(|row| Some((moved.datum(row, 0)?, moved.datum(row, 1)?)))
+        .collect();
+    drop(section);
+    for (id, at) in due {
+        return_row(fcinfo, &mut [id, at], &mut [false, false]);
+    }
     Datum::from(0)
 });
 

@@ -70,3 +70,17 @@ FROM (SELECT h.id
         AND ($5::text IS NULL OR strpos(h.errors -> -1 ->> 'error', $5) > 0)
       ORDER BY h.id
       LIMIT $6) c;
+
+-- name: reschedule
+-- Owner $2's (any owner's when null) jobs $1 that wait to run, due at $3 (now when null) instead;
+-- not a leased job, one waiting for its dependencies (run_at infinity: jobs_unblock) or one of
+-- the extension's queues. When each was first due (due_at: its month, its turn under an ordered
+-- key) stays, as a snooze leaves it. Returns each job moved, in id order, with when it is due, who
+-- may claim it, its queue and its priority.
+WITH moved AS (
+    UPDATE jobs j SET run_at = coalesce($3, statement_timestamp())
+    WHERE j.id = ANY ($1) AND ($2::oid IS NULL OR j.owner = $2) AND j.status = 'created'
+      AND j.run_at <> 'infinity' AND j.claimable_by <> _extension_claimant()
+    RETURNING j.id, j.run_at, j.claimable_by, j.queue::text AS queue, j.priority
+)
+SELECT m.id, m.run_at, m.claimable_by, m.queue, m.priority FROM moved m ORDER BY m.id;

@@ -29,8 +29,8 @@
 //   queue-job-key, queue-job-month, queue-job-list, queue-job-table, queue-jobs-more, queue-jobs-none
 //   queue-job-row (data-id, data-status, data-live, data-waiting, data-blocked), queue-job-state,
 //   queue-job-due, queue-job-tick, queue-job-error, queue-job-abort,
-//   queue-job-retry, queue-jobs-abort-ticked, queue-jobs-retry-ticked
-//   queue-job-details (data-id), queue-job-payload, queue-job-attempts, queue-job-errors, queue-job-locked-by,
+//   queue-job-retry, queue-jobs-abort-ticked, queue-jobs-retry-ticked, queue-jobs-run-ticked
+//   queue-job-details (data-id), queue-job-run-now, queue-job-payload, queue-job-attempts, queue-job-errors, queue-job-locked-by,
 //   queue-job-result, queue-job-progress, queue-job-concurrency-key, queue-job-dependencies,
 //   queue-job-dependency (data-id, data-status), queue-job-blocked, queue-job-unblock
 'use strict';
@@ -754,6 +754,8 @@ const retryable = (j) => !liveJob(j) && (j.status === 'failed' || j.status === '
 // the last of them completes, the table's being 'infinity'); blocked (blocked_by: `job 12
 // failed`) when one of them failed or was aborted. waits_for: how many have not finished.
 const waitsForJobs = (j) => liveJob(j) && !!j.waiting;
+// A job waiting for its time (or its next attempt), by the database's clock: Run now makes it due.
+const dueLater = (j) => liveJob(j) && !!j.due_later;
 const waitingText = (j) => (j.blocked_by ? `blocked: ${j.blocked_by}`
   : j.waits_for ? `waiting for ${plural(j.waits_for, 'job')}` : 'waiting for its dependencies');
 
@@ -782,11 +784,14 @@ function renderQueues() {
   const ticked = jobs.filter((j) => state.queueTicked.has(j.id));
   const abortable = ticked.filter(liveJob);
   const toRetry = ticked.filter(retryable);
+  const toRun = ticked.filter(dueLater);
   patch(tid('actions'), state.openQueue ? [
     el('button', { type: 'button', testid: 'queue-jobs-abort-ticked', disabled: !abortable.length, onclick: () => abortQueueJobs(abortable) },
       `Abort ticked (${abortable.length})`),
     el('button', { type: 'button', testid: 'queue-jobs-retry-ticked', disabled: !toRetry.length, onclick: () => retryQueueJobs(toRetry) },
-      `Retry ticked (${toRetry.length})`)] : []);
+      `Retry ticked (${toRetry.length})`),
+    el('button', { type: 'button', testid: 'queue-jobs-run-ticked', disabled: !toRun.length, onclick: () => runQueueJobsNow(toRun) },
+      `Run ticked now (${toRun.length})`)] : []);
   const heads = (...names) => el('thead', {}, el('tr', {}, names.map((n) => el('th', {}, n))));
   patch(tid('content'),
     el('h2', { key: 'queues-title' }, 'Queues'),
@@ -898,7 +903,10 @@ function queueJobDetails(d) {
     item('Added', formatTime(d.start_time)), item('Ended', formatTime(d.end_time))),
     waits ? el('p', {}, el('button', {
       type: 'button', testid: 'queue-job-unblock', onclick: (e) => { e.stopPropagation(); unblockQueueJob(d); },
-    }, 'Unblock'), el('span', { class: 'meta' }, ' lets it run now without waiting for its dependencies')) : null);
+    }, 'Unblock'), el('span', { class: 'meta' }, ' lets it run now without waiting for its dependencies')) : null,
+    dueLater(d) ? el('p', {}, el('button', {
+      type: 'button', testid: 'queue-job-run-now', onclick: (e) => { e.stopPropagation(); runQueueJobsNow([d]); },
+    }, 'Run now'), el('span', { class: 'meta' }, ` makes it due now instead of ${formatTime(d.run_at)}`)) : null);
 }
 
 // A job depended on, with its status (waiting or blocked when it waits itself; not kept when its
@@ -1036,6 +1044,17 @@ async function unblockQueueJob(j) {
   try {
     const answers = await post('/api/queues/jobs/unblock', { jobs: [j.id] });
     notice(`job ${j.id} unblocked: due ${formatTime(answers[0] && answers[0].due)}`);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+async function runQueueJobsNow(jobs) {
+  if (!confirm(`Run ${jobsNamed(jobs)} now? Each becomes due now instead of at its time; a worker takes it at its next claim.`)) return;
+  try {
+    const moved = await post('/api/queues/jobs/run-now', { jobs: jobs.map((j) => j.id) });
+    notice(`${plural(moved.length, 'job')} due now${moved.length < jobs.length
+      ? ` (${jobs.length - moved.length} not: taken by a worker or ended meanwhile)` : ''}`);
+    for (const j of jobs) state.queueTicked.delete(j.id);
     await refresh();
   } catch (e) { showError(e); }
 }

@@ -325,7 +325,8 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
             };
             rows(
                 client,
-                "SELECT f.*, f.end_time IS NULL AND f.run_at IS NULL AS waiting, w.waits_for, w.blocked_by
+                "SELECT f.*, f.end_time IS NULL AND f.run_at IS NULL AS waiting,
+                        f.end_time IS NULL AND f.status = 'created' AND f.run_at > now() AS due_later, w.waits_for, w.blocked_by
                  FROM pgjobs.jobs_find(status => $1::text::pgjobs.job_status, queue => $2, key => $3,
                                        search => $4, month => $5::text::date,
                                        limit_rows => 200, offset_rows => $6) f
@@ -356,7 +357,8 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
             };
             rows(
                 client,
-                "SELECT l.*, j.progress, l.end_time IS NULL AND l.run_at IS NULL AS waiting, w.waits_for, w.blocked_by,
+                "SELECT l.*, j.progress, l.end_time IS NULL AND l.run_at IS NULL AS waiting,
+                        l.end_time IS NULL AND l.status = 'created' AND l.run_at > now() AS due_later, w.waits_for, w.blocked_by,
                         (SELECT coalesce(jsonb_agg(jsonb_build_object('id', d.id, 'queue', dl.queue, 'task', dl.task,
                                                                       'status', dl.status) ORDER BY d.id), '[]')
                          FROM unnest(l.depends_on) d(id)
@@ -526,6 +528,13 @@ pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
                 return Outcome::Bad("jobs is a list of job ids".into());
             };
             rows(client, "SELECT * FROM pgjobs.jobs_retry($1)", &[&ids]).await
+        }
+        // The jobs made due now: a running, finished or another's job is passed over.
+        "/api/queues/jobs/run-now" => {
+            let Some(ids) = job_ids(body) else {
+                return Outcome::Bad("jobs is a list of job ids".into());
+            };
+            rows(client, "SELECT * FROM pgjobs.jobs_reschedule($1)", &[&ids]).await
         }
         "/api/jobs/cancel" => {
             if body.get("jobs").is_some() {

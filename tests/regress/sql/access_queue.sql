@@ -71,6 +71,7 @@ FROM (VALUES ('regress_other'), ('regress_worker'), ('regress_nobody')) AS r(rol
              (format($$SELECT lease_state FROM pgjobs.jobs_progress(3, %L, '{"stolen": true}')$$, :'token_3')),
              (format($$SELECT pgjobs.jobs_snooze(3, %L, '1 hour')$$, :'token_3')),
              ($$SELECT status FROM pgjobs.jobs_result(3)$$),
+             ($$SELECT count(*) FROM pgjobs.jobs_reschedule(ARRAY[2::bigint])$$),
              ($$SELECT pgjobs.jobs_add_proxy('regress_proxy')$$),
              ($$SELECT pgjobs.jobs_add_proxy('regress_other', root => 'regress_owner')$$),
              ($$SELECT pgjobs.jobs_remove_proxy('regress_proxy')$$),
@@ -80,7 +81,9 @@ FROM (VALUES ('regress_other'), ('regress_worker'), ('regress_nobody')) AS r(rol
 ORDER BY role, statement;
 SELECT regress.fingerprint() = :'before' AS unchanged;
 
--- The owner's proxy completes the claimed job; the owner aborts its waiting one.
+-- The owner's proxy postpones the owner's waiting job and completes the claimed one; the owner
+-- aborts its waiting one.
+SELECT regress.as_role('regress_proxy', $$SELECT count(*) FROM pgjobs.jobs_reschedule(ARRAY[2::bigint], now() + interval '1 minute')$$) AS proxy_postpones;
 SELECT regress.as_role('regress_proxy', format($$SELECT pgjobs.jobs_complete(3, %L, '{"done": true}')$$, :'token_3')) AS proxy_completes;
 SELECT regress.as_role('regress_owner', $$SELECT pgjobs.jobs_abort(2)$$) AS owner_aborts;
 SELECT id, owner::regrole, status, result FROM pgjobs.job_history ORDER BY id;

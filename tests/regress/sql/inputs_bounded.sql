@@ -33,6 +33,7 @@ INSERT INTO regress.bounded_calls VALUES
     ('regress_inputs', 'span', 'SELECT lease_state FROM pgjobs.jobs_heartbeat(1, gen_random_uuid(), lease => %s)'),
     ('regress_inputs', 'span', 'SELECT lease_state FROM pgjobs.jobs_progress(1, gen_random_uuid(), ''{}'', lease => %s)'),
     ('regress_inputs', 'span', 'SELECT pgjobs.jobs_snooze(1, gen_random_uuid(), %s)'),
+    ('regress_inputs', 'time', 'SELECT count(*) FROM pgjobs.jobs_reschedule(''{1}'', %s)'),
     ('regress_inputs', 'span', 'SELECT pgjobs.jobs_rate_limit(''q'', 1, %s)'),
     ('regress_inputs', 'span', 'SELECT count(*) FROM pgjobs.jobs_wait(''{1}'', %s)'),
     ('regress_inputs', 'span', 'SELECT count(*) FROM pgjobs.jobs_complete_and_claim(''{}'', ''{}'', ''{}'', ''w'', lease => %s)'),

@@ -1841,6 +1841,66 @@ fn queue_jobs_bulk_abort_and_retry(c: &mut Ctx) -> Res<()> {
     })
 }
 
+fn queue_jobs_run_now(c: &mut Ctx) -> Res<()> {
+    open_queue(c, "web_ana_mail")?;
+    let later = c.sql_one(
+        "SELECT string_agg(id::text, ',' ORDER BY id) FROM pgjobs.jobs
+         WHERE queue = 'web_ana_mail' AND task = 'digest' AND status = 'created' AND run_at > now()",
+    )?;
+    let later: Vec<&str> = later.split(',').filter(|i| !i.is_empty()).collect();
+    let [first, second] = later[..] else {
+        return fail(format!("digest jobs waiting for their time: {later:?}"));
+    };
+    let times = |c: &mut Ctx, id: &str| {
+        c.sql_one(&format!(
+            "SELECT (run_at <= now())::text || ' ' || due_at::text FROM pgjobs.jobs WHERE id = {id}"
+        ))
+    };
+    let (first_before, second_before) = (times(c, first)?, times(c, second)?);
+    // From its details: due now, when it was first due kept.
+    c.b.click_css(&queue_job_row(first))?;
+    let run_now = format!("{} {}", tid("queue-job-details"), tid("queue-job-run-now"));
+    wait_for(10, || Ok(!c.b.find_all(&run_now)?.is_empty()))?;
+    confirm_after_a_dismissal(
+        c,
+        &run_now,
+        &format!("Run job {first} (digest) now?"),
+        |c| Ok(times(c, first)? == first_before),
+    )?;
+    let due_now = first_before.replacen("false", "true", 1);
+    wait_for(10, || Ok(times(c, first)? == due_now))
+        .map_err(|e| format!("job {first} after Run now: {:?}: {e}", times(c, first)))?;
+    wait_for(10, || {
+        Ok(c.b.text_css(&tid("notice"))? == "1 job due now" && c.b.find_all(&run_now)?.is_empty())
+    })?;
+    // Ticked beside a ready job: only the one waiting for its time is counted and moved.
+    let ready = mail_jobs(c, "welcome", "created")?;
+    let ready = ready.first().ok_or("no waiting welcome job")?;
+    let ready_before = times(c, ready)?;
+    for id in [second, ready.as_str()] {
+        c.b.click_css(&format!("{} {}", queue_job_row(id), tid("queue-job-tick")))?;
+    }
+    wait_for(5, || {
+        Ok(c.b.text_css(&tid("queue-jobs-run-ticked"))? == "Run ticked now (1)")
+    })?;
+    c.b.click_css(&tid("queue-jobs-run-ticked"))?;
+    let question = c.b.alert_text()?;
+    if !question.starts_with(&format!("Run job {second} (digest) now?")) {
+        return fail(format!("asked {question:?}"));
+    }
+    c.b.accept_alert()?;
+    let due_now = second_before.replacen("false", "true", 1);
+    wait_for(10, || Ok(times(c, second)? == due_now))?;
+    wait_for(10, || Ok(c.b.text_css(&tid("notice"))? == "1 job due now"))?;
+    if times(c, ready)? != ready_before {
+        return fail(format!(
+            "the ready job moved: {ready_before} -> {}",
+            times(c, ready)?
+        ));
+    }
+    Ok(())
+}
+
 fn queues_patched_in_place(c: &mut Ctx) -> Res<()> {
     open_queue(c, "web_ana_mail")?;
     let first_box = format!("{} {}", tid("queue-job-table"), tid("queue-job-tick"));
@@ -1883,6 +1943,8 @@ fn forged_queue_actions_change_nothing(c: &mut Ctx) -> Res<()> {
     let (Some(waiting), Some(failed)) = (waiting.first(), failed.first()) else {
         return fail("no waiting welcome job or failed bounce job of web_ana");
     };
+    let due = format!("SELECT run_at::text FROM pgjobs.jobs WHERE id = {waiting}");
+    let due_before = c.sql_one(&due)?;
     let (ana_cookie, ana_token) = http_login(&c.url, "web_ana")?;
     let (bob_cookie, bob_token) = http_login(&c.url, "web_bob")?;
     let page = Page::at(&c.url);
@@ -1915,6 +1977,13 @@ fn forged_queue_actions_change_nothing(c: &mut Ctx) -> Res<()> {
         (
             "bob retries ana's job",
             bob("POST", "/api/queues/jobs/retry", &retry)?,
+            200,
+            "[]",
+        ),
+        // jobs_reschedule passes over another's job: nothing is made due.
+        (
+            "bob runs ana's job now",
+            bob("POST", "/api/queues/jobs/run-now", &abort)?,
             200,
             "[]",
         ),
@@ -2000,10 +2069,13 @@ fn forged_queue_actions_change_nothing(c: &mut Ctx) -> Res<()> {
     let statuses = (
         job_list_status(c, &format!("id = {waiting}"))?,
         job_list_status(c, &format!("id = {failed}"))?,
+        c.sql_one(&due)? == due_before,
     );
-    (statuses == ("created".into(), "failed".into()))
+    (statuses == ("created".into(), "failed".into(), true))
         .then_some(())
-        .ok_or(format!("web_ana's jobs after: {statuses:?}"))
+        .ok_or(format!(
+            "web_ana's jobs after (statuses, due as before): {statuses:?}"
+        ))
 }
 
 /// A job of web_bob's queue web_bob_flow (scripts/web_tests.sh: flow-root, flow-step after it,
@@ -2720,9 +2792,10 @@ fn main() {
         ("Queues: a job's details: payload, attempts, each error with its time, its worker, result, progress, concurrency key", queue_job_details),
         ("Queues: Abort asks first and aborts a waiting job; Retry asks first and brings a failed job back", queue_job_abort_and_retry),
         ("Queues: Abort ticked asks with the count (2) and aborts the ticked jobs only; Retry ticked brings them back", queue_jobs_bulk_abort_and_retry),
+        ("Queues: Run now asks first and makes a job waiting for its time due now (when it was first due kept); Run ticked now counts and moves only the ticked jobs waiting for their time", queue_jobs_run_now),
         ("Queues: the 5 s refresh keeps the rows: the focus on a job's box and on Pause stays", queues_patched_in_place),
         ("Queues: an error from the database is shown with its code and message (an Abort of a job not the role's: P0002)", queue_action_error_shown),
-        ("Queues: web_bob's forged Abort, Retry, Pause or reads of web_ana's (or a forged POST) change nothing", forged_queue_actions_change_nothing),
+        ("Queues: web_bob's forged Abort, Retry, Run now, Pause or reads of web_ana's (or a forged POST) change nothing", forged_queue_actions_change_nothing),
         ("Queues: a job added with a dependency is counted waiting and reads waiting for 1 job (no time), its details list the dependency (which opens); the dependency aborted, it reads blocked with jobs_result's reason", queue_job_waiting_then_blocked),
         ("Queues: Unblock asks first and makes a blocked job due now (run_at no longer infinity, its waits gone)", queue_job_unblock),
         ("Queues: web_ana's forged Unblock of web_bob's waiting job (or a forged POST) changes nothing", forged_unblock_changes_nothing),
