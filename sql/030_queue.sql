@@ -371,6 +371,13 @@ COMMENT ON FUNCTION jobs_reschedule IS
     'waiting for its time or its next attempt. Not a running job, one waiting for its dependencies '
     '(jobs_unblock) or one of the extension''s queues. Returns each job moved and when it is due.';
 
+CREATE FUNCTION jobs_delete(ids bigint[]) RETURNS SETOF bigint
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_delete';
+COMMENT ON FUNCTION jobs_delete IS
+    'Deletes the caller''s waiting jobs, leaving no history and freeing their keys; the jobs that '
+    'depend on one and jobs_wait see it end as aborted. Not a running job (jobs_abort) or one of '
+    'the extension''s queues. Returns the ids deleted.';
+
 CREATE FUNCTION jobs_ready_signal(queue text DEFAULT 'default') RETURNS text
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'jobs_ready_signal';
 COMMENT ON FUNCTION jobs_ready_signal IS

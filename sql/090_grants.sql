@@ -19,7 +19,7 @@ GRANT EXECUTE ON FUNCTION
     jobs_complete(bigint[], uuid[], jsonb[]), jobs_complete(bigint, uuid, jsonb),
     jobs_complete_and_claim(bigint[], uuid[], jsonb[], text, text[], integer, interval),
     jobs_fail(bigint[], uuid[], text[]), jobs_fail(bigint, uuid, text), jobs_release(bigint[], uuid[]),
-    jobs_abort(bigint), jobs_reschedule(bigint[], timestamptz),
+    jobs_abort(bigint), jobs_reschedule(bigint[], timestamptz), jobs_delete(bigint[]),
     jobs_ready_signal(text),
     jobs_queue_history(text, text), jobs_dead_letter(text, text), jobs_retry(bigint[]),
     jobs_retry_where(text, text, date, text, integer), jobs_pause(text), jobs_resume(text), jobs_limit(text, integer), jobs_key_limit(text, integer, boolean), jobs_key_rate_limit(text, integer, interval), jobs_rate_limit(text, integer, interval), jobs_unlimit(text),

@@ -4,7 +4,8 @@
 //! names where a queue's jobs go after their last attempt (copied by `queue.sql`'s finish);
 //! `jobs_reschedule(ids, run_at)` makes waiting jobs due at another time, "run now" for one that
 //! waits for its time or its next attempt (graphile-worker's `reschedule_jobs`, River's and
-//! Oban's retry of a scheduled job). Statements in `redrive.sql`.
+//! Oban's retry of a scheduled job), and `jobs_delete(ids)` removes waiting jobs without a trace
+//! (River's and Oban's delete). Statements in `redrive.sql`.
 
 use pgrx::pg_sys::{
     Datum, DATEOID, INT4OID, INT8ARRAYOID, INTERVALOID, OIDOID, TEXTOID, TIMESTAMPTZOID,
@@ -13,10 +14,11 @@ use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
 use super::call::{argument, invalid, materialize, return_row, value, Caller, Section, Statement};
-use super::datum::seconds;
+use super::datum::{array, int8_array, seconds};
 use super::dependencies::{self, Needs};
 use super::queue::{
-    acting_on, callers_queue, job_ids, placed, return_ids, run_at_refused, wake_placed,
+    abort_waiting, acting_on, callers_queue, job_ids, placed, return_ids, run_at_refused,
+    wake_placed,
 };
 use super::refusals::finite_date;
 use crate::{entry, gucs, named_statements};
@@ -31,6 +33,11 @@ static RETRY: Statement = statement(
     &[INT8ARRAYOID, OIDOID, INTERVALOID, INTERVALOID, INTERVALOID],
 );
 static RESCHEDULE: Statement = statement("reschedule", &[INT8ARRAYOID, OIDOID, TIMESTAMPTZOID]);
+static DELETABLE: Statement = statement("deletable", &[INT8ARRAYOID, OIDOID]);
+static FORGET_DELETED: Statement = statement(
+    "forget_deleted",
+    &[INT8ARRAYOID, pg_sys::OIDARRAYOID, pg_sys::TEXTARRAYOID],
+);
 static RETRY_CHOSEN: Statement = statement(
     "retry_chosen",
     &[OIDOID, TEXTOID, TEXTOID, DATEOID, TEXTOID, INT4OID],
@@ -155,6 +162,63 @@ entry!(jobs_reschedule, pg_finfo_jobs_reschedule, |fcinfo| {
     for (id, at) in due {
         return_row(fcinfo, &mut [id, at], &mut [false, false]);
     }
+    Datum::from(0)
+});
+
+// jobs_delete(ids) -> the ids deleted
+entry!(jobs_delete, pg_finfo_jobs_delete, |fcinfo| {
+    let caller = Caller::current();
+    let (ids, _) = job_ids(
+        fcinfo,
+        0,
+        Some("A running job is stopped with jobs_abort; a finished one stays in job_history until its month is dropped."),
+    );
+    materialize(fcinfo);
+    let owner = acting_on(&caller);
+    let section = Section::as_owner(fcinfo);
+    let chosen = section.run(&DELETABLE, &[Some(ids), owner]);
+    let deleted = match chosen.datum(0, 0) {
+        None => Vec::new(),
+        Some(chosen_ids) => {
+            // Ended as an abort ends them, so that the jobs that depend on them follow their rule
+            // and waiters wake; then forgotten.
+            let aborted = abort_waiting(&section, chosen_ids, owner, None);
+            let aborted: Vec<i64> = (0..aborted.len())
+                .filter_map(|row| aborted.get(row, 0))
+                .collect();
+            let all: Vec<i64> = chosen.get(0, 0).unwrap_or_default();
+            let owners: Vec<pg_sys::Oid> = chosen.get(0, 1).unwrap_or_default();
+            let keys: Vec<Option<String>> = chosen.get(0, 2).unwrap_or_default();
+            let kept: Vec<usize> = (0..all.len())
+                .filter(|&n| aborted.contains(&all[n]))
+                .collect();
+            section.run(
+                &FORGET_DELETED,
+                &[
+                    Some(int8_array(kept.iter().map(|&n| all[n]))),
+                    Some(array(
+                        OIDOID,
+                        &kept
+                            .iter()
+                            .map(|&n| Some(Datum::from(owners[n])))
+                            .collect::<Vec<_>>(),
+                    )),
+                    Some(array(
+                        TEXTOID,
+                        &kept
+                            .iter()
+                            .map(|&n| keys[n].as_deref().and_then(|key| key.into_datum()))
+                            .collect::<Vec<_>>(),
+                    )),
+                ],
+            );
+            let mut deleted: Vec<i64> = kept.iter().map(|&n| all[n]).collect();
+            deleted.sort_unstable();
+            deleted
+        }
+    };
+    drop(section);
+    return_ids(fcinfo, &deleted);
     Datum::from(0)
 });
 

@@ -84,3 +84,22 @@ WITH moved AS (
     RETURNING j.id, j.run_at, j.claimable_by, j.queue::text AS queue, j.priority
 )
 SELECT m.id, m.run_at, m.claimable_by, m.queue, m.priority FROM moved m ORDER BY m.id;
+
+-- name: deletable
+-- Owner $2's (any owner's when null) jobs $1 that wait to run, not the extension's: their ids,
+-- owners and keys, for jobs_delete to abort and then forget. A claim that takes one meanwhile
+-- wins: the abort is fenced by the waiting status.
+SELECT array_agg(j.id), array_agg(j.owner), array_agg(j.idempotency_key)
+FROM jobs j
+WHERE j.id = ANY ($1) AND ($2::oid IS NULL OR j.owner = $2) AND j.status = 'created'
+  AND j.claimable_by <> _extension_claimant();
+
+-- name: forget_deleted
+-- Jobs $1 (owners $2, keys $3), just aborted by jobs_delete: out of job_history, and their keys
+-- (a `skip` key would go on naming its job) free.
+WITH gone AS (
+    DELETE FROM job_history h WHERE h.id = ANY ($1) AND h.status = 'aborted'
+)
+DELETE FROM job_keys k
+USING unnest($2::oid[], $3::text[], $1::bigint[]) AS d(owner, idempotency_key, id)
+WHERE k.owner = d.owner AND k.idempotency_key = d.idempotency_key AND k.job_id = d.id;

@@ -29,8 +29,9 @@
 //   queue-job-key, queue-job-month, queue-job-list, queue-job-table, queue-jobs-more, queue-jobs-none
 //   queue-job-row (data-id, data-status, data-live, data-waiting, data-blocked), queue-job-state,
 //   queue-job-due, queue-job-tick, queue-job-error, queue-job-abort,
-//   queue-job-retry, queue-jobs-abort-ticked, queue-jobs-retry-ticked, queue-jobs-run-ticked
-//   queue-job-details (data-id), queue-job-run-now, queue-job-payload, queue-job-attempts, queue-job-errors, queue-job-locked-by,
+//   queue-job-retry, queue-jobs-abort-ticked, queue-jobs-retry-ticked, queue-jobs-run-ticked,
+//   queue-jobs-delete-ticked
+//   queue-job-details (data-id), queue-job-run-now, queue-job-delete, queue-job-payload, queue-job-attempts, queue-job-errors, queue-job-locked-by,
 //   queue-job-result, queue-job-progress, queue-job-concurrency-key, queue-job-dependencies,
 //   queue-job-dependency (data-id, data-status), queue-job-blocked, queue-job-unblock
 'use strict';
@@ -756,6 +757,8 @@ const retryable = (j) => !liveJob(j) && (j.status === 'failed' || j.status === '
 const waitsForJobs = (j) => liveJob(j) && !!j.waiting;
 // A job waiting for its time (or its next attempt), by the database's clock: Run now makes it due.
 const dueLater = (j) => liveJob(j) && !!j.due_later;
+// A job waiting to run (for its time, its turn or its dependencies): Delete removes it.
+const deletable = (j) => liveJob(j) && j.status === 'created';
 const waitingText = (j) => (j.blocked_by ? `blocked: ${j.blocked_by}`
   : j.waits_for ? `waiting for ${plural(j.waits_for, 'job')}` : 'waiting for its dependencies');
 
@@ -785,13 +788,16 @@ function renderQueues() {
   const abortable = ticked.filter(liveJob);
   const toRetry = ticked.filter(retryable);
   const toRun = ticked.filter(dueLater);
+  const toDelete = ticked.filter(deletable);
   patch(tid('actions'), state.openQueue ? [
     el('button', { type: 'button', testid: 'queue-jobs-abort-ticked', disabled: !abortable.length, onclick: () => abortQueueJobs(abortable) },
       `Abort ticked (${abortable.length})`),
     el('button', { type: 'button', testid: 'queue-jobs-retry-ticked', disabled: !toRetry.length, onclick: () => retryQueueJobs(toRetry) },
       `Retry ticked (${toRetry.length})`),
     el('button', { type: 'button', testid: 'queue-jobs-run-ticked', disabled: !toRun.length, onclick: () => runQueueJobsNow(toRun) },
-      `Run ticked now (${toRun.length})`)] : []);
+      `Run ticked now (${toRun.length})`),
+    el('button', { type: 'button', testid: 'queue-jobs-delete-ticked', disabled: !toDelete.length, onclick: () => deleteQueueJobs(toDelete) },
+      `Delete ticked (${toDelete.length})`)] : []);
   const heads = (...names) => el('thead', {}, el('tr', {}, names.map((n) => el('th', {}, n))));
   patch(tid('content'),
     el('h2', { key: 'queues-title' }, 'Queues'),
@@ -906,7 +912,10 @@ function queueJobDetails(d) {
     }, 'Unblock'), el('span', { class: 'meta' }, ' lets it run now without waiting for its dependencies')) : null,
     dueLater(d) ? el('p', {}, el('button', {
       type: 'button', testid: 'queue-job-run-now', onclick: (e) => { e.stopPropagation(); runQueueJobsNow([d]); },
-    }, 'Run now'), el('span', { class: 'meta' }, ` makes it due now instead of ${formatTime(d.run_at)}`)) : null);
+    }, 'Run now'), el('span', { class: 'meta' }, ` makes it due now instead of ${formatTime(d.run_at)}`)) : null,
+    deletable(d) ? el('p', {}, el('button', {
+      type: 'button', testid: 'queue-job-delete', onclick: (e) => { e.stopPropagation(); deleteQueueJobs([d]); },
+    }, 'Delete'), el('span', { class: 'meta' }, ' removes it, keeping no history of it')) : null);
 }
 
 // A job depended on, with its status (waiting or blocked when it waits itself; not kept when its
@@ -1054,6 +1063,17 @@ async function runQueueJobsNow(jobs) {
     const moved = await post('/api/queues/jobs/run-now', { jobs: jobs.map((j) => j.id) });
     notice(`${plural(moved.length, 'job')} due now${moved.length < jobs.length
       ? ` (${jobs.length - moved.length} not: taken by a worker or ended meanwhile)` : ''}`);
+    for (const j of jobs) state.queueTicked.delete(j.id);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+async function deleteQueueJobs(jobs) {
+  if (!confirm(`Delete ${jobsNamed(jobs)}? Each is removed and kept nowhere, its key free again; a job that depends on it is blocked (or skipped) as after an abort.`)) return;
+  try {
+    const deleted = await post('/api/queues/jobs/delete', { jobs: jobs.map((j) => j.id) });
+    notice(`${plural(deleted.length, 'job')} deleted${deleted.length < jobs.length
+      ? ` (${jobs.length - deleted.length} not: taken by a worker or ended meanwhile)` : ''}`);
     for (const j of jobs) state.queueTicked.delete(j.id);
     await refresh();
   } catch (e) { showError(e); }

@@ -536,6 +536,13 @@ pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
             };
             rows(client, "SELECT * FROM pgjobs.jobs_reschedule($1)", &[&ids]).await
         }
+        // The ids deleted: a running, finished or another's job is passed over.
+        "/api/queues/jobs/delete" => {
+            let Some(ids) = job_ids(body) else {
+                return Outcome::Bad("jobs is a list of job ids".into());
+            };
+            rows(client, "SELECT * FROM pgjobs.jobs_delete($1)", &[&ids]).await
+        }
         "/api/jobs/cancel" => {
             if body.get("jobs").is_some() {
                 let Some(ids) = job_ids(body) else {

@@ -72,6 +72,7 @@ FROM (VALUES ('regress_other'), ('regress_worker'), ('regress_nobody')) AS r(rol
              (format($$SELECT pgjobs.jobs_snooze(3, %L, '1 hour')$$, :'token_3')),
              ($$SELECT status FROM pgjobs.jobs_result(3)$$),
              ($$SELECT count(*) FROM pgjobs.jobs_reschedule(ARRAY[2::bigint])$$),
+             ($$SELECT count(*) FROM pgjobs.jobs_delete(ARRAY[2::bigint])$$),
              ($$SELECT pgjobs.jobs_add_proxy('regress_proxy')$$),
              ($$SELECT pgjobs.jobs_add_proxy('regress_other', root => 'regress_owner')$$),
              ($$SELECT pgjobs.jobs_remove_proxy('regress_proxy')$$),

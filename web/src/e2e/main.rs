@@ -1901,6 +1901,57 @@ fn queue_jobs_run_now(c: &mut Ctx) -> Res<()> {
     Ok(())
 }
 
+fn queue_jobs_delete(c: &mut Ctx) -> Res<()> {
+    let added = as_role_one(
+        c,
+        "web_ana",
+        "SELECT string_agg(pgjobs.jobs_add('cleanup', queue => 'web_ana_mail', key => 'cleanup:' || i,
+                                           run_at => now() + interval '1 day')::text, ',' ORDER BY i)
+         FROM generate_series(1, 3) i",
+    )?;
+    let added: Vec<&str> = added.split(',').collect();
+    let [one, ticked @ ..] = &added[..] else {
+        return fail("no cleanup jobs added");
+    };
+    let kept = |c: &mut Ctx, ids: &str| {
+        c.sql_one(&format!(
+            "SELECT (SELECT count(*) FROM pgjobs.job_list WHERE id IN ({ids}))
+                    || ' ' || (SELECT count(*) FROM pgjobs.job_keys WHERE job_id IN ({ids}))"
+        ))
+    };
+    open_queue(c, "web_ana_mail")?;
+    // From its details: gone from the queue and from history, its key free.
+    wait_for(10, || Ok(!c.b.find_all(&queue_job_row(one))?.is_empty()))?;
+    c.b.click_css(&queue_job_row(one))?;
+    let delete = format!("{} {}", tid("queue-job-details"), tid("queue-job-delete"));
+    wait_for(10, || Ok(!c.b.find_all(&delete)?.is_empty()))?;
+    confirm_after_a_dismissal(c, &delete, &format!("Delete job {one} (cleanup)?"), |c| {
+        Ok(kept(c, one)? == "1 1")
+    })?;
+    wait_for(10, || Ok(kept(c, one)? == "0 0"))?;
+    wait_for(10, || {
+        Ok(c.b.text_css(&tid("notice"))? == "1 job deleted"
+            && c.b.find_all(&queue_job_row(one))?.is_empty())
+    })?;
+    // Two ticked, deleted together.
+    for id in ticked {
+        wait_for(10, || Ok(!c.b.find_all(&queue_job_row(id))?.is_empty()))?;
+        c.b.click_css(&format!("{} {}", queue_job_row(id), tid("queue-job-tick")))?;
+    }
+    wait_for(5, || {
+        Ok(c.b.text_css(&tid("queue-jobs-delete-ticked"))? == "Delete ticked (2)")
+    })?;
+    c.b.click_css(&tid("queue-jobs-delete-ticked"))?;
+    let question = c.b.alert_text()?;
+    if !question.starts_with("Delete 2 ticked jobs?") {
+        return fail(format!("asked {question:?}"));
+    }
+    c.b.accept_alert()?;
+    let both = ticked.join(", ");
+    wait_for(10, || Ok(kept(c, &both)? == "0 0"))?;
+    wait_for(10, || Ok(c.b.text_css(&tid("notice"))? == "2 jobs deleted"))
+}
+
 fn queues_patched_in_place(c: &mut Ctx) -> Res<()> {
     open_queue(c, "web_ana_mail")?;
     let first_box = format!("{} {}", tid("queue-job-table"), tid("queue-job-tick"));
@@ -1984,6 +2035,13 @@ fn forged_queue_actions_change_nothing(c: &mut Ctx) -> Res<()> {
         (
             "bob runs ana's job now",
             bob("POST", "/api/queues/jobs/run-now", &abort)?,
+            200,
+            "[]",
+        ),
+        // jobs_delete passes over another's job: nothing is deleted.
+        (
+            "bob deletes ana's job",
+            bob("POST", "/api/queues/jobs/delete", &abort)?,
             200,
             "[]",
         ),
@@ -2793,9 +2851,10 @@ fn main() {
         ("Queues: Abort asks first and aborts a waiting job; Retry asks first and brings a failed job back", queue_job_abort_and_retry),
         ("Queues: Abort ticked asks with the count (2) and aborts the ticked jobs only; Retry ticked brings them back", queue_jobs_bulk_abort_and_retry),
         ("Queues: Run now asks first and makes a job waiting for its time due now (when it was first due kept); Run ticked now counts and moves only the ticked jobs waiting for their time", queue_jobs_run_now),
+        ("Queues: Delete asks first and removes a waiting job, its history and its key; Delete ticked removes the ticked ones", queue_jobs_delete),
         ("Queues: the 5 s refresh keeps the rows: the focus on a job's box and on Pause stays", queues_patched_in_place),
         ("Queues: an error from the database is shown with its code and message (an Abort of a job not the role's: P0002)", queue_action_error_shown),
-        ("Queues: web_bob's forged Abort, Retry, Run now, Pause or reads of web_ana's (or a forged POST) change nothing", forged_queue_actions_change_nothing),
+        ("Queues: web_bob's forged Abort, Retry, Run now, Delete, Pause or reads of web_ana's (or a forged POST) change nothing", forged_queue_actions_change_nothing),
         ("Queues: a job added with a dependency is counted waiting and reads waiting for 1 job (no time), its details list the dependency (which opens); the dependency aborted, it reads blocked with jobs_result's reason", queue_job_waiting_then_blocked),
         ("Queues: Unblock asks first and makes a blocked job due now (run_at no longer infinity, its waits gone)", queue_job_unblock),
         ("Queues: web_ana's forged Unblock of web_bob's waiting job (or a forged POST) changes nothing", forged_unblock_changes_nothing),
