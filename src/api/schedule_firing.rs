@@ -21,7 +21,6 @@ named_statements!(include_str!("schedule_firing.sql"));
 static DUE: Statement = statement("due", &[TIMESTAMPTZOID, INTERVALOID, INT8OID]);
 static NEXT_SLOT: Statement = statement("next_slot", &[TIMESTAMPTZOID]);
 static DUE_IDS: Statement = statement("due_ids", &[TIMESTAMPTZOID]);
-static SET_LAST_JOBS: Statement = statement("set_last_jobs", &[INT8ARRAYOID, INT8ARRAYOID]);
 static PASSED: Statement = statement(
     "passed",
     &[
@@ -31,6 +30,8 @@ static PASSED: Statement = statement(
         pg_sys::TIMESTAMPTZARRAYOID,
         INT8ARRAYOID,
         pg_sys::TEXTARRAYOID,
+        INT8ARRAYOID,
+        INT8ARRAYOID,
     ],
 );
 
@@ -60,8 +61,9 @@ fn due(section: &Section, at: Datum, grace: Datum, one: Option<i64>) -> Vec<Due>
         .collect()
 }
 
-/// Adds the jobs of `firing` (schedules of one owner) and records each schedule's last job.
-fn fire(section: &Section, owner: pg_sys::Oid, firing: &[&Due]) {
+/// Adds the jobs of `firing` (schedules of one owner): each schedule's last job (its latest
+/// slot's), to be recorded with its slots.
+fn fire(section: &Section, owner: pg_sys::Oid, firing: &[&Due]) -> Vec<(i64, i64)> {
     let specs: Vec<Spec> = firing
         .iter()
         .flat_map(|due| due.specs.iter().copied())
@@ -71,7 +73,6 @@ fn fire(section: &Section, owner: pg_sys::Oid, firing: &[&Due]) {
     let schedules = firing
         .iter()
         .flat_map(|due| std::iter::repeat_n(due.schedule, due.specs.len()));
-    // The last job of each schedule: its latest slot's.
     let mut last: Vec<(i64, i64)> = Vec::new();
     for (schedule, job) in schedules.zip(jobs) {
         match last.last_mut() {
@@ -79,13 +80,7 @@ fn fire(section: &Section, owner: pg_sys::Oid, firing: &[&Due]) {
             _ => last.push((schedule, job)),
         }
     }
-    section.run(
-        &SET_LAST_JOBS,
-        &[
-            Some(int8_array(last.iter().map(|pair| pair.0))),
-            Some(int8_array(last.iter().map(|pair| pair.1))),
-        ],
-    );
+    last
 }
 
 /// The schedules: each fires its due slots; wakes the launcher at the next slot.
@@ -118,6 +113,7 @@ fn fire_due(section: &Section, at: Datum) -> usize {
         }
         dues
     });
+    let mut last_jobs: Vec<(i64, i64)> = Vec::new();
     let mut owners: Vec<pg_sys::Oid> = Vec::new();
     for due in &dues {
         if !owners.contains(&due.owner) {
@@ -132,10 +128,14 @@ fn fire_due(section: &Section, at: Datum) -> usize {
         if firing.is_empty() {
             continue;
         }
-        if in_subtransaction(|| fire(&section, owner, &firing)).is_err() {
-            for due in firing {
-                if let Err(failure) = in_subtransaction(|| fire(&section, owner, &[due])) {
-                    failed.push((due.schedule, failure.message));
+        match in_subtransaction(|| fire(&section, owner, &firing)) {
+            Ok(last) => last_jobs.extend(last),
+            Err(_) => {
+                for due in firing {
+                    match in_subtransaction(|| fire(&section, owner, &[due])) {
+                        Ok(last) => last_jobs.extend(last),
+                        Err(failure) => failed.push((due.schedule, failure.message)),
+                    }
                 }
             }
         }
@@ -174,6 +174,8 @@ fn fire_due(section: &Section, at: Datum) -> usize {
                     .map(|(_, message)| message.as_str().into_datum())
                     .collect::<Vec<_>>(),
             )),
+            Some(int8_array(last_jobs.iter().map(|pair| pair.0))),
+            Some(int8_array(last_jobs.iter().map(|pair| pair.1))),
         ],
     );
     fired

@@ -28,23 +28,21 @@ WHERE x.enabled AND x.next_slot <= $1
 ORDER BY x.id
 FOR UPDATE SKIP LOCKED;
 
--- name: set_last_jobs
-UPDATE schedules x SET last_job_id = u.job
-FROM unnest($1::bigint[], $2::bigint[]) AS u(id, job)
-WHERE x.id = u.id;
-
 -- name: passed
 -- The due schedules ($3, each with the latest of its slots, $4, null where they could not be
--- computed) and the failed ones among them ($5, with their errors, $6). A failed schedule retries at its next
--- slot; the slots it could not fire are passed over. One whose slots could not be computed has
--- no next slot to compute either: it is tried again after the grace.
+-- computed), the failed ones among them ($5, with their errors, $6) and the jobs the others
+-- added ($7, each with the job of its latest slot, $8), in one update of each. A failed schedule
+-- retries at its next slot; the slots it could not fire are passed over. One whose slots could
+-- not be computed has no next slot to compute either: it is tried again after the grace.
 UPDATE schedules x
 SET last_slot = CASE WHEN e.message IS NULL THEN d.latest_slot ELSE $1 END,
     next_slot = CASE WHEN d.latest_slot IS NULL THEN $1 + $2
                      ELSE schedule_next_slot(x.schedule, x.time_zone, $1) END,
-    last_error = e.message
+    last_error = e.message,
+    last_job_id = coalesce(f.job, x.last_job_id)
 FROM unnest($3::bigint[], $4::timestamptz[]) AS d(id, latest_slot)
 LEFT JOIN unnest($5::bigint[], $6::text[]) AS e(id, message) ON e.id = d.id
+LEFT JOIN unnest($7::bigint[], $8::bigint[]) AS f(id, job) ON f.id = d.id
 WHERE x.id = d.id;
 
 -- name: next_slot
