@@ -103,24 +103,6 @@ SELECT s.name, s.owner::regrole AS owner, s.schedule, s.time_zone, s.work, s.opt
 FROM schedules s LEFT JOIN LATERAL (
     SELECT l.status FROM job_list l WHERE l.id = s.last_job_id) l ON true;
 
--- The slots of `due` (a schedule's slots since it last fired, oldest first) to fire at `at`.
--- Slots within `grace` of `at` are on time; older ones were missed (no scheduler ran) and
--- follow the schedule's rule.
-CREATE FUNCTION _slots_to_fire(due timestamptz[], missed text, max_catch_up integer,
-                               at timestamptz, grace interval)
-RETURNS timestamptz[]
-LANGUAGE sql IMMUTABLE
-BEGIN ATOMIC
-    SELECT CASE missed
-        WHEN 'all' THEN due[greatest(1, cardinality(due) - max_catch_up + 1):]
-        WHEN 'once' THEN ARRAY(SELECT d FROM unnest(due) d WHERE d > at - grace
-                               UNION SELECT max(d) FROM unnest(due) d WHERE d <= at - grace
-                               HAVING max(d) IS NOT NULL
-                               ORDER BY 1)
-        ELSE ARRAY(SELECT d FROM unnest(due) d WHERE d > at - grace ORDER BY 1)
-    END;
-END;
-
 -- Fires every schedule due at `at` (src/api/schedule_firing.rs); returns how many jobs it added.
 CREATE FUNCTION _fire_schedules(at timestamptz DEFAULT statement_timestamp()) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', '_fire_schedules';
