@@ -77,12 +77,14 @@ psql_run -d pg_jobs -c "SET ROLE demo_alice" \
 
 log "the SCHED page"
 # The demo's people log in to the page (the demo cluster trusts localhost: any password).
-psql_run -d pg_jobs -q -c "ALTER ROLE demo_alice LOGIN" -c "ALTER ROLE demo_bob LOGIN"
+# Scripts use API tokens: the page's server logs in as demo_web, a member of pgjobs_api, for them.
+psql_run -d pg_jobs -q -c "ALTER ROLE demo_alice LOGIN" -c "ALTER ROLE demo_bob LOGIN" \
+    -c "DO \$\$BEGIN CREATE ROLE demo_web LOGIN IN ROLE pgjobs_api; EXCEPTION WHEN duplicate_object THEN NULL; END\$\$"
 cargo build --release -q -p pg_jobs_web
 web_log="$dir/web.log"
 : >"$web_log"
 nohup "$ROOT/target/release/pg_jobs_web" --listen 127.0.0.1:28818 --dsn "host=localhost port=$PORT dbname=pg_jobs" \
-    </dev/null >/dev/null 2>>"$web_log" &
+    --api-role demo_web </dev/null >/dev/null 2>>"$web_log" &
 echo $! >"$dir/web.pid"
 for _ in $(seq 50); do grep -q listening "$web_log" && break; sleep 0.1; done
 
@@ -100,5 +102,7 @@ pg_jobs is running: data in $dir/data, log in $dir/server.log.
             SELECT pgjobs.routine_restart('DEMO', 'demo_alice@demo:feeds/ticker');
   page:     http://127.0.0.1:28818 (pg_jobs_web, pid $(cat "$dir/web.pid"), log in $web_log): the SCHED page;
             log in as demo_alice (this cluster trusts localhost, so any password is taken)
+  api:      SET ROLE demo_alice; SELECT token FROM pgjobs.jobs_api_token_create('my script');
+            curl -H "Authorization: Bearer <token>" http://127.0.0.1:28818/api/schedules
   stop:     make stop
 TXT

@@ -40,7 +40,7 @@ web_hba() {
     local hba
     hba=$(live_sql "SHOW hba_file")
     if [ "$1" = on ]; then
-        { printf '%s\nhost all web_ana,web_bob 127.0.0.1/32 scram-sha-256 %s\nhost all web_ana,web_bob ::1/128 scram-sha-256 %s\n' \
+        { printf '%s\nhost all web_ana,web_bob,web_api 127.0.0.1/32 scram-sha-256 %s\nhost all web_ana,web_bob,web_api ::1/128 scram-sha-256 %s\n' \
               "$WEB_HBA_MARK" "$WEB_HBA_MARK" "$WEB_HBA_MARK"; grep -v "$WEB_HBA_MARK" "$hba"; } >"$hba.web" \
             && cat "$hba.web" >"$hba" && rm -f "$hba.web"
     else
@@ -56,8 +56,13 @@ web_setup() {
             CREATE ROLE web_bob LOGIN IN ROLE pgjobs_user;
         EXCEPTION WHEN duplicate_object THEN NULL;
         END\$\$;
+        DO \$\$BEGIN
+            CREATE ROLE web_api LOGIN IN ROLE pgjobs_api;
+        EXCEPTION WHEN duplicate_object THEN NULL;
+        END\$\$;
         ALTER ROLE web_ana PASSWORD 'pw-web_ana';
-        ALTER ROLE web_bob PASSWORD 'pw-web_bob';" >/dev/null || return 1
+        ALTER ROLE web_bob PASSWORD 'pw-web_bob';
+        ALTER ROLE web_api PASSWORD 'pw-web_api';" >/dev/null || return 1
     web_hba on || return 1
     AGENT_CASE=web
     start_alpha --batchjobs 8 || return 1
@@ -205,7 +210,32 @@ run_web_tests() {
     fi
     count "$p" "$f"
     run_web_abuse_tests
+    run_web_api_token_tests
     web_cleanup
+}
+
+# Seed 001's addresses from a script with API tokens (web_api_tokens.py), against a server of its
+# own that logs in as web_api (a member of pgjobs_api, asked for its password) for them, and the
+# page's server, which has no --api-role.
+run_web_api_token_tests() {
+    local pid p f results="$OUT/web/api-tokens.log"
+    PG_JOBS_WEB_API_PASSWORD=pw-web_api "$WEB_BIN" --listen "127.0.0.1:$(web_port 7)" --api-role web_api \
+        --dsn "host=localhost port=$PORT dbname=$LIVE_DB" 2>>"$OUT/web/server-api.log" &
+    pid=$!
+    if wait_log 10 "$OUT/web/server-api.log" "listening"; then
+        python3 "$ROOT/scripts/web_api_tokens.py" --url "http://127.0.0.1:$(web_port 7)" \
+            --plain-url "http://127.0.0.1:$(web_port)" --psql "$PG_BIN/psql -h localhost -p $PORT -d $LIVE_DB" \
+            | tee "$results" || true
+    else
+        echo "web api: the server did not start ... FAILED" | tee "$results"
+        tail -n 5 "$OUT/web/server-api.log"
+    fi
+    p=$(grep -cE ' \.\.\. ok$' "$results" || true)
+    f=$(grep -cE ' \.\.\. FAILED' "$results" || true)
+    [ "$p" = 0 ] && [ "$f" = 0 ] && f=1
+    count "$p" "$f"
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
 }
 
 # On its own: a cluster of its own, the release builds, the suite, a summary.

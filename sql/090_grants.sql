@@ -31,6 +31,7 @@ GRANT EXECUTE ON FUNCTION
     jobs_unschedule(text), jobs_run_schedule(text),
     jobs_add_proxy(regrole, regrole),
     jobs_remove_proxy(regrole),
+    jobs_api_token_create(text), jobs_api_token_revoke(bigint),
     batch_post(text, text[], text, text, text, text, boolean, text[], timestamptz, integer, integer, jsonb, jsonb, jsonb),
     batch_cancel(bigint[]), batch_cancel_where(date, text[], text, text, text), batch_release(bigint),
     batch_find(date, text[], text, integer, integer), batch_get(text),
@@ -77,6 +78,9 @@ GRANT EXECUTE ON FUNCTION
     -- What the policy of jobs calls as the caller: an agent's role is refused the table, not this.
     _extension_claimant()
 TO pgjobs_agent;
+
+-- The web server's role (a member of pgjobs_api) learns the role a token acts as, and nothing else.
+GRANT EXECUTE ON FUNCTION _api_token_role(text) TO pgjobs_api;
 
 -- pg_dump keeps the rows of every table of the extension and where every sequence has got to;
 -- not launcher_state, which says which process runs now, nor installation_key, which each

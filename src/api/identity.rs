@@ -17,7 +17,7 @@ static ADD_PROXY: Statement = statement("add_proxy", &[OIDOID, OIDOID, OIDOID]);
 static REMOVE_PROXY: Statement = statement("remove_proxy", &[OIDOID, OIDOID, BOOLOID]);
 
 /// A role's name as `regrole` prints it (quoted where it must be).
-fn role_name(role: pg_sys::Oid) -> String {
+pub(crate) fn role_name(role: pg_sys::Oid) -> String {
     output(pg_sys::Datum::from(role), REGROLEOID)
 }
 

@@ -3,6 +3,7 @@
 //! claimed (flow), SQL jobs, cron schedules, the compute tables, batch jobs, and routine
 //! schedules.
 
+pub mod api_tokens;
 pub mod batch;
 pub mod batch_agent;
 pub mod batch_reads;

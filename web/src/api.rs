@@ -17,7 +17,7 @@ pub enum Outcome {
     Lost,
 }
 
-fn from_error(e: tokio_postgres::Error) -> Outcome {
+pub fn from_error(e: tokio_postgres::Error) -> Outcome {
     match e.as_db_error() {
         Some(d) => Outcome::Sql(
             serde_json::json!({

@@ -109,6 +109,14 @@ impl Throttle {
         })
     }
 
+    /// A failure counted against the address only (a wrong API token: it names no role).
+    pub fn address_failed(&self, address: IpAddr) {
+        self.failed(&Attempt {
+            keys: vec![Key::Address(address)],
+            known: None,
+        })
+    }
+
     pub fn failed(&self, attempt: &Attempt) {
         if let Some(token) = &attempt.known {
             let mut map = self.known.lock().unwrap_or_else(|p| p.into_inner());

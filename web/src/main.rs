@@ -1,7 +1,8 @@
 //! pg_jobs_web: the SCHED page. An HTTP server that shows pg_jobs' routines and batch jobs to a
 //! person logged in with a PostgreSQL role and its password. Every read and every command goes
 //! through pgjobs' views and functions on a connection made as that role, so row-level security
-//! decides what each person sees and may do.
+//! decides what each person sees and may do. A script may instead send a role's API token
+//! (`--api-role`): its request runs on a connection of its own with the role set to the token's.
 //!
 //! A client costs a parked task, not a thread: headers and bodies have time limits, connections
 //! are bounded in all and per client address, and the database is reached asynchronously, so
@@ -40,7 +41,7 @@ const COOKIE: &str = "pgjobs_session";
 const KNOWN_COOKIE: &str = "pgjobs_known";
 const USAGE: &str = "usage: pg_jobs_web [--listen ADDR] [--dsn DSN] [--origin URL]...
                    [--session-idle SECS] [--session-lifetime SECS]
-                   [--sessions-per-role N] [--connections-per-role N]
+                   [--sessions-per-role N] [--connections-per-role N] [--api-role ROLE]
   --listen ADDR             where to listen (default 127.0.0.1:28818)
   --dsn DSN                 the database: host, port, dbname, options, application_name (default
                             host=localhost dbname=pg_jobs, application_name pg_jobs_web); the
@@ -50,7 +51,10 @@ const USAGE: &str = "usage: pg_jobs_web [--listen ADDR] [--dsn DSN] [--origin UR
   --session-idle SECS       a session ends after this long without a request (default 1800)
   --session-lifetime SECS   and this long after its login in any case (default 43200)
   --sessions-per-role N     a new login ends the role's least recently used beyond N (default 8)
-  --connections-per-role N  database connections kept per role, shared by its sessions (default 2)";
+  --connections-per-role N  database connections kept per role, shared by its sessions (default 2)
+  --api-role ROLE           answer requests with an API token (Authorization: Bearer), logging in
+                            as ROLE, a member of pgjobs_api (its password, if one is asked, in
+                            PG_JOBS_WEB_API_PASSWORD); without it such requests are refused";
 /// The largest request body read (a cancel of many ticked jobs fits).
 const MAX_BODY: usize = 1 << 20;
 /// To send a request's headers; also the longest a kept-alive connection waits for the next.
@@ -78,6 +82,7 @@ struct Args {
     dsn: String,
     origins: Vec<String>,
     limits: Limits,
+    api_role: Option<String>,
 }
 
 fn whole_number(value: Option<String>, flag: &str, max: u64) -> Result<u64, String> {
@@ -103,6 +108,7 @@ fn parse_args() -> Result<Args, String> {
             connections_per_role: 2,
             connection_idle: CONNECTION_IDLE,
         },
+        api_role: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -124,6 +130,7 @@ fn parse_args() -> Result<Args, String> {
             "--connections-per-role" => {
                 args.limits.connections_per_role = whole_number(it.next(), &a, 100)? as usize
             }
+            "--api-role" => args.api_role = Some(it.next().ok_or("--api-role needs a role")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -293,7 +300,16 @@ async fn serve(args: Args, base: tokio_postgres::Config) -> i32 {
         }
     };
     eprintln!("pg_jobs_web: listening on http://{}", args.listen);
+    let api = args.api_role.map(|role| {
+        let mut config = base.clone();
+        config.user(&role);
+        if let Ok(password) = std::env::var("PG_JOBS_WEB_API_PASSWORD") {
+            config.password(password);
+        }
+        config
+    });
     let app = Arc::new(App {
+        api,
         base,
         origins: args.origins,
         sessions: Sessions::new(args.limits),
@@ -347,6 +363,8 @@ async fn serve(args: Args, base: tokio_postgres::Config) -> i32 {
 }
 
 pub struct App {
+    /// How to connect for a request with an API token, if the server answers those.
+    api: Option<tokio_postgres::Config>,
     base: tokio_postgres::Config,
     origins: Vec<String>,
     sessions: Sessions,
@@ -389,7 +407,10 @@ fn app_js() -> String {
         "job_problems": batch::PROBLEM_WORDS,
     });
     let placeholder = "/* the vocabulary of pg_jobs_core, put here by the server */ null";
-    assert!(APP_JS.contains(placeholder), "app.js has the vocabulary's placeholder");
+    assert!(
+        APP_JS.contains(placeholder),
+        "app.js has the vocabulary's placeholder"
+    );
     APP_JS.replace(placeholder, &vocabulary.to_string())
 }
 
@@ -405,6 +426,18 @@ pub fn json(status: u16, body: impl Into<Bytes>) -> Reply {
 
 pub fn json_error(status: u16, message: &str) -> Reply {
     json(status, serde_json::json!({ "error": message }).to_string())
+}
+
+impl api::Outcome {
+    fn into_reply(self) -> Reply {
+        match self {
+            api::Outcome::Ok(body) => json(200, body),
+            api::Outcome::NotFound => json_error(404, "not found"),
+            api::Outcome::Bad(message) => json_error(400, &message),
+            api::Outcome::Sql(body) => json(400, body),
+            api::Outcome::Lost => lost(),
+        }
+    }
 }
 
 fn lost() -> Reply {
@@ -462,6 +495,14 @@ fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
         })
 }
 
+/// The API token of `Authorization: Bearer <token>`.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    header_value(headers, "authorization")?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+        .filter(|token| !token.is_empty())
+}
+
 fn header_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
@@ -510,11 +551,16 @@ impl App {
             (&Method::GET, "/" | "/admin/sched") => {
                 reply(200, "text/html; charset=utf-8", INDEX_HTML)
             }
-            (&Method::GET, "/app.js") => {
-                reply(200, "text/javascript; charset=utf-8", APP_JS_SERVED.as_str())
-            }
+            (&Method::GET, "/app.js") => reply(
+                200,
+                "text/javascript; charset=utf-8",
+                APP_JS_SERVED.as_str(),
+            ),
             (&Method::GET, "/app.css") => reply(200, "text/css; charset=utf-8", APP_CSS),
             (&Method::POST, "/login") => self.login(peer, request).await,
+            (_, p) if p.starts_with("/api/") && bearer(request.headers()).is_some() => {
+                self.with_token(peer, request, &path, &query).await
+            }
             (_, p) if p.starts_with("/api/") || p == "/logout" => {
                 let Some(session) =
                     cookie_value(request.headers(), COOKIE).and_then(|id| self.sessions.get(&id))
@@ -553,6 +599,89 @@ impl App {
             }
             _ => json_error(404, "not found"),
         }
+    }
+
+    /// A request with an API token: on a connection of its own, made as the server's API role,
+    /// the role set to the token's (`_api_token_role`, which refuses a token unknown or revoked)
+    /// for its statement. A script, not a page, sends it: no cookie, so no CSRF token is asked
+    /// for; its POSTs are JSON, as the page's.
+    async fn with_token(
+        &self,
+        peer: IpAddr,
+        request: Request<Incoming>,
+        path: &str,
+        query: &str,
+    ) -> Reply {
+        let Some(config) = &self.api else {
+            return json_error(
+                401,
+                "this server takes no API tokens (it runs without --api-role)",
+            );
+        };
+        if let Some(wait) = self.throttle.address_locked(peer) {
+            return too_many_failures(wait);
+        }
+        let token = bearer(request.headers()).unwrap_or_default().to_string();
+        let method = request.method().clone();
+        let body = match method {
+            Method::GET => None,
+            Method::POST => {
+                let is_json = header_value(request.headers(), "content-type")
+                    .is_some_and(|c| c.starts_with("application/json"));
+                if !is_json {
+                    return json_error(415, "send JSON");
+                }
+                match read_body(request).await.map(|b| serde_json::from_str(&b)) {
+                    Ok(Ok(body)) => Some(body),
+                    Ok(Err(_)) => return json_error(400, "the body is not JSON"),
+                    Err(r) => return r,
+                }
+            }
+            _ => return json_error(405, "method not allowed"),
+        };
+        let Ok(Ok(_turn)) = tokio::time::timeout(LOGIN_WAIT, self.login_checks.acquire()).await
+        else {
+            return json_error(503, "too many requests with tokens at once; try again");
+        };
+        let client = match config.connect(tokio_postgres::NoTls).await {
+            Ok((client, connection)) => {
+                tokio::spawn(connection);
+                client
+            }
+            Err(_) => return lost(),
+        };
+        let role = client
+            .query_one(
+                "SELECT set_config('role', pgjobs._api_token_role($1), false)",
+                &[&token],
+            )
+            .await;
+        let role: String = match role {
+            Ok(row) => row.get(0),
+            Err(e)
+                if e.code()
+                    == Some(
+                        &tokio_postgres::error::SqlState::INVALID_AUTHORIZATION_SPECIFICATION,
+                    ) =>
+            {
+                self.throttle.address_failed(peer);
+                return json_error(401, "invalid or revoked API token");
+            }
+            Err(e) => return api::from_error(e).into_reply(),
+        };
+        let outcome = match body {
+            None if path == "/api/me" => {
+                return json(200, serde_json::json!({ "role": role }).to_string())
+            }
+            None => {
+                let params: HashMap<String, String> = form_urlencoded::parse(query.as_bytes())
+                    .into_owned()
+                    .collect();
+                api::read(&client, path, &params).await
+            }
+            Some(body) => api::act(&client, path, &body).await,
+        };
+        outcome.into_reply()
     }
 
     async fn login(&self, peer: IpAddr, request: Request<Incoming>) -> Reply {
@@ -692,17 +821,11 @@ impl App {
     }
 
     fn answer(&self, session: &Session, client: Lease, outcome: api::Outcome) -> Reply {
-        match outcome {
-            api::Outcome::Ok(body) => json(200, body),
-            api::Outcome::NotFound => json_error(404, "not found"),
-            api::Outcome::Bad(message) => json_error(400, &message),
-            api::Outcome::Sql(body) => json(400, body),
-            api::Outcome::Lost => {
-                drop(client);
-                self.sessions.end_role(&session.role);
-                lost()
-            }
+        if let api::Outcome::Lost = outcome {
+            drop(client);
+            self.sessions.end_role(&session.role);
         }
+        outcome.into_reply()
     }
 }
 
@@ -726,9 +849,9 @@ mod page_vocabulary {
             r#""job_statuses":["ERROR","BLOCKED","CANCEL","RUNNING","FETCHED","PENDING","WAITING","COMPLETED"]"#
         ));
         assert!(served.contains(r#""routine_failing":["ERROR","DELAYED","SILENT"]"#));
-        assert!(served.contains(
-            r#""job_active":["BLOCKED","RUNNING","FETCHED","PENDING","WAITING"]"#
-        ));
+        assert!(
+            served.contains(r#""job_active":["BLOCKED","RUNNING","FETCHED","PENDING","WAITING"]"#)
+        );
         assert!(served.contains(r#""job_problems":["ERROR","BLOCKED"]"#));
     }
 }

@@ -1,0 +1,184 @@
+//! API tokens: a role's bearer credentials for the SCHED page's HTTP API (`web/`). The web
+//! server logs in as a member of `pgjobs_api` and, for a request with a token, sets its role to
+//! the token's role (`_api_token_role`), as PostgREST's authenticator does; `pgjobs_api` is a
+//! member of each role while the role has a live token, and of no other. Statements in
+//! `api_tokens.sql`.
+
+use pgrx::pg_sys::{BOOLOID, INT8OID, OIDOID, TEXTOID};
+use pgrx::prelude::*;
+use pgrx::IntoDatum;
+
+use super::call::{argument, invalid, record, refuse, value, Caller, Section, Statement};
+use super::identity::{_is_admin, role_name};
+use crate::{entry, named_statements};
+
+named_statements!(include_str!("api_tokens.sql"));
+
+static CREATE: Statement = statement("create", &[OIDOID, TEXTOID, TEXTOID]);
+static REVOKE: Statement = statement("revoke", &[OIDOID, INT8OID, BOOLOID]);
+static TOKEN_ROLE: Statement = statement("token_role", &[TEXTOID]);
+static NOTE_USE: Statement = statement("note_use", &[INT8OID]);
+static API_MEMBER: Statement = statement("api_member", &[OIDOID]);
+
+/// The longest label.
+const LABEL_MAX: usize = 200;
+
+/// The role the web server logs in as is a member of this one.
+fn api_role() -> pg_sys::Oid {
+    unsafe { pg_sys::get_role_oid(c"pgjobs_api".as_ptr(), false) }
+}
+
+/// Whether `role` may act through a token: not a superuser, not one that bypasses row-level
+/// security (the token would carry either past every policy).
+fn may_have_tokens(role: pg_sys::Oid) -> bool {
+    !_is_admin(role) && !unsafe { pg_sys::has_bypassrls_privilege(role) }
+}
+
+/// Makes `pgjobs_api` a member of `role`, or no longer one. Role membership is a utility
+/// statement naming the role, so it is written out, the name quoted as `regrole` prints it.
+fn api_membership(section: &Section, role: pg_sys::Oid, member: bool) {
+    let is_member = section
+        .run(&API_MEMBER, &[Some(pg_sys::Datum::from(role))])
+        .get::<bool>(0, 0)
+        == Some(true);
+    let statement = match (member, is_member) {
+        (true, false) => format!("GRANT {} TO pgjobs_api", role_name(role)),
+        (false, true) => format!("REVOKE {} FROM pgjobs_api", role_name(role)),
+        _ => return,
+    };
+    Spi::run(&statement).unwrap_or_else(|problem| error!("pg_jobs: {statement}: {problem}"));
+}
+
+/// 32 bytes from PostgreSQL's strong random source, as hex, behind a prefix that says what the
+/// secret is (secret scanners look for such prefixes).
+fn new_token() -> String {
+    let mut bytes = [0u8; 32];
+    if !unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), bytes.len()) } {
+        error!("pg_jobs: no strong random bytes for a token");
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("pgjobs_{hex}")
+}
+
+// jobs_api_token_create(label) -> (id, token)
+entry!(
+    jobs_api_token_create,
+    pg_finfo_jobs_api_token_create,
+    |fcinfo| {
+        let caller = Caller::current();
+        let label = value::<String>(fcinfo, 0).unwrap_or_default();
+        if label.trim().is_empty() || label.len() > LABEL_MAX {
+            invalid(
+                format!(
+                    "label must be a text of 1 to {LABEL_MAX} bytes, not {} bytes",
+                    label.len()
+                ),
+                Some("Say where the token is used, for example 'nightly report script'."),
+            );
+        }
+        if !may_have_tokens(caller.role) {
+            refuse(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "{} is a superuser or bypasses row-level security: it cannot have API tokens",
+                    role_name(caller.role)
+                ),
+                Some("Make the token as a role with only the rights the script needs."),
+            );
+        }
+        if pg_sys::is_member_of_role(caller.role, api_role()) {
+            refuse(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "{} is a member of pgjobs_api, the web server's: it cannot have API tokens",
+                    role_name(caller.role)
+                ),
+                None,
+            );
+        }
+        let token = new_token();
+        let section = Section::as_owner(fcinfo);
+        let id = section
+            .run(
+                &CREATE,
+                &[
+                    Some(pg_sys::Datum::from(caller.role)),
+                    label.as_str().into_datum(),
+                    token.as_str().into_datum(),
+                ],
+            )
+            .datum(0, 0);
+        api_membership(&section, caller.role, true);
+        let token = section.text(&token);
+        drop(section);
+        record(fcinfo, &[id, Some(token)])
+    }
+);
+
+// jobs_api_token_revoke(id)
+entry!(
+    jobs_api_token_revoke,
+    pg_finfo_jobs_api_token_revoke,
+    |fcinfo| {
+        let caller = Caller::current();
+        let Some(id) = argument(fcinfo, 0) else {
+            refuse(
+                PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+                "id must name one of your API tokens",
+                None,
+            )
+        };
+        let section = Section::as_owner(fcinfo);
+        let revoked = section.run(
+            &REVOKE,
+            &[
+                Some(pg_sys::Datum::from(caller.role)),
+                Some(id),
+                Some(pg_sys::Datum::from(_is_admin(caller.role))),
+            ],
+        );
+        let Some(role) = revoked.get::<pg_sys::Oid>(0, 0) else {
+            refuse(
+                PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+                format!("API token {} does not exist", id.value() as i64),
+                Some("jobs_api_tokens lists yours."),
+            )
+        };
+        if revoked.get::<bool>(0, 1) == Some(false) {
+            api_membership(&section, role, false);
+        }
+        pg_sys::Datum::from(0)
+    }
+);
+
+// _api_token_role(token) -> the name of the role a live token acts as
+entry!(_api_token_role, pg_finfo__api_token_role, |fcinfo| {
+    let refused = || -> ! {
+        refuse(
+            PgSqlErrorCode::ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION,
+            "invalid or revoked API token",
+            None,
+        )
+    };
+    let Some(token) = argument(fcinfo, 0) else {
+        refused()
+    };
+    let section = Section::as_owner(fcinfo);
+    let found = section.run(&TOKEN_ROLE, &[Some(token)]);
+    let (Some(id), Some(name), Some(true)) = (
+        found.datum(0, 0),
+        found.datum(0, 1),
+        found.get::<bool>(0, 2),
+    ) else {
+        refused()
+    };
+    if found.get::<bool>(0, 3) == Some(true) {
+        section.run(&NOTE_USE, &[Some(id)]);
+    }
+    // A restore into another cluster brings the tokens but not the memberships, which belong to
+    // the cluster's roles: the first use makes it again.
+    if let Some(role) = found.get::<pg_sys::Oid>(0, 4) {
+        api_membership(&section, role, true);
+    }
+    section.keep(name, TEXTOID)
+});
