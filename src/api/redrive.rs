@@ -14,7 +14,7 @@ use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
 use super::call::{argument, invalid, materialize, return_row, value, Caller, Section, Statement};
-use super::datum::{array, int8_array, seconds};
+use super::datum::{int8_array, seconds};
 use super::dependencies::{self, Needs};
 use super::queue::{
     abort_waiting, acting_on, callers_queue, job_ids, placed, return_ids, run_at_refused,
@@ -36,7 +36,12 @@ static RESCHEDULE: Statement = statement("reschedule", &[INT8ARRAYOID, OIDOID, T
 static DELETABLE: Statement = statement("deletable", &[INT8ARRAYOID, OIDOID]);
 static FORGET_DELETED: Statement = statement(
     "forget_deleted",
-    &[INT8ARRAYOID, pg_sys::OIDARRAYOID, pg_sys::TEXTARRAYOID],
+    &[
+        INT8ARRAYOID,
+        INT8ARRAYOID,
+        pg_sys::OIDARRAYOID,
+        pg_sys::TEXTARRAYOID,
+    ],
 );
 static RETRY_CHOSEN: Statement = statement(
     "retry_chosen",
@@ -168,55 +173,30 @@ entry!(jobs_reschedule, pg_finfo_jobs_reschedule, |fcinfo| {
 // jobs_delete(ids) -> the ids deleted
 entry!(jobs_delete, pg_finfo_jobs_delete, |fcinfo| {
     let caller = Caller::current();
-    let (ids, _) = job_ids(
-        fcinfo,
-        0,
-        Some("A running job is stopped with jobs_abort; a finished one stays in job_history until its month is dropped."),
-    );
+    let (ids, _) = job_ids(fcinfo, 0, None);
     materialize(fcinfo);
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
     let chosen = section.run(&DELETABLE, &[Some(ids), owner]);
-    let deleted = match chosen.datum(0, 0) {
-        None => Vec::new(),
-        Some(chosen_ids) => {
-            // Ended as an abort ends them, so that the jobs that depend on them follow their rule
-            // and waiters wake; then forgotten.
-            let aborted = abort_waiting(&section, chosen_ids, owner, None);
-            let aborted: Vec<i64> = (0..aborted.len())
-                .filter_map(|row| aborted.get(row, 0))
-                .collect();
-            let all: Vec<i64> = chosen.get(0, 0).unwrap_or_default();
-            let owners: Vec<pg_sys::Oid> = chosen.get(0, 1).unwrap_or_default();
-            let keys: Vec<Option<String>> = chosen.get(0, 2).unwrap_or_default();
-            let kept: Vec<usize> = (0..all.len())
-                .filter(|&n| aborted.contains(&all[n]))
-                .collect();
-            section.run(
-                &FORGET_DELETED,
-                &[
-                    Some(int8_array(kept.iter().map(|&n| all[n]))),
-                    Some(array(
-                        OIDOID,
-                        &kept
-                            .iter()
-                            .map(|&n| Some(Datum::from(owners[n])))
-                            .collect::<Vec<_>>(),
-                    )),
-                    Some(array(
-                        TEXTOID,
-                        &kept
-                            .iter()
-                            .map(|&n| keys[n].as_deref().and_then(|key| key.into_datum()))
-                            .collect::<Vec<_>>(),
-                    )),
-                ],
-            );
-            let mut deleted: Vec<i64> = kept.iter().map(|&n| all[n]).collect();
-            deleted.sort_unstable();
-            deleted
-        }
-    };
+    let mut deleted: Vec<i64> = Vec::new();
+    if let Some(chosen_ids) = chosen.datum(0, 0) {
+        // Ended as an abort ends them, so that the jobs that depend on them follow their rule
+        // and waiters wake; then forgotten.
+        let aborted = abort_waiting(&section, chosen_ids, owner, None);
+        deleted = (0..aborted.len())
+            .filter_map(|row| aborted.get(row, 0))
+            .collect();
+        deleted.sort_unstable();
+        section.run(
+            &FORGET_DELETED,
+            &[
+                Some(int8_array(deleted.iter().copied())),
+                Some(chosen_ids),
+                chosen.datum(0, 1),
+                chosen.datum(0, 2),
+            ],
+        );
+    }
     drop(section);
     return_ids(fcinfo, &deleted);
     Datum::from(0)

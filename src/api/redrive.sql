@@ -95,11 +95,12 @@ WHERE j.id = ANY ($1) AND ($2::oid IS NULL OR j.owner = $2) AND j.status = 'crea
   AND j.claimable_by <> _extension_claimant();
 
 -- name: forget_deleted
--- Jobs $1 (owners $2, keys $3), just aborted by jobs_delete: out of job_history, and their keys
--- (a `skip` key would go on naming its job) free.
+-- Jobs $1, just aborted by jobs_delete, out of job_history, and their keys free (a `skip` key
+-- would go on naming its job): $2 .. $4 are the ids, owners and keys of the jobs it chose.
 WITH gone AS (
     DELETE FROM job_history h WHERE h.id = ANY ($1) AND h.status = 'aborted'
 )
 DELETE FROM job_keys k
-USING unnest($2::oid[], $3::text[], $1::bigint[]) AS d(owner, idempotency_key, id)
-WHERE k.owner = d.owner AND k.idempotency_key = d.idempotency_key AND k.job_id = d.id;
+USING unnest($2::bigint[], $3::oid[], $4::text[]) AS d(id, owner, idempotency_key)
+WHERE d.id = ANY ($1) AND k.owner = d.owner AND k.idempotency_key = d.idempotency_key
+  AND k.job_id = d.id;

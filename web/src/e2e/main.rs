@@ -1792,6 +1792,22 @@ fn queue_job_abort_and_retry(c: &mut Ctx) -> Res<()> {
     })
 }
 
+/// Ticks jobs `ids` on their lines, waits for the bulk button `button` to read `label`, clicks it
+/// and accepts its question, which must start with `question`.
+fn act_on_ticked(c: &mut Ctx, ids: &[&str], button: &str, label: &str, question: &str) -> Res<()> {
+    for id in ids {
+        wait_for(10, || Ok(!c.b.find_all(&queue_job_row(id))?.is_empty()))?;
+        c.b.click_css(&format!("{} {}", queue_job_row(id), tid("queue-job-tick")))?;
+    }
+    wait_for(5, || Ok(c.b.text_css(&tid(button))? == label))?;
+    c.b.click_css(&tid(button))?;
+    let asked = c.b.alert_text()?;
+    if !asked.starts_with(question) {
+        return fail(format!("{button} asked {asked:?}"));
+    }
+    c.b.accept_alert()
+}
+
 fn queue_jobs_bulk_abort_and_retry(c: &mut Ctx) -> Res<()> {
     open_queue(c, "web_ana_mail")?;
     let welcome = mail_jobs(c, "welcome", "created")?;
@@ -1799,18 +1815,14 @@ fn queue_jobs_bulk_abort_and_retry(c: &mut Ctx) -> Res<()> {
         return fail(format!("waiting welcome jobs: {welcome:?}"));
     }
     let (ticked, left) = (&welcome[..2], &welcome[2]);
-    for id in ticked {
-        c.b.click_css(&format!("{} {}", queue_job_row(id), tid("queue-job-tick")))?;
-    }
-    wait_for(5, || {
-        Ok(c.b.text_css(&tid("queue-jobs-abort-ticked"))? == "Abort ticked (2)")
-    })?;
-    c.b.click_css(&tid("queue-jobs-abort-ticked"))?;
-    let question = c.b.alert_text()?;
-    if !question.starts_with("Abort 2 ticked jobs?") {
-        return fail(format!("asked {question:?}"));
-    }
-    c.b.accept_alert()?;
+    let ticked: Vec<&str> = ticked.iter().map(String::as_str).collect();
+    act_on_ticked(
+        c,
+        &ticked,
+        "queue-jobs-abort-ticked",
+        "Abort ticked (2)",
+        "Abort 2 ticked jobs?",
+    )?;
     let both = format!("id IN ({})", ticked.join(", "));
     wait_for(10, || Ok(job_list_status(c, &both)? == "aborted,aborted"))?;
     if job_list_status(c, &format!("id = {left}"))? != "created" {
@@ -1824,17 +1836,13 @@ fn queue_jobs_bulk_abort_and_retry(c: &mut Ctx) -> Res<()> {
                 .is_ok_and(|f| !f.is_empty())
         }))
     })?;
-    for id in ticked {
-        c.b.click_css(&format!("{} {}", queue_job_row(id), tid("queue-job-tick")))?;
-    }
-    wait_for(5, || {
-        Ok(c.b.text_css(&tid("queue-jobs-retry-ticked"))? == "Retry ticked (2)")
-    })?;
-    c.b.click_css(&tid("queue-jobs-retry-ticked"))?;
-    if !c.b.alert_text()?.starts_with("Retry 2 ticked jobs?") {
-        return fail("no question before Retry ticked");
-    }
-    c.b.accept_alert()?;
+    act_on_ticked(
+        c,
+        &ticked,
+        "queue-jobs-retry-ticked",
+        "Retry ticked (2)",
+        "Retry 2 ticked jobs?",
+    )?;
     wait_for(10, || Ok(job_list_status(c, &both)? == "created,created"))?;
     wait_for(10, || {
         Ok(c.b.text_css(&tid("notice"))? == "2 jobs brought back")
@@ -1877,18 +1885,13 @@ fn queue_jobs_run_now(c: &mut Ctx) -> Res<()> {
     let ready = mail_jobs(c, "welcome", "created")?;
     let ready = ready.first().ok_or("no waiting welcome job")?;
     let ready_before = times(c, ready)?;
-    for id in [second, ready.as_str()] {
-        c.b.click_css(&format!("{} {}", queue_job_row(id), tid("queue-job-tick")))?;
-    }
-    wait_for(5, || {
-        Ok(c.b.text_css(&tid("queue-jobs-run-ticked"))? == "Run ticked now (1)")
-    })?;
-    c.b.click_css(&tid("queue-jobs-run-ticked"))?;
-    let question = c.b.alert_text()?;
-    if !question.starts_with(&format!("Run job {second} (digest) now?")) {
-        return fail(format!("asked {question:?}"));
-    }
-    c.b.accept_alert()?;
+    act_on_ticked(
+        c,
+        &[second, ready.as_str()],
+        "queue-jobs-run-ticked",
+        "Run ticked now (1)",
+        &format!("Run job {second} (digest) now?"),
+    )?;
     let due_now = second_before.replacen("false", "true", 1);
     wait_for(10, || Ok(times(c, second)? == due_now))?;
     wait_for(10, || Ok(c.b.text_css(&tid("notice"))? == "1 job due now"))?;
@@ -1934,19 +1937,13 @@ fn queue_jobs_delete(c: &mut Ctx) -> Res<()> {
             && c.b.find_all(&queue_job_row(one))?.is_empty())
     })?;
     // Two ticked, deleted together.
-    for id in ticked {
-        wait_for(10, || Ok(!c.b.find_all(&queue_job_row(id))?.is_empty()))?;
-        c.b.click_css(&format!("{} {}", queue_job_row(id), tid("queue-job-tick")))?;
-    }
-    wait_for(5, || {
-        Ok(c.b.text_css(&tid("queue-jobs-delete-ticked"))? == "Delete ticked (2)")
-    })?;
-    c.b.click_css(&tid("queue-jobs-delete-ticked"))?;
-    let question = c.b.alert_text()?;
-    if !question.starts_with("Delete 2 ticked jobs?") {
-        return fail(format!("asked {question:?}"));
-    }
-    c.b.accept_alert()?;
+    act_on_ticked(
+        c,
+        ticked,
+        "queue-jobs-delete-ticked",
+        "Delete ticked (2)",
+        "Delete 2 ticked jobs?",
+    )?;
     let both = ticked.join(", ");
     wait_for(10, || Ok(kept(c, &both)? == "0 0"))?;
     wait_for(10, || Ok(c.b.text_css(&tid("notice"))? == "2 jobs deleted"))
