@@ -411,6 +411,29 @@ fn job_ids(body: &Value) -> Option<Vec<i64>> {
         .collect()
 }
 
+/// The statement of an action on the queue jobs a request lists (`{"jobs": [ids]}`), by its
+/// address; each takes them as one bigint[].
+fn queue_jobs_action(path: &str) -> Option<&'static str> {
+    Some(match path {
+        // Each job's status after its abort, in one statement: another's job (P0002) aborts none.
+        "/api/queues/jobs/abort" => {
+            "SELECT id, pgjobs.jobs_abort(id) AS status FROM unnest($1::bigint[]) id"
+        }
+        // Each job's due time after its unblock, in one statement: another's job (P0002) or one
+        // that waits for no dependency (55000) unblocks none.
+        "/api/queues/jobs/unblock" => {
+            "SELECT id, pgjobs.jobs_unblock(id) AS due FROM unnest($1::bigint[]) id"
+        }
+        // The ids brought back: a completed, live or another's job is passed over, not refused.
+        "/api/queues/jobs/retry" => "SELECT * FROM pgjobs.jobs_retry($1)",
+        // The jobs made due now: a running, finished or another's job is passed over.
+        "/api/queues/jobs/run-now" => "SELECT * FROM pgjobs.jobs_reschedule($1)",
+        // The ids deleted: a running, finished or another's job is passed over.
+        "/api/queues/jobs/delete" => "SELECT * FROM pgjobs.jobs_delete($1)",
+        _ => return None,
+    })
+}
+
 pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
     if let Some(schedule) = schedule_of(path) {
         return rows(
@@ -421,6 +444,15 @@ pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
         .await
         .map(Outcome::Ok)
         .unwrap_or_else(from_error);
+    }
+    if let Some(sql) = queue_jobs_action(path) {
+        let Some(ids) = job_ids(body) else {
+            return Outcome::Bad("jobs is a list of job ids".into());
+        };
+        return rows(client, sql, &[&ids])
+            .await
+            .map(Outcome::Ok)
+            .unwrap_or_else(from_error);
     }
     let result = match seed_address(path) {
         "/api/routines/restart" | "/api/routines/stop" => {
@@ -496,52 +528,6 @@ pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
                 &[&field(body, "queue")],
             )
             .await
-        }
-        // Each job's status after its abort, in one statement: another's job (P0002) aborts none.
-        "/api/queues/jobs/abort" => {
-            let Some(ids) = job_ids(body) else {
-                return Outcome::Bad("jobs is a list of job ids".into());
-            };
-            rows(
-                client,
-                "SELECT id, pgjobs.jobs_abort(id) AS status FROM unnest($1::bigint[]) id",
-                &[&ids],
-            )
-            .await
-        }
-        // Each job's due time after its unblock, in one statement: another's job (P0002) or one
-        // that waits for no dependency (55000) unblocks none.
-        "/api/queues/jobs/unblock" => {
-            let Some(ids) = job_ids(body) else {
-                return Outcome::Bad("jobs is a list of job ids".into());
-            };
-            rows(
-                client,
-                "SELECT id, pgjobs.jobs_unblock(id) AS due FROM unnest($1::bigint[]) id",
-                &[&ids],
-            )
-            .await
-        }
-        // The ids brought back: a completed, live or another's job is passed over, not refused.
-        "/api/queues/jobs/retry" => {
-            let Some(ids) = job_ids(body) else {
-                return Outcome::Bad("jobs is a list of job ids".into());
-            };
-            rows(client, "SELECT * FROM pgjobs.jobs_retry($1)", &[&ids]).await
-        }
-        // The jobs made due now: a running, finished or another's job is passed over.
-        "/api/queues/jobs/run-now" => {
-            let Some(ids) = job_ids(body) else {
-                return Outcome::Bad("jobs is a list of job ids".into());
-            };
-            rows(client, "SELECT * FROM pgjobs.jobs_reschedule($1)", &[&ids]).await
-        }
-        // The ids deleted: a running, finished or another's job is passed over.
-        "/api/queues/jobs/delete" => {
-            let Some(ids) = job_ids(body) else {
-                return Outcome::Bad("jobs is a list of job ids".into());
-            };
-            rows(client, "SELECT * FROM pgjobs.jobs_delete($1)", &[&ids]).await
         }
         "/api/jobs/cancel" => {
             if body.get("jobs").is_some() {
