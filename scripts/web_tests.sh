@@ -196,15 +196,17 @@ run_web_tests() {
         web_cleanup
         return
     fi
-    local results="$OUT/web/e2e.log"
+    local results="$OUT/web/e2e.log" status
     "$WEB_E2E" --url "http://127.0.0.1:$(web_port)" --dead-url "http://127.0.0.1:$(web_port 1)" \
         --admin-dsn "host=localhost port=$PORT user=postgres dbname=$LIVE_DB" \
-        --driver-port "$(web_port 3)" --out "$OUT/web" 2>"$OUT/web/e2e.stderr" | tee "$results" || true
+        --driver-port "$(web_port 3)" --out "$OUT/web" 2>"$OUT/web/e2e.stderr" | tee "$results" \
+        && status=0 || status=$?
     local p f
     p=$(grep -cE ' \.\.\. ok$' "$results" || true)
     f=$(grep -cE ' \.\.\. FAILED' "$results" || true)
-    if [ "$p" = 0 ] && [ "$f" = 0 ]; then
-        echo "web: the browser tests did not run ... FAILED"
+    # A run that stopped (a panic) before its last test fails even when every test it ran passed.
+    if [ "$status" != 0 ] && [ "$f" = 0 ]; then
+        echo "web: the browser tests stopped before their end (exit $status) ... FAILED"
         tail -n 20 "$OUT/web/e2e.stderr"
         f=1
     fi

@@ -252,30 +252,40 @@ CREATE FUNCTION jobs_find(
     search text DEFAULT NULL,
     month date DEFAULT NULL,
     limit_rows integer DEFAULT 100,
-    offset_rows integer DEFAULT 0
+    offset_rows integer DEFAULT 0,
+    search_newest integer DEFAULT NULL
 ) RETURNS SETOF job_list
 LANGUAGE sql STABLE
 BEGIN ATOMIC
-    SELECT l.* FROM job_list l
-    WHERE _finite_date(jobs_find.month, 'month')
-      AND (jobs_find.status IS NULL OR l.status = jobs_find.status)
-      -- Only finished jobs are completed or failed: said so that the planner drops the read of
-      -- jobs (whose end_time is a null constant) for them, instead of reading every live job
-      -- newest first for none (a second with a million queued).
-      AND (l.end_time IS NOT NULL OR jobs_find.status IS NULL
-           OR jobs_find.status NOT IN ('completed', 'failed'))
-      AND (jobs_find.queue IS NULL OR l.queue = jobs_find.queue)
-      AND (jobs_find.key IS NULL OR l.idempotency_key = jobs_find.key)
-      AND (jobs_find.month IS NULL OR _utc_month(l.due_at) = date_trunc('month', jobs_find.month)::date)
-      AND (jobs_find.search IS NULL OR l.task ILIKE '%' || jobs_find.search || '%'
-           OR l.idempotency_key ILIKE '%' || jobs_find.search || '%'
-           OR l.payload::text ILIKE '%' || jobs_find.search || '%'
-           OR l.result::text ILIKE '%' || jobs_find.search || '%')
+    SELECT l.* FROM (
+        SELECT l.* FROM job_list l
+        WHERE _finite_date(jobs_find.month, 'month')
+          AND (jobs_find.status IS NULL OR l.status = jobs_find.status)
+          -- Only finished jobs are completed or failed: said so that the planner drops the read of
+          -- jobs (whose end_time is a null constant) for them, instead of reading every live job
+          -- newest first for none (a second with a million queued).
+          AND (l.end_time IS NOT NULL OR jobs_find.status IS NULL
+               OR jobs_find.status NOT IN ('completed', 'failed'))
+          AND (jobs_find.queue IS NULL OR l.queue = jobs_find.queue)
+          AND (jobs_find.key IS NULL OR l.idempotency_key = jobs_find.key)
+          AND (jobs_find.month IS NULL OR _utc_month(l.due_at) = date_trunc('month', jobs_find.month)::date)
+        ORDER BY l.id DESC
+        -- A text is looked for in the newest search_newest jobs of the other filters only (null:
+        -- all of them), so that a search that finds little reads a bounded number of rows, not
+        -- every job (3.3 s at a million). Read newest first, so that without a text the outer
+        -- LIMIT stops this one early.
+        LIMIT CASE WHEN jobs_find.search IS NULL THEN NULL ELSE _row_count(search_newest, 'search_newest') END
+    ) l
+    WHERE jobs_find.search IS NULL OR l.task ILIKE '%' || jobs_find.search || '%'
+       OR l.idempotency_key ILIKE '%' || jobs_find.search || '%'
+       OR l.payload::text ILIKE '%' || jobs_find.search || '%'
+       OR l.result::text ILIKE '%' || jobs_find.search || '%'
     ORDER BY l.id DESC
     LIMIT _row_count(limit_rows, 'limit_rows') OFFSET _row_count(offset_rows, 'offset_rows');
 END;
 COMMENT ON FUNCTION jobs_find IS
-    'Finds jobs, newest first, by status, queue, key, month due, and text in task, key, payload or result.';
+    'Finds jobs, newest first, by status, queue, key, month due, and text in task, key, payload or '
+    'result; the text among the newest search_newest jobs of the other filters (null: all).';
 
 CREATE FUNCTION jobs_counts(month date DEFAULT NULL)
 RETURNS TABLE (queue text, status job_status, jobs bigint)

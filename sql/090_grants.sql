@@ -23,7 +23,7 @@ GRANT EXECUTE ON FUNCTION
     jobs_ready_signal(text),
     jobs_queue_history(text, text), jobs_dead_letter(text, text), jobs_retry(bigint[]),
     jobs_retry_where(text, text, date, text, integer), jobs_pause(text), jobs_resume(text), jobs_limit(text, integer), jobs_key_limit(text, integer, boolean), jobs_key_rate_limit(text, integer, interval), jobs_rate_limit(text, integer, interval), jobs_unlimit(text),
-    jobs_find(job_status, text, text, text, date, integer, integer), jobs_counts(date),
+    jobs_find(job_status, text, text, text, date, integer, integer, integer), jobs_counts(date),
     jobs_add_sql(text, timestamptz, integer, integer, interval, interval, interval, text, text),
     jobs_schedule(text, text, jsonb, jsonb),
     jobs_alter_schedule(text, text, jsonb, jsonb),

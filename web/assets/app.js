@@ -30,7 +30,8 @@
 //   queue-job-row (data-id, data-status, data-live, data-waiting, data-blocked), queue-job-state,
 //   queue-job-due, queue-job-tick, queue-job-error, queue-job-abort,
 //   queue-job-retry, queue-jobs-abort-ticked, queue-jobs-retry-ticked, queue-jobs-run-ticked,
-//   queue-jobs-delete-ticked
+//   queue-jobs-delete-ticked, queue-jobs-abort-all, queue-jobs-retry-all, queue-jobs-run-all,
+//   queue-jobs-delete-all
 //   queue-job-details (data-id), queue-job-run-now, queue-job-delete, queue-job-payload, queue-job-attempts, queue-job-errors, queue-job-locked-by,
 //   queue-job-result, queue-job-progress, queue-job-concurrency-key, queue-job-dependencies,
 //   queue-job-dependency (data-id, data-status), queue-job-blocked, queue-job-unblock
@@ -214,6 +215,7 @@ const state = {
   queueJobFilter: { status: '', q: '', key: '', month: '' },
   queueJobPages: 1,         // pages of PAGE jobs read
   queueJobs: null,          // the open queue's jobs, once read
+  queueJobCounts: null,     // how many of its filter's jobs each action on the filter takes
   queueJobsMore: false,     // the last page read was full
   openQueueJob: null,       // the id of the queue job whose details are shown
   queueJobDetails: null,
@@ -797,7 +799,8 @@ function renderQueues() {
     el('button', { type: 'button', testid: 'queue-jobs-run-ticked', disabled: !toRun.length, onclick: () => runQueueJobsNow(toRun) },
       `Run ticked now (${toRun.length})`),
     el('button', { type: 'button', testid: 'queue-jobs-delete-ticked', disabled: !toDelete.length, onclick: () => deleteQueueJobs(toDelete) },
-      `Delete ticked (${toDelete.length})`)] : []);
+      `Delete ticked (${toDelete.length})`),
+    ...filterActions()] : []);
   const heads = (...names) => el('thead', {}, el('tr', {}, names.map((n) => el('th', {}, n))));
   patch(tid('content'),
     el('h2', { key: 'queues-title' }, 'Queues'),
@@ -817,6 +820,21 @@ function renderQueues() {
         el('tbody', {}, jobs.map(queueJobRow)))
         : el('p', { class: 'notice', testid: 'queue-jobs-none', key: 'none' }, 'No job here.'),
     state.queueJobsMore ? el('button', { type: 'button', class: 'more', testid: 'queue-jobs-more', onclick: moreQueueJobs }, `Show ${PAGE} more`) : null);
+}
+
+// The actions on every job the filter finds (the newest FILTER_ACTED_ON of them), each with how
+// many it would act on, as the server counted them.
+function filterActions() {
+  const counts = state.queueJobCounts;
+  if (!counts) return [];
+  const button = (testid, label, n, run) => el('button', {
+    type: 'button', testid, disabled: !n, onclick: () => run(filtered(n)),
+  }, `${label} (${n})`);
+  return [el('span', { class: 'meta' }, ' · this filter\'s jobs: '),
+    button('queue-jobs-abort-all', 'Abort all', counts.abort, abortQueueJobs),
+    button('queue-jobs-retry-all', 'Retry all', counts.retry, retryQueueJobs),
+    button('queue-jobs-run-all', 'Run all now', counts.run_now, runQueueJobsNow),
+    button('queue-jobs-delete-all', 'Delete all', counts.delete, deleteQueueJobs)];
 }
 
 function queueRules(q) {
@@ -946,6 +964,8 @@ function queueJobParams(offset) {
 // is not shown.
 async function loadQueueJobs() {
   const asked = JSON.stringify(queueJobParams(0));
+  const { offset, ...filter } = queueJobParams(0);
+  const counts = (await get('/api/queues/jobs/counts', filter))[0];
   const found = new Map();
   let full = true;
   for (let page = 0; page < state.queueJobPages && full; page++) {
@@ -955,6 +975,7 @@ async function loadQueueJobs() {
   }
   if (!state.openQueue || JSON.stringify(queueJobParams(0)) !== asked) return;
   state.queueJobs = [...found.values()];
+  state.queueJobCounts = counts;
   state.queueJobsMore = full;
   for (const id of state.queueTicked) if (!found.has(id)) state.queueTicked.delete(id);
 }
@@ -973,6 +994,7 @@ async function loadQueuesTab() {
 function queueJobsFilterChanged() {
   state.queueJobPages = 1;
   state.queueJobs = null;
+  state.queueJobCounts = null;
   state.queueJobsMore = false;
   state.queueTicked.clear();
   state.openQueueJob = null;
@@ -1036,13 +1058,30 @@ async function pauseQueue(q, pause) {
 
 const jobsNamed = (jobs) => (jobs.length === 1 ? `job ${jobs[0].id} (${jobs[0].task})` : `${jobs.length} ticked jobs`);
 
-async function abortQueueJobs(jobs) {
-  if (!confirm(`Abort ${jobsNamed(jobs)}? A waiting job ends aborted at once; a running one's worker is told at its next heartbeat.`)) return;
+// What an action acts on: jobs of the list (one, or the ticked ones), or the n jobs of the filter
+// it acts on among the newest FILTER_ACTED_ON the filter finds (the server picks them again when
+// it acts, so the n are as counted at the last reading).
+const FILTER_ACTED_ON = 1000;
+const listed = (jobs) => ({
+  body: { jobs: jobs.map((j) => j.id) }, count: jobs.length, named: jobsNamed(jobs),
+  done: () => { for (const j of jobs) state.queueTicked.delete(j.id); },
+});
+function filtered(n) {
+  const { offset, ...where } = queueJobParams(0);
+  const newest = state.queueJobCounts.found >= FILTER_ACTED_ON
+    ? ` (among the newest ${FILTER_ACTED_ON.toLocaleString('en-US')} jobs it finds; act again for the next ones)` : '';
+  return { body: { where }, count: n, named: `the ${plural(n, 'job')} of this filter${newest}`, done: () => state.queueTicked.clear() };
+}
+const aimed = (jobsOrFilter) => (Array.isArray(jobsOrFilter) ? listed(jobsOrFilter) : jobsOrFilter);
+
+async function abortQueueJobs(jobsOrFilter) {
+  const t = aimed(jobsOrFilter);
+  if (!confirm(`Abort ${t.named}? A waiting job ends aborted at once; a running one's worker is told at its next heartbeat.`)) return;
   try {
-    const answers = await post('/api/queues/jobs/abort', { jobs: jobs.map((j) => j.id) });
+    const answers = await post('/api/queues/jobs/abort', t.body);
     const aborted = answers.filter((a) => a.status === 'aborted').length;
-    notice(`${plural(aborted, 'job')} aborted${aborted < jobs.length ? ` (${jobs.length - aborted} had finished)` : ''}`);
-    for (const j of jobs) state.queueTicked.delete(j.id);
+    notice(`${plural(aborted, 'job')} aborted${aborted < t.count ? ` (${t.count - aborted} had finished)` : ''}`);
+    t.done();
     await refresh();
   } catch (e) { showError(e); }
 }
@@ -1057,35 +1096,38 @@ async function unblockQueueJob(j) {
   } catch (e) { showError(e); }
 }
 
-async function runQueueJobsNow(jobs) {
-  if (!confirm(`Run ${jobsNamed(jobs)} now? Each becomes due now instead of at its time; a worker takes it at its next claim.`)) return;
+async function runQueueJobsNow(jobsOrFilter) {
+  const t = aimed(jobsOrFilter);
+  if (!confirm(`Run ${t.named} now? Each becomes due now instead of at its time; a worker takes it at its next claim.`)) return;
   try {
-    const moved = await post('/api/queues/jobs/run-now', { jobs: jobs.map((j) => j.id) });
-    notice(`${plural(moved.length, 'job')} due now${moved.length < jobs.length
-      ? ` (${jobs.length - moved.length} not: taken by a worker or ended meanwhile)` : ''}`);
-    for (const j of jobs) state.queueTicked.delete(j.id);
+    const moved = await post('/api/queues/jobs/run-now', t.body);
+    notice(`${plural(moved.length, 'job')} due now${moved.length < t.count
+      ? ` (${t.count - moved.length} not: taken by a worker or ended meanwhile)` : ''}`);
+    t.done();
     await refresh();
   } catch (e) { showError(e); }
 }
 
-async function deleteQueueJobs(jobs) {
-  if (!confirm(`Delete ${jobsNamed(jobs)}? Each is removed and kept nowhere, its key free again; a job that depends on it is blocked (or skipped) as after an abort.`)) return;
+async function deleteQueueJobs(jobsOrFilter) {
+  const t = aimed(jobsOrFilter);
+  if (!confirm(`Delete ${t.named}? Each is removed and kept nowhere, its key free again; a job that depends on it is blocked (or skipped) as after an abort.`)) return;
   try {
-    const deleted = await post('/api/queues/jobs/delete', { jobs: jobs.map((j) => j.id) });
-    notice(`${plural(deleted.length, 'job')} deleted${deleted.length < jobs.length
-      ? ` (${jobs.length - deleted.length} not: taken by a worker or ended meanwhile)` : ''}`);
-    for (const j of jobs) state.queueTicked.delete(j.id);
+    const deleted = await post('/api/queues/jobs/delete', t.body);
+    notice(`${plural(deleted.length, 'job')} deleted${deleted.length < t.count
+      ? ` (${t.count - deleted.length} not: taken by a worker or ended meanwhile)` : ''}`);
+    t.done();
     await refresh();
   } catch (e) { showError(e); }
 }
 
-async function retryQueueJobs(jobs) {
-  if (!confirm(`Retry ${jobsNamed(jobs)}? Each is due again now with fresh attempts, its errors kept.`)) return;
+async function retryQueueJobs(jobsOrFilter) {
+  const t = aimed(jobsOrFilter);
+  if (!confirm(`Retry ${t.named}? Each is due again now with fresh attempts, its errors kept.`)) return;
   try {
-    const back = await post('/api/queues/jobs/retry', { jobs: jobs.map((j) => j.id) });
-    notice(`${plural(back.length, 'job')} brought back${back.length < jobs.length
-      ? ` (${jobs.length - back.length} not: back already, or its key taken by another job)` : ''}`);
-    for (const j of jobs) state.queueTicked.delete(j.id);
+    const back = await post('/api/queues/jobs/retry', t.body);
+    notice(`${plural(back.length, 'job')} brought back${back.length < t.count
+      ? ` (${t.count - back.length} not: back already, or its key taken by another job)` : ''}`);
+    t.done();
     await refresh();
   } catch (e) { showError(e); }
 }

@@ -77,6 +77,26 @@ fn number(params: &HashMap<String, String>, name: &str, default: i32) -> Result<
     }
 }
 
+/// A queue-jobs filter from a request: its status, queue, key, text (`q`) and month, in the order
+/// of found_queue_jobs!'s parameters; an empty value filters nothing.
+fn job_filter(get: impl Fn(&str) -> Option<String>) -> [Option<String>; 5] {
+    ["status", "queue", "key", "q", "month"].map(|name| get(name).filter(|v| !v.is_empty()))
+}
+
+/// The jobs a queue-jobs filter finds ($1 to $5, as job_filter gives them), newest first, with
+/// the given limit; a text is looked for among the newest 10,000 jobs of the other filters, so
+/// that a search that finds little still reads no more.
+macro_rules! found_queue_jobs {
+    ($limit:literal) => {
+        concat!(
+            "pgjobs.jobs_find(status => $1::text::pgjobs.job_status, queue => $2, key => $3, ",
+            "search => $4, month => $5::text::date, search_newest => 10000, limit_rows => ",
+            $limit,
+            ")"
+        )
+    };
+}
+
 /// The addresses seed 001 gives the SCHED page's API, answered as the page's own: the same
 /// statements, so a script written for the seed's addresses reads and acts as the page does.
 fn seed_address(path: &str) -> &str {
@@ -323,27 +343,41 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
                 Ok(o) => o,
                 Err(e) => return e,
             };
+            let filter = job_filter(|name| text(params, name));
             rows(
                 client,
-                "SELECT f.*, f.end_time IS NULL AND f.run_at IS NULL AS waiting,
+                concat!("SELECT f.*, f.end_time IS NULL AND f.run_at IS NULL AS waiting,
                         f.end_time IS NULL AND f.status = 'created' AND f.run_at > now() AS due_later, w.waits_for, w.blocked_by
-                 FROM pgjobs.jobs_find(status => $1::text::pgjobs.job_status, queue => $2, key => $3,
-                                       search => $4, month => $5::text::date,
-                                       limit_rows => 200, offset_rows => $6) f
+                 FROM ", found_queue_jobs!("200, offset_rows => $6"), " f
                  LEFT JOIN LATERAL (
                      SELECT (SELECT count(*) FROM pgjobs.job_dependencies d
                              WHERE d.job_id = f.id AND EXISTS (SELECT FROM pgjobs.jobs x WHERE x.id = d.on_job)) AS waits_for,
                             pgjobs._blocked_by(f.id) AS blocked_by
                  ) w ON f.end_time IS NULL AND f.run_at IS NULL
-                 ORDER BY f.id DESC",
-                &[
-                    &text(params, "status"),
-                    &text(params, "queue"),
-                    &text(params, "key"),
-                    &text(params, "q"),
-                    &text(params, "month"),
-                    &offset,
-                ],
+                 ORDER BY f.id DESC"),
+                &[&filter[0], &filter[1], &filter[2], &filter[3], &filter[4], &offset],
+            )
+            .await
+        }
+        // How many of a filter's jobs each action on a whole filter would act on (named as the
+        // actions: abort, retry, run_now, delete), and how many jobs the filter found (`found`:
+        // the newest 1,000 at most, as the actions take them).
+        "/api/queues/jobs/counts" => {
+            let filter = job_filter(|name| text(params, name));
+            let counts = QUEUE_JOBS_ACTIONS
+                .iter()
+                .filter_map(|(path, action)| {
+                    let name = path.rsplit('/').next()?.replace('-', "_");
+                    Some(format!(", count(*) FILTER (WHERE {}) AS {name}", action.takes?))
+                })
+                .collect::<String>();
+            rows(
+                client,
+                &format!(
+                    "SELECT count(*) AS found{counts} FROM {} f",
+                    found_queue_jobs!("1000")
+                ),
+                &[&filter[0], &filter[1], &filter[2], &filter[3], &filter[4]],
             )
             .await
         }
@@ -411,27 +445,93 @@ fn job_ids(body: &Value) -> Option<Vec<i64>> {
         .collect()
 }
 
-/// The statement of an action on the queue jobs a request lists (`{"jobs": [ids]}`), by its
-/// address; each takes them as one bigint[].
-fn queue_jobs_action(path: &str) -> Option<&'static str> {
-    Some(match path {
-        // Each job's status after its abort, in one statement: another's job (P0002) aborts none.
-        "/api/queues/jobs/abort" => {
-            "SELECT id, pgjobs.jobs_abort(id) AS status FROM unnest($1::bigint[]) id"
-        }
-        // Each job's due time after its unblock, in one statement: another's job (P0002) or one
-        // that waits for no dependency (55000) unblocks none.
-        "/api/queues/jobs/unblock" => {
-            "SELECT id, pgjobs.jobs_unblock(id) AS due FROM unnest($1::bigint[]) id"
-        }
-        // The ids brought back: a completed, live or another's job is passed over, not refused.
-        "/api/queues/jobs/retry" => "SELECT * FROM pgjobs.jobs_retry($1)",
-        // The jobs made due now: a running, finished or another's job is passed over.
-        "/api/queues/jobs/run-now" => "SELECT * FROM pgjobs.jobs_reschedule($1)",
-        // The ids deleted: a running, finished or another's job is passed over.
-        "/api/queues/jobs/delete" => "SELECT * FROM pgjobs.jobs_delete($1)",
-        _ => return None,
-    })
+/// An action on queue jobs: its statement, which takes them as one bigint[], and which jobs of a
+/// filter it acts on (as a condition on job_list's columns, `f`), for an action on a whole
+/// filter (`{"where": {...}}`); none: it acts on listed jobs only.
+struct QueueJobsAction {
+    statement: &'static str,
+    takes: Option<&'static str>,
+}
+
+/// Each action on queue jobs by its address (`{"jobs": [ids]}`, or `{"where": filter}` for the
+/// newest 1,000 jobs of a filter, as the counts address counts them: as many as the SQL API's
+/// calls take at once).
+const QUEUE_JOBS_ACTIONS: [(&str, QueueJobsAction); 5] = [
+    // Each job's status after its abort, in one statement: another's job (P0002) aborts none.
+    (
+        "/api/queues/jobs/abort",
+        QueueJobsAction {
+            statement: "SELECT id, pgjobs.jobs_abort(id) AS status FROM unnest($1::bigint[]) id",
+            takes: Some("f.end_time IS NULL"),
+        },
+    ),
+    // Each job's due time after its unblock, in one statement: another's job (P0002) or one that
+    // waits for no dependency (55000) unblocks none; so, for listed jobs only.
+    (
+        "/api/queues/jobs/unblock",
+        QueueJobsAction {
+            statement: "SELECT id, pgjobs.jobs_unblock(id) AS due FROM unnest($1::bigint[]) id",
+            takes: None,
+        },
+    ),
+    // The ids brought back: a completed, live or another's job is passed over, not refused.
+    (
+        "/api/queues/jobs/retry",
+        QueueJobsAction {
+            statement: "SELECT * FROM pgjobs.jobs_retry($1)",
+            takes: Some(
+                "f.end_time IS NOT NULL AND f.status IN ('failed', 'aborted') \
+                 AND NOT starts_with(f.queue, 'pg_jobs.')",
+            ),
+        },
+    ),
+    // The jobs made due now: a running, finished or another's job is passed over.
+    (
+        "/api/queues/jobs/run-now",
+        QueueJobsAction {
+            statement: "SELECT * FROM pgjobs.jobs_reschedule($1)",
+            takes: Some("f.end_time IS NULL AND f.status = 'created' AND f.run_at > now()"),
+        },
+    ),
+    // The ids deleted: a running, finished or another's job is passed over.
+    (
+        "/api/queues/jobs/delete",
+        QueueJobsAction {
+            statement: "SELECT * FROM pgjobs.jobs_delete($1)",
+            takes: Some("f.end_time IS NULL AND f.status = 'created'"),
+        },
+    ),
+];
+
+/// The jobs an action names: those listed, or those of the newest 1,000 of a filter that it acts
+/// on.
+async fn acted_on(
+    client: &Client,
+    action: &QueueJobsAction,
+    body: &Value,
+) -> Result<Vec<i64>, Outcome> {
+    if body.get("jobs").is_some() {
+        return job_ids(body).ok_or_else(|| Outcome::Bad("jobs is a list of job ids".into()));
+    }
+    let (Some(filter), Some(takes)) = (body.get("where"), action.takes) else {
+        return Err(Outcome::Bad(
+            "send {jobs: [ids]} or, but for an unblock, {where: {queue, status, key, q, month}}"
+                .into(),
+        ));
+    };
+    let filter = job_filter(|name| field(filter, name));
+    let found = format!(
+        "SELECT coalesce(array_agg(f.id), '{{}}') FROM {} f WHERE {takes}",
+        found_queue_jobs!("1000")
+    );
+    client
+        .query_one(
+            &found,
+            &[&filter[0], &filter[1], &filter[2], &filter[3], &filter[4]],
+        )
+        .await
+        .map(|row| row.get(0))
+        .map_err(from_error)
 }
 
 pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
@@ -445,11 +545,16 @@ pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
         .map(Outcome::Ok)
         .unwrap_or_else(from_error);
     }
-    if let Some(sql) = queue_jobs_action(path) {
-        let Some(ids) = job_ids(body) else {
-            return Outcome::Bad("jobs is a list of job ids".into());
+    if let Some((_, action)) = QUEUE_JOBS_ACTIONS.iter().find(|(p, _)| *p == path) {
+        let ids = match acted_on(client, action, body).await {
+            Ok(ids) => ids,
+            Err(e) => return e,
         };
-        return rows(client, sql, &[&ids])
+        // The SQL API refuses an empty list; a filter may find nothing to act on.
+        if ids.is_empty() {
+            return Outcome::Ok("[]".into());
+        }
+        return rows(client, action.statement, &[&ids])
             .await
             .map(Outcome::Ok)
             .unwrap_or_else(from_error);

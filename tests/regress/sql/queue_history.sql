@@ -51,5 +51,11 @@ SELECT regress.error_of('SELECT pgjobs.jobs_history_drop(''2999-01-01'')');
 -- Finding and counting.
 SELECT id, status, task FROM pgjobs.jobs_find(search => 'month') ORDER BY id;
 SELECT id FROM pgjobs.jobs_find(status => 'completed', limit_rows => 1, offset_rows => 1);
+-- A text among the newest jobs only: the newest one holds none, so a search of one finds nothing,
+-- one of all finds them (and without a text the bound reads nothing less).
+SELECT count(*) AS in_newest_one FROM pgjobs.jobs_find(search => 'month', search_newest => 1);
+SELECT count(*) AS in_all FROM pgjobs.jobs_find(search => 'month', search_newest => 1000);
+SELECT count(*) = (SELECT count(*) FROM pgjobs.job_list) AS bound_without_text
+FROM pgjobs.jobs_find(search_newest => 1, limit_rows => 1000);
 SELECT id FROM pgjobs.jobs_find(month => (now() + interval '5 years')::date);
 SELECT * FROM pgjobs.jobs_counts();

@@ -1949,6 +1949,77 @@ fn queue_jobs_delete(c: &mut Ctx) -> Res<()> {
     wait_for(10, || Ok(c.b.text_css(&tid("notice"))? == "2 jobs deleted"))
 }
 
+/// Clicks the action on the filter's jobs `button` once it reads `label` and accepts its question,
+/// which must start with `question`.
+fn act_on_filter(c: &mut Ctx, button: &str, label: &str, question: &str) -> Res<()> {
+    wait_for(10, || Ok(c.b.text_css(&tid(button))? == label))
+        .map_err(|e| format!("{button} reads {:?}: {e}", c.b.text_css(&tid(button))))?;
+    c.b.click_css(&tid(button))?;
+    let asked = c.b.alert_text()?;
+    if !asked.starts_with(question) {
+        return fail(format!("{button} asked {asked:?}"));
+    }
+    c.b.accept_alert()
+}
+
+fn queue_jobs_act_on_filter(c: &mut Ctx) -> Res<()> {
+    as_role_one(
+        c,
+        "web_ana",
+        "SELECT count(pgjobs.jobs_add('tidy', jsonb_build_object('parity', CASE WHEN i % 2 = 0 THEN 'even' ELSE 'odd' END),
+                                      queue => 'web_ana_tidy', run_at => now() + interval '1 day'))::text
+         FROM generate_series(1, 12) i",
+    )?;
+    // Of each parity: waiting for their time, due now.
+    let parities = |c: &mut Ctx| {
+        c.sql_one(
+            "SELECT coalesce(string_agg(format('%s %s %s', parity, jobs, due), ', ' ORDER BY parity), '')
+             FROM (SELECT payload ->> 'parity' AS parity, count(*) AS jobs, count(*) FILTER (WHERE run_at <= now()) AS due
+                   FROM pgjobs.jobs WHERE queue = 'web_ana_tidy' GROUP BY 1) p",
+        )
+    };
+    queues_tab(c)?;
+    open_queue(c, "web_ana_tidy")?;
+    type_queue_filter(c, "queue-job-text", "odd")?;
+    wait_for(10, || Ok(c.b.find_all(&tid("queue-job-row"))?.len() == 6))?;
+    act_on_filter(
+        c,
+        "queue-jobs-run-all",
+        "Run all now (6)",
+        "Run the 6 jobs of this filter now?",
+    )?;
+    wait_for(10, || Ok(parities(c)? == "even 6 0, odd 6 6"))
+        .map_err(|e| format!("after Run all now: {:?}: {e}", parities(c)))?;
+    wait_for(10, || Ok(c.b.text_css(&tid("notice"))? == "6 jobs due now"))?;
+    act_on_filter(
+        c,
+        "queue-jobs-delete-all",
+        "Delete all (6)",
+        "Delete the 6 jobs of this filter?",
+    )?;
+    wait_for(10, || Ok(parities(c)? == "even 6 0"))
+        .map_err(|e| format!("after Delete all: {:?}: {e}", parities(c)))?;
+    wait_for(10, || Ok(c.b.text_css(&tid("notice"))? == "6 jobs deleted"))?;
+    // The filter finds no job now: nothing to act on.
+    wait_for(10, || {
+        Ok(c.b.text_css(&tid("queue-jobs-abort-all"))? == "Abort all (0)")
+    })?;
+    type_queue_filter(c, "queue-job-text", "")?;
+    act_on_filter(
+        c,
+        "queue-jobs-abort-all",
+        "Abort all (6)",
+        "Abort the 6 jobs of this filter?",
+    )?;
+    wait_for(10, || Ok(parities(c)?.is_empty()))?;
+    let ended = c.sql_one(
+        "SELECT string_agg(DISTINCT status::text, ',') FROM pgjobs.job_history WHERE queue = 'web_ana_tidy'",
+    )?;
+    (ended == "aborted")
+        .then_some(())
+        .ok_or(format!("web_ana_tidy's ended jobs: {ended}"))
+}
+
 fn queues_patched_in_place(c: &mut Ctx) -> Res<()> {
     open_queue(c, "web_ana_mail")?;
     let first_box = format!("{} {}", tid("queue-job-table"), tid("queue-job-tick"));
@@ -2001,6 +2072,7 @@ fn forged_queue_actions_change_nothing(c: &mut Ctx) -> Res<()> {
     let abort = format!(r#"{{"jobs": [{waiting}]}}"#);
     let retry = format!(r#"{{"jobs": [{failed}]}}"#);
     let pause = r#"{"queue": "web_ana_mail"}"#;
+    let where_ana = r#"{"where": {"queue": "web_ana_mail"}}"#;
     let job_path = format!("/api/queues/job?id={waiting}");
     let bob = |method, path, body| {
         request(
@@ -2041,6 +2113,25 @@ fn forged_queue_actions_change_nothing(c: &mut Ctx) -> Res<()> {
             bob("POST", "/api/queues/jobs/delete", &abort)?,
             200,
             "[]",
+        ),
+        // A whole filter's jobs are found as bob: none of ana's.
+        (
+            "bob aborts ana's queue's jobs",
+            bob("POST", "/api/queues/jobs/abort", where_ana)?,
+            200,
+            "[]",
+        ),
+        (
+            "bob deletes ana's queue's jobs",
+            bob("POST", "/api/queues/jobs/delete", where_ana)?,
+            200,
+            "[]",
+        ),
+        (
+            "bob counts ana's queue's jobs",
+            bob("GET", "/api/queues/jobs/counts?queue=web_ana_mail", "")?,
+            200,
+            r#""found": 0"#,
         ),
         // Reads through row-level security: none of ana's jobs.
         (
@@ -2849,6 +2940,7 @@ fn main() {
         ("Queues: Abort ticked asks with the count (2) and aborts the ticked jobs only; Retry ticked brings them back", queue_jobs_bulk_abort_and_retry),
         ("Queues: Run now asks first and makes a job waiting for its time due now (when it was first due kept); Run ticked now counts and moves only the ticked jobs waiting for their time", queue_jobs_run_now),
         ("Queues: Delete asks first and removes a waiting job, its history and its key; Delete ticked removes the ticked ones", queue_jobs_delete),
+        ("Queues: Run all now, Delete all and Abort all act on every job the filter finds (text: odd), each asking first with the count", queue_jobs_act_on_filter),
         ("Queues: the 5 s refresh keeps the rows: the focus on a job's box and on Pause stays", queues_patched_in_place),
         ("Queues: an error from the database is shown with its code and message (an Abort of a job not the role's: P0002)", queue_action_error_shown),
         ("Queues: web_bob's forged Abort, Retry, Run now, Delete, Pause or reads of web_ana's (or a forged POST) change nothing", forged_queue_actions_change_nothing),
