@@ -62,6 +62,11 @@ GRANT USAGE ON SCHEMA @extschema@ TO pgjobs_api;
 CREATE TABLE api_tokens (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     role         oid NOT NULL,
+    -- The role's name when the token was made: a token acts only while its oid still has that
+    -- name, so neither a role made later with a dropped one's oid nor, after a restore into
+    -- another cluster (the oid is dumped as a number), whichever role has that number there can
+    -- use it; a rename ends a role's tokens too.
+    role_name    name NOT NULL,
     label        text NOT NULL,
     hash         bytea NOT NULL UNIQUE,
     created_at   timestamptz NOT NULL DEFAULT now(),
@@ -72,7 +77,8 @@ CREATE TABLE api_tokens (
 CREATE INDEX api_tokens_role ON api_tokens (role) WHERE revoked_at IS NULL;
 COMMENT ON TABLE api_tokens IS
     'The API tokens of each role (jobs_api_token_create, jobs_api_token_revoke): its label, when it '
-    'was made, last used and revoked; the token itself is not kept, only its SHA-256.';
+    'was made, last used and revoked; the token itself is not kept, only its SHA-256. A token '
+    'acts only while its role has the name it had when the token was made.';
 ALTER TABLE api_tokens ENABLE ROW LEVEL SECURITY;
 -- A token acts as its role, not as the role's identity: a proxy's tokens are its own.
 CREATE POLICY role_reads ON api_tokens FOR SELECT USING (role = (SELECT _current_role()));

@@ -175,8 +175,8 @@ entry!(_api_token_role, pg_finfo__api_token_role, |fcinfo| {
     if found.get::<bool>(0, 3) == Some(true) {
         section.run(&NOTE_USE, &[Some(id)]);
     }
-    // A restore into another cluster brings the tokens but not the memberships, which belong to
-    // the cluster's roles: the first use makes it again.
+    // A restore brings the tokens but not the memberships, which belong to the cluster's roles:
+    // the first use makes it again.
     if let Some(role) = found.get::<pg_sys::Oid>(0, 4) {
         api_membership(&section, role, true);
     }

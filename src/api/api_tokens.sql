@@ -1,8 +1,9 @@
 -- The statements of src/api/api_tokens.rs: API tokens (api_tokens, sql/020_identity.sql).
 
 -- name: create
--- A token of role $1 labelled $2, kept as the SHA-256 of its text $3.
-INSERT INTO api_tokens (role, label, hash) VALUES ($1, $2, sha256(convert_to($3, 'UTF8')))
+-- A token of role $1 (and its name now) labelled $2, kept as the SHA-256 of its text $3.
+INSERT INTO api_tokens (role, role_name, label, hash)
+VALUES ($1, (SELECT r.rolname FROM pg_roles r WHERE r.oid = $1), $2, sha256(convert_to($3, 'UTF8')))
 RETURNING id;
 
 -- name: revoke
@@ -18,12 +19,12 @@ SELECT r.role, EXISTS (SELECT FROM api_tokens o
 FROM revoked r;
 
 -- name: token_role
--- The live token whose text is $1: its id, its role's name, whether the role may have tokens
--- (not a superuser, not bypassing row-level security), and whether its last use is a minute old
--- or more (then noted).
+-- The live token whose text is $1, while its role has the name it had when the token was made:
+-- its id, its role's name, whether the role may have tokens (not a superuser, not bypassing
+-- row-level security), and whether its last use is a minute old or more (then noted).
 SELECT t.id, r.rolname::text, NOT (r.rolsuper OR r.rolbypassrls),
        t.last_used_at IS NULL OR t.last_used_at < statement_timestamp() - interval '1 minute', t.role
-FROM api_tokens t JOIN pg_roles r ON r.oid = t.role
+FROM api_tokens t JOIN pg_roles r ON r.oid = t.role AND r.rolname = t.role_name
 WHERE t.hash = sha256(convert_to($1, 'UTF8')) AND t.revoked_at IS NULL;
 
 -- name: note_use

@@ -38,6 +38,13 @@ RESET ROLE;
 SELECT regress.error_of('SELECT set_config(''role'', ''regress_tokens_bob'', false)') AS act_as_bob;
 RESET SESSION AUTHORIZATION;
 SELECT owner::regrole AS job_owner FROM pgjobs.jobs WHERE queue = 'tokens';
+-- A token acts while its role has the name it had when it was made (not for a role that took a
+-- dropped one's oid, nor for whichever role has its number after a restore into another
+-- cluster): renamed, the role's tokens are refused; named back, they act again.
+ALTER ROLE regress_tokens_ana RENAME TO regress_tokens_anna;
+SELECT regress.as_role('regress_tokens_web', format('SELECT pgjobs._api_token_role(%L)', :'first_token')) AS renamed;
+ALTER ROLE regress_tokens_anna RENAME TO regress_tokens_ana;
+SELECT regress.as_role('regress_tokens_web', format('SELECT pgjobs._api_token_role(%L)', :'first_token')) AS named_back;
 SELECT last_used_at IS NOT NULL AS use_noted FROM pgjobs.api_tokens WHERE id = :first_id;
 
 -- Refused, nothing changed.
