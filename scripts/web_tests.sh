@@ -134,6 +134,8 @@ web_setup() {
         SELECT pgjobs.jobs_limit('web_ana_mail', 4);
         SELECT pgjobs.jobs_rate_limit('web_ana_mail', 100, '1 minute');
         SELECT pgjobs.jobs_key_limit('web_ana_mail', 2);
+        SELECT pgjobs.jobs_key_limit('web_ana_mail', 1, ordered => true, prefix => 'vip:');
+        SELECT pgjobs.jobs_key_rate_limit('web_ana_mail', 5, '1 hour', prefix => 'trial:');
         SELECT pgjobs.jobs_pause('web_ana_reports');" >/dev/null || return 1
     web_sql web_bob "SELECT pgjobs.jobs_add('bob-mail', '{\"to\": \"bob@example.org\"}', queue => 'web_bob_mail')
         FROM generate_series(1, 2);

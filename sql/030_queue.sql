@@ -509,10 +509,14 @@ GRANT SELECT ON queue_rates, queue_rate_tokens TO pgjobs_user;
 -- queue_slots. A rate limit per key, likewise: at most rate_claims claims of each key in any
 -- window of rate_per, each claim writing its time into a token of its key (queue_key_tokens),
 -- free again rate_per after. Adds write neither gates, slots nor tokens, so they never wait for a
--- claim.
+-- claim. A queue's keys may have limits of their own by a prefix of the key (`customer:` apart
+-- from `tenant:`): a key is limited by the row of the longest prefix it starts with (_key_limits),
+-- the queue's own row having the prefix '' (every key); a key that starts with no prefix of
+-- the queue's rows is not limited.
 CREATE TABLE queue_key_limits (
     owner        oid NOT NULL,
     queue        nonempty_text NOT NULL CONSTRAINT queue_key_limits_not_reserved CHECK (NOT _reserved_queue(queue)),
+    prefix       text NOT NULL DEFAULT '' CHECK (octet_length(prefix) <= 1000),
     -- Null: no limit of the jobs of a key leased at once (a rate limit only).
     max_per_key  integer CHECK (max_per_key BETWEEN 1 AND 1000),
     ordered      boolean NOT NULL DEFAULT false CHECK (NOT ordered OR max_per_key = 1),
@@ -521,15 +525,16 @@ CREATE TABLE queue_key_limits (
     rate_per     interval CHECK (rate_per > '0' AND rate_per <= '1 day'),
     set_at       timestamptz NOT NULL,
     set_by       regrole NOT NULL,
-    PRIMARY KEY (owner, queue),
+    PRIMARY KEY (owner, queue, prefix),
     CHECK ((rate_claims IS NULL) = (rate_per IS NULL)),
     CHECK (max_per_key IS NOT NULL OR rate_claims IS NOT NULL)
 );
 COMMENT ON TABLE queue_key_limits IS
     'The key limits of each identity''s queues: at most max_per_key jobs of each concurrency key '
     'leased at once (ordered: one at a time, in order) and at most rate_claims of each key claimed '
-    'in any window of rate_per, set when and by which role. Set with jobs_key_limit and '
-    'jobs_key_rate_limit, removed with jobs_unlimit.';
+    'in any window of rate_per, set when and by which role; for the keys that start with prefix '
+    '(the longest that a key starts with wins; the empty prefix is every key). Set with '
+    'jobs_key_limit and jobs_key_rate_limit, removed with jobs_key_unlimit and jobs_unlimit.';
 CREATE TABLE queue_key_gates (
     owner        oid NOT NULL,
     queue        nonempty_text NOT NULL,
@@ -537,8 +542,9 @@ CREATE TABLE queue_key_gates (
     -- Written by each claim that takes the gate: under repeatable read, a claim whose snapshot
     -- predates another's use of it fails (40001) rather than count that claim's slots stale.
     taken_at     timestamptz,
-    PRIMARY KEY (owner, queue, gate),
-    FOREIGN KEY (owner, queue) REFERENCES queue_key_limits ON DELETE CASCADE
+    -- Removed with the queue's last key limit (jobs_key_unlimit, jobs_unlimit): a foreign key
+    -- would need one row of limits per queue.
+    PRIMARY KEY (owner, queue, gate)
 );
 COMMENT ON TABLE queue_key_gates IS
     'A key-limited queue''s gates: a claim holds the gate of each key it looks at (_key_gate).';
@@ -550,7 +556,8 @@ CREATE TABLE queue_key_slots (
     job_id          bigint NOT NULL,
     lease_token     uuid NOT NULL,
     -- No foreign key: its check, a query per slot a claim takes, cost a claim of ten keys half a
-    -- millisecond. jobs_unlimit removes a queue's slots with its limit.
+    -- millisecond. jobs_unlimit (and jobs_key_unlimit of the queue's last key limit) removes a
+    -- queue's slots with its limit.
     PRIMARY KEY (owner, queue, concurrency_key, slot)
 );
 COMMENT ON TABLE queue_key_slots IS
@@ -590,6 +597,19 @@ BEGIN ATOMIC
     SELECT generate_series(0, 63);
 END;
 
+-- The key limits of concurrency key $3 of owner $1's queue $2: the row of the longest prefix
+-- the key starts with; none when it starts with no prefix of the queue's rows (not limited). A
+-- query, so that the planner inlines it (LATERAL) as it does _key_head.
+CREATE FUNCTION _key_limits(owner oid, queue text, concurrency_key text)
+RETURNS SETOF queue_key_limits
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT l.* FROM queue_key_limits l
+    WHERE l.owner = $1 AND l.queue = $2 AND starts_with($3, l.prefix)
+    ORDER BY octet_length(l.prefix) DESC
+    LIMIT 1;
+END;
+
 -- The job of claimant $1's queue $2 with concurrency key $3 that a claim may take next, under
 -- key limits $4: none while the key's slots are all held or its tokens all taken in their window,
 -- or while its first waiting job (ordered) or every waiting job is not due. A query, not an
@@ -617,23 +637,34 @@ BEGIN ATOMIC
 END;
 
 CREATE FUNCTION jobs_key_limit(queue text, max_per_key integer, ordered boolean DEFAULT false,
+                               prefix text DEFAULT '',
                                OUT max_per_key integer, OUT ordered boolean,
                                OUT set_at timestamptz, OUT set_by regrole)
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_key_limit';
 COMMENT ON FUNCTION jobs_key_limit IS
     'Limits one of the caller''s queues to max_per_key (1 to 1000) jobs of each concurrency key '
     'leased at once, across every worker; ordered (max_per_key 1): one at a time in the order of '
-    '(priority, due_at, id), a failed job with attempts left holding its key. The jobs leased now '
-    'count. Returns the limit in force.';
+    '(priority, due_at, id), a failed job with attempts left holding its key. With a prefix, for '
+    'the keys that start with it (the longest prefix a key starts with wins; the default, the '
+    'empty prefix, is every key). The jobs leased now count. Returns the limit in force.';
 
-CREATE FUNCTION jobs_key_rate_limit(queue text, claims integer, per interval,
+CREATE FUNCTION jobs_key_rate_limit(queue text, claims integer, per interval, prefix text DEFAULT '',
                                     OUT claims integer, OUT per interval, OUT set_at timestamptz,
                                     OUT set_by regrole)
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_key_rate_limit';
 COMMENT ON FUNCTION jobs_key_rate_limit IS
     'Limits one of the caller''s queues to `claims` (1 to 1000) jobs of each concurrency key claimed '
     'in any window of `per` (more than 0, at most a day), across every worker: jobs over it wait. '
-    'Setting it again starts every key''s window afresh. Returns the limit in force.';
+    'With a prefix, for the keys that start with it, as jobs_key_limit. Setting it again starts '
+    'every key''s window afresh. Returns the limit in force.';
+
+CREATE FUNCTION jobs_key_unlimit(queue text, prefix text DEFAULT '') RETURNS boolean
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_key_unlimit';
+COMMENT ON FUNCTION jobs_key_unlimit IS
+    'Removes the key limits (of jobs leased at once and of claims in a window) of one of the '
+    'caller''s queues for the keys of a prefix (the default, the empty prefix: those set for every '
+    'key); a key then falls under the longest other prefix it starts with, or none. Whether there '
+    'was such a limit.';
 
 CREATE FUNCTION jobs_rate_limit(queue text, claims integer, per interval,
                                 OUT claims integer, OUT per interval, OUT set_at timestamptz,

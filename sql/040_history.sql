@@ -147,13 +147,20 @@ SELECT q.owner::regrole AS owner, q.queue, coalesce(l.ready, 0) AS ready,
        coalesce(l.running, 0) AS running, l.oldest_ready_at,
        p.paused_at, p.paused_by, coalesce(r.keep, 'all') AS keeps, m.max_running, t.claims AS rate_claims,
        t.per AS rate_per, d.dead_letter_queue::text, k.max_per_key, k.ordered AS key_ordered,
-       k.rate_claims AS key_rate_claims, k.rate_per AS key_rate_per
+       k.rate_claims AS key_rate_claims, k.rate_per AS key_rate_per,
+       (SELECT jsonb_agg(jsonb_build_object('prefix', x.prefix, 'max_per_key', x.max_per_key,
+                                            'ordered', x.ordered, 'rate_claims', x.rate_claims,
+                                            'rate_per', x.rate_per,
+                                            'rate_per_seconds', extract(epoch FROM x.rate_per))
+                         ORDER BY x.prefix)
+        FROM queue_key_limits x
+        WHERE x.owner = q.owner AND x.queue = q.queue AND x.prefix <> '') AS key_prefix_limits
 FROM queues q
 LEFT JOIN live l ON l.owner = q.owner AND l.queue = q.queue
 LEFT JOIN queue_pauses p ON p.owner = q.owner AND p.queue = q.queue
 LEFT JOIN queue_limits m ON m.owner = q.owner AND m.queue = q.queue
 LEFT JOIN queue_rates t ON t.owner = q.owner AND t.queue = q.queue
-LEFT JOIN queue_key_limits k ON k.owner = q.owner AND k.queue = q.queue
+LEFT JOIN queue_key_limits k ON k.owner = q.owner AND k.queue = q.queue AND k.prefix = ''
 LEFT JOIN queue_history_rules r ON r.owner = q.owner AND r.queue = q.queue
 LEFT JOIN queue_dead_letters d ON d.owner = q.owner AND d.queue = q.queue;
 COMMENT ON VIEW jobs_queues IS
@@ -164,7 +171,8 @@ COMMENT ON VIEW jobs_queues IS
     'the queue its jobs go to after their last attempt (jobs_dead_letter), and its key limit: '
     'max_per_key jobs of each concurrency key leased at once, key_ordered: one at a time, in order '
     '(jobs_key_limit), key_rate_claims of each key in any window of key_rate_per '
-    '(jobs_key_rate_limit).';
+    '(jobs_key_rate_limit), and the key limits of prefixes of keys (key_prefix_limits: each '
+    'prefix with its max_per_key, ordered, rate_claims and rate_per; null: none).';
 GRANT SELECT ON jobs_queues TO pgjobs_user;
 
 -- Batch jobs' queues (sql/085_batch.sql).

@@ -52,17 +52,21 @@ UNION ALL
 -- Ready jobs of the keys at their key limits: every slot of the key held, or every token of the
 -- key taken in its window.
 SELECT 'jobs_held_back_by_key', g.queue, NULL, sum(g.ready)::float8
-FROM (SELECT j.queue::text AS queue, j.concurrency_key, l.max_per_key, l.rate_claims, l.rate_per,
-             l.owner, count(*) AS ready
-      FROM queue_key_limits l
-      JOIN jobs j ON j.claimable_by = l.owner AND j.queue = l.queue
+FROM (SELECT j.queue::text AS queue, j.concurrency_key, j.claimable_by AS owner, count(*) AS ready
+      FROM jobs j
       WHERE j.concurrency_key IS NOT NULL AND j.status = 'created' AND j.run_at <= now()
-      GROUP BY j.queue, j.concurrency_key, l.max_per_key, l.rate_claims, l.rate_per, l.owner) g
+        AND EXISTS (SELECT FROM queue_key_limits k WHERE k.owner = j.claimable_by AND k.queue = j.queue)
+      GROUP BY j.queue, j.concurrency_key, j.claimable_by) g
+-- Each key under the limits of the longest prefix it starts with, as _key_limits finds them (a
+-- function here would read queue_key_limits with the reader's rights, not the view's).
+CROSS JOIN LATERAL (SELECT l.max_per_key, l.rate_claims, l.rate_per FROM queue_key_limits l
+                    WHERE l.owner = g.owner AND l.queue = g.queue AND starts_with(g.concurrency_key, l.prefix)
+                    ORDER BY octet_length(l.prefix) DESC LIMIT 1) l
 WHERE (SELECT count(*) FROM queue_key_slots s JOIN jobs h ON h.id = s.job_id AND h.lease_token = s.lease_token
-       WHERE s.owner = g.owner AND s.queue = g.queue AND s.concurrency_key = g.concurrency_key) >= g.max_per_key
+       WHERE s.owner = g.owner AND s.queue = g.queue AND s.concurrency_key = g.concurrency_key) >= l.max_per_key
    OR (SELECT count(*) FROM queue_key_tokens t
        WHERE t.owner = g.owner AND t.queue = g.queue AND t.concurrency_key = g.concurrency_key
-         AND t.taken_at > now() - g.rate_per) >= g.rate_claims
+         AND t.taken_at > now() - l.rate_per) >= l.rate_claims
 GROUP BY g.queue
 UNION ALL
 SELECT c.counter || '_total', NULL, NULL, c.total::float8 FROM _metrics_counters() c

@@ -22,7 +22,7 @@ GRANT EXECUTE ON FUNCTION
     jobs_abort(bigint), jobs_reschedule(bigint[], timestamptz), jobs_delete(bigint[]),
     jobs_ready_signal(text),
     jobs_queue_history(text, text), jobs_dead_letter(text, text), jobs_retry(bigint[]),
-    jobs_retry_where(text, text, date, text, integer), jobs_pause(text), jobs_resume(text), jobs_limit(text, integer), jobs_key_limit(text, integer, boolean), jobs_key_rate_limit(text, integer, interval), jobs_rate_limit(text, integer, interval), jobs_unlimit(text),
+    jobs_retry_where(text, text, date, text, integer), jobs_pause(text), jobs_resume(text), jobs_limit(text, integer), jobs_key_limit(text, integer, boolean, text), jobs_key_rate_limit(text, integer, interval, text), jobs_key_unlimit(text, text), jobs_rate_limit(text, integer, interval), jobs_unlimit(text),
     jobs_find(job_status, text, text, text, date, integer, integer, integer), jobs_counts(date),
     jobs_add_sql(text, timestamptz, integer, integer, interval, interval, interval, text, text),
     jobs_schedule(text, text, jsonb, jsonb),

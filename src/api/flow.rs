@@ -4,7 +4,8 @@
 //! (`queue_limits`, whose slots the claims of a limited queue take: `claim_limited`), and a rate
 //! limit so many in any window of time (`queue_rates`, whose tokens they take likewise), and a
 //! key limit so many of each concurrency key at once or in a window of time (`queue_key_limits`,
-//! whose gates, slots and tokens they take likewise).
+//! one row per prefix of the keys, the longest a key starts with holding for it; whose gates,
+//! slots and tokens they take likewise).
 //! Statements in `flow.sql`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -15,7 +16,7 @@ use pgrx::IntoDatum;
 
 use super::call::{argument, invalid, record, refuse, value, Caller, Section, Statement};
 use super::datum::interval_text;
-use super::queue::{callers_queue, outside};
+use super::queue::{callers_queue, outside, CONCURRENCY_KEY_BYTES};
 use super::ready::queue_hash;
 use super::services::{no_wish, Service};
 use crate::{entry, named_statements};
@@ -31,13 +32,17 @@ static RATE_LIMIT: Statement = statement(
     &[OIDOID, TEXTOID, INT4OID, INTERVALOID, OIDOID],
 );
 static TOKENS_HELD: Statement = statement("tokens_held", &[OIDOID, TEXTOID]);
-static KEY_LIMIT: Statement = statement("key_limit", &[OIDOID, TEXTOID, INT4OID, BOOLOID, OIDOID]);
+static KEY_LIMIT: Statement = statement(
+    "key_limit",
+    &[OIDOID, TEXTOID, INT4OID, BOOLOID, TEXTOID, OIDOID],
+);
 static KEY_RATE_LIMIT: Statement = statement(
     "key_rate_limit",
-    &[OIDOID, TEXTOID, INT4OID, INTERVALOID, OIDOID],
+    &[OIDOID, TEXTOID, INT4OID, INTERVALOID, TEXTOID, OIDOID],
 );
 static GATES_HELD: Statement = statement("gates_held", &[OIDOID, TEXTOID]);
 static UNLIMIT: Statement = statement("unlimit", &[OIDOID, TEXTOID]);
+static KEY_UNLIMIT: Statement = statement("key_unlimit", &[OIDOID, TEXTOID, TEXTOID]);
 static FREE_KEY_SLOTS: Statement = statement("free_key_slots", &[]);
 
 /// The launcher's removal of the key slots no job holds (free_key_slots).
@@ -157,6 +162,27 @@ fn limit_count(fcinfo: pg_sys::FunctionCallInfo, n: usize, what: &str) -> i32 {
     }
 }
 
+/// Argument `n`, the prefix of the concurrency keys a key limit is for ('' for every key), refused
+/// when null or longer than a key can be.
+fn key_prefix(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> Option<Datum> {
+    let Some(prefix) = value::<String>(fcinfo, n) else {
+        invalid(
+            "prefix must not be null",
+            Some("The empty prefix ('') is every key of the queue."),
+        )
+    };
+    if prefix.len() > CONCURRENCY_KEY_BYTES {
+        invalid(
+            format!(
+                "prefix must be at most {CONCURRENCY_KEY_BYTES} bytes, as a key, not {}",
+                prefix.len()
+            ),
+            None,
+        );
+    }
+    argument(fcinfo, n)
+}
+
 /// Sets one of `queue`'s limits with `set` (its owner, queue, then `settings`, then the role setting
 /// it), once no claim holds what `held` asks about (SLOTS_HELD, TOKENS_HELD, GATES_HELD): the
 /// limit in force, a record of `columns` columns.
@@ -225,7 +251,7 @@ entry!(jobs_limit, pg_finfo_jobs_limit, |fcinfo| {
     )
 });
 
-// jobs_key_limit(queue, max_per_key, ordered) -> (max_per_key, ordered, set_at, set_by)
+// jobs_key_limit(queue, max_per_key, ordered, prefix) -> (max_per_key, ordered, set_at, set_by)
 entry!(jobs_key_limit, pg_finfo_jobs_key_limit, |fcinfo| {
     let queue = callers_queue(fcinfo, 0, "jobs_key_limit('emails', 1)", RESERVED_LIMIT);
     let most = limit_count(fcinfo, 1, "max_per_key");
@@ -242,19 +268,25 @@ entry!(jobs_key_limit, pg_finfo_jobs_key_limit, |fcinfo| {
         &queue,
         &GATES_HELD,
         &KEY_LIMIT,
-        &[Some(Datum::from(most)), Some(Datum::from(ordered))],
+        &[
+            Some(Datum::from(most)),
+            Some(Datum::from(ordered)),
+            key_prefix(fcinfo, 3),
+        ],
         4,
     )
 });
 
-/// A rate limit (jobs_rate_limit, jobs_key_rate_limit: queue, claims, per; `example` and `hint`
-/// for the messages) set by `set` (RATE_LIMIT, KEY_RATE_LIMIT) as set_limit does.
+/// A rate limit (jobs_rate_limit, jobs_key_rate_limit: queue, claims, per, and for a key limit
+/// its prefix; `example` and `hint` for the messages) set by `set` (RATE_LIMIT, KEY_RATE_LIMIT) as
+/// set_limit does.
 fn rate_limit(
     fcinfo: pg_sys::FunctionCallInfo,
     example: &'static str,
     hint: &'static str,
     held: &'static Statement,
     set: &'static Statement,
+    keyed: bool,
 ) -> Datum {
     let queue = callers_queue(fcinfo, 0, example, RESERVED_LIMIT);
     let claims = limit_count(fcinfo, 1, "claims");
@@ -268,14 +300,11 @@ fn rate_limit(
             Some(hint),
         );
     }
-    set_limit(
-        fcinfo,
-        &queue,
-        held,
-        set,
-        &[Some(Datum::from(claims)), per],
-        4,
-    )
+    let mut settings = vec![Some(Datum::from(claims)), per];
+    if keyed {
+        settings.push(key_prefix(fcinfo, 3));
+    }
+    set_limit(fcinfo, &queue, held, set, &settings, 4)
 }
 
 // jobs_rate_limit(queue, claims, per) -> (claims, per, set_at, set_by)
@@ -286,10 +315,11 @@ entry!(jobs_rate_limit, pg_finfo_jobs_rate_limit, |fcinfo| {
         "For 100 claims a minute: jobs_rate_limit('emails', 100, '1 minute').",
         &TOKENS_HELD,
         &RATE_LIMIT,
+        false,
     )
 });
 
-// jobs_key_rate_limit(queue, claims, per) -> (claims, per, set_at, set_by)
+// jobs_key_rate_limit(queue, claims, per, prefix) -> (claims, per, set_at, set_by)
 entry!(
     jobs_key_rate_limit,
     pg_finfo_jobs_key_rate_limit,
@@ -300,6 +330,7 @@ entry!(
             "For 10 claims of each key a minute: jobs_key_rate_limit('emails', 10, '1 minute').",
             &GATES_HELD,
             &KEY_RATE_LIMIT,
+            true,
         )
     }
 );
@@ -314,5 +345,22 @@ entry!(jobs_unlimit, pg_finfo_jobs_unlimit, |fcinfo| {
     refuse_if_held(&section, &TOKENS_HELD, identity, &queue);
     refuse_if_held(&section, &GATES_HELD, identity, &queue);
     let unlimited = section.run(&UNLIMIT, &[Some(identity), queue.into_datum()]);
+    Datum::from(unlimited.len() > 0)
+});
+
+// jobs_key_unlimit(queue, prefix) -> whether it had key limits of that prefix
+entry!(jobs_key_unlimit, pg_finfo_jobs_key_unlimit, |fcinfo| {
+    let caller = Caller::current();
+    let queue = callers_queue(
+        fcinfo,
+        0,
+        "jobs_key_unlimit('emails', 'customer:')",
+        RESERVED_LIMIT,
+    );
+    let prefix = key_prefix(fcinfo, 1);
+    let section = Section::as_owner(fcinfo);
+    let identity = Datum::from(caller.identity);
+    refuse_if_held(&section, &GATES_HELD, identity, &queue);
+    let unlimited = section.run(&KEY_UNLIMIT, &[Some(identity), queue.into_datum(), prefix]);
     Datum::from(unlimited.len() > 0)
 });

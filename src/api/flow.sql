@@ -72,13 +72,14 @@ SELECT (SELECT count(*) FROM queue_rate_tokens t WHERE t.owner = $1 AND t.queue 
                                 FOR UPDATE SKIP LOCKED) t);
 
 -- name: key_limit
--- Owner $1's queue $2 limited to $3 jobs of each concurrency key leased at once ($4: ordered), for
--- role $5 (its rate limit per key, if any, kept): the limit, its gates, and its slots made anew
--- from the queue's keyed jobs leased now, in the order they were claimed. The limit in force.
+-- Owner $1's queue $2 limited to $3 jobs of each concurrency key of prefix $5 leased at once ($4:
+-- ordered), for role $6 (its rate limit per key, if any, kept): the limit, the queue's gates, and
+-- its slots made anew from the queue's keyed jobs leased now, in the order they were claimed. The
+-- limit in force.
 WITH limited AS (
-    INSERT INTO queue_key_limits AS l (owner, queue, max_per_key, ordered, set_at, set_by)
-    VALUES ($1, $2, $3, $4, statement_timestamp(), $5::regrole)
-    ON CONFLICT (owner, queue) DO UPDATE
+    INSERT INTO queue_key_limits AS l (owner, queue, prefix, max_per_key, ordered, set_at, set_by)
+    VALUES ($1, $2, $5, $3, $4, statement_timestamp(), $6::regrole)
+    ON CONFLICT (owner, queue, prefix) DO UPDATE
     SET max_per_key = excluded.max_per_key, ordered = excluded.ordered, set_at = excluded.set_at,
         set_by = excluded.set_by
     RETURNING l.max_per_key, l.ordered, l.set_at, l.set_by
@@ -103,13 +104,14 @@ WITH limited AS (
 SELECT l.max_per_key, l.ordered, l.set_at, l.set_by FROM limited l;
 
 -- name: key_rate_limit
--- Owner $1's queue $2 limited to $3 claims of each concurrency key in any window of $4, for role
--- $5 (its limit of jobs leased per key, if any, kept): the limit, its gates, and its keys' tokens
--- dropped (every key's window starts afresh). The limit in force.
+-- Owner $1's queue $2 limited to $3 claims of each concurrency key of prefix $5 in any window of
+-- $4, for role $6 (its limit of jobs leased per key, if any, kept): the limit, the queue's gates,
+-- and the tokens of the keys of the prefix dropped (their windows start afresh). The limit in
+-- force.
 WITH limited AS (
-    INSERT INTO queue_key_limits AS l (owner, queue, rate_claims, rate_per, set_at, set_by)
-    VALUES ($1, $2, $3, $4, statement_timestamp(), $5::regrole)
-    ON CONFLICT (owner, queue) DO UPDATE
+    INSERT INTO queue_key_limits AS l (owner, queue, prefix, rate_claims, rate_per, set_at, set_by)
+    VALUES ($1, $2, $5, $3, $4, statement_timestamp(), $6::regrole)
+    ON CONFLICT (owner, queue, prefix) DO UPDATE
     SET rate_claims = excluded.rate_claims, rate_per = excluded.rate_per, set_at = excluded.set_at,
         set_by = excluded.set_by
     RETURNING l.rate_claims, l.rate_per, l.set_at, l.set_by
@@ -118,7 +120,8 @@ WITH limited AS (
     SELECT $1, $2, g FROM _key_gates() g
     ON CONFLICT DO NOTHING
 ), dropped AS (
-    DELETE FROM queue_key_tokens t WHERE t.owner = $1 AND t.queue = $2
+    DELETE FROM queue_key_tokens t
+    WHERE t.owner = $1 AND t.queue = $2 AND starts_with(t.concurrency_key, $5)
 )
 SELECT l.rate_claims, l.rate_per, l.set_at, l.set_by FROM limited l;
 
@@ -139,8 +142,9 @@ WITH free_slots AS (
     FROM queue_key_slots s
     WHERE NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
 ), spent_tokens AS (
+    -- Out of its key's window, or of a key no longer rate-limited.
     SELECT t.ctid AS tid, t.owner, t.queue, _key_gate(t.concurrency_key) AS gate
-    FROM queue_key_tokens t JOIN queue_key_limits l ON l.owner = t.owner AND l.queue = t.queue
+    FROM queue_key_tokens t LEFT JOIN LATERAL _key_limits(t.owner, t.queue, t.concurrency_key) l ON true
     WHERE t.taken_at <= statement_timestamp() - coalesce(l.rate_per, '0')
 ), gates AS (
     SELECT g.owner, g.queue, g.gate FROM queue_key_gates g
@@ -156,8 +160,8 @@ DELETE FROM queue_key_tokens t USING spent_tokens k, gates g
 WHERE t.ctid = k.tid AND g.owner = k.owner AND g.queue = k.queue AND g.gate = k.gate;
 
 -- name: unlimit
--- Removes owner $1's queue $2's concurrency, rate and key limits, their slots, tokens and gates
--- with them, and wakes its idle workers (at commit): a row if it had any.
+-- Removes owner $1's queue $2's concurrency, rate and key limits (of every prefix), their slots,
+-- tokens and gates with them, and wakes its idle workers (at commit): a row if it had any.
 WITH unlimited AS (
     DELETE FROM queue_limits l WHERE l.owner = $1 AND l.queue = $2
     RETURNING l.owner, l.queue
@@ -171,6 +175,26 @@ WITH unlimited AS (
     DELETE FROM queue_key_slots s WHERE s.owner = $1 AND s.queue = $2
 ), key_tokens AS (
     DELETE FROM queue_key_tokens t WHERE t.owner = $1 AND t.queue = $2
+), key_gates AS (
+    DELETE FROM queue_key_gates g WHERE g.owner = $1 AND g.queue = $2
 )
 SELECT pg_notify('pgjobs_ready', _ready_signal(u.owner, u.queue))
 FROM (SELECT * FROM unlimited UNION SELECT * FROM unrated UNION SELECT * FROM unkeyed) u;
+
+-- name: key_unlimit
+-- Removes owner $1's queue $2's key limits of prefix $3 and, with the queue's last key limit, its
+-- key gates, slots and tokens; wakes its idle workers (at commit): a row if it had such a limit.
+WITH removed AS (
+    DELETE FROM queue_key_limits k WHERE k.owner = $1 AND k.queue = $2 AND k.prefix = $3
+    RETURNING k.owner, k.queue
+), last AS (
+    SELECT r.owner, r.queue FROM removed r
+    WHERE NOT EXISTS (SELECT FROM queue_key_limits k WHERE k.owner = $1 AND k.queue = $2 AND k.prefix <> $3)
+), gates AS (
+    DELETE FROM queue_key_gates g USING last l WHERE g.owner = l.owner AND g.queue = l.queue
+), slots AS (
+    DELETE FROM queue_key_slots s USING last l WHERE s.owner = l.owner AND s.queue = l.queue
+), tokens AS (
+    DELETE FROM queue_key_tokens t USING last l WHERE t.owner = l.owner AND t.queue = l.queue
+)
+SELECT pg_notify('pgjobs_ready', _ready_signal(r.owner, r.queue)) FROM removed r;

@@ -454,7 +454,7 @@ impl Spec {
 }
 
 /// The longest concurrency key: each is an entry of an index (jobs_concurrency_key).
-const CONCURRENCY_KEY_BYTES: usize = 1000;
+pub(super) const CONCURRENCY_KEY_BYTES: usize = 1000;
 
 /// What `on_conflict` may say.
 const KEY_RULES: [&str; 4] = ["skip", "replace", "debounce", "throttle"];

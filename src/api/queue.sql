@@ -237,7 +237,7 @@ SELECT l.owner IS NOT NULL OR r.owner IS NOT NULL OR k.owner IS NOT NULL,
 FROM (SELECT) one
 LEFT JOIN queue_limits l ON l.owner = $1 AND l.queue = $2::text
 LEFT JOIN queue_rates r ON r.owner = $1 AND r.queue = $2::text
-LEFT JOIN queue_key_limits k ON k.owner = $1 AND k.queue = $2::text;
+LEFT JOIN LATERAL (SELECT k.owner FROM queue_key_limits k WHERE k.owner = $1 AND k.queue = $2::text LIMIT 1) k ON true;
 
 -- name: key_candidates
 -- The concurrency keys of claimant $1's key-limited queue $2 a claim of $3 jobs looks at: up to
@@ -271,9 +271,11 @@ WITH RECURSIVE after_cursor(k) AS (
     -- A job it may take, and then its gate, unless another claim holds it (the scan goes on past
     -- those keys). The gate's condition names the job found, so that it is evaluated for that job
     -- only: alone, it was planned to run first, and took the gates of keys with nothing to take.
-    WHERE EXISTS (SELECT FROM queue_key_limits l, _key_head($1, $2::text, c.k, l) h
-                  WHERE l.owner = $1 AND l.queue = $2::text
-                    AND EXISTS (SELECT FROM queue_key_gates t
+    -- A key under no limit (it starts with no prefix of the queue's) has a null row of limits.
+    WHERE EXISTS (SELECT FROM (SELECT) one
+                  LEFT JOIN LATERAL _key_limits($1, $2::text, c.k) l ON true
+                  CROSS JOIN LATERAL _key_head($1, $2::text, c.k, l) h
+                  WHERE EXISTS (SELECT FROM queue_key_gates t
                                 WHERE t.owner = $1 AND t.queue = $2::text AND t.gate = _key_gate(c.k)
                                   AND h.tid IS NOT NULL
                                 FOR UPDATE SKIP LOCKED))
@@ -328,9 +330,9 @@ WITH free AS (
     SELECT c.ctid AS tid, c.priority, c.run_at, c.id FROM jobs c
     WHERE c.ctid = ANY (ARRAY(
             SELECT h.tid
-            FROM unnest($10::text[]) k(k), queue_key_limits l,
-                 LATERAL _key_head($1, $2::text, k.k, l) h
-            WHERE l.owner = $1 AND l.queue = $2::text
+            FROM unnest($10::text[]) k(k)
+            LEFT JOIN LATERAL _key_limits($1, $2::text, k.k) l ON true
+            CROSS JOIN LATERAL _key_head($1, $2::text, k.k, l) h
             UNION ALL
             SELECT w.tid FROM (
                 SELECT u.ctid AS tid, u.concurrency_key FROM jobs u
@@ -377,7 +379,7 @@ WITH free AS (
                 WHERE h.owner = $1 AND h.queue = $2::text AND h.concurrency_key = c.concurrency_key
                   AND h.slot = n)),
            c.id, c.lease_token
-    FROM claimed c JOIN queue_key_limits l ON l.owner = $1 AND l.queue = $2::text
+    FROM claimed c CROSS JOIN LATERAL _key_limits($1, $2::text, c.concurrency_key) l
     WHERE c.concurrency_key IS NOT NULL AND l.max_per_key IS NOT NULL
     ON CONFLICT (owner, queue, concurrency_key, slot)
     DO UPDATE SET job_id = excluded.job_id, lease_token = excluded.lease_token
@@ -391,7 +393,7 @@ WITH free AS (
                 WHERE h.owner = $1 AND h.queue = $2::text AND h.concurrency_key = c.concurrency_key
                   AND h.token = n AND h.taken_at > statement_timestamp() - l.rate_per)),
            statement_timestamp()
-    FROM claimed c JOIN queue_key_limits l ON l.owner = $1 AND l.queue = $2::text
+    FROM claimed c CROSS JOIN LATERAL _key_limits($1, $2::text, c.concurrency_key) l
     WHERE c.concurrency_key IS NOT NULL AND l.rate_claims IS NOT NULL
     ON CONFLICT (owner, queue, concurrency_key, token) DO UPDATE SET taken_at = excluded.taken_at
 )

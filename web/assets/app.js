@@ -780,6 +780,11 @@ function queueLimits(q) {
     q.rate_claims ? `${q.rate_claims} claims per ${formatWindow(q.rate_per_seconds)}` : null,
     q.max_per_key ? `${q.max_per_key} per key${q.key_ordered ? ', in order' : ''}` : null,
     q.key_rate_claims ? `${q.key_rate_claims} claims per key per ${formatWindow(q.key_rate_per_seconds)}` : null,
+    // The keys of a prefix, under their own limits (each key under its longest prefix).
+    ...(q.key_prefix_limits || []).map((p) => [
+      p.max_per_key ? `${p.max_per_key} per key${p.ordered ? ', in order' : ''}` : null,
+      p.rate_claims ? `${p.rate_claims} claims per key per ${formatWindow(p.rate_per_seconds)}` : null,
+    ].filter(Boolean).map((limit) => `${p.prefix} ${limit}`).join(' · ')),
   ].filter(Boolean);
   return limits.length ? limits.join(' · ') : 'none';
 }

@@ -8,7 +8,7 @@
 -- input changes nothing; who may read and write the limits, gates and slots.
 SET TimeZone = 'UTC';
 SELECT regress.reset();
-TRUNCATE pgjobs.queue_key_limits, pgjobs.queue_key_slots, pgjobs.queue_key_tokens, pgjobs.queue_limits, pgjobs.proxies CASCADE;
+TRUNCATE pgjobs.queue_key_limits, pgjobs.queue_key_gates, pgjobs.queue_key_slots, pgjobs.queue_key_tokens, pgjobs.queue_limits, pgjobs.proxies CASCADE;
 
 CREATE ROLE regress_keyer;
 CREATE ROLE regress_keyer_proxy;
@@ -141,6 +141,45 @@ SELECT regress.as_role('regress_keyer', $$
     SELECT format('%s: max_per_key %s, %s per %s', queue, max_per_key, key_rate_claims, key_rate_per)
     FROM pgjobs.jobs_queues WHERE queue = 'k'$$) AS shown;
 
+-- Limits by a prefix of the key (queue p): every key one at a time, keys of customer: two at a
+-- time, of customer:vip: three (the longest prefix a key starts with wins); a claim takes one job
+-- of each key, so four claims reach each key's limit. Shown by jobs_queues, counted held back.
+SELECT regress.as_role('regress_keyer', $$SELECT max_per_key FROM pgjobs.jobs_key_limit('p', 1)$$) AS every_key;
+SELECT regress.as_role('regress_keyer_proxy', $$
+    SELECT max_per_key || ' by ' || set_by FROM pgjobs.jobs_key_limit('p', 2, prefix => 'customer:')$$) AS customers;
+SELECT regress.as_role('regress_keyer', $$SELECT max_per_key FROM pgjobs.jobs_key_limit('p', 3, prefix => 'customer:vip:')$$) AS vips;
+SELECT regress.as_role('regress_keyer', $$
+    SELECT count(*) FROM (SELECT pgjobs.jobs_add(k || '#' || n, queue => 'p', concurrency_key => k)
+                          FROM (VALUES ('plain'), ('customer:1'), ('customer:vip:1')) AS keys(k), generate_series(1, 4) n) a$$) AS added;
+SELECT regress.as_role('regress_keyer', $$SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['p'], 10)$$) AS claim_1,
+       regress.as_role('regress_keyer', $$SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['p'], 10)$$) AS claim_2,
+       regress.as_role('regress_keyer', $$SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['p'], 10)$$) AS claim_3,
+       regress.as_role('regress_keyer', $$SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['p'], 10)$$) AS claim_4;
+SELECT concurrency_key, count(*) AS leased FROM pgjobs.jobs WHERE queue = 'p' AND lease_token IS NOT NULL GROUP BY 1 ORDER BY 1;
+SELECT metric, queue, value FROM pgjobs.metrics WHERE metric = 'jobs_held_back_by_key' AND queue = 'p';
+SELECT regress.as_role('regress_keyer', $$
+    SELECT format('max_per_key %s; %s', max_per_key, key_prefix_limits) FROM pgjobs.jobs_queues WHERE queue = 'p'$$) AS shown;
+-- A rate limit of a prefix's keys (rated:, one claim an hour), beside the limit of every key.
+SELECT regress.as_role('regress_keyer', $$SELECT claims FROM pgjobs.jobs_key_rate_limit('p', 1, '1 hour', prefix => 'rated:')$$) AS rated;
+SELECT regress.as_role('regress_keyer', $$
+    SELECT count(pgjobs.jobs_add('rated#' || n, queue => 'p', concurrency_key => 'rated:1')) FROM generate_series(1, 2) n$$) AS added;
+SELECT regress.as_role('regress_keyer', $$SELECT coalesce(string_agg(task, ','), 'none') FROM pgjobs.jobs_claim('w', ARRAY['p'], 10)$$) AS rated_claim,
+       regress.as_role('regress_keyer', $$SELECT coalesce(string_agg(task, ','), 'none') FROM pgjobs.jobs_claim('w', ARRAY['p'], 10)$$) AS rated_at_rate;
+-- Removed, the limit of every key: plain, under no prefix, is not limited (one job a claim);
+-- customer:'s keys keep theirs. Removed, the last: the queue's gates, slots and tokens go too.
+SELECT regress.as_role('regress_keyer', $$SELECT pgjobs.jobs_key_unlimit('p')::text$$) AS every_key_unlimited,
+       regress.as_role('regress_keyer', $$SELECT pgjobs.jobs_key_unlimit('p')::text$$) AS again;
+SELECT regress.as_role('regress_keyer', $$SELECT coalesce(string_agg(task, ','), 'none') FROM pgjobs.jobs_claim('w', ARRAY['p'], 10)$$) AS claim_1,
+       regress.as_role('regress_keyer', $$SELECT coalesce(string_agg(task, ','), 'none') FROM pgjobs.jobs_claim('w', ARRAY['p'], 10)$$) AS claim_2,
+       regress.as_role('regress_keyer', $$SELECT coalesce(string_agg(task, ','), 'none') FROM pgjobs.jobs_claim('w', ARRAY['p'], 10)$$) AS claim_3;
+SELECT regress.as_role('regress_key_neighbour', $$SELECT pgjobs.jobs_key_unlimit('p', 'customer:')::text$$) AS neighbours_unlimit;
+SELECT regress.as_role('regress_keyer', $$
+    SELECT string_agg(pgjobs.jobs_key_unlimit('p', x)::text, ',') FROM unnest(ARRAY['customer:', 'customer:vip:', 'rated:']) x$$) AS unlimited;
+SELECT count(*) AS gates, (SELECT count(*) FROM pgjobs.queue_key_slots WHERE queue = 'p') AS slots,
+       (SELECT count(*) FROM pgjobs.queue_key_tokens WHERE queue = 'p') AS tokens,
+       (SELECT count(*) FROM pgjobs.queue_key_limits WHERE queue = 'p') AS limits
+FROM pgjobs.queue_key_gates WHERE queue = 'p';
+
 -- Bad input is refused with 22023 and changes nothing: a count outside 1 to 1000 or none, ordered
 -- with more than one or null, a null, empty or extension's queue; a concurrency key empty or over
 -- 1000 bytes, alone or in a batch; a limit written past the function.
@@ -156,6 +195,13 @@ FROM (VALUES ($$SELECT pgjobs.jobs_key_limit('q', 0)$$),
              ($$SELECT pgjobs.jobs_key_limit(NULL, 1)$$),
              ($$SELECT pgjobs.jobs_key_limit('', 1)$$),
              ($$SELECT pgjobs.jobs_key_limit('pg_jobs.sql', 1)$$),
+             ($$SELECT pgjobs.jobs_key_limit('q', 1, prefix => NULL)$$),
+             ($$SELECT pgjobs.jobs_key_limit('q', 1, prefix => repeat('k', 1001))$$),
+             ($$SELECT pgjobs.jobs_key_rate_limit('k', 5, '1 minute', prefix => NULL)$$),
+             ($$SELECT pgjobs.jobs_key_unlimit('q', NULL)$$),
+             ($$SELECT pgjobs.jobs_key_unlimit('q', repeat('k', 1001))$$),
+             ($$SELECT pgjobs.jobs_key_unlimit('pg_jobs.sql')$$),
+             ($$SELECT pgjobs.jobs_key_unlimit(NULL)$$),
              ($$SELECT pgjobs.jobs_key_rate_limit('k', 0, '1 minute')$$),
              ($$SELECT pgjobs.jobs_key_rate_limit('k', 1001, '1 minute')$$),
              ($$SELECT pgjobs.jobs_key_rate_limit('k', 5, '0 seconds')$$),
@@ -185,7 +231,9 @@ SELECT role, regress.as_role(role, $$SELECT coalesce(string_agg(owner::regrole |
        regress.as_role(role, $$SELECT claims FROM pgjobs.jobs_key_rate_limit('mine_rated', 2, '1 minute')$$) AS rate_limits,
        regress.as_role(role, $$SELECT pgjobs.jobs_unlimit('mine_rated')::text$$) AS rate_unlimits,
        regress.as_role(role, $$SELECT max_per_key FROM pgjobs.jobs_key_limit('mine', 2)$$) AS limits,
-       regress.as_role(role, $$SELECT pgjobs.jobs_unlimit('mine')::text$$) AS unlimits
+       regress.as_role(role, $$SELECT pgjobs.jobs_unlimit('mine')::text$$) AS unlimits,
+       regress.as_role(role, $$SELECT max_per_key FROM pgjobs.jobs_key_limit('mine', 2, prefix => 'x:')$$) AS prefix_limits,
+       regress.as_role(role, $$SELECT pgjobs.jobs_key_unlimit('mine', 'x:')::text$$) AS prefix_unlimits
 FROM (VALUES ('regress_keyer'), ('regress_keyer_proxy'), ('regress_key_neighbour'), ('regress_key_stranger')) AS r(role);
 SELECT regress.fingerprint() AS before \gset
 SELECT string_agg(l::text, ',' ORDER BY l.owner, l.queue) || (SELECT string_agg(s::text, ',' ORDER BY s) FROM pgjobs.queue_key_slots s) AS limits_before FROM pgjobs.queue_key_limits l \gset
@@ -214,6 +262,6 @@ SELECT regress.make_due(:b1);
 SELECT regress.as_role('regress_keyer', $$SELECT string_agg(task, ',' ORDER BY task) FROM pgjobs.jobs_claim('w', ARRAY['q'], 10)$$) AS claimed_after_unlimit;
 
 SELECT regress.as_role('regress_keyer', $$SELECT pgjobs.jobs_remove_proxy('regress_keyer_proxy')$$) AS proxy_removed;
-TRUNCATE pgjobs.queue_key_limits, pgjobs.queue_key_slots, pgjobs.queue_key_tokens, pgjobs.queue_limits CASCADE;
+TRUNCATE pgjobs.queue_key_limits, pgjobs.queue_key_gates, pgjobs.queue_key_slots, pgjobs.queue_key_tokens, pgjobs.queue_limits CASCADE;
 SELECT regress.reset();
 DROP ROLE regress_keyer, regress_keyer_proxy, regress_key_neighbour, regress_key_stranger;
