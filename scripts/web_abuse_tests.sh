@@ -5,7 +5,7 @@
 # application_name to count its connections by: the default limits, and --session-idle 2.
 
 run_web_abuse_tests() {
-    local url idle_url pids=() p f results="$OUT/web/abuse.log"
+    local url idle_url pids=() p status results="$OUT/web/abuse.log"
     url="http://127.0.0.1:$(web_port 5)"
     idle_url="http://127.0.0.1:$(web_port 6)"
     "$WEB_BIN" --listen "127.0.0.1:$(web_port 5)" \
@@ -19,15 +19,14 @@ run_web_abuse_tests() {
     if wait_log 10 "$OUT/web/server-abuse.log" "listening" && wait_log 10 "$OUT/web/server-idle.log" "listening"; then
         python3 "$ROOT/scripts/web_abuse.py" --url "$url" --app pg_jobs_web_abuse \
             --idle-url "$idle_url" --idle-app pg_jobs_web_idle \
-            --psql "$PG_BIN/psql -h localhost -p $PORT -U postgres -d $LIVE_DB" | tee "$results" || true
+            --psql "$PG_BIN/psql -h localhost -p $PORT -U postgres -d $LIVE_DB" | tee "$results" \
+            && status=0 || status=$?
     else
         echo "web abuse: the servers did not start ... FAILED" | tee "$results"
         tail -n 5 "$OUT/web/server-abuse.log" "$OUT/web/server-idle.log"
+        status=1
     fi
-    p=$(grep -cE ' \.\.\. ok$' "$results" || true)
-    f=$(grep -cE ' \.\.\. FAILED' "$results" || true)
-    [ "$p" = 0 ] && [ "$f" = 0 ] && f=1
-    count "$p" "$f"
+    count_results "$results" "$status" "web abuse: the abuse tests" || true
     for p in "${pids[@]}"; do
         kill "$p" 2>/dev/null || true
         wait "$p" 2>/dev/null || true

@@ -203,41 +203,46 @@ run_web_tests() {
         --admin-dsn "host=localhost port=$PORT user=postgres dbname=$LIVE_DB" \
         --driver-port "$(web_port 3)" --out "$OUT/web" 2>"$OUT/web/e2e.stderr" | tee "$results" \
         && status=0 || status=$?
-    local p f
-    p=$(grep -cE ' \.\.\. ok$' "$results" || true)
-    f=$(grep -cE ' \.\.\. FAILED' "$results" || true)
-    # A run that stopped (a panic) before its last test fails even when every test it ran passed.
-    if [ "$status" != 0 ] && [ "$f" = 0 ]; then
-        echo "web: the browser tests stopped before their end (exit $status) ... FAILED"
-        tail -n 20 "$OUT/web/e2e.stderr"
-        f=1
-    fi
-    count "$p" "$f"
+    count_results "$results" "$status" "web: the browser tests" || tail -n 20 "$OUT/web/e2e.stderr"
     run_web_abuse_tests
     run_web_api_token_tests
     web_cleanup
+}
+
+# Counts the `... ok` and `... FAILED` lines a runner (`what`) wrote to `results`. A runner that
+# exited non-zero (`status`) with no FAILED line stopped before its end (a panic, an exception),
+# which fails even when every test it ran passed, as does one that ran nothing: then it says so
+# and returns 1.
+count_results() {
+    local results=$1 status=$2 what=$3 p f
+    p=$(grep -cE ' \.\.\. ok$' "$results" || true)
+    f=$(grep -cE ' \.\.\. FAILED' "$results" || true)
+    if [ "$f" = 0 ] && { [ "$status" != 0 ] || [ "$p" = 0 ]; }; then
+        echo "$what stopped before their end (exit $status) ... FAILED"
+        count "$p" 1
+        return 1
+    fi
+    count "$p" "$f"
 }
 
 # Seed 001's addresses from a script with API tokens (web_api_tokens.py), against a server of its
 # own that logs in as web_api (a member of pgjobs_api, asked for its password) for them, and the
 # page's server, which has no --api-role.
 run_web_api_token_tests() {
-    local pid p f results="$OUT/web/api-tokens.log"
+    local pid status results="$OUT/web/api-tokens.log"
     PG_JOBS_WEB_API_PASSWORD=pw-web_api "$WEB_BIN" --listen "127.0.0.1:$(web_port 7)" --api-role web_api \
         --dsn "host=localhost port=$PORT dbname=$LIVE_DB" 2>>"$OUT/web/server-api.log" &
     pid=$!
     if wait_log 10 "$OUT/web/server-api.log" "listening"; then
         python3 "$ROOT/scripts/web_api_tokens.py" --url "http://127.0.0.1:$(web_port 7)" \
             --plain-url "http://127.0.0.1:$(web_port)" --psql "$PG_BIN/psql -h localhost -p $PORT -d $LIVE_DB" \
-            | tee "$results" || true
+            | tee "$results" && status=0 || status=$?
     else
         echo "web api: the server did not start ... FAILED" | tee "$results"
         tail -n 5 "$OUT/web/server-api.log"
+        status=1
     fi
-    p=$(grep -cE ' \.\.\. ok$' "$results" || true)
-    f=$(grep -cE ' \.\.\. FAILED' "$results" || true)
-    [ "$p" = 0 ] && [ "$f" = 0 ] && f=1
-    count "$p" "$f"
+    count_results "$results" "$status" "web api: the token tests" || true
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
 }

@@ -1794,20 +1794,13 @@ fn queue_job_abort_and_retry(c: &mut Ctx) -> Res<()> {
     })
 }
 
-/// Ticks jobs `ids` on their lines, waits for the bulk button `button` to read `label`, clicks it
-/// and accepts its question, which must start with `question`.
+/// Ticks jobs `ids` on their lines, then acts with the bulk button `button` (act_on_jobs).
 fn act_on_ticked(c: &mut Ctx, ids: &[&str], button: &str, label: &str, question: &str) -> Res<()> {
     for id in ids {
         wait_for(10, || Ok(!c.b.find_all(&queue_job_row(id))?.is_empty()))?;
         c.b.click_css(&format!("{} {}", queue_job_row(id), tid("queue-job-tick")))?;
     }
-    wait_for(5, || Ok(c.b.text_css(&tid(button))? == label))?;
-    c.b.click_css(&tid(button))?;
-    let asked = c.b.alert_text()?;
-    if !asked.starts_with(question) {
-        return fail(format!("{button} asked {asked:?}"));
-    }
-    c.b.accept_alert()
+    act_on_jobs(c, button, label, question)
 }
 
 fn queue_jobs_bulk_abort_and_retry(c: &mut Ctx) -> Res<()> {
@@ -1951,9 +1944,9 @@ fn queue_jobs_delete(c: &mut Ctx) -> Res<()> {
     wait_for(10, || Ok(c.b.text_css(&tid("notice"))? == "2 jobs deleted"))
 }
 
-/// Clicks the action on the filter's jobs `button` once it reads `label` and accepts its question,
-/// which must start with `question`.
-fn act_on_filter(c: &mut Ctx, button: &str, label: &str, question: &str) -> Res<()> {
+/// Clicks the action on several jobs `button` (ticked ones, or the filter's) once it reads `label`
+/// and accepts its question, which must start with `question`.
+fn act_on_jobs(c: &mut Ctx, button: &str, label: &str, question: &str) -> Res<()> {
     wait_for(10, || Ok(c.b.text_css(&tid(button))? == label))
         .map_err(|e| format!("{button} reads {:?}: {e}", c.b.text_css(&tid(button))))?;
     c.b.click_css(&tid(button))?;
@@ -1984,7 +1977,7 @@ fn queue_jobs_act_on_filter(c: &mut Ctx) -> Res<()> {
     open_queue(c, "web_ana_tidy")?;
     type_queue_filter(c, "queue-job-text", "odd")?;
     wait_for(10, || Ok(c.b.find_all(&tid("queue-job-row"))?.len() == 6))?;
-    act_on_filter(
+    act_on_jobs(
         c,
         "queue-jobs-run-all",
         "Run all now (6)",
@@ -1993,7 +1986,7 @@ fn queue_jobs_act_on_filter(c: &mut Ctx) -> Res<()> {
     wait_for(10, || Ok(parities(c)? == "even 6 0, odd 6 6"))
         .map_err(|e| format!("after Run all now: {:?}: {e}", parities(c)))?;
     wait_for(10, || Ok(c.b.text_css(&tid("notice"))? == "6 jobs due now"))?;
-    act_on_filter(
+    act_on_jobs(
         c,
         "queue-jobs-delete-all",
         "Delete all (6)",
@@ -2007,7 +2000,7 @@ fn queue_jobs_act_on_filter(c: &mut Ctx) -> Res<()> {
         Ok(c.b.text_css(&tid("queue-jobs-abort-all"))? == "Abort all (0)")
     })?;
     type_queue_filter(c, "queue-job-text", "")?;
-    act_on_filter(
+    act_on_jobs(
         c,
         "queue-jobs-abort-all",
         "Abort all (6)",
