@@ -740,17 +740,31 @@ FAIR_SMALL_KEYS = 9
 FAIR_SMALL = 100
 
 
-def keyed_drain(unlimited):
+def keyed_drain(unlimited, systems):
     """Issue 29's target: 1,000 keys each limited to one leased job drain at least 0.7× as fast as
-    the drain at batch 10 (`unlimited`, jobs/s). A note for the drain table."""
+    the drain at batch 10 (`unlimited`, jobs/s); beside pg-boss's singleton queue, its one active
+    job per key, when it is among `systems`. A note for the drain table."""
     log(f"drain: pg_jobs, {KEYS:,} concurrency keys each limited to 1 leased job, {CLIENTS} workers "
         f"claiming {LIMITED_BATCH} at a time, then completing, for {LIMITED_SECONDS} s from {LIMITED_JOBS:,} jobs")
     rate = limited_rate(f"UPDATE pgjobs.jobs SET concurrency_key = 'customer:' || (id % {KEYS})",
                         "SELECT pgjobs.jobs_key_limit('default', 1)")
-    return (f"- pg_jobs with {KEYS:,} concurrency keys each limited to 1 leased job (`jobs_key_limit`), "
+    note = (f"- pg_jobs with {KEYS:,} concurrency keys each limited to 1 leased job (`jobs_key_limit`), "
             f"{CLIENTS} workers claiming {LIMITED_BATCH} at a time for {LIMITED_SECONDS} s: {rate:,.0f} jobs/s, "
             f"{rate / unlimited:.2f}× the drain at batch {LIMITED_BATCH} without a limit (issue 29's "
             f"target: ≥ 0.7×).")
+    if "pgboss" in systems:
+        log(f"drain: pg-boss, a singleton queue of {KEYS:,} keys, {CLIENTS} fetch()/complete() loops of "
+            f"{LIMITED_BATCH} for {LIMITED_SECONDS} s from {LIMITED_JOBS:,} jobs")
+        driver("pgboss", "keyed_fill", jobs=LIMITED_JOBS, keys=KEYS)
+        settle("pgboss")
+        boss = driver("pgboss", "keyed", workers=CLIENTS, batch=LIMITED_BATCH, seconds=LIMITED_SECONDS)
+        boss_rate = boss["handled"] / boss["seconds"]
+        note += (f" pg-boss's queue of policy `singleton` (one active job per "
+                 f"`singletonKey`), the same {LIMITED_JOBS:,} jobs of {KEYS:,} keys and {CLIENTS} loops of "
+                 f"fetch() of {LIMITED_BATCH} then complete(): {boss_rate:,.0f} jobs/s (pg_jobs ÷ pg-boss: "
+                 f"{rate / boss_rate:.2f}; {boss['conflicts']:,} of its fetches refused by its unique index "
+                 f"of active keys; each of its fetches sorts every waiting job of the queue).")
+    return note
 
 
 def small_keys_time(with_big):
@@ -825,7 +839,7 @@ def drain_rates(systems):
     execute("SELECT pgjobs.jobs_queue_history('default', 'all')")
     PG_JOBS.keeps_history = True
     notes.append(limited_drain(drains[LIMITED_BATCH]["pg_jobs"].value))
-    notes.append(keyed_drain(drains[LIMITED_BATCH]["pg_jobs"].value))
+    notes.append(keyed_drain(drains[LIMITED_BATCH]["pg_jobs"].value, systems))
     notes.append(fair_drain())
     log(f"drain: pg_jobs, {CLIENTS} workers calling jobs_complete_and_claim for 1 job, from {DRAIN_JOBS:,} jobs")
     claims = transactions_per_client(1)

@@ -9,10 +9,18 @@
 //           wait for the polling interval. Works until stdin closes; replies {handled}
 //   pickup  {connectionString, samples, pollingIntervalSeconds}
 //           one idle work() subscription; {latencies_ns}: send() to the handler starting
+//   keyed_fill {connectionString, jobs, keys}
+//           queue `keyed` made anew with the `singleton` policy (one active job per
+//           singletonKey: pg-boss's limit of one per key), `jobs` jobs of `keys` keys in turn
+//   keyed   {connectionString, workers, batch, seconds}
+//           `workers` loops of fetch() and complete() of queue `keyed` for `seconds`;
+//           {handled, seconds, conflicts}: conflicts are fetches refused because a job they took
+//           has a key already active
 const PgBoss = require('pg-boss');
 const common = require('./common');
 
 const QUEUE = 'noop';
+const KEYED = 'keyed';
 
 async function boss(options, extra = {}) {
   const instance = new PgBoss({
@@ -112,6 +120,50 @@ common.run({
     }
     await b.stop({ graceful: true, wait: true, timeout: 1000 });
     return { handled };
+  },
+
+  async keyed_fill(options) {
+    const b = await boss(options);
+    await b.deleteQueue(KEYED);
+    await b.createQueue(KEYED, { policy: 'singleton' });
+    for (let first = 0; first < options.jobs; first += 1000) {
+      const count = Math.min(1000, options.jobs - first);
+      await b.insert(Array.from({ length: count }, (_, i) => ({
+        name: KEYED, data: {}, singletonKey: `customer:${(first + i) % options.keys}`,
+      })));
+    }
+    await b.stop({ graceful: false });
+    return { jobs: options.jobs };
+  },
+
+  async keyed(options) {
+    const b = await boss(options);
+    let handled = 0;
+    let conflicts = 0;
+    const deadline = Date.now() + options.seconds * 1000;
+    const started = process.hrtime.bigint();
+    await Promise.all(Array.from({ length: options.workers }, async () => {
+      while (Date.now() < deadline) {
+        let jobs;
+        try {
+          jobs = await b.fetch(KEYED, { batchSize: options.batch });
+        } catch (error) {
+          // The unique index of active singleton jobs refuses the whole fetch.
+          if (error.code !== '23505') throw error;
+          conflicts += 1;
+          continue;
+        }
+        if (!jobs || jobs.length === 0) {
+          await common.sleep(1);
+          continue;
+        }
+        await b.complete(KEYED, jobs.map((job) => job.id));
+        handled += jobs.length;
+      }
+    }));
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    await b.stop({ graceful: false });
+    return { handled, seconds, conflicts };
   },
 
   async pickup(options) {
