@@ -165,20 +165,22 @@ entry!(_api_token_role, pg_finfo__api_token_role, |fcinfo| {
     };
     let section = Section::as_owner(fcinfo);
     let found = section.run(&TOKEN_ROLE, &[Some(token)]);
-    let (Some(id), Some(name), Some(true)) = (
+    // A role made a superuser, or given BYPASSRLS, since its token was made: refused as at the
+    // token's making.
+    let (Some(id), Some(name), Some(role)) = (
         found.datum(0, 0),
         found.datum(0, 1),
-        found.get::<bool>(0, 2),
+        found
+            .get::<pg_sys::Oid>(0, 3)
+            .filter(|&role| may_have_tokens(role)),
     ) else {
         refused()
     };
-    if found.get::<bool>(0, 3) == Some(true) {
+    if found.get::<bool>(0, 2) == Some(true) {
         section.run(&NOTE_USE, &[Some(id)]);
     }
     // A restore brings the tokens but not the memberships, which belong to the cluster's roles:
     // the first use makes it again.
-    if let Some(role) = found.get::<pg_sys::Oid>(0, 4) {
-        api_membership(&section, role, true);
-    }
+    api_membership(&section, role, true);
     section.keep(name, TEXTOID)
 });

@@ -20,9 +20,9 @@ FROM revoked r;
 
 -- name: token_role
 -- The live token whose text is $1, while its role has the name it had when the token was made:
--- its id, its role's name, whether the role may have tokens (not a superuser, not bypassing
--- row-level security), and whether its last use is a minute old or more (then noted).
-SELECT t.id, r.rolname::text, NOT (r.rolsuper OR r.rolbypassrls),
+-- its id, its role's name, whether its last use is a minute old or more (then noted), and its
+-- role.
+SELECT t.id, r.rolname::text,
        t.last_used_at IS NULL OR t.last_used_at < statement_timestamp() - interval '1 minute', t.role
 FROM api_tokens t JOIN pg_roles r ON r.oid = t.role AND r.rolname = t.role_name
 WHERE t.hash = sha256(convert_to($1, 'UTF8')) AND t.revoked_at IS NULL;

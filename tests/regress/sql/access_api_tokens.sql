@@ -45,6 +45,10 @@ ALTER ROLE regress_tokens_ana RENAME TO regress_tokens_anna;
 SELECT regress.as_role('regress_tokens_web', format('SELECT pgjobs._api_token_role(%L)', :'first_token')) AS renamed;
 ALTER ROLE regress_tokens_anna RENAME TO regress_tokens_ana;
 SELECT regress.as_role('regress_tokens_web', format('SELECT pgjobs._api_token_role(%L)', :'first_token')) AS named_back;
+-- Given BYPASSRLS after its token was made, the role's token is refused as its making would be.
+ALTER ROLE regress_tokens_ana BYPASSRLS;
+SELECT regress.as_role('regress_tokens_web', format('SELECT pgjobs._api_token_role(%L)', :'first_token')) AS bypassing;
+ALTER ROLE regress_tokens_ana NOBYPASSRLS;
 SELECT last_used_at IS NOT NULL AS use_noted FROM pgjobs.api_tokens WHERE id = :first_id;
 
 -- Refused, nothing changed.
