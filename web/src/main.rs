@@ -507,6 +507,24 @@ fn header_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// A POST's JSON body: refused unless it says it is JSON (a plain form cannot) and is.
+async fn json_body(request: Request<Incoming>) -> Result<serde_json::Value, Reply> {
+    let is_json = header_value(request.headers(), "content-type")
+        .is_some_and(|c| c.starts_with("application/json"));
+    if !is_json {
+        return Err(json_error(415, "send JSON"));
+    }
+    serde_json::from_str(&read_body(request).await?)
+        .map_err(|_| json_error(400, "the body is not JSON"))
+}
+
+/// A request's query as parameters by name.
+fn query_params(query: &str) -> HashMap<String, String> {
+    form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect()
+}
+
 async fn read_body(request: Request<Incoming>) -> Result<String, Reply> {
     let declared = header_value(request.headers(), CONTENT_LENGTH.as_str())
         .and_then(|v| v.parse::<u64>().ok());
@@ -584,12 +602,7 @@ impl App {
                                 &format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
                             );
                         }
-                        let is_json = header_value(request.headers(), "content-type")
-                            .is_some_and(|c| c.starts_with("application/json"));
-                        if !is_json {
-                            return json_error(415, "send JSON");
-                        }
-                        match read_body(request).await {
+                        match json_body(request).await {
                             Ok(body) => self.act(&session, &path, &body).await,
                             Err(r) => r,
                         }
@@ -625,18 +638,10 @@ impl App {
         let method = request.method().clone();
         let body = match method {
             Method::GET => None,
-            Method::POST => {
-                let is_json = header_value(request.headers(), "content-type")
-                    .is_some_and(|c| c.starts_with("application/json"));
-                if !is_json {
-                    return json_error(415, "send JSON");
-                }
-                match read_body(request).await.map(|b| serde_json::from_str(&b)) {
-                    Ok(Ok(body)) => Some(body),
-                    Ok(Err(_)) => return json_error(400, "the body is not JSON"),
-                    Err(r) => return r,
-                }
-            }
+            Method::POST => match json_body(request).await {
+                Ok(body) => Some(body),
+                Err(r) => return r,
+            },
             _ => return json_error(405, "method not allowed"),
         };
         let Ok(Ok(_turn)) = tokio::time::timeout(LOGIN_WAIT, self.login_checks.acquire()).await
@@ -673,12 +678,7 @@ impl App {
             None if path == "/api/me" => {
                 return json(200, serde_json::json!({ "role": role }).to_string())
             }
-            None => {
-                let params: HashMap<String, String> = form_urlencoded::parse(query.as_bytes())
-                    .into_owned()
-                    .collect();
-                api::read(&client, path, &params).await
-            }
+            None => api::read(&client, path, &query_params(query)).await,
             Some(body) => api::act(&client, path, &body).await,
         };
         outcome.into_reply()
@@ -779,9 +779,7 @@ impl App {
                 serde_json::json!({ "role": session.role, "csrf": session.csrf }).to_string(),
             );
         }
-        let params: HashMap<String, String> = form_urlencoded::parse(query.as_bytes())
-            .into_owned()
-            .collect();
+        let params = query_params(query);
         match self.lease(session).await {
             Ok(client) => {
                 let outcome = api::read(&client, path, &params).await;
@@ -791,14 +789,10 @@ impl App {
         }
     }
 
-    async fn act(&self, session: &Arc<Session>, path: &str, body: &str) -> Reply {
-        let body: serde_json::Value = match serde_json::from_str(body) {
-            Ok(v) => v,
-            Err(_) => return json_error(400, "the body is not JSON"),
-        };
+    async fn act(&self, session: &Arc<Session>, path: &str, body: &serde_json::Value) -> Reply {
         match self.lease(session).await {
             Ok(client) => {
-                let outcome = api::act(&client, path, &body).await;
+                let outcome = api::act(&client, path, body).await;
                 self.answer(session, client, outcome)
             }
             Err(r) => r,
