@@ -17,6 +17,21 @@ OUT="$ROOT/target/test-results"
 "$ROOT/scripts/setup.sh"
 rm -rf "$OUT"
 mkdir -p "$OUT"
+# Everything printed is kept too, so that the end can name what failed beside the summary: a CI
+# log is often read from its tail only.
+exec > >(tee "$OUT/test.log") 2>&1
+
+# Ends the run: the failed tests' lines, then "N passed, N failed", and the exit status.
+summary() {
+    echo
+    if [ "$1" != 0 ]; then
+        sleep 1 # for tee to have written the lines just printed
+        echo "failed:"
+        grep -E '\.\.\. FAILED|\.\.\. failed|exited with exit code' "$OUT/test.log" | sed 's/^/  /' || true
+    fi
+    echo "$2 passed, $1 failed"
+    [ "$1" = 0 ] && [ "$2" -gt 0 ]
+}
 
 passed=0
 failed=0
@@ -70,8 +85,7 @@ if ! start_cluster test "$PORT" pg_jobs_live >/dev/null; then
     # Most often the port is taken (another checkout's cluster: PG_JOBS_TEST_PORT moves ours).
     tail -n 5 "$(cluster_dir test)/server.log"
     echo "the test cluster did not start on port $PORT ... FAILED"
-    echo
-    echo "$passed passed, $((failed + 1)) failed"
+    summary $((failed + 1)) "$passed"
     exit 1
 fi
 trap 'stop_cluster test; stop_cluster nopreload' EXIT
@@ -151,6 +165,4 @@ for diffs in "$OUT"/regress/regression.diffs "$OUT"/isolation/regression.diffs; 
     [ -s "$diffs" ] && { echo "--- $diffs"; cat "$diffs"; }
 done
 
-echo
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ] && [ "$passed" -gt 0 ]
+summary "$failed" "$passed"
