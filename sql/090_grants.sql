@@ -41,6 +41,7 @@ GRANT EXECUTE ON FUNCTION
     _batch_status(text, boolean, boolean, boolean), _batch_status_rank(text), _batch_status_word(integer),
     _mask_args(text[]), _mask_text(text), _batch_selection(date, text[], text), _batch_month_list(), _batch_unpartitioned_months(), _history_month_partitions(), _batch_group_key(text, timestamptz, text, text, text, text, text),
     _batch_check_reading(text, text[], integer, integer),
+    _queues(boolean), _queue_live_counts(), _queue_minute_counts(),
     _batch_label(jsonb), _job_blocked(bigint), _blocked_by(bigint), _batch_row_status(job_status, timestamptz, bigint, jsonb, uuid), _batch_active_counts(),
     routines_create(text, text),
     routines_put(text, text, text, boolean, text, text, text, text, integer, boolean, text),

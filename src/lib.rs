@@ -43,7 +43,8 @@ extension_sql_file!(
     requires = [
         "queue",
         api::queue::_finished_status_ok,
-        api::batch::_mask_payload
+        api::batch::_mask_payload,
+        api::queue_minutes::_queue_minute_counts
     ]
 );
 extension_sql_file!(
@@ -104,10 +105,7 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/089_metrics.sql",
     name = "metrics",
-    requires = [
-        "routines",
-        api::metrics::_metrics_counters
-    ]
+    requires = ["routines", api::metrics::_metrics_counters]
 );
 // Last: it grants every function, Rust's included, and marks the tables for pg_dump.
 extension_sql_file!("../sql/090_grants.sql", name = "grants", finalize);
@@ -133,6 +131,7 @@ pub extern "C-unwind" fn _PG_init() {
     api::flow::init_slot_waiters();
     api::waits::init_waits();
     api::metrics::init_metrics();
+    api::queue_minutes::init_queue_counts();
     api::leases::init_lease_expiries();
     api::heads::init_heads();
     api::compute_settings::init_join_failures();

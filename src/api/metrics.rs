@@ -3,11 +3,12 @@
 //! per database. Shared memory, so that counting costs a hot path no write of a row; counted
 //! when the transaction that did the work commits, so a rolled-back completion is not counted.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pg_jobs_core::metrics::{self, SECONDS};
 use pgrx::prelude::*;
+
+use super::at_commit::at_commit;
 
 #[derive(Clone, Copy)]
 pub(crate) enum Counter {
@@ -39,40 +40,18 @@ pub(crate) fn init_metrics() {
     pgrx::pg_shmem_init!(METRICS = std::array::from_fn(|_| AtomicU64::new(0)));
 }
 
-thread_local! {
-    /// What this transaction counted, added to shared memory when it commits.
-    static PENDING: Cell<[u32; COUNTERS]> = const { Cell::new([0; COUNTERS]) };
-    static CALLBACK_SET: Cell<bool> = const { Cell::new(false) };
-}
-
 /// Counts `n` of `counter` when this transaction commits.
 pub(crate) fn count(counter: Counter, n: usize) {
     if n == 0 {
         return;
     }
-    PENDING.with(|pending| {
-        let mut counts = pending.get();
-        counts[counter as usize] = counts[counter as usize].saturating_add(n as u32);
-        pending.set(counts);
+    at_commit(move || {
+        if let Some(words) = database_words(METRICS.get(), DATABASE_WORDS, true) {
+            let (total, minute) = counter_words(words, counter as usize);
+            total.fetch_add(n as u64, Ordering::Relaxed);
+            metrics::add(minute, now(), u32::try_from(n).unwrap_or(u32::MAX));
+        }
     });
-    if !CALLBACK_SET.with(|set| set.replace(true)) {
-        pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, || {
-            let counts = PENDING.with(|pending| pending.replace([0; COUNTERS]));
-            if let Some(words) = database_words(METRICS.get(), DATABASE_WORDS, true) {
-                let now = now();
-                for (counter, &n) in counts.iter().enumerate().filter(|(_, &n)| n > 0) {
-                    let (total, minute) = counter_words(words, counter);
-                    total.fetch_add(u64::from(n), Ordering::Relaxed);
-                    metrics::add(minute, now, n);
-                }
-            }
-            CALLBACK_SET.with(|set| set.set(false));
-        });
-        pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, || {
-            PENDING.with(|pending| pending.set([0; COUNTERS]));
-            CALLBACK_SET.with(|set| set.set(false));
-        });
-    }
 }
 
 fn now() -> u64 {

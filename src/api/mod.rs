@@ -4,6 +4,7 @@
 //! schedules.
 
 pub mod api_tokens;
+pub mod at_commit;
 pub mod batch;
 pub mod batch_agent;
 pub mod batch_reads;
@@ -26,9 +27,10 @@ pub mod leases;
 pub mod metrics;
 pub mod opaque_ids;
 pub mod queue;
-pub mod refusals;
+pub mod queue_minutes;
 pub mod ready;
 pub mod redrive;
+pub mod refusals;
 pub mod routine_rounds;
 pub mod routine_rules;
 pub mod routines;

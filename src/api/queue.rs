@@ -20,7 +20,7 @@ use super::datum::{
 use super::dependencies::{self, Needs};
 use super::metrics::{self, Counter};
 use super::services::Service;
-use super::{heads, leases, ready};
+use super::{heads, leases, queue_minutes, ready};
 use crate::{entry, gucs};
 
 /// Seconds to wait after failed attempt `attempt` before the next one: `backoff × 2^(attempt-1)`,
@@ -1277,6 +1277,10 @@ fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
     metrics::count(Counter::Completions, ended(2));
     let failures = ended(3);
     metrics::count(Counter::Failures, failures);
+    queue_minutes::count_rows(&finished, 9, 5, |row| {
+        let outcome = |column| u32::from(finished.get::<bool>(row, column) == Some(true));
+        (outcome(2), outcome(3))
+    });
     if failures > 0 {
         let copies: Vec<(i64, Oid, String)> = (0..finished.len())
             .filter_map(|row| placed(&finished, row, [11, 4, 12, 13, 14]))
@@ -1531,6 +1535,7 @@ fn fail(
 ) -> Vec<i64> {
     let retried = section.run(&RETRY, &[Some(ids), tokens, errors, acting_on(caller)]);
     metrics::count(Counter::Failures, retried.len());
+    queue_minutes::count_rows(&retried, 5, 2, |_| (0, 1));
     leases_ended(section, &retried, [1, 2]);
     // Due again after their backoff: their queues' claims start below them once this commits.
     for row in 0..retried.len() {

@@ -528,8 +528,8 @@ WHERE k.ctid = ANY (ARRAY(
 -- name: retry
 -- Failed attempts of jobs $1 (tokens $2, errors $3, owner $4 or any when null) with attempts
 -- left: back to waiting, due after the backoff. Returns the jobs retried, with who may claim them,
--- their queues and their places in the claim order (priority, run_at). The ids probe the primary
--- key, as in finish.
+-- their queues and their places in the claim order (priority, run_at), and their owners. The ids
+-- probe the primary key, as in finish.
 WITH given AS (
     SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[]) AS g(job_id, token, error)
 )
@@ -541,7 +541,7 @@ SET status = 'created', lease_token = NULL, locked_until = NULL,
 FROM given g
 WHERE j.id = ANY ($1) AND j.id = g.job_id AND j.lease_token = g.token
   AND j.status = 'started' AND j.attempt < j.max_attempts AND ($4::oid IS NULL OR j.owner = $4)
-RETURNING j.id, j.claimable_by, j.queue::text, j.priority, j.run_at;
+RETURNING j.id, j.claimable_by, j.queue::text, j.priority, j.run_at, j.owner;
 
 -- name: release
 -- Gives leased jobs $1 (tokens $2, owner $3 or any when null) back unworked, as a worker that

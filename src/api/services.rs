@@ -10,7 +10,9 @@ use pgrx::pg_sys::Datum;
 use pgrx::prelude::*;
 
 use super::call::{given_argument, in_subtransaction, Section, Statement};
-use super::{batch, compute_fold, flow, history, queue, routines, schedule_firing, sql_jobs};
+use super::{
+    batch, compute_fold, flow, history, queue, queue_minutes, routines, schedule_firing, sql_jobs,
+};
 use crate::{entry, gucs};
 
 /// A maintenance service of a domain.
@@ -29,7 +31,7 @@ pub(crate) fn no_wish(_: &Section, _: Datum) -> Option<Datum> {
 }
 
 /// In the order a round runs them.
-const SERVICES: [&Service; 10] = [
+const SERVICES: [&Service; 11] = [
     &sql_jobs::LOST_RUNS,
     &sql_jobs::OVERDUE_RUNS,
     &queue::EXPIRED_LEASES,
@@ -40,6 +42,8 @@ const SERVICES: [&Service; 10] = [
     &sql_jobs::RUN_HISTORY,
     &history::MONTHS,
     &batch::COUNTS,
+    // Last: it reads the whole of jobs once a minute, which the others should not wait behind.
+    &queue_minutes::MINUTES,
 ];
 
 // One round of the launcher's work at `at`; returns when it wants to be woken next: the earliest

@@ -25,7 +25,9 @@
 //   sql-running, sql-running-none, sql-job-row (data-id), sql-job-sql, sql-job-elapsed, sql-job-abort
 //   queue-table, queue-row (data-queue, data-paused), queue-ready, queue-scheduled, queue-waiting,
 //   queue-running, queue-oldest, queue-failed, queue-paused, queue-limits, queue-pause, queue-resume
-//   queue-jobs, queue-jobs-title, queue-rules, queue-jobs-close, queue-job-status, queue-job-text,
+//   queue-counted, queue-jobs, queue-jobs-title, queue-rules, queue-charts, queue-chart-done
+//   (data-completed, data-failed), queue-chart-ready, queue-chart-hour, queue-chart-day,
+//   queue-jobs-close, queue-job-status, queue-job-text,
 //   queue-job-key, queue-job-month, queue-job-list, queue-job-table, queue-jobs-more, queue-jobs-none
 //   queue-job-row (data-id, data-status, data-live, data-waiting, data-blocked), queue-job-state,
 //   queue-job-due, queue-job-tick, queue-job-error, queue-job-abort,
@@ -220,6 +222,8 @@ const state = {
   openQueueJob: null,       // the id of the queue job whose details are shown
   queueJobDetails: null,
   queueTicked: new Set(),
+  queueMinutes: null,       // the open queue's minutes, once read
+  queueChartHours: 1,       // how far back its charts go: 1 or 24 hours
 };
 const kind = () => (state.tab === 'jobs' ? 'jobs' : 'routines');
 
@@ -807,8 +811,11 @@ function renderQueues() {
       `Delete ticked (${toDelete.length})`),
     ...filterActions()] : []);
   const heads = (...names) => el('thead', {}, el('tr', {}, names.map((n) => el('th', {}, n))));
+  const counted = state.queues.find((q) => q.counted_by_minute);
   patch(tid('content'),
     el('h2', { key: 'queues-title' }, 'Queues'),
+    counted ? el('p', { class: 'notice', testid: 'queue-counted', key: 'counted' },
+      `Jobs as counted at ${formatTime(counted.counted_at)}: there are too many to count at each reading.`) : null,
     state.queues.length
       ? el('table', { class: 'grid', testid: 'queue-table', key: 'queues' },
         heads('Queue', 'Ready', 'Waiting for time', 'Waiting for jobs', 'Running', 'Oldest ready', 'Failed, last hour', 'Paused', 'Limits', ''),
@@ -818,6 +825,7 @@ function renderQueues() {
   const q = state.queues.find((x) => x.queue === state.openQueue);
   tid('queue-jobs-title').textContent = `Jobs of queue ${state.openQueue}`;
   tid('queue-rules').textContent = q ? queueRules(q) : '';
+  patch(tid('queue-charts'), queueCharts());
   patch(tid('queue-job-list'),
     !state.queueJobs ? el('p', { class: 'notice', key: 'reading' }, 'Reading…')
       : jobs.length ? el('table', { class: 'grid', testid: 'queue-job-table', key: 'jobs' },
@@ -840,6 +848,46 @@ function filterActions() {
     button('queue-jobs-retry-all', 'Retry all', counts.retry, retryQueueJobs),
     button('queue-jobs-run-all', 'Run all now', counts.run_now, runQueueJobsNow),
     button('queue-jobs-delete-all', 'Delete all', counts.delete, deleteQueueJobs)];
+}
+
+// The open queue's charts over the last hour (a bar a minute) or day (a bar per 10 minutes), from
+// the minutes the server keeps (jobs_queue_minutes): completions and failed attempts, and the jobs
+// ready at each minute's end (the last of its minutes). The minute under way has its completions
+// and failures so far, and no count of ready jobs yet.
+function queueCharts() {
+  const minutes = state.queueMinutes;
+  if (!minutes) return [];
+  const hours = state.queueChartHours;
+  const step = hours === 1 ? 60 : 600;
+  const bars = (hours * 3600) / step;
+  const at = (m) => Math.floor(Date.parse(m.minute) / 1000 / step);
+  const last = Math.max(Math.floor(Date.now() / 1000 / step), ...minutes.map(at));
+  const slots = Array.from({ length: bars }, () => null);
+  for (const m of minutes) {
+    const i = at(m) - (last - bars + 1);
+    if (i >= 0) slots[i] = m;
+  }
+  const sum = (name) => minutes.reduce((n, m) => n + Number(m[name] || 0), 0);
+  const per = step === 60 ? 'minute' : '10 minutes';
+  const chart = (testid, caption, parts, data) => {
+    const top = Math.max(1, ...slots.map((m) => (m ? parts.reduce((n, p) => n + Number(m[p] || 0), 0) : 0)));
+    return el('figure', { class: 'chart', testid, key: testid, ...data },
+      el('div', { class: 'bars' }, slots.map((m, i) => el('div', {
+        class: 'bar', key: String(i),
+        title: m ? `${formatTime(m.minute)}: ${parts.map((p) => `${m[p] ?? '—'} ${p}`).join(', ')}` : null,
+      }, parts.map((p) => el('span', { class: p, style: `height: ${m ? (100 * Number(m[p] || 0)) / top : 0}%` }))))),
+      el('figcaption', {}, `${caption} (highest ${top})`));
+  };
+  const range = (testid, label, h) => el('button', {
+    type: 'button', testid, disabled: hours === h,
+    onclick: () => { state.queueChartHours = h; state.queueMinutes = null; render(); refresh(); },
+  }, label);
+  return [
+    chart('queue-chart-done', `Completed and failed per ${per}`, ['completed', 'failed'],
+      { 'data-completed': sum('completed'), 'data-failed': sum('failed') }),
+    chart('queue-chart-ready', `Ready at the end of each ${per}`, ['ready'], {}),
+    el('span', { key: 'range' }, range('queue-chart-hour', 'Last hour', 1), ' ', range('queue-chart-day', 'Last day', 24)),
+  ];
 }
 
 function queueRules(q) {
@@ -992,7 +1040,12 @@ async function loadQueueJobDetails() {
 }
 
 async function loadQueuesTab() {
-  if (state.openQueue) await loadQueueJobs();
+  if (state.openQueue) {
+    const queue = state.openQueue;
+    const minutes = await get('/api/queues/minutes', { queue, hours: state.queueChartHours });
+    if (state.openQueue === queue) state.queueMinutes = minutes;
+    await loadQueueJobs();
+  }
   if (state.openQueueJob) await loadQueueJobDetails();
 }
 
@@ -1009,6 +1062,7 @@ function queueJobsFilterChanged() {
 // A queue opens with no filter set.
 function openQueue(queue) {
   state.openQueue = state.openQueue === queue ? null : queue;
+  state.queueMinutes = null;
   state.queueJobFilter = { status: '', q: '', key: '', month: '' };
   for (const testid of ['queue-job-status', 'queue-job-text', 'queue-job-key', 'queue-job-month']) tid(testid).value = '';
   queueJobsFilterChanged();

@@ -22,6 +22,12 @@ SELECT pgjobs.jobs_fail(id, lease_token, 'boom') FROM regress.claimed WHERE task
 BEGIN;
 SELECT pgjobs.jobs_complete(id, lease_token) FROM regress.claimed WHERE task = 'c';
 ROLLBACK;
+-- Nor one rolled back to a savepoint in a transaction that commits.
+BEGIN;
+SAVEPOINT before_completing;
+SELECT pgjobs.jobs_complete(id, lease_token) FROM regress.claimed WHERE task = 'c';
+ROLLBACK TO SAVEPOINT before_completing;
+COMMIT;
 SELECT regress.expire_lease(id) FROM regress.claimed WHERE task = 'c';
 SELECT pgjobs._rescue_expired() AS rescued;
 SELECT * FROM regress.counted_since();

@@ -2015,6 +2015,94 @@ fn queue_jobs_act_on_filter(c: &mut Ctx) -> Res<()> {
         .ok_or(format!("web_ana_tidy's ended jobs: {ended}"))
 }
 
+fn queue_charts_count_completions_and_failures(c: &mut Ctx) -> Res<()> {
+    // Two completed, one failed attempt with attempts left and one failing its last: the
+    // minute under way's counts (shared memory) or, once the launcher wrote the minute down,
+    // its row; either way the last hour's sums.
+    as_role_one(
+        c,
+        "web_ana",
+        "SELECT count(pgjobs.jobs_add('chart', queue => 'web_ana_charted', max_attempts => 1 + i % 2, backoff => '1 hour'))::text
+         FROM generate_series(1, 4) i",
+    )?;
+    as_role_one(
+        c,
+        "web_ana",
+        "WITH c AS (SELECT * FROM pgjobs.jobs_claim('w', ARRAY['web_ana_charted'], 4) ORDER BY id)
+         SELECT count(*)::text FROM (
+             SELECT CASE WHEN row_number() OVER () <= 2 THEN pgjobs.jobs_complete(id, lease_token)::text
+                         ELSE pgjobs.jobs_fail(id, lease_token, 'no')::text END
+             FROM c) done",
+    )?;
+    open_queue_without_jobs(c, "web_ana_charted")?;
+    let done = tid("queue-chart-done");
+    let sums = |c: &Ctx| -> Res<String> {
+        let chart = c.b.find(&done)?;
+        Ok(format!(
+            "{} completed, {} failed",
+            c.b.attr(&chart, "data-completed")?.unwrap_or_default(),
+            c.b.attr(&chart, "data-failed")?.unwrap_or_default()
+        ))
+    };
+    wait_for(10, || Ok(sums(c)? == "2 completed, 2 failed"))
+        .map_err(|e| format!("the last hour: {:?}: {e}", sums(c)))?;
+    // 60 bars of a minute; then the last day, 144 of 10 minutes, with the same sums.
+    let bars = |c: &Ctx| c.b.find_all(&format!("{done} .bar")).map(|b| b.len());
+    if bars(c)? != 60 {
+        return fail(format!("the last hour has {:?} bars", bars(c)));
+    }
+    c.b.click_css(&tid("queue-chart-day"))?;
+    wait_for(10, || Ok(bars(c)? == 144 && sums(c)? == "2 completed, 2 failed"))
+        .map_err(|e| format!("the last day: {:?} bars, {:?}: {e}", bars(c), sums(c)))?;
+    // web_bob's charts of a queue of the same name show none of it.
+    let (bob_cookie, _) = http_login(&c.url, "web_bob")?;
+    let (status, body) = Page::at(&c.url).request(
+        "GET",
+        "/api/queues/minutes?queue=web_ana_charted&hours=24",
+        "",
+        &bob_cookie,
+        None,
+        "",
+        None,
+    )?;
+    (status == 200 && body == "[]")
+        .then_some(())
+        .ok_or(format!("web_bob's minutes of web_ana_charted: {status} {body}"))
+}
+
+/// The Queues tab with a queue opened that may have no job to list.
+fn open_queue_without_jobs(c: &Ctx, queue: &str) -> Res<()> {
+    queues_tab(c)?;
+    c.b.click_css(&queue_row(queue))?;
+    wait_for(10, || c.visible("queue-charts"))
+}
+
+fn queues_counted_by_minute_when_counting_takes_long(c: &mut Ctx) -> Res<()> {
+    // Counting the live jobs now waits on a lock here, as it takes long at a million jobs:
+    // the counts come from the last minute written, and say so.
+    let (cookie, _) = http_login(&c.url, "web_ana")?;
+    let mut holder =
+        postgres::Client::connect(&c.admin_dsn, postgres::NoTls).map_err(|e| e.to_string())?;
+    let mut held = holder.transaction().map_err(|e| e.to_string())?;
+    held.batch_execute("LOCK pgjobs.jobs IN ACCESS EXCLUSIVE MODE")
+        .map_err(|e| e.to_string())?;
+    let answer = Page::at(&c.url).request("GET", "/api/queues", "", &cookie, None, "", None);
+    held.rollback().map_err(|e| e.to_string())?;
+    let (status, body) = answer?;
+    let queues: Value = serde_json::from_str(&body).map_err(|e| format!("{status} {body}: {e}"))?;
+    let rows = queues.as_array().cloned().unwrap_or_default();
+    let written = as_role_one(
+        c,
+        "web_ana",
+        "SELECT count(*)::text FROM pgjobs.jobs_queues_counted",
+    )?;
+    (status == 200
+        && rows.len().to_string() == written
+        && rows.iter().all(|q| q["counted_by_minute"] == json!(true)))
+    .then_some(())
+    .ok_or(format!("/api/queues while jobs is locked: {status} {body}; {written} queues written"))
+}
+
 fn queues_patched_in_place(c: &mut Ctx) -> Res<()> {
     open_queue(c, "web_ana_mail")?;
     let first_box = format!("{} {}", tid("queue-job-table"), tid("queue-job-tick"));
@@ -2936,6 +3024,8 @@ fn main() {
         ("Queues: Run now asks first and makes a job waiting for its time due now (when it was first due kept); Run ticked now counts and moves only the ticked jobs waiting for their time", queue_jobs_run_now),
         ("Queues: Delete asks first and removes a waiting job, its history and its key; Delete ticked removes the ticked ones", queue_jobs_delete),
         ("Queues: Run all now, Delete all and Abort all act on every job the filter finds (text: odd), each asking first with the count", queue_jobs_act_on_filter),
+        ("Queues: a queue's charts sum its completions and failed attempts over the last hour (60 bars) and day (144); web_bob reads none of them", queue_charts_count_completions_and_failures),
+        ("Queues: counts that take too long to make are read as the launcher wrote them at the last minute's end, and say so", queues_counted_by_minute_when_counting_takes_long),
         ("Queues: the 5 s refresh keeps the rows: the focus on a job's box and on Pause stays", queues_patched_in_place),
         ("Queues: an error from the database is shown with its code and message (an Abort of a job not the role's: P0002)", queue_action_error_shown),
         ("Queues: web_bob's forged Abort, Retry, Run now, Delete, Pause or reads of web_ana's (or a forged POST) change nothing", forged_queue_actions_change_nothing),

@@ -1,0 +1,245 @@
+//! Each queue's minutes (`queue_minutes`, sql/040_history.sql): the completions and failed
+//! attempts of the minute and its depth at the minute's end, kept a day, for the SCHED page's
+//! charts and for its counts where counting the live jobs at each reading would take too long.
+//!
+//! Completions and failures are counted in shared memory when the transaction that did them
+//! commits, as `metrics.rs` counts them, by (owner, queue): a row per transition would be one
+//! more write where the queue works hardest to write less (issue 26). The launcher's service
+//! takes them at each minute's end, counts the live jobs by queue once, and writes a row per
+//! queue. A crash or an immediate stop loses the minute under way, as it loses `metrics`.
+//! Statements in `queue_minutes.sql`.
+
+use std::cell::Cell;
+
+use pgrx::pg_sys::{self, Datum, Oid, INT8ARRAYOID, OIDARRAYOID, TEXTARRAYOID, TIMESTAMPTZOID};
+use pgrx::prelude::*;
+use pgrx::{IntoDatum, PgLwLock};
+
+use super::at_commit::at_commit;
+use super::call::{Caller, Rows, Statement};
+use super::datum::array;
+use super::services::Service;
+use crate::named_statements;
+
+named_statements!(include_str!("queue_minutes.sql"));
+
+static WRITE_MINUTE: Statement = statement(
+    "write_minute",
+    &[
+        TIMESTAMPTZOID,
+        OIDARRAYOID,
+        TEXTARRAYOID,
+        INT8ARRAYOID,
+        INT8ARRAYOID,
+    ],
+);
+static NEXT_MINUTE: Statement = statement("next_minute", &[TIMESTAMPTZOID]);
+
+/// Queues counted at once; the counts of a queue past them are lost until the minute's end frees
+/// the places (README).
+const PLACES: usize = 1024;
+/// The longest queue name counted (longer ones are not charted: README).
+const NAME_BYTES: usize = 128;
+
+#[derive(Clone, Copy)]
+struct Place {
+    database: u32,
+    /// 0: free.
+    owner: u32,
+    completed: u32,
+    failed: u32,
+    name_len: u8,
+    name: [u8; NAME_BYTES],
+}
+
+const FREE: Place = Place {
+    database: 0,
+    owner: 0,
+    completed: 0,
+    failed: 0,
+    name_len: 0,
+    name: [0; NAME_BYTES],
+};
+
+impl Place {
+    fn name(&self) -> &[u8] {
+        &self.name[..self.name_len as usize]
+    }
+}
+
+#[derive(Clone, Copy)]
+struct QueueCounts {
+    places: [Place; PLACES],
+}
+
+unsafe impl pgrx::PGRXSharedMemory for QueueCounts {}
+
+/// Of every database; the launcher writes down its own database's (the places of a database
+/// without one stay taken until the server restarts: README).
+static QUEUE_COUNTS: PgLwLock<QueueCounts> = unsafe { PgLwLock::new(c"pg_jobs queue minutes") };
+
+pub(crate) fn init_queue_counts() {
+    pgrx::pg_shmem_init!(
+        QUEUE_COUNTS = QueueCounts {
+            places: [FREE; PLACES]
+        }
+    );
+}
+
+thread_local! {
+    /// The minute the launcher last wrote down (in this process: the launcher's).
+    static WRITTEN: Cell<i64> = const { Cell::new(0) };
+}
+
+/// Counts the completions and failed attempts of `rows` (`outcome` of a row: how many of each),
+/// by the owner and queue in their columns `owner` and `queue`, when this transaction commits.
+pub(crate) fn count_rows(
+    rows: &Rows,
+    owner: usize,
+    queue: usize,
+    outcome: impl Fn(usize) -> (u32, u32),
+) {
+    let mut counts: Vec<(u32, String, u32, u32)> = Vec::new();
+    for row in 0..rows.len() {
+        let (completed, failed) = outcome(row);
+        let (Some(owner), Some(queue)) =
+            (rows.get::<Oid>(row, owner), rows.get::<String>(row, queue))
+        else {
+            continue;
+        };
+        if completed + failed == 0 || queue.len() > NAME_BYTES {
+            continue;
+        }
+        match counts
+            .iter_mut()
+            .find(|c| c.0 == owner.to_u32() && c.1 == queue)
+        {
+            Some(found) => {
+                found.2 += completed;
+                found.3 += failed;
+            }
+            None => counts.push((owner.to_u32(), queue, completed, failed)),
+        }
+    }
+    if counts.is_empty() {
+        return;
+    }
+    at_commit(move || {
+        let database = database();
+        let mut shared = QUEUE_COUNTS.exclusive();
+        for (owner, queue, completed, failed) in counts {
+            if let Some(place) = place_of(&mut shared.places, database, owner, queue.as_bytes()) {
+                place.completed = place.completed.saturating_add(completed);
+                place.failed = place.failed.saturating_add(failed);
+            }
+        }
+    });
+}
+
+fn database() -> u32 {
+    unsafe { pg_sys::MyDatabaseId }.to_u32()
+}
+
+/// The place of (database, owner, queue), taken if it has none; None when every place is taken.
+fn place_of<'a>(
+    places: &'a mut [Place],
+    database: u32,
+    owner: u32,
+    queue: &[u8],
+) -> Option<&'a mut Place> {
+    let found = places
+        .iter()
+        .position(|p| p.database == database && p.owner == owner && p.name() == queue)
+        .or_else(|| places.iter().position(|p| p.owner == 0))?;
+    let place = &mut places[found];
+    if place.owner == 0 {
+        place.database = database;
+        place.owner = owner;
+        place.name_len = queue.len() as u8;
+        place.name[..queue.len()].copy_from_slice(queue);
+    }
+    Some(place)
+}
+
+/// This database's counts of the minute under way, their places freed with `take`.
+fn counted(take: bool) -> Vec<(Oid, String, i64, i64)> {
+    let database = database();
+    let ours = move |p: &&Place| p.owner != 0 && p.database == database;
+    let read = |place: &Place| {
+        (
+            Oid::from(place.owner),
+            String::from_utf8_lossy(place.name()).into_owned(),
+            i64::from(place.completed),
+            i64::from(place.failed),
+        )
+    };
+    if take {
+        let mut counts = QUEUE_COUNTS.exclusive();
+        let taken = counts.places.iter().filter(ours).map(read).collect();
+        for place in counts.places.iter_mut().filter(|p| p.database == database) {
+            *place = FREE;
+        }
+        taken
+    } else {
+        let counts = QUEUE_COUNTS.share();
+        counts.places.iter().filter(ours).map(read).collect()
+    }
+}
+
+/// At each minute's end the launcher writes down the minute of every queue (write_minute).
+pub(crate) static MINUTES: Service = Service {
+    name: "queue minutes",
+    work: |section, at| {
+        let minute = unsafe { TimestampWithTimeZone::from_datum(at, false) }
+            .map_or(0, |at| at.into_inner() / 60_000_000);
+        if WRITTEN.with(|written| written.replace(minute)) == minute {
+            return;
+        }
+        let counts = counted(true);
+        let column = |type_oid, values: Vec<Option<Datum>>| Some(array(type_oid, &values));
+        section.run(
+            &WRITE_MINUTE,
+            &[
+                Some(at),
+                column(
+                    pg_sys::OIDOID,
+                    counts.iter().map(|c| Some(Datum::from(c.0))).collect(),
+                ),
+                column(
+                    pg_sys::TEXTOID,
+                    counts.iter().map(|c| c.1.as_str().into_datum()).collect(),
+                ),
+                column(
+                    pg_sys::INT8OID,
+                    counts.iter().map(|c| c.2.into_datum()).collect(),
+                ),
+                column(
+                    pg_sys::INT8OID,
+                    counts.iter().map(|c| c.3.into_datum()).collect(),
+                ),
+            ],
+        );
+    },
+    next: |section, at| super::services::wished(section, &NEXT_MINUTE, at),
+};
+
+/// The completions and failed attempts of the minute under way by queue, of the caller's identity
+/// (every identity's for an administrator): the last point of `jobs_queue_minutes`.
+#[pg_extern(volatile, parallel_safe)]
+fn _queue_minute_counts() -> TableIterator<
+    'static,
+    (
+        name!(owner, pg_sys::Oid),
+        name!(queue, String),
+        name!(completed, i64),
+        name!(failed, i64),
+    ),
+> {
+    let caller = Caller::current();
+    let all = caller.admin();
+    TableIterator::new(
+        counted(false)
+            .into_iter()
+            .filter(move |c| all || c.0 == caller.identity),
+    )
+}
