@@ -183,7 +183,10 @@ unsafe extern "C-unwind" fn forget_on_invalidation(_arg: pg_sys::Datum, relid: p
 /// it started (removing a proxy takes effect at its next statement, even inside a transaction).
 /// A miss reads the proxies' primary key with the latest snapshot: any change it does not see
 /// commits later and its invalidation clears the entry. (The latest snapshot is not available
-/// in parallel workers, hence parallel restricted.)
+/// in parallel workers, hence parallel restricted; nor in the leader of a parallel plan, which
+/// evaluates its policies' `(SELECT identity())` for the workers: there the statement's
+/// snapshot is read, and the answer not kept, since a change committed after that snapshot may
+/// have sent its invalidation already.)
 #[pg_extern(stable, parallel_restricted)]
 pub(crate) fn _identity_of(role: pg_sys::Oid) -> pg_sys::Oid {
     unsafe {
@@ -205,7 +208,11 @@ pub(crate) fn _identity_of(role: pg_sys::Oid) -> pg_sys::Oid {
     if let Some(identity) = cached {
         return identity;
     }
-    let (proxies, identity) = unsafe { look_up_root(role) };
+    let parallel = unsafe { pg_sys::IsInParallelMode() };
+    let (proxies, identity) = unsafe { look_up_root(role, parallel) };
+    if parallel {
+        return identity;
+    }
     IDENTITIES.with(|cache| {
         let mut cache = cache.borrow_mut();
         let entry = cache.get_or_insert_with(|| Identities {
@@ -234,8 +241,9 @@ fn pgjobs_relation(name: &std::ffi::CStr) -> pg_sys::Oid {
     relation
 }
 
-/// (the oid of pgjobs.proxies, the root of `role` or `role` itself)
-unsafe fn look_up_root(role: pg_sys::Oid) -> (pg_sys::Oid, pg_sys::Oid) {
+/// (the oid of pgjobs.proxies, the root of `role` or `role` itself), read with the latest snapshot
+/// or, in a parallel plan, the statement's.
+unsafe fn look_up_root(role: pg_sys::Oid, parallel: bool) -> (pg_sys::Oid, pg_sys::Oid) {
     let proxies = pgjobs_relation(c"proxies");
     let proxies_pkey = pgjobs_relation(c"proxies_pkey");
     unsafe {
@@ -252,7 +260,11 @@ unsafe fn look_up_root(role: pg_sys::Oid) -> (pg_sys::Oid, pg_sys::Oid) {
             table,
             proxies_pkey,
             true,
-            pg_sys::GetLatestSnapshot(),
+            if parallel {
+                pg_sys::GetActiveSnapshot()
+            } else {
+                pg_sys::GetLatestSnapshot()
+            },
             1,
             &mut key,
         );

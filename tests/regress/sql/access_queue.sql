@@ -146,6 +146,22 @@ RESET ROLE;
 SELECT owner, task, max_attempts FROM pgjobs.job_list WHERE task = 'evil';
 SELECT id, status FROM pgjobs.job_list WHERE id = 1;
 
+-- A parallel plan's leader evaluates the policies' (SELECT identity()) for its workers, in
+-- parallel mode, where no new snapshot may be taken: the proxy's first read after the proxies
+-- changed (its identity no longer known to this backend) sees its root's jobs; it failed (XX000,
+-- cannot update SecondarySnapshot during a parallel operation).
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT pgjobs._forget_identities();
+SET ROLE regress_proxy;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM pgjobs.jobs WHERE task <> 'evil';
+SELECT count(*) AS roots_jobs_read_in_parallel FROM pgjobs.jobs WHERE task <> 'evil';
+RESET ROLE;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+
 SET client_min_messages = warning;
 DROP SCHEMA regress_evil CASCADE;
 RESET client_min_messages;
