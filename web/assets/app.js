@@ -63,6 +63,15 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// An SVG element, its attributes set as they are given: the charts' sizes are attributes, never
+// styles, which the page's Content-Security-Policy refuses.
+function svg(tag, attrs, ...children) {
+  const e = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null) e.setAttribute(k, v);
+  e.append(...nodes(children));
+  return e;
+}
+
 // Makes parent's children look like the ones given, keeping the nodes it already has (by data-key,
 // else by kind and place) and changing only what differs: a text selection, the focus or a
 // scroll position inside them survives the reading every 5 s.
@@ -869,13 +878,22 @@ function queueCharts() {
   }
   const sum = (name) => minutes.reduce((n, m) => n + Number(m[name] || 0), 0);
   const per = step === 60 ? 'minute' : '10 minutes';
+  // A bar per slot, its parts stacked from the bottom, in a box `bars` wide and HEIGHT high.
+  const HEIGHT = 40;
   const chart = (testid, caption, parts, data) => {
     const top = Math.max(1, ...slots.map((m) => (m ? parts.reduce((n, p) => n + Number(m[p] || 0), 0) : 0)));
+    const bar = (m, i) => {
+      let y = HEIGHT;
+      return svg('g', { class: 'bar' }, m ? [
+        svg('title', {}, `${formatTime(m.minute)}: ${parts.map((p) => `${m[p] ?? '—'} ${p}`).join(', ')}`),
+        parts.map((p) => {
+          const height = (HEIGHT * Number(m[p] || 0)) / top;
+          y -= height;
+          return svg('rect', { class: p, x: i + 0.1, y, width: 0.8, height });
+        })] : null);
+    };
     return el('figure', { class: 'chart', testid, key: testid, ...data },
-      el('div', { class: 'bars' }, slots.map((m, i) => el('div', {
-        class: 'bar', key: String(i),
-        title: m ? `${formatTime(m.minute)}: ${parts.map((p) => `${m[p] ?? '—'} ${p}`).join(', ')}` : null,
-      }, parts.map((p) => el('span', { class: p, style: `height: ${m ? (100 * Number(m[p] || 0)) / top : 0}%` }))))),
+      svg('svg', { class: 'bars', viewBox: `0 0 ${bars} ${HEIGHT}`, preserveAspectRatio: 'none' }, slots.map(bar)),
       el('figcaption', {}, `${caption} (highest ${top})`));
   };
   const range = (testid, label, h) => el('button', {

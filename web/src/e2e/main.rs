@@ -2046,6 +2046,14 @@ fn queue_charts_count_completions_and_failures(c: &mut Ctx) -> Res<()> {
     };
     wait_for(10, || Ok(sums(c)? == "2 completed, 2 failed"))
         .map_err(|e| format!("the last hour: {:?}: {e}", sums(c)))?;
+    // Drawn: the bars have a height on the screen.
+    let drawn = c.js(
+        "return [...document.querySelectorAll('[data-testid=queue-chart-done] rect.completed')]
+             .some((r) => r.getBoundingClientRect().height > 0);",
+    )?;
+    if drawn != json!(true) {
+        return fail("no completion is drawn");
+    }
     // 60 bars of a minute; then the last day, 144 of 10 minutes, with the same sums.
     let bars = |c: &Ctx| c.b.find_all(&format!("{done} .bar")).map(|b| b.len());
     if bars(c)? != 60 {
