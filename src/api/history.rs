@@ -79,6 +79,16 @@ fn index_history(partition: &str) {
     for columns in ["id", "owner", "status, queue"] {
         run_text(&format!("CREATE INDEX ON {partition} ({columns})"));
     }
+    // A queue's jobs failed in the last hour (the Queues tab, at each reading): failures only, so
+    // that the month's successes neither enter it nor are read for it.
+    run_text(&format!(
+        "CREATE INDEX ON {partition} (queue, end_time) WHERE status = 'failed'"
+    ));
+    // Whether a month holds finished batch jobs (the Jobs tab's months, _batch_month_list): batch
+    // jobs only, so that a month of a million queue jobs is not read to find none (368 → 15 ms).
+    run_text(&format!(
+        "CREATE INDEX ON {partition} (due_at) WHERE pgjobs._is_batch_queue(queue)"
+    ));
     // A finished job by its key (batch_get by command hash); jobs without a key never enter it.
     // By bytes, as jobs_key (sql/030_queue.sql): a schedule's jobs are a prefix of keys.
     run_text(&format!(

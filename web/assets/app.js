@@ -27,6 +27,8 @@
 //   queue-running, queue-oldest, queue-failed, queue-paused, queue-limits, queue-pause, queue-resume
 //   queue-counted, queue-jobs, queue-jobs-title, queue-rules, queue-charts, queue-chart-done
 //   (data-completed, data-failed), queue-chart-ready, queue-chart-hour, queue-chart-day,
+//   queue-limit-form, queue-limit-kind, queue-limit-n, queue-limit-per, queue-limit-prefix,
+//   queue-limit-ordered, queue-limit-set, queue-key-limits-lift, queue-limits-lift,
 //   queue-jobs-close, queue-job-status, queue-job-text,
 //   queue-job-key, queue-job-month, queue-job-list, queue-job-table, queue-jobs-more, queue-jobs-none
 //   queue-job-row (data-id, data-status, data-live, data-waiting, data-blocked), queue-job-state,
@@ -1119,6 +1121,56 @@ function wireQueueJobFilters() {
     });
   }
   tid('queue-jobs-close').addEventListener('click', () => openQueue(state.openQueue));
+  tid('queue-limit-kind').addEventListener('change', showLimitFields);
+  showLimitFields();
+  tid('queue-limit-set').addEventListener('click', setQueueLimit);
+  tid('queue-key-limits-lift').addEventListener('click', () => liftQueueLimits(true));
+  tid('queue-limits-lift').addEventListener('click', () => liftQueueLimits(false));
+}
+
+// The fields of the limit chosen: a window for rate limits, a prefix of keys for key limits.
+function showLimitFields() {
+  const kind = tid('queue-limit-kind').value;
+  for (const e of document.querySelectorAll('[data-limit]')) e.hidden = !e.dataset.limit.split(' ').includes(kind);
+}
+
+// A limit of the open queue as the form says it (jobs_limit, jobs_rate_limit, jobs_key_limit,
+// jobs_key_rate_limit): the database checks the numbers and says what is wrong.
+async function setQueueLimit() {
+  const queue = state.openQueue;
+  const kind = tid('queue-limit-kind').value;
+  const n = tid('queue-limit-n').valueAsNumber;
+  const per = tid('queue-limit-per').valueAsNumber;
+  const prefix = tid('queue-limit-prefix').value;
+  const keys = prefix ? `each key starting with ${prefix}` : 'each key';
+  const [path, body, said] = {
+    running: ['/api/queues/limit', { queue, max_running: n }, `${n} jobs running at once`],
+    rate: ['/api/queues/rate-limit', { queue, claims: n, per_seconds: per }, `${n} claims per ${per} s`],
+    key: ['/api/queues/key-limit', { queue, max_per_key: n, ordered: tid('queue-limit-ordered').checked, prefix },
+      `${n} jobs of ${keys} at once${tid('queue-limit-ordered').checked ? ', in order' : ''}`],
+    'key-rate': ['/api/queues/key-rate-limit', { queue, claims: n, per_seconds: per, prefix },
+      `${n} claims of ${keys} per ${per} s`],
+  }[kind];
+  if (!confirm(`Limit queue ${queue} to ${said}?`)) return;
+  try {
+    await post(path, body);
+    notice(`${queue}: limited to ${said}`);
+    await refresh();
+  } catch (e) { showError(e); }
+}
+
+// Lifts the open queue's limits: those of the keys of the prefix given (jobs_key_unlimit), or
+// every one (jobs_unlimit).
+async function liftQueueLimits(keysOnly) {
+  const queue = state.openQueue;
+  const prefix = tid('queue-limit-prefix').value;
+  const which = !keysOnly ? 'every limit' : prefix ? `the limits of the keys starting with ${prefix}` : 'the limits of every key';
+  if (!confirm(`Lift ${which} of queue ${queue}?`)) return;
+  try {
+    const [answer] = await post(keysOnly ? '/api/queues/key-unlimit' : '/api/queues/unlimit', { queue, prefix });
+    notice(`${queue}: ${Object.values(answer || {})[0] ? `${which} lifted` : `no such limit`}`);
+    await refresh();
+  } catch (e) { showError(e); }
 }
 
 async function pauseQueue(q, pause) {

@@ -483,6 +483,11 @@ fn field(body: &Value, name: &str) -> Option<String> {
     body.get(name).and_then(Value::as_str).map(String::from)
 }
 
+/// A whole number of the body that an integer holds.
+fn int(body: &Value, name: &str) -> Option<i32> {
+    body.get(name)?.as_i64()?.try_into().ok()
+}
+
 /// `{"jobs": [ids]}`.
 fn job_ids(body: &Value) -> Option<Vec<i64>> {
     body.get("jobs")?
@@ -670,6 +675,71 @@ pub async fn act(client: &Client, path: &str, body: &Value) -> Outcome {
                 client,
                 "SELECT * FROM pgjobs.jobs_pause($1)",
                 &[&field(body, "queue")],
+            )
+            .await
+        }
+        // A queue's limits, as jobs_limit, jobs_rate_limit, jobs_key_limit, jobs_key_rate_limit,
+        // jobs_unlimit and jobs_key_unlimit take them; a number missing or not one is null,
+        // which the database refuses with what it wanted.
+        "/api/queues/limit" => {
+            rows(
+                client,
+                "SELECT * FROM pgjobs.jobs_limit($1, $2)",
+                &[&field(body, "queue"), &int(body, "max_running")],
+            )
+            .await
+        }
+        "/api/queues/rate-limit" => {
+            rows(
+                client,
+                "SELECT * FROM pgjobs.jobs_rate_limit($1, $2, make_interval(secs => $3))",
+                &[
+                    &field(body, "queue"),
+                    &int(body, "claims"),
+                    &body.get("per_seconds").and_then(Value::as_f64),
+                ],
+            )
+            .await
+        }
+        "/api/queues/key-limit" => {
+            rows(
+                client,
+                "SELECT * FROM pgjobs.jobs_key_limit($1, $2, coalesce($3, false), coalesce($4, ''))",
+                &[
+                    &field(body, "queue"),
+                    &int(body, "max_per_key"),
+                    &body.get("ordered").and_then(Value::as_bool),
+                    &field(body, "prefix"),
+                ],
+            )
+            .await
+        }
+        "/api/queues/key-rate-limit" => {
+            rows(
+                client,
+                "SELECT * FROM pgjobs.jobs_key_rate_limit($1, $2, make_interval(secs => $3), coalesce($4, ''))",
+                &[
+                    &field(body, "queue"),
+                    &int(body, "claims"),
+                    &body.get("per_seconds").and_then(Value::as_f64),
+                    &field(body, "prefix"),
+                ],
+            )
+            .await
+        }
+        "/api/queues/unlimit" => {
+            rows(
+                client,
+                "SELECT * FROM pgjobs.jobs_unlimit($1)",
+                &[&field(body, "queue")],
+            )
+            .await
+        }
+        "/api/queues/key-unlimit" => {
+            rows(
+                client,
+                "SELECT * FROM pgjobs.jobs_key_unlimit($1, coalesce($2, ''))",
+                &[&field(body, "queue"), &field(body, "prefix")],
             )
             .await
         }

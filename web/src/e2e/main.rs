@@ -2111,6 +2111,93 @@ fn queues_counted_by_minute_when_counting_takes_long(c: &mut Ctx) -> Res<()> {
     .ok_or(format!("/api/queues while jobs is locked: {status} {body}; {written} queues written"))
 }
 
+/// Fills the queue's limit form and presses Set, accepting its question, which must start so.
+fn set_queue_limit(c: &mut Ctx, kind: &str, fields: &[(&str, &str)], question: &str) -> Res<()> {
+    c.select("queue-limit-kind", kind)?;
+    for (testid, value) in fields {
+        let e = c.b.find(&tid(testid))?;
+        c.b.clear(&e)?;
+        c.b.type_into(&e, value)?;
+    }
+    c.b.click_css(&tid("queue-limit-set"))?;
+    let asked = c.b.alert_text()?;
+    if !asked.starts_with(question) {
+        c.b.dismiss_alert()?;
+        return fail(format!("Set asked {asked:?}, not {question:?}"));
+    }
+    c.b.accept_alert()
+}
+
+fn queue_limits_set_and_lifted(c: &mut Ctx) -> Res<()> {
+    let limits = |c: &Ctx| {
+        as_role_one(
+            c,
+            "web_ana",
+            "SELECT format('%s %s/%s %s %s', coalesce(max_running::text, '-'), coalesce(rate_claims::text, '-'),
+                          coalesce(extract(epoch FROM rate_per)::text, '-'), coalesce(max_per_key::text, '-'),
+                          coalesce((SELECT string_agg(format('%s %s%s', x ->> 'prefix', x ->> 'max_per_key',
+                                                             CASE WHEN (x ->> 'ordered')::boolean THEN ' in order' END), ',')
+                                    FROM jsonb_array_elements(key_prefix_limits) x), '-'))
+             FROM pgjobs.jobs_queues WHERE queue = 'web_ana_bulk'",
+        )
+    };
+    let shown = |c: &Ctx| c.b.text_css(&format!("{} {}", queue_row("web_ana_bulk"), tid("queue-limits")));
+    open_queue(c, "web_ana_bulk")?;
+    set_queue_limit(c, "running", &[("queue-limit-n", "3")], "Limit queue web_ana_bulk to 3 jobs running at once?")?;
+    wait_for(10, || Ok(limits(c)? == "3 -/- - -"))
+        .map_err(|e| format!("after the running limit: {:?}: {e}", limits(c)))?;
+    set_queue_limit(c, "rate", &[("queue-limit-n", "5"), ("queue-limit-per", "60")], "Limit queue web_ana_bulk to 5 claims per 60 s?")?;
+    c.js(&format!("document.querySelector('{}').checked = true;", tid("queue-limit-ordered")))?;
+    set_queue_limit(
+        c,
+        "key",
+        &[("queue-limit-n", "1"), ("queue-limit-prefix", "vip:")],
+        "Limit queue web_ana_bulk to 1 jobs of each key starting with vip: at once, in order?",
+    )?;
+    let all = "3 5/60.000000 - vip: 1 in order";
+    wait_for(10, || Ok(limits(c)? == all)).map_err(|e| format!("after three limits: {:?}: {e}", limits(c)))?;
+    wait_for(10, || Ok(shown(c)? == "3 running at most · 5 claims per 1 min · vip: 1 per key, in order"))
+        .map_err(|e| format!("the page shows {:?}: {e}", shown(c)))?;
+    // Bad input: the database's error is shown, and nothing changes.
+    set_queue_limit(c, "running", &[("queue-limit-n", "0")], "Limit queue web_ana_bulk to 0 jobs running at once?")?;
+    wait_for(10, || Ok(c.visible("error")? && c.b.text_css(&tid("error"))?.starts_with("22023: ")))
+        .map_err(|e| format!("the error box: {:?}: {e}", c.b.text_css(&tid("error"))))?;
+    if limits(c)? != all {
+        return fail(format!("a refused limit changed them: {:?}", limits(c)));
+    }
+    // web_bob's limit of a queue of that name limits his own identity's, not web_ana's.
+    let (bob_cookie, bob_token) = http_login(&c.url, "web_bob")?;
+    let (status, body) = Page::at(&c.url).request(
+        "POST",
+        "/api/queues/limit",
+        r#"{"queue": "web_ana_bulk", "max_running": 1}"#,
+        &bob_cookie,
+        Some(&bob_token),
+        "application/json",
+        None,
+    )?;
+    let bobs = as_role_one(c, "web_bob", "SELECT max_running::text FROM pgjobs.jobs_queues WHERE queue = 'web_ana_bulk'")?;
+    if status != 200 || bobs != "1" || limits(c)? != all {
+        return fail(format!("web_bob's limit: {status} {body}; his {bobs}; web_ana's {:?}", limits(c)));
+    }
+    as_role_one(c, "web_bob", "SELECT pgjobs.jobs_unlimit('web_ana_bulk')::text")?;
+    // The keys of vip: lifted, then every limit.
+    c.select("queue-limit-kind", "key")?;
+    c.b.click_css(&tid("queue-key-limits-lift"))?;
+    if !c.b.alert_text()?.starts_with("Lift the limits of the keys starting with vip: of queue web_ana_bulk?") {
+        return fail(format!("Lift these keys' limits asked {:?}", c.b.alert_text()));
+    }
+    c.b.accept_alert()?;
+    wait_for(10, || Ok(limits(c)? == "3 5/60.000000 - -")).map_err(|e| format!("after lifting vip: {:?}: {e}", limits(c)))?;
+    c.b.click_css(&tid("queue-limits-lift"))?;
+    if !c.b.alert_text()?.starts_with("Lift every limit of queue web_ana_bulk?") {
+        return fail(format!("Lift every limit asked {:?}", c.b.alert_text()));
+    }
+    c.b.accept_alert()?;
+    wait_for(10, || Ok(limits(c)? == "- -/- - -")).map_err(|e| format!("after lifting all: {:?}: {e}", limits(c)))?;
+    wait_for(10, || Ok(shown(c)? == "none")).map_err(|e| format!("the page shows {:?}: {e}", shown(c)))
+}
+
 fn queues_patched_in_place(c: &mut Ctx) -> Res<()> {
     open_queue(c, "web_ana_mail")?;
     let first_box = format!("{} {}", tid("queue-job-table"), tid("queue-job-tick"));
@@ -3032,6 +3119,7 @@ fn main() {
         ("Queues: Run now asks first and makes a job waiting for its time due now (when it was first due kept); Run ticked now counts and moves only the ticked jobs waiting for their time", queue_jobs_run_now),
         ("Queues: Delete asks first and removes a waiting job, its history and its key; Delete ticked removes the ticked ones", queue_jobs_delete),
         ("Queues: Run all now, Delete all and Abort all act on every job the filter finds (text: odd), each asking first with the count", queue_jobs_act_on_filter),
+        ("Queues: a queue's limits set from the page (running at once, claims per window, a prefix's keys in order), a bad one refused with the database's 22023, web_bob's limiting his own queue of that name, then lifted", queue_limits_set_and_lifted),
         ("Queues: a queue's charts sum its completions and failed attempts over the last hour (60 bars) and day (144); web_bob reads none of them", queue_charts_count_completions_and_failures),
         ("Queues: counts that take too long to make are read as the launcher wrote them at the last minute's end, and say so", queues_counted_by_minute_when_counting_takes_long),
         ("Queues: the 5 s refresh keeps the rows: the focus on a job's box and on Pause stays", queues_patched_in_place),
