@@ -837,6 +837,8 @@ function renderQueues() {
   tid('queue-jobs-title').textContent = `Jobs of queue ${state.openQueue}`;
   tid('queue-rules').textContent = q ? queueRules(q) : '';
   patch(tid('queue-charts'), queueCharts());
+  // The extension's own queues take no limits (jobs_limit refuses them).
+  tid('queue-limit-form').hidden = reservedQueue(state.openQueue);
   patch(tid('queue-job-list'),
     !state.queueJobs ? el('p', { class: 'notice', key: 'reading' }, 'Reading…')
       : jobs.length ? el('table', { class: 'grid', testid: 'queue-job-table', key: 'jobs' },

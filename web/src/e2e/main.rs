@@ -2195,7 +2195,11 @@ fn queue_limits_set_and_lifted(c: &mut Ctx) -> Res<()> {
     }
     c.b.accept_alert()?;
     wait_for(10, || Ok(limits(c)? == "- -/- - -")).map_err(|e| format!("after lifting all: {:?}: {e}", limits(c)))?;
-    wait_for(10, || Ok(shown(c)? == "none")).map_err(|e| format!("the page shows {:?}: {e}", shown(c)))
+    wait_for(10, || Ok(shown(c)? == "none")).map_err(|e| format!("the page shows {:?}: {e}", shown(c)))?;
+    // The extension's own queues take no limits: no form there.
+    open_queue_without_jobs(c, "pg_jobs.batch:alpha")?;
+    wait_for(10, || Ok(!c.visible("queue-limit-form")?))
+        .map_err(|e| format!("the limit form of pg_jobs.batch:alpha: {e}"))
 }
 
 fn queues_patched_in_place(c: &mut Ctx) -> Res<()> {
