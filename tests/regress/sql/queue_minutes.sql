@@ -2,17 +2,21 @@
 -- attempts of the minute under way, counted when their transactions commit (not those rolled
 -- back, to a savepoint either), then written down with the queue's live jobs at the minute's end
 -- by the launcher's round; a queue emptied since gets a row of zeros once. As non-superuser
--- members: each identity sees its own queues' minutes only (another's queue of the same name is
--- another queue), a role outside pgjobs_user none; nobody writes them. (The minutes written hold
--- the work of the tests before this one too: those of this test's roles are shown.)
+-- members: each identity sees its own queues' minutes only (a proxy its root's; another's queue of
+-- the same name is another queue), a role outside pgjobs_user none; nobody writes them. (The
+-- minutes written hold the work of the tests before this one too: those of this test's roles are
+-- shown.)
 SET TimeZone = 'UTC';
 SELECT regress.reset();
 TRUNCATE pgjobs.queue_minutes;
 
 CREATE ROLE regress_charted;
+CREATE ROLE regress_charted_proxy;
 CREATE ROLE regress_charted_too;
 CREATE ROLE regress_outsider;  -- not a member of pgjobs_user
-GRANT pgjobs_user TO regress_charted, regress_charted_too;
+GRANT pgjobs_user TO regress_charted, regress_charted_proxy, regress_charted_too;
+GRANT regress_charted_proxy TO regress_charted;
+SELECT regress.as_role('regress_charted', $$SELECT pgjobs.jobs_add_proxy('regress_charted_proxy')$$) AS proxy_added;
 
 -- regress_charted's queue c: five jobs; four claimed: two complete, one fails its last attempt,
 -- one fails with attempts left (back to waiting, an hour away); one stays ready.
@@ -45,7 +49,7 @@ SELECT role, regress.as_role(role, $$
     SELECT string_agg(format('%s %s: %s completed, %s failed, ready %s, at this minute: %s', owner, queue, completed, failed,
                              coalesce(ready::text, 'not yet counted'), minute = date_trunc('minute', now())), '; ')
     FROM pgjobs.jobs_queue_minutes$$) AS minute_under_way
-FROM (VALUES ('regress_charted'), ('regress_charted_too'), ('regress_outsider')) AS r(role);
+FROM (VALUES ('regress_charted'), ('regress_charted_proxy'), ('regress_charted_too'), ('regress_outsider')) AS r(role);
 
 -- The launcher's round writes the minute down: the row of the minute that ended, with the live
 -- jobs as they are; the minute under way starts from nothing. (In one transaction, whose now()
@@ -59,7 +63,7 @@ FROM pgjobs.queue_minutes WHERE owner::regrole::text LIKE 'regress\_charted%' OR
 SELECT role, regress.as_role(role, $$
     SELECT string_agg(format('%s: %s completed, %s failed, ready %s, scheduled %s', queue, completed, failed, ready, scheduled), '; ')
     FROM pgjobs.jobs_queue_minutes$$) AS written
-FROM (VALUES ('regress_charted'), ('regress_charted_too'), ('regress_outsider')) AS r(role);
+FROM (VALUES ('regress_charted'), ('regress_charted_proxy'), ('regress_charted_too'), ('regress_outsider')) AS r(role);
 COMMIT;
 
 -- jobs_queues_counted: the live jobs as written at the last minute's end, beside jobs_queues's
@@ -89,4 +93,5 @@ FROM (VALUES ('regress_charted'), ('regress_outsider')) AS r(role);
 SELECT count(*) AS minutes_kept FROM pgjobs.queue_minutes WHERE owner::regrole::text LIKE 'regress\_charted%';
 
 TRUNCATE pgjobs.queue_minutes;
-DROP ROLE regress_charted, regress_charted_too, regress_outsider;
+DELETE FROM pgjobs.proxies WHERE proxy = 'regress_charted_proxy'::regrole;
+DROP ROLE regress_charted, regress_charted_proxy, regress_charted_too, regress_outsider;
