@@ -3,18 +3,13 @@
 -- name: write_minute
 -- The minute that ended before $1, each queue's row: its completions and failed attempts counted
 -- in shared memory ($2 owners, $3 queues, $4 completions, $5 failures) and its live jobs counted
--- now, for every queue that has live jobs, counts, or had live jobs at the last minute written
--- (a row of zeros: a queue's last row then says what it has now, which jobs_queues_counted
--- reads). A row of that minute already written (the launcher started again within it) gains the
--- counts. Rows older than a day go.
+-- now (_queue_live_counts: every identity's, as the launcher reads past row-level security), for
+-- every queue that has live jobs, counts, or had live jobs at the last minute written (a row of
+-- zeros: a queue's last row then says what it has now, which jobs_queues_counted reads). A row
+-- of that minute already written (the launcher started again within it) gains the counts. Rows
+-- older than a day go.
 WITH live AS (
-    SELECT j.owner, j.queue::text AS queue,
-           count(*) FILTER (WHERE j.status = 'created' AND j.run_at <= $1) AS ready,
-           count(*) FILTER (WHERE j.status = 'created' AND j.run_at > $1 AND j.run_at < 'infinity') AS scheduled,
-           count(*) FILTER (WHERE j.status = 'created' AND j.run_at = 'infinity') AS waiting,
-           count(*) FILTER (WHERE j.status <> 'created') AS running,
-           min(j.run_at) FILTER (WHERE j.status = 'created' AND j.run_at <= $1) AS oldest_ready_at
-    FROM jobs j GROUP BY j.owner, j.queue
+    SELECT * FROM _queue_live_counts()
 ), counted AS (
     SELECT * FROM unnest($2::oid[], $3::text[], $4::bigint[], $5::bigint[]) AS c(owner, queue, completed, failed)
 ), emptied AS (
