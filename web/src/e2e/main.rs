@@ -1794,13 +1794,13 @@ fn queue_job_abort_and_retry(c: &mut Ctx) -> Res<()> {
     })
 }
 
-/// Ticks jobs `ids` on their lines, then acts with the bulk button `button` (act_on_jobs).
+/// Ticks jobs `ids` on their lines, then acts with the bulk button `button` (press_and_confirm).
 fn act_on_ticked(c: &mut Ctx, ids: &[&str], button: &str, label: &str, question: &str) -> Res<()> {
     for id in ids {
         wait_for(10, || Ok(!c.b.find_all(&queue_job_row(id))?.is_empty()))?;
         c.b.click_css(&format!("{} {}", queue_job_row(id), tid("queue-job-tick")))?;
     }
-    act_on_jobs(c, button, label, question)
+    press_and_confirm(c, button, label, question)
 }
 
 fn queue_jobs_bulk_abort_and_retry(c: &mut Ctx) -> Res<()> {
@@ -1944,9 +1944,9 @@ fn queue_jobs_delete(c: &mut Ctx) -> Res<()> {
     wait_for(10, || Ok(c.b.text_css(&tid("notice"))? == "2 jobs deleted"))
 }
 
-/// Clicks the action on several jobs `button` (ticked ones, or the filter's) once it reads `label`
-/// and accepts its question, which must start with `question`.
-fn act_on_jobs(c: &mut Ctx, button: &str, label: &str, question: &str) -> Res<()> {
+/// Clicks `button` (an action on ticked jobs or a filter's, a queue's limits) once it reads
+/// `label`, and accepts its question, which must start with `question`.
+fn press_and_confirm(c: &mut Ctx, button: &str, label: &str, question: &str) -> Res<()> {
     wait_for(10, || Ok(c.b.text_css(&tid(button))? == label))
         .map_err(|e| format!("{button} reads {:?}: {e}", c.b.text_css(&tid(button))))?;
     c.b.click_css(&tid(button))?;
@@ -1977,7 +1977,7 @@ fn queue_jobs_act_on_filter(c: &mut Ctx) -> Res<()> {
     open_queue(c, "web_ana_tidy")?;
     type_queue_filter(c, "queue-job-text", "odd")?;
     wait_for(10, || Ok(c.b.find_all(&tid("queue-job-row"))?.len() == 6))?;
-    act_on_jobs(
+    press_and_confirm(
         c,
         "queue-jobs-run-all",
         "Run all now (6)",
@@ -1986,7 +1986,7 @@ fn queue_jobs_act_on_filter(c: &mut Ctx) -> Res<()> {
     wait_for(10, || Ok(parities(c)? == "even 6 0, odd 6 6"))
         .map_err(|e| format!("after Run all now: {:?}: {e}", parities(c)))?;
     wait_for(10, || Ok(c.b.text_css(&tid("notice"))? == "6 jobs due now"))?;
-    act_on_jobs(
+    press_and_confirm(
         c,
         "queue-jobs-delete-all",
         "Delete all (6)",
@@ -2000,7 +2000,7 @@ fn queue_jobs_act_on_filter(c: &mut Ctx) -> Res<()> {
         Ok(c.b.text_css(&tid("queue-jobs-abort-all"))? == "Abort all (0)")
     })?;
     type_queue_filter(c, "queue-job-text", "")?;
-    act_on_jobs(
+    press_and_confirm(
         c,
         "queue-jobs-abort-all",
         "Abort all (6)",
@@ -2060,8 +2060,10 @@ fn queue_charts_count_completions_and_failures(c: &mut Ctx) -> Res<()> {
         return fail(format!("the last hour has {:?} bars", bars(c)));
     }
     c.b.click_css(&tid("queue-chart-day"))?;
-    wait_for(10, || Ok(bars(c)? == 144 && sums(c)? == "2 completed, 2 failed"))
-        .map_err(|e| format!("the last day: {:?} bars, {:?}: {e}", bars(c), sums(c)))?;
+    wait_for(10, || {
+        Ok(bars(c)? == 144 && sums(c)? == "2 completed, 2 failed")
+    })
+    .map_err(|e| format!("the last day: {:?} bars, {:?}: {e}", bars(c), sums(c)))?;
     // web_bob's charts of a queue of the same name show none of it.
     let (bob_cookie, _) = http_login(&c.url, "web_bob")?;
     let (status, body) = Page::at(&c.url).request(
@@ -2073,9 +2075,9 @@ fn queue_charts_count_completions_and_failures(c: &mut Ctx) -> Res<()> {
         "",
         None,
     )?;
-    (status == 200 && body == "[]")
-        .then_some(())
-        .ok_or(format!("web_bob's minutes of web_ana_charted: {status} {body}"))
+    (status == 200 && body == "[]").then_some(()).ok_or(format!(
+        "web_bob's minutes of web_ana_charted: {status} {body}"
+    ))
 }
 
 /// The Queues tab with a queue opened that may have no job to list.
@@ -2108,7 +2110,9 @@ fn queues_counted_by_minute_when_counting_takes_long(c: &mut Ctx) -> Res<()> {
         && rows.len().to_string() == written
         && rows.iter().all(|q| q["counted_by_minute"] == json!(true)))
     .then_some(())
-    .ok_or(format!("/api/queues while jobs is locked: {status} {body}; {written} queues written"))
+    .ok_or(format!(
+        "/api/queues while jobs is locked: {status} {body}; {written} queues written"
+    ))
 }
 
 /// Fills the queue's limit form and presses Set, accepting its question, which must start so.
@@ -2119,13 +2123,7 @@ fn set_queue_limit(c: &mut Ctx, kind: &str, fields: &[(&str, &str)], question: &
         c.b.clear(&e)?;
         c.b.type_into(&e, value)?;
     }
-    c.b.click_css(&tid("queue-limit-set"))?;
-    let asked = c.b.alert_text()?;
-    if !asked.starts_with(question) {
-        c.b.dismiss_alert()?;
-        return fail(format!("Set asked {asked:?}, not {question:?}"));
-    }
-    c.b.accept_alert()
+    press_and_confirm(c, "queue-limit-set", "Set", question)
 }
 
 fn queue_limits_set_and_lifted(c: &mut Ctx) -> Res<()> {
@@ -2141,13 +2139,32 @@ fn queue_limits_set_and_lifted(c: &mut Ctx) -> Res<()> {
              FROM pgjobs.jobs_queues WHERE queue = 'web_ana_bulk'",
         )
     };
-    let shown = |c: &Ctx| c.b.text_css(&format!("{} {}", queue_row("web_ana_bulk"), tid("queue-limits")));
+    let shown = |c: &Ctx| {
+        c.b.text_css(&format!(
+            "{} {}",
+            queue_row("web_ana_bulk"),
+            tid("queue-limits")
+        ))
+    };
     open_queue(c, "web_ana_bulk")?;
-    set_queue_limit(c, "running", &[("queue-limit-n", "3")], "Limit queue web_ana_bulk to 3 jobs running at once?")?;
+    set_queue_limit(
+        c,
+        "running",
+        &[("queue-limit-n", "3")],
+        "Limit queue web_ana_bulk to 3 jobs running at once?",
+    )?;
     wait_for(10, || Ok(limits(c)? == "3 -/- - -"))
         .map_err(|e| format!("after the running limit: {:?}: {e}", limits(c)))?;
-    set_queue_limit(c, "rate", &[("queue-limit-n", "5"), ("queue-limit-per", "60")], "Limit queue web_ana_bulk to 5 claims per 60 s?")?;
-    c.js(&format!("document.querySelector('{}').checked = true;", tid("queue-limit-ordered")))?;
+    set_queue_limit(
+        c,
+        "rate",
+        &[("queue-limit-n", "5"), ("queue-limit-per", "60")],
+        "Limit queue web_ana_bulk to 5 claims per 60 s?",
+    )?;
+    c.js(&format!(
+        "document.querySelector('{}').checked = true;",
+        tid("queue-limit-ordered")
+    ))?;
     set_queue_limit(
         c,
         "key",
@@ -2155,13 +2172,23 @@ fn queue_limits_set_and_lifted(c: &mut Ctx) -> Res<()> {
         "Limit queue web_ana_bulk to 1 jobs of each key starting with vip: at once, in order?",
     )?;
     let all = "3 5/60.000000 - vip: 1 in order";
-    wait_for(10, || Ok(limits(c)? == all)).map_err(|e| format!("after three limits: {:?}: {e}", limits(c)))?;
-    wait_for(10, || Ok(shown(c)? == "3 running at most · 5 claims per 1 min · vip: 1 per key, in order"))
-        .map_err(|e| format!("the page shows {:?}: {e}", shown(c)))?;
+    wait_for(10, || Ok(limits(c)? == all))
+        .map_err(|e| format!("after three limits: {:?}: {e}", limits(c)))?;
+    wait_for(10, || {
+        Ok(shown(c)? == "3 running at most · 5 claims per 1 min · vip: 1 per key, in order")
+    })
+    .map_err(|e| format!("the page shows {:?}: {e}", shown(c)))?;
     // Bad input: the database's error is shown, and nothing changes.
-    set_queue_limit(c, "running", &[("queue-limit-n", "0")], "Limit queue web_ana_bulk to 0 jobs running at once?")?;
-    wait_for(10, || Ok(c.visible("error")? && c.b.text_css(&tid("error"))?.starts_with("22023: ")))
-        .map_err(|e| format!("the error box: {:?}: {e}", c.b.text_css(&tid("error"))))?;
+    set_queue_limit(
+        c,
+        "running",
+        &[("queue-limit-n", "0")],
+        "Limit queue web_ana_bulk to 0 jobs running at once?",
+    )?;
+    wait_for(10, || {
+        Ok(c.visible("error")? && c.b.text_css(&tid("error"))?.starts_with("22023: "))
+    })
+    .map_err(|e| format!("the error box: {:?}: {e}", c.b.text_css(&tid("error"))))?;
     if limits(c)? != all {
         return fail(format!("a refused limit changed them: {:?}", limits(c)));
     }
@@ -2176,26 +2203,42 @@ fn queue_limits_set_and_lifted(c: &mut Ctx) -> Res<()> {
         "application/json",
         None,
     )?;
-    let bobs = as_role_one(c, "web_bob", "SELECT max_running::text FROM pgjobs.jobs_queues WHERE queue = 'web_ana_bulk'")?;
+    let bobs = as_role_one(
+        c,
+        "web_bob",
+        "SELECT max_running::text FROM pgjobs.jobs_queues WHERE queue = 'web_ana_bulk'",
+    )?;
     if status != 200 || bobs != "1" || limits(c)? != all {
-        return fail(format!("web_bob's limit: {status} {body}; his {bobs}; web_ana's {:?}", limits(c)));
+        return fail(format!(
+            "web_bob's limit: {status} {body}; his {bobs}; web_ana's {:?}",
+            limits(c)
+        ));
     }
-    as_role_one(c, "web_bob", "SELECT pgjobs.jobs_unlimit('web_ana_bulk')::text")?;
+    as_role_one(
+        c,
+        "web_bob",
+        "SELECT pgjobs.jobs_unlimit('web_ana_bulk')::text",
+    )?;
     // The keys of vip: lifted, then every limit.
     c.select("queue-limit-kind", "key")?;
-    c.b.click_css(&tid("queue-key-limits-lift"))?;
-    if !c.b.alert_text()?.starts_with("Lift the limits of the keys starting with vip: of queue web_ana_bulk?") {
-        return fail(format!("Lift these keys' limits asked {:?}", c.b.alert_text()));
-    }
-    c.b.accept_alert()?;
-    wait_for(10, || Ok(limits(c)? == "3 5/60.000000 - -")).map_err(|e| format!("after lifting vip: {:?}: {e}", limits(c)))?;
-    c.b.click_css(&tid("queue-limits-lift"))?;
-    if !c.b.alert_text()?.starts_with("Lift every limit of queue web_ana_bulk?") {
-        return fail(format!("Lift every limit asked {:?}", c.b.alert_text()));
-    }
-    c.b.accept_alert()?;
-    wait_for(10, || Ok(limits(c)? == "- -/- - -")).map_err(|e| format!("after lifting all: {:?}: {e}", limits(c)))?;
-    wait_for(10, || Ok(shown(c)? == "none")).map_err(|e| format!("the page shows {:?}: {e}", shown(c)))?;
+    press_and_confirm(
+        c,
+        "queue-key-limits-lift",
+        "Lift these keys' limits",
+        "Lift the limits of the keys starting with vip: of queue web_ana_bulk?",
+    )?;
+    wait_for(10, || Ok(limits(c)? == "3 5/60.000000 - -"))
+        .map_err(|e| format!("after lifting vip: {:?}: {e}", limits(c)))?;
+    press_and_confirm(
+        c,
+        "queue-limits-lift",
+        "Lift every limit",
+        "Lift every limit of queue web_ana_bulk?",
+    )?;
+    wait_for(10, || Ok(limits(c)? == "- -/- - -"))
+        .map_err(|e| format!("after lifting all: {:?}: {e}", limits(c)))?;
+    wait_for(10, || Ok(shown(c)? == "none"))
+        .map_err(|e| format!("the page shows {:?}: {e}", shown(c)))?;
     // The extension's own queues take no limits: no form there.
     open_queue_without_jobs(c, "pg_jobs.batch:alpha")?;
     wait_for(10, || Ok(!c.visible("queue-limit-form")?))
