@@ -273,6 +273,7 @@ impl Section {
             Rows {
                 table: pg_sys::SPI_tuptable,
                 count: pg_sys::SPI_processed as usize,
+                columns: Default::default(),
             }
         }
     }
@@ -326,10 +327,21 @@ fn owner_and_schema(function: Oid) -> (Oid, Oid) {
     }
 }
 
-/// The rows a statement returned; valid until its section ends.
+/// The rows a statement returned; valid until its section ends. At the first read of a column,
+/// every row is split into its columns at once (`heap_deform_tuple`), and each read after is an
+/// index: `SPI_getbinval` reads a column past a text or a jsonb by walking its row from the
+/// start, at every read, and a claim's or a completion's rows are read a dozen times.
 pub struct Rows {
     table: *mut pg_sys::SPITupleTable,
     count: usize,
+    columns: std::cell::OnceCell<Columns>,
+}
+
+/// Every row's values and null flags, row after row, `width` of each.
+struct Columns {
+    width: usize,
+    values: Vec<Datum>,
+    nulls: Vec<bool>,
 }
 
 impl Rows {
@@ -338,6 +350,7 @@ impl Rows {
         Rows {
             table: std::ptr::null_mut(),
             count: 0,
+            columns: Default::default(),
         }
     }
 
@@ -350,17 +363,30 @@ impl Rows {
         if row >= self.count {
             return None;
         }
-        unsafe {
-            let mut is_null = false;
-            let tuple = *(*self.table).vals.add(row);
-            let datum = pg_sys::SPI_getbinval(
-                tuple,
-                (*self.table).tupdesc,
-                (column + 1) as c_int,
-                &mut is_null,
-            );
-            (!is_null).then_some(datum)
-        }
+        let columns = self.columns();
+        let at = row * columns.width + column;
+        (column < columns.width && !columns.nulls[at]).then(|| columns.values[at])
+    }
+
+    fn columns(&self) -> &Columns {
+        self.columns.get_or_init(|| unsafe {
+            let descriptor = (*self.table).tupdesc;
+            let width = (*descriptor).natts as usize;
+            let mut columns = Columns {
+                width,
+                values: vec![Datum::from(0); width * self.count],
+                nulls: vec![false; width * self.count],
+            };
+            for row in 0..self.count {
+                pg_sys::heap_deform_tuple(
+                    *(*self.table).vals.add(row),
+                    descriptor,
+                    columns.values[row * width..].as_mut_ptr(),
+                    columns.nulls[row * width..].as_mut_ptr(),
+                );
+            }
+            columns
+        })
     }
 
     pub fn get<T: FromDatum>(&self, row: usize, column: usize) -> Option<T> {
@@ -368,35 +394,29 @@ impl Rows {
             .and_then(|datum| unsafe { T::from_datum(datum, false) })
     }
 
-    /// Every column of row `row`, as values and null flags for a tuple.
-    fn row(&self, row: usize) -> (Vec<Datum>, Vec<bool>) {
-        let columns = unsafe { (*(*self.table).tupdesc).natts as usize };
-        (0..columns)
-            .map(|column| match self.datum(row, column) {
-                Some(datum) => (datum, false),
-                None => (Datum::from(0), true),
-            })
-            .unzip()
-    }
-
     /// Appends every row to the result of a set-returning function (see [`materialize`]).
     pub fn return_all(&self, fcinfo: pg_sys::FunctionCallInfo) {
+        if self.count == 0 {
+            return;
+        }
+        let columns = self.columns();
         for row in 0..self.count {
-            let (mut values, mut nulls) = self.row(row);
-            return_row(fcinfo, &mut values, &mut nulls);
+            let row = row * columns.width..(row + 1) * columns.width;
+            return_row(fcinfo, &columns.values[row.clone()], &columns.nulls[row]);
         }
     }
 }
 
 /// Appends a row to the result of a set-returning function (see [`materialize`]).
-pub fn return_row(fcinfo: pg_sys::FunctionCallInfo, values: &mut [Datum], nulls: &mut [bool]) {
+pub fn return_row(fcinfo: pg_sys::FunctionCallInfo, values: &[Datum], nulls: &[bool]) {
     unsafe {
         let result = (*fcinfo).resultinfo.cast::<pg_sys::ReturnSetInfo>();
+        // tuplestore_putvalues only reads them (its C parameters lack const).
         pg_sys::tuplestore_putvalues(
             (*result).setResult,
             (*result).setDesc,
-            values.as_mut_ptr(),
-            nulls.as_mut_ptr(),
+            values.as_ptr().cast_mut(),
+            nulls.as_ptr().cast_mut(),
         );
     }
 }

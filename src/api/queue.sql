@@ -200,7 +200,7 @@ FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
 -- filter evaluated once, before the scan), nor from a limited one (queue_limits, queue_rates and
 -- queue_key_limits, likewise: see claim_limited). Returns each job and its place in the claim order (priority, run_at).
 UPDATE jobs j
-SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
+SET status = 'started', attempt = j.attempt + 1, lease_token = _lease_token(),
     locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
     locked_until = statement_timestamp() + coalesce($4::interval, j.lease),
     progress = CASE WHEN j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue) THEN '{}'::jsonb END
@@ -350,7 +350,7 @@ WITH free AS (
     FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE jobs j
-    SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
+    SET status = 'started', attempt = j.attempt + 1, lease_token = _lease_token(),
         locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
         locked_until = statement_timestamp() + coalesce($4::interval, j.lease), progress = NULL
     WHERE j.ctid = ANY (ARRAY(
@@ -427,7 +427,7 @@ WITH candidates AS (
         FOR UPDATE SKIP LOCKED) c
 )
 UPDATE jobs j
-SET status = 'started', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
+SET status = 'started', attempt = j.attempt + 1, lease_token = _lease_token(),
     locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
     locked_until = statement_timestamp() + coalesce($4::interval, j.lease),
     progress = CASE WHEN j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue) THEN '{}'::jsonb END
