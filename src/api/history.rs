@@ -76,7 +76,11 @@ entry!(
 // before it makes the month's indexes, and an index on the extension's job_history would make
 // them at the attach, so that the restore failed on the dump's own.
 fn index_history(partition: &str) {
-    for columns in ["id", "owner", "status, queue"] {
+    // By id; and an owner's jobs by status and queue, where a member's reads go (the policy
+    // owner_reads): one index for both, not one by owner and one by status and queue, so that a
+    // job's completion writes two entries, not three (an index entry is about 7,000 of the
+    // 77,000 instructions of a completion at batch 100).
+    for columns in ["id", "owner, status, queue"] {
         run_text(&format!("CREATE INDEX ON {partition} ({columns})"));
     }
     // A queue's jobs failed in the last hour (the Queues tab, at each reading): failures only, so
