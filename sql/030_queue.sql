@@ -82,7 +82,16 @@ GRANT EXECUTE ON FUNCTION _live_job_ok(text, uuid, boolean, boolean, oid, oid) T
 -- last column it is, since with statistics of an empty table (what VACUUM leaves under a long
 -- snapshot) probing an id through it, a scan of the whole index each, looked as cheap as the
 -- primary key (regress queue_probes).
-CREATE INDEX jobs_ready ON jobs (claimable_by, queue, priority, run_at, id) WHERE queue IS NOT NULL;
+-- A queue is in it by a hash of its name (hashtextextended(queue, 0), a bigint), not by its name:
+-- every column of an entry is then of fixed width, where a btree reads the columns of an entry
+-- past a text one by walking the entry from its start (an add of 100 jobs: 14 % fewer
+-- instructions; a claim of one, which reads the rest of the index page it starts on, 17 %).
+-- Claims state both the hash and the queue: two queues with the same hash share a range of it,
+-- and each claim passes over the other's jobs. A built-in function, not one of ours: the planner
+-- inlines a SQL function into an index's expressions only for a role that may call it, and keeps
+-- what it made for the session, so a member's read of jobs would have left the claims after it
+-- in that session unable to use this index.
+CREATE INDEX jobs_ready ON jobs (claimable_by, hashtextextended(queue, 0), priority, run_at, id) WHERE queue IS NOT NULL;
 -- A member's jobs are found through jobs_ready, whose first column is their owner for every job of
 -- a member's queue (claimable_by is the owner there), and the jobs the extension runs for them (SQL
 -- and batch jobs, claimable_by _extension_claimant()) through this index: the queue's jobs enter no

@@ -39,6 +39,7 @@ UNION ALL
 -- Ready jobs of the queues at a limit: every slot held, or every token taken in its window.
 SELECT 'jobs_held_back', f.queue, NULL, sum((SELECT count(*) FROM jobs j
                                              WHERE j.claimable_by = f.owner AND j.queue = f.queue
+                                               AND hashtextextended(j.queue, 0) = hashtextextended(f.queue, 0)
                                                AND j.status = 'created' AND j.run_at <= now()))::float8
 FROM (SELECT m.owner, m.queue::text FROM queue_limits m
       WHERE NOT EXISTS (SELECT FROM queue_slots s WHERE s.owner = m.owner AND s.queue = m.queue

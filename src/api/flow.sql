@@ -37,7 +37,9 @@ WITH limited AS (
     RETURNING l.max_running, l.set_at, l.set_by
 ), leased AS (
     SELECT j.id, j.lease_token, row_number() OVER (ORDER BY j.begin_time, j.id) AS slot
-    FROM jobs j WHERE j.claimable_by = $1 AND j.queue = $2 AND j.lease_token IS NOT NULL
+    FROM jobs j
+    WHERE j.claimable_by = $1 AND hashtextextended(j.queue, 0) = hashtextextended($2, 0) AND j.queue = $2
+      AND j.lease_token IS NOT NULL
 ), made AS (
     INSERT INTO queue_slots AS s (owner, queue, slot, job_id, lease_token)
     SELECT $1, $2, n, l.id, l.lease_token FROM generate_series(1, $3) n LEFT JOIN leased l ON l.slot = n

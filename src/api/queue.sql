@@ -206,7 +206,8 @@ SET status = 'started', attempt = j.attempt + 1, lease_token = _lease_token(),
     progress = CASE WHEN j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue) THEN '{}'::jsonb END
 WHERE j.ctid = ANY (ARRAY(
     SELECT c.ctid FROM jobs c
-    WHERE c.status = 'created' AND c.claimable_by = $1 AND c.queue = $2::text
+    WHERE c.status = 'created' AND c.claimable_by = $1 AND hashtextextended(c.queue, 0) = hashtextextended($2::text, 0)
+      AND c.queue = $2::text
       AND (c.priority, c.run_at, c.id) > ($6::integer, $7::timestamptz, $8::bigint)
       AND c.run_at <= statement_timestamp()
       AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
@@ -319,8 +320,8 @@ WITH free AS (
 ), in_order AS (
     SELECT c.ctid AS tid, c.priority, c.run_at, c.id FROM jobs c
     WHERE $10::text[] IS NULL
-      AND c.status = 'created' AND c.claimable_by = $1 AND c.queue = $2::text
-      AND (c.priority, c.run_at, c.id) > ($6::integer, $7::timestamptz, $8::bigint)
+      AND c.status = 'created' AND c.claimable_by = $1 AND hashtextextended(c.queue, 0) = hashtextextended($2::text, 0)
+      AND c.queue = $2::text AND (c.priority, c.run_at, c.id) > ($6::integer, $7::timestamptz, $8::bigint)
       AND c.run_at <= statement_timestamp()
       AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
     ORDER BY c.priority, c.run_at, c.id
@@ -337,7 +338,8 @@ WITH free AS (
             SELECT w.tid FROM (
                 SELECT u.ctid AS tid, u.concurrency_key FROM jobs u
                 WHERE cardinality($10::text[]) < $3
-                  AND u.status = 'created' AND u.claimable_by = $1 AND u.queue = $2::text
+                  AND u.status = 'created' AND u.claimable_by = $1
+                  AND hashtextextended(u.queue, 0) = hashtextextended($2::text, 0) AND u.queue = $2::text
                   AND u.run_at <= statement_timestamp()
                 ORDER BY u.priority, u.run_at, u.id
                 LIMIT 100) w
@@ -416,7 +418,8 @@ WHERE EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = q.queu
 WITH candidates AS (
     SELECT c.* FROM unnest($2::text[]) AS q(queue), LATERAL (
         SELECT j.ctid AS tid, j.priority, j.run_at, j.id FROM jobs j
-        WHERE j.status = 'created' AND j.claimable_by = $1 AND j.queue = q.queue
+        WHERE j.status = 'created' AND j.claimable_by = $1 AND hashtextextended(j.queue, 0) = hashtextextended(q.queue, 0)
+          AND j.queue = q.queue
           AND j.run_at <= statement_timestamp()
           AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = q.queue)
           AND NOT EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = q.queue)
@@ -458,7 +461,10 @@ WITH given AS (
     DELETE FROM jobs j USING given g
     WHERE j.id = ANY ($1) AND j.id = g.job_id AND j.status = ANY ($3::job_status[])
       AND ($2::uuid[] IS NULL OR j.lease_token = g.token) AND ($5::oid IS NULL OR j.owner = $5)
-    RETURNING j.*, g.result, g.error,
+    RETURNING j.id, j.owner, j.claimable_by, j.task, j.queue, j.priority, j.run_at, j.max_attempts,
+              j.backoff, j.max_backoff, j.lease, j.payload, j.idempotency_key, j.key_rule,
+              j.concurrency_key, j.due_at, j.start_time, j.name, j.description, j.link, j.listed,
+              j.attempt, j.locked_by, j.depends_on, j.waited_on, g.result, g.error,
               CASE WHEN j.status = 'aborted' THEN 'aborted' ELSE $4::job_status END AS final,
               CASE WHEN g.error IS NULL THEN j.errors
                    ELSE j.errors || jsonb_build_object('attempt', j.attempt,

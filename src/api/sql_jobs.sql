@@ -3,7 +3,8 @@
 -- name: ready
 SELECT count(*) FROM (
     SELECT FROM jobs j
-    WHERE j.status = 'created' AND j.claimable_by = _extension_claimant() AND j.queue = _sql_queue()
+    WHERE j.status = 'created' AND j.claimable_by = _extension_claimant()
+      AND hashtextextended(j.queue, 0) = hashtextextended(_sql_queue(), 0) AND j.queue = _sql_queue()
       AND j.run_at <= statement_timestamp()
     LIMIT $1) AS ready;
 
@@ -74,7 +75,8 @@ SELECT pg_terminate_backend($1) WHERE _is_executor($1);
 SELECT least(
     (SELECT min(r.deadline) FROM job_runs r WHERE r.status = 'running'),
     (SELECT min(s.run_at) FROM jobs s
-     WHERE s.claimable_by = _extension_claimant() AND s.queue = _sql_queue() AND s.status = 'created'));
+     WHERE s.claimable_by = _extension_claimant() AND hashtextextended(s.queue, 0) = hashtextextended(_sql_queue(), 0)
+       AND s.queue = _sql_queue() AND s.status = 'created'));
 
 -- name: forget_old_runs
 -- Runs older than pg_jobs.history_days ($2) at $1.

@@ -53,3 +53,13 @@ SELECT regress.fingerprint() AS before \gset
 SELECT regress.error_of($$SELECT * FROM pgjobs.jobs_complete_and_claim(ARRAY[8], ARRAY[gen_random_uuid()], '{NULL}', 'w4')$$);
 SELECT regress.fingerprint() = :'before' AS unchanged;
 DROP TABLE regress.held;
+
+-- Lease tokens come from the backend's block of random bytes (src/lib.rs: strong_random), 4,096
+-- bytes at a time: a claim of 1,000 jobs draws four blocks and more; every token is distinct and
+-- a version 4 UUID.
+SELECT count(*) FROM pgjobs.jobs_add_batch((SELECT jsonb_agg(jsonb_build_object('task', 'many', 'queue', 'tokens'))
+                                            FROM generate_series(1, 1000)));
+SELECT count(*) AS claimed, count(DISTINCT lease_token) AS tokens,
+       count(*) FILTER (WHERE substr(lease_token::text, 15, 1) = '4'
+                          AND substr(lease_token::text, 20, 1) IN ('8', '9', 'a', 'b')) AS version_4
+FROM pgjobs.jobs_claim('w5', ARRAY['tokens'], 1000);
