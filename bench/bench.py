@@ -743,7 +743,8 @@ FAIR_SMALL = 100
 def keyed_drain(unlimited, systems):
     """Issue 29's target: 1,000 keys each limited to one leased job drain at least 0.7× as fast as
     the drain at batch 10 (`unlimited`, jobs/s); beside pg-boss's singleton queue, its one active
-    job per key, when it is among `systems`. A note for the drain table."""
+    job per key, and graphile-worker's named queues, one job of each at a time, when they are among
+    `systems`. A note for the drain table."""
     log(f"drain: pg_jobs, {KEYS:,} concurrency keys each limited to 1 leased job, {CLIENTS} workers "
         f"claiming {LIMITED_BATCH} at a time, then completing, for {LIMITED_SECONDS} s from {LIMITED_JOBS:,} jobs")
     rate = limited_rate(f"UPDATE pgjobs.jobs SET concurrency_key = 'customer:' || (id % {KEYS})",
@@ -764,7 +765,45 @@ def keyed_drain(unlimited, systems):
                  f"fetch() of {LIMITED_BATCH} then complete(): {boss_rate:,.0f} jobs/s (pg_jobs ÷ pg-boss: "
                  f"{rate / boss_rate:.2f}; {boss['conflicts']:,} of its fetches refused by its unique index "
                  f"of active keys; each of its fetches sorts every waiting job of the queue).")
+    if "graphile" in systems:
+        log(f"drain: graphile-worker, {LIMITED_JOBS:,} jobs in {KEYS:,} named queues, one process with "
+            f"concurrency {CLIENTS}, for {LIMITED_SECONDS} s")
+        graphile_rate = graphile_named_queues_rate()
+        note += (f" graphile-worker's named queues (`queue_name`: one job of a queue at a time, in "
+                 f"order, as an ordered key limit of 1), the same {LIMITED_JOBS:,} jobs in {KEYS:,} queues "
+                 f"and one worker process with concurrency {CLIENTS}: {graphile_rate:,.0f} jobs/s (pg_jobs ÷ "
+                 f"graphile-worker: {rate / graphile_rate:.2f}).")
     return note
+
+
+def graphile_named_queues_rate():
+    """Jobs/s done by one graphile-worker process with concurrency CLIENTS over LIMITED_SECONDS,
+    from LIMITED_JOBS jobs spread over KEYS named queues, timed from the first job gone."""
+    GRAPHILE.reset()
+    execute(f"""SELECT count(*) FROM graphile_worker.add_jobs(ARRAY(
+                    SELECT ROW('noop', '{{}}', 'customer:' || (n % {KEYS}), NULL, NULL, NULL, NULL, NULL)
+                               ::graphile_worker.job_spec
+                    FROM generate_series(1, {LIMITED_JOBS}) n))""", "graphile")
+    settle("graphile")
+    workers = Workers("graphile", "drain", 1, concurrency=CLIENTS)
+    try:
+        with connect("graphile") as conn:
+            def left():
+                return conn.execute(GRAPHILE.left_sql()).fetchall()[0][0]
+            deadline = time.monotonic() + DRAIN_TIMEOUT
+            while (first := left()) == LIMITED_JOBS:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"graphile-worker: no named queue's job done in {DRAIN_TIMEOUT} s")
+                workers.check_alive()
+                time.sleep(DRAIN_POLL)
+            started = time.monotonic()
+            time.sleep(LIMITED_SECONDS)
+            done = first - left()
+            elapsed = time.monotonic() - started
+    finally:
+        workers.stop()
+    GRAPHILE.reset()
+    return done / elapsed
 
 
 def small_keys_time(with_big):
