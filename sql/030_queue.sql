@@ -108,8 +108,10 @@ CREATE INDEX jobs_extension_owner ON jobs (owner, run_at) WHERE claimable_by = _
 CREATE INDEX jobs_key ON jobs (idempotency_key text_pattern_ops) WHERE idempotency_key IS NOT NULL;
 -- The jobs of each concurrency key in the order a key limit takes them (queue_key_limits):
 -- by due_at, which a retry or a snooze leaves as it was, so that an ordered key's failed job keeps
--- its place. Partial: jobs without a key never enter it. No column a claim sets.
-CREATE INDEX jobs_concurrency_key ON jobs (claimable_by, queue, concurrency_key, priority, due_at, id)
+-- its place. Partial: jobs without a key never enter it. No column a claim sets. The queue by the
+-- hash of its name, as in jobs_ready (above), and the statements that read it state both.
+CREATE INDEX jobs_concurrency_key
+    ON jobs (claimable_by, hashtextextended(queue, 0), concurrency_key, priority, due_at, id)
     WHERE concurrency_key IS NOT NULL;
 COMMENT ON TABLE jobs IS
     'The claimable table: every job that has not finished, with its lease. status aborted means '
@@ -630,7 +632,8 @@ LANGUAGE sql STABLE
 BEGIN ATOMIC
     SELECT h.tid FROM (
         SELECT j.ctid AS tid, j.run_at FROM jobs j
-        WHERE j.claimable_by = $1 AND j.queue = $2 AND j.concurrency_key = $3
+        WHERE j.claimable_by = $1 AND hashtextextended(j.queue, 0) = hashtextextended($2, 0) AND j.queue = $2
+          AND j.concurrency_key = $3
           AND j.status = 'created' AND (($4).ordered OR j.run_at <= statement_timestamp())
         ORDER BY j.priority, j.due_at, j.id
         LIMIT 1) h

@@ -95,7 +95,8 @@ WITH limited AS (
     SELECT j.concurrency_key, j.id, j.lease_token,
            row_number() OVER (PARTITION BY j.concurrency_key ORDER BY j.begin_time, j.id) AS slot
     FROM jobs j
-    WHERE j.claimable_by = $1 AND j.queue = $2 AND j.concurrency_key IS NOT NULL
+    WHERE j.claimable_by = $1 AND hashtextextended(j.queue, 0) = hashtextextended($2, 0) AND j.queue = $2
+      AND j.concurrency_key IS NOT NULL
       AND j.lease_token IS NOT NULL
 ), made AS (
     INSERT INTO queue_key_slots (owner, queue, concurrency_key, slot, job_id, lease_token)

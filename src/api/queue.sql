@@ -251,17 +251,21 @@ LEFT JOIN LATERAL (SELECT k.owner FROM queue_key_limits k WHERE k.owner = $1 AND
 -- a snapshot taken after the gates, checks them again.
 WITH RECURSIVE after_cursor(k) AS (
     SELECT (SELECT min(j.concurrency_key) FROM jobs j
-            WHERE j.claimable_by = $1 AND j.queue = $2::text AND j.concurrency_key > $4)
+            WHERE j.claimable_by = $1 AND hashtextextended(j.queue, 0) = hashtextextended($2::text, 0)
+              AND j.queue = $2::text AND j.concurrency_key > $4)
     UNION ALL
     SELECT (SELECT min(j.concurrency_key) FROM jobs j
-            WHERE j.claimable_by = $1 AND j.queue = $2::text AND j.concurrency_key > a.k)
+            WHERE j.claimable_by = $1 AND hashtextextended(j.queue, 0) = hashtextextended($2::text, 0)
+              AND j.queue = $2::text AND j.concurrency_key > a.k)
     FROM after_cursor a WHERE a.k IS NOT NULL
 ), up_to_cursor(k) AS (
     SELECT (SELECT min(j.concurrency_key) FROM jobs j
-            WHERE j.claimable_by = $1 AND j.queue = $2::text AND j.concurrency_key >= '')
+            WHERE j.claimable_by = $1 AND hashtextextended(j.queue, 0) = hashtextextended($2::text, 0)
+              AND j.queue = $2::text AND j.concurrency_key >= '')
     UNION ALL
     SELECT (SELECT min(j.concurrency_key) FROM jobs j
-            WHERE j.claimable_by = $1 AND j.queue = $2::text AND j.concurrency_key > u.k)
+            WHERE j.claimable_by = $1 AND hashtextextended(j.queue, 0) = hashtextextended($2::text, 0)
+              AND j.queue = $2::text AND j.concurrency_key > u.k)
     FROM up_to_cursor u WHERE u.k <= $4
 ), looked AS (
     -- The recursions are read lazily, so the probes stop at the LIMIT.
