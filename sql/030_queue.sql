@@ -91,7 +91,8 @@ GRANT EXECUTE ON FUNCTION _live_job_ok(text, uuid, boolean, boolean, oid, oid) T
 -- inlines a SQL function into an index's expressions only for a role that may call it, and keeps
 -- what it made for the session, so a member's read of jobs would have left the claims after it
 -- in that session unable to use this index.
-CREATE INDEX jobs_ready ON jobs (claimable_by, hashtextextended(queue, 0), priority, run_at, id) WHERE queue IS NOT NULL;
+CREATE INDEX jobs_ready ON jobs (claimable_by, hashtextextended(queue, 0), priority, run_at, id)
+    WHERE queue IS NOT NULL;
 -- A member's jobs are found through jobs_ready, whose first column is their owner for every job of
 -- a member's queue (claimable_by is the owner there), and the jobs the extension runs for them (SQL
 -- and batch jobs, claimable_by _extension_claimant()) through this index: the queue's jobs enter no
