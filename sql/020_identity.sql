@@ -11,18 +11,12 @@ CREATE TABLE proxies (
 );
 CREATE INDEX proxies_root ON proxies (root);
 
--- identity() answers from a cache in each backend; a change of proxies clears them all.
-CREATE FUNCTION _proxies_changed() RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    PERFORM _forget_identities();
-    RETURN NULL;
-END
-$$;
+-- identity() answers from a cache in each backend; a change of proxies clears them all. The
+-- trigger of every table that backends cache (src/api/cached.rs).
+CREATE FUNCTION _cached_table_changed() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', '_cached_table_changed';
 CREATE TRIGGER proxies_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON proxies
-    FOR EACH STATEMENT EXECUTE FUNCTION _proxies_changed();
+    FOR EACH STATEMENT EXECUTE FUNCTION _cached_table_changed();
 
 COMMENT ON FUNCTION identity() IS
     'The identity of the current role: its root if it is a registered proxy, else itself. '

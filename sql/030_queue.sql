@@ -402,9 +402,9 @@ COMMENT ON FUNCTION jobs_ready_signal IS
     'caller''s queues: compare it with the payloads a LISTENing worker receives.';
 
 -- Paused queues of an identity (River's QueuePause, Oban's pause_queue, Solid Queue's pause):
--- claims take nothing from a queue with a row here, every claim from the first whose statement
--- starts after the pause committed (the claim reads this table by its primary key in its own
--- statement). Nothing else stops: adds queue, leased jobs are renewed and finish, failed ones are
+-- claims take nothing from a queue with a row here, every claim from the first that starts after
+-- the pause committed (a claim reads this table, or its backend's cache of it, flow_changed
+-- below, before it looks for jobs). Nothing else stops: adds queue, leased jobs are renewed and finish, failed ones are
 -- retried later as usual, expired leases are requeued. The extension's queues (pg_jobs.*) are
 -- not paused here: batch jobs are cancelled, SQL jobs and schedules disabled.
 CREATE TABLE queue_pauses (
@@ -596,6 +596,18 @@ CREATE POLICY owner_reads ON queue_key_slots FOR SELECT USING (owner = (SELECT i
 ALTER TABLE queue_key_tokens ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON queue_key_tokens FOR SELECT USING (owner = (SELECT identity()));
 GRANT SELECT ON queue_key_limits, queue_key_gates, queue_key_slots, queue_key_tokens TO pgjobs_user;
+
+-- Whether a queue is paused or limited, a claim asks its backend's cache (src/api/flow.rs:
+-- states), so that a claim of a queue with neither reads none of these four tables; a change of
+-- any of them clears every backend's cache (src/api/cached.rs).
+CREATE TRIGGER flow_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON queue_pauses
+    FOR EACH STATEMENT EXECUTE FUNCTION _cached_table_changed();
+CREATE TRIGGER flow_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON queue_limits
+    FOR EACH STATEMENT EXECUTE FUNCTION _cached_table_changed();
+CREATE TRIGGER flow_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON queue_rates
+    FOR EACH STATEMENT EXECUTE FUNCTION _cached_table_changed();
+CREATE TRIGGER flow_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON queue_key_limits
+    FOR EACH STATEMENT EXECUTE FUNCTION _cached_table_changed();
 
 -- The gate of a concurrency key: one of the 64 that _key_gates gives.
 CREATE FUNCTION _key_gate(concurrency_key text) RETURNS integer

@@ -23,7 +23,6 @@ extension_sql_file!(
         api::identity::identity,
         api::identity::_current_role,
         api::identity::_identity_of,
-        api::identity::_forget_identities,
         api::identity::_is_admin
     ]
 );

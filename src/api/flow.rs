@@ -1,6 +1,6 @@
-//! Flow control of an identity's queues: when their jobs may be claimed. A pause stops every
-//! claim of a queue (the claim statements read `queue_pauses`, `queue.sql`) until the queue is
-//! resumed; a concurrency limit lets claims take at most so many of its jobs leased at once
+//! Flow control of an identity's queues: when their jobs may be claimed. A claim first asks
+//! whether a queue has any (`states`, from a cache in each backend). A pause stops every claim of
+//! a queue (`queue_pauses`) until the queue is resumed; a concurrency limit lets claims take at most so many of its jobs leased at once
 //! (`queue_limits`, whose slots the claims of a limited queue take: `claim_limited`), and a rate
 //! limit so many in any window of time (`queue_rates`, whose tokens they take likewise), and a
 //! key limit so many of each concurrency key at once or in a window of time (`queue_key_limits`,
@@ -10,12 +10,13 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use pgrx::pg_sys::{Datum, Oid, BOOLOID, INT4OID, INTERVALOID, OIDOID, TEXTOID};
+use pgrx::pg_sys::{Datum, Oid, BOOLOID, INT4OID, INTERVALOID, OIDOID, TEXTARRAYOID, TEXTOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::{argument, invalid, record, refuse, value, Caller, Section, Statement};
-use super::datum::interval_text;
+use super::cached::{relation, watch};
+use super::call::{argument, invalid, record, refuse, value, Caller, Planning, Section, Statement};
+use super::datum::{array, interval_text};
 use super::queue::{callers_queue, outside, CONCURRENCY_KEY_BYTES};
 use super::ready::queue_hash;
 use super::services::{no_wish, Service};
@@ -116,6 +117,115 @@ pub(crate) fn slots_freed<'a>(
             }
             taken
         })
+        .collect()
+}
+
+/// What a claim must know of a queue before it looks for jobs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// Neither paused nor limited: the plain claim statements take its jobs.
+    Free,
+    Paused,
+    /// A concurrency, a rate or a key limit: its claims take slots and tokens (claim_limited).
+    Limited,
+}
+
+/// The flow control of the queues this backend claimed from, by (claimant, queue), so that a
+/// claim of a queue with none reads none of its four tables (their four probes were a tenth of a
+/// claim of one job), and the oids of those tables, whose invalidation forgets every entry.
+#[derive(Default)]
+struct Flows {
+    tables: Option<[Oid; 4]>,
+    known: std::collections::HashMap<(u32, String), Flow>,
+    /// Counts the invalidations that forgot the entries: an answer read before one is not kept.
+    forgotten: u64,
+}
+
+/// At most this many queues known, past which they are forgotten at once.
+const MOST_KNOWN: usize = 10_000;
+
+thread_local! {
+    static FLOWS: std::cell::RefCell<Flows> = std::cell::RefCell::default();
+    static WATCHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+unsafe extern "C-unwind" fn forget_flows(_arg: Datum, relid: Oid) {
+    FLOWS.with(|flows| {
+        let mut flows = flows.borrow_mut();
+        if relid == pg_sys::InvalidOid || flows.tables.is_some_and(|t| t.contains(&relid)) {
+            flows.tables = None;
+            flows.known.clear();
+            flows.forgotten += 1;
+        }
+    });
+}
+
+static FLOW_OF: Statement = Statement::new(
+    STATEMENTS,
+    "flow_of",
+    &[OIDOID, TEXTARRAYOID],
+    Planning::Probes,
+);
+
+/// The flow control of `claimant`'s `queues`, in their order: every change committed before the
+/// call is seen (cached.rs). A queue not known is read (flow_of), and kept where nothing can have
+/// changed unseen since: under read committed (a repeatable read reads with a snapshot from
+/// before the call, which may miss a change whose invalidation was taken in already), and with no
+/// invalidation taken in while it was read. A change that commits while a claim runs may or may
+/// not stop that claim, as with any claim and change that overlap.
+pub(crate) fn states(section: &Section, claimant: Oid, queues: &[&str]) -> Vec<Flow> {
+    watch(&WATCHING, forget_flows);
+    let claimant_key = claimant.to_u32();
+    let mut states: Vec<Option<Flow>> = FLOWS.with(|flows| {
+        let flows = flows.borrow();
+        queues
+            .iter()
+            .map(|&queue| flows.known.get(&(claimant_key, queue.to_owned())).copied())
+            .collect()
+    });
+    let unknown: Vec<usize> = (0..queues.len()).filter(|&i| states[i].is_none()).collect();
+    if !unknown.is_empty() {
+        if FLOWS.with(|flows| flows.borrow().tables.is_none()) {
+            let tables = [
+                relation(c"queue_pauses"),
+                relation(c"queue_limits"),
+                relation(c"queue_rates"),
+                relation(c"queue_key_limits"),
+            ];
+            FLOWS.with(|flows| flows.borrow_mut().tables = Some(tables));
+        }
+        let forgotten = FLOWS.with(|flows| flows.borrow().forgotten);
+        let names: Vec<Option<Datum>> = unknown.iter().map(|&i| queues[i].into_datum()).collect();
+        let read = section.run(
+            &FLOW_OF,
+            &[Some(Datum::from(claimant)), Some(array(TEXTOID, &names))],
+        );
+        for (row, &i) in unknown.iter().enumerate() {
+            states[i] = Some(match (read.get::<bool>(row, 0), read.get::<bool>(row, 1)) {
+                (Some(true), _) => Flow::Paused,
+                (_, Some(true)) => Flow::Limited,
+                _ => Flow::Free,
+            });
+        }
+        let keep = unsafe { pg_sys::XactIsoLevel } < pg_sys::XACT_REPEATABLE_READ as i32;
+        FLOWS.with(|flows| {
+            let mut flows = flows.borrow_mut();
+            if keep && flows.forgotten == forgotten {
+                if flows.known.len() + unknown.len() > MOST_KNOWN {
+                    flows.known.clear();
+                }
+                for &i in &unknown {
+                    let state = states[i].unwrap_or(Flow::Free);
+                    flows
+                        .known
+                        .insert((claimant_key, queues[i].to_owned()), state);
+                }
+            }
+        });
+    }
+    states
+        .into_iter()
+        .map(|state| state.unwrap_or(Flow::Free))
         .collect()
 }
 

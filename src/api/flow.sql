@@ -201,3 +201,13 @@ WITH removed AS (
     DELETE FROM queue_key_tokens t USING last l WHERE t.owner = l.owner AND t.queue = l.queue
 )
 SELECT pg_notify('pgjobs_ready', _ready_signal(r.owner, r.queue)) FROM removed r;
+
+-- name: flow_of
+-- Whether each of claimant $1's queues $2 is paused, and whether it has a concurrency, a rate or
+-- a key limit, in the order given (flow.rs: states).
+SELECT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = q.queue),
+       EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = q.queue)
+       OR EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = q.queue)
+       OR EXISTS (SELECT FROM queue_key_limits k WHERE k.owner = $1 AND k.queue = q.queue)
+FROM unnest($2::text[]) WITH ORDINALITY AS q(queue, n)
+ORDER BY q.n;

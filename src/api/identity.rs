@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use pgrx::pg_sys::{BOOLOID, OIDOID, REGROLEOID};
 use pgrx::prelude::*;
 
+use super::cached::{relation, watch};
 use super::call::{argument, invalid, refuse, value, Caller, Section, Statement};
 use super::datum::output;
 use crate::{entry, named_statements};
@@ -154,7 +155,7 @@ fn identity() -> pg_sys::Oid {
 
 /// Roots of the roles this backend has asked about, and the table they came from. Cleared when
 /// that table's relcache entry is invalidated: by any change of proxies (its trigger asks for
-/// it), by DROP EXTENSION, or by a full cache reset.
+/// it, cached.rs), by DROP EXTENSION, or by a full cache reset.
 struct Identities {
     proxies: pg_sys::Oid,
     roots: HashMap<pg_sys::Oid, pg_sys::Oid>,
@@ -189,16 +190,7 @@ unsafe extern "C-unwind" fn forget_on_invalidation(_arg: pg_sys::Datum, relid: p
 /// have sent its invalidation already.)
 #[pg_extern(stable, parallel_restricted)]
 pub(crate) fn _identity_of(role: pg_sys::Oid) -> pg_sys::Oid {
-    unsafe {
-        if !WATCHING.get() {
-            pg_sys::CacheRegisterRelcacheCallback(
-                Some(forget_on_invalidation),
-                pg_sys::Datum::from(0),
-            );
-            WATCHING.set(true);
-        }
-        pg_sys::AcceptInvalidationMessages();
-    }
+    watch(&WATCHING, forget_on_invalidation);
     let cached = IDENTITIES.with(|cache| {
         cache
             .borrow()
@@ -226,26 +218,11 @@ pub(crate) fn _identity_of(role: pg_sys::Oid) -> pg_sys::Oid {
     identity
 }
 
-/// The oid of a relation of the extension's schema, which must exist.
-fn pgjobs_relation(name: &std::ffi::CStr) -> pg_sys::Oid {
-    let relation = unsafe {
-        let schema = pg_sys::get_namespace_oid(c"pgjobs".as_ptr(), false);
-        pg_sys::get_relname_relid(name.as_ptr(), schema)
-    };
-    if relation == pg_sys::InvalidOid {
-        error!(
-            "pg_jobs: relation pgjobs.{} is missing",
-            name.to_string_lossy()
-        );
-    }
-    relation
-}
-
 /// (the oid of pgjobs.proxies, the root of `role` or `role` itself), read with the latest snapshot
 /// or, in a parallel plan, the statement's.
 unsafe fn look_up_root(role: pg_sys::Oid, parallel: bool) -> (pg_sys::Oid, pg_sys::Oid) {
-    let proxies = pgjobs_relation(c"proxies");
-    let proxies_pkey = pgjobs_relation(c"proxies_pkey");
+    let proxies = relation(c"proxies");
+    let proxies_pkey = relation(c"proxies_pkey");
     unsafe {
         let table = pg_sys::table_open(proxies, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
@@ -281,11 +258,4 @@ unsafe fn look_up_root(role: pg_sys::Oid, parallel: bool) -> (pg_sys::Oid, pg_sy
         pg_sys::table_close(table, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         (proxies, root)
     }
-}
-
-/// Called by the trigger on proxies: every backend's cache of identities is cleared when the
-/// change commits (and this backend's at its next command).
-#[pg_extern(volatile, parallel_unsafe)]
-fn _forget_identities() {
-    unsafe { pg_sys::CacheInvalidateRelcacheByRelid(pgjobs_relation(c"proxies")) };
 }

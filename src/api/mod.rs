@@ -9,6 +9,7 @@ pub mod batch;
 pub mod batch_agent;
 pub mod batch_reads;
 pub mod batch_waits;
+pub mod cached;
 pub mod call;
 pub mod compute;
 pub mod compute_deploy;

@@ -18,6 +18,7 @@ use super::datum::{
     array, array_length, elements, field, input, interval_span, interval_text, output, seconds,
 };
 use super::dependencies::{self, Needs};
+use super::flow::Flow;
 use super::metrics::{self, Counter};
 use super::services::Service;
 use super::{heads, leases, queue_minutes, ready};
@@ -216,8 +217,6 @@ static KEY_CANDIDATES: Statement = statement(
 );
 static CLAIM_LIMITED: Statement =
     statement("claim_limited", &CLAIM_LIMITED_PARAMETERS, Planning::Head);
-static LIMITED_AMONG: Statement =
-    statement("limited_among", &[OIDOID, TEXTARRAYOID], Planning::Probes);
 const FINISH_PARAMETERS: [Oid; 7] = [
     INT8ARRAYOID,
     UUIDARRAYOID,
@@ -1071,30 +1070,15 @@ fn claim_from(
                 Some(Datum::from(look.from.run_at)),
                 Some(Datum::from(look.from.id)),
             ];
-            let key = (claimant.to_u32(), queue.clone());
-            let limited_before = LIMITED.with(|limited| limited.borrow().contains(&key));
-            let limited = || claim_limited(section, claimant, &arguments, queue, &from);
-            let unlimited = || {
-                (
+            let (claimed, by_key) = match super::flow::states(section, claimant, &[queue])[0] {
+                Flow::Free => (
                     section.run(&CLAIM, &[&arguments[..], &from].concat()),
                     false,
-                )
-            };
-            let (claimed, by_key) = if limited_before {
-                limited().unwrap_or_else(|| {
-                    LIMITED.with(|limited| limited.borrow_mut().remove(&key));
-                    unlimited()
-                })
-            } else {
-                let (claimed, _) = unlimited();
-                if claimed.len() > 0 {
-                    (claimed, false)
-                } else if let Some(limited_claim) = limited() {
-                    LIMITED.with(|limited| limited.borrow_mut().insert(key));
-                    limited_claim
-                } else {
-                    (claimed, false)
-                }
+                ),
+                Flow::Paused => (Rows::none(), false),
+                // None: its limits were lifted after they were read, and its workers woken.
+                Flow::Limited => claim_limited(section, claimant, &arguments, queue, &from)
+                    .unwrap_or((Rows::none(), false)),
             };
             heads::read_done(&look);
             // A claim by key leaves jobs before the last it took (their keys' slots held): the
@@ -1102,11 +1086,34 @@ fn claim_from(
             (claimed, (!by_key).then_some(look))
         }
         _ => {
-            let claimed = section.run(&CLAIM_QUEUES, &arguments);
+            let named: Vec<&str> = queues.iter().flatten().map(String::as_str).collect();
+            let states = super::flow::states(section, claimant, &named);
+            let having = |flow: Flow| -> Vec<&str> {
+                named
+                    .iter()
+                    .zip(&states)
+                    .filter(|&(_, &state)| state == flow)
+                    .map(|(&queue, _)| queue)
+                    .collect()
+            };
+            let free = having(Flow::Free);
+            let claimed = if free.is_empty() {
+                Rows::none()
+            } else {
+                let free = free
+                    .iter()
+                    .map(|queue| queue.into_datum())
+                    .collect::<Vec<_>>();
+                let free_arguments = [arguments[0], Some(array(TEXTOID, &free))];
+                section.run(
+                    &CLAIM_QUEUES,
+                    &[&free_arguments[..], &arguments[2..]].concat(),
+                )
+            };
             let claimed = if claimed.len() > 0 {
                 claimed
             } else {
-                claim_limited_among(section, claimant, &arguments)
+                claim_limited_among(section, claimant, &arguments, &having(Flow::Limited))
                     .map_or(claimed, |(claimed, _)| claimed)
             };
             (claimed, None)
@@ -1132,14 +1139,6 @@ fn claim_from(
     metrics::count(Counter::Claims, claimed.len());
     note_leases(&claimed, 5);
     claimed
-}
-
-thread_local! {
-    /// The limited queues this backend claims from, as (claimant, queue): their claims start
-    /// with free_slots, not with a claim statement that takes nothing from a limited queue. A
-    /// queue whose limits were lifted leaves the set at its next claim.
-    static LIMITED: std::cell::RefCell<std::collections::HashSet<(u32, String)>> =
-        std::cell::RefCell::new(std::collections::HashSet::new());
 }
 
 /// A claim of `queue`, if it has a concurrency or a rate limit (sql/030_queue.sql: queue_limits,
@@ -1228,15 +1227,13 @@ fn key_candidates(section: &Section, claimant: Oid, queue: &str, n: Option<Datum
 }
 
 /// A claim of several queues that took nothing from those without a limit: from the first of the
-/// limited ones, in the order given, that has a free slot or token and a job ready.
+/// `limited` ones, in the order given, that has a free slot or token and a job ready.
 fn claim_limited_among(
     section: &Section,
     claimant: Oid,
     arguments: &[Option<Datum>],
+    limited: &[&str],
 ) -> Option<(Rows, bool)> {
-    let limited: Vec<String> = section
-        .run(&LIMITED_AMONG, &[arguments[0], arguments[1]])
-        .get(0, 0)?;
     let start = [
         Some(Datum::from(heads::Key::FIRST.priority)),
         Some(Datum::from(heads::Key::FIRST.run_at)),

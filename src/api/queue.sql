@@ -196,9 +196,8 @@ FROM (SELECT j.id AS job_id, j.lease_token, j.locked_by
 -- jobs too: the status filter passes over them. A batch job's progress marks it taken (see
 -- jobs_batch_untallied, sql/085_batch.sql); a plain job's stays null, so its claim is HOT (but
 -- for a job whose failed attempt left progress, which the claim clears: see progress).
--- Nothing is read from a paused queue (queue_pauses: one probe of its primary key, planned as a
--- filter evaluated once, before the scan), nor from a limited one (queue_limits, queue_rates and
--- queue_key_limits, likewise: see claim_limited). Returns each job and its place in the claim order (priority, run_at).
+-- Only for a queue neither paused nor limited (src/api/flow.rs: states; a limited one's claims are
+-- claim_limited's). Returns each job and its place in the claim order (priority, run_at).
 UPDATE jobs j
 SET status = 'started', attempt = j.attempt + 1, lease_token = _lease_token(),
     locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
@@ -210,10 +209,6 @@ WHERE j.ctid = ANY (ARRAY(
       AND c.queue = $2::text
       AND (c.priority, c.run_at, c.id) > ($6::integer, $7::timestamptz, $8::bigint)
       AND c.run_at <= statement_timestamp()
-      AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
-      AND NOT EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = $2::text)
-      AND NOT EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = $2::text)
-      AND NOT EXISTS (SELECT FROM queue_key_limits k WHERE k.owner = $1 AND k.queue = $2::text)
     ORDER BY c.priority, c.run_at, c.id
     LIMIT $3
     FOR UPDATE SKIP LOCKED))
@@ -405,30 +400,17 @@ WITH free AS (
 )
 SELECT c.id, c.attempt, c.lease_token, c.task, c.payload, c.locked_until, c.priority, c.run_at FROM claimed c;
 
--- name: limited_among
--- Which of claimant $1's queues $2 have a concurrency, a rate or a key limit, in the order given.
-SELECT array_agg(q.queue ORDER BY q.n)
-FROM unnest($2::text[]) WITH ORDINALITY AS q(queue, n)
-WHERE EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = q.queue)
-   OR EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = q.queue)
-   OR EXISTS (SELECT FROM queue_key_limits k WHERE k.owner = $1 AND k.queue = q.queue);
-
 -- name: claim_queues
 -- As claim, from several queues $2, each from its start: one index range per queue, read in
 -- index order (`queue = ANY (queues)` would make the planner sort every ready job of those
--- queues, which with a million queued is seconds), then the first $3 of them all. A paused
--- queue's range is not read, nor a limited one's (claimed by claim_limited when this claims
--- nothing).
+-- queues, which with a million queued is seconds), then the first $3 of them all. Only for
+-- queues neither paused nor limited, as claim.
 WITH candidates AS (
     SELECT c.* FROM unnest($2::text[]) AS q(queue), LATERAL (
         SELECT j.ctid AS tid, j.priority, j.run_at, j.id FROM jobs j
         WHERE j.status = 'created' AND j.claimable_by = $1 AND hashtextextended(j.queue, 0) = hashtextextended(q.queue, 0)
           AND j.queue = q.queue
           AND j.run_at <= statement_timestamp()
-          AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = q.queue)
-          AND NOT EXISTS (SELECT FROM queue_limits l WHERE l.owner = $1 AND l.queue = q.queue)
-          AND NOT EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = q.queue)
-          AND NOT EXISTS (SELECT FROM queue_key_limits k WHERE k.owner = $1 AND k.queue = q.queue)
         ORDER BY j.priority, j.run_at, j.id
         LIMIT $3
         FOR UPDATE SKIP LOCKED) c
