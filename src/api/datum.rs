@@ -34,9 +34,9 @@ pub(crate) fn output(datum: Datum, type_oid: Oid) -> String {
 }
 
 /// A value of a type from its text, by the type's input function.
-pub(crate) fn input(text: &str, type_oid: Oid) -> Datum {
-    let text =
-        std::ffi::CString::new(text).unwrap_or_else(|_| invalid("text must not contain NUL", None));
+pub(crate) fn input(text: impl AsRef<[u8]>, type_oid: Oid) -> Datum {
+    let text = std::ffi::CString::new(text.as_ref())
+        .unwrap_or_else(|_| invalid("text must not contain NUL", None));
     unsafe {
         let mut function = pg_sys::InvalidOid;
         let mut parameter = pg_sys::InvalidOid;

@@ -24,6 +24,7 @@ pub mod flow;
 pub mod heads;
 pub mod history;
 pub mod identity;
+pub mod job_specs;
 pub mod leases;
 pub mod metrics;
 pub mod opaque_ids;

@@ -19,6 +19,7 @@ use super::datum::{
 };
 use super::dependencies::{self, Needs};
 use super::flow::Flow;
+use super::job_specs::specs_of_batch;
 use super::metrics::{self, Counter};
 use super::services::Service;
 use super::{heads, leases, queue_minutes, ready};
@@ -291,8 +292,8 @@ pub(crate) enum Field {
     ConcurrencyKey,
 }
 
-const FIELDS: usize = 13;
-const FIELD_TYPES: [Oid; FIELDS] = [
+pub(crate) const FIELDS: usize = 13;
+pub(crate) const FIELD_TYPES: [Oid; FIELDS] = [
     TEXTOID,
     pg_sys::JSONBOID,
     TEXTOID,
@@ -309,7 +310,7 @@ const FIELD_TYPES: [Oid; FIELDS] = [
 ];
 
 #[derive(Clone, Copy)]
-pub(crate) struct Spec([Option<Datum>; FIELDS]);
+pub(crate) struct Spec(pub(crate) [Option<Datum>; FIELDS]);
 
 impl Spec {
     /// A job with every field left out.
@@ -806,88 +807,6 @@ impl Spec {
     }
 }
 
-/// One job of jobs_add_batch's array, with the keys of jobs_add's parameters.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BatchJob {
-    task: Option<String>,
-    payload: Option<serde_json::Value>,
-    queue: Option<String>,
-    priority: Option<i32>,
-    run_at: Option<String>,
-    max_attempts: Option<i32>,
-    backoff: Option<String>,
-    max_backoff: Option<String>,
-    lease: Option<String>,
-    key: Option<String>,
-    on_conflict: Option<String>,
-    key_window: Option<String>,
-    concurrency_key: Option<String>,
-    depends_on: Option<Vec<i64>>,
-    depends_on_keys: Option<Vec<String>>,
-    after: Option<Vec<i64>>,
-    on_dependency_failure: Option<String>,
-}
-
-impl BatchJob {
-    /// Its spec, and what it depends on.
-    fn spec(self) -> (Spec, Needs) {
-        let needs = Needs {
-            ids: self.depends_on.unwrap_or_default(),
-            keys: self.depends_on_keys.unwrap_or_default(),
-            after: self.after.unwrap_or_default(),
-            skip: dependencies::skips(self.on_dependency_failure),
-        };
-        let text = |value: Option<String>| value.and_then(IntoDatum::into_datum);
-        let typed = |value: Option<String>, type_oid| value.map(|v| input(&v, type_oid));
-        let spec = Spec([
-            text(self.task),
-            self.payload
-                .map(|p| input(&p.to_string(), pg_sys::JSONBOID)),
-            text(self.queue),
-            self.priority.map(Datum::from),
-            typed(self.run_at, pg_sys::TIMESTAMPTZOID),
-            self.max_attempts.map(Datum::from),
-            typed(self.backoff, INTERVALOID),
-            typed(self.max_backoff, INTERVALOID),
-            typed(self.lease, INTERVALOID),
-            text(self.key),
-            text(self.on_conflict),
-            typed(self.key_window, INTERVALOID),
-            text(self.concurrency_key),
-        ]);
-        (spec, needs)
-    }
-}
-
-const BATCH_HINT: &str =
-    "Each object takes the parameters of jobs_add: [{\"task\": \"t\", \"payload\": {}}, ...].";
-
-/// The specs of jobs_add_batch's argument, and what each depends on.
-fn specs_of_batch(jobs: Option<pgrx::JsonB>) -> (Vec<Spec>, Vec<Needs>) {
-    let Some(pgrx::JsonB(serde_json::Value::Array(jobs))) = jobs else {
-        invalid("jobs must be a JSON array of objects", Some(BATCH_HINT));
-    };
-    jobs.into_iter()
-        .enumerate()
-        .map(|(n, job)| match serde_json::from_value::<BatchJob>(job) {
-            Ok(job) => job.spec(),
-            // serde names Rust's types: "expected i32" is an integer to a caller.
-            Err(error) => invalid(
-                format!(
-                    "{} (job {} of the batch)",
-                    error
-                        .to_string()
-                        .replace("i32", "an integer")
-                        .replace("i64", "an integer"),
-                    n + 1
-                ),
-                Some(BATCH_HINT),
-            ),
-        })
-        .unzip()
-}
-
 /// Adds jobs for the caller, each waiting for what it needs (src/api/dependencies.rs).
 fn add_needing(section: &Section, owner: Oid, specs: &[Spec], needs: &[Needs]) -> Vec<i64> {
     check_all(specs, false, false);
@@ -929,7 +848,7 @@ entry!(jobs_add, pg_finfo_jobs_add, |fcinfo| {
 
 entry!(jobs_add_batch, pg_finfo_jobs_add_batch, |fcinfo| {
     let caller = Caller::current();
-    let (specs, needs) = specs_of_batch(value(fcinfo, 0));
+    let (specs, needs) = specs_of_batch(argument(fcinfo, 0));
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     return_ids(

@@ -26,6 +26,23 @@ SELECT * FROM pgjobs.jobs_add_batch('[
 SELECT id, task, queue, priority, payload, run_at > now() + interval '50 years' AS far
 FROM pgjobs.job_list WHERE task LIKE 'b%' ORDER BY id;
 
+-- Every field of a batch's jobs as given: payloads of every JSON type kept byte for byte (read
+-- from the argument where it lies, src/api/job_specs.rs), a null field as left out, numbers
+-- of any spelling that are integers.
+SELECT '[{"task": "p1", "payload": {"deep": {"list": [1, 2.5, "three", null, true]}, "unicode": "\u00e9\u4e2d"}},
+             {"task": "p2", "payload": [1, {"a": "b"}], "priority": 1e1, "max_attempts": 3},
+             {"task": "p3", "payload": "just a string", "queue": null, "lease": "90 seconds"},
+             {"task": "p4", "payload": 12.50},
+             {"task": "p5", "payload": null, "backoff": "1 second", "max_backoff": "2 seconds"},
+             {"task": "p6", "payload": false, "run_at": "2099-01-01T00:00:00Z", "concurrency_key": "c"}]' AS batch \gset
+SELECT count(*) AS added FROM pgjobs.jobs_add_batch(:'batch');
+SELECT j.task, j.payload = coalesce(nullif(e.job -> 'payload', 'null'), '{}') AS payload_as_given, j.payload,
+       j.queue, j.priority, j.max_attempts, j.lease, j.backoff, j.max_backoff,
+       j.run_at > now() + interval '50 years' AS far, j.concurrency_key
+FROM jsonb_array_elements(:'batch') AS e(job)
+JOIN pgjobs.jobs j ON j.task = e.job ->> 'task'
+ORDER BY j.task;
+
 -- Rolled back: no job.
 BEGIN;
 SELECT pgjobs.jobs_add('rolled_back');
