@@ -160,6 +160,13 @@ def noop_jobs(count):
     return json.dumps([{"task": "noop"}] * count)
 
 
+def payload_jobs(count):
+    """Jobs carrying what an e-mail job would (130 bytes of JSON), as real batches do."""
+    payload = {"user_id": 12345, "email": "someone@example.com", "template": "welcome",
+               "locale": "en-GB", "vars": {"name": "Ann", "plan": "pro"}}
+    return json.dumps([{"task": "send_email", "payload": payload}] * count)
+
+
 def percentile(samples, fraction):
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
@@ -558,26 +565,28 @@ def check_added(system, before, added):
 
 
 def enqueue_rates(systems):
-    """Jobs added per second by CLIENTS clients: one per transaction, and 100 per transaction."""
-    single, batched = {}, {}
-    hundred = noop_jobs(100)
+    """Jobs added per second by CLIENTS clients: one per transaction, 100 per transaction, and 100
+    per transaction each with a payload (pg_jobs, the hand-written queue and pgmq)."""
+    single, batched, with_payload = {}, {}, {}
+    as_jobs = lambda jobs: [("jobs", jobs)]
     pgbench_systems = [
-        ("pg_jobs", "enqueue_single.sql", "enqueue_batch.sql", lambda: [("jobs", hundred)]),
-        ("sql", "sql_enqueue_single.sql", "sql_enqueue_batch.sql", lambda: [("jobs", hundred)]),
+        ("pg_jobs", "enqueue_single.sql", "enqueue_batch.sql", as_jobs),
+        ("sql", "sql_enqueue_single.sql", "sql_enqueue_batch.sql", as_jobs),
         ("pgmq", "pgmq_enqueue_single.sql", "pgmq_enqueue_batch.sql",
-         lambda: [("msgs", query("SELECT array_agg(e)::text FROM jsonb_array_elements(%s::jsonb) e",
-                                 "pgmq", [hundred])[0][0])]),
+         lambda jobs: [("msgs", query("SELECT array_agg(e)::text FROM jsonb_array_elements(%s::jsonb) e",
+                                      "pgmq", [jobs])[0][0])]),
         ("graphile", "graphile_enqueue_single.sql", "graphile_enqueue_batch.sql",
-         lambda: [("specs", query("""SELECT array_agg(ROW('noop', '{}', NULL, NULL, NULL, NULL, NULL, NULL)
+         lambda _: [("specs", query("""SELECT array_agg(ROW('noop', '{}', NULL, NULL, NULL, NULL, NULL, NULL)
                                                        ::graphile_worker.job_spec)::text
                                      FROM generate_series(1, 100)""", "graphile")[0][0])])]
     for system, script_single, script_batch, batch_defines in pgbench_systems:
         if system not in systems:
             continue
-        defines = batch_defines()
-        for results, script, per_transaction, extra in ((single, script_single, 1, []),
-                                                        (batched, script_batch, 100, defines)):
-            log(f"enqueue: {NAMES[system]}, {per_transaction} per transaction, {CLIENTS} clients, {SECONDS} s")
+        runs = [(single, script_single, 1, [], ""), (batched, script_batch, 100, batch_defines(noop_jobs(100)), "")]
+        if system != "graphile":
+            runs.append((with_payload, script_batch, 100, batch_defines(payload_jobs(100)), " with a payload"))
+        for results, script, per_transaction, extra, what in runs:
+            log(f"enqueue: {NAMES[system]}, {per_transaction} per transaction{what}, {CLIENTS} clients, {SECONDS} s")
             enqueue_backlog(system, fresh=per_transaction == 1)
             before = SYSTEM_OBJECTS[system].count()
             run = pgbench(script, system=system, seconds=SECONDS, defines=extra)
@@ -593,7 +602,7 @@ def enqueue_rates(systems):
             added = driver(system, "enqueue", clients=CLIENTS, seconds=SECONDS, batch=batch)
             check_added(system, before, added["jobs"])
             results[system] = Figure(added["jobs"] / added["seconds"])
-    return single, batched
+    return single, batched, with_payload
 
 
 def pgbench_drain(system, script, batch, transactions, defines=()):
@@ -2014,9 +2023,11 @@ def main():
     rows = [Row("Reference: one-row UPDATE commits", "tx/s", "", {"pg_jobs": Figure(reference_commit_rate())})]
     drain_notes = [f"- {missing}."] if missing else []
     if "enqueue" in parts:
-        single, batched = enqueue_rates(systems)
+        single, batched, with_payload = enqueue_rates(systems)
         rows.append(Row("Enqueue, 1 job per transaction (pg_jobs: jobs_add)", "jobs/s", "higher", single))
         rows.append(Row("Enqueue, 100 jobs per transaction (pg_jobs: jobs_add_batch)", "jobs/s", "higher", batched))
+        rows.append(Row("Enqueue, 100 jobs per transaction, each with a payload of 130 bytes", "jobs/s", "higher",
+                        with_payload))
     if "drain" in parts:
         drain_rows, graphile_notes = drain_rates(systems)
         rows += drain_rows
