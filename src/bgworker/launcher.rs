@@ -30,7 +30,12 @@ fn pin_launcher_settings() {
 #[pg_guard]
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
-    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP);
+    // SIGTERM as a backend takes it (pg_terminate_backend, DROP DATABASE ... WITH (FORCE), a fast
+    // shutdown): the statement under way ends at its next check for interrupts. With a flag read
+    // between rounds, a round of several seconds (a big queue's minutes) outlasted the 5 s that
+    // DROP DATABASE ... WITH (FORCE) waits, and delayed every fast shutdown.
+    unsafe { pg_sys::pqsignal(pg_sys::SIGTERM as i32, Some(postgres_die)) };
     BackgroundWorker::connect_worker_to_spi(Some(&database_name()), None);
     pin_launcher_settings();
     log!(
@@ -47,6 +52,7 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
     let mut sleep = Duration::ZERO;
     let mut failures: u32 = 0;
     while BackgroundWorker::wait_latch(Some(sleep)) {
+        pgrx::check_for_interrupts!();
         if BackgroundWorker::sighup_received() {
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
@@ -74,11 +80,18 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
         }
         start_sql_jobs(&mut executors);
     }
-    // Exiting with 1 has the postmaster start it again a second later, unless the server is
+    // Only the postmaster's death ends the loop (a SIGTERM ends the process with FATAL, exit code
+    // 1). Exiting with 1 has the postmaster start it again a second later, unless the server is
     // shutting down: a pg_terminate_backend or a DROP DATABASE ... WITH (FORCE) of its database
     // must not leave the cluster without a launcher until the next restart (an exit with 0 would).
     log!("{LAUNCHER_TYPE} stopped");
     unsafe { pg_sys::proc_exit(1) };
+}
+
+unsafe extern "C-unwind" {
+    /// PostgreSQL's SIGTERM handler of a backend (tcop/postgres.c).
+    #[link_name = "die"]
+    fn postgres_die(signal: std::ffi::c_int);
 }
 
 fn refresh_interval() -> Duration {
