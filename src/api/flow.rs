@@ -1,12 +1,12 @@
 //! Flow control of an identity's queues: when their jobs may be claimed. A claim first asks
 //! whether a queue has any (`states`, from a cache in each backend). A pause stops every claim of
-//! a queue (`queue_pauses`) until the queue is resumed; a concurrency limit lets claims take at most so many of its jobs leased at once
-//! (`queue_limits`, whose slots the claims of a limited queue take: `claim_limited`), and a rate
-//! limit so many in any window of time (`queue_rates`, whose tokens they take likewise), and a
-//! key limit so many of each concurrency key at once or in a window of time (`queue_key_limits`,
-//! one row per prefix of the keys, the longest a key starts with holding for it; whose gates,
-//! slots and tokens they take likewise).
-//! Statements in `flow.sql`.
+//! a queue (`queue_pauses`) until the queue is resumed; a concurrency limit lets claims take at
+//! most so many of its jobs leased at once (`queue_limits`, whose slots the claims of a limited
+//! queue take: `claim_limited`), and a rate limit so many in any window of time (`queue_rates`,
+//! whose tokens they take likewise), and a key limit so many of each concurrency key at once or
+//! in a window of time (`queue_key_limits`, one row per prefix of the keys, the longest a key
+//! starts with holding for it; whose gates, slots and tokens they take likewise). Statements in
+//! `flow.sql`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
