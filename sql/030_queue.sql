@@ -404,9 +404,10 @@ COMMENT ON FUNCTION jobs_ready_signal IS
 -- Paused queues of an identity (River's QueuePause, Oban's pause_queue, Solid Queue's pause):
 -- claims take nothing from a queue with a row here, every claim from the first that starts after
 -- the pause committed (a claim reads this table, or its backend's cache of it, flow_changed
--- below, before it looks for jobs). Nothing else stops: adds queue, leased jobs are renewed and finish, failed ones are
--- retried later as usual, expired leases are requeued. The extension's queues (pg_jobs.*) are
--- not paused here: batch jobs are cancelled, SQL jobs and schedules disabled.
+-- below, before it looks for jobs). Nothing else stops: adds queue, leased jobs are renewed and
+-- finish, failed ones are retried later as usual, expired leases are requeued. The extension's
+-- queues (pg_jobs.*) are not paused here: batch jobs are cancelled, SQL jobs and schedules
+-- disabled.
 CREATE TABLE queue_pauses (
     owner       oid NOT NULL,
     queue       nonempty_text NOT NULL CONSTRAINT queue_pauses_not_reserved CHECK (NOT _reserved_queue(queue)),
