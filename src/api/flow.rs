@@ -130,13 +130,14 @@ pub(crate) enum Flow {
     Limited,
 }
 
-/// The flow control of the queues this backend claimed from, by (claimant, queue), so that a
-/// claim of a queue with none reads none of its four tables (their four probes were a tenth of a
-/// claim of one job), and the oids of those tables, whose invalidation forgets every entry.
+/// The flow control of the queues this backend claimed from, by claimant and queue (looked up by
+/// the queue's name as given, with no copy of it), so that a claim of a queue with none reads
+/// none of its four tables (their four probes were a tenth of a claim of one job), and the oids
+/// of those tables, whose invalidation forgets every entry.
 #[derive(Default)]
 struct Flows {
     tables: Option<[Oid; 4]>,
-    known: std::collections::HashMap<(u32, String), Flow>,
+    known: std::collections::HashMap<Oid, std::collections::HashMap<String, Flow>>,
     /// Counts the invalidations that forgot the entries: an answer read before one is not kept.
     forgotten: u64,
 }
@@ -175,58 +176,61 @@ static FLOW_OF: Statement = Statement::new(
 /// not stop that claim, as with any claim and change that overlap.
 pub(crate) fn states(section: &Section, claimant: Oid, queues: &[&str]) -> Vec<Flow> {
     watch(&WATCHING, forget_flows);
-    let claimant_key = claimant.to_u32();
     let mut states: Vec<Option<Flow>> = FLOWS.with(|flows| {
         let flows = flows.borrow();
+        let known = flows.known.get(&claimant);
         queues
             .iter()
-            .map(|&queue| flows.known.get(&(claimant_key, queue.to_owned())).copied())
+            .map(|&queue| known.and_then(|known| known.get(queue)).copied())
             .collect()
     });
     let unknown: Vec<usize> = (0..queues.len()).filter(|&i| states[i].is_none()).collect();
-    if !unknown.is_empty() {
-        if FLOWS.with(|flows| flows.borrow().tables.is_none()) {
-            let tables = [
-                relation(c"queue_pauses"),
-                relation(c"queue_limits"),
-                relation(c"queue_rates"),
-                relation(c"queue_key_limits"),
-            ];
-            FLOWS.with(|flows| flows.borrow_mut().tables = Some(tables));
-        }
-        let forgotten = FLOWS.with(|flows| flows.borrow().forgotten);
-        let names: Vec<Option<Datum>> = unknown.iter().map(|&i| queues[i].into_datum()).collect();
-        let read = section.run(
-            &FLOW_OF,
-            &[Some(Datum::from(claimant)), Some(array(TEXTOID, &names))],
-        );
-        for (row, &i) in unknown.iter().enumerate() {
-            states[i] = Some(match (read.get::<bool>(row, 0), read.get::<bool>(row, 1)) {
+    if unknown.is_empty() {
+        return states.into_iter().flatten().collect();
+    }
+    if FLOWS.with(|flows| flows.borrow().tables.is_none()) {
+        let tables = [
+            relation(c"queue_pauses"),
+            relation(c"queue_limits"),
+            relation(c"queue_rates"),
+            relation(c"queue_key_limits"),
+        ];
+        FLOWS.with(|flows| flows.borrow_mut().tables = Some(tables));
+    }
+    let forgotten = FLOWS.with(|flows| flows.borrow().forgotten);
+    let names: Vec<Option<Datum>> = unknown.iter().map(|&i| queues[i].into_datum()).collect();
+    let read = section.run(
+        &FLOW_OF,
+        &[Some(Datum::from(claimant)), Some(array(TEXTOID, &names))],
+    );
+    let found: Vec<Flow> = (0..unknown.len())
+        .map(
+            |row| match (read.get::<bool>(row, 0), read.get::<bool>(row, 1)) {
                 (Some(true), _) => Flow::Paused,
                 (_, Some(true)) => Flow::Limited,
                 _ => Flow::Free,
-            });
+            },
+        )
+        .collect();
+    let keep = unsafe { pg_sys::XactIsoLevel } < pg_sys::XACT_REPEATABLE_READ as i32;
+    FLOWS.with(|flows| {
+        let mut flows = flows.borrow_mut();
+        if !keep || flows.forgotten != forgotten {
+            return;
         }
-        let keep = unsafe { pg_sys::XactIsoLevel } < pg_sys::XACT_REPEATABLE_READ as i32;
-        FLOWS.with(|flows| {
-            let mut flows = flows.borrow_mut();
-            if keep && flows.forgotten == forgotten {
-                if flows.known.len() + unknown.len() > MOST_KNOWN {
-                    flows.known.clear();
-                }
-                for &i in &unknown {
-                    let state = states[i].unwrap_or(Flow::Free);
-                    flows
-                        .known
-                        .insert((claimant_key, queues[i].to_owned()), state);
-                }
-            }
-        });
+        let count: usize = flows.known.values().map(|known| known.len()).sum();
+        if count + unknown.len() > MOST_KNOWN {
+            flows.known.clear();
+        }
+        let known = flows.known.entry(claimant).or_default();
+        for (&i, &flow) in unknown.iter().zip(&found) {
+            known.insert(queues[i].to_owned(), flow);
+        }
+    });
+    for (&i, flow) in unknown.iter().zip(found) {
+        states[i] = Some(flow);
     }
-    states
-        .into_iter()
-        .map(|state| state.unwrap_or(Flow::Free))
-        .collect()
+    states.into_iter().flatten().collect()
 }
 
 /// What a pause refuses of the extension's queues.
