@@ -8,6 +8,7 @@ use pgrx::pg_sys::{self, Oid, INT8OID, OIDOID, UUIDOID};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
 
+use super::cached::relation;
 use super::call::{materialize, null, refuse, value, Caller, Section, Statement};
 use crate::{entry, named_statements};
 use pg_jobs_core::opaque_id::{job_of_opaque_id, job_opaque_id, time_ordered_uuid};
@@ -41,10 +42,7 @@ thread_local! {
 
 /// The key of the jobs' opaque ids, read in `section` (as the extension's owner) when not known.
 fn key(section: &Section) -> [u8; 32] {
-    let table = unsafe {
-        let schema = pg_sys::get_namespace_oid(c"pgjobs".as_ptr(), false);
-        pg_sys::get_relname_relid(c"opaque_id_key".as_ptr(), schema)
-    };
+    let table = relation(c"opaque_id_key");
     if let Some((read_from, key)) = KEY_READ.get() {
         if read_from == table {
             return key;
