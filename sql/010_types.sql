@@ -85,6 +85,13 @@ CREATE TABLE installation_key (
 );
 INSERT INTO installation_key (key) VALUES (uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()));
 
+-- The trigger of every table that backends cache (src/api/cached.rs): this one's key is read
+-- once a backend.
+CREATE FUNCTION _cached_table_changed() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', '_cached_table_changed';
+CREATE TRIGGER installation_key_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON installation_key
+    FOR EACH STATEMENT EXECUTE FUNCTION _cached_table_changed();
+
 -- Every advisory lock the extension takes, by what it serializes. Any role may take any advisory
 -- lock, so a key a member can compute is a lock a member can hold while the extension waits on
 -- it (the keys were once (-2, 0), (-3, job), (job, slice), (-1, group), hashes of public names).

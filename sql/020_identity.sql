@@ -11,10 +11,7 @@ CREATE TABLE proxies (
 );
 CREATE INDEX proxies_root ON proxies (root);
 
--- identity() answers from a cache in each backend; a change of proxies clears them all. The
--- trigger of every table that backends cache (src/api/cached.rs).
-CREATE FUNCTION _cached_table_changed() RETURNS trigger
-LANGUAGE c AS 'MODULE_PATHNAME', '_cached_table_changed';
+-- identity() answers from a cache in each backend; a change of proxies clears them all.
 CREATE TRIGGER proxies_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON proxies
     FOR EACH STATEMENT EXECUTE FUNCTION _cached_table_changed();
 

@@ -128,6 +128,9 @@ CREATE TABLE opaque_id_key (
     key     bytea NOT NULL CHECK (length(key) = 32)
 );
 INSERT INTO opaque_id_key (key) VALUES (uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()));
+-- Read once a backend (src/api/cached.rs); a restore's row is a change.
+CREATE TRIGGER opaque_id_key_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON opaque_id_key
+    FOR EACH STATEMENT EXECUTE FUNCTION _cached_table_changed();
 -- A job's opaque id, for the views that show them: of the caller's own jobs and of listed ones
 -- (42501 for any other).
 CREATE FUNCTION _job_opaque_id(id bigint, owner oid) RETURNS uuid
@@ -215,13 +218,10 @@ COMMENT ON COLUMN job_dependencies.skip IS 'Whether the job is skipped, not bloc
 -- What a NOTIFY on channel pgjobs_ready says when a queue with no ready job gets one. Anyone
 -- may LISTEN (PostgreSQL checks no privilege there), so it is not the queue's name but a number
 -- only the queue's identity can ask for (jobs_ready_signal): a hash of the identity and the
--- queue keyed by the installation's secret (installation_key, sql/010_types.sql).
+-- queue keyed by the installation's secret (installation_key, sql/010_types.sql), computed by
+-- src/api/ready.rs.
 CREATE FUNCTION _ready_signal(claimable_by oid, queue text) RETURNS text
-LANGUAGE sql STABLE
-BEGIN ATOMIC
-    SELECT left(encode(sha256(k.key || convert_to(claimable_by::text || '/' || queue, 'UTF8')), 'hex'), 16)
-    FROM installation_key k;
-END;
+LANGUAGE c STABLE STRICT AS 'MODULE_PATHNAME', '_ready_signal';
 
 -- The error an expired lease records, in the job's log of errors and as a failed job's result.
 CREATE FUNCTION _lease_expired(worker text) RETURNS text

@@ -1,18 +1,20 @@
 //! Tables whose rows every backend keeps in a cache: `proxies` (identity.rs) and the flow control
-//! of queues (flow.rs). A trigger on each, `_cached_table_changed`, asks at every change for an
+//! of queues (flow.rs); and the installation's secrets (`secret`: the keys of opaque ids and
+//! ready signals). A trigger on each, `_cached_table_changed`, asks at every change for an
 //! invalidation of the table's relcache entry, which PostgreSQL sends to every backend once the
 //! change has committed (and processes in the backend that made it at its next command); each
 //! cache's callback then forgets what it kept. A backend takes in the invalidations sent to it
 //! (`AcceptInvalidationMessages`) before it reads its cache, so it never answers from a cache
 //! older than a change whose commit returned before it asked.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::CStr;
 use std::thread::LocalKey;
 
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::prelude::*;
 
+use super::call::Section;
 use crate::entry;
 
 entry!(
@@ -57,4 +59,45 @@ pub(crate) fn relation(name: &CStr) -> Oid {
         );
     }
     relation
+}
+
+thread_local! {
+    /// The secrets read (`secret`), by the oid of their table.
+    static SECRETS: RefCell<Vec<(Oid, Vec<u8>)>> = const { RefCell::new(Vec::new()) };
+    static WATCHING_SECRETS: Cell<bool> = const { Cell::new(false) };
+}
+
+unsafe extern "C-unwind" fn forget_secrets(_arg: Datum, relid: Oid) {
+    SECRETS.with(|secrets| {
+        secrets
+            .borrow_mut()
+            .retain(|(table, _)| relid != pg_sys::InvalidOid && *table != relid)
+    });
+}
+
+/// A secret the installation made, kept in the extension's table `table`: read by `read` in
+/// `section` (as the extension's owner) when this backend does not know it, and forgotten when the
+/// table changes (its trigger) or goes. Called for every opaque id a view shows and every ready
+/// signal, which read it once a backend this way.
+pub(crate) fn secret(
+    table: &CStr,
+    section: &Section,
+    read: impl FnOnce(&Section) -> Option<Vec<u8>>,
+) -> Vec<u8> {
+    watch(&WATCHING_SECRETS, forget_secrets);
+    let table_oid = relation(table);
+    let known = SECRETS.with(|secrets| {
+        secrets
+            .borrow()
+            .iter()
+            .find(|(read_from, _)| *read_from == table_oid)
+            .map(|(_, secret)| secret.clone())
+    });
+    if let Some(secret) = known {
+        return secret;
+    }
+    let secret = read(section)
+        .unwrap_or_else(|| error!("pg_jobs: {} holds no key", table.to_string_lossy()));
+    SECRETS.with(|secrets| secrets.borrow_mut().push((table_oid, secret.clone())));
+    secret
 }

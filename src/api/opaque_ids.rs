@@ -2,13 +2,11 @@
 //! (`pg_jobs_core::opaque_id`, the key in `opaque_id_key`, sql/030_queue.sql); groups and workers
 //! keep stored ones (`_opaque_id`). Statements in `opaque_ids.sql`.
 
-use std::cell::Cell;
-
 use pgrx::pg_sys::{self, Oid, INT8OID, OIDOID, UUIDOID};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
 
-use super::cached::relation;
+use super::cached::secret;
 use super::call::{materialize, null, refuse, value, Caller, Section, Statement};
 use crate::{entry, named_statements};
 use pg_jobs_core::opaque_id::{job_of_opaque_id, job_opaque_id, time_ordered_uuid};
@@ -34,27 +32,13 @@ fn _opaque_id() -> Uuid {
 // see through (not leakproof): see sql/010_types.sql.
 entry!(_fence, pg_finfo__fence, |fcinfo| super::call::argument(fcinfo, 0).expect("strict"));
 
-thread_local! {
-    /// The key, with the table it was read from: a view lists many ids, each computed by one call,
-    /// and only the first reads the table. The extension made again (a new table) is read again.
-    static KEY_READ: Cell<Option<(Oid, [u8; 32])>> = const { Cell::new(None) };
-}
-
 /// The key of the jobs' opaque ids, read in `section` (as the extension's owner) when not known.
 fn key(section: &Section) -> [u8; 32] {
-    let table = relation(c"opaque_id_key");
-    if let Some((read_from, key)) = KEY_READ.get() {
-        if read_from == table {
-            return key;
-        }
-    }
-    let key: [u8; 32] = section
-        .run(&KEY, &[])
-        .get::<Vec<u8>>(0, 0)
-        .and_then(|bytes| bytes.try_into().ok())
-        .unwrap_or_else(|| error!("pg_jobs: opaque_id_key holds no key"));
-    KEY_READ.set(Some((table, key)));
-    key
+    secret(c"opaque_id_key", section, |section| {
+        section.run(&KEY, &[]).get::<Vec<u8>>(0, 0)
+    })
+    .try_into()
+    .unwrap_or_else(|_| error!("pg_jobs: the key in opaque_id_key is not of 32 bytes"))
 }
 
 // _job_opaque_id(id, owner): the opaque id of a job, for the views that show them

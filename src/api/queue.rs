@@ -138,7 +138,6 @@ const ADD_ONE_PARAMETERS: [Oid; 2 + Field::Key as usize] = {
 };
 static ADD_ONE: Statement = statement("add_one", &ADD_ONE_PARAMETERS, Planning::Default);
 static ADD_KEYED: Statement = statement("add_keyed", &ADD_PARAMETERS, Planning::Probes);
-static NOTIFY_READY: Statement = statement("notify_ready", &[OIDOID, TEXTOID], Planning::Default);
 static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, TEXTARRAYOID], Planning::Probes);
 /// The job to replace, then its owner and the fields a replace sets (the task to the lease), a
 /// debounce's window and the concurrency key.
@@ -266,7 +265,6 @@ static LIVE_JOB: Statement = statement("live_job", &[INT8OID, OIDOID], Planning:
 static LOCK_LIVE_JOB: Statement = statement("lock_live_job", &[INT8OID, OIDOID], Planning::Default);
 static FINISHED_JOB: Statement = statement("finished_job", &[INT8OID, OIDOID], Planning::Default);
 static ABORT_LEASED: Statement = statement("abort_leased", &[INT8OID], Planning::Default);
-static READY_SIGNAL: Statement = statement("ready_signal", &[OIDOID, TEXTOID], Planning::Default);
 static SET_HISTORY_RULE: Statement = statement(
     "set_history_rule",
     &[OIDOID, TEXTOID, TEXTOID],
@@ -691,10 +689,7 @@ fn wake<'a>(section: &Section, queues: impl Iterator<Item = (Oid, &'a str)>) {
     let mut woken: Vec<(Oid, &str)> = Vec::new();
     for (claimable_by, queue) in queues {
         if !woken.contains(&(claimable_by, queue)) && ready::wanted(claimable_by, queue) {
-            section.run(
-                &NOTIFY_READY,
-                &[Some(Datum::from(claimable_by)), queue.into_datum()],
-            );
+            ready::notify(&ready::signal(section, claimable_by, queue));
             woken.push((claimable_by, queue));
         }
     }
@@ -1835,15 +1830,11 @@ entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {
 
 entry!(jobs_ready_signal, pg_finfo_jobs_ready_signal, |fcinfo| {
     let caller = Caller::current();
+    let Some(queue) = value::<String>(fcinfo, 0) else {
+        return null(fcinfo);
+    };
     let section = Section::as_owner(fcinfo);
-    let signal = section.run(
-        &READY_SIGNAL,
-        &[Some(Datum::from(caller.identity)), argument(fcinfo, 0)],
-    );
-    match signal.datum(0, 0) {
-        Some(text) => section.keep(text, TEXTOID),
-        None => null(fcinfo),
-    }
+    section.text(&ready::signal(&section, caller.identity, &queue))
 });
 
 /// What `jobs_queue_history`'s `keep` may say (the labels of `history_keep`).

@@ -83,11 +83,6 @@ SELECT n.id, n.claimable_by, n.queue, n.ready, n.priority, n.run_at
 FROM given g LEFT JOIN new_jobs n ON n.id = g.id
 ORDER BY g.ord;
 
--- name: notify_ready
--- Wakes the workers of a queue. NOTIFY takes a lock that every notifying commit in the cluster
--- waits for, so an add sends it only where a worker may be asleep (src/api/ready.rs).
-SELECT pg_notify('pgjobs_ready', _ready_signal($1, $2));
-
 -- name: key_holders
 -- The jobs holding keys $2 of owner $1. Run after an add found keys taken: the add could not see
 -- a holder that committed while it waited on the key; this statement, with a new snapshot, can.
@@ -637,9 +632,6 @@ WITH aborted AS (
     RETURNING _cancel_executor_at_commit(r.pid)
 )
 SELECT a.status FROM aborted a;
-
--- name: ready_signal
-SELECT _ready_signal($1, $2);
 
 -- name: set_history_rule
 -- The rule of owner $1's queue $2: which of its finished jobs job_history keeps ($3).

@@ -25,7 +25,17 @@
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
+use pgrx::{FromDatum, IntoDatum};
+
+use super::cached::secret;
+use super::call::{value, Section, Statement};
+use crate::{entry, named_statements};
+
+named_statements!(include_str!("ready.sql"));
+
+static INSTALLATION_KEY: Statement = statement("installation_key", &[]);
 
 const READY_SLOTS: usize = 4096;
 const READY_QUIET_MS: u32 = 1000;
@@ -116,3 +126,58 @@ pub(crate) fn wanted(claimable_by: pg_sys::Oid, queue: &str) -> bool {
     }
     true
 }
+
+unsafe extern "C-unwind" {
+    /// SQL's sha256(bytea) and pg_notify(text, text), to call with DirectFunctionCall (pgrx's
+    /// pg_sys binds them as Rust functions, which it takes no pointer to).
+    #[link_name = "sha256_bytea"]
+    fn postgres_sha256(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum;
+    #[link_name = "pg_notify"]
+    fn postgres_pg_notify(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum;
+}
+
+/// The payload of NOTIFY pgjobs_ready that wakes the workers of `claimable_by`'s queue `queue`:
+/// the first 16 hex digits of the SHA-256 of the installation's secret followed by
+/// `claimable_by/queue`, so that only the queue's identity can ask for it (jobs_ready_signal) and
+/// no member can wake, or listen for, another's workers. Computed here for every caller, SQL's
+/// (`_ready_signal`) too, with the key read once a backend (`section` reads it): a statement for
+/// it read the key at every add that woke a worker (README: the pickup latency).
+pub(crate) fn signal(section: &Section, claimable_by: Oid, queue: &str) -> String {
+    let mut message = secret(c"installation_key", section, |section| {
+        section.run(&INSTALLATION_KEY, &[]).get::<Vec<u8>>(0, 0)
+    });
+    message.extend_from_slice(format!("{}/{queue}", claimable_by.to_u32()).as_bytes());
+    // PostgreSQL's SHA-256, as SQL's sha256() computes it.
+    let digest = unsafe {
+        let digest = pg_sys::DirectFunctionCall1Coll(
+            Some(postgres_sha256),
+            pg_sys::InvalidOid,
+            message.into_datum().expect("a bytea"),
+        );
+        Vec::<u8>::from_datum(digest, false).expect("a digest")
+    };
+    digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// Sends NOTIFY pgjobs_ready with `signal` when this transaction commits.
+pub(crate) fn notify(signal: &str) {
+    unsafe {
+        pg_sys::DirectFunctionCall2Coll(
+            Some(postgres_pg_notify),
+            pg_sys::InvalidOid,
+            "pgjobs_ready".into_datum().expect("a text"),
+            signal.into_datum().expect("a text"),
+        );
+    }
+}
+
+// _ready_signal(claimable_by, queue): `signal`, for the extension's statements (its owner's only).
+entry!(_ready_signal, pg_finfo__ready_signal, |fcinfo| {
+    let claimable_by = value::<Oid>(fcinfo, 0).expect("strict");
+    let queue = value::<String>(fcinfo, 1).expect("strict");
+    let section = Section::as_current_user();
+    section.text(&signal(&section, claimable_by, &queue))
+});
