@@ -55,27 +55,35 @@ GRANT USAGE ON SCHEMA @extschema@ TO pgjobs_user;
 CREATE FUNCTION _extension_claimant() RETURNS oid
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN 0;
+-- Called as the caller by the batch views and the policy of jobs (the agents' and pg_monitor's
+-- grants: sql/085_batch.sql, sql/089_metrics.sql).
+GRANT EXECUTE ON FUNCTION _extension_claimant TO pgjobs_user;
 
 CREATE FUNCTION _invalid(message text, hint text DEFAULT NULL) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', '_invalid';
+GRANT EXECUTE ON FUNCTION _invalid TO pgjobs_user;
 
 -- The checks of src/api/refusals.rs: a count of rows to take or skip, refused when negative; a
 -- date a caller gives, refused when it is not finite (and, in a WHERE clause without a column,
 -- checked once even where no row is read).
 CREATE FUNCTION _row_count(n integer, name text) RETURNS integer
 LANGUAGE c IMMUTABLE STRICT AS 'MODULE_PATHNAME', '_row_count';
+GRANT EXECUTE ON FUNCTION _row_count TO pgjobs_user;
 
 CREATE FUNCTION _finite_date(d date, name text) RETURNS boolean
 LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', '_finite_date';
+GRANT EXECUTE ON FUNCTION _finite_date TO pgjobs_user;
 
 -- Months are UTC months: a job's month in job_history is the UTC month of its due_at.
 CREATE FUNCTION _utc_month(t timestamptz) RETURNS date
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN (date_trunc('month', t, 'UTC') AT TIME ZONE 'UTC')::date;
+GRANT EXECUTE ON FUNCTION _utc_month TO pgjobs_user;
 
 CREATE FUNCTION _utc_midnight(d date) RETURNS timestamptz
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN d::timestamp AT TIME ZONE 'UTC';
+GRANT EXECUTE ON FUNCTION _utc_midnight TO pgjobs_user;
 
 -- A secret made at installation that no member can read: it keys what members must not be able
 -- to compute, the payloads of the ready signals (sql/030_queue.sql) and the advisory lock keys.

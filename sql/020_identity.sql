@@ -30,10 +30,12 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add_proxy';
 COMMENT ON FUNCTION jobs_add_proxy IS
     'Registers a role as acting for a root identity (default: the caller''s): what it creates is '
     'the root''s, and it sees what the root sees.';
+GRANT EXECUTE ON FUNCTION jobs_add_proxy TO pgjobs_user;
 
 CREATE FUNCTION jobs_remove_proxy(proxy regrole) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_remove_proxy';
 COMMENT ON FUNCTION jobs_remove_proxy IS 'Ends a proxy: from its next statement on it sees nothing of its root''s.';
+GRANT EXECUTE ON FUNCTION jobs_remove_proxy TO pgjobs_user;
 
 -- API tokens: a role's bearer credentials for the HTTP API of the SCHED page (web/), each
 -- acting as the role that made it. The web server logs in as a role it is given, a member of
@@ -86,14 +88,17 @@ COMMENT ON FUNCTION jobs_api_token_create IS
     'Makes an API token that acts as the calling role in the HTTP API (Authorization: Bearer). '
     'The token is returned this once; keep it secret. Not for a superuser or a role that bypasses '
     'row-level security.';
+GRANT EXECUTE ON FUNCTION jobs_api_token_create TO pgjobs_user;
 
 CREATE FUNCTION jobs_api_token_revoke(id bigint) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_api_token_revoke';
 COMMENT ON FUNCTION jobs_api_token_revoke IS
     'Revokes one of the calling role''s API tokens: from its next request on it is refused.';
+GRANT EXECUTE ON FUNCTION jobs_api_token_revoke TO pgjobs_user;
 
 CREATE FUNCTION _api_token_role(token text) RETURNS text
 LANGUAGE c AS 'MODULE_PATHNAME', '_api_token_role';
 COMMENT ON FUNCTION _api_token_role IS
     'For the web server (a member of pgjobs_api): the role a live token acts as, for '
     'set_config(''role'', ...); a token unknown or revoked is refused (28000).';
+GRANT EXECUTE ON FUNCTION _api_token_role TO pgjobs_api;

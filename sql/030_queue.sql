@@ -135,6 +135,7 @@ CREATE TRIGGER opaque_id_key_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCAT
 -- (42501 for any other).
 CREATE FUNCTION _job_opaque_id(id bigint, owner oid) RETURNS uuid
 LANGUAGE c STABLE STRICT AS 'MODULE_PATHNAME', '_job_opaque_id';
+GRANT EXECUTE ON FUNCTION _job_opaque_id TO pgjobs_user;
 
 COMMENT ON COLUMN jobs.due_at IS 'When the job was first due; picks its month in job_history.';
 COMMENT ON COLUMN jobs.locked_by IS 'The worker that holds or last held the job.';
@@ -265,6 +266,7 @@ COMMENT ON FUNCTION jobs_add IS
     'keys they hold: depends_on_keys); it runs once all of them completed; if one failed or was '
     'aborted, it is blocked (jobs_unblock), or skipped (ended as aborted) with '
     'on_dependency_failure => ''skip''.';
+GRANT EXECUTE ON FUNCTION jobs_add TO pgjobs_user;
 
 CREATE FUNCTION jobs_add_batch(jobs jsonb) RETURNS SETOF bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add_batch';
@@ -272,12 +274,14 @@ COMMENT ON FUNCTION jobs_add_batch IS
     'Adds many jobs in one call and returns their ids in the order given. Each object takes '
     'jobs_add''s parameters, and "after": positions (from 1) of earlier jobs of the same call that '
     'it waits for, so that a whole graph is added at once.';
+GRANT EXECUTE ON FUNCTION jobs_add_batch TO pgjobs_user;
 
 CREATE FUNCTION jobs_unblock(id bigint) RETURNS timestamptz
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_unblock';
 COMMENT ON FUNCTION jobs_unblock IS
     'Lets a job of the caller that waits for dependencies (or is blocked by one that failed or was '
     'aborted) run without them; returns when it is due.';
+GRANT EXECUTE ON FUNCTION jobs_unblock TO pgjobs_user;
 
 CREATE FUNCTION jobs_dependency_results(id bigint, token uuid)
 RETURNS TABLE (dependency bigint, status text, result jsonb, error text)
@@ -285,6 +289,7 @@ LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'jobs_dependency_results';
 COMMENT ON FUNCTION jobs_dependency_results IS
     'For the worker holding a job (its lease token): each job it depends on, with its status, '
     'result and last error: what a join step reads.';
+GRANT EXECUTE ON FUNCTION jobs_dependency_results TO pgjobs_user;
 
 CREATE FUNCTION jobs_claim(
     worker text,
@@ -297,6 +302,7 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_claim';
 COMMENT ON FUNCTION jobs_claim IS
     'Claims up to n ready jobs of the caller''s identity in the given queues, by priority '
     '(lowest first) then age; expired leases are requeued first.';
+GRANT EXECUTE ON FUNCTION jobs_claim TO pgjobs_user;
 
 CREATE FUNCTION jobs_heartbeat(id bigint, token uuid, lease interval DEFAULT NULL,
                                OUT lease_state text, OUT locked_until timestamptz)
@@ -305,14 +311,17 @@ COMMENT ON FUNCTION jobs_heartbeat IS
     'Renews a lease, for lease or else the lease the job was claimed with. lease_state: held '
     '(keep working), aborted (stop, roll back, report with '
     'jobs_fail), lost (another worker holds the job or it has finished: roll back).';
+GRANT EXECUTE ON FUNCTION jobs_heartbeat TO pgjobs_user;
 
 CREATE FUNCTION jobs_complete(ids bigint[], tokens uuid[], results jsonb[] DEFAULT NULL) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_complete';
+GRANT EXECUTE ON FUNCTION jobs_complete(bigint[], uuid[], jsonb[]) TO pgjobs_user;
 
 CREATE FUNCTION jobs_complete(id bigint, token uuid, result jsonb DEFAULT NULL) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_complete_one';
 COMMENT ON FUNCTION jobs_complete(bigint, uuid, jsonb) IS
     'Completes a job whose lease this token holds, in the caller''s transaction.';
+GRANT EXECUTE ON FUNCTION jobs_complete(bigint, uuid, jsonb) TO pgjobs_user;
 
 -- One round trip per job for a worker that completes as it claims: the finished jobs and the
 -- next claim commit together.
@@ -329,21 +338,25 @@ CREATE FUNCTION jobs_complete_and_claim(
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_complete_and_claim';
 COMMENT ON FUNCTION jobs_complete_and_claim IS
     'Completes jobs (empty arrays for none) and claims the next ones, in one call and one transaction.';
+GRANT EXECUTE ON FUNCTION jobs_complete_and_claim TO pgjobs_user;
 
 CREATE FUNCTION jobs_fail(ids bigint[], tokens uuid[], errors text[]) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_fail';
+GRANT EXECUTE ON FUNCTION jobs_fail(bigint[], uuid[], text[]) TO pgjobs_user;
 
 CREATE FUNCTION jobs_release(ids bigint[], tokens uuid[]) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_release';
 COMMENT ON FUNCTION jobs_release IS
     'Gives leased jobs back unworked (a worker that stops): waiting again and due now, the '
     'attempt not counted; a job aborted meanwhile ends as aborted.';
+GRANT EXECUTE ON FUNCTION jobs_release TO pgjobs_user;
 
 CREATE FUNCTION jobs_snooze(id bigint, token uuid, delay interval) RETURNS timestamptz
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_snooze';
 COMMENT ON FUNCTION jobs_snooze IS
     'Gives a leased job back to run again after delay (0 to 1 year), as River and Oban snooze: '
     'the attempt is not counted and nothing is logged. Returns when it is due.';
+GRANT EXECUTE ON FUNCTION jobs_snooze TO pgjobs_user;
 
 CREATE FUNCTION jobs_progress(id bigint, token uuid, progress jsonb, lease interval DEFAULT NULL,
                               OUT lease_state text, OUT locked_until timestamptz)
@@ -351,6 +364,7 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_progress';
 COMMENT ON FUNCTION jobs_progress IS
     'A heartbeat that also records the attempt''s progress (JSON of at most 8 kB as text), which '
     'the job''s owner reads in jobs.progress until the job leaves the queue or is given back.';
+GRANT EXECUTE ON FUNCTION jobs_progress TO pgjobs_user;
 
 CREATE FUNCTION jobs_result(id bigint, OUT status text, OUT result jsonb, OUT error text,
                             OUT attempts integer, OUT progress jsonb, OUT finished_at timestamptz)
@@ -359,6 +373,7 @@ COMMENT ON FUNCTION jobs_result IS
     'One of the caller''s jobs, live or finished: its status, its result (once it has finished), '
     'the error of its last failed attempt, its attempts, its progress (while it runs) and when it '
     'finished.';
+GRANT EXECUTE ON FUNCTION jobs_result TO pgjobs_user;
 
 CREATE FUNCTION jobs_wait(ids bigint[], timeout interval DEFAULT '30 seconds')
 RETURNS TABLE (id bigint, status text, result jsonb, error text, attempts integer, finished_at timestamptz)
@@ -367,18 +382,21 @@ COMMENT ON FUNCTION jobs_wait IS
     'Waits until every one of the caller''s jobs given has finished, or for timeout (0 to 1 hour), '
     'without reading them in a loop: the commit that finishes a job wakes its waiters. Returns each '
     'job as jobs_result answers, finished_at null for one still live. In read committed only.';
+GRANT EXECUTE ON FUNCTION jobs_wait TO pgjobs_user;
 
 CREATE FUNCTION jobs_fail(id bigint, token uuid, error text) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_fail_one';
 COMMENT ON FUNCTION jobs_fail(bigint, uuid, text) IS
     'Reports a failed attempt: retried after backoff × 2^(attempt-1), capped at max_backoff, '
     'until max_attempts; then failed, with result {"error": error}.';
+GRANT EXECUTE ON FUNCTION jobs_fail(bigint, uuid, text) TO pgjobs_user;
 
 CREATE FUNCTION jobs_abort(id bigint) RETURNS job_status
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_abort';
 COMMENT ON FUNCTION jobs_abort IS
     'Aborts a job: a waiting one at once, a running one at its worker''s next heartbeat. '
     'Returns the job''s status afterwards (completed or failed if it had already finished).';
+GRANT EXECUTE ON FUNCTION jobs_abort TO pgjobs_user;
 
 CREATE FUNCTION jobs_reschedule(ids bigint[], run_at timestamptz DEFAULT NULL)
 RETURNS TABLE (id bigint, due timestamptz)
@@ -387,6 +405,7 @@ COMMENT ON FUNCTION jobs_reschedule IS
     'Makes the caller''s waiting jobs due at run_at instead (now when null): "run now" for a job '
     'waiting for its time or its next attempt. Not a running job, one waiting for its dependencies '
     '(jobs_unblock) or one of the extension''s queues. Returns each job moved and when it is due.';
+GRANT EXECUTE ON FUNCTION jobs_reschedule TO pgjobs_user;
 
 CREATE FUNCTION jobs_delete(ids bigint[]) RETURNS SETOF bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_delete';
@@ -394,12 +413,14 @@ COMMENT ON FUNCTION jobs_delete IS
     'Deletes the caller''s waiting jobs, leaving no history and freeing their keys; the jobs that '
     'depend on one and jobs_wait see it end as aborted. Not a running job (jobs_abort) or one of '
     'the extension''s queues. Returns the ids deleted.';
+GRANT EXECUTE ON FUNCTION jobs_delete TO pgjobs_user;
 
 CREATE FUNCTION jobs_ready_signal(queue text DEFAULT 'default') RETURNS text
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'jobs_ready_signal';
 COMMENT ON FUNCTION jobs_ready_signal IS
     'The payload of the NOTIFY on channel pgjobs_ready that says ready work arrived in one of the '
     'caller''s queues: compare it with the payloads a LISTENing worker receives.';
+GRANT EXECUTE ON FUNCTION jobs_ready_signal TO pgjobs_user;
 
 -- Paused queues of an identity (River's QueuePause, Oban's pause_queue, Solid Queue's pause):
 -- claims take nothing from a queue with a row here, every claim from the first that starts after
@@ -429,11 +450,13 @@ COMMENT ON FUNCTION jobs_pause IS
     'Pauses one of the caller''s queues: claims take nothing from it until jobs_resume; adds, '
     'heartbeats and completions go on. Returns the pause in force (the first one, if it was '
     'already paused).';
+GRANT EXECUTE ON FUNCTION jobs_pause TO pgjobs_user;
 
 CREATE FUNCTION jobs_resume(queue text) RETURNS boolean
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_resume';
 COMMENT ON FUNCTION jobs_resume IS
     'Resumes one of the caller''s queues and wakes its idle workers. Returns whether it was paused.';
+GRANT EXECUTE ON FUNCTION jobs_resume TO pgjobs_user;
 
 -- Concurrency limits of an identity's queues (River's and Oban Pro's global limits, Solid Queue's
 -- limits_concurrency): at most max_running jobs of a queue leased at once, across every worker.
@@ -673,6 +696,7 @@ COMMENT ON FUNCTION jobs_key_limit IS
     '(priority, due_at, id), a failed job with attempts left holding its key. With a prefix, for '
     'the keys that start with it (the longest prefix a key starts with wins; the default, the '
     'empty prefix, is every key). The jobs leased now count. Returns the limit in force.';
+GRANT EXECUTE ON FUNCTION jobs_key_limit TO pgjobs_user;
 
 CREATE FUNCTION jobs_key_rate_limit(queue text, claims integer, per interval, prefix text DEFAULT '',
                                     OUT claims integer, OUT per interval, OUT set_at timestamptz,
@@ -683,6 +707,7 @@ COMMENT ON FUNCTION jobs_key_rate_limit IS
     'in any window of `per` (more than 0, at most a day), across every worker: jobs over it wait. '
     'With a prefix, for the keys that start with it, as jobs_key_limit. Setting it again starts '
     'every key''s window afresh. Returns the limit in force.';
+GRANT EXECUTE ON FUNCTION jobs_key_rate_limit TO pgjobs_user;
 
 CREATE FUNCTION jobs_key_unlimit(queue text, prefix text DEFAULT '') RETURNS boolean
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_key_unlimit';
@@ -691,6 +716,7 @@ COMMENT ON FUNCTION jobs_key_unlimit IS
     'caller''s queues for the keys of a prefix (the default, the empty prefix: those set for every '
     'key); a key then falls under the longest other prefix it starts with, or none. Whether there '
     'was such a limit.';
+GRANT EXECUTE ON FUNCTION jobs_key_unlimit TO pgjobs_user;
 
 CREATE FUNCTION jobs_rate_limit(queue text, claims integer, per interval,
                                 OUT claims integer, OUT per interval, OUT set_at timestamptz,
@@ -700,6 +726,7 @@ COMMENT ON FUNCTION jobs_rate_limit IS
     'Limits one of the caller''s queues to `claims` (1 to 1000) jobs claimed in any window of `per` '
     '(more than 0, at most a day), across every worker: jobs over the limit wait. Setting it again '
     'starts its window afresh. Returns the limit in force.';
+GRANT EXECUTE ON FUNCTION jobs_rate_limit TO pgjobs_user;
 
 CREATE FUNCTION jobs_limit(queue text, max_running integer,
                            OUT max_running integer, OUT set_at timestamptz, OUT set_by regrole)
@@ -708,12 +735,14 @@ COMMENT ON FUNCTION jobs_limit IS
     'Limits one of the caller''s queues to max_running (1 to 1000) jobs leased at once, across every '
     'worker: claims take no more until a leased job ends or its lease runs out. The jobs leased now '
     'count. Returns the limit in force.';
+GRANT EXECUTE ON FUNCTION jobs_limit TO pgjobs_user;
 
 CREATE FUNCTION jobs_unlimit(queue text) RETURNS boolean
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_unlimit';
 COMMENT ON FUNCTION jobs_unlimit IS
     'Removes the concurrency, key and rate limits of one of the caller''s queues and wakes its '
     'idle workers. Returns whether it had any.';
+GRANT EXECUTE ON FUNCTION jobs_unlimit TO pgjobs_user;
 
 CREATE FUNCTION _add(specs job_spec[], owner oid, sql_jobs boolean, scheduled boolean)
 RETURNS SETOF bigint

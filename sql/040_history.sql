@@ -75,6 +75,7 @@ COMMENT ON FUNCTION jobs_queue_history IS
     'Sets which of the caller''s finished jobs in a queue job_history keeps: all (the default), '
     'failures (failed and aborted ones) or none. A job finished where it is not kept is in '
     'neither jobs nor job_history; its skip key stays taken until its month is dropped.';
+GRANT EXECUTE ON FUNCTION jobs_queue_history TO pgjobs_user;
 
 -- Where an identity's queue sends the jobs that fail their last attempt (pg-boss's dead-letter
 -- queues, SQS's redrive policy): the job is failed in job_history as anywhere else (jobs_result
@@ -103,6 +104,7 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_dead_letter';
 COMMENT ON FUNCTION jobs_dead_letter IS
     'Sends a copy of each of the caller''s jobs in queue that fails its last attempt to '
     'dead_letter_queue, due at once (null: no longer). The failed job stays failed in job_history.';
+GRANT EXECUTE ON FUNCTION jobs_dead_letter TO pgjobs_user;
 
 -- Second chances: failed and aborted jobs back from job_history (src/api/redrive.rs).
 CREATE FUNCTION jobs_retry(ids bigint[]) RETURNS SETOF bigint
@@ -111,6 +113,7 @@ COMMENT ON FUNCTION jobs_retry IS
     'Brings the caller''s failed and aborted jobs back from job_history, due now, with the same '
     'id, payload and settings, their errors kept and their attempts fresh; returns the ids brought '
     'back. Jobs of the extension''s queues have calls of their own.';
+GRANT EXECUTE ON FUNCTION jobs_retry TO pgjobs_user;
 
 CREATE FUNCTION jobs_retry_where(queue text, task text DEFAULT NULL, month date DEFAULT NULL,
                                  error text DEFAULT NULL, max_jobs integer DEFAULT 1000)
@@ -120,6 +123,7 @@ COMMENT ON FUNCTION jobs_retry_where IS
     'As jobs_retry, for the caller''s failed and aborted jobs of a queue, of a task, due in a '
     'month and whose last error contains the given text (each when not null): the oldest max_jobs '
     'of them (1 to 10,000).';
+GRANT EXECUTE ON FUNCTION jobs_retry_where TO pgjobs_user;
 
 -- Each queue's minutes (src/api/queue_minutes.rs): its completions and failed attempts in the
 -- minute and its live jobs at the minute's end, one row per queue that had any, written by the
@@ -161,6 +165,7 @@ SELECT j.owner, j.queue::text,
        min(j.run_at) FILTER (WHERE j.status = 'created' AND j.run_at <= now())
 FROM jobs j GROUP BY j.owner, j.queue;
 END;
+GRANT EXECUTE ON FUNCTION _queue_live_counts TO pgjobs_user;
 
 -- Each queue of an identity as its workers see it: its live jobs by what they wait for, the oldest
 -- ready job's time, its pause and what job_history keeps of it. A queue is listed while it has a
@@ -216,6 +221,7 @@ LEFT JOIN queue_key_limits k ON k.owner = q.owner AND k.queue = q.queue AND k.pr
 LEFT JOIN queue_history_rules r ON r.owner = q.owner AND r.queue = q.queue
 LEFT JOIN queue_dead_letters d ON d.owner = q.owner AND d.queue = q.queue;
 END;
+GRANT EXECUTE ON FUNCTION _queues TO pgjobs_user;
 
 CREATE VIEW jobs_queues WITH (security_invoker = true) AS SELECT * FROM _queues(false);
 COMMENT ON VIEW jobs_queues IS
@@ -259,6 +265,7 @@ GRANT SELECT ON jobs_queue_minutes TO pgjobs_user;
 CREATE FUNCTION _is_batch_queue(queue text) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN starts_with(queue, 'pg_jobs.batch:');
+GRANT EXECUTE ON FUNCTION _is_batch_queue TO pgjobs_user;
 
 -- A payload as members see it: a batch job's arguments and environment with secrets masked.
 CREATE FUNCTION _shown_payload(queue text, payload jsonb) RETURNS jsonb
@@ -275,12 +282,14 @@ RETURN (SELECT string_agg(format('job %s %s', w.on_job, coalesce(
                    'ended without completing')), '; ' ORDER BY w.on_job)
         FROM job_dependencies w
         WHERE w.job_id = job AND NOT EXISTS (SELECT FROM jobs d WHERE d.id = w.on_job));
+GRANT EXECUTE ON FUNCTION _blocked_by TO pgjobs_user;
 
 -- Whether a job that waits for dependencies is blocked: one of them ended without completing.
 CREATE FUNCTION _job_blocked(job bigint) RETURNS boolean
 LANGUAGE sql STABLE
 RETURN EXISTS (SELECT FROM job_dependencies w
                WHERE w.job_id = job AND NOT EXISTS (SELECT FROM jobs d WHERE d.id = w.on_job));
+GRANT EXECUTE ON FUNCTION _job_blocked TO pgjobs_user;
 
 -- A live job's status as jobs_result and jobs_wait answer it: waiting while it waits for its
 -- dependencies, blocked once one of them ended without completing (and why), else its status.
@@ -374,6 +383,7 @@ END;
 COMMENT ON FUNCTION jobs_find IS
     'Finds jobs, newest first, by status, queue, key, month due, and text in task, key, payload or '
     'result; the text among the newest search_newest jobs of the other filters (null: all).';
+GRANT EXECUTE ON FUNCTION jobs_find TO pgjobs_user;
 
 CREATE FUNCTION jobs_counts(month date DEFAULT NULL)
 RETURNS TABLE (queue text, status job_status, jobs bigint)
@@ -389,6 +399,7 @@ BEGIN ATOMIC
 END;
 COMMENT ON FUNCTION jobs_counts IS
     'Jobs per queue and status: every live job, and the finished jobs due in the given month (default: this one).';
+GRANT EXECUTE ON FUNCTION jobs_counts TO pgjobs_user;
 
 -- Months of history: one partition job_history_YYYYMM per UTC month.
 
@@ -400,6 +411,7 @@ BEGIN ATOMIC
     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
     WHERE i.inhparent = 'job_history'::regclass AND c.relname ~ '^job_history_[0-9]{6}$';
 END;
+GRANT EXECUTE ON FUNCTION _history_month_partitions TO pgjobs_user;
 
 CREATE FUNCTION jobs_history_months()
 RETURNS TABLE (month date, partition regclass, jobs bigint)

@@ -15,6 +15,7 @@ CREATE FUNCTION jobs_add_sql(
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_add_sql';
 COMMENT ON FUNCTION jobs_add_sql IS
     'Adds a job that the background worker runs in the database, as the job''s owner, with a statement timeout.';
+GRANT EXECUTE ON FUNCTION jobs_add_sql TO pgjobs_user;
 
 -- One row per run of a SQL job (start, end, status, message), kept pg_jobs.history_days days.
 -- A run still going at its deadline (its timeout, or an abort, plus pg_jobs.cancel_grace) did

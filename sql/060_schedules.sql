@@ -30,6 +30,7 @@ RETURNS timestamptz
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN to_timestamp(_schedule_next_epoch(schedule, time_zone, extract(epoch FROM after)::float8));
 COMMENT ON FUNCTION schedule_next_slot IS 'The first slot of a schedule strictly after a given time; null if none within 8 years.';
+GRANT EXECUTE ON FUNCTION schedule_next_slot TO pgjobs_user;
 
 CREATE FUNCTION _schedule_slots(schedule text, time_zone text, after timestamptz,
                                 until timestamptz, max_slots integer)
@@ -69,26 +70,31 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_schedule';
 COMMENT ON FUNCTION jobs_schedule IS
     'Adds a job once per slot of a cron schedule. work: {"task", "payload", "queue"} or {"sql"}. '
     'options: time_zone, missed (skip|once|all), max_catch_up, enabled, priority, max_attempts, backoff, max_backoff, lease, timeout.';
+GRANT EXECUTE ON FUNCTION jobs_schedule TO pgjobs_user;
 
 CREATE FUNCTION jobs_alter_schedule(name text, schedule text DEFAULT NULL, work jsonb DEFAULT NULL,
                                     options jsonb DEFAULT NULL)
 RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_alter_schedule';
+GRANT EXECUTE ON FUNCTION jobs_alter_schedule TO pgjobs_user;
 
 CREATE FUNCTION jobs_enable_schedule(name text) RETURNS void
 LANGUAGE sql
 BEGIN ATOMIC
     SELECT jobs_alter_schedule(name, options => '{"enabled": true}');
 END;
+GRANT EXECUTE ON FUNCTION jobs_enable_schedule TO pgjobs_user;
 
 CREATE FUNCTION jobs_disable_schedule(name text) RETURNS void
 LANGUAGE sql
 BEGIN ATOMIC
     SELECT jobs_alter_schedule(name, options => '{"enabled": false}');
 END;
+GRANT EXECUTE ON FUNCTION jobs_disable_schedule TO pgjobs_user;
 
 CREATE FUNCTION jobs_unschedule(name text) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_unschedule';
+GRANT EXECUTE ON FUNCTION jobs_unschedule TO pgjobs_user;
 
 CREATE FUNCTION jobs_run_schedule(name text) RETURNS bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_run_schedule';
@@ -96,6 +102,7 @@ COMMENT ON FUNCTION jobs_run_schedule IS
     'Adds one of the caller''s schedule''s job now, as a slot of this second would (also when the '
     'schedule is disabled), and returns its id; its slots go on as before. Twice in one second, '
     'or in the second of a slot, it is one job.';
+GRANT EXECUTE ON FUNCTION jobs_run_schedule TO pgjobs_user;
 
 CREATE VIEW jobs_schedules WITH (security_invoker = true) AS
 SELECT s.name, s.owner::regrole AS owner, s.schedule, s.time_zone, s.work, s.options, s.missed,

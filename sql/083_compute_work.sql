@@ -174,6 +174,7 @@ CREATE FUNCTION _compute_pending(job bigint, slice_payment numeric) RETURNS nume
 LANGUAGE sql STABLE
 RETURN slice_payment * ((SELECT count(*) FROM compute_slices s WHERE s.job_id = job AND s.lease_token IS NOT NULL)
                         + (SELECT count(*) FROM slice_reports r WHERE r.job_id = job AND r.folded_seq IS NULL));
+GRANT EXECUTE ON FUNCTION _compute_pending TO pgjobs_user;
 -- Every job, live or finished, has a row (the seed's table lost the rows of finished, paid jobs).
 -- pending is escrow held for copies out and results not yet folded; remaining what is left of
 -- the funds; paid + pending + remaining = funds, always.
@@ -206,6 +207,7 @@ CREATE FUNCTION compute_market_value() RETURNS numeric
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN 0.001;
 COMMENT ON FUNCTION compute_market_value IS 'DCC per slice that a market-value offer multiplies (0.001, constant for now).';
+GRANT EXECUTE ON FUNCTION compute_market_value TO pgjobs_user;
 
 -- An amount of DCC from a deployment's JSON: a number or a string of one (see _money).
 CREATE FUNCTION _amount(spec jsonb, field text) RETURNS numeric
@@ -299,6 +301,7 @@ END;
 COMMENT ON FUNCTION compute_result_text IS
     'The text of a result as compute_results keeps it: a data: URI decoded, or a pgjobs:result: URL '
     'read from the result store (the job''s owner only).';
+GRANT EXECUTE ON FUNCTION compute_result_text TO pgjobs_user;
 
 -- ---------------------------------------------------------------------------------------------
 -- The background worker's part (src/api/compute_fold.rs): the watchdog, and folding reports and
@@ -338,23 +341,30 @@ COMMENT ON FUNCTION compute_deploy IS
     'offer or market_value, funds, duplication_level and duplication_type, capabilities, worktime '
     'and worktime_version, flags, max_slices_per_task, estimation_slices, result_storage, name, '
     'description, link (the README lists them).';
+GRANT EXECUTE ON FUNCTION compute_deploy TO pgjobs_user;
 
 CREATE FUNCTION compute_add_slices(job_id bigint, data jsonb DEFAULT NULL, count integer DEFAULT NULL) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_add_slices';
 COMMENT ON FUNCTION compute_add_slices IS
     'Adds slices to one of the caller''s open jobs: values (a JSON array) for a job of values, a '
     'count for a range or a pattern. Returns the job''s slice count.';
+GRANT EXECUTE ON FUNCTION compute_add_slices TO pgjobs_user;
 
 CREATE FUNCTION compute_pause(job_id bigint) RETURNS compute_job_status
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_pause';
+GRANT EXECUTE ON FUNCTION compute_pause TO pgjobs_user;
 CREATE FUNCTION compute_resume(job_id bigint) RETURNS compute_job_status
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_resume';
+GRANT EXECUTE ON FUNCTION compute_resume TO pgjobs_user;
 CREATE FUNCTION compute_close(job_id bigint) RETURNS compute_job_status
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_close';
+GRANT EXECUTE ON FUNCTION compute_close TO pgjobs_user;
 CREATE FUNCTION compute_cancel(job_id bigint) RETURNS compute_job_status
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_cancel';
+GRANT EXECUTE ON FUNCTION compute_cancel TO pgjobs_user;
 CREATE FUNCTION compute_fund(job_id bigint, amount numeric) RETURNS compute_job_status
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_fund';
+GRANT EXECUTE ON FUNCTION compute_fund TO pgjobs_user;
 COMMENT ON FUNCTION compute_pause IS 'Stops handing out one of the caller''s jobs'' slices; copies out may still report.';
 COMMENT ON FUNCTION compute_resume IS 'Hands out a paused job''s slices again.';
 COMMENT ON FUNCTION compute_close IS 'Ends an open job''s taking of slices: it finishes when they are done.';
@@ -369,27 +379,32 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'compute_worker_register';
 COMMENT ON FUNCTION compute_worker_register IS
     'Registers the calling role as a worker of its identity (or updates it) with what it can run; '
     'returns its opaque id.';
+GRANT EXECUTE ON FUNCTION compute_worker_register TO pgjobs_user;
 
 CREATE FUNCTION compute_worker_join(group_opaque_id uuid, join_key text, secret text) RETURNS bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_worker_join';
 COMMENT ON FUNCTION compute_worker_join IS
     'Joins the calling worker to a compute group with its join key and secret (28P01 if wrong, '
     'the same for a group that does not exist).';
+GRANT EXECUTE ON FUNCTION compute_worker_join TO pgjobs_user;
 CREATE FUNCTION compute_worker_join_challenge(group_opaque_id uuid, OUT challenge text, OUT expires_at timestamptz)
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_worker_join_challenge';
 COMMENT ON FUNCTION compute_worker_join_challenge IS
     'A challenge for the calling worker to sign (personal_sign, EIP-191) with the key of the '
     'group''s join_address, then to give to compute_worker_join_signed: once, within 5 minutes. '
     'Replaces the worker''s earlier challenge for that group.';
+GRANT EXECUTE ON FUNCTION compute_worker_join_challenge TO pgjobs_user;
 CREATE FUNCTION compute_worker_join_signed(group_opaque_id uuid, challenge text, signature text) RETURNS bigint
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_worker_join_signed';
 COMMENT ON FUNCTION compute_worker_join_signed IS
     'Joins the calling worker to a compute group by its challenge signed with the key of the '
     'group''s join_address (0x, r, s, v in hex); the group''s id. 28P01 for a challenge used, '
     'expired or issued for another group or worker, and for a signature of another key.';
+GRANT EXECUTE ON FUNCTION compute_worker_join_signed TO pgjobs_user;
 CREATE FUNCTION compute_worker_leave(group_opaque_id uuid) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_worker_leave';
 COMMENT ON FUNCTION compute_worker_leave IS 'Leaves a compute group; returns 1, or 0 if not in it.';
+GRANT EXECUTE ON FUNCTION compute_worker_leave TO pgjobs_user;
 
 CREATE FUNCTION compute_fetch(max_slices integer DEFAULT NULL)
 RETURNS TABLE (task_token uuid, job_id bigint, slice_number integer, copy integer, datum text, work text,
@@ -400,16 +415,19 @@ COMMENT ON FUNCTION compute_fetch IS
     'one eligible job of the groups it joined, within the groups'' limits; no rows when there is none. '
     'result_url: where the worker POSTs a slice''s result (with result_params) before it submits it, '
     'for a job whose results are stored elsewhere; null when they go to the database.';
+GRANT EXECUTE ON FUNCTION compute_fetch TO pgjobs_user;
 
 CREATE FUNCTION compute_progress(task_token uuid, slice_numbers integer[] DEFAULT NULL) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_progress';
 COMMENT ON FUNCTION compute_progress IS
     'Says the task''s slices (all when null) are being worked on; needed at least every '
     'pg_jobs.compute_progress_timeout. Returns how many are still the caller''s.';
+GRANT EXECUTE ON FUNCTION compute_progress TO pgjobs_user;
 
 CREATE FUNCTION compute_return(task_token uuid, slice_numbers integer[] DEFAULT NULL) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'compute_return';
 COMMENT ON FUNCTION compute_return IS 'Gives slices of a task back unworked (all when null); returns how many.';
+GRANT EXECUTE ON FUNCTION compute_return TO pgjobs_user;
 
 CREATE FUNCTION compute_reject(task_token uuid, reason text, message text DEFAULT NULL, retries integer DEFAULT 0)
 RETURNS integer
@@ -417,6 +435,7 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'compute_reject';
 COMMENT ON FUNCTION compute_reject IS
     'Refuses the task''s job: its slices go back, the rejection is recorded in work_reject_history, '
     'and the worker is given none of the job''s slices again.';
+GRANT EXECUTE ON FUNCTION compute_reject TO pgjobs_user;
 
 CREATE FUNCTION compute_submit(task_token uuid, slice_numbers integer[], results text[],
                                cpu_ms double precision[] DEFAULT NULL, gpu_ms double precision[] DEFAULT NULL,
@@ -428,3 +447,4 @@ COMMENT ON FUNCTION compute_submit IS
     'Reports results of a task''s slices with what they measured. outcome per slice: accepted, '
     'waiting (for its other copies), tiebreaker (they disagree: another copy is sent), not accepted, '
     'corrupted (no agreement possible: the job ends), stale (not the caller''s: retasked or resolved).';
+GRANT EXECUTE ON FUNCTION compute_submit TO pgjobs_user;

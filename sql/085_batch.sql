@@ -18,6 +18,8 @@ BEGIN
 END
 $$;
 GRANT USAGE ON SCHEMA @extschema@ TO pgjobs_agent;
+-- What the policy of jobs calls as the caller: an agent's role is refused the table, not this.
+GRANT EXECUTE ON FUNCTION _extension_claimant TO pgjobs_agent;
 
 CREATE FUNCTION _batch_queue(computer text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -42,6 +44,7 @@ COMMENT ON TABLE batch_computers IS
 CREATE FUNCTION _batch_label(payload jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN coalesce(payload ->> 'routine', payload ->> 'command');
+GRANT EXECUTE ON FUNCTION _batch_label TO pgjobs_user;
 
 -- The Jobs tab with a million active jobs. Reading them all for each of its requests took
 -- seconds, so the bulk of them, the jobs that wait for their time or are due (created, with a
@@ -156,10 +159,12 @@ END;
 CREATE FUNCTION _text_array(elements jsonb) RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN ARRAY(SELECT jsonb_array_elements_text(elements));
+GRANT EXECUTE ON FUNCTION _text_array TO pgjobs_user;
 
 CREATE FUNCTION _bigint_array(elements jsonb) RETURNS bigint[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(elements) e);
+GRANT EXECUTE ON FUNCTION _bigint_array TO pgjobs_user;
 
 -- The batch jobs that have not finished, whatever month they were due in, as the worker pool
 -- shows them, read as the caller (so through row-level security: a member sees its own).
@@ -303,6 +308,7 @@ BEGIN ATOMIC
                                        array_to_string(b.args, ' '), b.revision, b.computer,
                                        b.target) ILIKE '%' || search || '%');
 END;
+GRANT EXECUTE ON FUNCTION _batch_selection TO pgjobs_user;
 
 -- The key of a job's group: by time (the minute it was due, and its routine), routine, status or
 -- computer. It takes the columns it reads, not the row: a whole row of the batch views made
@@ -319,10 +325,12 @@ RETURN CASE by
     WHEN 'status' THEN status
     WHEN 'computer' THEN coalesce(target, computer)
 END;
+GRANT EXECUTE ON FUNCTION _batch_group_key TO pgjobs_user;
 
 CREATE FUNCTION _batch_check_reading(by text, statuses text[], limit_rows integer, offset_rows integer)
 RETURNS void
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', '_batch_check_reading';
+GRANT EXECUTE ON FUNCTION _batch_check_reading TO pgjobs_user;
 
 -- A batch job's status word from its row's columns (and job_dependencies for a job that waits for
 -- dependencies, the only one that can be blocked), as batch_active has it. One expression, so
@@ -332,6 +340,7 @@ RETURNS text
 LANGUAGE sql STABLE
 RETURN _batch_status(status::text, run_at <= statement_timestamp(), status = 'created' AND run_at = 'infinity' AND _job_blocked(id),
                      progress ->> 'token' = lease_token::text);
+GRANT EXECUTE ON FUNCTION _batch_row_status TO pgjobs_user;
 
 -- The caller's active batch jobs counted by minute due (UTC), label, place (the computer that
 -- took a job, else the one it was posted for) and status word, without reading each: the tallied
@@ -379,12 +388,14 @@ BEGIN ATOMIC
           AND (j.progress IS NOT NULL OR j.run_at = 'infinity')))
     GROUP BY 1, 2, 3, 4;
 END;
+GRANT EXECUTE ON FUNCTION _batch_active_counts TO pgjobs_user;
 
 -- The months of the caller's batch jobs in job_history_other, which holds the finished jobs of
 -- months without a partition (due before the oldest month made, or far ahead): read through the
 -- ranges of due_at that no month's partition covers, so that only that partition is read.
 CREATE FUNCTION _batch_unpartitioned_months() RETURNS TABLE (month date)
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', '_batch_unpartitioned_months';
+GRANT EXECUTE ON FUNCTION _batch_unpartitioned_months TO pgjobs_user;
 
 -- The months that have batch jobs of the caller, without counting them: the months of its active
 -- jobs, each month of job_history in which one of its batch jobs is found first (an index probe
@@ -412,6 +423,7 @@ BEGIN ATOMIC
     UNION
     SELECT o.month FROM _batch_unpartitioned_months() o;
 END;
+GRANT EXECUTE ON FUNCTION _batch_month_list TO pgjobs_user;
 
 CREATE FUNCTION batch_find(month date DEFAULT NULL, statuses text[] DEFAULT NULL,
                            search text DEFAULT NULL, limit_rows integer DEFAULT 100,
@@ -421,10 +433,12 @@ LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'batch_find';
 COMMENT ON FUNCTION batch_find IS
     'The caller''s batch jobs of a month (active ones when month is null), by status words and '
     'text: {rows (newest first), total, counts (by status), months (that have jobs)}.';
+GRANT EXECUTE ON FUNCTION batch_find TO pgjobs_user;
 
 CREATE FUNCTION batch_get(hash text) RETURNS SETOF batch_jobs
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'batch_get';
 COMMENT ON FUNCTION batch_get IS 'The caller''s latest batch job with this command hash.';
+GRANT EXECUTE ON FUNCTION batch_get TO pgjobs_user;
 
 CREATE FUNCTION batch_groups(by text DEFAULT 'time', month date DEFAULT NULL,
                              statuses text[] DEFAULT NULL, search text DEFAULT NULL)
@@ -433,6 +447,7 @@ LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'batch_groups';
 COMMENT ON FUNCTION batch_groups IS
     'The caller''s batch jobs in groups (by time: the minute due and the routine; routine, status '
     'or computer), each with its most pressing status and its count per status.';
+GRANT EXECUTE ON FUNCTION batch_groups TO pgjobs_user;
 
 CREATE FUNCTION batch_group_jobs(by text, group_key text, month date DEFAULT NULL,
                                  statuses text[] DEFAULT NULL, search text DEFAULT NULL,
@@ -440,6 +455,7 @@ CREATE FUNCTION batch_group_jobs(by text, group_key text, month date DEFAULT NUL
 RETURNS SETOF batch_jobs
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'batch_group_jobs';
 COMMENT ON FUNCTION batch_group_jobs IS 'The jobs of one group of batch_groups, 200 at a time by default.';
+GRANT EXECUTE ON FUNCTION batch_group_jobs TO pgjobs_user;
 
 CREATE VIEW batch_groups_active WITH (security_invoker = true) AS
 SELECT * FROM batch_groups();
@@ -502,12 +518,14 @@ COMMENT ON FUNCTION batch_post IS
     'Posts a command for a computer (or ANY) and returns the job''s id. Posting a command again '
     'while its job still waits replaces that job (same id). depends_on: job ids or command hashes '
     'whose jobs must complete first.';
+GRANT EXECUTE ON FUNCTION batch_post TO pgjobs_user;
 
 CREATE FUNCTION batch_cancel(ids bigint[]) RETURNS TABLE (id bigint, status text)
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_cancel';
 COMMENT ON FUNCTION batch_cancel IS
     'Cancels the caller''s batch jobs: a waiting one is no longer handed out (CANCEL); a running '
     'one is marked CANCEL and its agent ends it. Returns each job''s status afterwards.';
+GRANT EXECUTE ON FUNCTION batch_cancel TO pgjobs_user;
 
 CREATE FUNCTION batch_cancel_where(month date DEFAULT NULL, statuses text[] DEFAULT NULL,
                                    search text DEFAULT NULL, by text DEFAULT NULL,
@@ -517,17 +535,20 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'batch_cancel_where';
 COMMENT ON FUNCTION batch_cancel_where IS
     'Cancels the caller''s active batch jobs that batch_find (or, with by and group_key, one group '
     'of batch_groups) selects, read or not.';
+GRANT EXECUTE ON FUNCTION batch_cancel_where TO pgjobs_user;
 
 CREATE FUNCTION batch_release(id bigint) RETURNS text
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_release';
 COMMENT ON FUNCTION batch_release IS
     'Lets a waiting or blocked batch job of the caller run without its dependencies; returns its status.';
+GRANT EXECUTE ON FUNCTION batch_release TO pgjobs_user;
 
 CREATE FUNCTION batch_register(computer text, capacity integer DEFAULT 1, info jsonb DEFAULT '{}')
 RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_register';
 COMMENT ON FUNCTION batch_register IS
     'Registers the caller''s computer and its slots; the first agent role to register a name keeps it.';
+GRANT EXECUTE ON FUNCTION batch_register TO pgjobs_agent;
 
 CREATE FUNCTION batch_forget_computer(computer text) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_forget_computer';
@@ -538,6 +559,7 @@ CREATE FUNCTION batch_ready_signals(computer text) RETURNS text[]
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_ready_signals';
 COMMENT ON FUNCTION batch_ready_signals IS
     'The payloads of NOTIFY pgjobs_ready that mean work arrived for this computer or for ANY.';
+GRANT EXECUTE ON FUNCTION batch_ready_signals TO pgjobs_agent;
 
 -- The payload of NOTIFY pgjobs_batch_cancel for a computer: a keyed hash, as for pgjobs_ready.
 CREATE FUNCTION _batch_cancel_signal(computer text) RETURNS text
@@ -549,6 +571,7 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'batch_cancel_signal';
 COMMENT ON FUNCTION batch_cancel_signal IS
     'The payload of NOTIFY pgjobs_batch_cancel that means a job this computer runs was cancelled: '
     'renew its leases at once to learn which (lease state aborted).';
+GRANT EXECUTE ON FUNCTION batch_cancel_signal TO pgjobs_agent;
 
 CREATE FUNCTION batch_claim(computer text, n integer DEFAULT 1)
 RETURNS TABLE (id bigint, lease_token uuid, attempt integer, kind text, routine text,
@@ -558,11 +581,13 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'batch_claim';
 COMMENT ON FUNCTION batch_claim IS
     'Claims up to n batch jobs for this computer or for ANY; renew each lease within lease. A kill '
     'job ends the running jobs of its routine that have its owner.';
+GRANT EXECUTE ON FUNCTION batch_claim TO pgjobs_agent;
 
 CREATE FUNCTION batch_started(id bigint, token uuid, pid integer) RETURNS text
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_started';
 COMMENT ON FUNCTION batch_started IS
     'Says the job''s process runs (RUNNING). Returns the lease state: held, aborted (end it), lost.';
+GRANT EXECUTE ON FUNCTION batch_started TO pgjobs_agent;
 
 CREATE FUNCTION batch_heartbeat(ids bigint[], tokens uuid[], stderr text[] DEFAULT NULL,
                                 stdout text[] DEFAULT NULL)
@@ -570,6 +595,7 @@ RETURNS TABLE (id bigint, lease_state text)
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_heartbeat';
 COMMENT ON FUNCTION batch_heartbeat IS
     'Renews the leases of running batch jobs and keeps the tails of their output; one lease state per job.';
+GRANT EXECUTE ON FUNCTION batch_heartbeat TO pgjobs_agent;
 
 CREATE FUNCTION batch_finish(id bigint, token uuid, exit_code integer, run_time interval,
                              stderr text DEFAULT NULL, stdout text DEFAULT NULL,
@@ -579,6 +605,7 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'batch_finish';
 COMMENT ON FUNCTION batch_finish IS
     'Reports how a batch job''s process ended: exit code 0 is COMPLETED, any other (or null, a '
     'signal) ERROR, cancelled CANCEL. Returns the status, or lost if the token no longer holds the job.';
+GRANT EXECUTE ON FUNCTION batch_finish TO pgjobs_agent;
 
 CREATE FUNCTION batch_report_and_claim(
     computer text, n integer,
@@ -597,9 +624,11 @@ COMMENT ON FUNCTION batch_report_and_claim IS
     'a job: report started (state: its lease state), finished (state: its status, or lost) or '
     'claimed (state held, and the job). A job whose row another transaction holds is reported busy '
     'and left as it was: say it again.';
+GRANT EXECUTE ON FUNCTION batch_report_and_claim TO pgjobs_agent;
 
 CREATE FUNCTION batch_hand_back(ids bigint[], tokens uuid[]) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_hand_back';
 COMMENT ON FUNCTION batch_hand_back IS
     'Gives batch jobs back that the agent will not finish (it is stopping): pending again, no '
     'attempt counted; a cancelled one ends as CANCEL.';
+GRANT EXECUTE ON FUNCTION batch_hand_back TO pgjobs_agent;

@@ -151,6 +151,7 @@ RETURN ARRAY(SELECT make_time(m / 60, m % 60, 0) FROM unnest(_routine_minutes(ru
 CREATE FUNCTION _routine_runtimes_text(runtimes time[]) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN array_to_string(ARRAY(SELECT to_char(t, 'HH24:MI') FROM unnest(runtimes) t ORDER BY t), ',');
+GRANT EXECUTE ON FUNCTION _routine_runtimes_text TO pgjobs_user;
 
 -- Whether a role is a member of one of the roles a schedule's owner granted (a role dropped since
 -- grants nothing).
@@ -158,6 +159,7 @@ CREATE FUNCTION _granted_to(role_oid oid, operators oid[]) RETURNS boolean
 LANGUAGE sql STABLE
 RETURN EXISTS (SELECT FROM unnest(operators) r
                WHERE EXISTS (SELECT FROM pg_roles g WHERE g.oid = r) AND pg_has_role(role_oid, r, 'MEMBER'));
+GRANT EXECUTE ON FUNCTION _granted_to TO pgjobs_user;
 
 -- Who may watch and command a schedule: its owner's identity, a member of a role the owner
 -- granted, or an administrator.
@@ -192,6 +194,7 @@ GRANT SELECT (schedule_id, day, routine, group_name, external, realtime, runtime
 CREATE FUNCTION _routines_heard(state_at timestamptz) RETURNS boolean
 LANGUAGE sql STABLE
 RETURN state_at > now() - current_setting('pg_jobs.routines_stale_after')::interval;
+GRANT EXECUTE ON FUNCTION _routines_heard TO pgjobs_user;
 
 -- The dependencies a routine still waits for: a batch one has not completed, a realtime one
 -- does not run.
@@ -202,6 +205,7 @@ RETURN ARRAY(SELECT x FROM unnest(dependencies) x
                                WHERE p.schedule_id = _routine_waits_for.schedule_id AND p.day = _routine_waits_for.day
                                  AND p.routine = x
                                  AND p.status = CASE WHEN p.realtime THEN 'running' ELSE 'completed' END));
+GRANT EXECUTE ON FUNCTION _routine_waits_for TO pgjobs_user;
 
 -- Today's routines of every schedule the caller may watch, with their status: WAS RUNNING for
 -- every routine of a schedule whose scheduler is not heard of.
@@ -278,6 +282,7 @@ LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'routine_groups';
 COMMENT ON FUNCTION routine_groups IS
     'Today''s routines grouped (by group, computer, status or schedule; realtime or batch only, one '
     'schedule only): RUNNING when all of a group runs, else its most pressing status, and counts.';
+GRANT EXECUTE ON FUNCTION routine_groups TO pgjobs_user;
 
 CREATE VIEW routine_messages WITH (security_invoker = true) AS
 SELECT s.schedule, s.owner::regrole AS owner, l.routine, l.at, l.level, l.message,
@@ -430,6 +435,7 @@ COMMENT ON FUNCTION routines_create IS
     'Makes a routine schedule of yours (or sets the time zone of its runtimes); routines_put and '
     'routines_import make one in UTC when it does not exist. Names are each owner''s: another role '
     'may have a schedule of the same name.';
+GRANT EXECUTE ON FUNCTION routines_create TO pgjobs_user;
 
 CREATE FUNCTION routines_put(schedule text, routine text, group_name text DEFAULT '',
     realtime boolean DEFAULT false, runtimes text DEFAULT '', args text DEFAULT '',
@@ -441,40 +447,48 @@ COMMENT ON FUNCTION routines_put IS
     'Adds a routine to your schedule or changes it; returns the number of routines. runtimes: '
     '''HH:MM,HH:MM''; dependencies: routines, comma-separated. Read by the scheduler at the next '
     'day, or now with routines_reload.';
+GRANT EXECUTE ON FUNCTION routines_put TO pgjobs_user;
 
 CREATE FUNCTION routines_remove(schedule text, routine text) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'routines_remove';
 COMMENT ON FUNCTION routines_remove IS 'Removes a routine from your schedule''s definition.';
+GRANT EXECUTE ON FUNCTION routines_remove TO pgjobs_user;
 
 CREATE FUNCTION routines_import(schedule text, csv text) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'routines_import';
 COMMENT ON FUNCTION routines_import IS
     'Replaces your schedule''s definition with a CSV (the columns of routines_export); all or nothing.';
+GRANT EXECUTE ON FUNCTION routines_import TO pgjobs_user;
 
 CREATE FUNCTION routines_export(schedule text) RETURNS text
 LANGUAGE c AS 'MODULE_PATHNAME', 'routines_export';
 COMMENT ON FUNCTION routines_export IS
     'Your schedule''s definition as CSV, arguments and commands as written (unmasked): '
     'routine,group,external,realtime,runtimes,args,dependencies,computer,seq,command.';
+GRANT EXECUTE ON FUNCTION routines_export TO pgjobs_user;
 
 CREATE FUNCTION routines_drop(schedule text) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'routines_drop';
 COMMENT ON FUNCTION routines_drop IS 'Drops your schedule, its definition, state and messages (its running routines go on).';
+GRANT EXECUTE ON FUNCTION routines_drop TO pgjobs_user;
 
 CREATE FUNCTION routines_grant(schedule text, role regrole) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'routines_grant';
 COMMENT ON FUNCTION routines_grant IS
     'Lets the members of a role you are a member of watch your schedule, switch its commands, restart '
     'and stop its routines (they read its arguments masked).';
+GRANT EXECUTE ON FUNCTION routines_grant TO pgjobs_user;
 
 CREATE FUNCTION routines_revoke(schedule text, role regrole) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'routines_revoke';
 COMMENT ON FUNCTION routines_revoke IS 'Takes back routines_grant.';
+GRANT EXECUTE ON FUNCTION routines_revoke TO pgjobs_user;
 
 CREATE FUNCTION routines_reload(schedule text) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'routines_reload';
 COMMENT ON FUNCTION routines_reload IS
     'Has the scheduler read the definition into today''s state now, not at the next day.';
+GRANT EXECUTE ON FUNCTION routines_reload TO pgjobs_user;
 
 CREATE FUNCTION routines_mode(schedule text)
 RETURNS TABLE (asked text, asked_by regrole, asked_at timestamptz, doing text,
@@ -483,6 +497,7 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'routines_mode';
 COMMENT ON FUNCTION routines_mode IS
     'A schedule''s switch: what was asked (observe or control), by whom (null: the setting '
     'pg_jobs.routines_start_mode), when, and what the scheduler reports it is doing.';
+GRANT EXECUTE ON FUNCTION routines_mode TO pgjobs_user;
 
 CREATE FUNCTION routines_set_mode(schedule text, mode text)
 RETURNS TABLE (asked text, asked_by regrole, asked_at timestamptz, doing text,
@@ -491,20 +506,24 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'routines_set_mode';
 COMMENT ON FUNCTION routines_set_mode IS
     'observe: the scheduler keeps the status and sends no command; control: it starts and restarts '
     'routines (what was due is started at once). Kept across restarts.';
+GRANT EXECUTE ON FUNCTION routines_set_mode TO pgjobs_user;
 
 CREATE FUNCTION routine_restart(schedule text, routine text) RETURNS text
 LANGUAGE c AS 'MODULE_PATHNAME', 'routine_restart';
 COMMENT ON FUNCTION routine_restart IS
     'Ends the routine if it runs and starts it again, in either mode; logged with who sent it.';
+GRANT EXECUTE ON FUNCTION routine_restart TO pgjobs_user;
 
 CREATE FUNCTION routine_stop(schedule text, routine text) RETURNS text
 LANGUAGE c AS 'MODULE_PATHNAME', 'routine_stop';
 COMMENT ON FUNCTION routine_stop IS
     'Ends the routine, in either mode; logged with who sent it. A realtime routine is started '
     'again once silent for 45 s: remove it from the definition to keep it stopped.';
+GRANT EXECUTE ON FUNCTION routine_stop TO pgjobs_user;
 
 CREATE FUNCTION routine_message(routine text, level text, message text) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', 'routine_message';
 COMMENT ON FUNCTION routine_message IS
     'A routine''s message (level info, warning, error or completed), kept for each schedule of '
     'yours that lists it; returns how many.';
+GRANT EXECUTE ON FUNCTION routine_message TO pgjobs_user;
