@@ -184,7 +184,7 @@ SELECT j.id AS job_id, j.owner::regrole AS owner, j.finished,
        coalesce(p.pending, 0) AS slice_work_payment_pending,
        c.funds - coalesce(t.slice_work_payment_total, 0) - coalesce(p.pending, 0) AS remaining,
        c.funds, coalesce(t.fees, 0) AS fees, coalesce(t.commission_total, 0) AS commission_total,
-       coalesce(c.flags & 64 <> 0, false) AS nsf, t.last_update
+       coalesce('nsf' = ANY (job_flag_names(c.flags)), false) AS nsf, t.last_update
 FROM (SELECT id, owner, false AS finished FROM jobs
       UNION ALL
       SELECT id, owner, true FROM job_history) j
