@@ -326,8 +326,9 @@ thread_local! {
     static SUBTRANSACTIONS_WATCHED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// The least job placed in each queue (who claims it, its name) by this transaction.
-type Placed = HashMap<(pg_sys::Oid, String), Key>;
+/// The least job placed in each queue by this transaction, by who claims it, then its name (so
+/// that an add of many jobs looks a queue up without making its name a String each time).
+type Placed = HashMap<pg_sys::Oid, HashMap<String, Key>>;
 
 fn at_commit(change: impl FnOnce(&mut (Placed, bool))) {
     AT_COMMIT.with(|pending| {
@@ -338,8 +339,10 @@ fn at_commit(change: impl FnOnce(&mut (Placed, bool))) {
                     if forget_all {
                         forget();
                     }
-                    for ((claimable_by, queue), key) in added {
-                        lower(claimable_by, &queue, key);
+                    for (claimable_by, queues) in added {
+                        for (queue, key) in queues {
+                            lower(claimable_by, &queue, key);
+                        }
                     }
                 }
             });
@@ -355,10 +358,13 @@ fn at_commit(change: impl FnOnce(&mut (Placed, bool))) {
 /// lowered to it when this transaction commits.
 pub(crate) fn placed(claimable_by: pg_sys::Oid, queue: &str, key: Key) {
     at_commit(|(placed, _)| {
-        placed
-            .entry((claimable_by, queue.to_string()))
-            .and_modify(|least| *least = (*least).min(key))
-            .or_insert(key);
+        let queues = placed.entry(claimable_by).or_default();
+        match queues.get_mut(queue) {
+            Some(least) => *least = (*least).min(key),
+            None => {
+                queues.insert(queue.to_owned(), key);
+            }
+        }
     });
 }
 
