@@ -70,8 +70,8 @@ pub struct Statement {
     /// The types of its parameters.
     parameters: &'static [Oid],
     planning: Planning,
-    /// A part of the text left out (see [`Statement::without`]).
-    omitted: Option<&'static str>,
+    /// The parts of the text left out (see [`Statement::without`]).
+    omitted: &'static [&'static str],
     plan: AtomicPtr<pg_sys::_SPI_plan>,
 }
 
@@ -87,22 +87,22 @@ impl Statement {
             name,
             parameters,
             planning,
-            omitted: None,
+            omitted: &[],
             plan: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
-    /// The same statement without its lines from each `-- <part> {` to the next `-- } <part>`:
-    /// one text run in two forms where a part would cost the calls that never need it (a
-    /// data-modifying CTE is set up, and run, whether or not it has rows).
-    pub const fn without(self, part: &'static str) -> Self {
+    /// The same statement without its lines from each `-- <part> {` to the next `-- } <part>`, for
+    /// each of `parts`: one text run in several forms where a part would cost the calls that
+    /// never need it (a data-modifying CTE is set up, and run, whether or not it has rows).
+    pub const fn without(self, parts: &'static [&'static str]) -> Self {
         Statement {
-            omitted: Some(part),
+            omitted: parts,
             ..self
         }
     }
 
-    /// The text under `-- name: <name>`, up to the next name, without the part omitted.
+    /// The text under `-- name: <name>`, up to the next name, without the parts omitted.
     fn text(&self) -> String {
         let marker = format!("-- name: {}\n", self.name);
         let start = self
@@ -112,22 +112,23 @@ impl Statement {
             + marker.len();
         let rest = &self.source[start..];
         let text = &rest[..rest.find("-- name: ").unwrap_or(rest.len())];
-        let Some(part) = self.omitted else {
-            return text.to_owned();
-        };
-        let (open, close) = (format!("-- {part} {{\n"), format!("-- }} {part}\n"));
-        let (mut kept, mut rest) = (String::with_capacity(text.len()), text);
-        while let Some(from) = rest.find(&open) {
-            let Some(to) = rest[from..].find(&close) else {
-                error!("pg_jobs: statement {}'s part {part} has no end", self.name)
-            };
-            kept.push_str(&rest[..from]);
-            rest = &rest[from + to + close.len()..];
+        let mut text = text.to_owned();
+        for part in self.omitted {
+            let (open, close) = (format!("-- {part} {{\n"), format!("-- }} {part}\n"));
+            let (mut kept, mut rest) = (String::with_capacity(text.len()), text.as_str());
+            while let Some(from) = rest.find(&open) {
+                let Some(to) = rest[from..].find(&close) else {
+                    error!("pg_jobs: statement {}'s part {part} has no end", self.name)
+                };
+                kept.push_str(&rest[..from]);
+                rest = &rest[from + to + close.len()..];
+            }
+            if rest.len() == text.len() {
+                error!("pg_jobs: statement {} has no part {part}", self.name);
+            }
+            text = kept + rest;
         }
-        if rest.len() == text.len() {
-            error!("pg_jobs: statement {} has no part {part}", self.name);
-        }
-        kept + rest
+        text
     }
 
     /// The kept plan; prepared on first use in this backend, inside a [`Section`].

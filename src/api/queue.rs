@@ -215,8 +215,21 @@ static KEY_CANDIDATES: Statement = statement(
     &[OIDOID, TEXTOID, INT4OID, TEXTOID],
     Planning::Probes,
 );
-static CLAIM_LIMITED: Statement =
-    statement("claim_limited", &CLAIM_LIMITED_PARAMETERS, Planning::Head);
+const fn claim_limited_without(parts: &'static [&'static str]) -> Statement {
+    statement("claim_limited", &CLAIM_LIMITED_PARAMETERS, Planning::Head).without(parts)
+}
+/// claim_limited's forms, by whether the queue has a concurrency limit (1), a rate limit (2) and
+/// key limits (4): only what it has is set up. (No limit at all is claimed by `claim`.)
+static CLAIM_LIMITED: [Statement; 8] = [
+    claim_limited_without(&["slots", "rates", "keyed"]),
+    claim_limited_without(&["rates", "keyed"]),
+    claim_limited_without(&["slots", "keyed"]),
+    claim_limited_without(&["keyed"]),
+    claim_limited_without(&["slots", "rates", "unkeyed"]),
+    claim_limited_without(&["rates", "unkeyed"]),
+    claim_limited_without(&["slots", "unkeyed"]),
+    claim_limited_without(&["unkeyed"]),
+];
 const FINISH_PARAMETERS: [Oid; 7] = [
     INT8ARRAYOID,
     UUIDARRAYOID,
@@ -229,7 +242,7 @@ const FINISH_PARAMETERS: [Oid; 7] = [
 static FINISH: Statement = statement("finish", &FINISH_PARAMETERS, Planning::Probes);
 /// FINISH for completions, which never copy a job into a dead-letter queue.
 static COMPLETE: Statement =
-    statement("finish", &FINISH_PARAMETERS, Planning::Probes).without("copies");
+    statement("finish", &FINISH_PARAMETERS, Planning::Probes).without(&["copies"]);
 static FREE_REPLACED_KEYS: Statement = statement(
     "free_replaced_keys",
     &[OIDARRAYOID, TEXTARRAYOID, INT8ARRAYOID],
@@ -1103,8 +1116,11 @@ fn claim_limited(
         None
     };
     let given = [arguments[0], queue.into_datum()];
+    let form = usize::from(slots.is_some())
+        | usize::from(free.get::<bool>(0, 3) == Some(true)) << 1
+        | usize::from(by_key) << 2;
     let claimed = section.run(
-        &CLAIM_LIMITED,
+        &CLAIM_LIMITED[form],
         &[&given[..], &arguments[2..], from, &[slots, keys]].concat(),
     );
     Some((claimed, by_key))

@@ -212,10 +212,11 @@ RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_unti
 -- name: free_slots
 -- Whether claimant $1's queue $2 has a concurrency, a rate or a key limit, and if it has a
 -- concurrency limit up to $3 of its slots that look free, locked (SKIP LOCKED: taken by no other
--- claim until this one's transaction ends), and whether it has a key limit (key_candidates). They
--- only look free: a slot another claim took and committed after this statement's snapshot is
--- locked here at its new version and passes the check against the old snapshot. claim_limited,
--- with a snapshot taken after these locks, checks again.
+-- claim until this one's transaction ends), whether it has a key limit (key_candidates) and
+-- whether it has a rate limit (which of claim_limited's forms runs). The slots only look free: a
+-- slot another claim took and committed after this statement's snapshot is locked here at its
+-- new version and passes the check against the old snapshot. claim_limited, with a snapshot
+-- taken after these locks, checks again.
 SELECT l.owner IS NOT NULL OR r.owner IS NOT NULL OR k.owner IS NOT NULL,
        CASE WHEN l.owner IS NOT NULL THEN
            ARRAY(SELECT s.slot FROM queue_slots s
@@ -224,7 +225,7 @@ SELECT l.owner IS NOT NULL OR r.owner IS NOT NULL OR k.owner IS NOT NULL,
                  ORDER BY s.slot
                  LIMIT $3
                  FOR UPDATE SKIP LOCKED) END,
-       k.owner IS NOT NULL
+       k.owner IS NOT NULL, r.owner IS NOT NULL
 FROM (SELECT) one
 LEFT JOIN queue_limits l ON l.owner = $1 AND l.queue = $2::text
 LEFT JOIN queue_rates r ON r.owner = $1 AND r.queue = $2::text
@@ -294,12 +295,20 @@ SELECT coalesce(array_agg(l.k ORDER BY l.k <= $4, l.k), '{}') FROM looked l;
 -- those keys that committed), and, when fewer keys than $3 were found, jobs without a key among
 -- the first 100 ready in claim order (a walk that passes over the keyed ones, so only then); a
 -- job with a key takes a free slot of its key (queue_key_slots) as above, and a token of its key
--- free in its window (queue_key_tokens) where keys have a rate limit. Null without one.
-WITH free AS (
+-- free in its window (queue_key_tokens) where keys have a rate limit. Null without one. Its parts
+-- (slots, rates, keyed, unkeyed) are left out where the queue has no such limit
+-- (CLAIM_LIMITED in src/api/queue.rs): each part is set up, and its data-modifying CTE run, on
+-- every call, whether or not it has rows.
+WITH
+-- slots {
+free AS (
     SELECT s.ctid AS sid, row_number() OVER (ORDER BY s.slot) AS n FROM queue_slots s
     WHERE s.owner = $1 AND s.queue = $2::text AND s.slot = ANY ($9::integer[])
       AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
-), tokens AS (
+),
+-- } slots
+-- rates {
+tokens AS (
     SELECT t.tid, row_number() OVER (ORDER BY t.taken_at, t.token) AS n FROM (
         SELECT t.ctid AS tid, t.taken_at, t.token FROM queue_rate_tokens t
         JOIN queue_rates r ON r.owner = t.owner AND r.queue = t.queue
@@ -307,21 +316,33 @@ WITH free AS (
         ORDER BY t.taken_at
         LIMIT $3
         FOR UPDATE OF t SKIP LOCKED) t
-), room AS (
-    SELECT least(CASE WHEN $9::integer[] IS NULL THEN $3 ELSE (SELECT count(*) FROM free) END,
-                 CASE WHEN EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = $2::text)
-                      THEN (SELECT count(*) FROM tokens) ELSE $3 END) AS n
-), in_order AS (
+),
+-- } rates
+room AS (
+    SELECT least($3
+-- slots {
+                 , (SELECT count(*) FROM free)
+-- } slots
+-- rates {
+                 , CASE WHEN EXISTS (SELECT FROM queue_rates r WHERE r.owner = $1 AND r.queue = $2::text)
+                        THEN (SELECT count(*) FROM tokens) ELSE $3 END
+-- } rates
+                 ) AS n
+),
+-- unkeyed {
+in_order AS (
     SELECT c.ctid AS tid, c.priority, c.run_at, c.id FROM jobs c
-    WHERE $10::text[] IS NULL
-      AND c.status = 'created' AND c.claimable_by = $1 AND hashtextextended(c.queue, 0) = hashtextextended($2::text, 0)
+    WHERE c.status = 'created' AND c.claimable_by = $1 AND hashtextextended(c.queue, 0) = hashtextextended($2::text, 0)
       AND c.queue = $2::text AND (c.priority, c.run_at, c.id) > ($6::integer, $7::timestamptz, $8::bigint)
       AND c.run_at <= statement_timestamp()
       AND NOT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $1 AND p.queue = $2::text)
     ORDER BY c.priority, c.run_at, c.id
     LIMIT (SELECT r.n FROM room r)
     FOR UPDATE SKIP LOCKED
-), by_key AS (
+),
+-- } unkeyed
+-- keyed {
+by_key AS (
     SELECT c.ctid AS tid, c.priority, c.run_at, c.id FROM jobs c
     WHERE c.ctid = ANY (ARRAY(
             SELECT h.tid
@@ -344,28 +365,45 @@ WITH free AS (
     ORDER BY c.priority, c.run_at, c.id
     LIMIT (SELECT r.n FROM room r)
     FOR UPDATE SKIP LOCKED
-), claimed AS (
+),
+-- } keyed
+claimed AS (
     UPDATE jobs j
     SET status = 'started', attempt = j.attempt + 1, lease_token = _lease_token(),
         locked_by = $5, begin_time = statement_timestamp(), claimed_lease = coalesce($4::interval, j.lease),
         locked_until = statement_timestamp() + coalesce($4::interval, j.lease), progress = NULL
     WHERE j.ctid = ANY (ARRAY(
-        SELECT c.tid FROM (SELECT * FROM in_order UNION ALL SELECT * FROM by_key) c
+        SELECT c.tid FROM (
+-- unkeyed {
+            SELECT * FROM in_order
+-- } unkeyed
+-- keyed {
+            SELECT * FROM by_key
+-- } keyed
+            ) c
         ORDER BY c.priority, c.run_at, c.id
         LIMIT (SELECT r.n FROM room r)))
     RETURNING j.id, j.attempt, j.lease_token, j.task::text AS task, j.payload, j.locked_until,
               j.priority, j.run_at, j.concurrency_key
-), taken AS (
+)
+-- slots {
+, taken AS (
     UPDATE queue_slots s SET job_id = c.id, lease_token = c.lease_token
     FROM (SELECT c.id, c.lease_token, row_number() OVER (ORDER BY c.id) AS n FROM claimed c) c
     JOIN free f ON f.n = c.n
     WHERE s.ctid = f.sid
-), spent AS (
+)
+-- } slots
+-- rates {
+, spent AS (
     UPDATE queue_rate_tokens t SET taken_at = statement_timestamp()
     FROM (SELECT row_number() OVER (ORDER BY c.id) AS n FROM claimed c) c
     JOIN tokens k ON k.n = c.n
     WHERE t.ctid = k.tid
-), keys_taken AS (
+)
+-- } rates
+-- keyed {
+, keys_taken AS (
     -- One job per key (by_key): the first slot of its key that is free.
     INSERT INTO queue_key_slots AS s (owner, queue, concurrency_key, slot, job_id, lease_token)
     SELECT $1, $2::text, c.concurrency_key,
@@ -393,6 +431,7 @@ WITH free AS (
     WHERE c.concurrency_key IS NOT NULL AND l.rate_claims IS NOT NULL
     ON CONFLICT (owner, queue, concurrency_key, token) DO UPDATE SET taken_at = excluded.taken_at
 )
+-- } keyed
 SELECT c.id, c.attempt, c.lease_token, c.task, c.payload, c.locked_until, c.priority, c.run_at FROM claimed c;
 
 -- name: claim_queues

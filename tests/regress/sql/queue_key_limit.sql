@@ -1,11 +1,12 @@
--- Key limits (jobs_key_limit, jobs_key_rate_limit): claims lease at most max_per_key jobs of each concurrency key of a
--- queue at once, one job of a key per claim, in a round across the keys; with ordered, one at a
--- time in the order of (priority, due_at, id), a job that failed with attempts left holding its
--- key until it runs again. A slot comes back when its job ends or its lease runs out; the jobs
--- leased when a limit is set count; jobs without a key are not limited; a queue may also have a
--- concurrency limit; a retried job keeps its key; a rate limit per key. As non-superuser members: a limit is the
--- identity's (set by a proxy), another identity's queue of the same name is another queue; bad
--- input changes nothing; who may read and write the limits, gates and slots.
+-- Key limits (jobs_key_limit, jobs_key_rate_limit): claims lease at most max_per_key jobs of
+-- each concurrency key of a queue at once, one job of a key per claim, in a round across the keys;
+-- with ordered, one at a time in the order of (priority, due_at, id), a job that failed with
+-- attempts left holding its key until it runs again. A slot comes back when its job ends or its
+-- lease runs out; the jobs leased when a limit is set count; jobs without a key are not limited; a
+-- queue may also have a concurrency limit, a rate limit, or both; a retried job keeps its key; a
+-- rate limit per key. As non-superuser members: a limit is the identity's (set by a proxy),
+-- another identity's queue of the same name is another queue; bad input changes nothing; who may
+-- read and write the limits, gates and slots.
 SET TimeZone = 'UTC';
 SELECT regress.reset();
 TRUNCATE pgjobs.queue_key_limits, pgjobs.queue_key_gates, pgjobs.queue_key_slots, pgjobs.queue_key_tokens, pgjobs.queue_limits, pgjobs.proxies CASCADE;
@@ -260,6 +261,33 @@ FROM pgjobs.queue_key_gates WHERE queue IN ('q', 'k');
 SELECT id AS b1 FROM pgjobs.jobs WHERE task = 'b1' AND queue = 'q' \gset
 SELECT regress.make_due(:b1);
 SELECT regress.as_role('regress_keyer', $$SELECT string_agg(task, ',' ORDER BY task) FROM pgjobs.jobs_claim('w', ARRAY['q'], 10)$$) AS claimed_after_unlimit;
+
+-- Key limits with a rate limit, and with a concurrency limit too (each combination is a form of
+-- the claim of its own, src/api/queue.rs): every limit holds. kr: 1 per key, 2 claims an hour;
+-- krs: 1 per key, 3 leased at once, 4 claims an hour. Five keys of two jobs each in both.
+SELECT regress.as_role('regress_keyer', $$
+    SELECT count(*) FROM (SELECT pgjobs.jobs_add(q || k || n, queue => q, concurrency_key => k)
+                          FROM unnest(ARRAY['kr', 'krs']) q, unnest(ARRAY['a', 'b', 'c', 'd', 'e']) k,
+                               generate_series(1, 2) n) a$$) AS added;
+SELECT regress.as_role('regress_keyer', $$
+    SELECT count(*) FROM (SELECT pgjobs.jobs_key_limit(q, 1), pgjobs.jobs_rate_limit(q, r, '1 hour')
+                          FROM (VALUES ('kr', 2), ('krs', 4)) v(q, r)) l$$) AS limited;
+SELECT regress.as_role('regress_keyer', $$SELECT max_running FROM pgjobs.jobs_limit('krs', 3)$$) AS max_running;
+-- kr: two jobs of two keys, then none (the rate); krs: three of three keys (the slots), then,
+-- once they end, one more (the rate), then none.
+SELECT regress.as_role('regress_keyer', $$SELECT string_agg(concurrency_key, ',' ORDER BY concurrency_key) FROM pgjobs.jobs_claim('w', ARRAY['kr'], 10) c JOIN pgjobs.jobs j USING (id)$$) AS kr_claimed;
+SELECT regress.as_role('regress_keyer', $$
+    SELECT count(pgjobs.jobs_complete(id, lease_token)) FROM pgjobs.jobs WHERE queue = 'kr' AND lease_token IS NOT NULL$$) AS kr_completed;
+SELECT regress.as_role('regress_keyer', $$SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['kr'], 10)$$) AS kr_over_rate;
+SELECT regress.as_role('regress_keyer', $$SELECT count(DISTINCT j.concurrency_key) || ' keys, ' || count(*) || ' jobs' FROM pgjobs.jobs_claim('w', ARRAY['krs'], 10) c JOIN pgjobs.jobs j USING (id)$$) AS krs_claimed;
+SELECT regress.as_role('regress_keyer', $$SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['krs'], 10)$$) AS krs_at_slots;
+SELECT regress.as_role('regress_keyer', $$
+    SELECT count(pgjobs.jobs_complete(id, lease_token)) FROM pgjobs.jobs WHERE queue = 'krs' AND lease_token IS NOT NULL$$) AS krs_completed;
+SELECT regress.as_role('regress_keyer', $$SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['krs'], 10)$$) AS krs_to_rate;
+SELECT regress.as_role('regress_keyer', $$
+    SELECT count(pgjobs.jobs_complete(id, lease_token)) FROM pgjobs.jobs WHERE queue = 'krs' AND lease_token IS NOT NULL$$) AS krs_completed_again;
+SELECT regress.as_role('regress_keyer', $$SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['krs'], 10)$$) AS krs_over_rate;
+SELECT regress.as_role('regress_keyer', $$SELECT count(*) FROM (SELECT pgjobs.jobs_unlimit(q) FROM unnest(ARRAY['kr', 'krs']) q) u$$) AS unlimited;
 
 SELECT regress.as_role('regress_keyer', $$SELECT pgjobs.jobs_remove_proxy('regress_keyer_proxy')$$) AS proxy_removed;
 TRUNCATE pgjobs.queue_key_limits, pgjobs.queue_key_gates, pgjobs.queue_key_slots, pgjobs.queue_key_tokens, pgjobs.queue_limits CASCADE;
