@@ -116,11 +116,7 @@ CREATE TYPE lock_class AS ENUM (
 );
 
 CREATE FUNCTION _lock_key(class lock_class, object text) RETURNS bigint
-LANGUAGE sql STABLE PARALLEL SAFE
-BEGIN ATOMIC
-    SELECT ('x' || left(encode(sha256(k.key || convert_to(class::text || '/' || object, 'UTF8')), 'hex'), 16))::bit(64)::bigint
-    FROM installation_key k;
-END;
+LANGUAGE c STABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', '_lock_key';
 
 -- Shows a secret column through a view without letting a member's predicate reach the column
 -- itself. A security_barrier view still takes in a leakproof condition (uuid comparisons are

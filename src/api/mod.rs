@@ -25,6 +25,7 @@ pub mod heads;
 pub mod history;
 pub mod identity;
 pub mod job_specs;
+pub mod keyed;
 pub mod leases;
 pub mod metrics;
 pub mod opaque_ids;

@@ -27,15 +27,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
-use pgrx::{FromDatum, IntoDatum};
+use pgrx::IntoDatum;
 
-use super::cached::secret;
-use super::call::{value, Section, Statement};
-use crate::{entry, named_statements};
-
-named_statements!(include_str!("ready.sql"));
-
-static INSTALLATION_KEY: Statement = statement("installation_key", &[]);
+use super::call::{value, Section};
+use super::keyed::keyed_hash;
+use crate::entry;
 
 const READY_SLOTS: usize = 4096;
 const READY_QUIET_MS: u32 = 1000;
@@ -128,35 +124,20 @@ pub(crate) fn wanted(claimable_by: pg_sys::Oid, queue: &str) -> bool {
 }
 
 unsafe extern "C-unwind" {
-    /// SQL's sha256(bytea) and pg_notify(text, text), to call with DirectFunctionCall (pgrx's
-    /// pg_sys binds them as Rust functions, which it takes no pointer to).
-    #[link_name = "sha256_bytea"]
-    fn postgres_sha256(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum;
+    /// SQL's pg_notify(text, text), to call with DirectFunctionCall (pgrx's pg_sys binds it as a
+    /// Rust function, which it takes no pointer to).
     #[link_name = "pg_notify"]
     fn postgres_pg_notify(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum;
 }
 
 /// The payload of NOTIFY pgjobs_ready that wakes the workers of `claimable_by`'s queue `queue`:
-/// the first 16 hex digits of the SHA-256 of the installation's secret followed by
-/// `claimable_by/queue`, so that only the queue's identity can ask for it (jobs_ready_signal) and
-/// no member can wake, or listen for, another's workers. Computed here for every caller, SQL's
-/// (`_ready_signal`) too, with the key read once a backend (`section` reads it): a statement for
-/// it read the key at every add that woke a worker (README: the pickup latency).
+/// `claimable_by/queue` hashed with the installation's secret, in 16 hex digits (keyed.rs), so
+/// that only the queue's identity can ask for it (jobs_ready_signal) and no member can wake, or
+/// listen for, another's workers. Computed here for every caller, SQL's (`_ready_signal`) too,
+/// with the key read once a backend (`section` reads it): a statement for it read the key at
+/// every add that woke a worker (README: the pickup latency).
 pub(crate) fn signal(section: &Section, claimable_by: Oid, queue: &str) -> String {
-    let mut message = secret(c"installation_key", section, |section| {
-        section.run(&INSTALLATION_KEY, &[]).get::<Vec<u8>>(0, 0)
-    });
-    message.extend_from_slice(format!("{}/{queue}", claimable_by.to_u32()).as_bytes());
-    // PostgreSQL's SHA-256, as SQL's sha256() computes it.
-    let digest = unsafe {
-        let digest = pg_sys::DirectFunctionCall1Coll(
-            Some(postgres_sha256),
-            pg_sys::InvalidOid,
-            message.into_datum().expect("a bytea"),
-        );
-        Vec::<u8>::from_datum(digest, false).expect("a digest")
-    };
-    digest[..8]
+    keyed_hash(section, &format!("{}/{queue}", claimable_by.to_u32()))
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()

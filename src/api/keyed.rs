@@ -1,0 +1,59 @@
+//! What only the installation can compute: hashes keyed by its secret (`installation_key`,
+//! sql/010_types.sql), which no member can read. The ready signals (ready.rs) and the keys of the
+//! advisory locks the extension takes (`_lock_key`) are such hashes, since any role may LISTEN on
+//! any channel and take any advisory lock. Statements in `keyed.sql`.
+
+use std::ffi::CStr;
+
+use pgrx::pg_sys::{self, Datum};
+use pgrx::{FromDatum, IntoDatum};
+
+use super::cached::secret;
+use super::call::{value, Section, Statement};
+use crate::{entry, named_statements};
+
+named_statements!(include_str!("keyed.sql"));
+
+static INSTALLATION_KEY: Statement = statement("installation_key", &[]);
+
+unsafe extern "C-unwind" {
+    /// SQL's sha256(bytea) and an enum's output function, to call with DirectFunctionCall
+    /// (pgrx's pg_sys binds them as Rust functions, which it takes no pointer to).
+    #[link_name = "sha256_bytea"]
+    fn postgres_sha256(fcinfo: pg_sys::FunctionCallInfo) -> Datum;
+    #[link_name = "enum_out"]
+    fn postgres_enum_out(fcinfo: pg_sys::FunctionCallInfo) -> Datum;
+}
+
+/// The first 8 bytes of the SHA-256 of the installation's secret followed by `text`, with
+/// PostgreSQL's SHA-256 (SQL's sha256()); the secret is read in `section` once a backend.
+pub(crate) fn keyed_hash(section: &Section, text: &str) -> [u8; 8] {
+    let mut message = secret(c"installation_key", section, |section| {
+        section.run(&INSTALLATION_KEY, &[]).get::<Vec<u8>>(0, 0)
+    });
+    message.extend_from_slice(text.as_bytes());
+    let digest = unsafe {
+        let digest = pg_sys::DirectFunctionCall1Coll(
+            Some(postgres_sha256),
+            pg_sys::InvalidOid,
+            message.into_datum().expect("a bytea"),
+        );
+        Vec::<u8>::from_datum(digest, false).expect("a digest")
+    };
+    digest[..8].try_into().expect("a digest of 32 bytes")
+}
+
+// _lock_key(class, object): the key of the advisory lock of `object` in `class` (a lock_class,
+// sql/010_types.sql), `class/object` hashed with the installation's secret, for the extension's
+// statements (its owner's only).
+entry!(_lock_key, pg_finfo__lock_key, |fcinfo| {
+    let class = super::call::argument(fcinfo, 0).expect("strict");
+    let class = pg_sys::DirectFunctionCall1Coll(Some(postgres_enum_out), pg_sys::InvalidOid, class);
+    let object = value::<String>(fcinfo, 1).expect("strict");
+    let key = format!(
+        "{}/{object}",
+        CStr::from_ptr(class.cast_mut_ptr()).to_string_lossy()
+    );
+    let section = Section::as_current_user();
+    Datum::from(i64::from_be_bytes(keyed_hash(&section, &key)))
+});
