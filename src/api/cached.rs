@@ -14,7 +14,7 @@ use std::thread::LocalKey;
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::prelude::*;
 
-use super::call::Section;
+use super::call::{Section, Statement};
 use crate::entry;
 
 entry!(
@@ -75,15 +75,12 @@ unsafe extern "C-unwind" fn forget_secrets(_arg: Datum, relid: Oid) {
     });
 }
 
-/// A secret the installation made, kept in the extension's table `table`: read by `read` in
-/// `section` (as the extension's owner) when this backend does not know it, and forgotten when the
-/// table changes (its trigger) or goes. Called for every opaque id a view shows and every ready
-/// signal, which read it once a backend this way.
-pub(crate) fn secret(
-    table: &CStr,
-    section: &Section,
-    read: impl FnOnce(&Section) -> Option<Vec<u8>>,
-) -> Vec<u8> {
+/// A secret the installation made, kept in the extension's table `table`: read by `statement`
+/// when this backend does not know it, as the current user, who must be the extension's owner (a
+/// member's call reads it inside its `Section::as_owner`); forgotten when the table changes (its
+/// trigger) or goes. Called for every opaque id a view shows, every ready signal and every
+/// advisory lock key, which read it once a backend this way.
+pub(crate) fn secret(table: &CStr, statement: &'static Statement) -> Vec<u8> {
     watch(&WATCHING_SECRETS, forget_secrets);
     let table_oid = relation(table);
     let known = SECRETS.with(|secrets| {
@@ -96,7 +93,10 @@ pub(crate) fn secret(
     if let Some(secret) = known {
         return secret;
     }
-    let secret = read(section)
+    let section = Section::as_current_user();
+    let secret = section
+        .run(statement, &[])
+        .get::<Vec<u8>>(0, 0)
         .unwrap_or_else(|| error!("pg_jobs: {} holds no key", table.to_string_lossy()));
     SECRETS.with(|secrets| secrets.borrow_mut().push((table_oid, secret.clone())));
     secret

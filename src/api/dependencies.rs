@@ -298,7 +298,7 @@ fn release(section: &Section, completed: Datum) {
         return;
     };
     let due = section.run(&MAKE_DUE, &[Some(dependents)]);
-    made_due(section, &due);
+    made_due(&due);
 }
 
 /// The waits on jobs `completed` (an array) removed, and the jobs that had them locked in turn
@@ -324,11 +324,11 @@ pub(super) fn released_dependents(section: &Section, completed: Datum) -> Option
 
 /// Jobs made due (MAKE_DUE's or UNBLOCK's rows): their queues' claims start below them, and
 /// workers asleep are woken.
-fn made_due(section: &Section, due: &Rows) {
+fn made_due(due: &Rows) {
     let jobs: Vec<(i64, Oid, String)> = (0..due.len())
         .filter_map(|row| placed(due, row, [0, 1, 2, 3, 4]))
         .collect();
-    wake_placed(section, &jobs);
+    wake_placed(&jobs);
 }
 
 // jobs_unblock(id): the caller's job stops waiting for its dependencies; returns when it is due
@@ -357,7 +357,7 @@ entry!(jobs_unblock, pg_finfo_jobs_unblock, |fcinfo| {
             Some("Only a waiting job added with depends_on or after, blocked or not, can be unblocked."),
         );
     }
-    made_due(&section, &due);
+    made_due(&due);
     due.datum(0, 4).expect("a job's run_at")
 });
 

@@ -9,7 +9,7 @@ use pgrx::pg_sys::{self, Datum};
 use pgrx::{FromDatum, IntoDatum};
 
 use super::cached::secret;
-use super::call::{value, Section, Statement};
+use super::call::{value, Statement};
 use crate::{entry, named_statements};
 
 named_statements!(include_str!("keyed.sql"));
@@ -26,11 +26,10 @@ unsafe extern "C-unwind" {
 }
 
 /// The first 8 bytes of the SHA-256 of the installation's secret followed by `text`, with
-/// PostgreSQL's SHA-256 (SQL's sha256()); the secret is read in `section` once a backend.
-pub(crate) fn keyed_hash(section: &Section, text: &str) -> [u8; 8] {
-    let mut message = secret(c"installation_key", section, |section| {
-        section.run(&INSTALLATION_KEY, &[]).get::<Vec<u8>>(0, 0)
-    });
+/// PostgreSQL's SHA-256 (SQL's sha256()); the secret is read once a backend, as the current user,
+/// who must be the extension's owner (cached::secret).
+pub(crate) fn keyed_hash(text: &str) -> [u8; 8] {
+    let mut message = secret(c"installation_key", &INSTALLATION_KEY);
     message.extend_from_slice(text.as_bytes());
     let digest = unsafe {
         let digest = pg_sys::DirectFunctionCall1Coll(
@@ -54,6 +53,5 @@ entry!(_lock_key, pg_finfo__lock_key, |fcinfo| {
         "{}/{object}",
         CStr::from_ptr(class.cast_mut_ptr()).to_string_lossy()
     );
-    let section = Section::as_current_user();
-    Datum::from(i64::from_be_bytes(keyed_hash(&section, &key)))
+    Datum::from(i64::from_be_bytes(keyed_hash(&key)))
 });

@@ -32,13 +32,11 @@ fn _opaque_id() -> Uuid {
 // see through (not leakproof): see sql/010_types.sql.
 entry!(_fence, pg_finfo__fence, |fcinfo| super::call::argument(fcinfo, 0).expect("strict"));
 
-/// The key of the jobs' opaque ids, read in `section` (as the extension's owner) when not known.
-fn key(section: &Section) -> [u8; 32] {
-    secret(c"opaque_id_key", section, |section| {
-        section.run(&KEY, &[]).get::<Vec<u8>>(0, 0)
-    })
-    .try_into()
-    .unwrap_or_else(|_| error!("pg_jobs: the key in opaque_id_key is not of 32 bytes"))
+/// The key of the jobs' opaque ids; called inside a section as the extension's owner.
+fn key() -> [u8; 32] {
+    secret(c"opaque_id_key", &KEY)
+        .try_into()
+        .unwrap_or_else(|_| error!("pg_jobs: the key in opaque_id_key is not of 32 bytes"))
 }
 
 // _job_opaque_id(id, owner): the opaque id of a job, for the views that show them
@@ -70,7 +68,7 @@ entry!(_job_opaque_id, pg_finfo__job_opaque_id, |fcinfo| {
                 Some("Its owner reads its opaque id in job_opaque_ids."),
             );
         }
-        job_opaque_id(&key(&section), id, owner.to_u32())
+        job_opaque_id(&key(), id, owner.to_u32())
     };
     // Made once the section is over: memory allocated inside it goes with its SPI connection.
     Uuid::from_bytes(opaque_id).into_datum().unwrap()
@@ -85,7 +83,7 @@ entry!(jobs_public_lookup, pg_finfo_jobs_public_lookup, |fcinfo| {
     };
     let section = Section::as_owner(fcinfo);
     let bytes: [u8; 16] = *opaque.as_bytes();
-    if let Some((id, owner)) = job_of_opaque_id(&key(&section), bytes) {
+    if let Some((id, owner)) = job_of_opaque_id(&key(), bytes) {
         section
             .run(
                 &PUBLIC_FIELDS,

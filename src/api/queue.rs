@@ -656,7 +656,6 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         rows.sort_by_key(|row| row.as_ref().map(|(id, ..)| *id));
     }
     wake(
-        section,
         rows.iter()
             .flatten()
             .filter(|(.., ready)| *ready)
@@ -698,22 +697,19 @@ pub(crate) fn placed(
 /// a queue that a claim looked at since its last notification (see src/api/ready.rs). Where no
 /// worker looked, workers are busy or already woken (and poll every pg_jobs.poll_interval
 /// regardless).
-fn wake<'a>(section: &Section, queues: impl Iterator<Item = (Oid, &'a str)>) {
+fn wake<'a>(queues: impl Iterator<Item = (Oid, &'a str)>) {
     let mut woken: Vec<(Oid, &str)> = Vec::new();
     for (claimable_by, queue) in queues {
         if !woken.contains(&(claimable_by, queue)) && ready::wanted(claimable_by, queue) {
-            ready::notify(&ready::signal(section, claimable_by, queue));
+            ready::notify(&ready::signal(claimable_by, queue));
             woken.push((claimable_by, queue));
         }
     }
 }
 
 /// Wakes the workers of the queues of jobs placed (`placed`'s answers) where a worker may be asleep.
-pub(crate) fn wake_placed(section: &Section, jobs: &[(i64, Oid, String)]) {
-    wake(
-        section,
-        jobs.iter().map(|(_, by, queue)| (*by, queue.as_str())),
-    );
+pub(crate) fn wake_placed(jobs: &[(i64, Oid, String)]) {
+    wake(jobs.iter().map(|(_, by, queue)| (*by, queue.as_str())));
 }
 
 /// The jobs whose keys were taken (None in `ids`): each is the job that holds its key, and
@@ -787,7 +783,7 @@ fn take_keys(
         ids[n] = match placed(&taken, 0, [0, 1, 2, 4, 5]) {
             Some((id, claimable_by, queue)) => {
                 if taken.get::<bool>(0, 3) == Some(true) {
-                    wake(section, std::iter::once((claimable_by, queue.as_str())));
+                    wake(std::iter::once((claimable_by, queue.as_str())));
                 }
                 Some(id)
             }
@@ -1213,7 +1209,7 @@ fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
             .filter_map(|row| placed(&finished, row, [11, 4, 12, 13, 14]))
             .collect();
         metrics::count(Counter::DeadLettered, copies.len());
-        wake_placed(section, &copies);
+        wake_placed(&copies);
     }
     let replaced: Vec<usize> = (0..finished.len())
         .filter(|&row| finished.datum(row, 10).is_some())
@@ -1231,7 +1227,7 @@ fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
             &[column(OIDOID, 9), column(TEXTOID, 10), column(INT8OID, 0)],
         );
     }
-    leases_ended(section, &finished, [4, 5]);
+    leases_ended(&finished, [4, 5]);
     dependencies::finished(section, &finished, [0, 6, 7, 8]);
     super::waits::finished((0..finished.len()).filter_map(|row| finished.get::<i64>(row, 0)));
     finished
@@ -1261,7 +1257,7 @@ pub(crate) fn abort_waiting(
 
 /// Wakes the workers of limited queues that wait for a slot, of `rows`' jobs, whose leases ended:
 /// columns `[claimable_by, queue]` (src/api/flow.rs). Nothing is read while no claim waits.
-fn leases_ended(section: &Section, rows: &Rows, [by, queue]: [usize; 2]) {
+fn leases_ended(rows: &Rows, [by, queue]: [usize; 2]) {
     if !super::flow::any_waiting_for_slots() {
         return;
     }
@@ -1269,7 +1265,7 @@ fn leases_ended(section: &Section, rows: &Rows, [by, queue]: [usize; 2]) {
         .filter_map(|row| Some((rows.get(row, by)?, rows.get(row, queue)?)))
         .collect();
     let freed = super::flow::slots_freed(ended.iter().map(|(by, queue)| (*by, queue.as_str())));
-    wake(section, freed.into_iter());
+    wake(freed.into_iter());
 }
 
 entry!(jobs_claim, pg_finfo_jobs_claim, |fcinfo| {
@@ -1463,7 +1459,7 @@ fn fail(
     let retried = section.run(&RETRY, &[Some(ids), tokens, errors, acting_on(caller)]);
     metrics::count(Counter::Failures, retried.len());
     queue_minutes::count_rows(&retried, 5, 2, |_| (0, 1));
-    leases_ended(section, &retried, [1, 2]);
+    leases_ended(&retried, [1, 2]);
     // Due again after their backoff: their queues' claims start below them once this commits.
     for row in 0..retried.len() {
         placed(&retried, row, [0, 1, 2, 3, 4]);
@@ -1546,10 +1542,7 @@ entry!(jobs_release, pg_finfo_jobs_release, |fcinfo| {
     let queues: Vec<(Oid, String)> = (0..released.len())
         .filter_map(|row| Some((released.get(row, 1)?, released.get(row, 2)?)))
         .collect();
-    wake(
-        &section,
-        queues.iter().map(|(by, queue)| (*by, queue.as_str())),
-    );
+    wake(queues.iter().map(|(by, queue)| (*by, queue.as_str())));
     let mut reported = ids_of(&released);
     reported.extend(ids_of(&ended));
     all_reported(fcinfo, &section, &caller, 0, &ids, &reported);
@@ -1816,7 +1809,7 @@ entry!(jobs_snooze, pg_finfo_jobs_snooze, |fcinfo| {
     }
     // Due again after the delay: its queue's claims start below it once this commits.
     placed(&snoozed, 0, [0, 1, 2, 3, 4]);
-    leases_ended(&section, &snoozed, [1, 2]);
+    leases_ended(&snoozed, [1, 2]);
     snoozed.datum(0, 4).expect("a job's run_at")
 });
 
@@ -1850,7 +1843,7 @@ entry!(jobs_ready_signal, pg_finfo_jobs_ready_signal, |fcinfo| {
         return null(fcinfo);
     };
     let section = Section::as_owner(fcinfo);
-    section.text(&ready::signal(&section, caller.identity, &queue))
+    section.text(&ready::signal(caller.identity, &queue))
 });
 
 /// What `jobs_queue_history`'s `keep` may say (the labels of `history_keep`).

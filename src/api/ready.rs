@@ -29,7 +29,7 @@ use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::{value, Section};
+use super::call::value;
 use super::keyed::keyed_hash;
 use crate::entry;
 
@@ -134,10 +134,10 @@ unsafe extern "C-unwind" {
 /// `claimable_by/queue` hashed with the installation's secret, in 16 hex digits (keyed.rs), so
 /// that only the queue's identity can ask for it (jobs_ready_signal) and no member can wake, or
 /// listen for, another's workers. Computed here for every caller, SQL's (`_ready_signal`) too,
-/// with the key read once a backend (`section` reads it): a statement for it read the key at
-/// every add that woke a worker (README: the pickup latency).
-pub(crate) fn signal(section: &Section, claimable_by: Oid, queue: &str) -> String {
-    keyed_hash(section, &format!("{}/{queue}", claimable_by.to_u32()))
+/// with the key read once a backend: a statement for it read the key at every add that woke a
+/// worker (README: the pickup latency). As the extension's owner.
+pub(crate) fn signal(claimable_by: Oid, queue: &str) -> String {
+    keyed_hash(&format!("{}/{queue}", claimable_by.to_u32()))
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
@@ -159,6 +159,5 @@ pub(crate) fn notify(signal: &str) {
 entry!(_ready_signal, pg_finfo__ready_signal, |fcinfo| {
     let claimable_by = value::<Oid>(fcinfo, 0).expect("strict");
     let queue = value::<String>(fcinfo, 1).expect("strict");
-    let section = Section::as_current_user();
-    section.text(&signal(&section, claimable_by, &queue))
+    signal(claimable_by, &queue).into_datum().expect("a text")
 });

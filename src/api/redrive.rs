@@ -88,7 +88,7 @@ fn retry(section: &Section, ids: Datum, owner: Option<Datum>) -> Vec<i64> {
     let placed: Vec<(i64, pg_sys::Oid, String)> = (0..retried.len())
         .filter_map(|row| placed(&retried, row, [0, 1, 2, 3, 4]))
         .collect();
-    wake_placed(section, &placed);
+    wake_placed(&placed);
     let mut ids: Vec<i64> = placed.into_iter().map(|(id, ..)| id).collect();
     ids.sort_unstable();
     ids
@@ -159,7 +159,7 @@ entry!(jobs_reschedule, pg_finfo_jobs_reschedule, |fcinfo| {
     let jobs: Vec<(i64, pg_sys::Oid, String)> = (0..moved.len())
         .filter_map(|row| placed(&moved, row, [0, 2, 3, 4, 1]))
         .collect();
-    wake_placed(&section, &jobs);
+    wake_placed(&jobs);
     let due: Vec<(Datum, Datum)> = (0..moved.len())
         .filter_map(|row| Some((moved.datum(row, 0)?, moved.datum(row, 1)?)))
         .collect();
