@@ -115,8 +115,10 @@ CREATE TYPE lock_class AS ENUM (
     'batch_post'      -- a poster's posts (held shared, by sixteenths of its commands), tried alone by the scheduler
 );
 
+-- A lock's key (src/api/keyed.rs). Parallel restricted: a backend's first call reads
+-- installation_key through SPI, which a parallel worker should not.
 CREATE FUNCTION _lock_key(class lock_class, object text) RETURNS bigint
-LANGUAGE c STABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', '_lock_key';
+LANGUAGE c STABLE STRICT PARALLEL RESTRICTED AS 'MODULE_PATHNAME', '_lock_key';
 
 -- Shows a secret column through a view without letting a member's predicate reach the column
 -- itself. A security_barrier view still takes in a leakproof condition (uuid comparisons are

@@ -1,11 +1,11 @@
-//! Tables whose rows every backend keeps in a cache: `proxies` (identity.rs) and the flow control
-//! of queues (flow.rs); and the installation's secrets (`secret`: the keys of opaque ids and
-//! ready signals). A trigger on each, `_cached_table_changed`, asks at every change for an
-//! invalidation of the table's relcache entry, which PostgreSQL sends to every backend once the
-//! change has committed (and processes in the backend that made it at its next command); each
-//! cache's callback then forgets what it kept. A backend takes in the invalidations sent to it
-//! (`AcceptInvalidationMessages`) before it reads its cache, so it never answers from a cache
-//! older than a change whose commit returned before it asked.
+//! Tables whose rows every backend keeps in a cache: `proxies` (identity.rs), the flow control of
+//! queues (flow.rs) and the installation's secrets (`secret`: the keys of opaque ids, and of ready
+//! signals and advisory locks, keyed.rs). A trigger on each, `_cached_table_changed`, asks at
+//! every change for an invalidation of the table's relcache entry, which PostgreSQL sends to
+//! every backend once the change has committed (and processes in the backend that made it at its
+//! next command); each cache's callback then forgets what it kept. A backend takes in the
+//! invalidations sent to it (`AcceptInvalidationMessages`) before it reads its cache, so it never
+//! answers from a cache older than a change whose commit returned before it asked.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::CStr;
