@@ -36,37 +36,16 @@ COMMENT ON TYPE compute_job_status IS
     'A compute job''s status; the README''s status map gives the transitions.';
 COMMENT ON DOMAIN duplication_type IS 'How a compute job''s duplicated slices are resolved: race or consensus.';
 
--- Flag words are named here once, so nobody decodes bits by hand. A bit without a name comes out
--- as 'bit N' rather than disappearing.
-CREATE FUNCTION job_flag_names(flags integer) RETURNS text[]
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN ARRAY(
-    SELECT coalesce((ARRAY['localExec', 'open', 'workerConsole', 'greedyEstimation', 'discrete',
-                           'useStrict', 'nsf'])[b + 1], 'bit ' || b)
-    FROM generate_series(0, 31) b WHERE flags & (1 << b) <> 0 ORDER BY b);
+-- Flag words are named once, in pg_jobs_core::compute, so nobody decodes bits by hand: these
+-- three functions are Rust (src/api/compute.rs). A bit without a name comes out as 'bit N' rather
+-- than disappearing.
 COMMENT ON FUNCTION job_flag_names IS
     'Names the bits of compute_jobs.flags: 1 localExec, 2 open (slices can still be added), 4 workerConsole, '
     '8 greedyEstimation, 16 discrete, 32 useStrict, 64 nsf (insufficient funds).';
-GRANT EXECUTE ON FUNCTION job_flag_names TO pgjobs_user;
-
-CREATE FUNCTION capability_names(need integer) RETURNS text[]
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN ARRAY(
-    SELECT coalesce((ARRAY['v8', 'spidermonkey', 'browser', 'offscreenCanvas', 'fdlibm', 'webgpu',
-                           'KVINv9'])[b + 1], 'bit ' || b)
-    FROM generate_series(0, 31) b WHERE need & (1 << b) <> 0 ORDER BY b);
 COMMENT ON FUNCTION capability_names IS
     'Names the bits of a capability set such as compute_jobs.need_capabilities: 1 v8, 2 spidermonkey, '
     '4 browser, 8 offscreenCanvas, 16 fdlibm, 32 webgpu, 64 KVINv9.';
-GRANT EXECUTE ON FUNCTION capability_names TO pgjobs_user;
-
-CREATE FUNCTION worker_flag_names(flags integer) RETURNS text[]
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN ARRAY(
-    SELECT coalesce((ARRAY['portal'])[b + 1], 'bit ' || b)
-    FROM generate_series(0, 31) b WHERE flags & (1 << b) <> 0 ORDER BY b);
 COMMENT ON FUNCTION worker_flag_names IS 'Names the bits of workers.flags: 1 portal (a Portal worker).';
-GRANT EXECUTE ON FUNCTION worker_flag_names TO pgjobs_user;
 
 -- The owner copies. They run as the extension's owner because the writer may not be allowed to
 -- read the parent (a worker owner adding an origin to a group it does not own must be refused by

@@ -68,7 +68,13 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/080_compute_tables.sql",
     name = "compute",
-    requires = ["launcher", api::opaque_ids::_opaque_id]
+    requires = [
+        "launcher",
+        api::opaque_ids::_opaque_id,
+        api::compute::job_flag_names,
+        api::compute::capability_names,
+        api::compute::worker_flag_names
+    ]
 );
 extension_sql_file!(
     "../sql/083_compute_work.sql",

@@ -2,16 +2,20 @@
 //! how the copies' results are resolved, the moving averages of a job's performance, and whether
 //! a worker's worktime satisfies a job's version range.
 
-/// The names of a compute job's flags, bit n for the n-th (`job_flag_names` in SQL names them
-/// too, with nsf, which only the scheduler sets).
-pub const JOB_FLAG_NAMES: [&str; 6] = [
+/// The names of a compute job's flags, bit n for the n-th: those a deployment may set, then
+/// nsf, which only the scheduler sets (`job_flag_names` in SQL is [`bit_names`] of these).
+pub const JOB_FLAG_NAMES: [&str; 7] = [
     "localExec",
     "open",
     "workerConsole",
     "greedyEstimation",
     "discrete",
     "useStrict",
+    "nsf",
 ];
+
+/// The flags a deployment may name: every flag but nsf.
+pub const DEPLOYABLE_JOB_FLAG_NAMES: &[&str] = JOB_FLAG_NAMES.split_at(6).0;
 
 /// The names of a worker's capabilities, bit n for the n-th.
 pub const CAPABILITY_NAMES: [&str; 7] = [
@@ -24,8 +28,11 @@ pub const CAPABILITY_NAMES: [&str; 7] = [
     "KVINv9",
 ];
 
-/// The bits of `compute_jobs.flags` the scheduler sets and clears, by the names
-/// `job_flag_names` (sql/080_compute_tables.sql) gives them.
+/// The names of a worker's flags (`workers.flags`), bit n for the n-th.
+pub const WORKER_FLAG_NAMES: [&str; 1] = ["portal"];
+
+/// The bits of `compute_jobs.flags` the scheduler sets and clears, at the places of their names
+/// in [`JOB_FLAG_NAMES`].
 pub mod job_flag {
     /// Slices can still be added.
     pub const OPEN: i32 = 1 << 1;
@@ -33,6 +40,18 @@ pub mod job_flag {
     pub const GREEDY_ESTIMATION: i32 = 1 << 3;
     /// Paused for want of funds (nsf: insufficient funds).
     pub const NSF: i32 = 1 << 6;
+}
+
+/// The names of the bits set in `bits`, lowest first, from `names` (bit n the n-th); a bit
+/// without a name comes out as `bit N` rather than disappearing.
+pub fn bit_names(bits: i32, names: &[&str]) -> Vec<String> {
+    (0..32)
+        .filter(|bit| (bits as u32) >> bit & 1 == 1)
+        .map(|bit| match names.get(bit) {
+            Some(name) => (*name).to_owned(),
+            None => format!("bit {bit}"),
+        })
+        .collect()
 }
 
 /// Copies of slice `slice` of job `job` sent under duplication `level` (1.0 once, 2.0 twice,
@@ -152,6 +171,23 @@ pub fn worktime_range_ok(range: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bits_are_named_in_order_and_unnamed_ones_by_number() {
+        assert_eq!(bit_names(0, &JOB_FLAG_NAMES), Vec::<String>::new());
+        assert_eq!(
+            bit_names(job_flag::OPEN | job_flag::NSF | 1 << 7, &JOB_FLAG_NAMES),
+            ["open", "nsf", "bit 7"]
+        );
+        assert_eq!(bit_names(i32::MIN | 1, &WORKER_FLAG_NAMES), ["portal", "bit 31"]);
+        assert_eq!(DEPLOYABLE_JOB_FLAG_NAMES.last(), Some(&"useStrict"));
+        assert_eq!(JOB_FLAG_NAMES[job_flag::NSF.trailing_zeros() as usize], "nsf");
+        assert_eq!(JOB_FLAG_NAMES[job_flag::OPEN.trailing_zeros() as usize], "open");
+        assert_eq!(
+            JOB_FLAG_NAMES[job_flag::GREEDY_ESTIMATION.trailing_zeros() as usize],
+            "greedyEstimation"
+        );
+    }
 
     #[test]
     fn copies_follow_the_level() {

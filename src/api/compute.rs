@@ -188,6 +188,23 @@ entry!(compute_add_slices, pg_finfo_compute_add_slices, |fcinfo| {
         .expect("the job is there")
 });
 
+/// The names of a compute job's flags (`compute_jobs.flags`).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn job_flag_names(flags: i32) -> Vec<String> {
+    compute::bit_names(flags, &compute::JOB_FLAG_NAMES)
+}
+
+/// The names of a set of capabilities (`compute_jobs.need_capabilities`).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn capability_names(need: i32) -> Vec<String> {
+    compute::bit_names(need, &compute::CAPABILITY_NAMES)
+}
+
+/// The names of a worker's flags (`workers.flags`).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn worker_flag_names(flags: i32) -> Vec<String> {
+    compute::bit_names(flags, &compute::WORKER_FLAG_NAMES)
+}
 
 /// Copies of a slice sent under a duplication level (see `pg_jobs_core::compute::slice_copies`).
 #[pg_extern(immutable, strict, parallel_safe)]

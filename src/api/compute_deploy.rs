@@ -2,7 +2,7 @@
 //! deployment, takes its groups' fees and job budgets and makes the job and its slices; and the
 //! slices' copies, which `compute_add_slices` adds too. Statements in `compute_deploy.sql`.
 
-use pg_jobs_core::compute::{self, job_flag, CAPABILITY_NAMES, JOB_FLAG_NAMES};
+use pg_jobs_core::compute::{self, job_flag, CAPABILITY_NAMES, DEPLOYABLE_JOB_FLAG_NAMES};
 use pg_jobs_core::literal::{is_numeric, uuid_bytes};
 use pgrx::pg_sys::{
     self, Datum, FLOAT8OID, INT4OID, INT8ARRAYOID, INT8OID, JSONBOID, NUMERICOID, OIDOID, TEXTOID,
@@ -428,7 +428,7 @@ entry!(compute_deploy, pg_finfo_compute_deploy, |fcinfo| {
     let input = input_set(&section, spec_datum, fields.get("input"));
     let flags = name_bits(
         fields.get("flags"),
-        &JOB_FLAG_NAMES,
+        DEPLOYABLE_JOB_FLAG_NAMES,
         "flag",
         " (nsf is set by the scheduler)",
     );
