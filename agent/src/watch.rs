@@ -9,10 +9,10 @@
 //! payload is this computer's keyed signal, and the agent learns which jobs were cancelled from
 //! the heartbeat it sends at once ('aborted'). Nothing a notification says is acted on unchecked.
 
+use crate::agent::Event;
 use crate::backoff::Backoff;
 use crate::db::{describe_error, is_connection_error, reconnect_delay, Db};
 use crate::tail::Tail;
-use crate::Event;
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::Config;
 use std::collections::HashMap;
