@@ -548,7 +548,10 @@ GRANT SELECT ON queue_rates, queue_rate_tokens TO pgjobs_user;
 -- claim. A queue's keys may have limits of their own by a prefix of the key (`customer:` apart
 -- from `tenant:`): a key is limited by the row of the longest prefix it starts with (_key_limits),
 -- the queue's own row having the prefix '' (every key); a key that starts with no prefix of
--- the queue's rows is not limited.
+-- the queue's rows is not limited. Under repeatable read the claim's snapshot is older than the
+-- gates it takes, but the slot (or token) it writes is the first free one under that snapshot,
+-- and free under it means free still unless another claim wrote that row since, which this
+-- claim's INSERT ... ON CONFLICT then meets and fails on (40001): the gates are only locked.
 CREATE TABLE queue_key_limits (
     owner        oid NOT NULL,
     queue        nonempty_text NOT NULL CONSTRAINT queue_key_limits_not_reserved CHECK (NOT _reserved_queue(queue)),
@@ -575,9 +578,6 @@ CREATE TABLE queue_key_gates (
     owner        oid NOT NULL,
     queue        nonempty_text NOT NULL,
     gate         integer NOT NULL,
-    -- Written by each claim that takes the gate: under repeatable read, a claim whose snapshot
-    -- predates another's use of it fails (40001) rather than count that claim's slots stale.
-    taken_at     timestamptz,
     -- Removed with the queue's last key limit (jobs_key_unlimit, jobs_unlimit): a foreign key
     -- would need one row of limits per queue.
     PRIMARY KEY (owner, queue, gate)

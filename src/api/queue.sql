@@ -276,9 +276,6 @@ WITH RECURSIVE after_cursor(k) AS (
                                   AND h.tid IS NOT NULL
                                 FOR UPDATE SKIP LOCKED))
     LIMIT $3 + 2
-), gates AS (
-    UPDATE queue_key_gates g SET taken_at = statement_timestamp()
-    WHERE g.owner = $1 AND g.queue = $2::text AND g.gate = ANY (ARRAY(SELECT _key_gate(l.k) FROM looked l))
 )
 SELECT coalesce(array_agg(l.k ORDER BY l.k <= $4, l.k), '{}') FROM looked l;
 
