@@ -149,20 +149,30 @@ ALTER TABLE queue_minutes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON queue_minutes FOR SELECT USING (owner = (SELECT identity()));
 GRANT SELECT ON queue_minutes TO pgjobs_user;
 
--- The caller's live jobs by queue and by what they wait for, counted now. Volatile, so that it is
--- not inlined: a query that does not run it (jobs_queues_counted) does not open jobs at all, and
--- answers while a lock on jobs is held.
+-- Which of a queue's counts a live job is in at `at` (jobs_queues, queue_minutes): 1 ready (due
+-- by then), 2 scheduled (due later), 3 waiting (for its dependencies), 4 running (leased). A
+-- number, not a word: the counts compare it for every live job. Inlined into their queries.
+CREATE FUNCTION _queue_count(status job_status, run_at timestamptz, at timestamptz) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN CASE WHEN status <> 'created' THEN 4 WHEN run_at = 'infinity' THEN 3 WHEN run_at <= at THEN 1
+            ELSE 2 END;
+GRANT EXECUTE ON FUNCTION _queue_count TO pgjobs_user;
+
+-- The caller's live jobs by queue and by what they wait for (_queue_count), counted now. (The
+-- launcher counts them a range of blocks at a time: src/api/queue_minutes.sql.) Volatile, so that
+-- it is not inlined: a query that does not run it (jobs_queues_counted) does not open jobs at
+-- all, and answers while a lock on jobs is held.
 CREATE FUNCTION _queue_live_counts()
 RETURNS TABLE (owner oid, queue text, ready bigint, scheduled bigint, waiting bigint, running bigint,
                oldest_ready_at timestamptz)
 LANGUAGE sql VOLATILE
 BEGIN ATOMIC
 SELECT j.owner, j.queue::text,
-       count(*) FILTER (WHERE j.status = 'created' AND j.run_at <= now()),
-       count(*) FILTER (WHERE j.status = 'created' AND j.run_at > now() AND j.run_at < 'infinity'),
-       count(*) FILTER (WHERE j.status = 'created' AND j.run_at = 'infinity'),
-       count(*) FILTER (WHERE j.status <> 'created'),
-       min(j.run_at) FILTER (WHERE j.status = 'created' AND j.run_at <= now())
+       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, now()) = 1),
+       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, now()) = 2),
+       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, now()) = 3),
+       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, now()) = 4),
+       min(j.run_at) FILTER (WHERE _queue_count(j.status, j.run_at, now()) = 1)
 FROM jobs j GROUP BY j.owner, j.queue;
 END;
 GRANT EXECUTE ON FUNCTION _queue_live_counts TO pgjobs_user;

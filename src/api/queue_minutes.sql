@@ -2,14 +2,16 @@
 
 -- name: write_minute
 -- The minute that ended before $1, each queue's row: its completions and failed attempts counted
--- in shared memory ($2 owners, $3 queues, $4 completions, $5 failures) and its live jobs counted
--- now (_queue_live_counts: every identity's, as the launcher reads past row-level security), for
--- every queue that has live jobs, counts, or had live jobs at the last minute written (a row of
--- zeros: a queue's last row then says what it has now, which jobs_queues_counted reads). A row
--- of that minute already written (the launcher started again within it) gains the counts. Rows
--- older than a day go.
+-- in shared memory ($2 owners, $3 queues, $4 completions, $5 failures) and its live jobs as
+-- count_blocks counted them, range by range ($6 owners, $7 queues, $8 ready, $9 scheduled,
+-- $10 waiting, $11 running, $12 the oldest ready job's run_at), for every queue that has live
+-- jobs, counts, or had live jobs at the last minute written (a row of zeros: a queue's last row
+-- then says what it has now, which jobs_queues_counted reads). A row of that minute already
+-- written (the launcher started again within it) gains the counts. Rows older than a day go.
 WITH live AS (
-    SELECT * FROM _queue_live_counts()
+    SELECT * FROM unnest($6::oid[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[],
+                         $12::timestamptz[])
+        AS l(owner, queue, ready, scheduled, waiting, running, oldest_ready_at)
 ), counted AS (
     SELECT * FROM unnest($2::oid[], $3::text[], $4::bigint[], $5::bigint[]) AS c(owner, queue, completed, failed)
 ), emptied AS (
@@ -35,6 +37,29 @@ ON CONFLICT (owner, queue, minute) DO UPDATE
 SET completed = m.completed + excluded.completed, failed = m.failed + excluded.failed,
     ready = excluded.ready, scheduled = excluded.scheduled, waiting = excluded.waiting,
     running = excluded.running, oldest_ready_at = excluded.oldest_ready_at;
+
+-- name: count_blocks
+-- Every identity's live jobs by queue (the launcher reads past row-level security), as at $3,
+-- in blocks $1 up to $2 of jobs (as _queue_live_counts counts them all).
+SELECT j.owner, j.queue::text,
+       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, $3) = 1),
+       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, $3) = 2),
+       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, $3) = 3),
+       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, $3) = 4),
+       min(j.run_at) FILTER (WHERE _queue_count(j.status, j.run_at, $3) = 1)
+FROM jobs j
+WHERE j.ctid >= format('(%s,0)', $1)::tid AND j.ctid < format('(%s,0)', $2)::tid
+GROUP BY j.owner, j.queue;
+
+-- name: jobs_blocks
+-- How many blocks jobs has now.
+SELECT pg_relation_size('jobs') / current_setting('block_size')::bigint;
+
+-- name: soon
+-- The next round while blocks are left to count: 10 ms from now, so that the launcher's other
+-- services and backends get the CPU between rounds (and a time already past would be taken for
+-- one that waits a second: src/bgworker/launcher.rs).
+SELECT clock_timestamp() + interval '10 ms';
 
 -- name: next_minute
 -- The next minute's start after $1.

@@ -42,7 +42,8 @@ const SERVICES: [&Service; 11] = [
     &sql_jobs::RUN_HISTORY,
     &history::MONTHS,
     &batch::COUNTS,
-    // Last: it reads the whole of jobs once a minute, which the others should not wait behind.
+    // Last: once a minute it reads jobs, a range of blocks a round, which the others should not
+    // wait behind.
     &queue_minutes::MINUTES,
 ];
 

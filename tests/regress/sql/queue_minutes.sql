@@ -92,6 +92,33 @@ SELECT role, regress.as_role(role, $$DELETE FROM pgjobs.queue_minutes$$) AS dele
 FROM (VALUES ('regress_charted'), ('regress_outsider')) AS r(role);
 SELECT count(*) AS minutes_kept FROM pgjobs.queue_minutes WHERE owner::regrole::text LIKE 'regress\_charted%';
 
+-- A table of more blocks than a round of the launcher counts (2,048 blocks of jobs, about 35,000
+-- jobs: it counts a range a round, so that a big table never holds its round, and a schedule's
+-- firing with it, for long): the minute is written by the round that counts its last block, and
+-- says what jobs_queues counts; the round before writes nothing of it.
+SELECT regress.reset();
+DO $$
+BEGIN
+    FOR b IN 1..40 LOOP
+        PERFORM pgjobs.jobs_add_batch((SELECT jsonb_agg(jsonb_build_object(
+            'task', 'bulk', 'queue', 'bulk', 'run_at', CASE WHEN i % 4 = 0 THEN now() + interval '1 day' END))
+            FROM generate_series(1, 1000) i));
+    END LOOP;
+END
+$$;
+SELECT pg_relation_size('pgjobs.jobs') / current_setting('block_size')::bigint BETWEEN 2049 AND 4096
+    AS more_than_one_round_and_less_than_two;
+BEGIN;
+SELECT pgjobs._launcher_tick(now() + interval '2 minutes') IS NOT NULL AS first_round;
+SELECT count(*) AS written_by_the_first_round FROM pgjobs.queue_minutes WHERE queue = 'bulk';
+SELECT pgjobs._launcher_tick(now() + interval '2 minutes') IS NOT NULL AS second_round;
+SELECT m.minute = date_trunc('minute', now() + interval '1 minute') AS minute, m.ready, m.scheduled,
+       (m.ready, m.scheduled, m.waiting, m.running) = (q.ready, q.scheduled, q.waiting, q.running) AS as_jobs_queues
+FROM pgjobs.queue_minutes m JOIN pgjobs.jobs_queues q ON q.owner = m.owner::regrole AND q.queue = m.queue
+WHERE m.queue = 'bulk';
+COMMIT;
+SELECT regress.reset();
+
 TRUNCATE pgjobs.queue_minutes;
 DELETE FROM pgjobs.proxies WHERE proxy = 'regress_charted_proxy'::regrole;
 DROP ROLE regress_charted, regress_charted_proxy, regress_charted_too, regress_outsider;
