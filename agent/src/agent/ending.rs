@@ -88,19 +88,18 @@ impl Agent {
             run_time = run_time.as_secs_f64(),
             ending = job.ending.map(|e| format!("{e:?}").to_lowercase())
         );
-        match job.ending {
-            Some(Ending::Lost) => {}
-            Some(Ending::Shutdown) => self.pending.push(Pending::HandBack(id, job.token)),
-            ending => self.pending.push(Pending::Finish(Report {
+        self.ended(
+            job.ending,
+            Report {
                 id,
                 token: job.token,
                 exit_code: outcome.exit_code,
                 run_time,
                 stderr,
                 stdout,
-                cancelled: ending == Some(Ending::Cancel),
-            })),
-        }
+                cancelled: false,
+            },
+        );
         for kill in self.jobs.values_mut().filter(|j| j.kind == "kill") {
             kill.ending_jobs.remove(&id);
         }
@@ -121,6 +120,21 @@ impl Agent {
                     }
                 }
             }
+        }
+    }
+
+    /// What follows a job's end, by why the agent ended it: a report (cancelled if it was), a
+    /// hand-back when the agent stops, or nothing when the lease was lost.
+    pub(super) fn ended(&mut self, ending: Option<Ending>, report: Report) {
+        match ending {
+            Some(Ending::Lost) => {}
+            Some(Ending::Shutdown) => self
+                .pending
+                .push(Pending::HandBack(report.id, report.token)),
+            ending => self.pending.push(Pending::Finish(Report {
+                cancelled: ending == Some(Ending::Cancel),
+                ..report
+            })),
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::{Agent, Ending, Job, Pending};
+use super::{Agent, Ending, Job};
 use crate::db::{Claimed, Report};
 use crate::tail::Tail;
 
@@ -65,7 +65,6 @@ impl Agent {
                     ids.join(", ")
                 )
             };
-            let cancelled = job.ending == Some(Ending::Cancel);
             log!(
                 "finished",
                 job = id,
@@ -73,19 +72,18 @@ impl Agent {
                 exit_code = 0,
                 ended = job.ended_jobs
             );
-            match job.ending {
-                Some(Ending::Lost) => {}
-                Some(Ending::Shutdown) => self.pending.push(Pending::HandBack(id, job.token)),
-                _ => self.pending.push(Pending::Finish(Report {
+            self.ended(
+                job.ending,
+                Report {
                     id,
                     token: job.token,
                     exit_code: Some(0),
                     run_time: job.started.elapsed(),
                     stderr: String::new(),
                     stdout,
-                    cancelled,
-                })),
-            }
+                    cancelled: false,
+                },
+            );
         }
     }
 }
