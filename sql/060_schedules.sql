@@ -24,21 +24,9 @@ CREATE TABLE schedules (
 CREATE INDEX schedules_due ON schedules (next_slot) WHERE enabled;
 COMMENT ON COLUMN schedules.last_slot IS 'Slots up to this instant have been fired or passed over.';
 
--- Slots, as epoch seconds so that the Rust side needs no date types.
-CREATE FUNCTION schedule_next_slot(schedule text, time_zone text, after timestamptz)
-RETURNS timestamptz
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN to_timestamp(_schedule_next_epoch(schedule, time_zone, extract(epoch FROM after)::float8));
+-- schedule_next_slot and _schedule_slots (the latest slots in a range, for the launcher) are
+-- src/api/schedules.rs.
 COMMENT ON FUNCTION schedule_next_slot IS 'The first slot of a schedule strictly after a given time; null if none within 8 years.';
-GRANT EXECUTE ON FUNCTION schedule_next_slot TO pgjobs_user;
-
-CREATE FUNCTION _schedule_slots(schedule text, time_zone text, after timestamptz,
-                                until timestamptz, max_slots integer)
-RETURNS timestamptz[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN ARRAY(SELECT to_timestamp(e) FROM unnest(_schedule_latest_slots_epoch(
-    schedule, time_zone, extract(epoch FROM after)::float8, extract(epoch FROM until)::float8,
-    max_slots)) e);
 
 -- The job a schedule adds for one slot.
 CREATE FUNCTION _scheduled_spec(work jsonb, options jsonb, slot timestamptz, key text)

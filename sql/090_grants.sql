@@ -10,7 +10,7 @@
 -- declared in Rust (#[pg_extern]) are granted here.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @extschema@ FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION identity, _current_role, _opaque_id, retry_delay_seconds,
-    _schedule_next_epoch, _batch_status, _batch_status_rank, _batch_status_word, _mask_args,
+    schedule_next_slot, _batch_status, _batch_status_rank, _batch_status_word, _mask_args,
     _mask_text, _queue_minute_counts, _routine_is_scheduler, _routine_failing,
     _routine_status_rank, _routine_status_word, job_flag_names, capability_names, worker_flag_names
 TO pgjobs_user;

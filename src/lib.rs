@@ -56,8 +56,8 @@ extension_sql_file!(
     name = "schedules",
     requires = [
         "sql_jobs",
-        api::schedules::_schedule_next_epoch,
-        api::schedules::_schedule_latest_slots_epoch
+        api::schedules::schedule_next_slot,
+        api::schedules::_schedule_slots
     ]
 );
 extension_sql_file!(

@@ -1,6 +1,7 @@
-//! Values across the boundary: PostgreSQL's own input and output functions, arrays and
-//! intervals, for the domains' calls.
+//! Values across the boundary: PostgreSQL's own input and output functions, arrays, intervals
+//! and times, for the domains' calls.
 
+use chrono::{DateTime, Utc};
 use pgrx::pg_sys::{self, Datum, Oid, INTERVALOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
@@ -74,6 +75,22 @@ pub(crate) fn array(type_oid: Oid, values: &[Option<Datum>]) -> Datum {
 pub(crate) fn int8_array(values: impl IntoIterator<Item = i64>) -> Datum {
     let values: Vec<Option<Datum>> = values.into_iter().map(|v| Some(Datum::from(v))).collect();
     array(pg_sys::INT8OID, &values)
+}
+
+/// PostgreSQL's epoch, 2000-01-01, in Unix microseconds.
+const POSTGRES_EPOCH: i64 = 946_684_800_000_000;
+
+/// A timestamptz as UTC; None for ±infinity.
+pub(crate) fn utc(at: TimestampWithTimeZone) -> Option<DateTime<Utc>> {
+    if !at.is_finite() {
+        return None;
+    }
+    DateTime::from_timestamp_micros(at.into_inner() + POSTGRES_EPOCH)
+}
+
+/// A UTC time as a timestamptz; None past PostgreSQL's range.
+pub(crate) fn timestamptz(at: DateTime<Utc>) -> Option<TimestampWithTimeZone> {
+    TimestampWithTimeZone::try_from(at.timestamp_micros() - POSTGRES_EPOCH).ok()
 }
 
 /// An interval of whole seconds.

@@ -5,14 +5,12 @@ use pg_jobs_core::routine::{self, Command, DefinitionRow, Facts, Level, Run};
 use pgrx::prelude::*;
 use serde_json::{json, Value};
 
+use super::call::{invalid, refuse_with_detail};
+use super::datum::utc;
+
+/// A time as `pg_jobs_core::routine` takes it: Unix seconds; None for ±infinity.
 fn seconds(at: Option<TimestampWithTimeZone>) -> Option<f64> {
-    let at = at?;
-    if !at.is_finite() {
-        return None;
-    }
-    // PostgreSQL counts from 2000-01-01.
-    let micros = at.into_inner() + 946_684_800_000_000;
-    Some(micros as f64 / 1e6)
+    utc(at?).map(|at| at.timestamp_micros() as f64 / 1e6)
 }
 
 /// A routine's status and the command due for it (start, kill, start_asked, or null), from what
@@ -143,13 +141,7 @@ fn _routine_shell_command(name: &str, command: &str, args: &str) -> String {
 
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _routine_args(args: &str) -> Vec<String> {
-    routine::split_args(args).unwrap_or_else(|problem| {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            problem
-        );
-    })
+    routine::split_args(args).unwrap_or_else(|problem| invalid(problem, None))
 }
 
 #[pg_extern(immutable, strict, parallel_safe)]
@@ -160,15 +152,15 @@ fn _routine_shown_args(args: &str) -> String {
 /// A definition's CSV form read into rows (objects of text fields).
 pub(crate) fn csv_rows(csv: &str) -> Vec<Value> {
     let rows = routine::read_csv(csv).unwrap_or_else(|problem| {
-        ereport!(
-            ERROR,
+        refuse_with_detail(
             PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
             problem,
-            format!(
+            Some(format!(
                 "The first line names the columns: {}.",
                 routine::CSV_COLUMNS.join(",")
-            )
-        );
+            )),
+            None,
+        )
     });
     rows.into_iter()
         .map(|r| {

@@ -1,8 +1,8 @@
 //! Cron schedules: the schedules' public functions (statements in `schedules.sql`), and the slot
-//! arithmetic that `sql/060_schedules.sql` calls. Times cross the boundary as Unix epoch
-//! seconds, so the parser in `pg_jobs_core` needs no PostgreSQL date types.
+//! arithmetic that `sql/060_schedules.sql` calls. Times cross the boundary as UTC (`datum::utc`),
+//! so the parser in `pg_jobs_core` needs no PostgreSQL date types.
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::TimeDelta;
 use pg_jobs_core::schedule::{parse_time_zone, Schedule};
 use pgrx::pg_sys::{Datum, INT8OID, INTERVALOID, JSONBOID, OIDOID, TEXTOID};
 use pgrx::prelude::*;
@@ -10,7 +10,7 @@ use pgrx::{IntoDatum, JsonB};
 use serde_json::{Map, Value};
 
 use super::call::{argument, invalid, refuse, value, Caller, Section, Statement};
-use super::datum::{input, text_of};
+use super::datum::{input, text_of, timestamptz, utc};
 use super::queue::{add, check_all, Spec};
 use super::sql_jobs::check_timeout;
 use crate::{entry, named_statements};
@@ -271,20 +271,8 @@ entry!(jobs_run_schedule, pg_finfo_jobs_run_schedule, |fcinfo| {
 
 fn parse(schedule: &str, time_zone: &str) -> Schedule {
     Schedule::parse(schedule, time_zone).unwrap_or_else(|problem| {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("invalid schedule \"{schedule}\": {problem}")
-        );
+        invalid(format!("invalid schedule \"{schedule}\": {problem}"), None)
     })
-}
-
-fn instant(epoch_seconds: f64) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp_micros((epoch_seconds * 1e6).round() as i64)
-}
-
-fn epoch_seconds(instant: DateTime<Utc>) -> f64 {
-    instant.timestamp_micros() as f64 / 1e6
 }
 
 /// Why a time zone name is unknown, or None when it is known.
@@ -294,33 +282,38 @@ pub(crate) fn time_zone_problem(time_zone: &str) -> Option<String> {
         .map(|problem| problem.to_string())
 }
 
+/// The first slot of a schedule strictly after a given time; null if none within 8 years.
 #[pg_extern(immutable, parallel_safe)]
-fn _schedule_next_epoch(schedule: &str, time_zone: &str, after: f64) -> Option<f64> {
-    // schedule_next_slot's `after`, from a caller: ±infinity has no next slot to ask for.
-    if !after.is_finite() {
-        crate::api::call::invalid(
+fn schedule_next_slot(
+    schedule: &str,
+    time_zone: &str,
+    after: TimestampWithTimeZone,
+) -> Option<TimestampWithTimeZone> {
+    // ±infinity has no next slot to ask for.
+    let Some(after) = utc(after) else {
+        invalid(
             "after must be a finite time",
             Some("Ask for the slot after a time such as now()."),
-        );
-    }
+        )
+    };
     parse(schedule, time_zone)
-        .next_after(instant(after)?)
-        .map(epoch_seconds)
+        .next_after(after)
+        .and_then(timestamptz)
 }
 
 /// The latest `max_slots` slots in `(after, until]`, oldest first. Looks back through widening
 /// windows so that a per-second schedule after a month of downtime costs a few thousand steps,
 /// not millions.
 #[pg_extern(immutable, parallel_safe)]
-fn _schedule_latest_slots_epoch(
+fn _schedule_slots(
     schedule: &str,
     time_zone: &str,
-    after: f64,
-    until: f64,
+    after: TimestampWithTimeZone,
+    until: TimestampWithTimeZone,
     max_slots: i32,
-) -> Vec<f64> {
+) -> Vec<TimestampWithTimeZone> {
     let schedule = parse(schedule, time_zone);
-    let (Some(after), Some(until)) = (instant(after), instant(until)) else {
+    let (Some(after), Some(until)) = (utc(after), utc(until)) else {
         return Vec::new();
     };
     let wanted = max_slots.max(0) as usize;
@@ -338,7 +331,7 @@ fn _schedule_latest_slots_epoch(
         let slots = schedule.slots_between(from, until, usize::MAX);
         if slots.len() >= wanted || from == after {
             let latest = &slots[slots.len().saturating_sub(wanted)..];
-            return latest.iter().copied().map(epoch_seconds).collect();
+            return latest.iter().copied().filter_map(timestamptz).collect();
         }
     }
     unreachable!("the last window starts at `after`")
