@@ -14,8 +14,10 @@ pub const JOB_FLAG_NAMES: [&str; 7] = [
     "nsf",
 ];
 
-/// The flags a deployment may name: every flag but nsf.
-pub const DEPLOYABLE_JOB_FLAG_NAMES: &[&str] = JOB_FLAG_NAMES.split_at(6).0;
+/// The flags a deployment may name: every flag before nsf, the last.
+pub const DEPLOYABLE_JOB_FLAG_NAMES: &[&str] = JOB_FLAG_NAMES
+    .split_at(job_flag::NSF.trailing_zeros() as usize)
+    .0;
 
 /// The names of a worker's capabilities, bit n for the n-th.
 pub const CAPABILITY_NAMES: [&str; 7] = [
