@@ -8,7 +8,7 @@ use pgrx::pg_sys::{BOOLOID, INT8OID, OIDOID, TEXTOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::{argument, invalid, record, refuse, value, Caller, Section, Statement};
+use super::call::{invalid, record, refuse, Caller, Section, Statement};
 use super::identity::{_is_admin, role_name};
 use crate::{entry, named_statements};
 
@@ -61,98 +61,90 @@ fn new_token() -> String {
 }
 
 // jobs_api_token_create(label) -> (id, token)
-entry!(
-    jobs_api_token_create,
-    pg_finfo_jobs_api_token_create,
-    |fcinfo| {
-        let caller = Caller::current();
-        let label = value::<String>(fcinfo, 0).unwrap_or_default();
-        if label.trim().is_empty() || label.len() > LABEL_MAX {
-            invalid(
-                format!(
-                    "label must be a text of 1 to {LABEL_MAX} bytes, not {} bytes",
-                    label.len()
-                ),
-                Some("Say where the token is used, for example 'nightly report script'."),
-            );
-        }
-        if !may_have_tokens(caller.role) {
-            refuse(
-                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                format!(
-                    "{} is a superuser or bypasses row-level security: it cannot have API tokens",
-                    role_name(caller.role)
-                ),
-                Some("Make the token as a role with only the rights the script needs."),
-            );
-        }
-        if pg_sys::is_member_of_role(caller.role, api_role()) {
-            refuse(
-                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                format!(
-                    "{} is a member of pgjobs_api, the web server's: it cannot have API tokens",
-                    role_name(caller.role)
-                ),
-                None,
-            );
-        }
-        let token = new_token();
-        let section = Section::as_owner(fcinfo);
-        let id = section
-            .run(
-                &CREATE,
-                &[
-                    Some(pg_sys::Datum::from(caller.role)),
-                    label.as_str().into_datum(),
-                    token.as_str().into_datum(),
-                ],
-            )
-            .datum(0, 0);
-        api_membership(&section, caller.role, true);
-        let token = section.text(&token);
-        drop(section);
-        record(fcinfo, &[id, Some(token)])
+entry!(jobs_api_token_create, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let label = arguments.label.get().unwrap_or_default();
+    if label.trim().is_empty() || label.len() > LABEL_MAX {
+        invalid(
+            format!(
+                "label must be a text of 1 to {LABEL_MAX} bytes, not {} bytes",
+                label.len()
+            ),
+            Some("Say where the token is used, for example 'nightly report script'."),
+        );
     }
-);
-
-// jobs_api_token_revoke(id)
-entry!(
-    jobs_api_token_revoke,
-    pg_finfo_jobs_api_token_revoke,
-    |fcinfo| {
-        let caller = Caller::current();
-        let Some(id) = argument(fcinfo, 0) else {
-            refuse(
-                PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-                "id must name one of your API tokens",
-                None,
-            )
-        };
-        let section = Section::as_owner(fcinfo);
-        let revoked = section.run(
-            &REVOKE,
+    if !may_have_tokens(caller.role) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "{} is a superuser or bypasses row-level security: it cannot have API tokens",
+                role_name(caller.role)
+            ),
+            Some("Make the token as a role with only the rights the script needs."),
+        );
+    }
+    if pg_sys::is_member_of_role(caller.role, api_role()) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "{} is a member of pgjobs_api, the web server's: it cannot have API tokens",
+                role_name(caller.role)
+            ),
+            None,
+        );
+    }
+    let token = new_token();
+    let section = Section::as_owner(fcinfo);
+    let id = section
+        .run(
+            &CREATE,
             &[
                 Some(pg_sys::Datum::from(caller.role)),
-                Some(id),
-                Some(pg_sys::Datum::from(_is_admin(caller.role))),
+                label.as_str().into_datum(),
+                token.as_str().into_datum(),
             ],
-        );
-        let Some(role) = revoked.get::<pg_sys::Oid>(0, 0) else {
-            refuse(
-                PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
-                format!("API token {} does not exist", id.value() as i64),
-                Some("jobs_api_tokens lists yours."),
-            )
-        };
-        if revoked.get::<bool>(0, 1) == Some(false) {
-            api_membership(&section, role, false);
-        }
-        pg_sys::Datum::from(0)
+        )
+        .datum(0, 0);
+    api_membership(&section, caller.role, true);
+    let token = section.text(&token);
+    drop(section);
+    record(fcinfo, &[id, Some(token)])
+});
+
+// jobs_api_token_revoke(id)
+entry!(jobs_api_token_revoke, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let Some(id) = arguments.id.datum() else {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            "id must name one of your API tokens",
+            None,
+        )
+    };
+    let section = Section::as_owner(fcinfo);
+    let revoked = section.run(
+        &REVOKE,
+        &[
+            Some(pg_sys::Datum::from(caller.role)),
+            Some(id),
+            Some(pg_sys::Datum::from(_is_admin(caller.role))),
+        ],
+    );
+    let Some(role) = revoked.get::<pg_sys::Oid>(0, 0) else {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!("API token {} does not exist", id.value() as i64),
+            Some("jobs_api_tokens lists yours."),
+        )
+    };
+    if revoked.get::<bool>(0, 1) == Some(false) {
+        api_membership(&section, role, false);
     }
-);
+    pg_sys::Datum::from(0)
+});
 
 // _api_token_role(token) -> the name of the role a live token acts as
-entry!(_api_token_role, pg_finfo__api_token_role, |fcinfo| {
+entry!(_api_token_role, |fcinfo, arguments| {
     let refused = || -> ! {
         refuse(
             PgSqlErrorCode::ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION,
@@ -160,7 +152,7 @@ entry!(_api_token_role, pg_finfo__api_token_role, |fcinfo| {
             None,
         )
     };
-    let Some(token) = argument(fcinfo, 0) else {
+    let Some(token) = arguments.token.datum() else {
         refused()
     };
     let section = Section::as_owner(fcinfo);

@@ -9,11 +9,10 @@ use pgrx::pg_sys::{
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum, JsonB};
 
-use super::call::{
-    argument, given_argument, invalid, materialize, refuse, required, return_row, Caller, Planning,
-    Section, Statement,
-};
 use super::batch_waits::{check_cycle, make_due};
+use super::call::{
+    invalid, materialize, refuse, required, return_row, Caller, Planning, Section, Statement,
+};
 use super::datum::{array, elements, int8_array, literal_or_null, seconds};
 use super::identity::{_identity_of, _is_admin};
 use super::queue::{add, check_all, Field, Spec};
@@ -63,8 +62,12 @@ static TAKE_TURN: Statement = statement("take_turn", &[INT8OID]);
 /// plan, before ANALYZE had seen the jobs, read the owner's index (alone, or in a bitmap AND with
 /// the key's), which is every job of the poster on every post (0.5 ms a post with 2,000 posted,
 /// growing with them).
-static WAITING_JOB: Statement =
-    Statement::new(STATEMENTS, "waiting_job", &[OIDOID, TEXTOID], Planning::Probes);
+static WAITING_JOB: Statement = Statement::new(
+    STATEMENTS,
+    "waiting_job",
+    &[OIDOID, TEXTOID],
+    Planning::Probes,
+);
 static WAITING_JOB_NOWAIT: Statement = Statement::new(
     STATEMENTS,
     "waiting_job_nowait",
@@ -112,26 +115,26 @@ pub(crate) fn tally(section: &Section, ids: Datum, sign: i32, as_created: bool) 
 }
 
 // The same for the SQL of sql/085_batch.sql: _batch_tally(ids, sign, as_created).
-entry!(_batch_tally, pg_finfo__batch_tally, |fcinfo| {
-    let Some(ids) = argument(fcinfo, 0) else {
+entry!(_batch_tally, |fcinfo, arguments| {
+    let Some(ids) = arguments.ids.datum() else {
         return Datum::from(0);
     };
-    let sign = super::call::value::<i32>(fcinfo, 1).unwrap_or_else(|| required("sign"));
-    let as_created = super::call::value::<bool>(fcinfo, 2).unwrap_or(false);
+    let sign = arguments.sign.required();
+    let as_created = arguments.as_created.get().unwrap_or(false);
     tally(&Section::as_current_user(), ids, sign, as_created);
     Datum::from(0)
 });
 
 // _batch_tally_rebuild(): counts the tallied jobs afresh, for jobs written behind the batch
 // functions' back (bench/sched.py adds a million through _add) or a repair.
-entry!(_batch_tally_rebuild, pg_finfo__batch_tally_rebuild, |_fcinfo| {
+entry!(_batch_tally_rebuild, |_fcinfo, _| {
     let section = Section::as_current_user();
     section.run(&LOCK_TALLY, &[]);
     section.run(&COUNT_TALLY, &[]);
     Datum::from(0)
 });
 
-/// A post's arguments, as batch_post takes them (from argument `first` of a call).
+/// A post's arguments, as batch_post and _batch_post name them.
 struct Post {
     command: Option<Datum>,
     args: Option<Datum>,
@@ -149,26 +152,27 @@ struct Post {
     extra: Option<Datum>,
 }
 
-impl Post {
-    fn of_call(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Self {
-        let given = |n| argument(fcinfo, first + n);
+/// The [`Post`] of a call's arguments (batch_post's or _batch_post's).
+macro_rules! post_of {
+    ($arguments:expr) => {{
+        let arguments = &$arguments;
         Post {
-            command: given(0),
-            args: given(1),
-            computer: given(2),
-            kind: given(3),
-            routine: given(4),
-            cwd: given(5),
-            shell: given(6),
-            depends_on: given(7),
-            run_at: given(8),
-            max_attempts: given(9),
-            priority: given(10),
-            revision: given(11),
-            env: given(12),
-            extra: given(13),
+            command: arguments.command.datum(),
+            args: arguments.args.datum(),
+            computer: arguments.computer.datum(),
+            kind: arguments.kind.datum(),
+            routine: arguments.routine.datum(),
+            cwd: arguments.cwd.datum(),
+            shell: arguments.shell.datum(),
+            depends_on: arguments.depends_on.datum(),
+            run_at: arguments.run_at.datum(),
+            max_attempts: arguments.max_attempts.datum(),
+            priority: arguments.priority.datum(),
+            revision: arguments.revision.datum(),
+            env: arguments.env.datum(),
+            extra: arguments.extra.datum(),
         }
-    }
+    }};
 }
 
 fn text(datum: Option<Datum>) -> Option<String> {
@@ -437,22 +441,22 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
     job
 }
 
-entry!(batch_post, pg_finfo_batch_post, |fcinfo| {
+entry!(batch_post, |fcinfo, arguments| {
     let poster = Caller::current().identity;
     let section = Section::as_owner(fcinfo);
-    Datum::from(post(&section, poster, &Post::of_call(fcinfo, 0), false))
+    Datum::from(post(&section, poster, &post_of!(arguments), false))
 });
 
 // The routines' scheduler posting a run for a schedule's owner (routine_rounds.rs's post):
 // _batch_post(owner, the arguments of batch_post, nowait).
-entry!(_batch_post, pg_finfo__batch_post, |fcinfo| {
-    let owner = super::call::value::<Oid>(fcinfo, 0).unwrap_or_else(|| required("owner"));
-    let nowait = super::call::value::<bool>(fcinfo, 15).unwrap_or(false);
+entry!(_batch_post, |fcinfo, arguments| {
+    let owner = arguments.owner.required();
+    let nowait = arguments.nowait.get().unwrap_or(false);
     let section = Section::as_current_user();
     Datum::from(post(
         &section,
         _identity_of(owner),
-        &Post::of_call(fcinfo, 1),
+        &post_of!(arguments),
         nowait,
     ))
 });
@@ -508,9 +512,9 @@ fn cancel(
     }
 }
 
-entry!(batch_cancel, pg_finfo_batch_cancel, |fcinfo| {
+entry!(batch_cancel, |fcinfo, arguments| {
     let role = Caller::current().role;
-    let ids = given_argument(fcinfo, 0, "ids");
+    let ids = arguments.ids.given();
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     cancel(fcinfo, &section, acting_for(role), ids);
@@ -519,19 +523,19 @@ entry!(batch_cancel, pg_finfo_batch_cancel, |fcinfo| {
 
 // batch_cancel_where(month, statuses, search, by, group_key): the caller's active batch jobs that
 // batch_find (or, with by and group_key, one group of batch_groups) selects.
-entry!(batch_cancel_where, pg_finfo_batch_cancel_where, |fcinfo| {
+entry!(batch_cancel_where, |fcinfo, arguments| {
     let role = Caller::current().role;
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     section.run(
         &CHECK_SELECTION,
         &[
-            argument(fcinfo, 0),
-            argument(fcinfo, 3),
-            argument(fcinfo, 1),
+            arguments.month.datum(),
+            arguments.by.datum(),
+            arguments.statuses.datum(),
         ],
     );
-    if argument(fcinfo, 3).is_none() != argument(fcinfo, 4).is_none() {
+    if arguments.by.datum().is_none() != arguments.group_key.datum().is_none() {
         invalid(
             "by and group_key go together",
             Some("Name both to cancel one group, or neither."),
@@ -542,11 +546,11 @@ entry!(batch_cancel_where, pg_finfo_batch_cancel_where, |fcinfo| {
         .run(
             &SELECTED,
             &[
-                argument(fcinfo, 0),
-                argument(fcinfo, 1),
-                argument(fcinfo, 2),
-                argument(fcinfo, 3),
-                argument(fcinfo, 4),
+                arguments.month.datum(),
+                arguments.statuses.datum(),
+                arguments.search.datum(),
+                arguments.by.datum(),
+                arguments.group_key.datum(),
                 acting_for,
             ],
         )
@@ -558,10 +562,10 @@ entry!(batch_cancel_where, pg_finfo_batch_cancel_where, |fcinfo| {
 
 // batch_release(id): a blocked (or waiting) job of the caller stops waiting for its
 // dependencies; returns its status.
-entry!(batch_release, pg_finfo_batch_release, |fcinfo| {
+entry!(batch_release, |fcinfo, arguments| {
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
-    let job = argument(fcinfo, 0);
+    let job = arguments.id.datum();
     let waiting = section.run(&LOCK_WAITING, &[job, acting_for(role)]);
     if waiting.len() == 0 {
         refuse(

@@ -11,11 +11,10 @@ use pgrx::pg_sys::{
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
+use super::arguments::Arg;
 use super::batch::tally;
 use super::batch_waits::{release_dependents, wake};
-use super::call::{
-    argument, invalid, materialize, refuse, return_row, value, Caller, Rows, Section, Statement,
-};
+use super::call::{invalid, materialize, refuse, return_row, Caller, Rows, Section, Statement};
 use super::datum::{
     array, array_length, elements, int8_array, interval_span, interval_text, literal_or_null,
     output,
@@ -62,9 +61,10 @@ static HAND_BACK: Statement = statement("hand_back", &[INT8ARRAYOID]);
 static END_CANCELLED: Statement = statement("end_cancelled", &[INT8ARRAYOID]);
 
 /// The computer named by argument `n`, which must be the caller's (an administrator's: any).
-fn computer_of(section: &Section, role: Oid, fcinfo: pg_sys::FunctionCallInfo, n: usize) -> Datum {
-    let computer = value::<String>(fcinfo, n).unwrap_or_default();
-    let agent = section.run(&AGENT_OF, &[argument(fcinfo, n)]);
+fn computer_of(section: &Section, role: Oid, computer: Arg<String>) -> Datum {
+    let given = computer.datum();
+    let computer = computer.get().unwrap_or_default();
+    let agent = section.run(&AGENT_OF, &[given]);
     let Some(agent) = agent.get::<Oid>(0, 0) else {
         refuse(
             PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
@@ -79,7 +79,7 @@ fn computer_of(section: &Section, role: Oid, fcinfo: pg_sys::FunctionCallInfo, n
             Some("Each computer name is bound to the agent role that registered it first."),
         );
     }
-    argument(fcinfo, n).expect("a computer")
+    given.expect("a computer")
 }
 
 /// A computer's name: 1 to 63 letters, digits, dots, dashes or underscores, and not ANY.
@@ -93,12 +93,19 @@ fn computer_name_ok(name: &str) -> bool {
 
 // batch_forget_computer(computer): a computer's registration gone, run as the caller (so as far
 // as its rights go), and refused as unknown when there was none.
-entry!(batch_forget_computer, pg_finfo_batch_forget_computer, |fcinfo| {
+entry!(batch_forget_computer, |fcinfo, arguments| {
     let section = Section::as_current_user();
-    if section.run(&FORGET_COMPUTER, &[argument(fcinfo, 0)]).len() == 0 {
+    if section
+        .run(&FORGET_COMPUTER, &[arguments.computer.datum()])
+        .len()
+        == 0
+    {
         refuse(
             PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-            format!("unknown computer \"{}\"", value::<String>(fcinfo, 0).unwrap_or_default()),
+            format!(
+                "unknown computer \"{}\"",
+                arguments.computer.get().unwrap_or_default()
+            ),
             None,
         );
     }
@@ -106,20 +113,23 @@ entry!(batch_forget_computer, pg_finfo_batch_forget_computer, |fcinfo| {
 });
 
 // batch_register(computer, capacity, info)
-entry!(batch_register, pg_finfo_batch_register, |fcinfo| {
-    let computer: Option<String> = value(fcinfo, 0);
+entry!(batch_register, |fcinfo, arguments| {
+    let computer: Option<String> = arguments.computer.get();
     if !computer.as_deref().is_some_and(computer_name_ok) {
         invalid(
             format!("invalid computer name {}", literal_or_null(computer.as_deref())),
             Some("A computer name is 1 to 63 letters, digits, dots, dashes or underscores, and not ANY."),
         );
     }
-    let capacity = value::<i32>(fcinfo, 1).filter(|&c| c >= 1);
+    let capacity = arguments.capacity.get().filter(|&c| c >= 1);
     if capacity.is_none() {
         invalid(
             format!(
                 "capacity must be at least 1, not {}",
-                value::<i32>(fcinfo, 1).map_or("null".into(), |c| c.to_string())
+                arguments
+                    .capacity
+                    .get()
+                    .map_or("null".into(), |c| c.to_string())
             ),
             None,
         );
@@ -129,65 +139,65 @@ entry!(batch_register, pg_finfo_batch_register, |fcinfo| {
     section.run(
         &REGISTER,
         &[
-            argument(fcinfo, 0),
+            arguments.computer.datum(),
             Some(Datum::from(_identity_of(role))),
-            argument(fcinfo, 1),
-            argument(fcinfo, 2),
+            arguments.capacity.datum(),
+            arguments.info.datum(),
         ],
     );
-    computer_of(&section, role, fcinfo, 0);
+    computer_of(&section, role, arguments.computer);
     section.run(
         &REGISTERED_AGAIN,
         &[
-            argument(fcinfo, 0),
-            argument(fcinfo, 1),
-            argument(fcinfo, 2),
+            arguments.computer.datum(),
+            arguments.capacity.datum(),
+            arguments.info.datum(),
         ],
     );
     Datum::from(0)
 });
 
-/// The first column of the first row of a statement about the computer of argument 0.
+/// The first column of the first row of a statement about a computer.
 fn about_computer(
     fcinfo: pg_sys::FunctionCallInfo,
+    computer: Arg<String>,
     statement: &'static Statement,
     type_oid: Oid,
 ) -> Datum {
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
-    let computer = computer_of(&section, role, fcinfo, 0);
+    let computer = computer_of(&section, role, computer);
     let answer = section.run(statement, &[Some(computer)]).datum(0, 0);
     section.keep(answer.expect("an answer"), type_oid)
 }
 
-entry!(
-    batch_ready_signals,
-    pg_finfo_batch_ready_signals,
-    |fcinfo| { about_computer(fcinfo, &READY_SIGNALS, TEXTARRAYOID) }
-);
+entry!(batch_ready_signals, |fcinfo, arguments| {
+    about_computer(fcinfo, arguments.computer, &READY_SIGNALS, TEXTARRAYOID)
+});
 
-entry!(
-    batch_cancel_signal,
-    pg_finfo_batch_cancel_signal,
-    |fcinfo| { about_computer(fcinfo, &CANCEL_SIGNAL, TEXTOID) }
-);
+entry!(batch_cancel_signal, |fcinfo, arguments| about_computer(
+    fcinfo,
+    arguments.computer,
+    &CANCEL_SIGNAL,
+    TEXTOID
+));
 
 // batch_claim(computer, n): up to n jobs for this computer or for ANY.
-entry!(batch_claim, pg_finfo_batch_claim, |fcinfo| {
+entry!(batch_claim, |fcinfo, arguments| {
     let role = Caller::current().role;
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    let computer = computer_of(&section, role, fcinfo, 0);
-    let n = claim_count(fcinfo, 1, 1);
+    let computer = computer_of(&section, role, arguments.computer);
+    let n = claim_count(arguments.n, 1);
     if let Some(claimed) = claim(&section, computer, n) {
         claimed.return_all(fcinfo);
     }
     Datum::from(0)
 });
 
-/// Argument `n`, how many jobs to claim: from `least` to 1000.
-fn claim_count(fcinfo: pg_sys::FunctionCallInfo, n: usize, least: i32) -> i32 {
-    match value::<i32>(fcinfo, n) {
+/// How many jobs to claim: from `least` to 1000.
+fn claim_count(n: Arg<i32>, least: i32) -> i32 {
+    match n.get() {
         Some(count) if (least..=1000).contains(&count) => count,
         count => invalid(
             format!(
@@ -297,27 +307,26 @@ fn start(section: &Section, role: Oid, ids: Datum, tokens: Datum, pids: Datum) -
 }
 
 // batch_started(id, token, pid): the job's process runs (RUNNING); returns the lease state.
-entry!(batch_started, pg_finfo_batch_started, |fcinfo| {
+entry!(batch_started, |fcinfo, arguments| {
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
-    let one = |n: usize, type_oid: Oid| array(type_oid, &[argument(fcinfo, n)]);
     let said = start(
         &section,
         role,
-        one(0, INT8OID),
-        one(1, UUIDOID),
-        one(2, INT4OID),
+        array(INT8OID, &[arguments.id.datum()]),
+        array(UUIDOID, &[arguments.token.datum()]),
+        array(INT4OID, &[arguments.pid.datum()]),
     );
-    section.text(only(said, argument(fcinfo, 0)))
+    section.text(only(said, arguments.id.datum()))
 });
 
 // batch_heartbeat(ids, tokens, stderr, stdout): one lease state per job.
-entry!(batch_heartbeat, pg_finfo_batch_heartbeat, |fcinfo| {
-    let length = |n| argument(fcinfo, n).map(array_length);
-    let ids = length(0);
-    if ids != length(1)
-        || length(2).is_some_and(|n| Some(n) != ids)
-        || length(3).is_some_and(|n| Some(n) != ids)
+entry!(batch_heartbeat, |fcinfo, arguments| {
+    let length = |array: Option<Datum>| array.map(array_length);
+    let ids = length(arguments.ids.datum());
+    if ids != length(arguments.tokens.datum())
+        || length(arguments.stderr.datum()).is_some_and(|n| Some(n) != ids)
+        || length(arguments.stdout.datum()).is_some_and(|n| Some(n) != ids)
     {
         invalid(
             "ids, tokens, stderr and stdout must be arrays of one length",
@@ -328,7 +337,12 @@ entry!(batch_heartbeat, pg_finfo_batch_heartbeat, |fcinfo| {
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     leases::note(pg_sys::GetCurrentStatementStartTimestamp() + silence_micros());
-    let held = held(&section, role, argument(fcinfo, 0), argument(fcinfo, 1));
+    let held = held(
+        &section,
+        role,
+        arguments.ids.datum(),
+        arguments.tokens.datum(),
+    );
     // A busy job is held still; its lease is renewed by a later heartbeat.
     let renewed: Vec<&Held> = held.iter().filter(|h| !h.busy).collect();
     if !renewed.is_empty() {
@@ -337,12 +351,12 @@ entry!(batch_heartbeat, pg_finfo_batch_heartbeat, |fcinfo| {
             &[
                 Some(int8_array(renewed.iter().map(|h| h.id))),
                 Some(int8_array(renewed.iter().map(|h| h.ord))),
-                argument(fcinfo, 2),
-                argument(fcinfo, 3),
+                arguments.stderr.datum(),
+                arguments.stdout.datum(),
             ],
         );
     }
-    let ids = argument(fcinfo, 0).map_or_else(Vec::new, elements);
+    let ids = arguments.ids.datum().map_or_else(Vec::new, elements);
     let said = said(&held, ids.len(), |h| {
         pg_jobs_core::status::lease_state(h.status.as_deref())
     });
@@ -398,18 +412,18 @@ struct Reports {
 }
 
 impl Reports {
-    /// The reports of arguments `first` to `first + 6` (ids, tokens, exit codes, run times,
-    /// stderr, stdout, cancelled), as arrays when `one` is false, as one job's values when true.
-    fn of(fcinfo: pg_sys::FunctionCallInfo, first: usize, one: bool) -> Reports {
+    /// The reports given as `[ids, tokens, exit codes, run times, stderr, stdout, cancelled]`:
+    /// arrays when `one` is false, one job's values when true.
+    fn of(given: [Option<Datum>; 7], one: bool) -> Reports {
         let column = |n: usize| -> Vec<Option<Datum>> {
-            match (one, argument(fcinfo, first + n)) {
+            match (one, given[n]) {
                 (true, datum) => vec![datum],
                 (false, datum) => datum.map_or_else(Vec::new, elements),
             }
         };
         let array_of = |n: usize, type_oid: Oid| match one {
-            true => array(type_oid, &[argument(fcinfo, first + n)]),
-            false => argument(fcinfo, first + n).unwrap_or_else(|| array(type_oid, &[])),
+            true => array(type_oid, &[given[n]]),
+            false => given[n].unwrap_or_else(|| array(type_oid, &[])),
         };
         let reports = Reports {
             ids: array_of(0, INT8OID),
@@ -526,12 +540,23 @@ fn finish(section: &Section, role: Oid, reports: &Reports) -> Vec<Said> {
 
 // batch_finish(id, token, exit_code, run_time, stderr, stdout, cancelled): how the job's process
 // ended; returns its status, or lost.
-entry!(batch_finish, pg_finfo_batch_finish, |fcinfo| {
-    let reports = Reports::of(fcinfo, 0, true);
+entry!(batch_finish, |fcinfo, arguments| {
+    let reports = Reports::of(
+        [
+            arguments.id.datum(),
+            arguments.token.datum(),
+            arguments.exit_code.datum(),
+            arguments.run_time.datum(),
+            arguments.stderr.datum(),
+            arguments.stdout.datum(),
+            arguments.cancelled.datum(),
+        ],
+        true,
+    );
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
     let said = finish(&section, role, &reports);
-    section.text(only(said, argument(fcinfo, 0)))
+    section.text(only(said, arguments.id.datum()))
 });
 
 /// Appends a row of batch_report_and_claim's result: its 14 columns, null past those given.
@@ -553,89 +578,102 @@ fn reported(fcinfo: pg_sys::FunctionCallInfo, columns: impl IntoIterator<Item = 
 // report started (state: its lease state), finished (state: its status) or claimed (state held,
 // and the job); a job whose row another transaction holds is reported busy, unchanged, to be said
 // again, where the single calls refuse it.
-entry!(
-    batch_report_and_claim,
-    pg_finfo_batch_report_and_claim,
-    |fcinfo| {
-        let n = claim_count(fcinfo, 1, 0);
-        let length = |n: usize| argument(fcinfo, n).map_or(0, array_length);
-        if length(3) != length(2) || length(4) != length(2) {
-            invalid(
-                "started_ids, started_tokens and started_pids must be arrays of one length",
-                None,
-            );
-        }
-        let finished = length(5);
-        if length(6) != finished
-            || length(7) != finished
-            || length(8) != finished
-            || (9..=11).any(|n| argument(fcinfo, n).is_some() && length(n) != finished)
-        {
-            invalid(
-                "ids, tokens, exit_codes and run_times (and stderr, stdout and cancelled unless \
-                 null) must be arrays of one length",
-                None,
-            );
-        }
-        let reports = Reports::of(fcinfo, 5, false);
-        let role = Caller::current().role;
-        materialize(fcinfo);
-        let section = Section::as_owner(fcinfo);
-        let computer = computer_of(&section, role, fcinfo, 0);
-        let report = |kind: &str, ids: Option<Datum>, said: Vec<Said>| {
-            let ids = ids.map_or_else(Vec::new, elements);
-            for (id, said) in ids.into_iter().zip(said) {
-                let state = match said {
-                    Said::Busy => "busy",
-                    Said::Is(state) => state,
-                };
-                reported(fcinfo, [kind.into_datum(), id, state.into_datum()]);
-            }
-        };
-        if length(2) > 0 {
-            let said = start(
-                &section,
-                role,
-                argument(fcinfo, 2).expect("ids"),
-                argument(fcinfo, 3).expect("tokens"),
-                argument(fcinfo, 4).expect("pids"),
-            );
-            report("started", argument(fcinfo, 2), said);
-        }
-        if finished > 0 {
-            let said = finish(&section, role, &reports);
-            report("finished", argument(fcinfo, 5), said);
-        }
-        if n > 0 {
-            if let Some(claimed) = claim(&section, computer, n) {
-                for row in 0..claimed.len() {
-                    let head = [
-                        "claimed".into_datum(),
-                        claimed.datum(row, 0),
-                        "held".into_datum(),
-                    ];
-                    reported(
-                        fcinfo,
-                        head.into_iter()
-                            .chain((1..12).map(|c| claimed.datum(row, c))),
-                    );
-                }
-            }
-        }
-        Datum::from(0)
+entry!(batch_report_and_claim, |fcinfo, arguments| {
+    let n = claim_count(arguments.n, 0);
+    let length = |array: Option<Datum>| array.map_or(0, array_length);
+    let started = length(arguments.started_ids.datum());
+    if length(arguments.started_tokens.datum()) != started
+        || length(arguments.started_pids.datum()) != started
+    {
+        invalid(
+            "started_ids, started_tokens and started_pids must be arrays of one length",
+            None,
+        );
     }
-);
+    let finished = length(arguments.ids.datum());
+    let given = [
+        arguments.ids.datum(),
+        arguments.tokens.datum(),
+        arguments.exit_codes.datum(),
+        arguments.run_times.datum(),
+        arguments.stderr.datum(),
+        arguments.stdout.datum(),
+        arguments.cancelled.datum(),
+    ];
+    if given[1..4].iter().any(|&array| length(array) != finished)
+        || given[4..]
+            .iter()
+            .any(|&array| array.is_some() && length(array) != finished)
+    {
+        invalid(
+            "ids, tokens, exit_codes and run_times (and stderr, stdout and cancelled unless \
+                 null) must be arrays of one length",
+            None,
+        );
+    }
+    let reports = Reports::of(given, false);
+    let role = Caller::current().role;
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    let computer = computer_of(&section, role, arguments.computer);
+    let report = |kind: &str, ids: Option<Datum>, said: Vec<Said>| {
+        let ids = ids.map_or_else(Vec::new, elements);
+        for (id, said) in ids.into_iter().zip(said) {
+            let state = match said {
+                Said::Busy => "busy",
+                Said::Is(state) => state,
+            };
+            reported(fcinfo, [kind.into_datum(), id, state.into_datum()]);
+        }
+    };
+    if started > 0 {
+        let said = start(
+            &section,
+            role,
+            arguments.started_ids.datum().expect("ids"),
+            arguments.started_tokens.datum().expect("tokens"),
+            arguments.started_pids.datum().expect("pids"),
+        );
+        report("started", arguments.started_ids.datum(), said);
+    }
+    if finished > 0 {
+        let said = finish(&section, role, &reports);
+        report("finished", arguments.ids.datum(), said);
+    }
+    if n > 0 {
+        if let Some(claimed) = claim(&section, computer, n) {
+            for row in 0..claimed.len() {
+                let head = [
+                    "claimed".into_datum(),
+                    claimed.datum(row, 0),
+                    "held".into_datum(),
+                ];
+                reported(
+                    fcinfo,
+                    head.into_iter()
+                        .chain((1..12).map(|c| claimed.datum(row, c))),
+                );
+            }
+        }
+    }
+    Datum::from(0)
+});
 
 // batch_hand_back(ids, tokens): jobs the agent will not finish (it is stopping), pending again
 // with no attempt counted; a cancelled one ends as CANCEL. A busy job is not handed back: its
 // lease runs out instead. Returns how many.
-entry!(batch_hand_back, pg_finfo_batch_hand_back, |fcinfo| {
-    if argument(fcinfo, 0).map(array_length) != argument(fcinfo, 1).map(array_length) {
+entry!(batch_hand_back, |fcinfo, arguments| {
+    if arguments.ids.datum().map(array_length) != arguments.tokens.datum().map(array_length) {
         invalid("ids and tokens must be arrays of one length", None);
     }
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
-    let held = held(&section, role, argument(fcinfo, 0), argument(fcinfo, 1));
+    let held = held(
+        &section,
+        role,
+        arguments.ids.datum(),
+        arguments.tokens.datum(),
+    );
     let with_status = |status: &str| {
         let ids: Vec<i64> = held
             .iter()

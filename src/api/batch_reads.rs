@@ -8,7 +8,7 @@ use pgrx::pg_sys::{
     Datum, DATEOID, INT4OID, INT8ARRAYOID, JSONBOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID,
 };
 
-use super::call::{argument, invalid, materialize, null, value, Section, Statement};
+use super::call::{invalid, materialize, null, Section, Statement};
 use super::datum::{elements, literal_or_null, output};
 use super::refusals::{finite_date, row_count};
 use crate::{entry, named_statements};
@@ -51,8 +51,8 @@ static HISTORY_GAPS: Statement = statement("history_gaps", &[]);
 static MONTHS_BETWEEN: Statement = statement("months_between", &[TIMESTAMPTZOID, TIMESTAMPTZOID]);
 
 // batch_get(hash): the caller's latest batch job with this command hash.
-entry!(batch_get, pg_finfo_batch_get, |fcinfo| {
-    let hash = value::<String>(fcinfo, 0);
+entry!(batch_get, |fcinfo, arguments| {
+    let hash = arguments.hash.get();
     let well_formed = hash.as_deref().is_some_and(|hash| {
         hash.len() == 64
             && hash
@@ -68,27 +68,23 @@ entry!(batch_get, pg_finfo_batch_get, |fcinfo| {
     materialize(fcinfo);
     let section = Section::as_current_user();
     section
-        .run(&LATEST_OF_HASH, &[argument(fcinfo, 0)])
+        .run(&LATEST_OF_HASH, &[arguments.hash.datum()])
         .return_all(fcinfo);
     Datum::from(0)
 });
 
 // _batch_check_reading(by, statuses, limit_rows, offset_rows): refuses a grouping, a status word
 // or a count of rows that the page's reads do not know.
-entry!(
-    _batch_check_reading,
-    pg_finfo__batch_check_reading,
-    |fcinfo| {
-        let by = value::<String>(fcinfo, 0);
-        check_reading(
-            by.as_deref(),
-            argument(fcinfo, 1),
-            value(fcinfo, 2),
-            value(fcinfo, 3),
-        );
-        Datum::from(0)
-    }
-);
+entry!(_batch_check_reading, |fcinfo, arguments| {
+    let by = arguments.by.get();
+    check_reading(
+        by.as_deref(),
+        arguments.statuses.datum(),
+        arguments.limit_rows.get(),
+        arguments.offset_rows.get(),
+    );
+    Datum::from(0)
+});
 
 /// Refuses a grouping `by`, a word of `statuses` (a text array) or a count of rows that the
 /// page's reads do not know.
@@ -121,24 +117,20 @@ fn check_reading(
 // which holds the finished jobs of months without a partition (due before the oldest month
 // made, or far ahead): read range by range of due_at that no month's partition covers, so that
 // only that partition is read.
-entry!(
-    _batch_unpartitioned_months,
-    pg_finfo__batch_unpartitioned_months,
-    |fcinfo| {
-        materialize(fcinfo);
-        let section = Section::as_current_user();
-        let gaps = section.run(&HISTORY_GAPS, &[]);
-        for gap in 0..gaps.len() {
-            section
-                .run(&MONTHS_BETWEEN, &[gaps.datum(gap, 0), gaps.datum(gap, 1)])
-                .return_all(fcinfo);
-        }
-        Datum::from(0)
+entry!(_batch_unpartitioned_months, |fcinfo, _| {
+    materialize(fcinfo);
+    let section = Section::as_current_user();
+    let gaps = section.run(&HISTORY_GAPS, &[]);
+    for gap in 0..gaps.len() {
+        section
+            .run(&MONTHS_BETWEEN, &[gaps.datum(gap, 0), gaps.datum(gap, 1)])
+            .return_all(fcinfo);
     }
-);
+    Datum::from(0)
+});
 
 /// The arguments every page read checks: a month (null: the active jobs), status words, a
-/// text to search for, and a count of rows and where they start, at argument `first` on.
+/// text to search for, and a count of rows and where they start.
 struct Reading {
     month: Option<Datum>,
     statuses: Option<Datum>,
@@ -148,22 +140,10 @@ struct Reading {
 }
 
 impl Reading {
-    /// Reads and checks a reading of `by` from `fcinfo`'s arguments `at` (month, statuses,
-    /// search, limit_rows, offset_rows; None for an argument the function does not take).
-    fn checked(
-        fcinfo: pgrx::pg_sys::FunctionCallInfo,
-        by: Option<&str>,
-        at: [Option<usize>; 5],
-    ) -> Self {
-        let given = |n: Option<usize>| n.and_then(|n| argument(fcinfo, n));
-        let reading = Reading {
-            month: given(at[0]),
-            statuses: given(at[1]),
-            search: given(at[2]),
-            limit_rows: given(at[3]),
-            offset_rows: given(at[4]),
-        };
-        finite_date(reading.month.map(|month| month.value() as i32), "month");
+    /// Checks a reading of `by`.
+    fn checked(self, by: Option<&str>) -> Self {
+        let reading = self;
+        finite_date(reading.month, "month");
         let rows = |datum: Option<Datum>| datum.map(|rows| rows.value() as i32);
         check_reading(
             by,
@@ -183,12 +163,15 @@ impl Reading {
 // batch_find(month, statuses, search, limit_rows, offset_rows): the caller's batch jobs of a
 // month (active ones when month is null), by status words and text: {rows (newest first), total,
 // counts (by status), months (that have jobs)}.
-entry!(batch_find, pg_finfo_batch_find, |fcinfo| {
-    let reading = Reading::checked(
-        fcinfo,
-        Some("time"),
-        [Some(0), Some(1), Some(2), Some(3), Some(4)],
-    );
+entry!(batch_find, |fcinfo, arguments| {
+    let reading = Reading {
+        month: arguments.month.datum(),
+        statuses: arguments.statuses.datum(),
+        search: arguments.search.datum(),
+        limit_rows: arguments.limit_rows.datum(),
+        offset_rows: arguments.offset_rows.datum(),
+    }
+    .checked(Some("time"));
     let section = Section::as_current_user();
     let found = if reading.counted() {
         // The active jobs, counted without reading them; the rows are the newest, their ids read
@@ -228,16 +211,19 @@ entry!(batch_find, pg_finfo_batch_find, |fcinfo| {
 // batch_groups(by, month, statuses, search): the caller's batch jobs in groups (by time: the
 // minute due and the routine; routine, status or computer), each with its most pressing status
 // and its count per status.
-entry!(batch_groups, pg_finfo_batch_groups, |fcinfo| {
-    let by = value::<String>(fcinfo, 0);
-    let reading = Reading::checked(
-        fcinfo,
-        by.as_deref(),
-        [Some(1), Some(2), Some(3), None, None],
-    );
+entry!(batch_groups, |fcinfo, arguments| {
+    let by = arguments.by.get();
+    let reading = Reading {
+        month: arguments.month.datum(),
+        statuses: arguments.statuses.datum(),
+        search: arguments.search.datum(),
+        limit_rows: None,
+        offset_rows: None,
+    }
+    .checked(by.as_deref());
     materialize(fcinfo);
     let section = Section::as_current_user();
-    let by = argument(fcinfo, 0);
+    let by = arguments.by.datum();
     let groups = if reading.counted() {
         section.run(&ACTIVE_GROUPS, &[by, reading.statuses])
     } else {
@@ -252,16 +238,19 @@ entry!(batch_groups, pg_finfo_batch_groups, |fcinfo| {
 
 // batch_group_jobs(by, group_key, month, statuses, search, limit_rows, offset_rows): the jobs of
 // one group of batch_groups, newest first.
-entry!(batch_group_jobs, pg_finfo_batch_group_jobs, |fcinfo| {
-    let by = value::<String>(fcinfo, 0);
-    let reading = Reading::checked(
-        fcinfo,
-        by.as_deref(),
-        [Some(2), Some(3), Some(4), Some(5), Some(6)],
-    );
+entry!(batch_group_jobs, |fcinfo, arguments| {
+    let by = arguments.by.get();
+    let reading = Reading {
+        month: arguments.month.datum(),
+        statuses: arguments.statuses.datum(),
+        search: arguments.search.datum(),
+        limit_rows: arguments.limit_rows.datum(),
+        offset_rows: arguments.offset_rows.datum(),
+    }
+    .checked(by.as_deref());
     materialize(fcinfo);
     let section = Section::as_current_user();
-    let key = value::<String>(fcinfo, 1);
+    let key = arguments.group_key.get();
     if !reading.counted() {
         section
             .run(
@@ -270,8 +259,8 @@ entry!(batch_group_jobs, pg_finfo_batch_group_jobs, |fcinfo| {
                     reading.month,
                     reading.statuses,
                     reading.search,
-                    argument(fcinfo, 0),
-                    argument(fcinfo, 1),
+                    arguments.by.datum(),
+                    arguments.group_key.datum(),
                     reading.limit_rows,
                     reading.offset_rows,
                 ],

@@ -17,18 +17,14 @@ use pgrx::prelude::*;
 use super::call::{Section, Statement};
 use crate::entry;
 
-entry!(
-    _cached_table_changed,
-    pg_finfo__cached_table_changed,
-    |fcinfo| {
-        let trigger = (*fcinfo).context as *mut pg_sys::TriggerData;
-        if trigger.is_null() || (*trigger).type_ != pg_sys::NodeTag::T_TriggerData {
-            error!("pg_jobs: _cached_table_changed runs only as a trigger");
-        }
-        pg_sys::CacheInvalidateRelcache((*trigger).tg_relation);
-        Datum::from(0)
+entry!(_cached_table_changed, |fcinfo, _| {
+    let trigger = (*fcinfo).context as *mut pg_sys::TriggerData;
+    if trigger.is_null() || (*trigger).type_ != pg_sys::NodeTag::T_TriggerData {
+        error!("pg_jobs: _cached_table_changed runs only as a trigger");
     }
-);
+    pg_sys::CacheInvalidateRelcache((*trigger).tg_relation);
+    Datum::from(0)
+});
 
 /// A callback PostgreSQL calls with the relation whose relcache entry was invalidated, or
 /// `InvalidOid` when every entry was (a backend that fell behind the invalidation queue).

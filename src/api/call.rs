@@ -448,24 +448,6 @@ pub fn materialize(fcinfo: pg_sys::FunctionCallInfo) {
     };
 }
 
-/// Argument `n` of a call, which must be given: null is refused with `name` (22004).
-pub fn given_argument(fcinfo: pg_sys::FunctionCallInfo, n: usize, name: &str) -> Datum {
-    argument(fcinfo, n).unwrap_or_else(|| required(name))
-}
-
-/// Argument `n` of a call, None when null.
-pub fn argument(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> Option<Datum> {
-    unsafe {
-        let argument = *(*fcinfo).args.as_slice((*fcinfo).nargs as usize).get(n)?;
-        (!argument.isnull).then_some(argument.value)
-    }
-}
-
-/// Argument `n` of a call as a Rust value, None when null.
-pub fn value<T: FromDatum>(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> Option<T> {
-    argument(fcinfo, n).and_then(|datum| unsafe { T::from_datum(datum, false) })
-}
-
 /// The null result of a call.
 pub fn null(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
     unsafe {
@@ -570,26 +552,23 @@ macro_rules! named_statements {
     };
 }
 
-/// Declares a C function of the API (see `sql/`) by the name PostgreSQL looks it up by, and its
-/// info record: `entry!(jobs_add, pg_finfo_jobs_add, |fcinfo| body)`.
+/// Defines a C function of the API by the name PostgreSQL looks it up by:
+/// `entry!(jobs_add, |fcinfo, arguments| body)`, where `arguments` are the call's arguments as its
+/// declaration in `sql/` names and types them, and its info record comes with them (see
+/// [`super::arguments`]).
 #[macro_export]
 macro_rules! entry {
-    ($name:ident, $finfo:ident, |$fcinfo:ident| $body:expr) => {
-        #[no_mangle]
-        #[doc(hidden)]
-        pub extern "C" fn $finfo() -> &'static ::pgrx::pg_sys::Pg_finfo_record {
-            const V1: ::pgrx::pg_sys::Pg_finfo_record =
-                ::pgrx::pg_sys::Pg_finfo_record { api_version: 1 };
-            &V1
-        }
-
+    ($name:ident, |$fcinfo:ident, $arguments:pat_param| $body:expr) => {
         #[no_mangle]
         pub unsafe extern "C-unwind" fn $name(
             $fcinfo: ::pgrx::pg_sys::FunctionCallInfo,
         ) -> ::pgrx::pg_sys::Datum {
             unsafe {
                 ::pgrx::pg_sys::submodules::panic::pgrx_extern_c_guard(|| {
-                    $crate::api::call::as_from_sql(|| $body)
+                    $crate::api::call::as_from_sql(|| {
+                        let $arguments = $crate::api::arguments::$name::Arguments::read($fcinfo);
+                        $body
+                    })
                 })
             }
         }

@@ -10,7 +10,8 @@ use pgrx::pg_sys::{Datum, INT4OID, INT8OID, JSONBOID, NUMERICOID, OIDOID, TEXTOI
 
 use crate::{entry, named_statements};
 
-use super::call::{argument, invalid, refuse, required, value, Caller, Rows, Section, Statement};
+use super::arguments::Arg;
+use super::call::{invalid, refuse, Caller, Rows, Section, Statement};
 use super::compute_deploy::{add_copies, check_slice_count};
 use super::datum::output;
 
@@ -33,7 +34,11 @@ static ADD_SLICES: Statement = statement("add_slices", &[INT8OID, INT4OID]);
 fn owned(section: &Section, caller: &Caller, job: i64, amount: Option<Datum>) -> Rows {
     let owned = section.run(
         &OWNED_JOB,
-        &[Some(Datum::from(caller.identity)), Some(Datum::from(job)), amount],
+        &[
+            Some(Datum::from(caller.identity)),
+            Some(Datum::from(job)),
+            amount,
+        ],
     );
     let Some(status) = owned.get::<String>(0, 0) else {
         refuse(
@@ -74,16 +79,15 @@ enum Act {
     Fund,
 }
 
-/// Does `act` to the caller's live job (argument 0; compute_fund's amount is argument 1) and
-/// returns the job's status after it. Another owner's job gets the same error as none.
-fn control(fcinfo: pg_sys::FunctionCallInfo, act: Act) -> Datum {
+/// Does `act` to the caller's live job (compute_fund's `amount` with it) and returns the job's
+/// status after it. Another owner's job gets the same error as none.
+fn control(
+    fcinfo: pg_sys::FunctionCallInfo,
+    job_id: Arg<i64>,
+    act: Act,
+    amount: Option<Datum>,
+) -> Datum {
     let caller = Caller::current();
-    let job = value::<i64>(fcinfo, 0);
-    let amount = if act == Act::Fund {
-        argument(fcinfo, 1)
-    } else {
-        None
-    };
     let section = Section::as_owner(fcinfo);
     // The amount is checked before the job is looked up: bad input is refused as such, whoever's
     // job it names.
@@ -96,7 +100,7 @@ fn control(fcinfo: pg_sys::FunctionCallInfo, act: Act) -> Datum {
             None,
         );
     }
-    let job = job.unwrap_or_else(|| required("job_id"));
+    let job = job_id.required();
     let id = Some(Datum::from(job));
     let owned = owned(&section, &caller, job, amount);
     let flags = owned.get::<i32>(0, 3).unwrap_or(0);
@@ -137,18 +141,45 @@ fn control(fcinfo: pg_sys::FunctionCallInfo, act: Act) -> Datum {
         .expect("the job is there")
 }
 
-entry!(compute_pause, pg_finfo_compute_pause, |fcinfo| control(fcinfo, Act::Pause));
-entry!(compute_resume, pg_finfo_compute_resume, |fcinfo| control(fcinfo, Act::Resume));
-entry!(compute_close, pg_finfo_compute_close, |fcinfo| control(fcinfo, Act::Close));
-entry!(compute_cancel, pg_finfo_compute_cancel, |fcinfo| control(fcinfo, Act::Cancel));
-entry!(compute_fund, pg_finfo_compute_fund, |fcinfo| control(fcinfo, Act::Fund));
+entry!(compute_pause, |fcinfo, arguments| control(
+    fcinfo,
+    arguments.job_id,
+    Act::Pause,
+    None
+));
+entry!(compute_resume, |fcinfo, arguments| control(
+    fcinfo,
+    arguments.job_id,
+    Act::Resume,
+    None
+));
+entry!(compute_close, |fcinfo, arguments| control(
+    fcinfo,
+    arguments.job_id,
+    Act::Close,
+    None
+));
+entry!(compute_cancel, |fcinfo, arguments| control(
+    fcinfo,
+    arguments.job_id,
+    Act::Cancel,
+    None
+));
+entry!(compute_fund, |fcinfo, arguments| {
+    control(
+        fcinfo,
+        arguments.job_id,
+        Act::Fund,
+        arguments.amount.datum(),
+    )
+});
 
 // compute_add_slices(job_id, data, count): an open job's more slices, values for a job of values,
 // a count for a range or a pattern; the job's last slice after them.
-entry!(compute_add_slices, pg_finfo_compute_add_slices, |fcinfo| {
+entry!(compute_add_slices, |fcinfo, arguments| {
     let caller = Caller::current();
-    let job = value::<i64>(fcinfo, 0).unwrap_or_else(|| required("job_id"));
-    let (values, more) = (argument(fcinfo, 1), value::<i32>(fcinfo, 2));
+    let job = arguments.job_id.required();
+    let (values, more) = (arguments.data.datum(), arguments.count.get());
     let section = Section::as_owner(fcinfo);
     let owned = owned(&section, &caller, job, None);
     let id = Some(Datum::from(job));

@@ -12,7 +12,7 @@ use pgrx::prelude::*;
 use pgrx::{IntoDatum, JsonB, Uuid};
 use serde_json::Value;
 
-use super::call::{argument, invalid, refuse, value, Caller, Section, Statement};
+use super::call::{invalid, refuse, Caller, Section, Statement};
 use super::compute_settings::join_check;
 use super::datum::{int8_array, output, quote_literal, text_of};
 use crate::{entry, gucs, named_statements};
@@ -389,10 +389,10 @@ fn check_result_origin(section: &Section, storage: &ResultStorage, groups: Optio
 // compute_deploy(spec): the caller's compute job of many slices in the compute groups `spec`
 // names (the README lists its keys), its fees taken off its funds and a job off each group's job
 // budget; its id.
-entry!(compute_deploy, pg_finfo_compute_deploy, |fcinfo| {
+entry!(compute_deploy, |fcinfo, arguments| {
     let caller = Caller::current();
-    let spec_datum = argument(fcinfo, 0);
-    let spec = value::<JsonB>(fcinfo, 0);
+    let spec_datum = arguments.spec.datum();
+    let spec = arguments.spec.get();
     let section = Section::as_owner(fcinfo);
     let numbers = section.run(&NUMBERS, &[spec_datum]);
     let level: f64 = numbers.get(0, 0).expect("a duplication level");

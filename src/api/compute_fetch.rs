@@ -13,7 +13,7 @@ use pgrx::pg_sys::{
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
 
-use super::call::{invalid, materialize, refuse, value, Caller, Section, Statement};
+use super::call::{invalid, materialize, refuse, Caller, Section, Statement};
 use super::compute_workers::worker_of;
 use super::datum::{elements, output};
 use crate::{entry, named_statements};
@@ -107,9 +107,9 @@ fn new_token() -> Datum {
 // max_slices_per_task) slices of one job of the groups it joined, within the groups' limits.
 // Groups take turns (the least recently served first), and so do a group's jobs: each fetch of a
 // worker starts one job further along the group's list. No rows when there is nothing to do.
-entry!(compute_fetch, pg_finfo_compute_fetch, |fcinfo| {
+entry!(compute_fetch, |fcinfo, arguments| {
     let caller = Caller::current();
-    let max_slices = value::<i32>(fcinfo, 0);
+    let max_slices = arguments.max_slices.get();
     if let Some(max) = max_slices.filter(|max| *max < 1) {
         invalid(format!("max_slices must be at least 1, not {max}"), None);
     }

@@ -8,7 +8,7 @@ use pg_jobs_core::compute::job_flag;
 use pgrx::pg_sys::{self, Datum, INT4OID, INT8ARRAYOID, INT8OID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 
-use super::call::{argument, given_argument, in_subtransaction, Failure, Section, Statement};
+use super::call::{in_subtransaction, Failure, Section, Statement};
 use super::compute::end_job;
 use super::services::{wished, Service};
 use crate::{entry, named_statements};
@@ -142,15 +142,18 @@ fn move_jobs_on(section: &Section) {
 
 // _compute_watchdog(at): the watchdog's part of a round at `at`, by hand (the tests, an
 // administrator); how many copies it found overdue.
-entry!(_compute_watchdog, pg_finfo__compute_watchdog, |fcinfo| {
-    let at = given_argument(fcinfo, 0, "at");
+entry!(_compute_watchdog, |fcinfo, arguments| {
+    let at = arguments.at.given();
     let section = Section::as_current_user();
     Datum::from(watchdog(&section, at))
 });
 
 // _compute_fold(max_reports): the fold's part of a round, by hand; how many reports it folded.
-entry!(_compute_fold, pg_finfo__compute_fold, |fcinfo| {
-    let max_reports = argument(fcinfo, 0).map_or(REPORTS_A_ROUND, |n| n.value() as i32);
+entry!(_compute_fold, |fcinfo, arguments| {
+    let max_reports = arguments
+        .max_reports
+        .datum()
+        .map_or(REPORTS_A_ROUND, |n| n.value() as i32);
     let section = Section::as_current_user();
     Datum::from(fold(&section, max_reports))
 });

@@ -11,8 +11,7 @@ use pg_jobs_core::compute::{self, Decision};
 use pgrx::prelude::*;
 
 use super::call::{
-    argument, given_argument, in_subtransaction, invalid, materialize, refuse, return_row, Caller,
-    Section, Statement,
+    in_subtransaction, invalid, materialize, refuse, return_row, Caller, Section, Statement,
 };
 use super::compute::end_job;
 use super::datum::elements;
@@ -211,18 +210,20 @@ fn check_report(slices: Datum, results: Datum, measurements: &[Option<Datum>]) {
 // slice: accepted, waiting (for its other copies), tiebreaker (they disagree: another copy is
 // sent), not accepted, corrupted (no agreement possible: the job ends), stale (not the caller's:
 // retasked or resolved).
-entry!(compute_submit, pg_finfo_compute_submit, |fcinfo| {
+entry!(compute_submit, |fcinfo, arguments| {
     let caller = Caller::current();
-    let names = ["task_token", "slice_numbers", "results"];
-    let [token, slices, results] =
-        std::array::from_fn(|n| Some(given_argument(fcinfo, n, names[n])));
-    let measurements: Vec<Option<Datum>> = (3..8).map(|n| argument(fcinfo, n)).collect();
+    let token = Some(arguments.task_token.given());
+    let (slices, results) = (arguments.slice_numbers.given(), arguments.results.given());
+    let measurements = [
+        arguments.cpu_ms.datum(),
+        arguments.gpu_ms.datum(),
+        arguments.wall_ms.datum(),
+        arguments.in_bytes.datum(),
+        arguments.out_bytes.datum(),
+    ];
     materialize(fcinfo);
-    check_report(
-        slices.expect("given"),
-        results.expect("given"),
-        &measurements,
-    );
+    check_report(slices, results, &measurements);
+    let (slices, results) = (Some(slices), Some(results));
     let section = Section::as_owner(fcinfo);
     // A null slice number names no copy, and is not stale either.
     let slice_numbers: Vec<i32> = elements(slices.expect("given"))

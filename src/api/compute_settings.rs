@@ -8,10 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use pgrx::pg_sys::{self, Datum, INT4OID, INT8OID, OIDOID, TEXTOID, UUIDOID};
 use pgrx::prelude::*;
 
-use super::call::{
-    argument, given_argument, invalid, materialize, refuse, required, value, Caller, Section,
-    Statement,
-};
+use super::arguments::Arg;
+use super::call::{invalid, materialize, refuse, Caller, Section, Statement};
 use super::datum::{output, quote_literal};
 use crate::{entry, named_statements};
 
@@ -54,202 +52,195 @@ fn remove(
 }
 
 /// A row of one of the tables members delete by id.
-fn remove_by_id(fcinfo: pg_sys::FunctionCallInfo, statement: &'static Statement) -> Datum {
-    remove(fcinfo, statement, &[Some(given_argument(fcinfo, 0, "id"))])
+fn remove_by_id(
+    fcinfo: pg_sys::FunctionCallInfo,
+    id: Arg<i64>,
+    statement: &'static Statement,
+) -> Datum {
+    remove(fcinfo, statement, &[Some(id.given())])
 }
 
 // compute_group_remove_origin(group_id, origin, type)
-entry!(
-    compute_group_remove_origin,
-    pg_finfo_compute_group_remove_origin,
-    |fcinfo| {
-        let group = Some(given_argument(fcinfo, 0, "group_id"));
-        let origin = Some(given_argument(fcinfo, 1, "origin"));
-        let kind = value::<String>(fcinfo, 2);
-        const TYPES: [&str; 5] = [
-            "any",
-            "fetchWorkFunctions",
-            "fetchArguments",
-            "fetchData",
-            "sendResults",
-        ];
-        if let Some(kind) = kind.as_deref().filter(|kind| !TYPES.contains(kind)) {
-            invalid(
-                format!("unknown origin type {}", quote_literal(kind)),
-                Some(
-                    "Use any, fetchWorkFunctions, fetchArguments, fetchData or sendResults, or \
+entry!(compute_group_remove_origin, |fcinfo, arguments| {
+    let group = Some(arguments.group_id.given());
+    let origin = Some(arguments.origin.given());
+    let kind = arguments.r#type.get();
+    const TYPES: [&str; 5] = [
+        "any",
+        "fetchWorkFunctions",
+        "fetchArguments",
+        "fetchData",
+        "sendResults",
+    ];
+    if let Some(kind) = kind.as_deref().filter(|kind| !TYPES.contains(kind)) {
+        invalid(
+            format!("unknown origin type {}", quote_literal(kind)),
+            Some(
+                "Use any, fetchWorkFunctions, fetchArguments, fetchData or sendResults, or \
                      null for every type.",
-                ),
-            );
-        }
-        remove(
-            fcinfo,
-            &REMOVE_ORIGIN,
-            &[group, origin, argument(fcinfo, 2)],
-        )
+            ),
+        );
     }
-);
+    remove(
+        fcinfo,
+        &REMOVE_ORIGIN,
+        &[group, origin, arguments.r#type.datum()],
+    )
+});
 
 // worker_remove(worker)
-entry!(worker_remove, pg_finfo_worker_remove, |fcinfo| {
-    remove(fcinfo, &REMOVE_WORKER, &[Some(given_argument(fcinfo, 0, "worker"))])
-});
+entry!(worker_remove, |fcinfo, arguments| remove(
+    fcinfo,
+    &REMOVE_WORKER,
+    &[Some(arguments.worker.given())]
+));
 
 // worker_config_remove(key_path, worker, type)
-entry!(
-    worker_config_remove,
-    pg_finfo_worker_config_remove,
-    |fcinfo| {
-        let path = Some(given_argument(fcinfo, 0, "key_path"));
-        let kind = value::<String>(fcinfo, 2).unwrap_or_else(|| required("type"));
-        if kind != "active" && kind != "template" {
-            invalid(
-                format!("unknown config type {}", quote_literal(&kind)),
-                Some("Use active or template."),
-            );
-        }
-        remove(
-            fcinfo,
-            &REMOVE_CONFIG_VALUE,
-            &[path, argument(fcinfo, 1), argument(fcinfo, 2)],
-        )
+entry!(worker_config_remove, |fcinfo, arguments| {
+    let path = Some(arguments.key_path.given());
+    let kind = arguments.r#type.required();
+    if kind != "active" && kind != "template" {
+        invalid(
+            format!("unknown config type {}", quote_literal(&kind)),
+            Some("Use active or template."),
+        );
     }
-);
+    remove(
+        fcinfo,
+        &REMOVE_CONFIG_VALUE,
+        &[path, arguments.worker.datum(), arguments.r#type.datum()],
+    )
+});
 
 // worker_creds_remove(worker, creds_list_id)
-entry!(
-    worker_creds_remove,
-    pg_finfo_worker_creds_remove,
-    |fcinfo| {
-        let worker = Some(given_argument(fcinfo, 0, "worker"));
-        let list = Some(given_argument(fcinfo, 1, "creds_list_id"));
-        remove(fcinfo, &REMOVE_WORKER_CREDS, &[worker, list])
-    }
-);
+entry!(worker_creds_remove, |fcinfo, arguments| {
+    let worker = Some(arguments.worker.given());
+    let list = Some(arguments.creds_list_id.given());
+    remove(fcinfo, &REMOVE_WORKER_CREDS, &[worker, list])
+});
 
-entry!(
-    worker_app_config_remove,
-    pg_finfo_worker_app_config_remove,
-    |fcinfo| { remove_by_id(fcinfo, &REMOVE_APP_CONFIG) }
-);
-entry!(creds_list_remove, pg_finfo_creds_list_remove, |fcinfo| {
-    remove_by_id(fcinfo, &REMOVE_CREDS_LIST)
-});
-entry!(credential_remove, pg_finfo_credential_remove, |fcinfo| {
-    remove_by_id(fcinfo, &REMOVE_CREDENTIAL)
-});
+entry!(worker_app_config_remove, |fcinfo, arguments| remove_by_id(
+    fcinfo,
+    arguments.id,
+    &REMOVE_APP_CONFIG
+));
+entry!(creds_list_remove, |fcinfo, arguments| remove_by_id(
+    fcinfo,
+    arguments.id,
+    &REMOVE_CREDS_LIST
+));
+entry!(credential_remove, |fcinfo, arguments| remove_by_id(
+    fcinfo,
+    arguments.id,
+    &REMOVE_CREDENTIAL
+));
 entry!(
     worker_notification_remove,
-    pg_finfo_worker_notification_remove,
-    |fcinfo| { remove_by_id(fcinfo, &REMOVE_NOTIFICATION) }
+    |fcinfo, arguments| remove_by_id(fcinfo, arguments.id, &REMOVE_NOTIFICATION)
 );
-entry!(
-    register_worker_directive_remove,
-    pg_finfo_register_worker_directive_remove,
-    |fcinfo| { remove_by_id(fcinfo, &REMOVE_DIRECTIVE) }
-);
+entry!(register_worker_directive_remove, |fcinfo, arguments| {
+    remove_by_id(fcinfo, arguments.id, &REMOVE_DIRECTIVE)
+});
 
 // compute_group_set_secret(group_opaque_id, secret): only its salted hash is kept; null removes it.
-entry!(
-    compute_group_set_secret,
-    pg_finfo_compute_group_set_secret,
-    |fcinfo| {
-        let caller = Caller::current();
-        let group = argument(fcinfo, 0);
-        let secret = value::<String>(fcinfo, 1);
-        let section = Section::as_owner(fcinfo);
-        // Another owner's group gets the same answer as no group, so ids cannot be probed.
-        let Some(id) = section
-            .run(
-                &OWN_GROUP_LOCKED,
-                &[Some(Datum::from(caller.identity)), group],
-            )
-            .get::<i64>(0, 0)
-        else {
-            refuse(
-                PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
-                format!(
-                    "compute group {} does not exist",
-                    group.map_or_else(|| "null".into(), |group| output(group, UUIDOID))
-                ),
-                None,
-            )
-        };
-        // Anyone may try join secrets, hundreds a second: a short one would be found.
-        if let Some(length) = secret
-            .as_ref()
-            .map(|s| s.chars().count())
-            .filter(|&n| n < 16)
-        {
-            invalid(
+entry!(compute_group_set_secret, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let group = arguments.group_opaque_id.datum();
+    let secret = arguments.secret.get();
+    let section = Section::as_owner(fcinfo);
+    // Another owner's group gets the same answer as no group, so ids cannot be probed.
+    let Some(id) = section
+        .run(
+            &OWN_GROUP_LOCKED,
+            &[Some(Datum::from(caller.identity)), group],
+        )
+        .get::<i64>(0, 0)
+    else {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!(
+                "compute group {} does not exist",
+                group.map_or_else(|| "null".into(), |group| output(group, UUIDOID))
+            ),
+            None,
+        )
+    };
+    // Anyone may try join secrets, hundreds a second: a short one would be found.
+    if let Some(length) = secret
+        .as_ref()
+        .map(|s| s.chars().count())
+        .filter(|&n| n < 16)
+    {
+        invalid(
             format!("a join secret must be at least 16 characters long, not {length}"),
             Some("Use a random one, such as encode(gen_random_bytes(16), 'hex'); null removes the secret."),
         );
-        }
-        section.run(&SET_SECRET, &[Some(Datum::from(id)), argument(fcinfo, 1)]);
-        Datum::from(0)
     }
-);
+    section.run(
+        &SET_SECRET,
+        &[Some(Datum::from(id)), arguments.secret.datum()],
+    );
+    Datum::from(0)
+});
 
 // compute_group_budget(group_id, cpu_time, gpu_time, jobs, in_data_size, out_data_size): more of
 // the caller's group's budgets; its budgets as they are then.
-entry!(
-    compute_group_budget,
-    pg_finfo_compute_group_budget,
-    |fcinfo| {
-        let caller = Caller::current();
-        let group = given_argument(fcinfo, 0, "group_id");
-        const AMOUNTS: [&str; 5] = [
-            "cpu_time",
-            "gpu_time",
-            "jobs",
-            "in_data_size",
-            "out_data_size",
-        ];
-        for (n, name) in AMOUNTS.iter().enumerate() {
-            let amount = if *name == "jobs" {
-                value::<i32>(fcinfo, n + 1).map(i64::from)
-            } else {
-                value::<i64>(fcinfo, n + 1)
-            };
-            if let Some(amount) = amount.filter(|amount| *amount < 0) {
-                invalid(
-                    format!("{name} must not be negative, not {amount}"),
-                    Some("A grant adds to a budget; null leaves it as it is."),
-                );
-            }
-        }
-        materialize(fcinfo);
-        let section = Section::as_owner(fcinfo);
-        let row = section.run(
-            &BUDGET_ROW,
-            &[Some(Datum::from(caller.identity)), Some(group)],
-        );
-        // Another owner's group gets the same answer as no group, so ids cannot be probed.
-        if row.get::<bool>(0, 0) != Some(true) {
-            refuse(
-                PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
-                format!("compute group {} does not exist", output(group, INT8OID)),
-                None,
+entry!(compute_group_budget, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let group = arguments.group_id.given();
+    let amounts = [
+        (arguments.cpu_time.name, arguments.cpu_time.get()),
+        (arguments.gpu_time.name, arguments.gpu_time.get()),
+        (arguments.jobs.name, arguments.jobs.get().map(i64::from)),
+        (arguments.in_data_size.name, arguments.in_data_size.get()),
+        (arguments.out_data_size.name, arguments.out_data_size.get()),
+    ];
+    for (name, amount) in amounts {
+        if let Some(amount) = amount.filter(|amount| *amount < 0) {
+            invalid(
+                format!("{name} must not be negative, not {amount}"),
+                Some("A grant adds to a budget; null leaves it as it is."),
             );
         }
-        if row.get::<bool>(0, 1) == Some(true) && row.get::<bool>(0, 2) != Some(true) {
-            refuse(
-                PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-                format!(
-                    "the budgets of compute group {} are held by another transaction",
-                    output(group, INT8OID)
-                ),
-                Some("A deployment into the group, or another grant, is under way: try again."),
-            );
-        }
-        let mut arguments = vec![Some(group)];
-        arguments.extend((1..=AMOUNTS.len()).map(|n| argument(fcinfo, n)));
-        section.run(&GRANT_BUDGET, &arguments);
-        section.run(&BUDGETS, &[Some(group)]).return_all(fcinfo);
-        Datum::from(0)
     }
-);
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    let row = section.run(
+        &BUDGET_ROW,
+        &[Some(Datum::from(caller.identity)), Some(group)],
+    );
+    // Another owner's group gets the same answer as no group, so ids cannot be probed.
+    if row.get::<bool>(0, 0) != Some(true) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
+            format!("compute group {} does not exist", output(group, INT8OID)),
+            None,
+        );
+    }
+    if row.get::<bool>(0, 1) == Some(true) && row.get::<bool>(0, 2) != Some(true) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+            format!(
+                "the budgets of compute group {} are held by another transaction",
+                output(group, INT8OID)
+            ),
+            Some("A deployment into the group, or another grant, is under way: try again."),
+        );
+    }
+    section.run(
+        &GRANT_BUDGET,
+        &[
+            Some(group),
+            arguments.cpu_time.datum(),
+            arguments.gpu_time.datum(),
+            arguments.jobs.datum(),
+            arguments.in_data_size.datum(),
+            arguments.out_data_size.datum(),
+        ],
+    );
+    section.run(&BUDGETS, &[Some(group)]).return_all(fcinfo);
+    Datum::from(0)
+});
 
 /// The group whose join key and secret these are, or None; every way in (a check, a join, a
 /// deployment into a group that takes joiners') goes through here. A wrong one counts against the
@@ -273,35 +264,31 @@ pub(crate) fn join_check(
 
 // compute_group_check_secret(group_opaque_id, join_key, secret): whether they are the group's
 // join credentials (read as the extension's owner: members cannot read the hash).
-entry!(
-    compute_group_check_secret,
-    pg_finfo_compute_group_check_secret,
-    |fcinfo| {
-        let caller = Caller::current();
-        let section = Section::as_owner(fcinfo);
-        let group = join_check(
-            &section,
-            caller.identity,
-            argument(fcinfo, 0),
-            argument(fcinfo, 1),
-            argument(fcinfo, 2),
-        );
-        Datum::from(group.is_some())
-    }
-);
+entry!(compute_group_check_secret, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let group = join_check(
+        &section,
+        caller.identity,
+        arguments.group_opaque_id.datum(),
+        arguments.join_key.datum(),
+        arguments.secret.datum(),
+    );
+    Datum::from(group.is_some())
+});
 
 // _join_check(caller_role, group_opaque_id, key, secret): join_check for the scheduler's SQL
 // (a worker's join, a deployment into others' groups), which runs as the extension's owner.
-entry!(_join_check, pg_finfo__join_check, |fcinfo| {
-    let role = value::<pg_sys::Oid>(fcinfo, 0).unwrap_or_else(|| required("caller_role"));
+entry!(_join_check, |fcinfo, arguments| {
+    let role = arguments.caller_role.required();
     let identity = super::identity::_identity_of(role);
     let section = Section::as_current_user();
     match join_check(
         &section,
         identity,
-        argument(fcinfo, 1),
-        argument(fcinfo, 2),
-        argument(fcinfo, 3),
+        arguments.group_opaque_id.datum(),
+        arguments.key.datum(),
+        arguments.secret.datum(),
     ) {
         Some(group) => Datum::from(group),
         None => super::call::null(fcinfo),
@@ -310,34 +297,26 @@ entry!(_join_check, pg_finfo__join_check, |fcinfo| {
 
 // compute_group_public(opaque_id): any group by its opaque id, listed or not, its public fields
 // only (read as the extension's owner, whoever calls).
-entry!(
-    compute_group_public,
-    pg_finfo_compute_group_public,
-    |fcinfo| {
-        materialize(fcinfo);
-        let section = Section::as_owner(fcinfo);
-        section
-            .run(&GROUP_PUBLIC, &[argument(fcinfo, 0)])
-            .return_all(fcinfo);
-        Datum::from(0)
-    }
-);
+entry!(compute_group_public, |fcinfo, arguments| {
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    section
+        .run(&GROUP_PUBLIC, &[arguments.opaque_id.datum()])
+        .return_all(fcinfo);
+    Datum::from(0)
+});
 
 // The rows of the view compute_groups_jobs_by_job: the caller's jobs' groups, read as the
 // extension's owner (a job's owner does not own the groups its jobs are in).
-entry!(
-    _caller_compute_groups_jobs_by_job,
-    pg_finfo__caller_compute_groups_jobs_by_job,
-    |fcinfo| {
-        let caller = Caller::current();
-        materialize(fcinfo);
-        let section = Section::as_owner(fcinfo);
-        section
-            .run(&GROUPS_JOBS_BY_JOB, &[Some(Datum::from(caller.identity))])
-            .return_all(fcinfo);
-        Datum::from(0)
-    }
-);
+entry!(_caller_compute_groups_jobs_by_job, |fcinfo, _| {
+    let caller = Caller::current();
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    section
+        .run(&GROUPS_JOBS_BY_JOB, &[Some(Datum::from(caller.identity))])
+        .return_all(fcinfo);
+    Datum::from(0)
+});
 
 // Join secrets can be tried by anyone, hundreds a second. Each identity may get JOIN_FAILURES_ALLOWED
 // wrong in the current and the previous window of JOIN_WINDOW_SECS (so in the last 10 to 20

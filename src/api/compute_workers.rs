@@ -11,9 +11,8 @@ use pgrx::IntoDatum;
 
 use pg_jobs_core::eth;
 
-use super::call::{
-    argument, given_argument, invalid, record, refuse, required, value, Caller, Section, Statement,
-};
+use super::arguments::Arg;
+use super::call::{invalid, record, refuse, Caller, Section, Statement};
 use super::compute_deploy::capability_bits;
 use super::compute_settings::{join_budget, join_check, join_failed};
 use super::datum::output;
@@ -66,74 +65,79 @@ pub(super) fn worker_of(section: &Section, caller: &Caller) -> (Datum, Datum) {
 // compute_worker_register(label, capabilities, worktimes, cpu_cores, gpu_cores, max_sandboxes,
 // run_info): the calling role as a worker of its identity, or its registration renewed; its
 // opaque id.
-entry!(
-    compute_worker_register,
-    pg_finfo_compute_worker_register,
-    |fcinfo| {
-        let caller = Caller::current();
-        let section = Section::as_owner(fcinfo);
-        let capabilities = value::<pgrx::JsonB>(fcinfo, 1).map(|names| names.0);
-        let bits = Some(Datum::from(capability_bits(capabilities.as_ref())));
-        if value::<pgrx::JsonB>(fcinfo, 2).is_some_and(|worktimes| !worktimes.0.is_object()) {
-            invalid(
-                "worktimes must be an object of worktime names and versions",
-                Some("For example {\"map-basic\": \"1.4.2\"}."),
-            );
-        }
-        // NaN is in no range (it sorts above every number in SQL), and a group's limits add these up.
-        if (3..6).any(|n| value::<f64>(fcinfo, n).is_some_and(|x| !(0.0..=1e6).contains(&x))) {
-            invalid(
-                "cpu_cores, gpu_cores and max_sandboxes must be numbers from 0 to 1e6",
-                Some("NaN and Infinity are not counts of cores."),
-            );
-        }
-        let identity = Some(Datum::from(caller.identity));
-        let worker = section
-            .run(
-                &REGISTER,
-                &[
-                    identity,
-                    Some(Datum::from(caller.role)),
-                    argument(fcinfo, 0),
-                ],
-            )
-            .datum(0, 0);
-        section.run(
-            &RUN_INFO,
-            &[
-                worker,
-                identity,
-                bits,
-                argument(fcinfo, 2),
-                argument(fcinfo, 3),
-                argument(fcinfo, 4),
-                argument(fcinfo, 5),
-                argument(fcinfo, 6),
-            ],
+entry!(compute_worker_register, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let capabilities = arguments.capabilities.get().map(|names| names.0);
+    let bits = Some(Datum::from(capability_bits(capabilities.as_ref())));
+    if arguments
+        .worktimes
+        .get()
+        .is_some_and(|worktimes| !worktimes.0.is_object())
+    {
+        invalid(
+            "worktimes must be an object of worktime names and versions",
+            Some("For example {\"map-basic\": \"1.4.2\"}."),
         );
-        section.run(&TASK_INFO, &[worker, identity]);
-        section.keep(worker.expect("the worker's opaque id"), UUIDOID)
     }
-);
+    // NaN is in no range (it sorts above every number in SQL), and a group's limits add these up.
+    let counts = [
+        arguments.cpu_cores,
+        arguments.gpu_cores,
+        arguments.max_sandboxes,
+    ];
+    if counts
+        .iter()
+        .any(|count| count.get().is_some_and(|x| !(0.0..=1e6).contains(&x)))
+    {
+        invalid(
+            "cpu_cores, gpu_cores and max_sandboxes must be numbers from 0 to 1e6",
+            Some("NaN and Infinity are not counts of cores."),
+        );
+    }
+    let identity = Some(Datum::from(caller.identity));
+    let worker = section
+        .run(
+            &REGISTER,
+            &[
+                identity,
+                Some(Datum::from(caller.role)),
+                arguments.label.datum(),
+            ],
+        )
+        .datum(0, 0);
+    section.run(
+        &RUN_INFO,
+        &[
+            worker,
+            identity,
+            bits,
+            arguments.worktimes.datum(),
+            arguments.cpu_cores.datum(),
+            arguments.gpu_cores.datum(),
+            arguments.max_sandboxes.datum(),
+            arguments.run_info.datum(),
+        ],
+    );
+    section.run(&TASK_INFO, &[worker, identity]);
+    section.keep(worker.expect("the worker's opaque id"), UUIDOID)
+});
 
 // compute_worker_join(group_opaque_id, join_key, secret): the calling worker in the group, with
 // its join credentials (28P01 if wrong, the same for a group that does not exist); the group's id.
-entry!(
-    compute_worker_join,
-    pg_finfo_compute_worker_join,
-    |fcinfo| {
-        let caller = Caller::current();
-        let section = Section::as_owner(fcinfo);
-        let (worker, owner) = worker_of(&section, &caller);
-        let group = argument(fcinfo, 0);
-        let Some(group_id) = join_check(
-            &section,
-            caller.identity,
-            group,
-            argument(fcinfo, 1),
-            argument(fcinfo, 2),
-        ) else {
-            refuse(
+entry!(compute_worker_join, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let (worker, owner) = worker_of(&section, &caller);
+    let group = arguments.group_opaque_id.datum();
+    let Some(group_id) = join_check(
+        &section,
+        caller.identity,
+        group,
+        arguments.join_key.datum(),
+        arguments.secret.datum(),
+    ) else {
+        refuse(
             PgSqlErrorCode::ERRCODE_INVALID_PASSWORD,
             format!(
                 "wrong join key or secret for compute group {}",
@@ -141,14 +145,13 @@ entry!(
             ),
             Some("The group's owner gives out its join key and secret (compute_group_set_secret)."),
         )
-        };
-        section.run(
-            &JOIN,
-            &[Some(Datum::from(group_id)), Some(worker), Some(owner)],
-        );
-        Datum::from(group_id)
-    }
-);
+    };
+    section.run(
+        &JOIN,
+        &[Some(Datum::from(group_id)), Some(worker), Some(owner)],
+    );
+    Datum::from(group_id)
+});
 
 /// The join challenges a worker may hold at once, each for another group: a worker asking for
 /// challenges of made-up group ids cannot fill the table.
@@ -157,100 +160,94 @@ const CHALLENGES_HELD: i32 = 16;
 // compute_worker_join_challenge(group_opaque_id) -> (challenge, expires_at): a new challenge for
 // the calling worker to sign with the key of the group's join address. Issued for any group id,
 // as a join secret is checked for any: it says nothing of whether the group exists.
-entry!(
-    compute_worker_join_challenge,
-    pg_finfo_compute_worker_join_challenge,
-    |fcinfo| {
-        let caller = Caller::current();
-        let group = given_argument(fcinfo, 0, "group_opaque_id");
-        let section = Section::as_owner(fcinfo);
-        let (worker, _) = worker_of(&section, &caller);
-        section.run(&PRUNE_CHALLENGES, &[Some(worker)]);
-        let issued = section.run(
-            &ISSUE_CHALLENGE,
-            &[
-                Some(worker),
-                Some(Datum::from(caller.identity)),
-                Some(group),
-                Some(Datum::from(CHALLENGES_HELD)),
-            ],
-        );
-        let Some(challenge) = issued.get::<String>(0, 0) else {
-            refuse(
-                PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-                format!("a worker holds at most {CHALLENGES_HELD} join challenges, each for another group"),
-                Some("Use them, or wait until they expire: each is valid for 5 minutes."),
-            )
-        };
-        let expires_at = issued.datum(0, 1);
-        drop(section);
-        record(fcinfo, &[challenge.into_datum(), expires_at])
-    }
-);
+entry!(compute_worker_join_challenge, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let group = arguments.group_opaque_id.given();
+    let section = Section::as_owner(fcinfo);
+    let (worker, _) = worker_of(&section, &caller);
+    section.run(&PRUNE_CHALLENGES, &[Some(worker)]);
+    let issued = section.run(
+        &ISSUE_CHALLENGE,
+        &[
+            Some(worker),
+            Some(Datum::from(caller.identity)),
+            Some(group),
+            Some(Datum::from(CHALLENGES_HELD)),
+        ],
+    );
+    let Some(challenge) = issued.get::<String>(0, 0) else {
+        refuse(
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            format!(
+                "a worker holds at most {CHALLENGES_HELD} join challenges, each for another group"
+            ),
+            Some("Use them, or wait until they expire: each is valid for 5 minutes."),
+        )
+    };
+    let expires_at = issued.datum(0, 1);
+    drop(section);
+    record(fcinfo, &[challenge.into_datum(), expires_at])
+});
 
 // compute_worker_join_signed(group_opaque_id, challenge, signature): the calling worker in the
 // group, by its challenge signed with the key of the group's join address; the group's id. The
 // challenge is used up by the join; a refused join leaves it (the error undoes its use), and a
 // wrong signature counts against the identity as a wrong secret does.
-entry!(
-    compute_worker_join_signed,
-    pg_finfo_compute_worker_join_signed,
-    |fcinfo| {
-        let caller = Caller::current();
-        let group = given_argument(fcinfo, 0, "group_opaque_id");
-        let challenge = value::<String>(fcinfo, 1).unwrap_or_else(|| required("challenge"));
-        let signature = value::<String>(fcinfo, 2).unwrap_or_else(|| required("signature"));
-        let signer = eth::signer(challenge.as_bytes(), &signature).unwrap_or_else(|refusal| {
-            invalid(
-                format!("the signature is malformed: {}", refusal.message()),
-                Some("Sign the challenge's text as a wallet signs text (personal_sign, EIP-191)."),
-            )
-        });
-        join_budget(caller.identity);
-        let section = Section::as_owner(fcinfo);
-        let (worker, owner) = worker_of(&section, &caller);
-        let taken = section.run(
-            &TAKE_CHALLENGE,
-            &[Some(worker), Some(group), challenge.as_str().into_datum()],
-        );
-        if taken.len() == 0 {
-            refuse(
+entry!(compute_worker_join_signed, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let group = arguments.group_opaque_id.given();
+    let challenge = arguments.challenge.required();
+    let signature = arguments.signature.required();
+    let signer = eth::signer(challenge.as_bytes(), &signature).unwrap_or_else(|refusal| {
+        invalid(
+            format!("the signature is malformed: {}", refusal.message()),
+            Some("Sign the challenge's text as a wallet signs text (personal_sign, EIP-191)."),
+        )
+    });
+    join_budget(caller.identity);
+    let section = Section::as_owner(fcinfo);
+    let (worker, owner) = worker_of(&section, &caller);
+    let taken = section.run(
+        &TAKE_CHALLENGE,
+        &[Some(worker), Some(group), challenge.as_str().into_datum()],
+    );
+    if taken.len() == 0 {
+        refuse(
                 PgSqlErrorCode::ERRCODE_INVALID_PASSWORD,
                 "no such join challenge: it was used, it expired, or it was issued for another group or worker",
                 Some("Ask compute_worker_join_challenge for a new one: each is valid once, for 5 minutes."),
             );
-        }
-        let joined = signer.and_then(|address| {
-            section
-                .run(
-                    &GROUP_OF_ADDRESS,
-                    &[Some(group), eth::address_hex(&address).into_datum()],
-                )
-                .get::<i64>(0, 0)
-        });
-        let Some(group_id) = joined else {
-            join_failed(caller.identity);
-            refuse(
-                PgSqlErrorCode::ERRCODE_INVALID_PASSWORD,
-                format!(
-                    "the challenge was not signed by the join address of compute group {}",
-                    output(group, UUIDOID)
-                ),
-                Some("Sign with the key of the address the group's owner set as its join_address."),
-            )
-        };
-        section.run(
-            &JOIN,
-            &[Some(Datum::from(group_id)), Some(worker), Some(owner)],
-        );
-        Datum::from(group_id)
     }
-);
+    let joined = signer.and_then(|address| {
+        section
+            .run(
+                &GROUP_OF_ADDRESS,
+                &[Some(group), eth::address_hex(&address).into_datum()],
+            )
+            .get::<i64>(0, 0)
+    });
+    let Some(group_id) = joined else {
+        join_failed(caller.identity);
+        refuse(
+            PgSqlErrorCode::ERRCODE_INVALID_PASSWORD,
+            format!(
+                "the challenge was not signed by the join address of compute group {}",
+                output(group, UUIDOID)
+            ),
+            Some("Sign with the key of the address the group's owner set as its join_address."),
+        )
+    };
+    section.run(
+        &JOIN,
+        &[Some(Datum::from(group_id)), Some(worker), Some(owner)],
+    );
+    Datum::from(group_id)
+});
 
 // _join_address_ok(address): true for an address a group may have as its join_address, else
 // 22023 saying what is wrong with it (a CHECK of compute_groups).
-entry!(_join_address_ok, pg_finfo__join_address_ok, |fcinfo| {
-    let address = value::<String>(fcinfo, 0).unwrap_or_else(|| required("address"));
+entry!(_join_address_ok, |fcinfo, arguments| {
+    let address = arguments.address.required();
     if let Err(refusal) = eth::parse_address(&address) {
         invalid(
             format!("join_address is not an address: {}", refusal.message()),
@@ -262,31 +259,27 @@ entry!(_join_address_ok, pg_finfo__join_address_ok, |fcinfo| {
 
 // compute_worker_leave(group_opaque_id): the calling worker out of the group; 1, or 0 if it was
 // not in it.
-entry!(
-    compute_worker_leave,
-    pg_finfo_compute_worker_leave,
-    |fcinfo| {
-        let caller = Caller::current();
-        let section = Section::as_owner(fcinfo);
-        let (worker, _) = worker_of(&section, &caller);
-        Datum::from(
-            section
-                .run(&LEAVE, &[Some(worker), argument(fcinfo, 0)])
-                .len() as i32,
-        )
-    }
-);
+entry!(compute_worker_leave, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let (worker, _) = worker_of(&section, &caller);
+    Datum::from(
+        section
+            .run(&LEAVE, &[Some(worker), arguments.group_opaque_id.datum()])
+            .len() as i32,
+    )
+});
 
 // compute_progress(task_token, slice_numbers): the caller's copies of the task (those slices, or
 // every one) at work now; how many.
-entry!(compute_progress, pg_finfo_compute_progress, |fcinfo| {
+entry!(compute_progress, |fcinfo, arguments| {
     let caller = Caller::current();
-    let token = Some(given_argument(fcinfo, 0, "task_token"));
+    let token = Some(arguments.task_token.given());
     let section = Section::as_owner(fcinfo);
     let role = Some(Datum::from(caller.role));
     Datum::from(
         section
-            .run(&PROGRESS, &[role, token, argument(fcinfo, 1)])
+            .run(&PROGRESS, &[role, token, arguments.slice_numbers.datum()])
             .len() as i32,
     )
 });
@@ -296,11 +289,12 @@ entry!(compute_progress, pg_finfo_compute_progress, |fcinfo| {
 /// copy), recorded, and the worker gets none of the job's slices again. How many went back.
 fn give_back(
     fcinfo: pg_sys::FunctionCallInfo,
+    token: Arg<pgrx::Uuid>,
     slices: Option<Datum>,
     reason: Option<(Datum, Option<Datum>, Option<Datum>)>,
 ) -> Datum {
     let caller = Caller::current();
-    let token = Some(given_argument(fcinfo, 0, "task_token"));
+    let token = Some(token.given());
     let section = Section::as_owner(fcinfo);
     let role = Some(Datum::from(caller.role));
     let held = section.run(&HELD_TASK, &[role, token, slices]);
@@ -326,16 +320,25 @@ fn give_back(
 }
 
 // compute_return(task_token, slice_numbers)
-entry!(compute_return, pg_finfo_compute_return, |fcinfo| {
-    give_back(fcinfo, argument(fcinfo, 1), None)
+entry!(compute_return, |fcinfo, arguments| {
+    give_back(
+        fcinfo,
+        arguments.task_token,
+        arguments.slice_numbers.datum(),
+        None,
+    )
 });
 
 // compute_reject(task_token, reason, message, retries): reason EWORKREJECT when null.
-entry!(compute_reject, pg_finfo_compute_reject, |fcinfo| {
-    let reason = argument(fcinfo, 1).unwrap_or_else(|| "EWORKREJECT".into_datum().unwrap());
+entry!(compute_reject, |fcinfo, arguments| {
+    let reason = arguments
+        .reason
+        .datum()
+        .unwrap_or_else(|| "EWORKREJECT".into_datum().unwrap());
     give_back(
         fcinfo,
+        arguments.task_token,
         None,
-        Some((reason, argument(fcinfo, 2), argument(fcinfo, 3))),
+        Some((reason, arguments.message.datum(), arguments.retries.datum())),
     )
 });

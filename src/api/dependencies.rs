@@ -13,8 +13,7 @@ use pgrx::pg_sys::{Datum, Oid, BOOLOID, INT8ARRAYOID, INT8OID, OIDOID, UUIDOID};
 use pgrx::prelude::*;
 
 use super::call::{
-    argument, invalid, materialize, refuse, required, value, Caller, Planning, Rows, Section,
-    Statement,
+    invalid, materialize, refuse, required, Caller, Planning, Rows, Section, Statement,
 };
 use super::datum::{array, int8_array};
 use super::queue::{abort_waiting, acting_on, lease_error, missing_job, placed, wake_placed};
@@ -333,9 +332,9 @@ fn made_due(due: &Rows) {
 
 // jobs_unblock(id): the caller's job stops waiting for its dependencies; returns when it is due
 // (also for one they released already).
-entry!(jobs_unblock, pg_finfo_jobs_unblock, |fcinfo| {
+entry!(jobs_unblock, |fcinfo, arguments| {
     let caller = Caller::current();
-    let Some(job) = argument(fcinfo, 0) else {
+    let Some(job) = arguments.id.datum() else {
         required("job id")
     };
     let owner = acting_on(&caller);
@@ -363,28 +362,24 @@ entry!(jobs_unblock, pg_finfo_jobs_unblock, |fcinfo| {
 
 // jobs_dependency_results(id, token): what the job held with that token depends on, and how
 // each ended.
-entry!(
-    jobs_dependency_results,
-    pg_finfo_jobs_dependency_results,
-    |fcinfo| {
-        let caller = Caller::current();
-        let (job, token) = (argument(fcinfo, 0), argument(fcinfo, 1));
-        let owner = acting_on(&caller);
-        materialize(fcinfo);
-        let section = Section::as_owner(fcinfo);
-        let results = section.run(&DEPENDENCY_RESULTS, &[job, token, owner]);
-        if results.len() == 0 {
-            lease_error(
-                &section,
-                job.map(|j| j.value() as i64),
-                value(fcinfo, 1),
-                owner,
-            );
-        }
-        // A job that depends on nothing has its row of nulls.
-        if results.datum(0, 0).is_some() {
-            results.return_all(fcinfo);
-        }
-        Datum::from(0)
+entry!(jobs_dependency_results, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let (job, token) = (arguments.id.datum(), arguments.token.datum());
+    let owner = acting_on(&caller);
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    let results = section.run(&DEPENDENCY_RESULTS, &[job, token, owner]);
+    if results.len() == 0 {
+        lease_error(
+            &section,
+            job.map(|j| j.value() as i64),
+            arguments.token.get(),
+            owner,
+        );
     }
-);
+    // A job that depends on nothing has its row of nulls.
+    if results.datum(0, 0).is_some() {
+        results.return_all(fcinfo);
+    }
+    Datum::from(0)
+});

@@ -14,8 +14,9 @@ use pgrx::pg_sys::{Datum, Oid, BOOLOID, INT4OID, INTERVALOID, OIDOID, TEXTARRAYO
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
+use super::arguments::Arg;
 use super::cached::{relation, watch};
-use super::call::{argument, invalid, record, refuse, value, Caller, Planning, Section, Statement};
+use super::call::{invalid, record, refuse, Caller, Planning, Section, Statement};
 use super::datum::{array, interval_text};
 use super::queue::{callers_queue, outside, CONCURRENCY_KEY_BYTES};
 use super::ready::queue_hash;
@@ -261,10 +262,10 @@ fn refuse_if_held(section: &Section, held: &'static Statement, identity: Datum, 
     }
 }
 
-/// A limit's count (`what`: max_running, claims or max_per_key), refused outside 1 to
-/// MOST_RUNNING.
-fn limit_count(fcinfo: pg_sys::FunctionCallInfo, n: usize, what: &str) -> i32 {
-    match value::<i32>(fcinfo, n) {
+/// A limit's count (max_running, claims or max_per_key), refused outside 1 to MOST_RUNNING.
+fn limit_count(count: Arg<i32>) -> i32 {
+    let what = count.name;
+    match count.get() {
         Some(most) if (1..=MOST_RUNNING).contains(&most) => most,
         most => invalid(
             format!(
@@ -276,10 +277,10 @@ fn limit_count(fcinfo: pg_sys::FunctionCallInfo, n: usize, what: &str) -> i32 {
     }
 }
 
-/// Argument `n`, the prefix of the concurrency keys a key limit is for ('' for every key), refused
-/// when null or longer than a key can be.
-fn key_prefix(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> Option<Datum> {
-    let Some(prefix) = value::<String>(fcinfo, n) else {
+/// The prefix of the concurrency keys a key limit is for ('' for every key), refused when null or
+/// longer than a key can be.
+fn key_prefix(given: Arg<String>) -> Option<Datum> {
+    let Some(prefix) = given.get() else {
         invalid(
             "prefix must not be null",
             Some("The empty prefix ('') is every key of the queue."),
@@ -294,7 +295,7 @@ fn key_prefix(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> Option<Datum> {
             None,
         );
     }
-    argument(fcinfo, n)
+    given.datum()
 }
 
 /// Sets one of `queue`'s limits with `set` (its owner, queue, then `settings`, then the role setting
@@ -322,9 +323,9 @@ fn set_limit(
 }
 
 // jobs_pause(queue) -> (paused_at, paused_by)
-entry!(jobs_pause, pg_finfo_jobs_pause, |fcinfo| {
+entry!(jobs_pause, |fcinfo, arguments| {
     let caller = Caller::current();
-    let queue = callers_queue(fcinfo, 0, "jobs_pause('emails')", RESERVED);
+    let queue = callers_queue(arguments.queue, "jobs_pause('emails')", RESERVED);
     let section = Section::as_owner(fcinfo);
     let pause = section.run(
         &PAUSE,
@@ -340,9 +341,9 @@ entry!(jobs_pause, pg_finfo_jobs_pause, |fcinfo| {
 });
 
 // jobs_resume(queue) -> whether it was paused
-entry!(jobs_resume, pg_finfo_jobs_resume, |fcinfo| {
+entry!(jobs_resume, |fcinfo, arguments| {
     let caller = Caller::current();
-    let queue = callers_queue(fcinfo, 0, "jobs_resume('emails')", RESERVED);
+    let queue = callers_queue(arguments.queue, "jobs_resume('emails')", RESERVED);
     let section = Section::as_owner(fcinfo);
     let resumed = section.run(
         &RESUME,
@@ -352,9 +353,9 @@ entry!(jobs_resume, pg_finfo_jobs_resume, |fcinfo| {
 });
 
 // jobs_limit(queue, max_running) -> (max_running, set_at, set_by)
-entry!(jobs_limit, pg_finfo_jobs_limit, |fcinfo| {
-    let queue = callers_queue(fcinfo, 0, "jobs_limit('emails', 8)", RESERVED_LIMIT);
-    let most = limit_count(fcinfo, 1, "max_running");
+entry!(jobs_limit, |fcinfo, arguments| {
+    let queue = callers_queue(arguments.queue, "jobs_limit('emails', 8)", RESERVED_LIMIT);
+    let most = limit_count(arguments.max_running);
     set_limit(
         fcinfo,
         &queue,
@@ -366,10 +367,14 @@ entry!(jobs_limit, pg_finfo_jobs_limit, |fcinfo| {
 });
 
 // jobs_key_limit(queue, max_per_key, ordered, prefix) -> (max_per_key, ordered, set_at, set_by)
-entry!(jobs_key_limit, pg_finfo_jobs_key_limit, |fcinfo| {
-    let queue = callers_queue(fcinfo, 0, "jobs_key_limit('emails', 1)", RESERVED_LIMIT);
-    let most = limit_count(fcinfo, 1, "max_per_key");
-    let ordered = match value::<bool>(fcinfo, 2) {
+entry!(jobs_key_limit, |fcinfo, arguments| {
+    let queue = callers_queue(
+        arguments.queue,
+        "jobs_key_limit('emails', 1)",
+        RESERVED_LIMIT,
+    );
+    let most = limit_count(arguments.max_per_key);
+    let ordered = match arguments.ordered.get() {
         Some(true) if most > 1 => invalid(
             format!("an ordered key runs one job at a time, not {most}"),
             Some("jobs_key_limit('emails', 1, ordered => true)"),
@@ -385,26 +390,25 @@ entry!(jobs_key_limit, pg_finfo_jobs_key_limit, |fcinfo| {
         &[
             Some(Datum::from(most)),
             Some(Datum::from(ordered)),
-            key_prefix(fcinfo, 3),
+            key_prefix(arguments.prefix),
         ],
         4,
     )
 });
 
-/// A rate limit (jobs_rate_limit, jobs_key_rate_limit: queue, claims, per, and for a key limit
-/// its prefix; `example` and `hint` for the messages) set by `set` (RATE_LIMIT, KEY_RATE_LIMIT) as
-/// set_limit does.
+/// A rate limit (jobs_rate_limit's, jobs_key_rate_limit's, with its `prefix`; `example` and
+/// `hint` for the messages) set by `set` (RATE_LIMIT, KEY_RATE_LIMIT) as set_limit does.
 fn rate_limit(
     fcinfo: pg_sys::FunctionCallInfo,
+    (queue, claims, per, prefix): (Arg<String>, Arg<i32>, Arg<Interval>, Option<Arg<String>>),
     example: &'static str,
     hint: &'static str,
     held: &'static Statement,
     set: &'static Statement,
-    keyed: bool,
 ) -> Datum {
-    let queue = callers_queue(fcinfo, 0, example, RESERVED_LIMIT);
-    let claims = limit_count(fcinfo, 1, "claims");
-    let per = argument(fcinfo, 2);
+    let queue = callers_queue(queue, example, RESERVED_LIMIT);
+    let claims = limit_count(claims);
+    let per = per.datum();
     if per.is_none() || outside(per, RATE_WINDOW) {
         invalid(
             format!(
@@ -415,44 +419,45 @@ fn rate_limit(
         );
     }
     let mut settings = vec![Some(Datum::from(claims)), per];
-    if keyed {
-        settings.push(key_prefix(fcinfo, 3));
+    if let Some(prefix) = prefix {
+        settings.push(key_prefix(prefix));
     }
     set_limit(fcinfo, &queue, held, set, &settings, 4)
 }
 
 // jobs_rate_limit(queue, claims, per) -> (claims, per, set_at, set_by)
-entry!(jobs_rate_limit, pg_finfo_jobs_rate_limit, |fcinfo| {
+entry!(jobs_rate_limit, |fcinfo, arguments| {
     rate_limit(
         fcinfo,
+        (arguments.queue, arguments.claims, arguments.per, None),
         "jobs_rate_limit('emails', 100, '1 minute')",
         "For 100 claims a minute: jobs_rate_limit('emails', 100, '1 minute').",
         &TOKENS_HELD,
         &RATE_LIMIT,
-        false,
     )
 });
 
 // jobs_key_rate_limit(queue, claims, per, prefix) -> (claims, per, set_at, set_by)
-entry!(
-    jobs_key_rate_limit,
-    pg_finfo_jobs_key_rate_limit,
-    |fcinfo| {
-        rate_limit(
-            fcinfo,
-            "jobs_key_rate_limit('emails', 10, '1 minute')",
-            "For 10 claims of each key a minute: jobs_key_rate_limit('emails', 10, '1 minute').",
-            &GATES_HELD,
-            &KEY_RATE_LIMIT,
-            true,
-        )
-    }
-);
+entry!(jobs_key_rate_limit, |fcinfo, arguments| {
+    rate_limit(
+        fcinfo,
+        (
+            arguments.queue,
+            arguments.claims,
+            arguments.per,
+            Some(arguments.prefix),
+        ),
+        "jobs_key_rate_limit('emails', 10, '1 minute')",
+        "For 10 claims of each key a minute: jobs_key_rate_limit('emails', 10, '1 minute').",
+        &GATES_HELD,
+        &KEY_RATE_LIMIT,
+    )
+});
 
 // jobs_unlimit(queue) -> whether it had a concurrency, a rate or a key limit
-entry!(jobs_unlimit, pg_finfo_jobs_unlimit, |fcinfo| {
+entry!(jobs_unlimit, |fcinfo, arguments| {
     let caller = Caller::current();
-    let queue = callers_queue(fcinfo, 0, "jobs_unlimit('emails')", RESERVED_LIMIT);
+    let queue = callers_queue(arguments.queue, "jobs_unlimit('emails')", RESERVED_LIMIT);
     let section = Section::as_owner(fcinfo);
     let identity = Datum::from(caller.identity);
     refuse_if_held(&section, &SLOTS_HELD, identity, &queue);
@@ -463,15 +468,14 @@ entry!(jobs_unlimit, pg_finfo_jobs_unlimit, |fcinfo| {
 });
 
 // jobs_key_unlimit(queue, prefix) -> whether it had key limits of that prefix
-entry!(jobs_key_unlimit, pg_finfo_jobs_key_unlimit, |fcinfo| {
+entry!(jobs_key_unlimit, |fcinfo, arguments| {
     let caller = Caller::current();
     let queue = callers_queue(
-        fcinfo,
-        0,
+        arguments.queue,
         "jobs_key_unlimit('emails', 'customer:')",
         RESERVED_LIMIT,
     );
-    let prefix = key_prefix(fcinfo, 1);
+    let prefix = key_prefix(arguments.prefix);
     let section = Section::as_owner(fcinfo);
     let identity = Datum::from(caller.identity);
     refuse_if_held(&section, &GATES_HELD, identity, &queue);

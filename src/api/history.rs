@@ -5,10 +5,7 @@ use pgrx::pg_sys::{self, Datum, DATEOID, INT4OID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::{
-    argument, given_argument, in_subtransaction, invalid, materialize, return_row, value, Section,
-    Statement,
-};
+use super::call::{in_subtransaction, invalid, materialize, return_row, Section, Statement};
 use super::services::{no_wish, Service};
 use crate::{entry, named_statements};
 
@@ -44,32 +41,28 @@ fn run_text(text: &str) {
 }
 
 // jobs_history_months(): each month's partition and how many jobs it holds.
-entry!(
-    jobs_history_months,
-    pg_finfo_jobs_history_months,
-    |fcinfo| {
-        materialize(fcinfo);
-        let section = Section::as_current_user();
-        let partitions = section.run(&PARTITIONS, &[]);
-        for row in 0..partitions.len() {
-            let name: String = partitions.get(row, 0).expect("a partition");
-            let jobs = Spi::get_one::<i64>(&format!("SELECT count(*) FROM {name}"))
-                .unwrap_or_else(|problem| error!("pg_jobs: {problem}"))
-                .unwrap_or(0);
-            let month = partitions.datum(row, 2);
-            return_row(
-                fcinfo,
-                &mut [
-                    month.unwrap_or(Datum::from(0)),
-                    partitions.datum(row, 1).expect("a partition's oid"),
-                    Datum::from(jobs),
-                ],
-                &mut [month.is_none(), false, false],
-            );
-        }
-        Datum::from(0)
+entry!(jobs_history_months, |fcinfo, _| {
+    materialize(fcinfo);
+    let section = Section::as_current_user();
+    let partitions = section.run(&PARTITIONS, &[]);
+    for row in 0..partitions.len() {
+        let name: String = partitions.get(row, 0).expect("a partition");
+        let jobs = Spi::get_one::<i64>(&format!("SELECT count(*) FROM {name}"))
+            .unwrap_or_else(|problem| error!("pg_jobs: {problem}"))
+            .unwrap_or(0);
+        let month = partitions.datum(row, 2);
+        return_row(
+            fcinfo,
+            &mut [
+                month.unwrap_or(Datum::from(0)),
+                partitions.datum(row, 1).expect("a partition's oid"),
+                Datum::from(jobs),
+            ],
+            &mut [month.is_none(), false, false],
+        );
     }
-);
+    Datum::from(0)
+});
 
 // The indexes of one month of job_history (or of its catch-all partition). Made on each
 // partition, not on job_history: pg_dump writes a month (an ordinary table) and attaches it
@@ -100,8 +93,8 @@ fn index_history(partition: &str) {
     ));
 }
 
-entry!(_index_history, pg_finfo__index_history, |fcinfo| {
-    let partition = given_argument(fcinfo, 0, "part");
+entry!(_index_history, |fcinfo, arguments| {
+    let partition = arguments.part.given();
     let _section = Section::as_current_user();
     index_history(&super::datum::output(partition, pg_sys::REGCLASSOID));
     Datum::from(0)
@@ -114,63 +107,62 @@ entry!(_index_history, pg_finfo__index_history, |fcinfo| {
 // pgjobs.job_history; left open made every round of the launcher wait a second and fail); the
 // launcher makes the months a year ahead, so a reader would have to stay for most of a year
 // before a month began without its partition.
-entry!(
-    jobs_history_prepare,
-    pg_finfo_jobs_history_prepare,
-    |fcinfo| {
-        let months_ahead = value::<i32>(fcinfo, 0).filter(|m| (0..=120).contains(m));
-        let Some(months_ahead) = months_ahead else {
-            invalid("months_ahead must be between 0 and 120", None)
-        };
-        let wait = value::<bool>(fcinfo, 1).unwrap_or(true);
-        materialize(fcinfo);
-        let section = Section::as_current_user();
-        let missing = section.run(&MISSING_MONTHS, &[Some(Datum::from(months_ahead))]);
-        for row in 0..missing.len() {
-            let partition: String = missing.get(row, 0).expect("a partition's name");
-            if wait {
-                section.run(&WAIT_FOR_FINISHES, &[]);
-            } else if let Err(problem) = in_subtransaction(|| {
-                section.run(&TAKE_WITHOUT_WAITING, &[]);
-                section.run(&TAKE_CATCH_ALL_WITHOUT_WAITING, &[]);
-            }) {
-                log!("pg_jobs: month {partition} of job_history not made yet: job_history is in use ({problem})");
-                break;
-            }
-            if section
-                .run(&MADE, &[partition.as_str().into_datum()])
-                .datum(0, 0)
-                .is_some()
-            {
-                continue;
-            }
-            let made = section.run(
-                &MONTH_STATEMENTS,
-                &[
-                    partition.as_str().into_datum(),
-                    missing.datum(row, 1),
-                    missing.datum(row, 2),
-                ],
-            );
-            let [create, fill, attach] =
-                [0, 1, 2].map(|n| made.get::<String>(0, n).expect("a statement"));
-            run_text(&create);
-            run_text(&fill);
-            index_history(&partition);
-            run_text(&attach);
-            let oid = section
-                .run(&MADE, &[partition.as_str().into_datum()])
-                .datum(0, 0);
-            return_row(fcinfo, &mut [oid.expect("the month made")], &mut [false]);
+entry!(jobs_history_prepare, |fcinfo, arguments| {
+    let months_ahead = arguments
+        .months_ahead
+        .get()
+        .filter(|m| (0..=120).contains(m));
+    let Some(months_ahead) = months_ahead else {
+        invalid("months_ahead must be between 0 and 120", None)
+    };
+    let wait = arguments.wait.get().unwrap_or(true);
+    materialize(fcinfo);
+    let section = Section::as_current_user();
+    let missing = section.run(&MISSING_MONTHS, &[Some(Datum::from(months_ahead))]);
+    for row in 0..missing.len() {
+        let partition: String = missing.get(row, 0).expect("a partition's name");
+        if wait {
+            section.run(&WAIT_FOR_FINISHES, &[]);
+        } else if let Err(problem) = in_subtransaction(|| {
+            section.run(&TAKE_WITHOUT_WAITING, &[]);
+            section.run(&TAKE_CATCH_ALL_WITHOUT_WAITING, &[]);
+        }) {
+            log!("pg_jobs: month {partition} of job_history not made yet: job_history is in use ({problem})");
+            break;
         }
-        Datum::from(0)
+        if section
+            .run(&MADE, &[partition.as_str().into_datum()])
+            .datum(0, 0)
+            .is_some()
+        {
+            continue;
+        }
+        let made = section.run(
+            &MONTH_STATEMENTS,
+            &[
+                partition.as_str().into_datum(),
+                missing.datum(row, 1),
+                missing.datum(row, 2),
+            ],
+        );
+        let [create, fill, attach] =
+            [0, 1, 2].map(|n| made.get::<String>(0, n).expect("a statement"));
+        run_text(&create);
+        run_text(&fill);
+        index_history(&partition);
+        run_text(&attach);
+        let oid = section
+            .run(&MADE, &[partition.as_str().into_datum()])
+            .datum(0, 0);
+        return_row(fcinfo, &mut [oid.expect("the month made")], &mut [false]);
     }
-);
+    Datum::from(0)
+});
 
 // jobs_history_drop(before): drops the months of job_history that end on or before `before`;
 // returns the months dropped.
-entry!(jobs_history_drop, pg_finfo_jobs_history_drop, |fcinfo| {
-    let before = argument(fcinfo, 0);
+entry!(jobs_history_drop, |fcinfo, arguments| {
+    let before = arguments.before.datum();
     // A date is days from 2000-01-01; ±infinity are the ends of i32.
     if before.is_some_and(|day| [i32::MIN, i32::MAX].contains(&(day.value() as i32))) {
         invalid(

@@ -7,7 +7,7 @@ use pgrx::pg_sys::{BOOLOID, OIDOID, REGROLEOID};
 use pgrx::prelude::*;
 
 use super::cached::{relation, watch};
-use super::call::{argument, invalid, refuse, value, Caller, Section, Statement};
+use super::call::{invalid, refuse, Caller, Section, Statement};
 use super::datum::output;
 use crate::{entry, named_statements};
 
@@ -24,20 +24,20 @@ pub(crate) fn role_name(role: pg_sys::Oid) -> String {
 
 // Proxies: registered by their root (who must be a member of the proxy role, so that nobody
 // takes over what another role creates) or by an administrator.
-entry!(jobs_add_proxy, pg_finfo_jobs_add_proxy, |fcinfo| {
+entry!(jobs_add_proxy, |fcinfo, arguments| {
     let Caller {
         role: caller_role,
         identity: caller,
     } = Caller::current();
     let admin = _is_admin(caller_role);
-    let Some(proxy) = value::<pg_sys::Oid>(fcinfo, 0) else {
+    let Some(proxy) = arguments.proxy.get() else {
         refuse(
             PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
             "proxy must name a role",
             None,
         )
     };
-    let root = value::<pg_sys::Oid>(fcinfo, 1).unwrap_or(caller);
+    let root = arguments.root.get().unwrap_or(caller);
     if root != caller && !admin {
         refuse(
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
@@ -62,7 +62,7 @@ entry!(jobs_add_proxy, pg_finfo_jobs_add_proxy, |fcinfo| {
     let section = Section::as_owner(fcinfo);
     let standing = section.run(
         &PROXY_STANDING,
-        &[argument(fcinfo, 0), Some(pg_sys::Datum::from(root))],
+        &[arguments.proxy.datum(), Some(pg_sys::Datum::from(root))],
     );
     if proxy == root || standing.get::<bool>(0, 0) == Some(true) {
         invalid(
@@ -99,7 +99,7 @@ entry!(jobs_add_proxy, pg_finfo_jobs_add_proxy, |fcinfo| {
     section.run(
         &ADD_PROXY,
         &[
-            argument(fcinfo, 0),
+            arguments.proxy.datum(),
             Some(pg_sys::Datum::from(root)),
             Some(pg_sys::Datum::from(caller_role)),
         ],
@@ -107,9 +107,9 @@ entry!(jobs_add_proxy, pg_finfo_jobs_add_proxy, |fcinfo| {
     pg_sys::Datum::from(0)
 });
 
-entry!(jobs_remove_proxy, pg_finfo_jobs_remove_proxy, |fcinfo| {
+entry!(jobs_remove_proxy, |fcinfo, arguments| {
     let caller = Caller::current();
-    let Some(proxy) = value::<pg_sys::Oid>(fcinfo, 0) else {
+    let Some(proxy) = arguments.proxy.get() else {
         refuse(
             PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
             "proxy must name a role",
@@ -120,7 +120,7 @@ entry!(jobs_remove_proxy, pg_finfo_jobs_remove_proxy, |fcinfo| {
     let removed = section.run(
         &REMOVE_PROXY,
         &[
-            argument(fcinfo, 0),
+            arguments.proxy.datum(),
             Some(pg_sys::Datum::from(caller.identity)),
             Some(pg_sys::Datum::from(_is_admin(caller.role))),
         ],

@@ -9,7 +9,7 @@ use pgrx::pg_sys::{self, Datum};
 use pgrx::{FromDatum, IntoDatum};
 
 use super::cached::secret;
-use super::call::{value, Statement};
+use super::call::Statement;
 use crate::{entry, named_statements};
 
 named_statements!(include_str!("keyed.sql"));
@@ -45,10 +45,10 @@ pub(crate) fn keyed_hash(text: &str) -> [u8; 8] {
 // _lock_key(class, object): the key of the advisory lock of `object` in `class` (a lock_class,
 // sql/010_types.sql), `class/object` hashed with the installation's secret, for the extension's
 // statements (its owner's only).
-entry!(_lock_key, pg_finfo__lock_key, |fcinfo| {
-    let class = super::call::argument(fcinfo, 0).expect("strict");
+entry!(_lock_key, |fcinfo, arguments| {
+    let class = arguments.class.datum().expect("strict");
     let class = pg_sys::DirectFunctionCall1Coll(Some(postgres_enum_out), pg_sys::InvalidOid, class);
-    let object = value::<String>(fcinfo, 1).expect("strict");
+    let object = arguments.object.get().expect("strict");
     let key = format!(
         "{}/{object}",
         CStr::from_ptr(class.cast_mut_ptr()).to_string_lossy()

@@ -4,6 +4,7 @@
 //! schedules.
 
 pub mod api_tokens;
+pub mod arguments;
 pub mod at_commit;
 pub mod batch;
 pub mod batch_agent;

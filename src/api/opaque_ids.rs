@@ -7,7 +7,7 @@ use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
 
 use super::cached::secret;
-use super::call::{materialize, null, refuse, value, Caller, Section, Statement};
+use super::call::{materialize, null, refuse, Caller, Section, Statement};
 use crate::{entry, named_statements};
 use pg_jobs_core::opaque_id::{job_of_opaque_id, job_opaque_id, time_ordered_uuid};
 
@@ -30,7 +30,9 @@ fn _opaque_id() -> Uuid {
 
 // _fence(value) (strict): the value itself, from a function the planner neither inlines nor may
 // see through (not leakproof): see sql/010_types.sql.
-entry!(_fence, pg_finfo__fence, |fcinfo| super::call::argument(fcinfo, 0).expect("strict"));
+entry!(_fence, |_fcinfo, arguments| {
+    arguments.value.datum().expect("strict")
+});
 
 /// The key of the jobs' opaque ids; called inside a section as the extension's owner.
 fn key() -> [u8; 32] {
@@ -42,9 +44,9 @@ fn key() -> [u8; 32] {
 // _job_opaque_id(id, owner): the opaque id of a job, for the views that show them
 // (job_opaque_ids, jobs_public), which every member may read and so every member may call: it
 // answers for the caller's own jobs and for listed ones, and refuses any other.
-entry!(_job_opaque_id, pg_finfo__job_opaque_id, |fcinfo| {
+entry!(_job_opaque_id, |fcinfo, arguments| {
     let caller = Caller::current();
-    let (Some(id), Some(owner)) = (value::<i64>(fcinfo, 0), value::<Oid>(fcinfo, 1)) else {
+    let (Some(id), Some(owner)) = (arguments.id.get(), arguments.owner.get()) else {
         return null(fcinfo);
     };
     let opaque_id = {
@@ -76,9 +78,9 @@ entry!(_job_opaque_id, pg_finfo__job_opaque_id, |fcinfo| {
 
 // jobs_public_lookup(opaque_id): the public fields of any job, live or finished, listed or not,
 // by its opaque id; no row for an id that names no job.
-entry!(jobs_public_lookup, pg_finfo_jobs_public_lookup, |fcinfo| {
+entry!(jobs_public_lookup, |fcinfo, arguments| {
     materialize(fcinfo);
-    let Some(opaque) = value::<Uuid>(fcinfo, 0) else {
+    let Some(opaque) = arguments.opaque_id.get() else {
         return pg_sys::Datum::from(0);
     };
     let section = Section::as_owner(fcinfo);

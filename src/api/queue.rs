@@ -10,9 +10,10 @@ use pgrx::pg_sys::{
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
 
+use super::arguments::Arg;
 use super::call::{
-    argument, invalid, materialize, null, record, refuse, refuse_with_detail, required, return_row,
-    value, Caller, Planning, Rows, Section, Statement,
+    invalid, materialize, null, record, refuse, refuse_with_detail, required, return_row, Caller,
+    Planning, Rows, Section, Statement,
 };
 use super::datum::{
     array, array_length, elements, field, input, interval_span, interval_text, output, seconds,
@@ -837,22 +838,39 @@ fn without_nulls<T>(array: Option<Vec<Option<T>>>, name: &str) -> Vec<T> {
     elements.into_iter().flatten().collect()
 }
 
-entry!(jobs_add, pg_finfo_jobs_add, |fcinfo| {
+entry!(jobs_add, |fcinfo, arguments| {
     let caller = Caller::current();
-    let spec = Spec(std::array::from_fn(|n| argument(fcinfo, n)));
+    let mut spec = Spec::empty();
+    for (field, given) in [
+        (Field::Task, arguments.task.datum()),
+        (Field::Payload, arguments.payload.datum()),
+        (Field::Queue, arguments.queue.datum()),
+        (Field::Priority, arguments.priority.datum()),
+        (Field::RunAt, arguments.run_at.datum()),
+        (Field::MaxAttempts, arguments.max_attempts.datum()),
+        (Field::Backoff, arguments.backoff.datum()),
+        (Field::MaxBackoff, arguments.max_backoff.datum()),
+        (Field::Lease, arguments.lease.datum()),
+        (Field::Key, arguments.key.datum()),
+        (Field::OnConflict, arguments.on_conflict.datum()),
+        (Field::KeyWindow, arguments.key_window.datum()),
+        (Field::ConcurrencyKey, arguments.concurrency_key.datum()),
+    ] {
+        spec.set(field, given);
+    }
     let needs = Needs {
-        ids: without_nulls(value(fcinfo, FIELDS), "depends_on"),
-        keys: without_nulls(value(fcinfo, FIELDS + 1), "depends_on_keys"),
+        ids: without_nulls(arguments.depends_on.get(), "depends_on"),
+        keys: without_nulls(arguments.depends_on_keys.get(), "depends_on_keys"),
         after: Vec::new(),
-        skip: dependencies::skips(value(fcinfo, FIELDS + 2)),
+        skip: dependencies::skips(arguments.on_dependency_failure.get()),
     };
     let section = Section::as_owner(fcinfo);
     Datum::from(add_needing(&section, caller.identity, &[spec], &[needs])[0])
 });
 
-entry!(jobs_add_batch, pg_finfo_jobs_add_batch, |fcinfo| {
+entry!(jobs_add_batch, |fcinfo, arguments| {
     let caller = Caller::current();
-    let (specs, needs) = specs_of_batch(argument(fcinfo, 0));
+    let (specs, needs) = specs_of_batch(arguments.jobs.datum());
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     return_ids(
@@ -864,13 +882,17 @@ entry!(jobs_add_batch, pg_finfo_jobs_add_batch, |fcinfo| {
 
 // Adds jobs for the extension's own callers (SQL jobs, the slots of schedules):
 // _add(specs job_spec[], owner oid, sql_jobs boolean, scheduled boolean).
-entry!(_add, pg_finfo__add, |fcinfo| {
-    let specs = argument(fcinfo, 0).map(specs_of_array).unwrap_or_default();
-    let owner = value::<Oid>(fcinfo, 1).unwrap_or_else(|| required("owner"));
+entry!(_add, |fcinfo, arguments| {
+    let specs = arguments
+        .specs
+        .datum()
+        .map(specs_of_array)
+        .unwrap_or_default();
+    let owner = arguments.owner.required();
     check_all(
         &specs,
-        value(fcinfo, 2).unwrap_or(false),
-        value(fcinfo, 3).unwrap_or(false),
+        arguments.sql_jobs.get().unwrap_or(false),
+        arguments.scheduled.get().unwrap_or(false),
     );
     materialize(fcinfo);
     let section = Section::as_current_user();
@@ -879,11 +901,14 @@ entry!(_add, pg_finfo__add, |fcinfo| {
 });
 
 // Refuses a job a schedule would add: _check_spec(spec job_spec, sql_job boolean, scheduled boolean).
-entry!(_check_spec, pg_finfo__check_spec, |fcinfo| {
-    let spec = argument(fcinfo, 0).map_or(Spec::empty(), Spec::of_record);
+entry!(_check_spec, |fcinfo, arguments| {
+    let spec = arguments
+        .spec
+        .datum()
+        .map_or(Spec::empty(), Spec::of_record);
     if let Some(problem) = spec.problem(
-        value(fcinfo, 1).unwrap_or(false),
-        value(fcinfo, 2).unwrap_or(false),
+        arguments.sql_job.get().unwrap_or(false),
+        arguments.scheduled.get().unwrap_or(false),
     ) {
         problem.raise(None);
     }
@@ -902,15 +927,36 @@ pub(crate) fn acting_on(caller: &Caller) -> Option<Datum> {
     (!caller.admin()).then(|| Datum::from(caller.identity))
 }
 
-/// The checks of jobs_claim's arguments (worker, queues, n, lease), and the queues' names.
-fn check_claim(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<String>> {
-    if value::<String>(fcinfo, first).is_none_or(|worker| worker.is_empty()) {
+/// A claim's arguments, as jobs_claim and jobs_complete_and_claim name them.
+#[derive(Clone, Copy)]
+struct ClaimArguments {
+    worker: Arg<String>,
+    queues: Arg<Vec<Option<String>>>,
+    n: Arg<i32>,
+    lease: Arg<Interval>,
+}
+
+/// The [`ClaimArguments`] of a call's arguments.
+macro_rules! claim_arguments {
+    ($arguments:expr) => {
+        ClaimArguments {
+            worker: $arguments.worker,
+            queues: $arguments.queues,
+            n: $arguments.n,
+            lease: $arguments.lease,
+        }
+    };
+}
+
+/// The checks of a claim's arguments, and the queues' names.
+fn check_claim(given: ClaimArguments) -> Vec<Option<String>> {
+    if given.worker.get().is_none_or(|worker| worker.is_empty()) {
         invalid(
             "worker must name the claiming worker",
             Some("Use a name unique to the process, such as host:pid."),
         );
     }
-    let queues: Vec<Option<String>> = value(fcinfo, first + 1).unwrap_or_default();
+    let queues = given.queues.get().unwrap_or_default();
     if queues.is_empty() {
         invalid("queues must name at least one queue", None);
     }
@@ -920,7 +966,7 @@ fn check_claim(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<Str
             Some("SQL jobs (jobs_add_sql) are claimed by pg_jobs itself."),
         );
     }
-    match value::<i32>(fcinfo, first + 2) {
+    match given.n.get() {
         Some(n) if n >= 1 => {}
         n => invalid(
             format!(
@@ -930,21 +976,20 @@ fn check_claim(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<Str
             None,
         ),
     }
-    check_lease(argument(fcinfo, first + 3));
+    check_lease(given.lease.datum());
     queues
 }
 
-/// The claim of jobs_claim and jobs_complete_and_claim, whose arguments start at `first`.
+/// The claim of jobs_claim and jobs_complete_and_claim.
 fn claim(
-    fcinfo: pg_sys::FunctionCallInfo,
     section: &Section,
     claimant: Oid,
-    first: usize,
+    given: ClaimArguments,
     queues: &[Option<String>],
 ) -> Rows {
     let queues_given = match queues {
         [queue] => queue.as_deref().into_datum(),
-        _ => argument(fcinfo, first + 1),
+        _ => given.queues.datum(),
     };
     claim_from(
         section,
@@ -952,9 +997,9 @@ fn claim(
         claimant,
         queues,
         queues_given,
-        argument(fcinfo, first + 2),
-        argument(fcinfo, first + 3),
-        argument(fcinfo, first),
+        given.n.datum(),
+        given.lease.datum(),
+        given.worker.datum(),
     )
 }
 
@@ -1268,12 +1313,13 @@ fn leases_ended(rows: &Rows, [by, queue]: [usize; 2]) {
     wake(freed.into_iter());
 }
 
-entry!(jobs_claim, pg_finfo_jobs_claim, |fcinfo| {
+entry!(jobs_claim, |fcinfo, arguments| {
     let caller = Caller::current();
-    let queues = check_claim(fcinfo, 0);
+    let given = claim_arguments!(arguments);
+    let queues = check_claim(given);
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    claim(fcinfo, &section, caller.identity, 0, &queues).return_all(fcinfo);
+    claim(&section, caller.identity, given, &queues).return_all(fcinfo);
     Datum::from(0)
 });
 
@@ -1300,13 +1346,13 @@ pub(crate) fn claim_sql_jobs(worker: &str, n: i32) -> Vec<(i64, pgrx::Uuid)> {
 // These requeue expired leases first even where the launcher does: a batch job's lease is the
 // silence its agent is allowed, and another agent polling finds a silent one's job at once
 // rather than up to a launcher round later.
-entry!(_claim, pg_finfo__claim, |fcinfo| {
-    let claimant = value::<Oid>(fcinfo, 0).unwrap_or_else(|| required("claimant"));
-    let queues: Vec<Option<String>> = value(fcinfo, 1).unwrap_or_default();
+entry!(_claim, |fcinfo, arguments| {
+    let claimant = arguments.claimant.required();
+    let queues: Vec<Option<String>> = arguments.queues.get().unwrap_or_default();
     materialize(fcinfo);
     let given = match queues.as_slice() {
         [one] => one.as_deref().into_datum(),
-        _ => argument(fcinfo, 1),
+        _ => arguments.queues.datum(),
     };
     let section = Section::as_current_user();
     claim_from(
@@ -1315,21 +1361,28 @@ entry!(_claim, pg_finfo__claim, |fcinfo| {
         claimant,
         &queues,
         given,
-        argument(fcinfo, 2),
-        argument(fcinfo, 3),
-        argument(fcinfo, 4),
+        arguments.n.datum(),
+        arguments.lease.datum(),
+        arguments.worker.datum(),
     )
     .return_all(fcinfo);
     Datum::from(0)
 });
 
-/// The arrays of a batch report (ids, tokens, results or errors) at `first`: refused unless of
-/// one length (results may be left out). Returns the ids.
-fn check_report(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<i64>> {
-    let ids: Option<Vec<Option<i64>>> = value(fcinfo, first);
-    let tokens = argument(fcinfo, first + 1).map(array_length);
-    let payloads = argument(fcinfo, first + 2).map(array_length);
-    match ids {
+/// A batch report's arguments: ids, tokens and what was said of each job (results or errors;
+/// None for a release, or results left out).
+#[derive(Clone, Copy)]
+struct Report {
+    ids: Arg<Vec<Option<i64>>>,
+    tokens: Arg<Vec<Option<pgrx::Uuid>>>,
+    said: Option<Datum>,
+}
+
+/// A batch report's arrays, refused unless of one length. Returns the ids.
+fn check_report(report: Report) -> Vec<Option<i64>> {
+    let tokens = report.tokens.datum().map(array_length);
+    let payloads = report.said.map(array_length);
+    match report.ids.get() {
         Some(ids) if tokens == Some(ids.len()) && payloads.is_none_or(|p| p == ids.len()) => ids,
         _ => invalid(
             "ids, tokens and results (or errors) must be arrays of one length",
@@ -1341,14 +1394,10 @@ fn check_report(fcinfo: pg_sys::FunctionCallInfo, first: usize) -> Vec<Option<i6
 /// The most jobs a call takes by id (jobs_wait, jobs_retry).
 const MOST_IDS: usize = 1000;
 
-/// Argument `n`, an array of 1 to MOST_IDS job ids, none null (refused otherwise, with `hint`
-/// for a count out of bounds): the array, and its ids.
-pub(crate) fn job_ids(
-    fcinfo: pg_sys::FunctionCallInfo,
-    n: usize,
-    hint: Option<&str>,
-) -> (Datum, Vec<i64>) {
-    let Some(given) = argument(fcinfo, n) else {
+/// An array of 1 to MOST_IDS job ids, none null (refused otherwise, with `hint` for a count out
+/// of bounds): the array, and its ids.
+pub(crate) fn job_ids(ids: Arg<Vec<Option<i64>>>, hint: Option<&str>) -> (Datum, Vec<i64>) {
+    let Some(given) = ids.datum() else {
         required("job ids")
     };
     let ids: Vec<i64> = elements(given)
@@ -1391,61 +1440,67 @@ fn complete(
     ))
 }
 
-/// Completes the jobs of jobs_complete's batch arguments at `first`, checked by check_report.
-fn complete_batch(
-    fcinfo: pg_sys::FunctionCallInfo,
-    section: &Section,
-    caller: &Caller,
-    first: usize,
-    ids: &[Option<i64>],
-) {
+/// Completes the jobs of a batch report, whose `ids` check_report returned.
+fn complete_batch(section: &Section, caller: &Caller, report: Report, ids: &[Option<i64>]) {
     let reported = complete(
         section,
         caller,
-        argument(fcinfo, first).expect("checked"),
-        argument(fcinfo, first + 1),
-        argument(fcinfo, first + 2),
+        report.ids.given(),
+        report.tokens.datum(),
+        report.said,
     );
-    all_reported(fcinfo, section, caller, first, ids, &reported);
+    all_reported(section, caller, report.tokens, ids, &reported);
 }
 
-entry!(jobs_complete, pg_finfo_jobs_complete, |fcinfo| {
+entry!(jobs_complete, |fcinfo, arguments| {
     let caller = Caller::current();
-    let ids = check_report(fcinfo, 0);
+    let report = Report {
+        ids: arguments.ids,
+        tokens: arguments.tokens,
+        said: arguments.results.datum(),
+    };
+    let ids = check_report(report);
     let section = Section::as_owner(fcinfo);
-    complete_batch(fcinfo, &section, &caller, 0, &ids);
+    complete_batch(&section, &caller, report, &ids);
     Datum::from(0)
 });
 
 // jobs_complete(id bigint, token uuid, result jsonb): one job.
-entry!(jobs_complete_one, pg_finfo_jobs_complete_one, |fcinfo| {
+entry!(jobs_complete_one, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
     let reported = complete(
         &section,
         &caller,
-        array(INT8OID, &[argument(fcinfo, 0)]),
-        Some(array(UUIDOID, &[argument(fcinfo, 1)])),
-        Some(array(pg_sys::JSONBOID, &[argument(fcinfo, 2)])),
+        array(INT8OID, &[arguments.id.datum()]),
+        Some(array(UUIDOID, &[arguments.token.datum()])),
+        Some(array(pg_sys::JSONBOID, &[arguments.result.datum()])),
     );
-    one_reported(fcinfo, &section, &caller, reported.len());
+    one_reported(
+        &section,
+        &caller,
+        (arguments.id, arguments.token),
+        reported.len(),
+    );
     Datum::from(0)
 });
 
-entry!(
-    jobs_complete_and_claim,
-    pg_finfo_jobs_complete_and_claim,
-    |fcinfo| {
-        let caller = Caller::current();
-        let ids = check_report(fcinfo, 0);
-        let queues = check_claim(fcinfo, 3);
-        materialize(fcinfo);
-        let section = Section::as_owner(fcinfo);
-        complete_batch(fcinfo, &section, &caller, 0, &ids);
-        claim(fcinfo, &section, caller.identity, 3, &queues).return_all(fcinfo);
-        Datum::from(0)
-    }
-);
+entry!(jobs_complete_and_claim, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let report = Report {
+        ids: arguments.ids,
+        tokens: arguments.tokens,
+        said: arguments.results.datum(),
+    };
+    let ids = check_report(report);
+    let given = claim_arguments!(arguments);
+    let queues = check_claim(given);
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    complete_batch(&section, &caller, report, &ids);
+    claim(&section, caller.identity, given, &queues).return_all(fcinfo);
+    Datum::from(0)
+});
 
 /// Reports failed attempts: ids, tokens and errors as arrays.
 /// Returns the jobs it applied to.
@@ -1485,42 +1540,55 @@ fn fail(
     reported
 }
 
-entry!(jobs_fail, pg_finfo_jobs_fail, |fcinfo| {
+entry!(jobs_fail, |fcinfo, arguments| {
     let caller = Caller::current();
-    let ids = check_report(fcinfo, 0);
+    let ids = check_report(Report {
+        ids: arguments.ids,
+        tokens: arguments.tokens,
+        said: arguments.errors.datum(),
+    });
     let section = Section::as_owner(fcinfo);
     let reported = fail(
         &section,
         &caller,
-        argument(fcinfo, 0).expect("checked"),
-        argument(fcinfo, 1),
-        argument(fcinfo, 2),
+        arguments.ids.given(),
+        arguments.tokens.datum(),
+        arguments.errors.datum(),
     );
-    all_reported(fcinfo, &section, &caller, 0, &ids, &reported);
+    all_reported(&section, &caller, arguments.tokens, &ids, &reported);
     Datum::from(0)
 });
 
 // jobs_fail(id bigint, token uuid, error text): one job.
-entry!(jobs_fail_one, pg_finfo_jobs_fail_one, |fcinfo| {
+entry!(jobs_fail_one, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
     let reported = fail(
         &section,
         &caller,
-        array(INT8OID, &[argument(fcinfo, 0)]),
-        Some(array(UUIDOID, &[argument(fcinfo, 1)])),
-        Some(array(TEXTOID, &[argument(fcinfo, 2)])),
+        array(INT8OID, &[arguments.id.datum()]),
+        Some(array(UUIDOID, &[arguments.token.datum()])),
+        Some(array(TEXTOID, &[arguments.error.datum()])),
     );
-    one_reported(fcinfo, &section, &caller, reported.len());
+    one_reported(
+        &section,
+        &caller,
+        (arguments.id, arguments.token),
+        reported.len(),
+    );
     Datum::from(0)
 });
 
-entry!(jobs_release, pg_finfo_jobs_release, |fcinfo| {
+entry!(jobs_release, |fcinfo, arguments| {
     let caller = Caller::current();
-    let ids = check_report(fcinfo, 0);
+    let ids = check_report(Report {
+        ids: arguments.ids,
+        tokens: arguments.tokens,
+        said: None,
+    });
     let section = Section::as_owner(fcinfo);
-    let given = argument(fcinfo, 0);
-    let tokens = argument(fcinfo, 1);
+    let given = arguments.ids.datum();
+    let tokens = arguments.tokens.datum();
     let released = section.run(&RELEASE, &[given, tokens, acting_on(&caller)]);
     if released.len() > 0 {
         // Due now, maybe below where its queue's claims start.
@@ -1545,35 +1613,30 @@ entry!(jobs_release, pg_finfo_jobs_release, |fcinfo| {
     wake(queues.iter().map(|(by, queue)| (*by, queue.as_str())));
     let mut reported = ids_of(&released);
     reported.extend(ids_of(&ended));
-    all_reported(fcinfo, &section, &caller, 0, &ids, &reported);
+    all_reported(&section, &caller, arguments.tokens, &ids, &reported);
     Datum::from(0)
 });
 
-/// Raises the lease error of a report of one job (id, token) that did not apply.
+/// Raises the lease error of a report of one job (`id`, `token`) that did not apply.
 fn one_reported(
-    fcinfo: pg_sys::FunctionCallInfo,
     section: &Section,
     caller: &Caller,
+    (id, token): (Arg<i64>, Arg<pgrx::Uuid>),
     applied: usize,
 ) {
     if applied != 1 {
-        lease_error(
-            section,
-            value(fcinfo, 0),
-            value(fcinfo, 1),
-            acting_on(caller),
-        );
+        lease_error(section, id.get(), token.get(), acting_on(caller));
     }
 }
 
-/// Raises the error of a batch report (ids and tokens at `first`) that did not apply to every job
-/// it named (`reported` are those it did apply to): a repeated id, else the first job whose lease
-/// the token does not hold. Looked for only then, so that a report that applies pays for no checks.
+/// Raises the error of a batch report (its `ids`, checked, and `tokens`) that did not apply to
+/// every job it named (`reported` are those it did apply to): a repeated id, else the first job
+/// whose lease the token does not hold. Looked for only then, so that a report that applies pays
+/// for no checks.
 fn all_reported(
-    fcinfo: pg_sys::FunctionCallInfo,
     section: &Section,
     caller: &Caller,
-    first: usize,
+    tokens: Arg<Vec<Option<pgrx::Uuid>>>,
     ids: &[Option<i64>],
     reported: &[i64],
 ) {
@@ -1584,7 +1647,7 @@ fn all_reported(
     if ids.iter().flatten().any(|id| !seen.insert(*id)) {
         invalid("ids must not repeat a job", None);
     }
-    let tokens: Vec<Option<pgrx::Uuid>> = value(fcinfo, first + 1).unwrap_or_default();
+    let tokens = tokens.get().unwrap_or_default();
     let stale = (0..ids.len())
         .find(|&n| ids[n].is_none_or(|id| !reported.contains(&id)))
         .unwrap_or(0);
@@ -1659,33 +1722,50 @@ pub(crate) fn missing_job(job: i64) -> ! {
 }
 
 // The SQL job executor's check of its lease: _lease_error(job bigint, token uuid, caller oid).
-entry!(_lease_error, pg_finfo__lease_error, |fcinfo| {
+entry!(_lease_error, |fcinfo, arguments| {
     let section = Section::as_current_user();
     lease_error(
         &section,
-        value(fcinfo, 0),
-        value(fcinfo, 1),
-        argument(fcinfo, 2),
+        arguments.job.get(),
+        arguments.token.get(),
+        arguments.caller.datum(),
     )
 });
 
 // Finishes jobs for the extension's maintenance (returns how many):
 // _finish(ids bigint[], tokens uuid[], expected text[], outcome text, caller oid,
 //         results jsonb[], errors text[]).
-entry!(_finish, pg_finfo__finish, |fcinfo| {
+entry!(_finish, |_fcinfo, arguments| {
     let section = Section::as_current_user();
-    let arguments: Vec<Option<Datum>> = (0..7).map(|n| argument(fcinfo, n)).collect();
-    Datum::from(finish(&section, &arguments).len() as i32)
+    let finished = finish(
+        &section,
+        &[
+            arguments.ids.datum(),
+            arguments.tokens.datum(),
+            arguments.expected.datum(),
+            arguments.outcome.datum(),
+            arguments.caller.datum(),
+            arguments.results.datum(),
+            arguments.errors.datum(),
+        ],
+    );
+    Datum::from(finished.len() as i32)
 });
 
-entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
+entry!(jobs_heartbeat, |fcinfo, arguments| {
     let caller = Caller::current();
-    let lease = argument(fcinfo, 2);
+    let lease = arguments.lease.datum();
     check_lease(lease);
-    let (job, token) = (argument(fcinfo, 0), argument(fcinfo, 1));
+    let (job, token) = (arguments.id.datum(), arguments.token.datum());
     let section = Section::as_owner(fcinfo);
     let renewed = section.run(&HEARTBEAT, &[job, token, acting_on(&caller), lease]);
-    lease_renewed(fcinfo, &caller, section, &renewed)
+    lease_renewed(
+        fcinfo,
+        &caller,
+        (arguments.id, arguments.token),
+        section,
+        &renewed,
+    )
 });
 
 /// The largest progress a worker may record, in bytes of its text: a person's reading, kept in
@@ -1693,11 +1773,11 @@ entry!(jobs_heartbeat, pg_finfo_jobs_heartbeat, |fcinfo| {
 const PROGRESS_BYTES: usize = 8192;
 
 // jobs_progress(id, token, progress, lease): a heartbeat that keeps the attempt's progress.
-entry!(jobs_progress, pg_finfo_jobs_progress, |fcinfo| {
+entry!(jobs_progress, |fcinfo, arguments| {
     let caller = Caller::current();
-    let lease = argument(fcinfo, 3);
+    let lease = arguments.lease.datum();
     check_lease(lease);
-    let Some(progress) = argument(fcinfo, 2) else {
+    let Some(progress) = arguments.progress.datum() else {
         required("progress")
     };
     let size = output(progress, JSONBOID).len();
@@ -1708,13 +1788,19 @@ entry!(jobs_progress, pg_finfo_jobs_progress, |fcinfo| {
             Some("Keep a summary in progress and the rest in the job's result."),
         );
     }
-    let (job, token) = (argument(fcinfo, 0), argument(fcinfo, 1));
+    let (job, token) = (arguments.id.datum(), arguments.token.datum());
     let section = Section::as_owner(fcinfo);
     let renewed = section.run(
         &PROGRESS,
         &[job, token, acting_on(&caller), lease, Some(progress)],
     );
-    lease_renewed(fcinfo, &caller, section, &renewed)
+    lease_renewed(
+        fcinfo,
+        &caller,
+        (arguments.id, arguments.token),
+        section,
+        &renewed,
+    )
 });
 
 /// What a heartbeat answers once it ran (`renewed`: its job's status and lease's end, or no
@@ -1723,10 +1809,11 @@ entry!(jobs_progress, pg_finfo_jobs_progress, |fcinfo| {
 fn lease_renewed(
     fcinfo: pg_sys::FunctionCallInfo,
     caller: &Caller,
+    (id, token): (Arg<i64>, Arg<pgrx::Uuid>),
     section: Section,
     renewed: &Rows,
 ) -> Datum {
-    let (job, token) = (argument(fcinfo, 0), argument(fcinfo, 1));
+    let (job, token) = (id.datum(), token.datum());
     note_leases(renewed, 1);
     let (state, until) = if renewed.len() > 0 {
         let status: Option<String> = renewed.get(0, 0);
@@ -1742,7 +1829,7 @@ fn lease_renewed(
         if section.run(&LIVE_JOB, &[job, owner]).len() == 0
             && section.run(&FINISHED_JOB, &[job, owner]).len() == 0
         {
-            missing_job(value(fcinfo, 0).expect("checked"));
+            missing_job(id.get().expect("checked"));
         }
         (pg_jobs_core::status::lease_state(None), None)
     };
@@ -1751,9 +1838,9 @@ fn lease_renewed(
 }
 
 // jobs_result(id): one of the caller's jobs, live or finished, as a caller waiting for it reads it.
-entry!(jobs_result, pg_finfo_jobs_result, |fcinfo| {
+entry!(jobs_result, |fcinfo, arguments| {
     let caller = Caller::current();
-    let Some(job) = value::<i64>(fcinfo, 0) else {
+    let Some(job) = arguments.id.get() else {
         required("job id")
     };
     let section = Section::as_owner(fcinfo);
@@ -1784,9 +1871,9 @@ entry!(jobs_result, pg_finfo_jobs_result, |fcinfo| {
 
 // jobs_snooze(id, token, delay): the leased job back to waiting until delay from now, its attempt
 // not counted; when it is due.
-entry!(jobs_snooze, pg_finfo_jobs_snooze, |fcinfo| {
+entry!(jobs_snooze, |fcinfo, arguments| {
     let caller = Caller::current();
-    let Some(delay) = argument(fcinfo, 2) else {
+    let Some(delay) = arguments.delay.datum() else {
         required("delay")
     };
     if outside(Some(delay), BACKOFF_SPAN) {
@@ -1802,10 +1889,15 @@ entry!(jobs_snooze, pg_finfo_jobs_snooze, |fcinfo| {
     let owner = acting_on(&caller);
     let snoozed = section.run(
         &SNOOZE,
-        &[argument(fcinfo, 0), argument(fcinfo, 1), owner, Some(delay)],
+        &[
+            arguments.id.datum(),
+            arguments.token.datum(),
+            owner,
+            Some(delay),
+        ],
     );
     if snoozed.len() == 0 {
-        lease_error(&section, value(fcinfo, 0), value(fcinfo, 1), owner);
+        lease_error(&section, arguments.id.get(), arguments.token.get(), owner);
     }
     // Due again after the delay: its queue's claims start below it once this commits.
     placed(&snoozed, 0, [0, 1, 2, 3, 4]);
@@ -1813,9 +1905,9 @@ entry!(jobs_snooze, pg_finfo_jobs_snooze, |fcinfo| {
     snoozed.datum(0, 4).expect("a job's run_at")
 });
 
-entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {
+entry!(jobs_abort, |fcinfo, arguments| {
     let caller = Caller::current();
-    let Some(job) = argument(fcinfo, 0) else {
+    let Some(job) = arguments.id.datum() else {
         required("job id")
     };
     let owner = acting_on(&caller);
@@ -1837,9 +1929,9 @@ entry!(jobs_abort, pg_finfo_jobs_abort, |fcinfo| {
     status.unwrap_or_else(|| missing_job(job.value() as i64))
 });
 
-entry!(jobs_ready_signal, pg_finfo_jobs_ready_signal, |fcinfo| {
+entry!(jobs_ready_signal, |fcinfo, arguments| {
     let caller = Caller::current();
-    let Some(queue) = value::<String>(fcinfo, 0) else {
+    let Some(queue) = arguments.queue.get() else {
         return null(fcinfo);
     };
     let section = Section::as_owner(fcinfo);
@@ -1849,16 +1941,10 @@ entry!(jobs_ready_signal, pg_finfo_jobs_ready_signal, |fcinfo| {
 /// What `jobs_queue_history`'s `keep` may say (the labels of `history_keep`).
 const HISTORY_RULES: [&str; 3] = ["all", "failures", "none"];
 
-/// Argument `n`, a queue of the caller's own to set a rule of: refused when null, empty or the
-/// extension's, which keeps its own rules (`reserved`: what the extension's queue does instead,
-/// and a hint).
-pub(crate) fn callers_queue(
-    fcinfo: pg_sys::FunctionCallInfo,
-    n: usize,
-    example: &str,
-    reserved: (&str, &str),
-) -> String {
-    match value::<String>(fcinfo, n) {
+/// A queue of the caller's own to set a rule of: refused when null, empty or the extension's,
+/// which keeps its own rules (`reserved`: what the extension's queue does instead, and a hint).
+pub(crate) fn callers_queue(queue: Arg<String>, example: &str, reserved: (&str, &str)) -> String {
+    match queue.get() {
         None => invalid(
             "queue must name one of the caller's queues",
             Some(&format!("For example {example}.")),
@@ -1872,18 +1958,16 @@ pub(crate) fn callers_queue(
     }
 }
 
-entry!(jobs_queue_history, pg_finfo_jobs_queue_history, |fcinfo| {
+entry!(jobs_queue_history, |fcinfo, arguments| {
     let caller = Caller::current();
-    callers_queue(
-        fcinfo,
-        0,
+    callers_queue(arguments.queue,
         "jobs_queue_history('emails', 'failures')",
         (
             "keeps every finished job",
             "Batch jobs, SQL jobs and compute jobs are read from job_history; their history is dropped by month with jobs_history_drop.",
         ),
     );
-    let keep: Option<String> = value(fcinfo, 1);
+    let keep: Option<String> = arguments.keep.get();
     if keep
         .as_deref()
         .is_none_or(|keep| !HISTORY_RULES.contains(&keep))
@@ -1901,8 +1985,8 @@ entry!(jobs_queue_history, pg_finfo_jobs_queue_history, |fcinfo| {
         &SET_HISTORY_RULE,
         &[
             Some(Datum::from(caller.identity)),
-            argument(fcinfo, 0),
-            argument(fcinfo, 1),
+            arguments.queue.datum(),
+            arguments.keep.datum(),
         ],
     );
     Datum::from(0)
@@ -1964,6 +2048,6 @@ fn rescue(section: &Section) -> i32 {
 
 // The rescue, for tests that drive it: _rescue_expired() returns how many jobs it requeued or
 // finished.
-entry!(_rescue_expired, pg_finfo__rescue_expired, |_fcinfo| {
+entry!(_rescue_expired, |_fcinfo, _| {
     Datum::from(rescue(&Section::as_current_user()))
 });

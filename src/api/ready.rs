@@ -29,7 +29,6 @@ use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::value;
 use super::keyed::keyed_hash;
 use crate::entry;
 
@@ -156,8 +155,8 @@ pub(crate) fn notify(signal: &str) {
 }
 
 // _ready_signal(claimable_by, queue): `signal`, for the extension's statements (its owner's only).
-entry!(_ready_signal, pg_finfo__ready_signal, |fcinfo| {
-    let claimable_by = value::<Oid>(fcinfo, 0).expect("strict");
-    let queue = value::<String>(fcinfo, 1).expect("strict");
+entry!(_ready_signal, |fcinfo, arguments| {
+    let claimable_by = arguments.claimable_by.get().expect("strict");
+    let queue = arguments.queue.get().expect("strict");
     signal(claimable_by, &queue).into_datum().expect("a text")
 });

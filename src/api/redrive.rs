@@ -13,7 +13,7 @@ use pgrx::pg_sys::{
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::{argument, invalid, materialize, return_row, value, Caller, Section, Statement};
+use super::call::{invalid, materialize, return_row, Caller, Section, Statement};
 use super::datum::{int8_array, seconds};
 use super::dependencies::{self, Needs};
 use super::queue::{
@@ -95,11 +95,10 @@ fn retry(section: &Section, ids: Datum, owner: Option<Datum>) -> Vec<i64> {
 }
 
 // jobs_retry(ids) -> the ids brought back
-entry!(jobs_retry, pg_finfo_jobs_retry, |fcinfo| {
+entry!(jobs_retry, |fcinfo, arguments| {
     let caller = Caller::current();
     let (ids, _) = job_ids(
-        fcinfo,
-        0,
+        arguments.ids,
         Some(
             "jobs_retry_where(queue, ...) retries the failed jobs of a queue, up to 10,000 a call.",
         ),
@@ -113,16 +112,15 @@ entry!(jobs_retry, pg_finfo_jobs_retry, |fcinfo| {
 });
 
 // jobs_retry_where(queue, task, month, error, max_jobs) -> the ids brought back
-entry!(jobs_retry_where, pg_finfo_jobs_retry_where, |fcinfo| {
+entry!(jobs_retry_where, |fcinfo, arguments| {
     let caller = Caller::current();
     callers_queue(
-        fcinfo,
-        0,
+        arguments.queue,
         "jobs_retry_where('emails', error => 'timeout')",
         RESERVED,
     );
-    finite_date(value::<i32>(fcinfo, 2), "month");
-    let most = value::<i32>(fcinfo, 4);
+    finite_date(arguments.month.datum(), "month");
+    let most = arguments.max_jobs.get();
     if !most.is_some_and(|most| (1..=MOST_BY_FILTER).contains(&most)) {
         invalid(
             format!(
@@ -135,9 +133,19 @@ entry!(jobs_retry_where, pg_finfo_jobs_retry_where, |fcinfo| {
     materialize(fcinfo);
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
-    let mut arguments = vec![owner];
-    arguments.extend((0..5).map(|n| argument(fcinfo, n)));
-    let chosen = section.run(&RETRY_CHOSEN, &arguments).datum(0, 0);
+    let chosen = section
+        .run(
+            &RETRY_CHOSEN,
+            &[
+                owner,
+                arguments.queue.datum(),
+                arguments.task.datum(),
+                arguments.month.datum(),
+                arguments.error.datum(),
+                arguments.max_jobs.datum(),
+            ],
+        )
+        .datum(0, 0);
     let retried = chosen.map_or_else(Vec::new, |ids| retry(&section, ids, owner));
     drop(section);
     return_ids(fcinfo, &retried);
@@ -145,10 +153,10 @@ entry!(jobs_retry_where, pg_finfo_jobs_retry_where, |fcinfo| {
 });
 
 // jobs_reschedule(ids, run_at) -> (id, due) of each job moved
-entry!(jobs_reschedule, pg_finfo_jobs_reschedule, |fcinfo| {
+entry!(jobs_reschedule, |fcinfo, arguments| {
     let caller = Caller::current();
-    let (ids, _) = job_ids(fcinfo, 0, None);
-    let run_at = argument(fcinfo, 1);
+    let (ids, _) = job_ids(arguments.ids, None);
+    let run_at = arguments.run_at.datum();
     if let Some(refusal) = run_at.and_then(run_at_refused) {
         invalid(refusal, Some("Leave it out (null) for now."));
     }
@@ -171,9 +179,9 @@ entry!(jobs_reschedule, pg_finfo_jobs_reschedule, |fcinfo| {
 });
 
 // jobs_delete(ids) -> the ids deleted
-entry!(jobs_delete, pg_finfo_jobs_delete, |fcinfo| {
+entry!(jobs_delete, |fcinfo, arguments| {
     let caller = Caller::current();
-    let (ids, _) = job_ids(fcinfo, 0, None);
+    let (ids, _) = job_ids(arguments.ids, None);
     materialize(fcinfo);
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
@@ -203,15 +211,14 @@ entry!(jobs_delete, pg_finfo_jobs_delete, |fcinfo| {
 });
 
 // jobs_dead_letter(queue, dead_letter_queue)
-entry!(jobs_dead_letter, pg_finfo_jobs_dead_letter, |fcinfo| {
+entry!(jobs_dead_letter, |fcinfo, arguments| {
     let caller = Caller::current();
     let queue = callers_queue(
-        fcinfo,
-        0,
+        arguments.queue,
         "jobs_dead_letter('emails', 'emails.failed')",
         RESERVED,
     );
-    let dead_letter_queue = value::<String>(fcinfo, 1);
+    let dead_letter_queue = arguments.dead_letter_queue.get();
     match dead_letter_queue.as_deref() {
         Some("") => invalid("dead_letter_queue must not be empty", None),
         Some(to) if to == queue => invalid(

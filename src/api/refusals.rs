@@ -6,21 +6,21 @@ use pg_jobs_core::literal::{is_money, is_numeric};
 use pgrx::pg_sys::{self, Datum, DATEOID, JSONBOID, NUMERICOID};
 use pgrx::{direct_function_call, direct_function_call_as_datum};
 
-use super::call::{argument, invalid, null, value};
+use super::call::{invalid, null};
 use super::datum::{input, output};
 use crate::entry;
 
 // _invalid(message, hint): refuses with invalid_parameter_value (22023), without a HINT line
 // when hint is null.
-entry!(_invalid, pg_finfo__invalid, |fcinfo| {
-    let message = value::<String>(fcinfo, 0).unwrap_or_default();
-    invalid(message, value::<String>(fcinfo, 1).as_deref())
+entry!(_invalid, |fcinfo, arguments| {
+    let message = arguments.message.get().unwrap_or_default();
+    invalid(message, arguments.hint.get().as_deref())
 });
 
 // _row_count(n, name): a count of rows to take or skip (strict), refused when negative.
-entry!(_row_count, pg_finfo__row_count, |fcinfo| {
-    let n = value::<i32>(fcinfo, 0);
-    row_count(n, &value::<String>(fcinfo, 1).unwrap_or_default());
+entry!(_row_count, |fcinfo, arguments| {
+    let n = arguments.n.get();
+    row_count(n, &arguments.name.get().unwrap_or_default());
     Datum::from(n.unwrap_or(0))
 });
 
@@ -35,15 +35,16 @@ pub(super) fn row_count(n: Option<i32>, name: &str) {
 // finite: a month of 'infinity' named no month and found jobs all the same. Called in a WHERE
 // clause without a column, so that the planner makes it a one-time filter, checked even where no
 // row is read.
-entry!(_finite_date, pg_finfo__finite_date, |fcinfo| {
-    let name = value::<String>(fcinfo, 1).unwrap_or_default();
-    finite_date(value::<i32>(fcinfo, 0), &name);
+entry!(_finite_date, |fcinfo, arguments| {
+    let name = arguments.name.get().unwrap_or_default();
+    finite_date(arguments.d.datum(), &name);
     Datum::from(true)
 });
 
-/// Refuses a date (days since 2000-01-01, None: left out) that is not finite, named `name`.
-pub(super) fn finite_date(date: Option<i32>, name: &str) {
-    if let Some(date) = date.filter(|date| *date == i32::MIN || *date == i32::MAX) {
+/// Refuses a date (None: left out) that is not finite, named `name`.
+pub(super) fn finite_date(date: Option<Datum>, name: &str) {
+    let days = date.map(|date| date.value() as i32);
+    if let Some(date) = days.filter(|date| *date == i32::MIN || *date == i32::MAX) {
         invalid(
             format!(
                 "{name} must be a finite date, not {}",
@@ -73,20 +74,20 @@ fn money(amount: Datum, name: &str) -> Datum {
 
 // _money(amount, name) (strict): an amount of DCC: finite, from 0 to below 1e10, at most 18
 // decimals.
-entry!(_money, pg_finfo__money, |fcinfo| {
-    let amount = argument(fcinfo, 0).expect("strict");
-    money(amount, &value::<String>(fcinfo, 1).unwrap_or_default())
+entry!(_money, |fcinfo, arguments| {
+    let amount = arguments.amount.datum().expect("strict");
+    money(amount, &arguments.name.get().unwrap_or_default())
 });
 
 // _amount(spec, field) (strict): an amount of DCC from a deployment's JSON, a number or a string
 // of one; null when the field is missing or null.
-entry!(_amount, pg_finfo__amount, |fcinfo| {
-    let (spec, field) = (argument(fcinfo, 0), argument(fcinfo, 1));
+entry!(_amount, |fcinfo, arguments| {
+    let (spec, field) = (arguments.spec.datum(), arguments.field.datum());
     let given = direct_function_call_as_datum(pg_sys::jsonb_object_field, &[spec, field]);
     let Some(given) = given.filter(|given| output(*given, JSONBOID) != "null") else {
         return null(fcinfo);
     };
-    let name = value::<String>(fcinfo, 1).unwrap_or_default();
+    let name = arguments.field.get().unwrap_or_default();
     let text: String = direct_function_call(pg_sys::jsonb_object_field_text, &[spec, field])
         .expect("a field that is not null");
     if !is_numeric(&text) {

@@ -8,7 +8,7 @@
 use pgrx::pg_sys::{Datum, BOOLOID, DATEOID, INT4OID, INT8OID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 
-use super::call::{given_argument, in_subtransaction, Failure, Section, Statement};
+use super::call::{in_subtransaction, Failure, Section, Statement};
 use crate::{entry, named_statements};
 
 named_statements!(include_str!("routine_rounds.sql"));
@@ -197,8 +197,8 @@ pub(super) fn post(section: &Section, id: Datum, routine: &str, kind: &str, nowa
 }
 
 // _routines_tick(at): the scheduler's round at `at`, by hand (the tests), as the launcher runs it.
-entry!(_routines_tick, pg_finfo__routines_tick, |fcinfo| {
-    let at = given_argument(fcinfo, 0, "at");
+entry!(_routines_tick, |fcinfo, arguments| {
+    let at = arguments.at.given();
     tick(&Section::as_current_user(), at);
     Datum::from(0)
 });

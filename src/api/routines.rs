@@ -16,9 +16,8 @@ use pgrx::prelude::*;
 use pgrx::{IntoDatum, JsonB};
 use serde_json::{json, Value};
 
-use super::call::{
-    argument, invalid, materialize, refuse, required, value, Caller, Section, Statement,
-};
+use super::arguments::Arg;
+use super::call::{invalid, materialize, refuse, required, Caller, Section, Statement};
 use super::datum::{input, literal_or_null, quote_literal, text_of};
 use super::identity::_is_admin;
 use super::routine_rounds::post;
@@ -71,10 +70,6 @@ pub(crate) static ROUTINES: Service = Service {
 struct Schedule {
     id: Datum,
     name: String,
-}
-
-fn schedule_name(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> String {
-    value::<String>(fcinfo, n).unwrap_or_else(|| required("schedule"))
 }
 
 /// The schedule named `name` that the caller may watch (its own first), or None. Two granted
@@ -254,9 +249,9 @@ fn count_routines(section: &Section, schedule: &Schedule) -> i32 {
         .unwrap_or(0)
 }
 
-entry!(routines_create, pg_finfo_routines_create, |fcinfo| {
+entry!(routines_create, |fcinfo, arguments| {
     let caller = Caller::current();
-    let time_zone: Option<String> = value(fcinfo, 1);
+    let time_zone: Option<String> = arguments.time_zone.get();
     if let Some(problem) = time_zone_problem(time_zone.as_deref().unwrap_or("")) {
         invalid(
             format!(
@@ -267,33 +262,37 @@ entry!(routines_create, pg_finfo_routines_create, |fcinfo| {
         );
     }
     let section = Section::as_owner(fcinfo);
-    let schedule = own(&section, &caller, &schedule_name(fcinfo, 0), true);
-    section.run(&SET_TIME_ZONE, &[Some(schedule.id), argument(fcinfo, 1)]);
+    let schedule = own(&section, &caller, &arguments.schedule.required(), true);
+    section.run(
+        &SET_TIME_ZONE,
+        &[Some(schedule.id), arguments.time_zone.datum()],
+    );
     _wake_launcher();
     Datum::from(0)
 });
 
 // routines_put(schedule, routine, group_name, realtime, runtimes, args, dependencies, computer,
 // seq, external, command)
-entry!(routines_put, pg_finfo_routines_put, |fcinfo| {
+entry!(routines_put, |fcinfo, arguments| {
     let caller = Caller::current();
-    let text = |n| value::<String>(fcinfo, n);
+    let a = &arguments;
     let row = json!({
-        "routine": text(1), "group": text(2), "realtime": value::<bool>(fcinfo, 3),
-        "runtimes": text(4), "args": text(5), "dependencies": text(6), "computer": text(7),
-        "seq": value::<i32>(fcinfo, 8), "external": value::<bool>(fcinfo, 9), "command": text(10),
+        "routine": a.routine.get(), "group": a.group_name.get(), "realtime": a.realtime.get(),
+        "runtimes": a.runtimes.get(), "args": a.args.get(), "dependencies": a.dependencies.get(),
+        "computer": a.computer.get(), "seq": a.seq.get(), "external": a.external.get(),
+        "command": a.command.get(),
     });
     let section = Section::as_owner(fcinfo);
-    let schedule = own(&section, &caller, &schedule_name(fcinfo, 0), true);
+    let schedule = own(&section, &caller, &arguments.schedule.required(), true);
     Datum::from(write(&section, &schedule, &[row], false))
 });
 
-entry!(routines_remove, pg_finfo_routines_remove, |fcinfo| {
+entry!(routines_remove, |fcinfo, arguments| {
     let caller = Caller::current();
-    let routine = value::<String>(fcinfo, 1).unwrap_or_default();
+    let routine = arguments.routine.get().unwrap_or_default();
     let section = Section::as_owner(fcinfo);
-    let schedule = own(&section, &caller, &schedule_name(fcinfo, 0), false);
-    let dependent = section.run(&DEPENDENT, &[Some(schedule.id), argument(fcinfo, 1)]);
+    let schedule = own(&section, &caller, &arguments.schedule.required(), false);
+    let dependent = section.run(&DEPENDENT, &[Some(schedule.id), arguments.routine.datum()]);
     if let Some(dependent) = dependent.get::<String>(0, 0) {
         refuse(
             PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION,
@@ -304,7 +303,10 @@ entry!(routines_remove, pg_finfo_routines_remove, |fcinfo| {
             Some("Remove that dependency first (routines_put)."),
         );
     }
-    let removed = section.run(&REMOVE_ROUTINE, &[Some(schedule.id), argument(fcinfo, 1)]);
+    let removed = section.run(
+        &REMOVE_ROUTINE,
+        &[Some(schedule.id), arguments.routine.datum()],
+    );
     if removed.len() == 0 {
         refuse(
             PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
@@ -315,19 +317,19 @@ entry!(routines_remove, pg_finfo_routines_remove, |fcinfo| {
     Datum::from(count_routines(&section, &schedule))
 });
 
-entry!(routines_import, pg_finfo_routines_import, |fcinfo| {
+entry!(routines_import, |fcinfo, arguments| {
     let caller = Caller::current();
-    let name = schedule_name(fcinfo, 0);
-    let text = value::<String>(fcinfo, 1).unwrap_or_else(|| required("csv"));
+    let name = arguments.schedule.required();
+    let text = arguments.csv.required();
     let section = Section::as_owner(fcinfo);
     let schedule = own(&section, &caller, &name, true);
     Datum::from(write(&section, &schedule, &csv_rows(&text), true))
 });
 
-entry!(routines_export, pg_finfo_routines_export, |fcinfo| {
+entry!(routines_export, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let schedule = own(&section, &caller, &schedule_name(fcinfo, 0), false);
+    let schedule = own(&section, &caller, &arguments.schedule.required(), false);
     let rows = section
         .run(&DEFINITION, &[Some(schedule.id)])
         .get::<JsonB>(0, 0)
@@ -335,10 +337,10 @@ entry!(routines_export, pg_finfo_routines_export, |fcinfo| {
     section.text(&csv(rows))
 });
 
-entry!(routines_drop, pg_finfo_routines_drop, |fcinfo| {
+entry!(routines_drop, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let schedule = own(&section, &caller, &schedule_name(fcinfo, 0), false);
+    let schedule = own(&section, &caller, &arguments.schedule.required(), false);
     section.run(&DROP_SCHEDULE, &[Some(schedule.id)]);
     Datum::from(0)
 });
@@ -346,12 +348,15 @@ entry!(routines_drop, pg_finfo_routines_drop, |fcinfo| {
 /// A grant puts the schedule on the page of the role's members and lets them command it: only
 /// to a role the granter belongs to, not into anyone else's hands, and not to the extension's
 /// roles, which every member (or agent) belongs to.
-fn grant(fcinfo: pg_sys::FunctionCallInfo, granted: bool) -> Datum {
+fn grant(
+    fcinfo: pg_sys::FunctionCallInfo,
+    schedule: Arg<String>,
+    role: Arg<Oid>,
+    granted: bool,
+) -> Datum {
     let caller = Caller::current();
-    let name = schedule_name(fcinfo, 0);
-    let Some(role) = value::<Oid>(fcinfo, 1) else {
-        required("role")
-    };
+    let name = schedule.required();
+    let role = role.required();
     let section = Section::as_owner(fcinfo);
     let schedule = own(&section, &caller, &name, false);
     if granted {
@@ -387,17 +392,23 @@ fn grant(fcinfo: pg_sys::FunctionCallInfo, granted: bool) -> Datum {
     Datum::from(0)
 }
 
-entry!(routines_grant, pg_finfo_routines_grant, |fcinfo| grant(
-    fcinfo, true
+entry!(routines_grant, |fcinfo, arguments| grant(
+    fcinfo,
+    arguments.schedule,
+    arguments.role,
+    true
 ));
-entry!(routines_revoke, pg_finfo_routines_revoke, |fcinfo| grant(
-    fcinfo, false
+entry!(routines_revoke, |fcinfo, arguments| grant(
+    fcinfo,
+    arguments.schedule,
+    arguments.role,
+    false
 ));
 
-entry!(routines_reload, pg_finfo_routines_reload, |fcinfo| {
+entry!(routines_reload, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let schedule = watched(&section, &caller, &schedule_name(fcinfo, 0));
+    let schedule = watched(&section, &caller, &arguments.schedule.required());
     section.run(&ASK_RELOAD, &[Some(schedule.id)]);
     _wake_launcher();
     Datum::from(0)
@@ -409,17 +420,17 @@ fn return_mode(fcinfo: pg_sys::FunctionCallInfo, section: &Section, schedule: &S
     Datum::from(0)
 }
 
-entry!(routines_mode, pg_finfo_routines_mode, |fcinfo| {
+entry!(routines_mode, |fcinfo, arguments| {
     let caller = Caller::current();
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    let schedule = watched(&section, &caller, &schedule_name(fcinfo, 0));
+    let schedule = watched(&section, &caller, &arguments.schedule.required());
     return_mode(fcinfo, &section, &schedule)
 });
 
-entry!(routines_set_mode, pg_finfo_routines_set_mode, |fcinfo| {
+entry!(routines_set_mode, |fcinfo, arguments| {
     let caller = Caller::current();
-    let mode: Option<String> = value(fcinfo, 1);
+    let mode: Option<String> = arguments.mode.get();
     if !matches!(mode.as_deref(), Some("observe" | "control")) {
         invalid(
             format!(
@@ -431,12 +442,12 @@ entry!(routines_set_mode, pg_finfo_routines_set_mode, |fcinfo| {
     }
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    let schedule = watched(&section, &caller, &schedule_name(fcinfo, 0));
+    let schedule = watched(&section, &caller, &arguments.schedule.required());
     section.run(
         &SET_MODE,
         &[
             Some(schedule.id),
-            argument(fcinfo, 1),
+            arguments.mode.datum(),
             Some(Datum::from(caller.role)),
         ],
     );
@@ -492,11 +503,11 @@ fn command(section: &Section, schedule: &Schedule, routine: &str, what: &str, ca
     );
 }
 
-entry!(routine_restart, pg_finfo_routine_restart, |fcinfo| {
+entry!(routine_restart, |fcinfo, arguments| {
     let caller = Caller::current();
-    let routine = value::<String>(fcinfo, 1).unwrap_or_default();
+    let routine = arguments.routine.get().unwrap_or_default();
     let section = Section::as_owner(fcinfo);
-    let schedule = watched(&section, &caller, &schedule_name(fcinfo, 0));
+    let schedule = watched(&section, &caller, &arguments.schedule.required());
     let (_, alive) = commanded(&section, &schedule, &routine);
     command(&section, &schedule, &routine, "restart", &caller);
     let answer = if alive {
@@ -518,11 +529,11 @@ entry!(routine_restart, pg_finfo_routine_restart, |fcinfo| {
     section.text(answer)
 });
 
-entry!(routine_stop, pg_finfo_routine_stop, |fcinfo| {
+entry!(routine_stop, |fcinfo, arguments| {
     let caller = Caller::current();
-    let routine = value::<String>(fcinfo, 1).unwrap_or_default();
+    let routine = arguments.routine.get().unwrap_or_default();
     let section = Section::as_owner(fcinfo);
-    let schedule = watched(&section, &caller, &schedule_name(fcinfo, 0));
+    let schedule = watched(&section, &caller, &arguments.schedule.required());
     let (realtime, _) = commanded(&section, &schedule, &routine);
     command(&section, &schedule, &routine, "stop", &caller);
     post(&section, schedule.id, &routine, "kill", false);
@@ -539,26 +550,26 @@ entry!(routine_stop, pg_finfo_routine_stop, |fcinfo| {
     section.text(answer)
 });
 
-entry!(routine_message, pg_finfo_routine_message, |fcinfo| {
+entry!(routine_message, |fcinfo, arguments| {
     let caller = Caller::current();
-    let level: Option<String> = value(fcinfo, 1);
+    let level: Option<String> = arguments.level.get();
     if !level.as_deref().is_some_and(level_ok) {
         invalid(
             format!("unknown level {}", literal_or_null(level.as_deref())),
             Some("A message's level is info, warning, error or completed."),
         );
     }
-    if argument(fcinfo, 2).is_none() {
+    if arguments.message.datum().is_none() {
         required("message");
     }
-    let routine = value::<String>(fcinfo, 0).unwrap_or_default();
+    let routine = arguments.routine.get().unwrap_or_default();
     let section = Section::as_owner(fcinfo);
     let written = section.run(
         &MESSAGE,
         &[
-            argument(fcinfo, 0),
-            argument(fcinfo, 1),
-            argument(fcinfo, 2),
+            arguments.routine.datum(),
+            arguments.level.datum(),
+            arguments.message.datum(),
             Some(Datum::from(caller.role)),
         ],
     );
@@ -574,8 +585,8 @@ entry!(routine_message, pg_finfo_routine_message, |fcinfo| {
 
 // routine_groups(by, realtime, schedule): the caller's routines of today in groups (by group,
 // computer, status or schedule), read as the caller.
-entry!(routine_groups, pg_finfo_routine_groups, |fcinfo| {
-    let by = value::<String>(fcinfo, 0);
+entry!(routine_groups, |fcinfo, arguments| {
+    let by = arguments.by.get();
     if !by
         .as_deref()
         .is_some_and(|by| ["group", "computer", "status", "schedule"].contains(&by))
@@ -594,9 +605,9 @@ entry!(routine_groups, pg_finfo_routine_groups, |fcinfo| {
         .run(
             &GROUPS,
             &[
-                argument(fcinfo, 0),
-                argument(fcinfo, 1),
-                argument(fcinfo, 2),
+                arguments.by.datum(),
+                arguments.realtime.datum(),
+                arguments.schedule.datum(),
             ],
         )
         .return_all(fcinfo);

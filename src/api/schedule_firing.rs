@@ -10,7 +10,7 @@
 use pgrx::pg_sys::{self, Datum, INT8ARRAYOID, INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::IntoDatum;
 
-use super::call::{given_argument, in_subtransaction, Section, Statement};
+use super::call::{in_subtransaction, Section, Statement};
 use super::datum::{array, elements, int8_array, seconds};
 use super::queue::{add, check_all, Spec};
 use super::services::{wished, Service};
@@ -92,8 +92,8 @@ pub(crate) static SCHEDULES: Service = Service {
     next: |section, at| wished(section, &NEXT_SLOT, at),
 };
 
-entry!(_fire_schedules, pg_finfo__fire_schedules, |fcinfo| {
-    let at = given_argument(fcinfo, 0, "at");
+entry!(_fire_schedules, |fcinfo, arguments| {
+    let at = arguments.at.given();
     Datum::from(fire_due(&Section::as_current_user(), at) as i32)
 });
 

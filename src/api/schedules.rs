@@ -9,7 +9,7 @@ use pgrx::prelude::*;
 use pgrx::{IntoDatum, JsonB};
 use serde_json::{Map, Value};
 
-use super::call::{argument, invalid, refuse, value, Caller, Section, Statement};
+use super::call::{invalid, refuse, Caller, Section, Statement};
 use super::datum::{input, text_of, timestamptz, utc};
 use super::queue::{add, check_all, Spec};
 use super::sql_jobs::check_timeout;
@@ -148,11 +148,11 @@ fn check_options(options: &Map<String, Value>) {
     }
 }
 
-entry!(jobs_schedule, pg_finfo_jobs_schedule, |fcinfo| {
+entry!(jobs_schedule, |fcinfo, arguments| {
     let caller = Caller::current();
     let (Some(name), Some(schedule)) = (
-        value::<String>(fcinfo, 0).filter(|name| !name.is_empty()),
-        value::<String>(fcinfo, 1),
+        arguments.name.get().filter(|name| !name.is_empty()),
+        arguments.schedule.get(),
     ) else {
         refuse(
             PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
@@ -160,20 +160,23 @@ entry!(jobs_schedule, pg_finfo_jobs_schedule, |fcinfo| {
             None,
         )
     };
-    let options = argument(fcinfo, 3).unwrap_or_else(|| input("{}", JSONBOID));
+    let options = arguments
+        .options
+        .datum()
+        .unwrap_or_else(|| input("{}", JSONBOID));
     let options_value = JsonB::from_datum(options, false).map_or(Value::Null, |o| o.0);
     let zone = time_zone(&options_value);
     check_timing(&schedule, &zone);
     let section = Section::as_owner(fcinfo);
-    check_work_and_options(&section, argument(fcinfo, 2), options);
+    check_work_and_options(&section, arguments.work.datum(), options);
     let inserted = section.run(
         &INSERT,
         &[
-            argument(fcinfo, 0),
+            arguments.name.datum(),
             Some(Datum::from(caller.identity)),
-            argument(fcinfo, 1),
+            arguments.schedule.datum(),
             zone.as_str().into_datum(),
-            argument(fcinfo, 2),
+            arguments.work.datum(),
             Some(options),
         ],
     );
@@ -196,69 +199,69 @@ fn missing_schedule(name: Option<String>) -> ! {
     )
 }
 
-entry!(
-    jobs_alter_schedule,
-    pg_finfo_jobs_alter_schedule,
-    |fcinfo| {
-        let caller = Caller::current();
-        let section = Section::as_owner(fcinfo);
-        let old = section.run(
-            &LOCK,
-            &[
-                argument(fcinfo, 0),
-                Some(Datum::from(caller.identity)),
-                argument(fcinfo, 3),
-            ],
-        );
-        let (Some(id), Some(old_schedule), Some(options)) =
-            (old.datum(0, 0), old.get::<String>(0, 1), old.datum(0, 3))
-        else {
-            missing_schedule(value(fcinfo, 0))
-        };
-        let schedule = value::<String>(fcinfo, 1).unwrap_or(old_schedule);
-        let options_value = JsonB::from_datum(options, false).map_or(Value::Null, |o| o.0);
-        let zone = time_zone(&options_value);
-        check_timing(&schedule, &zone);
-        check_work_and_options(&section, argument(fcinfo, 2).or(old.datum(0, 2)), options);
-        section.run(
-            &UPDATE,
-            &[
-                Some(id),
-                schedule.as_str().into_datum(),
-                zone.as_str().into_datum(),
-                argument(fcinfo, 2),
-                Some(options),
-            ],
-        );
-        _wake_launcher();
-        Datum::from(0)
-    }
-);
+entry!(jobs_alter_schedule, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let old = section.run(
+        &LOCK,
+        &[
+            arguments.name.datum(),
+            Some(Datum::from(caller.identity)),
+            arguments.options.datum(),
+        ],
+    );
+    let (Some(id), Some(old_schedule), Some(options)) =
+        (old.datum(0, 0), old.get::<String>(0, 1), old.datum(0, 3))
+    else {
+        missing_schedule(arguments.name.get())
+    };
+    let schedule = arguments.schedule.get().unwrap_or(old_schedule);
+    let options_value = JsonB::from_datum(options, false).map_or(Value::Null, |o| o.0);
+    let zone = time_zone(&options_value);
+    check_timing(&schedule, &zone);
+    check_work_and_options(
+        &section,
+        arguments.work.datum().or(old.datum(0, 2)),
+        options,
+    );
+    section.run(
+        &UPDATE,
+        &[
+            Some(id),
+            schedule.as_str().into_datum(),
+            zone.as_str().into_datum(),
+            arguments.work.datum(),
+            Some(options),
+        ],
+    );
+    _wake_launcher();
+    Datum::from(0)
+});
 
-entry!(jobs_unschedule, pg_finfo_jobs_unschedule, |fcinfo| {
+entry!(jobs_unschedule, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
     let deleted = section.run(
         &DELETE,
-        &[argument(fcinfo, 0), Some(Datum::from(caller.identity))],
+        &[arguments.name.datum(), Some(Datum::from(caller.identity))],
     );
     if deleted.len() == 0 {
-        missing_schedule(value(fcinfo, 0));
+        missing_schedule(arguments.name.get());
     }
     _wake_launcher();
     Datum::from(0)
 });
 
 // jobs_run_schedule(name) -> the job added (pg_timetable's and pg_cron's users ask for "run now").
-entry!(jobs_run_schedule, pg_finfo_jobs_run_schedule, |fcinfo| {
+entry!(jobs_run_schedule, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
     let found = section.run(
         &RUN_NOW,
-        &[argument(fcinfo, 0), Some(Datum::from(caller.identity))],
+        &[arguments.name.datum(), Some(Datum::from(caller.identity))],
     );
     let (Some(id), Some(spec)) = (found.datum(0, 0), found.datum(0, 1)) else {
-        missing_schedule(value(fcinfo, 0))
+        missing_schedule(arguments.name.get())
     };
     let spec = Spec::of_record(spec);
     check_all(&[spec], true, true);

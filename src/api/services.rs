@@ -9,7 +9,7 @@
 use pgrx::pg_sys::Datum;
 use pgrx::prelude::*;
 
-use super::call::{given_argument, in_subtransaction, Section, Statement};
+use super::call::{in_subtransaction, Section, Statement};
 use super::{
     batch, compute_fold, flow, history, queue, queue_minutes, routines, schedule_firing, sql_jobs,
 };
@@ -49,8 +49,8 @@ const SERVICES: [&Service; 11] = [
 
 // One round of the launcher's work at `at`; returns when it wants to be woken next: the earliest
 // time a service asks for, at most pg_jobs.refresh_interval after `at`.
-entry!(_launcher_tick, pg_finfo__launcher_tick, |fcinfo| {
-    let at = given_argument(fcinfo, 0, "at");
+entry!(_launcher_tick, |fcinfo, arguments| {
+    let at = arguments.at.given();
     let section = Section::as_current_user();
     for service in SERVICES {
         if let Err(problem) = in_subtransaction(|| (service.work)(&section, at)) {

@@ -5,7 +5,7 @@ use pgrx::pg_sys::{self, Datum, INT4OID, INT8OID, TEXTOID, TIMESTAMPTZOID, UUIDO
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::{argument, in_subtransaction, value, Caller, Section, Statement};
+use super::call::{in_subtransaction, Caller, Section, Statement};
 use super::datum::{input, interval_span, interval_text};
 use super::queue::{add, check_all, claim_sql_jobs, Field, Spec, SQL_QUEUE};
 use super::schedules::_wake_launcher;
@@ -65,9 +65,11 @@ pub(crate) fn sql_job_fields(spec: &mut Spec, sql: &str, timeout: Datum) {
     spec.set(Field::Lease, lease.into_datum());
 }
 
-entry!(jobs_add_sql, pg_finfo_jobs_add_sql, |fcinfo| {
+entry!(jobs_add_sql, |fcinfo, arguments| {
     let caller = Caller::current();
-    let sql = value::<String>(fcinfo, 0)
+    let sql = arguments
+        .sql
+        .get()
         .filter(|sql| !sql.trim().is_empty())
         .unwrap_or_else(|| {
             super::call::refuse(
@@ -76,20 +78,19 @@ entry!(jobs_add_sql, pg_finfo_jobs_add_sql, |fcinfo| {
                 Some("Pass the statements the job runs, for example 'VACUUM ANALYZE orders'."),
             )
         });
-    let timeout = argument(fcinfo, 6);
+    let timeout = arguments.timeout.datum();
     check_timeout(timeout);
-    // jobs_add_sql(sql, run_at, priority, max_attempts, backoff, max_backoff, timeout, key, on_conflict)
     let mut spec = Spec::empty();
-    for (field, n) in [
-        (Field::RunAt, 1),
-        (Field::Priority, 2),
-        (Field::MaxAttempts, 3),
-        (Field::Backoff, 4),
-        (Field::MaxBackoff, 5),
-        (Field::Key, 7),
-        (Field::OnConflict, 8),
+    for (field, given) in [
+        (Field::RunAt, arguments.run_at.datum()),
+        (Field::Priority, arguments.priority.datum()),
+        (Field::MaxAttempts, arguments.max_attempts.datum()),
+        (Field::Backoff, arguments.backoff.datum()),
+        (Field::MaxBackoff, arguments.max_backoff.datum()),
+        (Field::Key, arguments.key.datum()),
+        (Field::OnConflict, arguments.on_conflict.datum()),
     ] {
-        spec.set(field, argument(fcinfo, n));
+        spec.set(field, given);
     }
     sql_job_fields(&mut spec, &sql, timeout.expect("checked"));
     check_all(&[spec], true, false);

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use pgrx::pg_sys::{self, Datum, INT8ARRAYOID, OIDOID};
 use pgrx::prelude::*;
 
-use super::call::{argument, invalid, materialize, refuse, Caller, Rows, Section, Statement};
+use super::call::{invalid, materialize, refuse, Caller, Rows, Section, Statement};
 use super::datum::{interval_span, interval_text};
 use crate::{entry, named_statements};
 
@@ -140,10 +140,10 @@ fn now_ms() -> i64 {
 }
 
 // jobs_wait(ids, timeout) -> (id, status, result, error, attempts, finished_at) of each job given
-entry!(jobs_wait, pg_finfo_jobs_wait, |fcinfo| {
+entry!(jobs_wait, |fcinfo, arguments| {
     let caller = Caller::current();
-    let (given, ids) = super::queue::job_ids(fcinfo, 0, None);
-    let timeout = argument(fcinfo, 1);
+    let (given, ids) = super::queue::job_ids(arguments.ids, None);
+    let timeout = arguments.timeout.datum();
     let wait_us = timeout.map_or(-1, interval_span);
     if !(0..=LONGEST_WAIT).contains(&wait_us) {
         invalid(
