@@ -10,4 +10,5 @@ pub mod opaque_id;
 pub mod retry;
 pub mod routine;
 pub mod schedule;
+pub mod statements;
 pub mod status;

@@ -73,6 +73,9 @@ pub struct Statement {
     /// The parts of the text left out (see [`Statement::without`]).
     omitted: &'static [&'static str],
     plan: AtomicPtr<pg_sys::_SPI_plan>,
+    /// Its parameters' names, in the order of their numbers; set when it is prepared, and kept
+    /// as its plan is.
+    names: AtomicPtr<Vec<String>>,
 }
 
 impl Statement {
@@ -89,6 +92,7 @@ impl Statement {
             planning,
             omitted: &[],
             plan: AtomicPtr::new(std::ptr::null_mut()),
+            names: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -131,14 +135,44 @@ impl Statement {
         text
     }
 
+    /// The text to prepare and its parameters' types, as its header declares them (types read as
+    /// PostgreSQL reads a type's name, under the section's search path).
+    fn declared(&self) -> (String, Vec<Oid>) {
+        let prepared = pg_jobs_core::statements::prepared(self.source, self.name, self.omitted)
+            .unwrap_or_else(|problem| error!("pg_jobs: {problem}"));
+        let types = prepared
+            .parameters
+            .iter()
+            .map(|(_, sql_type)| {
+                let name = CString::new(sql_type.as_str()).expect("a type's name");
+                let (mut type_oid, mut type_modifier) = (pg_sys::InvalidOid, -1);
+                unsafe {
+                    pg_sys::parseTypeString(name.as_ptr(), &mut type_oid, &mut type_modifier, false)
+                };
+                type_oid
+            })
+            .collect();
+        let names = prepared
+            .parameters
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        self.names
+            .store(Box::into_raw(Box::new(names)), Ordering::Relaxed);
+        (prepared.text, types)
+    }
+
     /// The kept plan; prepared on first use in this backend, inside a [`Section`].
     fn plan(&self) -> pg_sys::SPIPlanPtr {
         let kept = self.plan.load(Ordering::Relaxed);
         if !kept.is_null() {
             return kept;
         }
-        let mut types = self.parameters.to_vec();
-        let text = CString::new(self.text()).expect("statements contain no NUL");
+        let (text, mut types) = match self.source.contains(&format!("-- name: {}(", self.name)) {
+            true => self.declared(),
+            false => (self.text(), self.parameters.to_vec()),
+        };
+        let text = CString::new(text).expect("statements contain no NUL");
         // Parsed and analysed now; planned when first run, and again after an invalidation.
         let plan = unsafe {
             pg_sys::SPI_prepare_cursor(
@@ -277,6 +311,34 @@ impl Section {
                 columns: Default::default(),
             }
         }
+    }
+
+    /// Runs a statement with its parameters given by name (see [`parameters!`]), None for null;
+    /// a parameter left out, or one it does not declare, is an error of the extension.
+    pub fn run_named(
+        &self,
+        statement: &'static Statement,
+        given: &[(&str, Option<Datum>)],
+    ) -> Rows {
+        statement.plan();
+        // Set by plan(), never freed.
+        let names = unsafe { &*statement.names.load(Ordering::Relaxed) };
+        if given.len() != names.len() {
+            error!(
+                "pg_jobs: statement {} takes {} parameters, not {}",
+                statement.name,
+                names.len(),
+                given.len()
+            );
+        }
+        let values: Vec<Option<Datum>> = names
+            .iter()
+            .map(|name| match given.iter().find(|(given, _)| given == name) {
+                Some((_, value)) => *value,
+                None => error!("pg_jobs: statement {} needs ${name}", statement.name),
+            })
+            .collect();
+        self.run(statement, &values)
     }
 
     /// A text that outlives the section: a function's result made while its section is open
@@ -549,6 +611,21 @@ macro_rules! named_statements {
                 $crate::api::call::Planning::Default,
             )
         }
+    };
+}
+
+/// A statement's parameters by name, for [`Section::run_named`]: `parameters! { queue, n: Some(n) }`
+/// gives `$queue` the value of `queue` and `$n` that of `Some(n)`.
+#[macro_export]
+macro_rules! parameters {
+    ($($name:ident $(: $value:expr)?),* $(,)?) => {
+        &[$((stringify!($name), $crate::parameters!(@value $name $(: $value)?))),*]
+    };
+    (@value $name:ident : $value:expr) => {
+        $value
+    };
+    (@value $name:ident) => {
+        $name
     };
 }
 

@@ -3,19 +3,19 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
-use pgrx::pg_sys::{BOOLOID, OIDOID, REGROLEOID};
+use pgrx::pg_sys::REGROLEOID;
 use pgrx::prelude::*;
 
 use super::cached::{relation, watch};
 use super::call::{invalid, refuse, Caller, Section, Statement};
 use super::datum::output;
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("identity.sql"));
 
-static PROXY_STANDING: Statement = statement("proxy_standing", &[OIDOID, OIDOID]);
-static ADD_PROXY: Statement = statement("add_proxy", &[OIDOID, OIDOID, OIDOID]);
-static REMOVE_PROXY: Statement = statement("remove_proxy", &[OIDOID, OIDOID, BOOLOID]);
+static PROXY_STANDING: Statement = statement("proxy_standing", &[]);
+static ADD_PROXY: Statement = statement("add_proxy", &[]);
+static REMOVE_PROXY: Statement = statement("remove_proxy", &[]);
 
 /// A role's name as `regrole` prints it (quoted where it must be).
 pub(crate) fn role_name(role: pg_sys::Oid) -> String {
@@ -60,9 +60,9 @@ entry!(jobs_add_proxy, |fcinfo, arguments| {
         );
     }
     let section = Section::as_owner(fcinfo);
-    let standing = section.run(
+    let standing = section.run_named(
         &PROXY_STANDING,
-        &[arguments.proxy.datum(), Some(pg_sys::Datum::from(root))],
+        parameters! { proxy: arguments.proxy.datum(), root: Some(pg_sys::Datum::from(root)) },
     );
     if proxy == root || standing.get::<bool>(0, 0) == Some(true) {
         invalid(
@@ -96,13 +96,13 @@ entry!(jobs_add_proxy, |fcinfo, arguments| {
             Some("Its root (or an administrator) must remove it first."),
         );
     }
-    section.run(
+    section.run_named(
         &ADD_PROXY,
-        &[
-            arguments.proxy.datum(),
-            Some(pg_sys::Datum::from(root)),
-            Some(pg_sys::Datum::from(caller_role)),
-        ],
+        parameters! {
+            proxy: arguments.proxy.datum(),
+            root: Some(pg_sys::Datum::from(root)),
+            created_by: Some(pg_sys::Datum::from(caller_role)),
+        },
     );
     pg_sys::Datum::from(0)
 });
@@ -117,13 +117,13 @@ entry!(jobs_remove_proxy, |fcinfo, arguments| {
         )
     };
     let section = Section::as_owner(fcinfo);
-    let removed = section.run(
+    let removed = section.run_named(
         &REMOVE_PROXY,
-        &[
-            arguments.proxy.datum(),
-            Some(pg_sys::Datum::from(caller.identity)),
-            Some(pg_sys::Datum::from(_is_admin(caller.role))),
-        ],
+        parameters! {
+            proxy: arguments.proxy.datum(),
+            root: Some(pg_sys::Datum::from(caller.identity)),
+            admin: Some(pg_sys::Datum::from(_is_admin(caller.role))),
+        },
     );
     if removed.len() == 0 {
         refuse(
