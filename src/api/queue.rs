@@ -3,9 +3,7 @@
 //! `sql/040_history.sql` call.
 
 use pgrx::pg_sys::{
-    Datum, Oid, INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, INTERVALARRAYOID, INTERVALOID,
-    JSONBARRAYOID, JSONBOID, OIDARRAYOID, OIDOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZARRAYOID,
-    TIMESTAMPTZOID, UUIDARRAYOID, UUIDOID,
+    Datum, Oid, INT4OID, INT8OID, INTERVALOID, JSONBOID, OIDOID, TEXTOID, TIMESTAMPTZOID, UUIDOID,
 };
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
@@ -24,7 +22,7 @@ use super::job_specs::specs_of_batch;
 use super::metrics::{self, Counter};
 use super::services::Service;
 use super::{heads, leases, queue_minutes, ready};
-use crate::{entry, gucs};
+use crate::{entry, gucs, parameters};
 
 /// Seconds to wait after failed attempt `attempt` before the next one: `backoff × 2^(attempt-1)`,
 /// capped at `max_backoff`, saturating rather than overflowing.
@@ -82,23 +80,6 @@ const fn statement(
     Statement::new(STATEMENTS, name, parameters, planning)
 }
 
-/// The parameters of the add statements: the owner, then the batch's columns.
-const ADD_PARAMETERS: [Oid; 1 + FIELDS] = [
-    OIDOID,
-    TEXTARRAYOID,
-    JSONBARRAYOID,
-    TEXTARRAYOID,
-    INT4ARRAYOID,
-    TIMESTAMPTZARRAYOID,
-    INT4ARRAYOID,
-    INTERVALARRAYOID,
-    INTERVALARRAYOID,
-    INTERVALARRAYOID,
-    TEXTARRAYOID,
-    TEXTARRAYOID,
-    INTERVALARRAYOID,
-    TEXTARRAYOID,
-];
 /// The fields of an add without keys: the task to the lease, then the concurrency key.
 const UNKEYED_FIELDS: [Field; 1 + Field::Key as usize] = [
     Field::Task,
@@ -112,112 +93,23 @@ const UNKEYED_FIELDS: [Field; 1 + Field::Key as usize] = [
     Field::Lease,
     Field::ConcurrencyKey,
 ];
-/// The owner, then the columns or the fields of an add without keys.
-const fn unkeyed_parameters(types: &[Oid; 1 + FIELDS]) -> [Oid; 2 + Field::Key as usize] {
-    let mut unkeyed = [OIDOID; 2 + Field::Key as usize];
-    let mut n = 0;
-    while n < UNKEYED_FIELDS.len() {
-        unkeyed[1 + n] = types[1 + UNKEYED_FIELDS[n] as usize];
-        n += 1;
-    }
-    unkeyed
-}
-static ADD: Statement = statement(
-    "add",
-    &unkeyed_parameters(&ADD_PARAMETERS),
-    Planning::Default,
-);
-/// The owner, then one job's fields, as for add.
-const ADD_ONE_PARAMETERS: [Oid; 2 + Field::Key as usize] = {
-    let mut types = [OIDOID; 1 + FIELDS];
-    let mut field = 0;
-    while field < FIELDS {
-        types[1 + field] = FIELD_TYPES[field];
-        field += 1;
-    }
-    unkeyed_parameters(&types)
-};
-static ADD_ONE: Statement = statement("add_one", &ADD_ONE_PARAMETERS, Planning::Default);
-static ADD_KEYED: Statement = statement("add_keyed", &ADD_PARAMETERS, Planning::Probes);
-static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, TEXTARRAYOID], Planning::Probes);
-/// The job to replace, then its owner and the fields a replace sets (the task to the lease), a
-/// debounce's window and the concurrency key.
-const REPLACE_PARAMETERS: [Oid; 4 + Field::Key as usize] = {
-    let mut types = [INT8OID; 4 + Field::Key as usize];
-    let mut n = 0;
-    while n < 1 + Field::Key as usize {
-        types[1 + n] = ADD_ONE_PARAMETERS[n];
-        n += 1;
-    }
-    types[2 + Field::Key as usize] = INTERVALOID;
-    types[3 + Field::Key as usize] = TEXTOID;
-    types
-};
-static REPLACE: Statement = statement("replace", &REPLACE_PARAMETERS, Planning::Default);
-/// The job holding the key, its owner, the key, the new job's fields (the task to the lease), its
-/// rule, its window and its concurrency key.
-const REPLACE_TAKEN_PARAMETERS: [Oid; 6 + Field::Key as usize] = {
-    let mut types = [INT8OID; 6 + Field::Key as usize];
-    types[1] = OIDOID;
-    types[2] = TEXTOID;
-    let mut field = 0;
-    while field < Field::Key as usize {
-        types[3 + field] = FIELD_TYPES[field];
-        field += 1;
-    }
-    types[3 + Field::Key as usize] = TEXTOID;
-    types[4 + Field::Key as usize] = INTERVALOID;
-    types[5 + Field::Key as usize] = TEXTOID;
-    types
-};
-static REPLACE_TAKEN: Statement = statement(
-    "replace_taken",
-    &REPLACE_TAKEN_PARAMETERS,
-    Planning::Default,
-);
-static FREE_EXPIRED_KEYS: Statement = statement(
-    "free_expired_keys",
-    &[OIDOID, TEXTARRAYOID],
-    Planning::Probes,
-);
+static ADD: Statement = statement("add", &[], Planning::Default);
+static ADD_ONE: Statement = statement("add_one", &[], Planning::Default);
+static ADD_KEYED: Statement = statement("add_keyed", &[], Planning::Probes);
+static KEY_HOLDERS: Statement = statement("key_holders", &[], Planning::Probes);
+static REPLACE: Statement = statement("replace", &[], Planning::Default);
+static REPLACE_TAKEN: Statement = statement("replace_taken", &[], Planning::Default);
+static FREE_EXPIRED_KEYS: Statement = statement("free_expired_keys", &[], Planning::Probes);
 static EXPIRED_LEASES_SCAN: Statement = statement("expired_leases", &[], Planning::Default);
-static REQUEUE_EXPIRED: Statement =
-    statement("requeue_expired", &[INT8ARRAYOID], Planning::Default);
-static NOTIFY_SIGNALS: Statement = statement("notify_signals", &[TEXTARRAYOID], Planning::Default);
-static FINISH_EXPIRED: Statement = statement("finish_expired", &[INT8ARRAYOID], Planning::Default);
-/// A claim's parameters (claimant, queue, n, lease, worker, and where it starts: priority, run_at,
-/// id), and a limited claim's slots and concurrency keys after them.
-const CLAIM_LIMITED_PARAMETERS: [Oid; 10] = [
-    OIDOID,
-    TEXTOID,
-    INT4OID,
-    INTERVALOID,
-    TEXTOID,
-    INT4OID,
-    TIMESTAMPTZOID,
-    INT8OID,
-    INT4ARRAYOID,
-    TEXTARRAYOID,
-];
-static CLAIM: Statement = statement(
-    "claim",
-    CLAIM_LIMITED_PARAMETERS.split_at(8).0,
-    Planning::Head,
-);
-static CLAIM_QUEUES: Statement = statement(
-    "claim_queues",
-    &[OIDOID, TEXTARRAYOID, INT4OID, INTERVALOID, TEXTOID],
-    Planning::Head,
-);
-static FREE_SLOTS: Statement =
-    statement("free_slots", &[OIDOID, TEXTOID, INT4OID], Planning::Probes);
-static KEY_CANDIDATES: Statement = statement(
-    "key_candidates",
-    &[OIDOID, TEXTOID, INT4OID, TEXTOID],
-    Planning::Probes,
-);
+static REQUEUE_EXPIRED: Statement = statement("requeue_expired", &[], Planning::Default);
+static NOTIFY_SIGNALS: Statement = statement("notify_signals", &[], Planning::Default);
+static FINISH_EXPIRED: Statement = statement("finish_expired", &[], Planning::Default);
+static CLAIM: Statement = statement("claim", &[], Planning::Head);
+static CLAIM_QUEUES: Statement = statement("claim_queues", &[], Planning::Head);
+static FREE_SLOTS: Statement = statement("free_slots", &[], Planning::Probes);
+static KEY_CANDIDATES: Statement = statement("key_candidates", &[], Planning::Probes);
 const fn claim_limited_without(parts: &'static [&'static str]) -> Statement {
-    statement("claim_limited", &CLAIM_LIMITED_PARAMETERS, Planning::Head).without(parts)
+    statement("claim_limited", &[], Planning::Head).without(parts)
 }
 /// claim_limited's forms, by whether the queue has a concurrency limit (1), a rate limit (2) and
 /// key limits (4): only what it has is set up. (No limit at all is claimed by `claim`.)
@@ -231,59 +123,21 @@ static CLAIM_LIMITED: [Statement; 8] = [
     claim_limited_without(&["slots", "unkeyed"]),
     claim_limited_without(&["unkeyed"]),
 ];
-const FINISH_PARAMETERS: [Oid; 7] = [
-    INT8ARRAYOID,
-    UUIDARRAYOID,
-    TEXTARRAYOID,
-    TEXTOID,
-    OIDOID,
-    JSONBARRAYOID,
-    TEXTARRAYOID,
-];
-static FINISH: Statement = statement("finish", &FINISH_PARAMETERS, Planning::Probes);
+static FINISH: Statement = statement("finish", &[], Planning::Probes);
 /// FINISH for completions, which never copy a job into a dead-letter queue.
-static COMPLETE: Statement =
-    statement("finish", &FINISH_PARAMETERS, Planning::Probes).without(&["copies"]);
-static FREE_REPLACED_KEYS: Statement = statement(
-    "free_replaced_keys",
-    &[OIDARRAYOID, TEXTARRAYOID, INT8ARRAYOID],
-    Planning::Probes,
-);
-static RETRY: Statement = statement(
-    "retry",
-    &[INT8ARRAYOID, UUIDARRAYOID, TEXTARRAYOID, OIDOID],
-    Planning::Probes,
-);
-static RELEASE: Statement = statement(
-    "release",
-    &[INT8ARRAYOID, UUIDARRAYOID, OIDOID],
-    Planning::Probes,
-);
-static HEARTBEAT: Statement = statement(
-    "heartbeat",
-    &[INT8OID, UUIDOID, OIDOID, INTERVALOID],
-    Planning::Default,
-);
-static PROGRESS: Statement = statement(
-    "progress",
-    &[INT8OID, UUIDOID, OIDOID, INTERVALOID, JSONBOID],
-    Planning::Default,
-);
-static SNOOZE: Statement = statement(
-    "snooze",
-    &[INT8OID, UUIDOID, OIDOID, INTERVALOID],
-    Planning::Default,
-);
-static RESULT: Statement = statement("result", &[INT8OID, OIDOID], Planning::Default);
-static LIVE_JOB: Statement = statement("live_job", &[INT8OID, OIDOID], Planning::Default);
-static LOCK_LIVE_JOB: Statement = statement("lock_live_job", &[INT8OID, OIDOID], Planning::Default);
-static FINISHED_JOB: Statement = statement("finished_job", &[INT8OID, OIDOID], Planning::Default);
-static ABORT_LEASED: Statement = statement("abort_leased", &[INT8OID], Planning::Default);
-static SET_HISTORY_RULE: Statement = statement(
-    "set_history_rule",
-    &[OIDOID, TEXTOID, TEXTOID],
-    Planning::Default,
-);
+static COMPLETE: Statement = statement("finish", &[], Planning::Probes).without(&["copies"]);
+static FREE_REPLACED_KEYS: Statement = statement("free_replaced_keys", &[], Planning::Probes);
+static RETRY: Statement = statement("retry", &[], Planning::Probes);
+static RELEASE: Statement = statement("release", &[], Planning::Probes);
+static HEARTBEAT: Statement = statement("heartbeat", &[], Planning::Default);
+static PROGRESS: Statement = statement("progress", &[], Planning::Default);
+static SNOOZE: Statement = statement("snooze", &[], Planning::Default);
+static RESULT: Statement = statement("result", &[], Planning::Default);
+static LIVE_JOB: Statement = statement("live_job", &[], Planning::Default);
+static LOCK_LIVE_JOB: Statement = statement("lock_live_job", &[], Planning::Default);
+static FINISHED_JOB: Statement = statement("finished_job", &[], Planning::Default);
+static ABORT_LEASED: Statement = statement("abort_leased", &[], Planning::Default);
+static SET_HISTORY_RULE: Statement = statement("set_history_rule", &[], Planning::Default);
 
 /// The fields of one job to add, in the order of `job_spec` and of jobs_add's parameters, as
 /// given (None where left out).
@@ -319,6 +173,24 @@ pub(crate) const FIELD_TYPES: [Oid; FIELDS] = [
     TEXTOID,
     INTERVALOID,
     TEXTOID,
+];
+
+/// The names of the fields' parameters in the statements that add (add, add_one, add_keyed in
+/// queue.sql), by field.
+const FIELD_NAMES: [&str; FIELDS] = [
+    "task",
+    "payload",
+    "queue",
+    "priority",
+    "run_at",
+    "max_attempts",
+    "backoff",
+    "max_backoff",
+    "lease",
+    "key",
+    "on_conflict",
+    "key_window",
+    "concurrency_key",
 ];
 
 #[derive(Clone, Copy)]
@@ -604,7 +476,7 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
     let keyed = specs.iter().any(|spec| spec.get(Field::Key).is_some());
     let one = specs.len() == 1 && !keyed;
     let skip = "skip".into_datum();
-    let mut arguments = vec![Some(Datum::from(owner))];
+    let mut arguments = vec![("owner", Some(Datum::from(owner)))];
     let all_fields: Vec<usize> = (0..FIELDS).collect();
     let unkeyed_fields = UNKEYED_FIELDS.map(|field| field as usize);
     for &field in if keyed {
@@ -621,11 +493,14 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
                 f => spec.0[f].or(defaults[f]),
             })
             .collect();
-        arguments.push(if one {
-            values[0]
-        } else {
-            Some(array(FIELD_TYPES[field], &values))
-        });
+        arguments.push((
+            FIELD_NAMES[field],
+            if one {
+                values[0]
+            } else {
+                Some(array(FIELD_TYPES[field], &values))
+            },
+        ));
     }
     // Only jobs with keys have rules: an add without one reads no rule.
     let throttled: Vec<Option<Datum>> = specs
@@ -634,9 +509,12 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         .map(|spec| spec.get(Field::Key))
         .collect();
     if !throttled.is_empty() {
-        section.run(
+        section.run_named(
             &FREE_EXPIRED_KEYS,
-            &[Some(Datum::from(owner)), Some(array(TEXTOID, &throttled))],
+            parameters! {
+                owner: Some(Datum::from(owner)),
+                keys: Some(array(TEXTOID, &throttled)),
+            },
         );
     }
     let statement = match (keyed, one) {
@@ -644,7 +522,7 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         (false, true) => &ADD_ONE,
         (false, false) => &ADD,
     };
-    let added = section.run(statement, &arguments);
+    let added = section.run_named(statement, &arguments);
     // (id, claimable by, queue, ready now) of each job added; None where its key was taken.
     let mut rows: Vec<Option<(i64, Oid, String, bool)>> = (0..added.len())
         .map(|row| {
@@ -725,9 +603,12 @@ fn take_keys(
 ) {
     let taken: Vec<usize> = (0..ids.len()).filter(|&n| ids[n].is_none()).collect();
     let keys: Vec<Option<Datum>> = taken.iter().map(|&n| specs[n].get(Field::Key)).collect();
-    let holders = section.run(
+    let holders = section.run_named(
         &KEY_HOLDERS,
-        &[Some(Datum::from(owner)), Some(array(TEXTOID, &keys))],
+        parameters! {
+            owner: Some(Datum::from(owner)),
+            keys: Some(array(TEXTOID, &keys)),
+        },
     );
     let holder_of: std::collections::HashMap<String, i64> = (0..holders.len())
         .filter_map(|row| Some((holders.get::<String>(row, 0)?, holders.get::<i64>(row, 1)?)))
@@ -748,39 +629,47 @@ fn take_keys(
         let given = |field: Field| spec.get(field);
         let or_default = |field: Field| spec.get(field).or(defaults[field as usize]);
         heads::requeued();
-        let replaced = section.run(
+        let replaced = section.run_named(
             &REPLACE,
-            &[
-                Some(Datum::from(holder)),
-                Some(Datum::from(owner)),
-                given(Field::Task),
-                or_default(Field::Payload),
-                or_default(Field::Queue),
-                or_default(Field::Priority),
-                given(Field::RunAt),
-                given(Field::MaxAttempts),
-                given(Field::Backoff),
-                given(Field::MaxBackoff),
-                given(Field::Lease),
-                given(Field::KeyWindow),
-                given(Field::ConcurrencyKey),
-            ],
+            parameters! {
+                holder: Some(Datum::from(holder)),
+                owner: Some(Datum::from(owner)),
+                task: given(Field::Task),
+                payload: or_default(Field::Payload),
+                queue: or_default(Field::Queue),
+                priority: or_default(Field::Priority),
+                run_at: given(Field::RunAt),
+                max_attempts: given(Field::MaxAttempts),
+                backoff: given(Field::Backoff),
+                max_backoff: given(Field::MaxBackoff),
+                lease: given(Field::Lease),
+                key_window: given(Field::KeyWindow),
+                concurrency_key: given(Field::ConcurrencyKey),
+            },
         );
         if replaced.len() > 0 {
             continue;
         }
-        let mut arguments = vec![
-            Some(Datum::from(holder)),
-            Some(Datum::from(owner)),
-            given(Field::Key),
-        ];
-        arguments.extend((0..Field::Key as usize).map(|f| spec.0[f].or(defaults[f])));
-        arguments.extend([
-            given(Field::OnConflict),
-            given(Field::KeyWindow),
-            given(Field::ConcurrencyKey),
-        ]);
-        let taken = section.run(&REPLACE_TAKEN, &arguments);
+        let taken = section.run_named(
+            &REPLACE_TAKEN,
+            parameters! {
+                holder: Some(Datum::from(holder)),
+                owner: Some(Datum::from(owner)),
+                key: given(Field::Key),
+                task: or_default(Field::Task),
+                payload: or_default(Field::Payload),
+                queue: or_default(Field::Queue),
+                priority: or_default(Field::Priority),
+                run_at: or_default(Field::RunAt),
+                max_attempts: or_default(Field::MaxAttempts),
+                backoff: or_default(Field::Backoff),
+                max_backoff: or_default(Field::MaxBackoff),
+                lease: or_default(Field::Lease),
+                on_conflict: given(Field::OnConflict),
+                key_window: given(Field::KeyWindow),
+                concurrency_key: given(Field::ConcurrencyKey),
+            },
+        );
         ids[n] = match placed(&taken, 0, [0, 1, 2, 4, 5]) {
             Some((id, claimable_by, queue)) => {
                 if taken.get::<bool>(0, 3) == Some(true) {
@@ -1028,19 +917,26 @@ fn claim_from(
         rescue(section);
     }
     // Both statements return each job's place (priority, run_at) after the six columns that
-    // jobs_claim returns: a result of six columns takes the first six of each row.
-    let arguments = [Some(Datum::from(claimant)), given, n, lease, worker];
+    // jobs_claim returns: a result of six columns takes the first six of each row. `queue` is
+    // claim's (one queue given); claim_queues and claim_limited give theirs in its place.
+    let arguments = [
+        ("claimant", Some(Datum::from(claimant))),
+        ("queue", given),
+        ("n", n),
+        ("lease", lease),
+        ("worker", worker),
+    ];
     let (claimed, look) = match queues {
         [Some(queue)] => {
             let look = heads::look(claimant, queue);
             let from = [
-                Some(Datum::from(look.from.priority)),
-                Some(Datum::from(look.from.run_at)),
-                Some(Datum::from(look.from.id)),
+                ("after_priority", Some(Datum::from(look.from.priority))),
+                ("after_run_at", Some(Datum::from(look.from.run_at))),
+                ("after_id", Some(Datum::from(look.from.id))),
             ];
             let (claimed, by_key) = match super::flow::states(section, claimant, &[queue])[0] {
                 Flow::Free => (
-                    section.run(&CLAIM, &[&arguments[..], &from].concat()),
+                    section.run_named(&CLAIM, &[&arguments[..], &from].concat()),
                     false,
                 ),
                 Flow::Paused => (Rows::none(), false),
@@ -1072,8 +968,8 @@ fn claim_from(
                     .iter()
                     .map(|queue| queue.into_datum())
                     .collect::<Vec<_>>();
-                let free_arguments = [arguments[0], Some(array(TEXTOID, &free))];
-                section.run(
+                let free_arguments = [arguments[0], ("queues", Some(array(TEXTOID, &free)))];
+                section.run_named(
                     &CLAIM_QUEUES,
                     &[&free_arguments[..], &arguments[2..]].concat(),
                 )
@@ -1110,7 +1006,8 @@ fn claim_from(
 }
 
 /// A claim of `queue`, if it has a concurrency or a rate limit (sql/030_queue.sql: queue_limits,
-/// queue_rates): `arguments` are the claim's first five, `from` where it starts. In two
+/// queue_rates): `arguments` are the claim's first five, by name (claimant, queue, n, lease,
+/// worker, in that order), `from` where it starts (after_priority, after_run_at, after_id). In two
 /// statements, free_slots and claim_limited: slots taken by claims that committed after the first
 /// one's snapshot are checked again by the second, under a snapshot taken once the first held
 /// them. None when the queue has no limit; else the jobs claimed, and whether by key (a key
@@ -1118,13 +1015,18 @@ fn claim_from(
 fn claim_limited(
     section: &Section,
     claimant: Oid,
-    arguments: &[Option<Datum>],
+    arguments: &[(&str, Option<Datum>)],
     queue: &str,
-    from: &[Option<Datum>],
+    from: &[(&str, Option<Datum>)],
 ) -> Option<(Rows, bool)> {
-    let free = section.run(
+    let n = arguments[2].1;
+    let free = section.run_named(
         &FREE_SLOTS,
-        &[arguments[0], queue.into_datum(), arguments[2]],
+        parameters! {
+            claimant: arguments[0].1,
+            queue: queue.into_datum(),
+            n,
+        },
     );
     if free.get::<bool>(0, 0) != Some(true) {
         return None;
@@ -1132,7 +1034,7 @@ fn claim_limited(
     // Null when the queue has no concurrency limit.
     let slots = free.datum(0, 1);
     let found = free.get::<Vec<i32>>(0, 1).map(|found| found.len());
-    let asked = arguments[2].map_or(0, |n| n.value() as i32 as usize);
+    let asked = n.map_or(0, |n| n.value() as i32 as usize);
     if found.is_some_and(|found| found < asked) {
         super::flow::waiting_for_slots(claimant, queue);
     }
@@ -1142,7 +1044,7 @@ fn claim_limited(
     }
     // Null when the queue has no key limit.
     let keys = if by_key {
-        let keys: Vec<String> = key_candidates(section, claimant, queue, arguments[2]);
+        let keys: Vec<String> = key_candidates(section, claimant, queue, n);
         if keys.len() < asked {
             super::flow::waiting_for_slots(claimant, queue);
         }
@@ -1156,13 +1058,19 @@ fn claim_limited(
     } else {
         None
     };
-    let given = [arguments[0], queue.into_datum()];
+    let given = [arguments[0], ("queue", queue.into_datum())];
     let form = usize::from(slots.is_some())
         | usize::from(free.get::<bool>(0, 3) == Some(true)) << 1
         | usize::from(by_key) << 2;
-    let claimed = section.run(
+    let claimed = section.run_named(
         &CLAIM_LIMITED[form],
-        &[&given[..], &arguments[2..], from, &[slots, keys]].concat(),
+        &[
+            &given[..],
+            &arguments[2..],
+            from,
+            &[("slots", slots), ("keys", keys)],
+        ]
+        .concat(),
     );
     Some((claimed, by_key))
 }
@@ -1180,14 +1088,14 @@ fn key_candidates(section: &Section, claimant: Oid, queue: &str, n: Option<Datum
     let round = (claimant.to_u32(), queue.to_owned());
     let after = KEY_ROUNDS.with(|rounds| rounds.borrow().get(&round).cloned().unwrap_or_default());
     let keys: Vec<String> = section
-        .run(
+        .run_named(
             &KEY_CANDIDATES,
-            &[
-                Some(Datum::from(claimant)),
-                queue.into_datum(),
+            parameters! {
+                claimant: Some(Datum::from(claimant)),
+                queue: queue.into_datum(),
                 n,
-                after.as_str().into_datum(),
-            ],
+                cursor: after.as_str().into_datum(),
+            },
         )
         .get(0, 0)
         .unwrap_or_default();
@@ -1202,13 +1110,16 @@ fn key_candidates(section: &Section, claimant: Oid, queue: &str, n: Option<Datum
 fn claim_limited_among(
     section: &Section,
     claimant: Oid,
-    arguments: &[Option<Datum>],
+    arguments: &[(&str, Option<Datum>)],
     limited: &[&str],
 ) -> Option<(Rows, bool)> {
     let start = [
-        Some(Datum::from(heads::Key::FIRST.priority)),
-        Some(Datum::from(heads::Key::FIRST.run_at)),
-        Some(Datum::from(heads::Key::FIRST.id)),
+        (
+            "after_priority",
+            Some(Datum::from(heads::Key::FIRST.priority)),
+        ),
+        ("after_run_at", Some(Datum::from(heads::Key::FIRST.run_at))),
+        ("after_id", Some(Datum::from(heads::Key::FIRST.id))),
     ];
     limited
         .iter()
@@ -1227,16 +1138,21 @@ fn note_leases(rows: &Rows, column: usize) {
     }
 }
 
-/// Runs FINISH (COMPLETE for completions), counting the jobs it completed and failed; wakes the
-/// workers of dead-letter queues that got copies of failed jobs; frees the keys of finished jobs
-/// that an add may replace; releases their dependents.
-fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
-    let outcome = arguments[3].and_then(|datum| unsafe { String::from_datum(datum, false) });
+/// Runs FINISH (COMPLETE for completions) with `arguments`, its parameters by name, counting the
+/// jobs it completed and failed; wakes the workers of dead-letter queues that got copies of
+/// failed jobs; frees the keys of finished jobs that an add may replace; releases their
+/// dependents.
+fn finish(section: &Section, arguments: &[(&str, Option<Datum>)]) -> Rows {
+    let outcome = arguments
+        .iter()
+        .find(|(name, _)| *name == "outcome")
+        .and_then(|&(_, outcome)| outcome)
+        .and_then(|datum| unsafe { String::from_datum(datum, false) });
     let statement = match outcome.as_deref() {
         Some("completed") => &COMPLETE,
         _ => &FINISH,
     };
-    let finished = section.run(statement, arguments);
+    let finished = section.run_named(statement, arguments);
     let ended = |column| {
         (0..finished.len())
             .filter(|&row| finished.get::<bool>(row, column) == Some(true))
@@ -1267,9 +1183,13 @@ fn finish(section: &Section, arguments: &[Option<Datum>]) -> Rows {
                 .collect();
             Some(array(type_oid, &values))
         };
-        section.run(
+        section.run_named(
             &FREE_REPLACED_KEYS,
-            &[column(OIDOID, 9), column(TEXTOID, 10), column(INT8OID, 0)],
+            parameters! {
+                owners: column(OIDOID, 9),
+                keys: column(TEXTOID, 10),
+                ids: column(INT8OID, 0),
+            },
         );
     }
     leases_ended(&finished, [4, 5]);
@@ -1288,15 +1208,15 @@ pub(crate) fn abort_waiting(
 ) -> Rows {
     finish(
         section,
-        &[
-            Some(ids),
-            None,
-            Some(array(TEXTOID, &["created".into_datum()])),
-            "aborted".into_datum(),
+        parameters! {
+            ids: Some(ids),
+            tokens: None,
+            statuses: Some(array(TEXTOID, &["created".into_datum()])),
+            outcome: "aborted".into_datum(),
             owner,
-            None,
+            results: None,
             errors,
-        ],
+        },
     )
 }
 
@@ -1428,15 +1348,15 @@ fn complete(
 ) -> Vec<i64> {
     ids_of(&finish(
         section,
-        &[
-            Some(ids),
+        parameters! {
+            ids: Some(ids),
             tokens,
-            Some(array(TEXTOID, &["started".into_datum()])),
-            "completed".into_datum(),
-            acting_on(caller),
+            statuses: Some(array(TEXTOID, &["started".into_datum()])),
+            outcome: "completed".into_datum(),
+            owner: acting_on(caller),
             results,
-            None,
-        ],
+            errors: None,
+        },
     ))
 }
 
@@ -1511,7 +1431,15 @@ fn fail(
     tokens: Option<Datum>,
     errors: Option<Datum>,
 ) -> Vec<i64> {
-    let retried = section.run(&RETRY, &[Some(ids), tokens, errors, acting_on(caller)]);
+    let retried = section.run_named(
+        &RETRY,
+        parameters! {
+            ids: Some(ids),
+            tokens,
+            errors,
+            owner: acting_on(caller),
+        },
+    );
     metrics::count(Counter::Failures, retried.len());
     queue_minutes::count_rows(&retried, 5, 2, |_| (0, 1));
     leases_ended(&retried, [1, 2]);
@@ -1522,18 +1450,18 @@ fn fail(
     // Last attempt used, or aborted meanwhile: finished. (The retried are no longer leased.)
     let finished = finish(
         section,
-        &[
-            Some(ids),
+        parameters! {
+            ids: Some(ids),
             tokens,
-            Some(array(
+            statuses: Some(array(
                 TEXTOID,
                 &["started".into_datum(), "aborted".into_datum()],
             )),
-            "failed".into_datum(),
-            acting_on(caller),
-            None,
+            outcome: "failed".into_datum(),
+            owner: acting_on(caller),
+            results: None,
             errors,
-        ],
+        },
     );
     let mut reported = ids_of(&retried);
     reported.extend(ids_of(&finished));
@@ -1589,7 +1517,14 @@ entry!(jobs_release, |fcinfo, arguments| {
     let section = Section::as_owner(fcinfo);
     let given = arguments.ids.datum();
     let tokens = arguments.tokens.datum();
-    let released = section.run(&RELEASE, &[given, tokens, acting_on(&caller)]);
+    let released = section.run_named(
+        &RELEASE,
+        parameters! {
+            ids: given,
+            tokens,
+            owner: acting_on(&caller),
+        },
+    );
     if released.len() > 0 {
         // Due now, maybe below where its queue's claims start.
         heads::requeued();
@@ -1597,15 +1532,15 @@ entry!(jobs_release, |fcinfo, arguments| {
     // Aborted meanwhile: given back, it has ended, as it would by its worker's failure.
     let ended = finish(
         &section,
-        &[
-            given,
+        parameters! {
+            ids: given,
             tokens,
-            Some(array(TEXTOID, &["aborted".into_datum()])),
-            "aborted".into_datum(),
-            acting_on(&caller),
-            None,
-            None,
-        ],
+            statuses: Some(array(TEXTOID, &["aborted".into_datum()])),
+            outcome: "aborted".into_datum(),
+            owner: acting_on(&caller),
+            results: None,
+            errors: None,
+        },
     );
     let queues: Vec<(Oid, String)> = (0..released.len())
         .filter_map(|row| Some((released.get(row, 1)?, released.get(row, 2)?)))
@@ -1675,7 +1610,13 @@ pub(crate) fn lease_error(
             None,
         );
     };
-    let live = section.run(&LIVE_JOB, &[Some(Datum::from(job)), owner]);
+    let live = section.run_named(
+        &LIVE_JOB,
+        parameters! {
+            id: Some(Datum::from(job)),
+            owner,
+        },
+    );
     if live.len() > 0 {
         let status: String = live.get(0, 0).unwrap_or_default();
         if status == "aborted" && live.get::<pgrx::Uuid>(0, 1) == Some(token) {
@@ -1696,7 +1637,13 @@ pub(crate) fn lease_error(
             Some("The lease may have run out and the job been requeued; roll back this attempt's work."),
         );
     }
-    let finished = section.run(&FINISHED_JOB, &[Some(Datum::from(job)), owner]);
+    let finished = section.run_named(
+        &FINISHED_JOB,
+        parameters! {
+            id: Some(Datum::from(job)),
+            owner,
+        },
+    );
     if finished.len() > 0 {
         let status: String = finished.get(0, 1).unwrap_or_default();
         let attempts: i32 = finished.get(0, 2).unwrap_or_default();
@@ -1739,15 +1686,15 @@ entry!(_finish, |_fcinfo, arguments| {
     let section = Section::as_current_user();
     let finished = finish(
         &section,
-        &[
-            arguments.ids.datum(),
-            arguments.tokens.datum(),
-            arguments.expected.datum(),
-            arguments.outcome.datum(),
-            arguments.caller.datum(),
-            arguments.results.datum(),
-            arguments.errors.datum(),
-        ],
+        parameters! {
+            ids: arguments.ids.datum(),
+            tokens: arguments.tokens.datum(),
+            statuses: arguments.expected.datum(),
+            outcome: arguments.outcome.datum(),
+            owner: arguments.caller.datum(),
+            results: arguments.results.datum(),
+            errors: arguments.errors.datum(),
+        },
     );
     Datum::from(finished.len() as i32)
 });
@@ -1758,7 +1705,15 @@ entry!(jobs_heartbeat, |fcinfo, arguments| {
     check_lease(lease);
     let (job, token) = (arguments.id.datum(), arguments.token.datum());
     let section = Section::as_owner(fcinfo);
-    let renewed = section.run(&HEARTBEAT, &[job, token, acting_on(&caller), lease]);
+    let renewed = section.run_named(
+        &HEARTBEAT,
+        parameters! {
+            id: job,
+            token,
+            owner: acting_on(&caller),
+            lease,
+        },
+    );
     lease_renewed(
         fcinfo,
         &caller,
@@ -1790,9 +1745,15 @@ entry!(jobs_progress, |fcinfo, arguments| {
     }
     let (job, token) = (arguments.id.datum(), arguments.token.datum());
     let section = Section::as_owner(fcinfo);
-    let renewed = section.run(
+    let renewed = section.run_named(
         &PROGRESS,
-        &[job, token, acting_on(&caller), lease, Some(progress)],
+        parameters! {
+            id: job,
+            token,
+            owner: acting_on(&caller),
+            lease,
+            progress: Some(progress),
+        },
     );
     lease_renewed(
         fcinfo,
@@ -1826,8 +1787,14 @@ fn lease_renewed(
             lease_error(&section, None, None, None);
         }
         let owner = acting_on(caller);
-        if section.run(&LIVE_JOB, &[job, owner]).len() == 0
-            && section.run(&FINISHED_JOB, &[job, owner]).len() == 0
+        if section
+            .run_named(&LIVE_JOB, parameters! { id: job, owner })
+            .len()
+            == 0
+            && section
+                .run_named(&FINISHED_JOB, parameters! { id: job, owner })
+                .len()
+                == 0
         {
             missing_job(id.get().expect("checked"));
         }
@@ -1844,7 +1811,13 @@ entry!(jobs_result, |fcinfo, arguments| {
         required("job id")
     };
     let section = Section::as_owner(fcinfo);
-    let found = section.run(&RESULT, &[Some(Datum::from(job)), acting_on(&caller)]);
+    let found = section.run_named(
+        &RESULT,
+        parameters! {
+            id: Some(Datum::from(job)),
+            owner: acting_on(&caller),
+        },
+    );
     if found.len() == 0 {
         missing_job(job);
     }
@@ -1887,14 +1860,14 @@ entry!(jobs_snooze, |fcinfo, arguments| {
     }
     let section = Section::as_owner(fcinfo);
     let owner = acting_on(&caller);
-    let snoozed = section.run(
+    let snoozed = section.run_named(
         &SNOOZE,
-        &[
-            arguments.id.datum(),
-            arguments.token.datum(),
+        parameters! {
+            id: arguments.id.datum(),
+            token: arguments.token.datum(),
             owner,
-            Some(delay),
-        ],
+            delay: Some(delay),
+        },
     );
     if snoozed.len() == 0 {
         lease_error(&section, arguments.id.get(), arguments.token.get(), owner);
@@ -1912,9 +1885,11 @@ entry!(jobs_abort, |fcinfo, arguments| {
     };
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
-    let live = section.run(&LOCK_LIVE_JOB, &[Some(job), owner]);
+    let live = section.run_named(&LOCK_LIVE_JOB, parameters! { id: Some(job), owner });
     let status = if live.len() == 0 {
-        section.run(&FINISHED_JOB, &[Some(job), owner]).datum(0, 0)
+        section
+            .run_named(&FINISHED_JOB, parameters! { id: Some(job), owner })
+            .datum(0, 0)
     } else if live.get::<String>(0, 0).as_deref() == Some("created") {
         if live.get::<bool>(0, 1) == Some(true) {
             // A waiting batch job that the abort ends leaves the counts of the SCHED page's
@@ -1923,7 +1898,9 @@ entry!(jobs_abort, |fcinfo, arguments| {
         }
         abort_waiting(&section, array(INT8OID, &[Some(job)]), owner, None).datum(0, 1)
     } else {
-        section.run(&ABORT_LEASED, &[Some(job)]).datum(0, 0)
+        section
+            .run_named(&ABORT_LEASED, parameters! { id: Some(job) })
+            .datum(0, 0)
     };
     // A job_status is passed by value.
     status.unwrap_or_else(|| missing_job(job.value() as i64))
@@ -1981,13 +1958,13 @@ entry!(jobs_queue_history, |fcinfo, arguments| {
         );
     }
     let section = Section::as_owner(fcinfo);
-    section.run(
+    section.run_named(
         &SET_HISTORY_RULE,
-        &[
-            Some(Datum::from(caller.identity)),
-            arguments.queue.datum(),
-            arguments.keep.datum(),
-        ],
+        parameters! {
+            owner: Some(Datum::from(caller.identity)),
+            queue: arguments.queue.datum(),
+            keep: arguments.keep.datum(),
+        },
     );
     Datum::from(0)
 });
@@ -2012,12 +1989,12 @@ pub(crate) static EXPIRED_LEASES: Service = Service {
 /// leases.rs when the earliest lease left runs out, after raising it for the scan (see there).
 fn rescue(section: &Section) -> i32 {
     leases::rescanning();
-    let scan = section.run(&EXPIRED_LEASES_SCAN, &[]);
+    let scan = section.run_named(&EXPIRED_LEASES_SCAN, parameters! {});
     let (to_requeue, to_finish) = (scan.datum(0, 0), scan.datum(0, 1));
     let expired = to_requeue.map_or(0, array_length) + to_finish.map_or(0, array_length);
     let mut rescued = 0;
     if let Some(ids) = to_requeue {
-        let requeued = section.run(&REQUEUE_EXPIRED, &[Some(ids)]);
+        let requeued = section.run_named(&REQUEUE_EXPIRED, parameters! { ids: Some(ids) });
         rescued += requeued.get::<i32>(0, 0).unwrap_or(0);
         if rescued > 0 {
             // Due now, maybe below where their queues' claims start.
@@ -2028,12 +2005,12 @@ fn rescue(section: &Section) -> i32 {
             super::batch::tally(section, batch_jobs, 1, false);
         }
         if let Some(signals) = requeued.datum(0, 1) {
-            section.run(&NOTIFY_SIGNALS, &[Some(signals)]);
+            section.run_named(&NOTIFY_SIGNALS, parameters! { signals: Some(signals) });
         }
     }
     if let Some(ids) = to_finish {
         rescued += section
-            .run(&FINISH_EXPIRED, &[Some(ids)])
+            .run_named(&FINISH_EXPIRED, parameters! { ids: Some(ids) })
             .get::<i32>(0, 0)
             .unwrap_or(0);
     }

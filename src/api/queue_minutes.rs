@@ -16,10 +16,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
-use pgrx::pg_sys::{
-    self, Datum, Oid, INT8ARRAYOID, INT8OID, OIDARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID,
-    TIMESTAMPTZOID,
-};
+use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, PgLwLock};
 
@@ -27,31 +24,15 @@ use super::at_commit::at_commit;
 use super::call::{Caller, Rows, Section, Statement};
 use super::datum::array;
 use super::services::Service;
-use crate::named_statements;
+use crate::{named_statements, parameters};
 
 named_statements!(include_str!("queue_minutes.sql"));
 
-static WRITE_MINUTE: Statement = statement(
-    "write_minute",
-    &[
-        TIMESTAMPTZOID,
-        OIDARRAYOID,
-        TEXTARRAYOID,
-        INT8ARRAYOID,
-        INT8ARRAYOID,
-        OIDARRAYOID,
-        TEXTARRAYOID,
-        INT8ARRAYOID,
-        INT8ARRAYOID,
-        INT8ARRAYOID,
-        INT8ARRAYOID,
-        TIMESTAMPTZARRAYOID,
-    ],
-);
-static COUNT_BLOCKS: Statement = statement("count_blocks", &[INT8OID, INT8OID, TIMESTAMPTZOID]);
+static WRITE_MINUTE: Statement = statement("write_minute", &[]);
+static COUNT_BLOCKS: Statement = statement("count_blocks", &[]);
 static JOBS_BLOCKS: Statement = statement("jobs_blocks", &[]);
 static SOON: Statement = statement("soon", &[]);
-static NEXT_MINUTE: Statement = statement("next_minute", &[TIMESTAMPTZOID]);
+static NEXT_MINUTE: Statement = statement("next_minute", &[]);
 
 /// Queues counted at once; the counts of a queue past them are lost until the minute's end frees
 /// the places (README).
@@ -235,7 +216,10 @@ pub(crate) static MINUTES: Service = Service {
         let Some(mut counting) = COUNTING.with(RefCell::take).or_else(|| begin(at)) else {
             return;
         };
-        let blocks = section.run(&JOBS_BLOCKS, &[]).get::<i64>(0, 0).unwrap_or(0);
+        let blocks = section
+            .run_named(&JOBS_BLOCKS, parameters! {})
+            .get::<i64>(0, 0)
+            .unwrap_or(0);
         if counting.next_block < blocks {
             count(section, &mut counting);
         }
@@ -247,7 +231,7 @@ pub(crate) static MINUTES: Service = Service {
     },
     next: |section, at| {
         if COUNTING.with(|counting| counting.borrow().is_some()) {
-            section.run(&SOON, &[]).datum(0, 0)
+            section.run_named(&SOON, parameters! {}).datum(0, 0)
         } else {
             super::services::wished(section, &NEXT_MINUTE, at)
         }
@@ -273,13 +257,13 @@ fn begin(at: Datum) -> Option<Counting> {
 /// Counts the live jobs of the next `BLOCKS` blocks of jobs into `counting`.
 fn count(section: &Section, counting: &mut Counting) {
     let to = counting.next_block + BLOCKS;
-    let rows = section.run(
+    let rows = section.run_named(
         &COUNT_BLOCKS,
-        &[
-            counting.next_block.into_datum(),
-            to.into_datum(),
-            Some(counting.at),
-        ],
+        parameters! {
+            from_block: counting.next_block.into_datum(),
+            to_block: to.into_datum(),
+            at: Some(counting.at),
+        },
     );
     for row in 0..rows.len() {
         let (Some(owner), Some(queue)) = (rows.get::<Oid>(row, 0), rows.get::<String>(row, 1))
@@ -308,45 +292,45 @@ fn write(section: &Section, counting: &Counting) {
             live.iter().map(|l| l.1.counts[n].into_datum()).collect(),
         )
     };
-    section.run(
+    section.run_named(
         &WRITE_MINUTE,
-        &[
-            Some(counting.at),
-            column(
+        parameters! {
+            at: Some(counting.at),
+            counted_owners: column(
                 pg_sys::OIDOID,
                 taken.iter().map(|c| Some(Datum::from(c.0))).collect(),
             ),
-            column(
+            counted_queues: column(
                 pg_sys::TEXTOID,
                 taken.iter().map(|c| c.1.as_str().into_datum()).collect(),
             ),
-            column(
+            completed: column(
                 pg_sys::INT8OID,
                 taken.iter().map(|c| c.2.into_datum()).collect(),
             ),
-            column(
+            failed: column(
                 pg_sys::INT8OID,
                 taken.iter().map(|c| c.3.into_datum()).collect(),
             ),
-            column(
+            live_owners: column(
                 pg_sys::OIDOID,
                 live.iter().map(|l| Some(Datum::from(l.0 .0))).collect(),
             ),
-            column(
+            live_queues: column(
                 pg_sys::TEXTOID,
                 live.iter().map(|l| l.0 .1.as_str().into_datum()).collect(),
             ),
-            live_count(0),
-            live_count(1),
-            live_count(2),
-            live_count(3),
-            column(
+            ready: live_count(0),
+            scheduled: live_count(1),
+            waiting: live_count(2),
+            running: live_count(3),
+            oldest_ready_at: column(
                 pg_sys::TIMESTAMPTZOID,
                 live.iter()
                     .map(|l| l.1.oldest_ready_at.map(Datum::from))
                     .collect(),
             ),
-        ],
+        },
     );
 }
 

@@ -1,19 +1,25 @@
 -- Named statements of src/api/queue_minutes.rs.
 
--- name: write_minute
--- The minute that ended before $1, each queue's row: its completions and failed attempts counted
--- in shared memory ($2 owners, $3 queues, $4 completions, $5 failures) and its live jobs as
--- count_blocks counted them, range by range ($6 owners, $7 queues, $8 ready, $9 scheduled,
--- $10 waiting, $11 running, $12 the oldest ready job's run_at), for every queue that has live
--- jobs, counts, or had live jobs at the last minute written (a row of zeros: a queue's last row
--- then says what it has now, which jobs_queues_counted reads). A row of that minute already
--- written (the launcher started again within it) gains the counts. Rows older than a day go.
+-- name: write_minute(at timestamptz, counted_owners oid[], counted_queues text[],
+--                    completed bigint[], failed bigint[], live_owners oid[], live_queues text[],
+--                    ready bigint[], scheduled bigint[], waiting bigint[], running bigint[],
+--                    oldest_ready_at timestamptz[])
+-- The minute that ended before $at, each queue's row: its completions and failed attempts
+-- counted in shared memory ($counted_owners, $counted_queues, $completed, $failed) and its live
+-- jobs as count_blocks counted them, range by range ($live_owners, $live_queues, $ready,
+-- $scheduled, $waiting, $running, $oldest_ready_at: the oldest ready job's run_at), for every
+-- queue that has live jobs, counts, or had live jobs at the last minute written (a row of
+-- zeros: a queue's last row then says what it has now, which jobs_queues_counted reads). A row
+-- of that minute already written (the launcher started again within it) gains the counts. Rows
+-- older than a day go.
 WITH live AS (
-    SELECT * FROM unnest($6::oid[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[],
-                         $12::timestamptz[])
+    SELECT * FROM unnest($live_owners::oid[], $live_queues::text[], $ready::bigint[],
+                         $scheduled::bigint[], $waiting::bigint[], $running::bigint[],
+                         $oldest_ready_at::timestamptz[])
         AS l(owner, queue, ready, scheduled, waiting, running, oldest_ready_at)
 ), counted AS (
-    SELECT * FROM unnest($2::oid[], $3::text[], $4::bigint[], $5::bigint[]) AS c(owner, queue, completed, failed)
+    SELECT * FROM unnest($counted_owners::oid[], $counted_queues::text[], $completed::bigint[],
+                         $failed::bigint[]) AS c(owner, queue, completed, failed)
 ), emptied AS (
     SELECT m.owner, m.queue FROM queue_minutes m
     WHERE m.minute = (SELECT max(x.minute) FROM queue_minutes x)
@@ -23,11 +29,11 @@ WITH live AS (
     UNION SELECT c.owner, c.queue FROM counted c
     UNION SELECT e.owner, e.queue FROM emptied e
 ), gone AS (
-    DELETE FROM queue_minutes m WHERE m.minute < $1 - interval '1 day'
+    DELETE FROM queue_minutes m WHERE m.minute < $at - interval '1 day'
 )
 INSERT INTO queue_minutes AS m (owner, queue, minute, completed, failed, ready, scheduled, waiting,
                                 running, oldest_ready_at)
-SELECT q.owner, q.queue, date_trunc('minute', $1) - interval '1 minute',
+SELECT q.owner, q.queue, date_trunc('minute', $at) - interval '1 minute',
        coalesce(c.completed, 0), coalesce(c.failed, 0), coalesce(l.ready, 0),
        coalesce(l.scheduled, 0), coalesce(l.waiting, 0), coalesce(l.running, 0), l.oldest_ready_at
 FROM queues q
@@ -38,17 +44,17 @@ SET completed = m.completed + excluded.completed, failed = m.failed + excluded.f
     ready = excluded.ready, scheduled = excluded.scheduled, waiting = excluded.waiting,
     running = excluded.running, oldest_ready_at = excluded.oldest_ready_at;
 
--- name: count_blocks
--- Every identity's live jobs by queue (the launcher reads past row-level security), as at $3,
--- in blocks $1 up to $2 of jobs (as _queue_live_counts counts them all).
+-- name: count_blocks(from_block bigint, to_block bigint, at timestamptz)
+-- Every identity's live jobs by queue (the launcher reads past row-level security), as at $at,
+-- in blocks $from_block up to $to_block of jobs (as _queue_live_counts counts them all).
 SELECT j.owner, j.queue::text,
-       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, $3) = 1),
-       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, $3) = 2),
-       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, $3) = 3),
-       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, $3) = 4),
-       min(j.run_at) FILTER (WHERE _queue_count(j.status, j.run_at, $3) = 1)
+       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, $at) = 1),
+       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, $at) = 2),
+       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, $at) = 3),
+       count(*) FILTER (WHERE _queue_count(j.status, j.run_at, $at) = 4),
+       min(j.run_at) FILTER (WHERE _queue_count(j.status, j.run_at, $at) = 1)
 FROM jobs j
-WHERE j.ctid >= format('(%s,0)', $1)::tid AND j.ctid < format('(%s,0)', $2)::tid
+WHERE j.ctid >= format('(%s,0)', $from_block)::tid AND j.ctid < format('(%s,0)', $to_block)::tid
 GROUP BY j.owner, j.queue;
 
 -- name: jobs_blocks
@@ -61,6 +67,6 @@ SELECT pg_relation_size('jobs') / current_setting('block_size')::bigint;
 -- one that waits a second: src/bgworker/launcher.rs).
 SELECT clock_timestamp() + interval '10 ms';
 
--- name: next_minute
--- The next minute's start after $1.
-SELECT date_trunc('minute', $1::timestamptz) + interval '1 minute';
+-- name: next_minute(at timestamptz)
+-- The next minute's start after $at.
+SELECT date_trunc('minute', $at::timestamptz) + interval '1 minute';

@@ -8,16 +8,16 @@
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use pgrx::pg_sys::{self, Datum, INT8ARRAYOID, OIDOID};
+use pgrx::pg_sys::{self, Datum};
 use pgrx::prelude::*;
 
 use super::call::{invalid, materialize, refuse, Caller, Rows, Section, Statement};
 use super::datum::{interval_span, interval_text};
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("waits.sql"));
 
-static JOBS: Statement = statement("jobs", &[INT8ARRAYOID, OIDOID]);
+static JOBS: Statement = statement("jobs", &[]);
 
 const WAIT_ENTRIES: usize = 512;
 /// The longest sleep between two reads of the jobs waited for.
@@ -165,7 +165,7 @@ entry!(jobs_wait, |fcinfo, arguments| {
     materialize(fcinfo);
     let owner = (!caller.admin()).then(|| Datum::from(caller.identity));
     let section = Section::as_owner(fcinfo);
-    let read = || -> Rows { section.run(&JOBS, &[Some(given), owner]) };
+    let read = || -> Rows { section.run_named(&JOBS, parameters! { ids: Some(given), owner }) };
     let first = read();
     if let Some(row) = (0..first.len()).find(|&row| first.get::<String>(row, 1).is_none()) {
         refuse(
