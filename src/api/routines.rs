@@ -9,9 +9,7 @@
 //! must be named so).
 
 use pg_jobs_core::routine;
-use pgrx::pg_sys::{
-    self, Datum, Oid, BOOLOID, INT4OID, INT8OID, JSONBOID, OIDOID, TEXTOID, TIMESTAMPTZOID,
-};
+use pgrx::pg_sys::{self, Datum, Oid, JSONBOID};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, JsonB};
 use serde_json::{json, Value};
@@ -24,40 +22,40 @@ use super::routine_rounds::post;
 use super::routine_rules::{csv, csv_rows, level_ok, problem};
 use super::schedules::{_wake_launcher, time_zone_problem};
 use super::services::{wished, Service};
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("routines.sql"));
 
-static NEXT_LOOK: Statement = statement("next_look", &[TIMESTAMPTZOID]);
-static NAMED_OWNER: Statement = statement("named_owner", &[TEXTOID]);
-static NAME_OK: Statement = statement("name_ok", &[TEXTOID]);
-static FIND: Statement = statement("find", &[OIDOID, TEXTOID]);
-static OWN_SCHEDULE: Statement = statement("own_schedule", &[OIDOID, TEXTOID]);
-static MAKE_SCHEDULE: Statement = statement("make_schedule", &[OIDOID, TEXTOID]);
-static WATCHED_ELSEWHERE: Statement = statement("watched_elsewhere", &[OIDOID, TEXTOID]);
-static LOCK_SCHEDULE: Statement = statement("lock_schedule", &[INT8OID]);
-static SET_TIME_ZONE: Statement = statement("set_time_zone", &[INT8OID, TEXTOID]);
-static FIRST_SEQ: Statement = statement("first_seq", &[INT8OID]);
-static CLEAR_DEFINITION: Statement = statement("clear_definition", &[INT8OID]);
-static WRITE_ROUTINE: Statement = statement("write_routine", &[INT8OID, JSONBOID, INT4OID]);
-static MISSING_DEPENDENCY: Statement = statement("missing_dependency", &[INT8OID, TEXTOID]);
-static DEPENDENCIES: Statement = statement("dependencies", &[INT8OID]);
-static COUNT_ROUTINES: Statement = statement("count_routines", &[INT8OID]);
-static DEPENDENT: Statement = statement("dependent", &[INT8OID, TEXTOID]);
-static REMOVE_ROUTINE: Statement = statement("remove_routine", &[INT8OID, TEXTOID]);
-static DEFINITION: Statement = statement("definition", &[INT8OID]);
-static DROP_SCHEDULE: Statement = statement("drop_schedule", &[INT8OID]);
-static MAY_GRANT: Statement = statement("may_grant", &[OIDOID, OIDOID]);
-static SET_OPERATOR: Statement = statement("set_operator", &[INT8OID, OIDOID, BOOLOID]);
-static ASK_RELOAD: Statement = statement("ask_reload", &[INT8OID]);
-static MODE: Statement = statement("mode", &[INT8OID]);
-static SET_MODE: Statement = statement("set_mode", &[INT8OID, TEXTOID, OIDOID]);
-static MESSAGE: Statement = statement("message", &[TEXTOID, TEXTOID, TEXTOID, OIDOID]);
-static COMMANDED: Statement = statement("commanded", &[INT8OID, TEXTOID]);
-static LOG_COMMAND: Statement = statement("log_command", &[INT8OID, TEXTOID, TEXTOID, OIDOID]);
-static RESTART_ASKED: Statement = statement("restart_asked", &[INT8OID, TEXTOID, OIDOID]);
-static STOP_ASKED: Statement = statement("stop_asked", &[INT8OID, TEXTOID]);
-static GROUPS: Statement = statement("groups", &[TEXTOID, BOOLOID, TEXTOID]);
+static NEXT_LOOK: Statement = statement("next_look", &[]);
+static NAMED_OWNER: Statement = statement("named_owner", &[]);
+static NAME_OK: Statement = statement("name_ok", &[]);
+static FIND: Statement = statement("find", &[]);
+static OWN_SCHEDULE: Statement = statement("own_schedule", &[]);
+static MAKE_SCHEDULE: Statement = statement("make_schedule", &[]);
+static WATCHED_ELSEWHERE: Statement = statement("watched_elsewhere", &[]);
+static LOCK_SCHEDULE: Statement = statement("lock_schedule", &[]);
+static SET_TIME_ZONE: Statement = statement("set_time_zone", &[]);
+static FIRST_SEQ: Statement = statement("first_seq", &[]);
+static CLEAR_DEFINITION: Statement = statement("clear_definition", &[]);
+static WRITE_ROUTINE: Statement = statement("write_routine", &[]);
+static MISSING_DEPENDENCY: Statement = statement("missing_dependency", &[]);
+static DEPENDENCIES: Statement = statement("dependencies", &[]);
+static COUNT_ROUTINES: Statement = statement("count_routines", &[]);
+static DEPENDENT: Statement = statement("dependent", &[]);
+static REMOVE_ROUTINE: Statement = statement("remove_routine", &[]);
+static DEFINITION: Statement = statement("definition", &[]);
+static DROP_SCHEDULE: Statement = statement("drop_schedule", &[]);
+static MAY_GRANT: Statement = statement("may_grant", &[]);
+static SET_OPERATOR: Statement = statement("set_operator", &[]);
+static ASK_RELOAD: Statement = statement("ask_reload", &[]);
+static MODE: Statement = statement("mode", &[]);
+static SET_MODE: Statement = statement("set_mode", &[]);
+static MESSAGE: Statement = statement("message", &[]);
+static COMMANDED: Statement = statement("commanded", &[]);
+static LOG_COMMAND: Statement = statement("log_command", &[]);
+static RESTART_ASKED: Statement = statement("restart_asked", &[]);
+static STOP_ASKED: Statement = statement("stop_asked", &[]);
+static GROUPS: Statement = statement("groups", &[]);
 
 /// The routine schedules' scheduler (routine_rounds.rs).
 pub(crate) static ROUTINES: Service = Service {
@@ -75,7 +73,10 @@ struct Schedule {
 /// The schedule named `name` that the caller may watch (its own first), or None. Two granted
 /// ones of that name, and none of its own, must be named as OWNER/NAME.
 fn find(section: &Section, caller: &Caller, name: &str) -> Option<(Datum, Oid)> {
-    let found = section.run(&FIND, &[Some(Datum::from(caller.role)), name.into_datum()]);
+    let found = section.run_named(
+        &FIND,
+        parameters! { role: Some(Datum::from(caller.role)), schedule: name.into_datum() },
+    );
     let owner = |row| found.get::<Oid>(row, 1).expect("an owner");
     if found.len() > 1 && owner(0) != caller.identity {
         let names: Vec<String> = (0..found.len())
@@ -93,13 +94,16 @@ fn find(section: &Section, caller: &Caller, name: &str) -> Option<(Datum, Oid)> 
 /// name another's), made if it does not exist yet and `make`; locked.
 fn own(section: &Section, caller: &Caller, name: &str, make: bool) -> Schedule {
     let named_owner = section
-        .run(&NAMED_OWNER, &[name.into_datum()])
+        .run_named(&NAMED_OWNER, parameters! { schedule: name.into_datum() })
         .get::<Oid>(0, 0);
     let look = || match named_owner {
         None => {
-            let own = section.run(
+            let own = section.run_named(
                 &OWN_SCHEDULE,
-                &[Some(Datum::from(caller.identity)), name.into_datum()],
+                parameters! {
+                    owner: Some(Datum::from(caller.identity)),
+                    schedule: name.into_datum(),
+                },
             );
             own.datum(0, 0).map(|id| (id, caller.identity))
         }
@@ -107,7 +111,7 @@ fn own(section: &Section, caller: &Caller, name: &str, make: bool) -> Schedule {
     };
     let mut found = look();
     if found.is_none() && make && named_owner.is_none() {
-        let name_ok = section.run(&NAME_OK, &[name.into_datum()]);
+        let name_ok = section.run_named(&NAME_OK, parameters! { schedule: name.into_datum() });
         if name_ok.get::<bool>(0, 0) != Some(true) {
             invalid(
                 format!("invalid schedule name {}", quote_literal(name)),
@@ -116,9 +120,9 @@ fn own(section: &Section, caller: &Caller, name: &str, make: bool) -> Schedule {
                 ),
             );
         }
-        section.run(
+        section.run_named(
             &MAKE_SCHEDULE,
-            &[Some(Datum::from(caller.identity)), name.into_datum()],
+            parameters! { owner: Some(Datum::from(caller.identity)), schedule: name.into_datum() },
         );
         found = look();
         _wake_launcher();
@@ -126,9 +130,12 @@ fn own(section: &Section, caller: &Caller, name: &str, make: bool) -> Schedule {
     let Some((id, owner)) = found else {
         let elsewhere = named_owner.is_none()
             && section
-                .run(
+                .run_named(
                     &WATCHED_ELSEWHERE,
-                    &[Some(Datum::from(caller.role)), name.into_datum()],
+                    parameters! {
+                        role: Some(Datum::from(caller.role)),
+                        schedule: name.into_datum(),
+                    },
                 )
                 .get::<bool>(0, 0)
                 == Some(true);
@@ -152,7 +159,7 @@ fn own(section: &Section, caller: &Caller, name: &str, make: bool) -> Schedule {
             None,
         );
     }
-    section.run(&LOCK_SCHEDULE, &[Some(id)]);
+    section.run_named(&LOCK_SCHEDULE, parameters! { schedule_id: Some(id) });
     Schedule {
         id,
         name: name.to_string(),
@@ -179,14 +186,20 @@ fn watched(section: &Section, caller: &Caller, name: &str) -> Schedule {
 /// to it, then checks the whole; returns how many routines it has.
 fn write(section: &Section, schedule: &Schedule, rows: &[Value], replace_all: bool) -> i32 {
     let stored_name = section
-        .run(&LOCK_SCHEDULE, &[Some(schedule.id)])
+        .run_named(
+            &LOCK_SCHEDULE,
+            parameters! { schedule_id: Some(schedule.id) },
+        )
         .get::<String>(0, 1)
         .expect("the schedule's name");
     if replace_all {
-        section.run(&CLEAR_DEFINITION, &[Some(schedule.id)]);
+        section.run_named(
+            &CLEAR_DEFINITION,
+            parameters! { schedule_id: Some(schedule.id) },
+        );
     }
     let mut next_seq = section
-        .run(&FIRST_SEQ, &[Some(schedule.id)])
+        .run_named(&FIRST_SEQ, parameters! { schedule_id: Some(schedule.id) })
         .get::<i32>(0, 0)
         .unwrap_or(0);
     for row in rows {
@@ -204,20 +217,20 @@ fn write(section: &Section, schedule: &Schedule, rows: &[Value], replace_all: bo
             );
         }
         let given = section
-            .run(
+            .run_named(
                 &WRITE_ROUTINE,
-                &[
-                    Some(schedule.id),
-                    Some(input(&row.to_string(), JSONBOID)),
-                    Some(Datum::from(next_seq)),
-                ],
+                parameters! {
+                    schedule_id: Some(schedule.id),
+                    fields: Some(input(&row.to_string(), JSONBOID)),
+                    last_seq: Some(Datum::from(next_seq)),
+                },
             )
             .get::<i32>(0, 0);
         next_seq = next_seq.max(given.unwrap_or(next_seq + 1));
     }
-    let missing = section.run(
+    let missing = section.run_named(
         &MISSING_DEPENDENCY,
-        &[Some(schedule.id), stored_name.as_str().into_datum()],
+        parameters! { schedule_id: Some(schedule.id), schedule: stored_name.as_str().into_datum() },
     );
     if let Some(problem) = missing.get::<String>(0, 0) {
         refuse(
@@ -226,7 +239,10 @@ fn write(section: &Section, schedule: &Schedule, rows: &[Value], replace_all: bo
             Some("A dependency names another routine of the same schedule."),
         );
     }
-    let edges = section.run(&DEPENDENCIES, &[Some(schedule.id)]);
+    let edges = section.run_named(
+        &DEPENDENCIES,
+        parameters! { schedule_id: Some(schedule.id) },
+    );
     let routines: Vec<String> = edges.get(0, 0).unwrap_or_default();
     let dependencies: Vec<String> = edges.get(0, 1).unwrap_or_default();
     let edges: Vec<(String, String)> = routines.into_iter().zip(dependencies).collect();
@@ -244,7 +260,10 @@ fn write(section: &Section, schedule: &Schedule, rows: &[Value], replace_all: bo
 
 fn count_routines(section: &Section, schedule: &Schedule) -> i32 {
     section
-        .run(&COUNT_ROUTINES, &[Some(schedule.id)])
+        .run_named(
+            &COUNT_ROUTINES,
+            parameters! { schedule_id: Some(schedule.id) },
+        )
         .get::<i32>(0, 0)
         .unwrap_or(0)
 }
@@ -263,9 +282,9 @@ entry!(routines_create, |fcinfo, arguments| {
     }
     let section = Section::as_owner(fcinfo);
     let schedule = own(&section, &caller, &arguments.schedule.required(), true);
-    section.run(
+    section.run_named(
         &SET_TIME_ZONE,
-        &[Some(schedule.id), arguments.time_zone.datum()],
+        parameters! { schedule_id: Some(schedule.id), time_zone: arguments.time_zone.datum() },
     );
     _wake_launcher();
     Datum::from(0)
@@ -292,7 +311,10 @@ entry!(routines_remove, |fcinfo, arguments| {
     let routine = arguments.routine.get().unwrap_or_default();
     let section = Section::as_owner(fcinfo);
     let schedule = own(&section, &caller, &arguments.schedule.required(), false);
-    let dependent = section.run(&DEPENDENT, &[Some(schedule.id), arguments.routine.datum()]);
+    let dependent = section.run_named(
+        &DEPENDENT,
+        parameters! { schedule_id: Some(schedule.id), routine: arguments.routine.datum() },
+    );
     if let Some(dependent) = dependent.get::<String>(0, 0) {
         refuse(
             PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION,
@@ -303,9 +325,9 @@ entry!(routines_remove, |fcinfo, arguments| {
             Some("Remove that dependency first (routines_put)."),
         );
     }
-    let removed = section.run(
+    let removed = section.run_named(
         &REMOVE_ROUTINE,
-        &[Some(schedule.id), arguments.routine.datum()],
+        parameters! { schedule_id: Some(schedule.id), routine: arguments.routine.datum() },
     );
     if removed.len() == 0 {
         refuse(
@@ -331,7 +353,7 @@ entry!(routines_export, |fcinfo, arguments| {
     let section = Section::as_owner(fcinfo);
     let schedule = own(&section, &caller, &arguments.schedule.required(), false);
     let rows = section
-        .run(&DEFINITION, &[Some(schedule.id)])
+        .run_named(&DEFINITION, parameters! { schedule_id: Some(schedule.id) })
         .get::<JsonB>(0, 0)
         .unwrap_or(JsonB(Value::Array(Vec::new())));
     section.text(&csv(rows))
@@ -341,7 +363,10 @@ entry!(routines_drop, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
     let schedule = own(&section, &caller, &arguments.schedule.required(), false);
-    section.run(&DROP_SCHEDULE, &[Some(schedule.id)]);
+    section.run_named(
+        &DROP_SCHEDULE,
+        parameters! { schedule_id: Some(schedule.id) },
+    );
     Datum::from(0)
 });
 
@@ -360,9 +385,9 @@ fn grant(
     let section = Section::as_owner(fcinfo);
     let schedule = own(&section, &caller, &name, false);
     if granted {
-        let may = section.run(
+        let may = section.run_named(
             &MAY_GRANT,
-            &[Some(Datum::from(caller.role)), Some(Datum::from(role))],
+            parameters! { role: Some(Datum::from(caller.role)), grantee: Some(Datum::from(role)) },
         );
         let member = may.get::<bool>(0, 0) == Some(true);
         if !member || may.get::<bool>(0, 1) == Some(true) {
@@ -381,13 +406,13 @@ fn grant(
             );
         }
     }
-    section.run(
+    section.run_named(
         &SET_OPERATOR,
-        &[
-            Some(schedule.id),
-            Some(Datum::from(role)),
-            Some(Datum::from(granted)),
-        ],
+        parameters! {
+            schedule_id: Some(schedule.id),
+            grantee: Some(Datum::from(role)),
+            granted: Some(Datum::from(granted)),
+        },
     );
     Datum::from(0)
 }
@@ -409,14 +434,16 @@ entry!(routines_reload, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
     let schedule = watched(&section, &caller, &arguments.schedule.required());
-    section.run(&ASK_RELOAD, &[Some(schedule.id)]);
+    section.run_named(&ASK_RELOAD, parameters! { schedule_id: Some(schedule.id) });
     _wake_launcher();
     Datum::from(0)
 });
 
 /// A schedule's switch: what was asked, by whom, when, and what the scheduler says it does.
 fn return_mode(fcinfo: pg_sys::FunctionCallInfo, section: &Section, schedule: &Schedule) -> Datum {
-    section.run(&MODE, &[Some(schedule.id)]).return_all(fcinfo);
+    section
+        .run_named(&MODE, parameters! { schedule_id: Some(schedule.id) })
+        .return_all(fcinfo);
     Datum::from(0)
 }
 
@@ -443,13 +470,13 @@ entry!(routines_set_mode, |fcinfo, arguments| {
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     let schedule = watched(&section, &caller, &arguments.schedule.required());
-    section.run(
+    section.run_named(
         &SET_MODE,
-        &[
-            Some(schedule.id),
-            arguments.mode.datum(),
-            Some(Datum::from(caller.role)),
-        ],
+        parameters! {
+            schedule_id: Some(schedule.id),
+            mode: arguments.mode.datum(),
+            mode_by: Some(Datum::from(caller.role)),
+        },
     );
     _wake_launcher();
     return_mode(fcinfo, &section, &schedule)
@@ -457,7 +484,10 @@ entry!(routines_set_mode, |fcinfo, arguments| {
 
 /// Today's row of a routine that a person commands, locked: (realtime, its run has not ended).
 fn commanded(section: &Section, schedule: &Schedule, routine: &str) -> (bool, bool) {
-    let day = section.run(&COMMANDED, &[Some(schedule.id), routine.into_datum()]);
+    let day = section.run_named(
+        &COMMANDED,
+        parameters! { schedule_id: Some(schedule.id), routine: routine.into_datum() },
+    );
     if day.len() == 0 {
         refuse(
             PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
@@ -492,14 +522,14 @@ fn commanded(section: &Section, schedule: &Schedule, routine: &str) -> (bool, bo
 
 /// A person's command of a routine, logged with who sent it.
 fn command(section: &Section, schedule: &Schedule, routine: &str, what: &str, caller: &Caller) {
-    section.run(
+    section.run_named(
         &LOG_COMMAND,
-        &[
-            Some(schedule.id),
-            routine.into_datum(),
-            what.into_datum(),
-            Some(Datum::from(caller.role)),
-        ],
+        parameters! {
+            schedule_id: Some(schedule.id),
+            routine: routine.into_datum(),
+            what: what.into_datum(),
+            sender: Some(Datum::from(caller.role)),
+        },
     );
 }
 
@@ -512,13 +542,13 @@ entry!(routine_restart, |fcinfo, arguments| {
     command(&section, &schedule, &routine, "restart", &caller);
     let answer = if alive {
         post(&section, schedule.id, &routine, "kill", false);
-        section.run(
+        section.run_named(
             &RESTART_ASKED,
-            &[
-                Some(schedule.id),
-                routine.as_str().into_datum(),
-                Some(Datum::from(caller.role)),
-            ],
+            parameters! {
+                schedule_id: Some(schedule.id),
+                routine: routine.as_str().into_datum(),
+                asked_by: Some(Datum::from(caller.role)),
+            },
         );
         _wake_launcher();
         "ending the run; it starts again once ended"
@@ -537,9 +567,9 @@ entry!(routine_stop, |fcinfo, arguments| {
     let (realtime, _) = commanded(&section, &schedule, &routine);
     command(&section, &schedule, &routine, "stop", &caller);
     post(&section, schedule.id, &routine, "kill", false);
-    section.run(
+    section.run_named(
         &STOP_ASKED,
-        &[Some(schedule.id), routine.as_str().into_datum()],
+        parameters! { schedule_id: Some(schedule.id), routine: routine.as_str().into_datum() },
     );
     let answer = if realtime {
         "ending it; the scheduler starts it again once it has been silent for 45 s \
@@ -564,14 +594,14 @@ entry!(routine_message, |fcinfo, arguments| {
     }
     let routine = arguments.routine.get().unwrap_or_default();
     let section = Section::as_owner(fcinfo);
-    let written = section.run(
+    let written = section.run_named(
         &MESSAGE,
-        &[
-            arguments.routine.datum(),
-            arguments.level.datum(),
-            arguments.message.datum(),
-            Some(Datum::from(caller.role)),
-        ],
+        parameters! {
+            routine: arguments.routine.datum(),
+            level: arguments.level.datum(),
+            message: arguments.message.datum(),
+            sender: Some(Datum::from(caller.role)),
+        },
     );
     if written.len() == 0 {
         refuse(
@@ -602,13 +632,13 @@ entry!(routine_groups, |fcinfo, arguments| {
     materialize(fcinfo);
     let section = Section::as_current_user();
     section
-        .run(
+        .run_named(
             &GROUPS,
-            &[
-                arguments.by.datum(),
-                arguments.realtime.datum(),
-                arguments.schedule.datum(),
-            ],
+            parameters! {
+                by: arguments.by.datum(),
+                realtime: arguments.realtime.datum(),
+                schedule: arguments.schedule.datum(),
+            },
         )
         .return_all(fcinfo);
     Datum::from(0)

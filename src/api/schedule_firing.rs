@@ -7,33 +7,21 @@
 //! fail, its schedules are fired one by one; a schedule that fails records its error in
 //! `last_error` and is tried again at its next slot.
 
-use pgrx::pg_sys::{self, Datum, INT8ARRAYOID, INT8OID, INTERVALOID, TEXTOID, TIMESTAMPTZOID};
+use pgrx::pg_sys::{self, Datum, TEXTOID, TIMESTAMPTZOID};
 use pgrx::IntoDatum;
 
 use super::call::{in_subtransaction, Section, Statement};
 use super::datum::{array, elements, int8_array, seconds};
 use super::queue::{add, check_all, Spec};
 use super::services::{wished, Service};
-use crate::{entry, gucs, named_statements};
+use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("schedule_firing.sql"));
 
-static DUE: Statement = statement("due", &[TIMESTAMPTZOID, INTERVALOID, INT8OID]);
-static NEXT_SLOT: Statement = statement("next_slot", &[TIMESTAMPTZOID]);
-static DUE_IDS: Statement = statement("due_ids", &[TIMESTAMPTZOID]);
-static PASSED: Statement = statement(
-    "passed",
-    &[
-        TIMESTAMPTZOID,
-        INTERVALOID,
-        INT8ARRAYOID,
-        pg_sys::TIMESTAMPTZARRAYOID,
-        INT8ARRAYOID,
-        pg_sys::TEXTARRAYOID,
-        INT8ARRAYOID,
-        INT8ARRAYOID,
-    ],
-);
+static DUE: Statement = statement("due", &[]);
+static NEXT_SLOT: Statement = statement("next_slot", &[]);
+static DUE_IDS: Statement = statement("due_ids", &[]);
+static PASSED: Statement = statement("passed", &[]);
 
 /// A due schedule: its latest slot, and the jobs of the slots its rule fires.
 struct Due {
@@ -45,7 +33,10 @@ struct Due {
 
 /// The due schedules at `at` (all, or only `one`), locked.
 fn due(section: &Section, at: Datum, grace: Datum, one: Option<i64>) -> Vec<Due> {
-    let rows = section.run(&DUE, &[Some(at), Some(grace), one.into_datum()]);
+    let rows = section.run_named(
+        &DUE,
+        parameters! { at: Some(at), grace: Some(grace), only_id: one.into_datum() },
+    );
     (0..rows.len())
         .map(|row| Due {
             schedule: rows.get(row, 0).expect("a schedule's id"),
@@ -102,7 +93,7 @@ fn fire_due(section: &Section, at: Datum) -> usize {
     let grace = seconds(gucs::REFRESH_INTERVAL.get());
     let mut failed: Vec<(i64, String)> = Vec::new();
     let dues = in_subtransaction(|| due(&section, at, grace, None)).unwrap_or_else(|_| {
-        let ids = section.run(&DUE_IDS, &[Some(at)]);
+        let ids = section.run_named(&DUE_IDS, parameters! { at: Some(at) });
         let ids: Vec<i64> = (0..ids.len()).filter_map(|row| ids.get(row, 0)).collect();
         let mut dues = Vec::new();
         for id in ids {
@@ -156,27 +147,27 @@ fn fire_due(section: &Section, at: Datum) -> usize {
             .filter(|(id, _)| !dues.iter().any(|due| due.schedule == *id))
             .map(|(id, _)| (*id, None)),
     );
-    section.run(
+    section.run_named(
         &PASSED,
-        &[
-            Some(at),
-            Some(grace),
-            Some(int8_array(passed.iter().map(|(id, _)| *id))),
-            Some(array(
+        parameters! {
+            at: Some(at),
+            grace: Some(grace),
+            passed_ids: Some(int8_array(passed.iter().map(|(id, _)| *id))),
+            latest_slots: Some(array(
                 TIMESTAMPTZOID,
                 &passed.iter().map(|(_, slot)| *slot).collect::<Vec<_>>(),
             )),
-            Some(int8_array(failed.iter().map(|(id, _)| *id))),
-            Some(array(
+            failed_ids: Some(int8_array(failed.iter().map(|(id, _)| *id))),
+            errors: Some(array(
                 TEXTOID,
                 &failed
                     .iter()
                     .map(|(_, message)| message.as_str().into_datum())
                     .collect::<Vec<_>>(),
             )),
-            Some(int8_array(last_jobs.iter().map(|pair| pair.0))),
-            Some(int8_array(last_jobs.iter().map(|pair| pair.1))),
-        ],
+            fired_ids: Some(int8_array(last_jobs.iter().map(|pair| pair.0))),
+            last_jobs: Some(int8_array(last_jobs.iter().map(|pair| pair.1))),
+        },
     );
     fired
 }

@@ -4,7 +4,7 @@
 
 use chrono::TimeDelta;
 use pg_jobs_core::schedule::{parse_time_zone, Schedule};
-use pgrx::pg_sys::{Datum, INT8OID, INTERVALOID, JSONBOID, OIDOID, TEXTOID};
+use pgrx::pg_sys::{Datum, INTERVALOID, JSONBOID};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, JsonB};
 use serde_json::{Map, Value};
@@ -13,20 +13,17 @@ use super::call::{invalid, refuse, Caller, Section, Statement};
 use super::datum::{input, text_of, timestamptz, utc};
 use super::queue::{add, check_all, Spec};
 use super::sql_jobs::check_timeout;
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("schedules.sql"));
 
-static CHECK_WORK: Statement = statement("check_work", &[JSONBOID, JSONBOID]);
-static INSERT: Statement = statement(
-    "insert",
-    &[TEXTOID, OIDOID, TEXTOID, TEXTOID, JSONBOID, JSONBOID],
-);
-static LOCK: Statement = statement("lock", &[TEXTOID, OIDOID, JSONBOID]);
-static UPDATE: Statement = statement("update", &[INT8OID, TEXTOID, TEXTOID, JSONBOID, JSONBOID]);
-static DELETE: Statement = statement("delete", &[TEXTOID, OIDOID]);
-static RUN_NOW: Statement = statement("run_now", &[TEXTOID, OIDOID]);
-static RAN: Statement = statement("ran", &[INT8OID, INT8OID]);
+static CHECK_WORK: Statement = statement("check_work", &[]);
+static INSERT: Statement = statement("insert", &[]);
+static LOCK: Statement = statement("lock", &[]);
+static UPDATE: Statement = statement("update", &[]);
+static DELETE: Statement = statement("delete", &[]);
+static RUN_NOW: Statement = statement("run_now", &[]);
+static RAN: Statement = statement("ran", &[]);
 
 const WORK_KEYS: [&str; 4] = ["task", "payload", "queue", "sql"];
 const OPTIONS: [&str; 10] = [
@@ -98,7 +95,7 @@ fn check_work_and_options(section: &Section, work: Option<Datum>, options: Datum
         invalid("options must be a JSON object", None)
     };
     check_options(options_map);
-    section.run(&CHECK_WORK, &[work, Some(options)]);
+    section.run_named(&CHECK_WORK, parameters! { work, options: Some(options) });
 }
 
 fn check_options(options: &Map<String, Value>) {
@@ -169,16 +166,16 @@ entry!(jobs_schedule, |fcinfo, arguments| {
     check_timing(&schedule, &zone);
     let section = Section::as_owner(fcinfo);
     check_work_and_options(&section, arguments.work.datum(), options);
-    let inserted = section.run(
+    let inserted = section.run_named(
         &INSERT,
-        &[
-            arguments.name.datum(),
-            Some(Datum::from(caller.identity)),
-            arguments.schedule.datum(),
-            zone.as_str().into_datum(),
-            arguments.work.datum(),
-            Some(options),
-        ],
+        parameters! {
+            name: arguments.name.datum(),
+            owner: Some(Datum::from(caller.identity)),
+            schedule: arguments.schedule.datum(),
+            time_zone: zone.as_str().into_datum(),
+            work: arguments.work.datum(),
+            options: Some(options),
+        },
     );
     let Some(id) = inserted.get::<i64>(0, 0) else {
         refuse(
@@ -202,13 +199,13 @@ fn missing_schedule(name: Option<String>) -> ! {
 entry!(jobs_alter_schedule, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let old = section.run(
+    let old = section.run_named(
         &LOCK,
-        &[
-            arguments.name.datum(),
-            Some(Datum::from(caller.identity)),
-            arguments.options.datum(),
-        ],
+        parameters! {
+            name: arguments.name.datum(),
+            owner: Some(Datum::from(caller.identity)),
+            options: arguments.options.datum(),
+        },
     );
     let (Some(id), Some(old_schedule), Some(options)) =
         (old.datum(0, 0), old.get::<String>(0, 1), old.datum(0, 3))
@@ -224,15 +221,15 @@ entry!(jobs_alter_schedule, |fcinfo, arguments| {
         arguments.work.datum().or(old.datum(0, 2)),
         options,
     );
-    section.run(
+    section.run_named(
         &UPDATE,
-        &[
-            Some(id),
-            schedule.as_str().into_datum(),
-            zone.as_str().into_datum(),
-            arguments.work.datum(),
-            Some(options),
-        ],
+        parameters! {
+            id: Some(id),
+            schedule: schedule.as_str().into_datum(),
+            time_zone: zone.as_str().into_datum(),
+            work: arguments.work.datum(),
+            options: Some(options),
+        },
     );
     _wake_launcher();
     Datum::from(0)
@@ -241,9 +238,9 @@ entry!(jobs_alter_schedule, |fcinfo, arguments| {
 entry!(jobs_unschedule, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let deleted = section.run(
+    let deleted = section.run_named(
         &DELETE,
-        &[arguments.name.datum(), Some(Datum::from(caller.identity))],
+        parameters! { name: arguments.name.datum(), owner: Some(Datum::from(caller.identity)) },
     );
     if deleted.len() == 0 {
         missing_schedule(arguments.name.get());
@@ -256,9 +253,9 @@ entry!(jobs_unschedule, |fcinfo, arguments| {
 entry!(jobs_run_schedule, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let found = section.run(
+    let found = section.run_named(
         &RUN_NOW,
-        &[arguments.name.datum(), Some(Datum::from(caller.identity))],
+        parameters! { name: arguments.name.datum(), owner: Some(Datum::from(caller.identity)) },
     );
     let (Some(id), Some(spec)) = (found.datum(0, 0), found.datum(0, 1)) else {
         missing_schedule(arguments.name.get())
@@ -266,7 +263,10 @@ entry!(jobs_run_schedule, |fcinfo, arguments| {
     let spec = Spec::of_record(spec);
     check_all(&[spec], true, true);
     let job = add(&section, caller.identity, &[spec])[0];
-    section.run(&RAN, &[Some(id), Some(Datum::from(job))]);
+    section.run_named(
+        &RAN,
+        parameters! { id: Some(id), job: Some(Datum::from(job)) },
+    );
     // A SQL job waits for the launcher to start its executor.
     _wake_launcher();
     Datum::from(job)

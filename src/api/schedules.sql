@@ -1,54 +1,57 @@
 -- The statements of src/api/schedules.rs.
 
--- name: check_work
+-- name: check_work(work jsonb, options jsonb)
 -- The job a slot would add, checked now, so that a schedule never fires a job that cannot be
--- added ($1 work, $2 options).
-SELECT _check_spec(_scheduled_spec($1, $2, now(), 'check'), $1 ? 'sql', true);
+-- added.
+SELECT _check_spec(_scheduled_spec($work, $options, now(), 'check'), $work ? 'sql', true);
 
--- name: insert
--- $1 name, $2 owner, $3 schedule, $4 time zone, $5 work, $6 options.
+-- name: insert(name text, owner oid, schedule text, time_zone text, work jsonb, options jsonb)
 INSERT INTO schedules (name, owner, schedule, time_zone, work, options, missed, max_catch_up,
                        enabled, last_slot, next_slot)
-VALUES ($1, $2, $3, $4, $5, $6, coalesce($6 ->> 'missed', 'skip'),
-        coalesce(($6 ->> 'max_catch_up')::integer, 100), coalesce(($6 ->> 'enabled')::boolean, true),
-        statement_timestamp(), schedule_next_slot($3, $4, statement_timestamp()))
+VALUES ($name, $owner, $schedule, $time_zone, $work, $options,
+        coalesce($options ->> 'missed', 'skip'),
+        coalesce(($options ->> 'max_catch_up')::integer, 100),
+        coalesce(($options ->> 'enabled')::boolean, true),
+        statement_timestamp(), schedule_next_slot($schedule, $time_zone, statement_timestamp()))
 ON CONFLICT (owner, name) DO NOTHING
 RETURNING id;
 
--- name: lock
--- The caller's schedule of that name ($1, owner $2), with the options it would have once $3 is
--- merged into them; another owner's is as missing as one that never was.
-SELECT s.id, s.schedule, s.work, s.options || coalesce($3, '{}')
-FROM schedules s WHERE s.name = $1 AND s.owner = $2
+-- name: lock(name text, owner oid, options jsonb)
+-- The schedule named $name of the owner (the caller), with the options it would have once
+-- $options is merged into them; another owner's is as missing as one that never was.
+SELECT s.id, s.schedule, s.work, s.options || coalesce($options, '{}')
+FROM schedules s WHERE s.name = $name AND s.owner = $owner
 FOR UPDATE;
 
--- name: update
--- $1 id, $2 schedule, $3 time zone, $4 work (null: unchanged), $5 options.
+-- name: update(id bigint, schedule text, time_zone text, work jsonb, options jsonb)
+-- The work is left as it is where $work is null.
 UPDATE schedules s
-SET schedule = $2, time_zone = $3, work = coalesce($4, s.work), options = $5,
-    missed = coalesce($5 ->> 'missed', 'skip'),
-    max_catch_up = coalesce(($5 ->> 'max_catch_up')::integer, 100),
-    enabled = coalesce(($5 ->> 'enabled')::boolean, true),
+SET schedule = $schedule, time_zone = $time_zone, work = coalesce($work, s.work),
+    options = $options,
+    missed = coalesce($options ->> 'missed', 'skip'),
+    max_catch_up = coalesce(($options ->> 'max_catch_up')::integer, 100),
+    enabled = coalesce(($options ->> 'enabled')::boolean, true),
     -- A new timing starts from now: no slot of the old one is fired late.
-    last_slot = CASE WHEN $2 <> s.schedule OR $3 <> s.time_zone
+    last_slot = CASE WHEN $schedule <> s.schedule OR $time_zone <> s.time_zone
                      THEN statement_timestamp() ELSE s.last_slot END,
-    next_slot = schedule_next_slot($2, $3, greatest(statement_timestamp(), s.last_slot)),
+    next_slot = schedule_next_slot($schedule, $time_zone,
+                                   greatest(statement_timestamp(), s.last_slot)),
     updated_at = statement_timestamp()
-WHERE s.id = $1;
+WHERE s.id = $id;
 
--- name: delete
-DELETE FROM schedules s WHERE s.name = $1 AND s.owner = $2
+-- name: delete(name text, owner oid)
+DELETE FROM schedules s WHERE s.name = $name AND s.owner = $owner
 RETURNING s.id;
 
--- name: run_now
--- The caller's schedule of that name ($1, owner $2), with the job a slot of this second would add
--- (the key of that slot: a second run now, or the slot itself, finds the job this one adds).
+-- name: run_now(name text, owner oid)
+-- The schedule named $name of the owner (the caller), with the job a slot of this second would
+-- add (the key of that slot: a second run now, or the slot itself, finds the job this one adds).
 SELECT s.id, _scheduled_spec(s.work, s.options, date_trunc('second', statement_timestamp()),
                              format('scheduled_job:%s:%s', s.id,
                                     to_char(date_trunc('second', statement_timestamp()) AT TIME ZONE 'UTC',
                                             'YYYY-MM-DD"T"HH24:MI:SS"Z"')))
-FROM schedules s WHERE s.name = $1 AND s.owner = $2;
+FROM schedules s WHERE s.name = $name AND s.owner = $owner;
 
--- name: ran
--- Schedule $1's last job is $2.
-UPDATE schedules s SET last_job_id = $2 WHERE s.id = $1;
+-- name: ran(id bigint, job bigint)
+-- The schedule's last job is $job.
+UPDATE schedules s SET last_job_id = $job WHERE s.id = $id;
