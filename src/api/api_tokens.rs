@@ -4,21 +4,21 @@
 //! member of each role while the role has a live token, and of no other. Statements in
 //! `api_tokens.sql`.
 
-use pgrx::pg_sys::{BOOLOID, INT8OID, OIDOID, TEXTOID};
+use pgrx::pg_sys::TEXTOID;
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
 use super::call::{invalid, record, refuse, Caller, Section, Statement};
 use super::identity::{_is_admin, role_name};
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("api_tokens.sql"));
 
-static CREATE: Statement = statement("create", &[OIDOID, TEXTOID, TEXTOID]);
-static REVOKE: Statement = statement("revoke", &[OIDOID, INT8OID, BOOLOID]);
-static TOKEN_ROLE: Statement = statement("token_role", &[TEXTOID]);
-static NOTE_USE: Statement = statement("note_use", &[INT8OID]);
-static API_MEMBER: Statement = statement("api_member", &[OIDOID]);
+static CREATE: Statement = statement("create", &[]);
+static REVOKE: Statement = statement("revoke", &[]);
+static TOKEN_ROLE: Statement = statement("token_role", &[]);
+static NOTE_USE: Statement = statement("note_use", &[]);
+static API_MEMBER: Statement = statement("api_member", &[]);
 
 /// The longest label.
 const LABEL_MAX: usize = 200;
@@ -38,7 +38,10 @@ fn may_have_tokens(role: pg_sys::Oid) -> bool {
 /// statement naming the role, so it is written out, the name quoted as `regrole` prints it.
 fn api_membership(section: &Section, role: pg_sys::Oid, member: bool) {
     let is_member = section
-        .run(&API_MEMBER, &[Some(pg_sys::Datum::from(role))])
+        .run_named(
+            &API_MEMBER,
+            parameters! { role: Some(pg_sys::Datum::from(role)) },
+        )
         .get::<bool>(0, 0)
         == Some(true);
     let statement = match (member, is_member) {
@@ -96,13 +99,13 @@ entry!(jobs_api_token_create, |fcinfo, arguments| {
     let token = new_token();
     let section = Section::as_owner(fcinfo);
     let id = section
-        .run(
+        .run_named(
             &CREATE,
-            &[
-                Some(pg_sys::Datum::from(caller.role)),
-                label.as_str().into_datum(),
-                token.as_str().into_datum(),
-            ],
+            parameters! {
+                role: Some(pg_sys::Datum::from(caller.role)),
+                label: label.as_str().into_datum(),
+                token: token.as_str().into_datum(),
+            },
         )
         .datum(0, 0);
     api_membership(&section, caller.role, true);
@@ -122,13 +125,13 @@ entry!(jobs_api_token_revoke, |fcinfo, arguments| {
         )
     };
     let section = Section::as_owner(fcinfo);
-    let revoked = section.run(
+    let revoked = section.run_named(
         &REVOKE,
-        &[
-            Some(pg_sys::Datum::from(caller.role)),
-            Some(id),
-            Some(pg_sys::Datum::from(_is_admin(caller.role))),
-        ],
+        parameters! {
+            role: Some(pg_sys::Datum::from(caller.role)),
+            id: Some(id),
+            admin: Some(pg_sys::Datum::from(_is_admin(caller.role))),
+        },
     );
     let Some(role) = revoked.get::<pg_sys::Oid>(0, 0) else {
         refuse(
@@ -156,7 +159,7 @@ entry!(_api_token_role, |fcinfo, arguments| {
         refused()
     };
     let section = Section::as_owner(fcinfo);
-    let found = section.run(&TOKEN_ROLE, &[Some(token)]);
+    let found = section.run_named(&TOKEN_ROLE, parameters! { token: Some(token) });
     // A role made a superuser, or given BYPASSRLS, since its token was made: refused as at the
     // token's making.
     let (Some(id), Some(name), Some(role)) = (
@@ -169,7 +172,7 @@ entry!(_api_token_role, |fcinfo, arguments| {
         refused()
     };
     if found.get::<bool>(0, 2) == Some(true) {
-        section.run(&NOTE_USE, &[Some(id)]);
+        section.run_named(&NOTE_USE, parameters! { id: Some(id) });
     }
     // A restore brings the tokens but not the memberships, which belong to the cluster's roles:
     // the first use makes it again.

@@ -2,10 +2,7 @@
 //! `batch.sql`), the counts' service, and the status words (`pg_jobs_core::batch`) and the
 //! masked secrets (`pg_jobs_core::mask`) their views show. The agent's side is batch_agent.rs.
 
-use pgrx::pg_sys::{
-    self, Datum, Oid, BOOLOID, DATEOID, INT4OID, INT8ARRAYOID, INT8OID, JSONBOID, OIDOID,
-    TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID,
-};
+use pgrx::pg_sys::{self, Datum, Oid, INT8OID, TEXTOID};
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum, JsonB};
 
@@ -17,85 +14,51 @@ use super::datum::{array, elements, int8_array, literal_or_null, seconds};
 use super::identity::{_identity_of, _is_admin};
 use super::queue::{add, check_all, Field, Spec};
 use super::services::{no_wish, Service};
-use crate::{entry, gucs, named_statements};
+use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("batch.sql"));
 
 static FOLD_COUNTS: Statement = statement("fold_counts", &[]);
-static MISSING: Statement = statement("missing", &[INT8ARRAYOID, OIDOID]);
-static ABORT: Statement = statement("abort", &[INT8OID]);
-static TELL_AGENT: Statement = statement("tell_agent", &[INT8OID]);
-static STATUS: Statement = statement("status", &[INT8OID]);
-static CHECK_SELECTION: Statement = statement("check_selection", &[DATEOID, TEXTOID, TEXTARRAYOID]);
-static SELECTED: Statement = statement(
-    "selected",
-    &[DATEOID, TEXTARRAYOID, TEXTOID, TEXTOID, TEXTOID, OIDOID],
-);
-static LOCK_WAITING: Statement = statement("lock_waiting", &[INT8OID, OIDOID]);
-static COMPUTER_KNOWN: Statement = statement("computer_known", &[TEXTOID]);
-static JOB_OF_HASH: Statement = statement("job_of_hash", &[OIDOID, TEXTOID]);
-static LOCK_DEPENDENCIES: Statement = statement("lock_dependencies", &[INT8ARRAYOID, OIDOID]);
-static WAITING_FOR: Statement = statement("waiting_for", &[INT8ARRAYOID, OIDOID]);
-static SPEC: Statement = statement(
-    "spec",
-    &[
-        TEXTOID,
-        TEXTOID,
-        TEXTOID,
-        TEXTOID,
-        TEXTARRAYOID,
-        TEXTOID,
-        BOOLOID,
-        JSONBOID,
-        OIDOID,
-        JSONBOID,
-        JSONBOID,
-        INT8ARRAYOID,
-        TIMESTAMPTZOID,
-    ],
-);
-static TRY_TURN: Statement = statement("try_turn", &[INT8OID]);
+static MISSING: Statement = statement("missing", &[]);
+static ABORT: Statement = statement("abort", &[]);
+static TELL_AGENT: Statement = statement("tell_agent", &[]);
+static STATUS: Statement = statement("status", &[]);
+static CHECK_SELECTION: Statement = statement("check_selection", &[]);
+static SELECTED: Statement = statement("selected", &[]);
+static LOCK_WAITING: Statement = statement("lock_waiting", &[]);
+static COMPUTER_KNOWN: Statement = statement("computer_known", &[]);
+static JOB_OF_HASH: Statement = statement("job_of_hash", &[]);
+static LOCK_DEPENDENCIES: Statement = statement("lock_dependencies", &[]);
+static WAITING_FOR: Statement = statement("waiting_for", &[]);
+static SPEC: Statement = statement("spec", &[]);
+static TRY_TURN: Statement = statement("try_turn", &[]);
 static SHORTEN_LOCK_WAITS: Statement = statement("shorten_lock_waits", &[]);
-static RESTORE_LOCK_WAITS: Statement = statement("restore_lock_waits", &[TEXTOID]);
-static TAKE_TURN: Statement = statement("take_turn", &[INT8OID]);
+static RESTORE_LOCK_WAITS: Statement = statement("restore_lock_waits", &[]);
+static TAKE_TURN: Statement = statement("take_turn", &[]);
 /// A job found by its key's row, by primary keys only: found through the indexes of jobs, the
 /// plan, before ANALYZE had seen the jobs, read the owner's index (alone, or in a bitmap AND with
 /// the key's), which is every job of the poster on every post (0.5 ms a post with 2,000 posted,
 /// growing with them).
-static WAITING_JOB: Statement = Statement::new(
-    STATEMENTS,
-    "waiting_job",
-    &[OIDOID, TEXTOID],
-    Planning::Probes,
-);
-static WAITING_JOB_NOWAIT: Statement = Statement::new(
-    STATEMENTS,
-    "waiting_job_nowait",
-    &[OIDOID, TEXTOID],
-    Planning::Probes,
-);
+static WAITING_JOB: Statement = Statement::new(STATEMENTS, "waiting_job", &[], Planning::Probes);
+static WAITING_JOB_NOWAIT: Statement =
+    Statement::new(STATEMENTS, "waiting_job_nowait", &[], Planning::Probes);
 static LOCK_TALLY: Statement = statement("lock_tally", &[]);
 static COUNT_TALLY: Statement = statement("count_tally", &[]);
-static MADE_NOW: Statement = statement("made_now", &[INT8OID]);
-static STILL_WAITING: Statement = statement("still_waiting", &[INT8OID]);
-static CLEAR_WAITS: Statement = statement("clear_waits", &[INT8OID]);
-static ADD_WAITS: Statement = statement("add_waits", &[INT8OID, OIDOID, INT8ARRAYOID]);
-/// The jobs found by their ids, one probe of the primary key each: with `id = ANY ($1)`, or a
+static MADE_NOW: Statement = statement("made_now", &[]);
+static STILL_WAITING: Statement = statement("still_waiting", &[]);
+static CLEAR_WAITS: Statement = statement("clear_waits", &[]);
+static ADD_WAITS: Statement = statement("add_waits", &[]);
+/// The jobs found by their ids, one probe of the primary key each: with `id = ANY ($ids)`, or a
 /// join the planner may flatten, the plan read every batch job through the index whose
 /// predicate the statement repeats, which the planner, before ANALYZE had seen the jobs, took
 /// for one row (0.5 to 1 ms a call with 2,000 jobs waiting, most of a post's time).
-static TALLY: Statement = Statement::new(
-    STATEMENTS,
-    "tally",
-    &[INT8ARRAYOID, INT4OID, BOOLOID],
-    Planning::Probes,
-);
+static TALLY: Statement = Statement::new(STATEMENTS, "tally", &[], Planning::Probes);
 
 /// The batch store's counts: the deltas of each key folded into one row (`_batch_tally_fold`).
 pub(crate) static COUNTS: Service = Service {
     name: "batch counts",
     work: |section, _| {
-        section.run(&FOLD_COUNTS, &[]);
+        section.run_named(&FOLD_COUNTS, parameters! {});
     },
     next: no_wish,
 };
@@ -104,13 +67,13 @@ pub(crate) static COUNTS: Service = Service {
 /// SCHED page's Jobs tab, as they are now; `as_created`: as they were before a claim took them.
 /// The caller holds the jobs' rows locked, so nothing changes them between its two calls.
 pub(crate) fn tally(section: &Section, ids: Datum, sign: i32, as_created: bool) {
-    section.run(
+    section.run_named(
         &TALLY,
-        &[
-            Some(ids),
-            Some(Datum::from(sign)),
-            Some(Datum::from(as_created)),
-        ],
+        parameters! {
+            ids: Some(ids),
+            sign: Some(Datum::from(sign)),
+            as_created: Some(Datum::from(as_created)),
+        },
     );
 }
 
@@ -129,8 +92,8 @@ entry!(_batch_tally, |fcinfo, arguments| {
 // functions' back (bench/sched.py adds a million through _add) or a repair.
 entry!(_batch_tally_rebuild, |_fcinfo, _| {
     let section = Section::as_current_user();
-    section.run(&LOCK_TALLY, &[]);
-    section.run(&COUNT_TALLY, &[]);
+    section.run_named(&LOCK_TALLY, parameters! {});
+    section.run_named(&COUNT_TALLY, parameters! {});
     Datum::from(0)
 });
 
@@ -251,9 +214,12 @@ fn dependencies(section: &Section, poster: Oid, given: Option<Datum>) -> Vec<i64
                     && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) =>
             {
                 section
-                    .run(
+                    .run_named(
                         &JOB_OF_HASH,
-                        &[Some(Datum::from(poster)), hash.as_str().into_datum()],
+                        parameters! {
+                            owner: Some(Datum::from(poster)),
+                            hash: hash.as_str().into_datum(),
+                        },
                     )
                     .get::<i64>(0, 0)
                     .unwrap_or_else(|| {
@@ -295,7 +261,7 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
     let (kind, computer) = check_post(post);
     if computer != "ANY"
         && section
-            .run(&COMPUTER_KNOWN, &[post.computer])
+            .run_named(&COMPUTER_KNOWN, parameters! { computer: post.computer })
             .get::<bool>(0, 0)
             != Some(true)
     {
@@ -309,13 +275,19 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
     let dependencies = dependencies(section, poster, post.depends_on);
     let mut waiting_for = Vec::new();
     if !dependencies.is_empty() {
-        section.run(
+        section.run_named(
             &LOCK_DEPENDENCIES,
-            &[Some(int8_array(dependencies.iter().copied())), poster_datum],
+            parameters! {
+                dependencies: Some(int8_array(dependencies.iter().copied())),
+                owner: poster_datum,
+            },
         );
-        let found = section.run(
+        let found = section.run_named(
             &WAITING_FOR,
-            &[Some(int8_array(dependencies.iter().copied())), poster_datum],
+            parameters! {
+                dependencies: Some(int8_array(dependencies.iter().copied())),
+                owner: poster_datum,
+            },
         );
         waiting_for = found.get::<Vec<i64>>(0, 0).unwrap_or_default();
         if let Some(stranger) = found.get::<i64>(0, 1) {
@@ -331,30 +303,34 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
     } else {
         post.command
     };
-    let spec = section.run(
+    let spec = section.run_named(
         &SPEC,
-        &[
-            post.kind,
-            post.computer,
-            post.routine,
+        parameters! {
+            kind: post.kind,
+            computer: post.computer,
+            routine: post.routine,
             command,
-            post.args,
-            post.cwd,
-            post.shell,
-            post.env,
-            poster_datum,
-            post.revision,
-            post.extra,
-            Some(int8_array(dependencies.iter().copied())),
-            post.run_at,
-        ],
+            args: post.args,
+            cwd: post.cwd,
+            shell: post.shell,
+            env: post.env,
+            poster: poster_datum,
+            revision: post.revision,
+            extra: post.extra,
+            depends_on: Some(int8_array(dependencies.iter().copied())),
+            run_at: post.run_at,
+        },
     );
     let hash = spec.datum(0, 1).expect("a hash");
     let turn = spec.datum(0, 2);
     let payload = spec.datum(0, 3);
     let mut lock_wait = None;
     if nowait {
-        if section.run(&TRY_TURN, &[turn]).get::<bool>(0, 0) != Some(true) {
+        if section
+            .run_named(&TRY_TURN, parameters! { lock_key: turn })
+            .get::<bool>(0, 0)
+            != Some(true)
+        {
             refuse(
                 PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
                 format!(
@@ -365,9 +341,11 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
             );
         }
         // A post that begins in between would still be waited for: not long.
-        lock_wait = section.run(&SHORTEN_LOCK_WAITS, &[]).datum(0, 0);
+        lock_wait = section
+            .run_named(&SHORTEN_LOCK_WAITS, parameters! {})
+            .datum(0, 0);
     }
-    section.run(&TAKE_TURN, &[turn]);
+    section.run_named(&TAKE_TURN, parameters! { lock_key: turn });
     let mut job_spec = Spec::empty();
     job_spec.set(Field::Task, post.kind);
     job_spec.set(Field::Payload, payload);
@@ -390,7 +368,10 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
             &WAITING_JOB
         };
         let replaced = section
-            .run(waiting, &[poster_datum, Some(hash)])
+            .run_named(
+                waiting,
+                parameters! { owner: poster_datum, hash: Some(hash) },
+            )
             .datum(0, 0);
         if let Some(replaced) = replaced {
             tally(section, array(INT8OID, &[Some(replaced)]), -1, false);
@@ -405,11 +386,17 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
         job_spec.set(Field::OnConflict, rule.into_datum());
         check_all(&[job_spec], true, false);
         let job = add(section, poster, &[job_spec])[0];
-        if replaced.is_none() && section.run(&MADE_NOW, &[Some(Datum::from(job))]).len() > 0 {
+        if replaced.is_none()
+            && section
+                .run_named(&MADE_NOW, parameters! { job: Some(Datum::from(job)) })
+                .len()
+                > 0
+        {
             break job;
         }
         // Done too: replaced, or this command's job is taken by an agent (it stays as it is).
-        let waiting = section.run(&STILL_WAITING, &[Some(Datum::from(job))]);
+        let waiting =
+            section.run_named(&STILL_WAITING, parameters! { job: Some(Datum::from(job)) });
         if replaced.is_some() || waiting.get::<bool>(0, 0) != Some(true) {
             break job;
         }
@@ -419,21 +406,28 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
         // with 40001 instead.)
     };
     if let Some(lock_wait) = lock_wait {
-        section.run(&RESTORE_LOCK_WAITS, &[Some(lock_wait)]);
+        section.run_named(
+            &RESTORE_LOCK_WAITS,
+            parameters! { lock_timeout: Some(lock_wait) },
+        );
     }
     // A new job, or the waiting one it replaced, waits for its unfinished dependencies; a job
     // already taken by an agent keeps its own.
     let job_datum = Some(Datum::from(job));
-    if section.run(&STILL_WAITING, &[job_datum]).get::<bool>(0, 0) == Some(true) {
-        section.run(&CLEAR_WAITS, &[job_datum]);
+    if section
+        .run_named(&STILL_WAITING, parameters! { job: job_datum })
+        .get::<bool>(0, 0)
+        == Some(true)
+    {
+        section.run_named(&CLEAR_WAITS, parameters! { job: job_datum });
         if !waiting_for.is_empty() {
-            section.run(
+            section.run_named(
                 &ADD_WAITS,
-                &[
-                    job_datum,
-                    poster_datum,
-                    Some(int8_array(waiting_for.iter().copied())),
-                ],
+                parameters! {
+                    job: job_datum,
+                    owner: poster_datum,
+                    dependencies: Some(int8_array(waiting_for.iter().copied())),
+                },
             );
         }
     }
@@ -475,7 +469,7 @@ fn cancel(
     acting_for: Option<Datum>,
     ids: Datum,
 ) {
-    let missing = section.run(&MISSING, &[Some(ids), acting_for]);
+    let missing = section.run_named(&MISSING, parameters! { ids: Some(ids), owner: acting_for });
     if missing.len() > 0 {
         refuse(
             PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
@@ -499,11 +493,15 @@ fn cancel(
     jobs.dedup();
     for job in jobs {
         let job_datum = Some(Datum::from(job));
-        let after = section.run(&ABORT, &[job_datum]).get::<String>(0, 0);
+        let after = section
+            .run_named(&ABORT, parameters! { job: job_datum })
+            .get::<String>(0, 0);
         if after.as_deref() == Some("aborted") {
-            section.run(&TELL_AGENT, &[job_datum]);
+            section.run_named(&TELL_AGENT, parameters! { job: job_datum });
         }
-        let status = section.run(&STATUS, &[job_datum]).datum(0, 0);
+        let status = section
+            .run_named(&STATUS, parameters! { job: job_datum })
+            .datum(0, 0);
         return_row(
             fcinfo,
             &mut [Datum::from(job), status.unwrap_or(Datum::from(0))],
@@ -527,13 +525,13 @@ entry!(batch_cancel_where, |fcinfo, arguments| {
     let role = Caller::current().role;
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    section.run(
+    section.run_named(
         &CHECK_SELECTION,
-        &[
-            arguments.month.datum(),
-            arguments.by.datum(),
-            arguments.statuses.datum(),
-        ],
+        parameters! {
+            month: arguments.month.datum(),
+            by: arguments.by.datum(),
+            statuses: arguments.statuses.datum(),
+        },
     );
     if arguments.by.datum().is_none() != arguments.group_key.datum().is_none() {
         invalid(
@@ -543,16 +541,16 @@ entry!(batch_cancel_where, |fcinfo, arguments| {
     }
     let acting_for = acting_for(role);
     let chosen = section
-        .run(
+        .run_named(
             &SELECTED,
-            &[
-                arguments.month.datum(),
-                arguments.statuses.datum(),
-                arguments.search.datum(),
-                arguments.by.datum(),
-                arguments.group_key.datum(),
-                acting_for,
-            ],
+            parameters! {
+                month: arguments.month.datum(),
+                statuses: arguments.statuses.datum(),
+                search: arguments.search.datum(),
+                by: arguments.by.datum(),
+                group_key: arguments.group_key.datum(),
+                owner: acting_for,
+            },
         )
         .datum(0, 0)
         .unwrap_or_else(|| array(INT8OID, &[]));
@@ -566,7 +564,7 @@ entry!(batch_release, |fcinfo, arguments| {
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
     let job = arguments.id.datum();
-    let waiting = section.run(&LOCK_WAITING, &[job, acting_for(role)]);
+    let waiting = section.run_named(&LOCK_WAITING, parameters! { job, owner: acting_for(role) });
     if waiting.len() == 0 {
         refuse(
             PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
@@ -578,7 +576,7 @@ entry!(batch_release, |fcinfo, arguments| {
         );
     }
     make_due(&section, array(INT8OID, &[job]));
-    match section.run(&STATUS, &[job]).datum(0, 0) {
+    match section.run_named(&STATUS, parameters! { job }).datum(0, 0) {
         Some(status) => section.keep(status, TEXTOID),
         None => super::call::null(fcinfo),
     }

@@ -2,24 +2,24 @@
 //! no cycle, the release of a completed job's dependents, and jobs made due with their agents
 //! woken. Statements in `batch_waits.sql`.
 
-use pgrx::pg_sys::{Datum, INT4OID, INT8ARRAYOID, INT8OID};
+use pgrx::pg_sys::Datum;
 use pgrx::prelude::*;
 
 use super::batch::tally;
 use super::call::{invalid, refuse_with_detail, Planning, Section, Statement};
 use super::datum::int8_array;
 use super::dependencies::released_dependents;
-use crate::named_statements;
+use crate::{named_statements, parameters};
 
 named_statements!(include_str!("batch_waits.sql"));
 
 /// The jobs found by their ids, a probe each (see batch.rs's TALLY).
 const fn probes(name: &'static str) -> Statement {
-    Statement::new(STATEMENTS, name, &[INT8ARRAYOID], Planning::Probes)
+    Statement::new(STATEMENTS, name, &[], Planning::Probes)
 }
 
-static UPSTREAM: Statement = statement("upstream", &[INT8ARRAYOID, INT4OID]);
-static STEP_BACK: Statement = statement("step_back", &[INT8OID, INT8ARRAYOID, INT8ARRAYOID]);
+static UPSTREAM: Statement = statement("upstream", &[]);
+static STEP_BACK: Statement = statement("step_back", &[]);
 static UNWAITED: Statement = probes("unwaited");
 static LOCK_WAITING: Statement = probes("lock_waiting");
 static DUE_NOW: Statement = probes("due_now");
@@ -37,12 +37,12 @@ pub(super) fn check_cycle(section: &Section, replaced: i64, waiting_for: &[i64])
         return;
     }
     let reached: Vec<i64> = section
-        .run(
+        .run_named(
             &UPSTREAM,
-            &[
-                Some(int8_array(waiting_for.iter().copied())),
-                Some(Datum::from(UPSTREAM_LIMIT as i32 + 1)),
-            ],
+            parameters! {
+                ids: Some(int8_array(waiting_for.iter().copied())),
+                at_most: Some(Datum::from(UPSTREAM_LIMIT as i32 + 1)),
+            },
         )
         .get(0, 0)
         .unwrap_or_default();
@@ -51,13 +51,13 @@ pub(super) fn check_cycle(section: &Section, replaced: i64, waiting_for: &[i64])
         // from one reached before it, so each step back finds one.
         let mut path = vec![replaced];
         while !waiting_for.contains(&path[0]) && path.len() <= reached.len() {
-            let step = section.run(
+            let step = section.run_named(
                 &STEP_BACK,
-                &[
-                    Some(Datum::from(path[0])),
-                    Some(int8_array(reached.iter().copied())),
-                    Some(int8_array(path.iter().copied())),
-                ],
+                parameters! {
+                    job: Some(Datum::from(path[0])),
+                    reached: Some(int8_array(reached.iter().copied())),
+                    path: Some(int8_array(path.iter().copied())),
+                },
             );
             let Some(step) = step.get::<i64>(0, 0) else {
                 break;
@@ -90,7 +90,7 @@ pub(super) fn release_dependents(section: &Section, completed: Datum) {
     let Some(waited) = released_dependents(section, completed) else {
         return;
     };
-    let unwaited = section.run(&UNWAITED, &[Some(waited)]);
+    let unwaited = section.run_named(&UNWAITED, parameters! { ids: Some(waited) });
     let freed: Vec<i64> = unwaited.get(0, 0).unwrap_or_default();
     if !freed.is_empty() {
         make_due(section, unwaited.datum(0, 0).expect("an array"));
@@ -101,14 +101,14 @@ pub(super) fn release_dependents(section: &Section, completed: Datum) {
 /// moved, due now or at the time they were posted for, and their agents woken.
 pub(super) fn make_due(section: &Section, ids: Datum) {
     let ids_given = Some(ids);
-    section.run(&LOCK_WAITING, &[ids_given]);
+    section.run_named(&LOCK_WAITING, parameters! { ids: ids_given });
     tally(section, ids, -1, false);
-    section.run(&DUE_NOW, &[ids_given]);
+    section.run_named(&DUE_NOW, parameters! { ids: ids_given });
     tally(section, ids, 1, false);
     wake(section, ids);
 }
 
 /// Wakes the agents of the queues of jobs `ids` (an array), pending again.
 pub(super) fn wake(section: &Section, ids: Datum) {
-    section.run(&WAKE, &[Some(ids)]);
+    section.run_named(&WAKE, parameters! { ids: Some(ids) });
 }

@@ -2,20 +2,20 @@
 //! (`pg_jobs_core::opaque_id`, the key in `opaque_id_key`, sql/030_queue.sql); groups and workers
 //! keep stored ones (`_opaque_id`). Statements in `opaque_ids.sql`.
 
-use pgrx::pg_sys::{self, Oid, INT8OID, OIDOID, UUIDOID};
+use pgrx::pg_sys::{self, Oid};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
 
 use super::cached::secret;
 use super::call::{materialize, null, refuse, Caller, Section, Statement};
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 use pg_jobs_core::opaque_id::{job_of_opaque_id, job_opaque_id, time_ordered_uuid};
 
 named_statements!(include_str!("opaque_ids.sql"));
 
 static KEY: Statement = statement("key", &[]);
-static LISTED: Statement = statement("listed", &[INT8OID, OIDOID]);
-static PUBLIC_FIELDS: Statement = statement("public_fields", &[INT8OID, OIDOID, UUIDOID]);
+static LISTED: Statement = statement("listed", &[]);
+static PUBLIC_FIELDS: Statement = statement("public_fields", &[]);
 
 /// A new stored opaque id, for a group or a worker (see pg_jobs_core::opaque_id).
 #[pg_extern(volatile, parallel_safe)]
@@ -54,12 +54,12 @@ entry!(_job_opaque_id, |fcinfo, arguments| {
         let shown = owner == caller.identity
             || caller.admin()
             || section
-                .run(
+                .run_named(
                     &LISTED,
-                    &[
-                        Some(pg_sys::Datum::from(id)),
-                        Some(pg_sys::Datum::from(owner)),
-                    ],
+                    parameters! {
+                        id: Some(pg_sys::Datum::from(id)),
+                        owner: Some(pg_sys::Datum::from(owner)),
+                    },
                 )
                 .get::<bool>(0, 0)
                 .unwrap_or(false);
@@ -87,13 +87,13 @@ entry!(jobs_public_lookup, |fcinfo, arguments| {
     let bytes: [u8; 16] = *opaque.as_bytes();
     if let Some((id, owner)) = job_of_opaque_id(&key(), bytes) {
         section
-            .run(
+            .run_named(
                 &PUBLIC_FIELDS,
-                &[
-                    Some(pg_sys::Datum::from(id)),
-                    Some(pg_sys::Datum::from(Oid::from(owner))),
-                    opaque.into_datum(),
-                ],
+                parameters! {
+                    id: Some(pg_sys::Datum::from(id)),
+                    owner: Some(pg_sys::Datum::from(Oid::from(owner))),
+                    opaque_id: opaque.into_datum(),
+                },
             )
             .return_all(fcinfo);
     }
