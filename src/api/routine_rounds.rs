@@ -5,44 +5,43 @@
 //! SKIP LOCKED or NOWAIT, and what is held is done at a later round. Statements in
 //! `routine_rounds.sql`; `_routines_tick` runs a round by hand.
 
-use pgrx::pg_sys::{Datum, BOOLOID, DATEOID, INT4OID, INT8OID, TEXTOID, TIMESTAMPTZOID};
+use pgrx::pg_sys::Datum;
 use pgrx::prelude::*;
 
 use super::call::{in_subtransaction, Failure, Section, Statement};
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("routine_rounds.sql"));
 
 static SCHEDULER_STARTED: Statement = statement("scheduler_started", &[]);
 static SCHEDULES: Statement = statement("schedules", &[]);
-static ROUND_LOCK: Statement = statement("round_lock", &[INT8OID]);
-static SCHEDULE: Statement = statement("schedule", &[INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID]);
-static TAKE_SCHEDULE: Statement = statement("take_schedule", &[INT8OID]);
-static TAKE_DAY: Statement = statement("take_day", &[INT8OID, DATEOID]);
-static LOAD_DAY: Statement = statement("load_day", &[INT8OID, DATEOID, TIMESTAMPTZOID]);
-static DROP_UNDEFINED: Statement = statement("drop_undefined", &[INT8OID, DATEOID]);
-static LOADED: Statement = statement("loaded", &[INT8OID, DATEOID, TIMESTAMPTZOID]);
-static OBSERVE_AT_START: Statement = statement("observe_at_start", &[INT8OID, TIMESTAMPTZOID]);
-static STATUS: Statement = statement("status", &[INT8OID, DATEOID, TIMESTAMPTZOID]);
-static TODO: Statement = statement("todo", &[INT8OID, DATEOID, TIMESTAMPTZOID]);
-static MODE: Statement = statement("mode", &[INT8OID]);
-static CANNOT_START: Statement = statement(
-    "cannot_start",
-    &[INT8OID, DATEOID, TEXTOID, TEXTOID, TIMESTAMPTZOID],
-);
-static DOING: Statement = statement("doing", &[INT8OID, TEXTOID, INT4OID, INT4OID]);
-static FORGET_DAYS: Statement = statement("forget_days", &[TIMESTAMPTZOID]);
-static FORGET_LOG: Statement = statement("forget_log", &[TIMESTAMPTZOID]);
-static POST: Statement = statement("post", &[INT8OID, TEXTOID, TEXTOID, BOOLOID]);
-static KILLING: Statement = statement("killing", &[INT8OID, TEXTOID]);
-static RUNNING: Statement = statement("running", &[INT8OID, TEXTOID, INT8OID]);
-static LOG_COMMAND: Statement = statement("log_command", &[INT8OID, TEXTOID, TEXTOID]);
+static ROUND_LOCK: Statement = statement("round_lock", &[]);
+static SCHEDULE: Statement = statement("schedule", &[]);
+static TAKE_SCHEDULE: Statement = statement("take_schedule", &[]);
+static TAKE_DAY: Statement = statement("take_day", &[]);
+static LOAD_DAY: Statement = statement("load_day", &[]);
+static DROP_UNDEFINED: Statement = statement("drop_undefined", &[]);
+static LOADED: Statement = statement("loaded", &[]);
+static OBSERVE_AT_START: Statement = statement("observe_at_start", &[]);
+static STATUS: Statement = statement("status", &[]);
+static TODO: Statement = statement("todo", &[]);
+static MODE: Statement = statement("mode", &[]);
+static CANNOT_START: Statement = statement("cannot_start", &[]);
+static DOING: Statement = statement("doing", &[]);
+static FORGET_DAYS: Statement = statement("forget_days", &[]);
+static FORGET_LOG: Statement = statement("forget_log", &[]);
+static POST: Statement = statement("post", &[]);
+static KILLING: Statement = statement("killing", &[]);
+static RUNNING: Statement = statement("running", &[]);
+static LOG_COMMAND: Statement = statement("log_command", &[]);
 
 /// The scheduler's round at `at`: each schedule's in a subtransaction of its own, so that one
 /// that fails holds up no other; then the days and the log older than pg_jobs.history_days go.
 pub(super) fn tick(section: &Section, at: Datum) {
-    let started = section.run(&SCHEDULER_STARTED, &[]).datum(0, 0);
-    let schedules = section.run(&SCHEDULES, &[]);
+    let started = section
+        .run_named(&SCHEDULER_STARTED, parameters! {})
+        .datum(0, 0);
+    let schedules = section.run_named(&SCHEDULES, parameters! {});
     for row in 0..schedules.len() {
         let id = schedules.datum(row, 0).expect("a schedule's id");
         if let Err(failure) =
@@ -55,17 +54,24 @@ pub(super) fn tick(section: &Section, at: Datum) {
             );
         }
     }
-    section.run(&FORGET_DAYS, &[Some(at)]);
-    section.run(&FORGET_LOG, &[Some(at)]);
+    section.run_named(&FORGET_DAYS, parameters! { at: Some(at) });
+    section.run_named(&FORGET_LOG, parameters! { at: Some(at) });
 }
 
 /// One round of schedule `id` at `at` (the scheduler started at `started`).
 fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
     let schedule = Some(id);
-    if section.run(&ROUND_LOCK, &[schedule]).get::<bool>(0, 0) != Some(true) {
+    if section
+        .run_named(&ROUND_LOCK, parameters! { schedule_id: schedule })
+        .get::<bool>(0, 0)
+        != Some(true)
+    {
         return;
     }
-    let read = section.run(&SCHEDULE, &[schedule, Some(at), started]);
+    let read = section.run_named(
+        &SCHEDULE,
+        parameters! { schedule_id: schedule, at: Some(at), scheduler_started_at: started },
+    );
     let Some(today) = read.datum(0, 1) else {
         return;
     };
@@ -79,20 +85,25 @@ fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
                 return;
             }
         } else if starting && loaded_before {
-            section.run(&OBSERVE_AT_START, &[schedule, Some(at)]);
+            section.run_named(
+                &OBSERVE_AT_START,
+                parameters! { schedule_id: schedule, at: Some(at) },
+            );
         }
     }
-    let day = [schedule, Some(today), Some(at)];
-    section.run(&STATUS, &day);
+    let day = parameters! { schedule_id: schedule, day: Some(today), at: Some(at) };
+    section.run_named(&STATUS, day);
     let (mut sent, mut held) = (0, 0);
-    let todo = section.run(&TODO, &day);
+    let todo = section.run_named(&TODO, day);
     for row in 0..todo.len() {
         let routine = todo.get::<String>(row, 0).expect("a routine");
         let ran_before = todo.get::<bool>(row, 1) == Some(true);
         let what = todo.get::<String>(row, 2).expect("a command");
         // The switch is read right before each command: one switched off in the middle of a round
         // stops the rest of it. A person's restart goes whatever it says.
-        let mode = section.run(&MODE, &[schedule]).get::<String>(0, 0);
+        let mode = section
+            .run_named(&MODE, parameters! { schedule_id: schedule })
+            .get::<String>(0, 0);
         if what != "start_asked" && mode.as_deref() != Some("control") {
             held += 1;
             continue;
@@ -106,13 +117,13 @@ fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
                     (_, false) => "start",
                     _ => "restart",
                 };
-                section.run(
+                section.run_named(
                     &LOG_COMMAND,
-                    &[
-                        schedule,
-                        Some(section.text(&routine)),
-                        Some(section.text(command)),
-                    ],
+                    parameters! {
+                        schedule_id: schedule,
+                        routine: Some(section.text(&routine)),
+                        command: Some(section.text(command)),
+                    },
                 );
             }
         })
@@ -124,31 +135,33 @@ fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
             Err(failure) if failure.code == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE => {}
             // A computer no agent has registered, say: the routine stays due and shows why.
             Err(failure) => {
-                section.run(
+                section.run_named(
                     &CANNOT_START,
-                    &[
-                        schedule,
-                        Some(today),
-                        Some(section.text(&routine)),
-                        Some(section.text(&failure.message)),
-                        Some(at),
-                    ],
+                    parameters! {
+                        schedule_id: schedule,
+                        day: Some(today),
+                        routine: Some(section.text(&routine)),
+                        reason: Some(section.text(&failure.message)),
+                        at: Some(at),
+                    },
                 );
             }
         }
     }
     if sent > 0 {
-        section.run(&STATUS, &day);
+        section.run_named(&STATUS, day);
     }
-    let mode = section.run(&MODE, &[schedule]).datum(0, 0);
-    section.run(
+    let mode = section
+        .run_named(&MODE, parameters! { schedule_id: schedule })
+        .datum(0, 0);
+    section.run_named(
         &DOING,
-        &[
-            schedule,
+        parameters! {
+            schedule_id: schedule,
             mode,
-            Some(Datum::from(sent)),
-            Some(Datum::from(held)),
-        ],
+            sent: Some(Datum::from(sent)),
+            held: Some(Datum::from(held)),
+        },
     );
 }
 
@@ -156,20 +169,33 @@ fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
 /// not held (its row by its owner editing it, its day's rows by a person's command left open).
 fn load(section: &Section, id: Datum, today: Datum, at: Datum) -> bool {
     let (schedule, today, at) = (Some(id), Some(today), Some(at));
-    if section.run(&TAKE_SCHEDULE, &[schedule]).len() == 0 {
+    if section
+        .run_named(&TAKE_SCHEDULE, parameters! { schedule_id: schedule })
+        .len()
+        == 0
+    {
         return false;
     }
     let day_taken = in_subtransaction(|| {
-        section.run(&TAKE_DAY, &[schedule, today]);
+        section.run_named(&TAKE_DAY, parameters! { schedule_id: schedule, day: today });
     });
     match day_taken {
         Ok(()) => {}
         Err(failure) if failure.code == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE => return false,
         Err(failure) => failure.raise(),
     }
-    section.run(&LOAD_DAY, &[schedule, today, at]);
-    section.run(&DROP_UNDEFINED, &[schedule, today]);
-    section.run(&LOADED, &[schedule, today, at]);
+    section.run_named(
+        &LOAD_DAY,
+        parameters! { schedule_id: schedule, day: today, at },
+    );
+    section.run_named(
+        &DROP_UNDEFINED,
+        parameters! { schedule_id: schedule, day: today },
+    );
+    section.run_named(
+        &LOADED,
+        parameters! { schedule_id: schedule, day: today, at },
+    );
     true
 }
 
@@ -179,20 +205,23 @@ fn load(section: &Section, id: Datum, today: Datum, at: Datum) -> bool {
 pub(super) fn post(section: &Section, id: Datum, routine: &str, kind: &str, nowait: bool) {
     let (schedule, routine) = (Some(id), Some(section.text(routine)));
     let job = section
-        .run(
+        .run_named(
             &POST,
-            &[
-                schedule,
+            parameters! {
+                schedule_id: schedule,
                 routine,
-                Some(section.text(kind)),
-                Some(Datum::from(nowait)),
-            ],
+                kind: Some(section.text(kind)),
+                nowait: Some(Datum::from(nowait)),
+            },
         )
         .datum(0, 0);
     if kind == "kill" {
-        section.run(&KILLING, &[schedule, routine]);
+        section.run_named(&KILLING, parameters! { schedule_id: schedule, routine });
     } else {
-        section.run(&RUNNING, &[schedule, routine, job]);
+        section.run_named(
+            &RUNNING,
+            parameters! { schedule_id: schedule, routine, job_id: job },
+        );
     }
 }
 

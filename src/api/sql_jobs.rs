@@ -1,7 +1,7 @@
 //! SQL jobs: added here, run by the launcher's executors (`src/bgworker/executor.rs`), recorded
 //! in `job_runs` (`sql/050_sql_jobs.sql`).
 
-use pgrx::pg_sys::{self, Datum, INT4OID, INT8OID, TEXTOID, TIMESTAMPTZOID, UUIDOID};
+use pgrx::pg_sys::{self, Datum};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
@@ -10,23 +10,23 @@ use super::datum::{input, interval_span, interval_text};
 use super::queue::{add, check_all, claim_sql_jobs, Field, Spec, SQL_QUEUE};
 use super::schedules::_wake_launcher;
 use super::services::{no_wish, wished, Service};
-use crate::{entry, gucs, named_statements};
+use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("sql_jobs.sql"));
 
-static READY: Statement = statement("ready", &[INT4OID]);
-static START: Statement = statement("start", &[INT8OID, INT4OID]);
-static SUCCEEDED: Statement = statement("succeeded", &[INT8OID, UUIDOID, INT8OID]);
-static FAIL: Statement = statement("fail", &[INT8OID, UUIDOID, TEXTOID]);
-static FAILED: Statement = statement("failed", &[INT8OID, INT8OID, TEXTOID]);
-static END_LOST_RUNS: Statement = statement("end_lost_runs", &[TIMESTAMPTZOID]);
-static OVERDUE_RUNS_AT: Statement = statement("overdue_runs", &[TIMESTAMPTZOID]);
-static END_RUN: Statement = statement("end_run", &[INT8OID, TEXTOID, TEXTOID]);
-static ABORT_JOB: Statement = statement("abort_job", &[INT8OID, UUIDOID]);
-static FAIL_TIMED_OUT: Statement = statement("fail_timed_out", &[INT8OID, UUIDOID]);
-static END_EXECUTOR: Statement = statement("end_executor", &[INT4OID]);
-static NEXT_RUN_EVENT: Statement = statement("next_run_event", &[TIMESTAMPTZOID]);
-static FORGET_OLD_RUNS: Statement = statement("forget_old_runs", &[TIMESTAMPTZOID, INT4OID]);
+static READY: Statement = statement("ready", &[]);
+static START: Statement = statement("start", &[]);
+static SUCCEEDED: Statement = statement("succeeded", &[]);
+static FAIL: Statement = statement("fail", &[]);
+static FAILED: Statement = statement("failed", &[]);
+static END_LOST_RUNS: Statement = statement("end_lost_runs", &[]);
+static OVERDUE_RUNS_AT: Statement = statement("overdue_runs", &[]);
+static END_RUN: Statement = statement("end_run", &[]);
+static ABORT_JOB: Statement = statement("abort_job", &[]);
+static FAIL_TIMED_OUT: Statement = statement("fail_timed_out", &[]);
+static END_EXECUTOR: Statement = statement("end_executor", &[]);
+static NEXT_RUN_EVENT: Statement = statement("next_run_event", &[]);
+static FORGET_OLD_RUNS: Statement = statement("forget_old_runs", &[]);
 
 /// The longest statement timeout PostgreSQL can hold (2^31 - 1 ms, a little under 25 days), in
 /// the whole days a caller would write.
@@ -103,7 +103,7 @@ entry!(jobs_add_sql, |fcinfo, arguments| {
 /// How many SQL jobs are ready to run, counted up to `limit`.
 pub(crate) fn ready_sql_jobs(limit: i32) -> i64 {
     Section::as_current_user()
-        .run(&READY, &[Some(Datum::from(limit))])
+        .run_named(&READY, parameters! { limit: Some(Datum::from(limit)) })
         .get(0, 0)
         .unwrap_or(0)
 }
@@ -123,7 +123,10 @@ pub(crate) struct SqlJob {
 pub(crate) fn next_sql_job(worker: &str, pid: i32) -> Option<SqlJob> {
     let (job, token) = claim_sql_jobs(worker, 1).pop()?;
     let section = Section::as_current_user();
-    let started = section.run(&START, &[Some(Datum::from(job)), Some(Datum::from(pid))]);
+    let started = section.run_named(
+        &START,
+        parameters! { job_id: Some(Datum::from(job)), pid: Some(Datum::from(pid)) },
+    );
     Some(SqlJob {
         job,
         token,
@@ -137,13 +140,13 @@ pub(crate) fn next_sql_job(worker: &str, pid: i32) -> Option<SqlJob> {
 impl SqlJob {
     /// Completes the job and ends its run, in the transaction its statements ran in.
     pub(crate) fn succeeded(&self) {
-        Section::as_current_user().run(
+        Section::as_current_user().run_named(
             &SUCCEEDED,
-            &[
-                Some(Datum::from(self.job)),
-                self.token.into_datum(),
-                Some(Datum::from(self.run)),
-            ],
+            parameters! {
+                job_id: Some(Datum::from(self.job)),
+                lease_token: self.token.into_datum(),
+                run_id: Some(Datum::from(self.run)),
+            },
         );
     }
 
@@ -153,26 +156,26 @@ impl SqlJob {
     pub(crate) fn failed(&self, message: &str) {
         let section = Section::as_current_user();
         let reported = in_subtransaction(|| {
-            section.run(
+            section.run_named(
                 &FAIL,
-                &[
-                    Some(Datum::from(self.job)),
-                    self.token.into_datum(),
-                    message.into_datum(),
-                ],
+                parameters! {
+                    job_id: Some(Datum::from(self.job)),
+                    lease_token: self.token.into_datum(),
+                    error: message.into_datum(),
+                },
             );
         });
         let message = match reported {
             Ok(()) => message.to_string(),
             Err(refusal) => format!("{message} (and the job could not be reported: {refusal})"),
         };
-        section.run(
+        section.run_named(
             &FAILED,
-            &[
-                Some(Datum::from(self.run)),
-                Some(Datum::from(self.job)),
-                message.as_str().into_datum(),
-            ],
+            parameters! {
+                run_id: Some(Datum::from(self.run)),
+                job_id: Some(Datum::from(self.job)),
+                message: message.as_str().into_datum(),
+            },
         );
     }
 }
@@ -181,7 +184,7 @@ impl SqlJob {
 pub(crate) static LOST_RUNS: Service = Service {
     name: "lost runs",
     work: |section, at| {
-        section.run(&END_LOST_RUNS, &[Some(at)]);
+        section.run_named(&END_LOST_RUNS, parameters! { at: Some(at) });
     },
     next: no_wish,
 };
@@ -199,7 +202,7 @@ pub(crate) static OVERDUE_RUNS: Service = Service {
 };
 
 fn stop_overdue_runs(section: &Section, at: Datum) {
-    let overdue = section.run(&OVERDUE_RUNS_AT, &[Some(at)]);
+    let overdue = section.run_named(&OVERDUE_RUNS_AT, parameters! { at: Some(at) });
     let grace = gucs::CANCEL_GRACE.get();
     for row in 0..overdue.len() {
         let (run, pid, job, token) = (
@@ -218,13 +221,17 @@ fn stop_overdue_runs(section: &Section, at: Datum) {
             let message = format!(
                 "did not stop within {grace} s of its {cancelled_by}; its process was ended"
             );
-            section.run(
+            section.run_named(
                 &END_RUN,
-                &[run, outcome.into_datum(), message.as_str().into_datum()],
+                parameters! {
+                    run_id: run,
+                    outcome: outcome.into_datum(),
+                    message: message.as_str().into_datum(),
+                },
             );
-            section.run(
+            section.run_named(
                 if aborted { &ABORT_JOB } else { &FAIL_TIMED_OUT },
-                &[job, token],
+                parameters! { job_id: job, lease_token: token },
             );
         });
         // One job that cannot be finished must not keep the others' executors running: its
@@ -232,12 +239,16 @@ fn stop_overdue_runs(section: &Section, at: Datum) {
         if let Err(problem) = ended {
             let message =
                 format!("its process was ended; the job is left to its lease ({problem})");
-            section.run(
+            section.run_named(
                 &END_RUN,
-                &[run, outcome.into_datum(), message.as_str().into_datum()],
+                parameters! {
+                    run_id: run,
+                    outcome: outcome.into_datum(),
+                    message: message.as_str().into_datum(),
+                },
             );
         }
-        section.run(&END_EXECUTOR, &[pid]);
+        section.run_named(&END_EXECUTOR, parameters! { pid });
     }
 }
 
@@ -245,9 +256,12 @@ fn stop_overdue_runs(section: &Section, at: Datum) {
 pub(crate) static RUN_HISTORY: Service = Service {
     name: "run history",
     work: |section, at| {
-        section.run(
+        section.run_named(
             &FORGET_OLD_RUNS,
-            &[Some(at), Some(Datum::from(gucs::HISTORY_DAYS.get()))],
+            parameters! {
+                at: Some(at),
+                history_days: Some(Datum::from(gucs::HISTORY_DAYS.get())),
+            },
         );
     },
     next: no_wish,
