@@ -5,37 +5,34 @@
 //! Statements in `compute_fold.sql`; `_compute_fold` and `_compute_watchdog` run them by hand.
 
 use pg_jobs_core::compute::job_flag;
-use pgrx::pg_sys::{self, Datum, INT4OID, INT8ARRAYOID, INT8OID, TEXTOID, TIMESTAMPTZOID};
+use pgrx::pg_sys::{self, Datum};
 use pgrx::prelude::*;
 
 use super::call::{in_subtransaction, Failure, Section, Statement};
 use super::compute::end_job;
 use super::services::{wished, Service};
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("compute_fold.sql"));
 
-static WATCHDOG: Statement = statement("watchdog", &[TIMESTAMPTZOID]);
-static RESUME_FREED: Statement = statement("resume_freed", &[INT8ARRAYOID, INT4OID]);
+static WATCHDOG: Statement = statement("watchdog", &[]);
+static RESUME_FREED: Statement = statement("resume_freed", &[]);
 static FOLD_LOCK: Statement = statement("fold_lock", &[]);
 static JOBS_TO_FOLD: Statement = statement("jobs_to_fold", &[]);
-static REPORTS_TO_FOLD: Statement = statement("reports_to_fold", &[INT8OID, INT4OID]);
-static FOLD_FAILED: Statement = statement("fold_failed", &[INT8OID, TEXTOID]);
-static PLACE_REPORTS: Statement = statement("place_reports", &[INT8OID, INT8ARRAYOID]);
-static FOLD_FIGURES: Statement = statement("fold_figures", &[INT8OID, INT8ARRAYOID]);
-static FOLD_MONEY: Statement = statement("fold_money", &[INT8OID, INT8ARRAYOID]);
-static REPORT_PERIODS: Statement = statement("report_periods", &[INT8ARRAYOID]);
-static PERIOD_ROW: Statement = statement("period_row", &[INT8OID, INT8OID, TIMESTAMPTZOID]);
-static FOLD_PERIOD: Statement = statement(
-    "fold_period",
-    &[INT8OID, INT8OID, TIMESTAMPTZOID, INT8ARRAYOID],
-);
-static FOLD_WORKER_PERIODS: Statement = statement("fold_worker_periods", &[INT8ARRAYOID]);
-static SPEND: Statement = statement("spend", &[INT8ARRAYOID]);
+static REPORTS_TO_FOLD: Statement = statement("reports_to_fold", &[]);
+static FOLD_FAILED: Statement = statement("fold_failed", &[]);
+static PLACE_REPORTS: Statement = statement("place_reports", &[]);
+static FOLD_FIGURES: Statement = statement("fold_figures", &[]);
+static FOLD_MONEY: Statement = statement("fold_money", &[]);
+static REPORT_PERIODS: Statement = statement("report_periods", &[]);
+static PERIOD_ROW: Statement = statement("period_row", &[]);
+static FOLD_PERIOD: Statement = statement("fold_period", &[]);
+static FOLD_WORKER_PERIODS: Statement = statement("fold_worker_periods", &[]);
+static SPEND: Statement = statement("spend", &[]);
 static FOLD_TASKS: Statement = statement("fold_tasks", &[]);
 static MOVE_JOBS_ON: Statement = statement("move_jobs_on", &[]);
-static JOBS_DONE: Statement = statement("jobs_done", &[INT4OID]);
-static NEXT_LOOK: Statement = statement("next_look", &[TIMESTAMPTZOID]);
+static JOBS_DONE: Statement = statement("jobs_done", &[]);
+static NEXT_LOOK: Statement = statement("next_look", &[]);
 
 /// Reports folded in one round at most.
 const REPORTS_A_ROUND: i32 = 10_000;
@@ -56,11 +53,11 @@ pub(crate) static COMPUTE: Service = Service {
 /// again: a job that a fetch paused for want of funds while the copy was out goes on if its funds
 /// now pay for a slice. How many copies.
 fn watchdog(section: &Section, at: Datum) -> i32 {
-    let overdue = section.run(&WATCHDOG, &[Some(at)]);
+    let overdue = section.run_named(&WATCHDOG, parameters! { at: Some(at) });
     if let Some(freed) = overdue.datum(0, 1) {
-        section.run(
+        section.run_named(
             &RESUME_FREED,
-            &[Some(freed), Some(Datum::from(job_flag::NSF))],
+            parameters! { jobs: Some(freed), nsf: Some(Datum::from(job_flag::NSF)) },
         );
     }
     overdue.get::<i32>(0, 0).unwrap_or(0)
@@ -71,18 +68,25 @@ fn watchdog(section: &Section, at: Datum) -> i32 {
 /// not hold up the figures of the others; and each job is folded in a subtransaction of its own,
 /// so that one that cannot be folded holds up nobody: it is marked with its error and left out.
 fn fold(section: &Section, max_reports: i32) -> i32 {
-    if section.run(&FOLD_LOCK, &[]).get::<bool>(0, 0) != Some(true) {
+    if section
+        .run_named(&FOLD_LOCK, parameters! {})
+        .get::<bool>(0, 0)
+        != Some(true)
+    {
         return 0;
     }
     let jobs: Vec<i64> = section
-        .run(&JOBS_TO_FOLD, &[])
+        .run_named(&JOBS_TO_FOLD, parameters! {})
         .get(0, 0)
         .unwrap_or_default();
     let share = (max_reports / jobs.len().max(1) as i32).max(1);
     let mut folded = 0;
     for job in jobs {
         let id = Some(Datum::from(job));
-        let reports = section.run(&REPORTS_TO_FOLD, &[id, Some(Datum::from(share))]);
+        let reports = section.run_named(
+            &REPORTS_TO_FOLD,
+            parameters! { job: id, max_reports: Some(Datum::from(share)) },
+        );
         let ids: Vec<i64> = reports.get(0, 0).unwrap_or_default();
         if ids.is_empty() {
             continue;
@@ -102,12 +106,15 @@ fn fold(section: &Section, max_reports: i32) -> i32 {
                 }
                 .to_string_lossy();
                 let why = format!("{} (SQLSTATE {state})", failure.message);
-                section.run(&FOLD_FAILED, &[id, Some(section.text(&why))]);
+                section.run_named(
+                    &FOLD_FAILED,
+                    parameters! { job: id, fold_error: Some(section.text(&why)) },
+                );
                 warning!("compute job {job} could not be folded: {}", failure.message);
             }
         }
     }
-    section.run(&FOLD_TASKS, &[]);
+    section.run_named(&FOLD_TASKS, parameters! {});
     move_jobs_on(section);
     folded
 }
@@ -117,24 +124,38 @@ fn fold(section: &Section, max_reports: i32) -> i32 {
 /// for the periods they fell in, and what the groups spent of their budgets.
 fn fold_job(section: &Section, job: i64, ids: Option<Datum>) {
     let id = Some(Datum::from(job));
-    section.run(&PLACE_REPORTS, &[id, ids]);
-    section.run(&FOLD_FIGURES, &[id, ids]);
-    section.run(&FOLD_MONEY, &[id, ids]);
-    let periods = section.run(&REPORT_PERIODS, &[ids]);
+    section.run_named(&PLACE_REPORTS, parameters! { job: id, reports: ids });
+    section.run_named(&FOLD_FIGURES, parameters! { job: id, reports: ids });
+    section.run_named(&FOLD_MONEY, parameters! { job: id, reports: ids });
+    let periods = section.run_named(&REPORT_PERIODS, parameters! { reports: ids });
     for row in 0..periods.len() {
         let (group, start) = (periods.datum(row, 0), periods.datum(row, 1));
-        section.run(&PERIOD_ROW, &[id, group, start]);
-        section.run(&FOLD_PERIOD, &[id, group, start, periods.datum(row, 2)]);
+        section.run_named(
+            &PERIOD_ROW,
+            parameters! { job: id, group_id: group, period_start: start },
+        );
+        section.run_named(
+            &FOLD_PERIOD,
+            parameters! {
+                job: id,
+                group_id: group,
+                period_start: start,
+                reports: periods.datum(row, 2),
+            },
+        );
     }
-    section.run(&FOLD_WORKER_PERIODS, &[ids]);
-    section.run(&SPEND, &[ids]);
+    section.run_named(&FOLD_WORKER_PERIODS, parameters! { reports: ids });
+    section.run_named(&SPEND, parameters! { reports: ids });
 }
 
 /// Jobs whose estimation slices are all done run; jobs whose every slice has its result, that are
 /// closed and have nothing out or unfolded, are finished.
 fn move_jobs_on(section: &Section) {
-    section.run(&MOVE_JOBS_ON, &[]);
-    let done = section.run(&JOBS_DONE, &[Some(Datum::from(job_flag::OPEN))]);
+    section.run_named(&MOVE_JOBS_ON, parameters! {});
+    let done = section.run_named(
+        &JOBS_DONE,
+        parameters! { open: Some(Datum::from(job_flag::OPEN)) },
+    );
     for row in 0..done.len() {
         end_job(section, done.get(row, 0).expect("a job"), "finished");
     }

@@ -1,13 +1,14 @@
 -- The statements of src/api/compute_fold.rs, run by the launcher (or by hand, as its owner).
 
--- name: watchdog
--- Copies silent since before $1 less pg_jobs.compute_progress_timeout are overdue: sent again to
--- the next fetch, counted as retasked. Held rows are skipped, not waited for. How many, and their
--- jobs.
+-- name: watchdog(at timestamptz)
+-- Copies silent since before $at less pg_jobs.compute_progress_timeout are overdue: sent again
+-- to the next fetch, counted as retasked. Held rows are skipped, not waited for. How many, and
+-- their jobs.
 WITH late AS (
     SELECT s.job_id, s.slice_number, s.copy FROM compute_slices s
     WHERE s.lease_token IS NOT NULL
-      AND s.last_progress_time < $1 - current_setting('pg_jobs.compute_progress_timeout')::interval
+      AND s.last_progress_time
+          < $at - current_setting('pg_jobs.compute_progress_timeout')::interval
     FOR UPDATE SKIP LOCKED
 ), marked AS (
     UPDATE compute_slices s SET status = 'overdue', lease_token = NULL, retask_counter = s.retask_counter + 1
@@ -21,14 +22,14 @@ WITH late AS (
 )
 SELECT coalesce(sum(c.n), 0)::integer, array_agg(c.job_id) FROM counted c;
 
--- name: resume_freed
--- Of jobs $1, whose overdue copies' escrow is free again, those a fetch paused for want of funds
--- ($2: the flag nsf) while the copies were out go on if their funds now pay for a slice; the
+-- name: resume_freed(jobs bigint[], nsf integer)
+-- Of jobs $jobs, whose overdue copies' escrow is free again, those a fetch paused for want of
+-- funds (the flag $nsf) while the copies were out go on if their funds now pay for a slice; the
 -- others stay paused with enough left, as nothing else resumes them but compute_fund.
-UPDATE compute_jobs c SET status = _compute_resumed_status(c.job_id), flags = c.flags & ~$2
+UPDATE compute_jobs c SET status = _compute_resumed_status(c.job_id), flags = c.flags & ~$nsf
 WHERE c.job_id IN (
     SELECT j.job_id FROM compute_jobs j
-    WHERE j.job_id = ANY ($1) AND j.status = 'paused' AND j.flags & $2 <> 0
+    WHERE j.job_id = ANY ($jobs) AND j.status = 'paused' AND j.flags & $nsf <> 0
       AND j.funds - coalesce((SELECT t.slice_work_payment_total FROM compute_fin_totals t WHERE t.job_id = j.job_id), 0)
           - _compute_pending(j.job_id, j.slice_payment) >= j.slice_payment
     FOR UPDATE SKIP LOCKED);
@@ -43,37 +44,37 @@ SELECT pg_try_advisory_xact_lock(_lock_key('compute_fold', ''));
 SELECT ARRAY(SELECT u.job_id FROM (SELECT DISTINCT r.job_id FROM slice_reports r WHERE r.folded_seq IS NULL) u
              JOIN compute_jobs c ON c.job_id = u.job_id WHERE c.fold_error IS NULL);
 
--- name: reports_to_fold
--- Up to $2 of job $1's decided reports not folded yet, in the order they came.
+-- name: reports_to_fold(job bigint, max_reports integer)
+-- Up to $max_reports of job $job's decided reports not folded yet, in the order they came.
 SELECT ARRAY(SELECT r.id FROM slice_reports r
-             WHERE r.job_id = $1 AND r.folded_seq IS NULL AND r.accepted IS NOT NULL
-             ORDER BY r.id LIMIT $2);
+             WHERE r.job_id = $job AND r.folded_seq IS NULL AND r.accepted IS NOT NULL
+             ORDER BY r.id LIMIT $max_reports);
 
--- name: fold_failed
--- Job $1 could not be folded ($2 why): marked when no fetch holds its row, or else at the next
--- round's try; none of its reports is folded after that.
-UPDATE compute_jobs c SET fold_error = $2
-WHERE c.job_id = (SELECT x.job_id FROM compute_jobs x WHERE x.job_id = $1 FOR NO KEY UPDATE SKIP LOCKED);
+-- name: fold_failed(job bigint, fold_error text)
+-- Job $job could not be folded ($fold_error says why): marked when no fetch holds its row, or
+-- else at the next round's try; none of its reports is folded after that.
+UPDATE compute_jobs c SET fold_error = $fold_error
+WHERE c.job_id = (SELECT x.job_id FROM compute_jobs x WHERE x.job_id = $job FOR NO KEY UPDATE SKIP LOCKED);
 
--- name: place_reports
--- Reports $2 of job $1 take their places in the job's fold, after those it measured, and what
--- each earns: the slice payment if it was accepted, of which the group's commission is the
--- group's. The job's figures are locked for the fold.
+-- name: place_reports(job bigint, reports bigint[])
+-- Reports $reports of job $job take their places in the job's fold, after those it measured,
+-- and what each earns: the slice payment if it was accepted, of which the group's commission is
+-- the group's. The job's figures are locked for the fold.
 WITH p AS (
-    SELECT x.measured_slices FROM compute_perf_data x WHERE x.job_id = $1 FOR UPDATE
+    SELECT x.measured_slices FROM compute_perf_data x WHERE x.job_id = $job FOR UPDATE
 )
 UPDATE slice_reports r
 SET folded_seq = p.measured_slices + o.n,
     paid = CASE WHEN r.accepted THEN c.slice_payment ELSE 0 END,
     commission = CASE WHEN r.accepted THEN round(c.slice_payment * coalesce(g.commission_rate, 0), 18) ELSE 0 END
-FROM unnest($2::bigint[]) WITH ORDINALITY o(id, n), compute_groups g, compute_jobs c, p
-WHERE r.id = o.id AND g.id = r.compute_group_id AND c.job_id = $1;
+FROM unnest($reports::bigint[]) WITH ORDINALITY o(id, n), compute_groups g, compute_jobs c, p
+WHERE r.id = o.id AND g.id = r.compute_group_id AND c.job_id = $job;
 
--- name: fold_figures
--- Reports $2 of job $1, placed, into the job's moving averages (pg_jobs_core::compute::Moving,
--- in the order of their places) and totals.
+-- name: fold_figures(job bigint, reports bigint[])
+-- Reports $reports of job $job, placed, into the job's moving averages
+-- (pg_jobs_core::compute::Moving, in the order of their places) and totals.
 UPDATE compute_perf_data x
-SET measured_slices = x.measured_slices + cardinality($2),
+SET measured_slices = x.measured_slices + cardinality($reports),
     slice_cpu_time = s.state[1], slice_gpu_time = s.state[2], slice_in_data_size = s.state[3],
     slice_out_data_size = s.state[4], slice_cpu_density = s.state[5], slice_gpu_density = s.state[6],
     task_distribution = s.state[7], slice_cpu_time_variance = s.state[8], slice_gpu_time_variance = s.state[9],
@@ -89,43 +90,45 @@ FROM (SELECT _moving_fold(
                     p.slice_out_data_size_variance, p.slice_cpu_density_variance, p.slice_gpu_density_variance,
                     p.task_distribution_variance],
               (SELECT array_agg(v.x ORDER BY r.folded_seq, v.k)
-               FROM slice_reports r, unnest(_report_series(r)) WITH ORDINALITY v(x, k) WHERE r.id = ANY ($2)),
+               FROM slice_reports r, unnest(_report_series(r)) WITH ORDINALITY v(x, k) WHERE r.id = ANY ($reports)),
               (SELECT array_agg(_perf_alpha(r.folded_seq, c.last_slice_number) ORDER BY r.folded_seq)
-               FROM slice_reports r WHERE r.id = ANY ($2))) AS state
-      FROM compute_perf_data p JOIN compute_jobs c ON c.job_id = p.job_id WHERE p.job_id = $1) s,
+               FROM slice_reports r WHERE r.id = ANY ($reports))) AS state
+      FROM compute_perf_data p JOIN compute_jobs c ON c.job_id = p.job_id WHERE p.job_id = $job) s,
      (SELECT sum(round(r.cpu_time))::bigint AS cpu, sum(round(r.gpu_time))::bigint AS gpu,
              sum(r.in_data_size) AS i, sum(r.out_data_size) AS o
-      FROM slice_reports r WHERE r.id = ANY ($2)) t
-WHERE x.job_id = $1;
+      FROM slice_reports r WHERE r.id = ANY ($reports)) t
+WHERE x.job_id = $job;
 
--- name: fold_money
--- Reports $2 of job $1 into what the job paid and its commission, and what each worker earned.
+-- name: fold_money(job bigint, reports bigint[])
+-- Reports $reports of job $job into what the job paid and its commission, and what each worker
+-- earned.
 WITH paid AS (
     UPDATE compute_fin_totals f
     SET slice_work_payment_total = f.slice_work_payment_total + t.paid, commission_total = f.commission_total + t.commission
-    FROM (SELECT sum(r.paid) AS paid, sum(r.commission) AS commission FROM slice_reports r WHERE r.id = ANY ($2)) t
-    WHERE f.job_id = $1
+    FROM (SELECT sum(r.paid) AS paid, sum(r.commission) AS commission FROM slice_reports r WHERE r.id = ANY ($reports)) t
+    WHERE f.job_id = $job
 )
 UPDATE worker_run_info w SET earnings = w.earnings + t.earned
 FROM (SELECT r.worker_opaque_id, sum(r.paid - r.commission) AS earned FROM slice_reports r
-      WHERE r.id = ANY ($2) GROUP BY r.worker_opaque_id) t
+      WHERE r.id = ANY ($reports) GROUP BY r.worker_opaque_id) t
 WHERE w.worker_opaque_id = t.worker_opaque_id AND t.earned > 0;
 
--- name: report_periods
--- Reports $1 by the group they came through and the statistics period they fell in, each
+-- name: report_periods(reports bigint[])
+-- Reports $reports by the group they came through and the statistics period they fell in, each
 -- period's in the order of their places.
 SELECT r.compute_group_id, _stats_period(r.reported_at), array_agg(r.id ORDER BY r.folded_seq)
-FROM slice_reports r WHERE r.id = ANY ($1) GROUP BY 1, 2;
+FROM slice_reports r WHERE r.id = ANY ($reports) GROUP BY 1, 2;
 
--- name: period_row
--- Group $2's figures of job $1 for the period from $3, made if they are not there.
+-- name: period_row(job bigint, group_id bigint, period_start timestamptz)
+-- Group $group_id's figures of job $job for the period from $period_start, made if they are
+-- not there.
 INSERT INTO compute_group_job_period_stats (compute_group_id, job_id, period_start, period_length)
-VALUES ($2, $1, $3, current_setting('pg_jobs.compute_stats_period')::interval)
+VALUES ($group_id, $job, $period_start, current_setting('pg_jobs.compute_stats_period')::interval)
 ON CONFLICT DO NOTHING;
 
--- name: fold_period
--- Reports $4 of job $1 into group $2's figures of the job for the period from $3: its moving
--- averages, in the order of the reports' places, and its totals.
+-- name: fold_period(job bigint, group_id bigint, period_start timestamptz, reports bigint[])
+-- Reports $reports of job $job into group $group_id's figures of the job for the period from
+-- $period_start: its moving averages, in the order of the reports' places, and its totals.
 UPDATE compute_group_job_period_stats x
 SET slice_cpu_time = s.state[1], slice_gpu_time = s.state[2], slice_in_data_size = s.state[3],
     slice_out_data_size = s.state[4], slice_cpu_density = s.state[5], slice_gpu_density = s.state[6],
@@ -141,38 +144,38 @@ FROM (SELECT _moving_fold(
                     q.slice_cpu_time_variance, q.slice_gpu_time_variance, q.slice_in_data_size_variance,
                     q.slice_out_data_size_variance, q.slice_cpu_density_variance, q.slice_gpu_density_variance, NULL],
               (SELECT array_agg(v.x ORDER BY r.folded_seq, v.k)
-               FROM slice_reports r, unnest(_report_series(r)) WITH ORDINALITY v(x, k) WHERE r.id = ANY ($4)),
+               FROM slice_reports r, unnest(_report_series(r)) WITH ORDINALITY v(x, k) WHERE r.id = ANY ($reports)),
               (SELECT array_agg(_perf_alpha(r.folded_seq, c.last_slice_number) ORDER BY r.folded_seq)
-               FROM slice_reports r, compute_jobs c WHERE r.id = ANY ($4) AND c.job_id = $1)) AS state
+               FROM slice_reports r, compute_jobs c WHERE r.id = ANY ($reports) AND c.job_id = $job)) AS state
       FROM compute_group_job_period_stats q
-      WHERE q.compute_group_id = $2 AND q.job_id = $1 AND q.period_start = $3
+      WHERE q.compute_group_id = $group_id AND q.job_id = $job AND q.period_start = $period_start
         AND q.period_length = current_setting('pg_jobs.compute_stats_period')::interval) s,
      (SELECT sum(r.paid) AS paid, sum(round(r.cpu_time))::bigint AS cpu, sum(round(r.gpu_time))::bigint AS gpu,
              sum(r.in_data_size) AS i, sum(r.out_data_size) AS o
-      FROM slice_reports r WHERE r.id = ANY ($4)) t
-WHERE x.compute_group_id = $2 AND x.job_id = $1 AND x.period_start = $3
+      FROM slice_reports r WHERE r.id = ANY ($reports)) t
+WHERE x.compute_group_id = $group_id AND x.job_id = $job AND x.period_start = $period_start
   AND x.period_length = current_setting('pg_jobs.compute_stats_period')::interval;
 
--- name: fold_worker_periods
--- Reports $1 into each group's figures of each worker for the period they fell in.
+-- name: fold_worker_periods(reports bigint[])
+-- Reports $reports into each group's figures of each worker for the period they fell in.
 INSERT INTO compute_group_worker_period_stats AS s (compute_group_id, worker_opaque_id, period_start,
     period_length, slice_count, cpu_time, gpu_time, in_data_size, out_data_size, earnings)
 SELECT r.compute_group_id, r.worker_opaque_id, _stats_period(r.reported_at),
        current_setting('pg_jobs.compute_stats_period')::interval, count(*), sum(round(r.cpu_time)),
        sum(round(r.gpu_time)), sum(r.in_data_size), sum(r.out_data_size), sum(r.paid - r.commission)
-FROM slice_reports r WHERE r.id = ANY ($1) GROUP BY 1, 2, 3
+FROM slice_reports r WHERE r.id = ANY ($reports) GROUP BY 1, 2, 3
 ON CONFLICT (compute_group_id, worker_opaque_id, period_start, period_length) DO UPDATE
 SET slice_count = s.slice_count + excluded.slice_count, cpu_time = s.cpu_time + excluded.cpu_time,
     gpu_time = s.gpu_time + excluded.gpu_time, in_data_size = s.in_data_size + excluded.in_data_size,
     out_data_size = s.out_data_size + excluded.out_data_size, earnings = s.earnings + excluded.earnings;
 
--- name: spend
--- Reports $1 spent through their groups, accepted or not (the work was done). Only the fold
+-- name: spend(reports bigint[])
+-- Reports $reports spent through their groups, accepted or not (the work was done). Only the fold
 -- writes compute_group_spent. A group gone since is passed over.
 INSERT INTO compute_group_spent AS s (compute_group_id, cpu_time, gpu_time, in_data_size, out_data_size)
 SELECT r.compute_group_id, sum(round(r.cpu_time)), sum(round(r.gpu_time)), sum(r.in_data_size), sum(r.out_data_size)
 FROM slice_reports r JOIN compute_groups g ON g.id = r.compute_group_id
-WHERE r.id = ANY ($1)
+WHERE r.id = ANY ($reports)
 GROUP BY 1 ORDER BY 1
 ON CONFLICT (compute_group_id) DO UPDATE
 SET cpu_time = s.cpu_time + excluded.cpu_time, gpu_time = s.gpu_time + excluded.gpu_time,
@@ -224,18 +227,18 @@ FROM (SELECT e.job_id FROM compute_jobs e
       FOR NO KEY UPDATE SKIP LOCKED) e
 WHERE c.job_id = e.job_id;
 
--- name: jobs_done
--- Jobs closed ($1: the flag open, cleared) with every slice's result in and nothing out or
+-- name: jobs_done(open integer)
+-- Jobs closed (the flag $open cleared) with every slice's result in and nothing out or
 -- unfolded, locked to be finished; those a fetch holds wait for the next round.
 SELECT c.job_id FROM compute_jobs c
-WHERE c.status IN ('new', 'estimation', 'running', 'paused') AND c.flags & $1 = 0
+WHERE c.status IN ('new', 'estimation', 'running', 'paused') AND c.flags & $open = 0
   AND NOT EXISTS (SELECT FROM compute_slices s WHERE s.job_id = c.job_id)
   AND NOT EXISTS (SELECT FROM slice_reports r WHERE r.job_id = c.job_id AND r.folded_seq IS NULL)
 FOR NO KEY UPDATE OF c SKIP LOCKED;
 
--- name: next_look
--- Compute slices out or results to fold: the watchdog and the fold every second.
-SELECT $1 + interval '1 second'
+-- name: next_look(at timestamptz)
+-- Compute slices out or results to fold: the watchdog and the fold again a second after $at.
+SELECT $at + interval '1 second'
 WHERE EXISTS (SELECT FROM compute_slices s WHERE s.lease_token IS NOT NULL)
    OR EXISTS (SELECT FROM slice_reports r WHERE r.folded_seq IS NULL)
    OR EXISTS (SELECT FROM compute_tasks);

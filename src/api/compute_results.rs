@@ -1,10 +1,7 @@
 //! A compute worker's results (`sql/083_compute_work.sql`): `compute_submit`, which files the
 //! reports of a task's copies and decides their slices. Statements in `compute_results.sql`.
 
-use pgrx::pg_sys::{
-    self, Datum, BOOLOID, FLOAT8ARRAYOID, INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, OIDOID,
-    TEXTARRAYOID, TEXTOID, UUIDOID,
-};
+use pgrx::pg_sys::{self, Datum};
 use pgrx::IntoDatum;
 
 use pg_jobs_core::compute::{self, Decision};
@@ -15,37 +12,19 @@ use super::call::{
 };
 use super::compute::end_job;
 use super::datum::elements;
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("compute_results.sql"));
 
-static TASK_JOB: Statement = statement("task_job", &[UUIDOID]);
-static LOCK_SLICES: Statement = statement("lock_slices", &[INT8OID, INT4ARRAYOID]);
-static REPORT: Statement = statement(
-    "report",
-    &[
-        UUIDOID,
-        OIDOID,
-        INT4ARRAYOID,
-        TEXTARRAYOID,
-        FLOAT8ARRAYOID,
-        FLOAT8ARRAYOID,
-        FLOAT8ARRAYOID,
-        INT8ARRAYOID,
-        INT8ARRAYOID,
-        INT8OID,
-        BOOLOID,
-        OIDOID,
-        TEXTOID,
-    ],
-);
-static SLICE_REPORTS: Statement = statement("slice_reports", &[INT8OID, INT4OID]);
-static REPORT_HASH: Statement = statement("report_hash", &[INT8OID]);
-static ACCEPT: Statement = statement("accept", &[INT8OID, INT4OID, TEXTOID, BOOLOID]);
-static TIEBREAKER: Statement =
-    statement("tiebreaker", &[INT8OID, INT4OID, INT4OID, OIDOID, BOOLOID]);
-static REFUSE_REPORTS: Statement = statement("refuse_reports", &[INT8OID, INT4OID, INT8OID]);
-static OUTCOME: Statement = statement("outcome", &[INT8OID]);
+static TASK_JOB: Statement = statement("task_job", &[]);
+static LOCK_SLICES: Statement = statement("lock_slices", &[]);
+static REPORT: Statement = statement("report", &[]);
+static SLICE_REPORTS: Statement = statement("slice_reports", &[]);
+static REPORT_HASH: Statement = statement("report_hash", &[]);
+static ACCEPT: Statement = statement("accept", &[]);
+static TIEBREAKER: Statement = statement("tiebreaker", &[]);
+static REFUSE_REPORTS: Statement = statement("refuse_reports", &[]);
+static OUTCOME: Statement = statement("outcome", &[]);
 
 /// The job whose slices a task's reports decide (the statement `task_job`).
 struct Job {
@@ -66,7 +45,10 @@ fn lock_slices(section: &Section, job: i64, slices: Option<Datum>) {
     let locked = {
         let _timeout = LockTimeout::of(5_000);
         in_subtransaction(|| {
-            section.run(&LOCK_SLICES, &[Some(Datum::from(job)), slices]);
+            section.run_named(
+                &LOCK_SLICES,
+                parameters! { job: Some(Datum::from(job)), slices },
+            );
         })
     };
     if let Err(failure) = locked {
@@ -105,13 +87,18 @@ impl Drop for LockTimeout {
 /// Returns what became of report `mine`. The caller holds the slice's lock.
 fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
     let (id, slice_datum) = (Some(Datum::from(job.id)), Some(Datum::from(slice)));
-    let reports = section.run(&SLICE_REPORTS, &[id, slice_datum]);
+    let reports = section.run_named(&SLICE_REPORTS, parameters! { job: id, slice: slice_datum });
     if reports.get::<bool>(0, 0) == Some(true) {
-        section.run(&REFUSE_REPORTS, &[id, slice_datum, Some(mine)]);
+        section.run_named(
+            &REFUSE_REPORTS,
+            parameters! { job: id, slice: slice_datum, report: Some(mine) },
+        );
         return "not accepted".into();
     }
     let decision = if job.race {
-        let hash = section.run(&REPORT_HASH, &[Some(mine)]).get::<String>(0, 0);
+        let hash = section
+            .run_named(&REPORT_HASH, parameters! { report: Some(mine) })
+            .get::<String>(0, 0);
         Decision::Accept(hash.expect("the report's hash"))
     } else {
         let hashes: Vec<String> = reports.get(0, 1).unwrap_or_default();
@@ -124,15 +111,15 @@ fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
         match compute::consensus(&votes, copies_out.max(0) as usize, tiebreakers_left) {
             Decision::Tiebreak => {
                 let estimation = slice <= job.estimation_slices;
-                section.run(
+                section.run_named(
                     &TIEBREAKER,
-                    &[
-                        id,
-                        slice_datum,
-                        Some(Datum::from(copies)),
-                        Some(job.owner),
-                        Some(Datum::from(estimation)),
-                    ],
+                    parameters! {
+                        job: id,
+                        slice: slice_datum,
+                        copy: Some(Datum::from(copies)),
+                        owner: Some(job.owner),
+                        estimation: Some(Datum::from(estimation)),
+                    },
                 );
                 Decision::Tiebreak
             }
@@ -141,18 +128,21 @@ fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
     };
     match decision {
         Decision::Accept(hash) => {
-            section.run(
+            section.run_named(
                 &ACCEPT,
-                &[
-                    id,
-                    slice_datum,
-                    Some(section.text(&hash)),
-                    Some(Datum::from(job.race)),
-                ],
+                parameters! {
+                    job: id,
+                    slice: slice_datum,
+                    hash: Some(section.text(&hash)),
+                    race: Some(Datum::from(job.race)),
+                },
             );
         }
         Decision::Undecidable => {
-            section.run(&REFUSE_REPORTS, &[id, slice_datum, None]);
+            section.run_named(
+                &REFUSE_REPORTS,
+                parameters! { job: id, slice: slice_datum, report: None },
+            );
             end_job(section, job.id, "corrupted");
             return "corrupted".into();
         }
@@ -160,7 +150,7 @@ fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
         Decision::Tiebreak => {}
     }
     section
-        .run(&OUTCOME, &[Some(mine)])
+        .run_named(&OUTCOME, parameters! { report: Some(mine) })
         .get::<String>(0, 0)
         .expect("the report is there")
 }
@@ -232,7 +222,7 @@ entry!(compute_submit, |fcinfo, arguments| {
         .map(|datum| datum.value() as i32)
         .collect();
     let mut reported: Vec<i32> = Vec::new();
-    let task_job = section.run(&TASK_JOB, &[token]);
+    let task_job = section.run_named(&TASK_JOB, parameters! { task_token: token });
     if let (Some(id), Some(once), Some(owner)) = (
         task_job.get::<i64>(0, 0),
         task_job.get::<bool>(0, 1),
@@ -249,17 +239,27 @@ entry!(compute_submit, |fcinfo, arguments| {
         if !once {
             lock_slices(&section, id, slices);
         }
-        let mut report = vec![token, Some(Datum::from(caller.role)), slices, results];
-        report.extend_from_slice(&measurements);
+        let [cpu_ms, gpu_ms, wall_ms, in_bytes, out_bytes] = measurements;
         // The job's result URL pattern, as the statement gave it.
         let result_pattern = task_job.datum(0, 6);
-        report.extend([
-            Some(Datum::from(id)),
-            Some(Datum::from(once)),
-            Some(owner),
-            result_pattern,
-        ]);
-        let reports = section.run(&REPORT, &report);
+        let reports = section.run_named(
+            &REPORT,
+            parameters! {
+                task_token: token,
+                role: Some(Datum::from(caller.role)),
+                slices,
+                results,
+                cpu_ms,
+                gpu_ms,
+                wall_ms,
+                in_bytes,
+                out_bytes,
+                job: Some(Datum::from(id)),
+                sent_once: Some(Datum::from(once)),
+                owner: Some(owner),
+                result_pattern,
+            },
+        );
         for row in 0..reports.len() {
             let slice = reports.get::<i32>(row, 1).expect("a report's slice");
             let outcome = if reports.get::<bool>(row, 2) == Some(true) {

@@ -5,50 +5,46 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pgrx::pg_sys::{self, Datum, INT4OID, INT8OID, OIDOID, TEXTOID, UUIDOID};
+use pgrx::pg_sys::{self, Datum, INT8OID, UUIDOID};
 use pgrx::prelude::*;
 
 use super::arguments::Arg;
 use super::call::{invalid, materialize, refuse, Caller, Section, Statement};
 use super::datum::{output, quote_literal};
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("compute_settings.sql"));
 
-static REMOVE_ORIGIN: Statement = statement("remove_origin", &[OIDOID, INT8OID, TEXTOID, TEXTOID]);
-static REMOVE_WORKER: Statement = statement("remove_worker", &[OIDOID, UUIDOID]);
-static REMOVE_CONFIG_VALUE: Statement =
-    statement("remove_config_value", &[OIDOID, TEXTOID, UUIDOID, TEXTOID]);
-static REMOVE_WORKER_CREDS: Statement =
-    statement("remove_worker_creds", &[OIDOID, UUIDOID, INT8OID]);
-static REMOVE_APP_CONFIG: Statement = statement("remove_app_config", &[OIDOID, INT8OID]);
-static REMOVE_CREDS_LIST: Statement = statement("remove_creds_list", &[OIDOID, INT8OID]);
-static REMOVE_CREDENTIAL: Statement = statement("remove_credential", &[OIDOID, INT8OID]);
-static REMOVE_NOTIFICATION: Statement = statement("remove_notification", &[OIDOID, INT8OID]);
-static REMOVE_DIRECTIVE: Statement = statement("remove_directive", &[OIDOID, INT8OID]);
-static OWN_GROUP_LOCKED: Statement = statement("own_group_locked", &[OIDOID, UUIDOID]);
-static SET_SECRET: Statement = statement("set_secret", &[INT8OID, TEXTOID]);
-static JOIN_CHECK: Statement = statement("join_check", &[UUIDOID, TEXTOID, TEXTOID]);
-static GROUP_PUBLIC: Statement = statement("group_public", &[UUIDOID]);
-static GROUPS_JOBS_BY_JOB: Statement = statement("groups_jobs_by_job", &[OIDOID]);
-static BUDGET_ROW: Statement = statement("budget_row", &[OIDOID, INT8OID]);
-static GRANT_BUDGET: Statement = statement(
-    "grant_budget",
-    &[INT8OID, INT8OID, INT8OID, INT4OID, INT8OID, INT8OID],
-);
-static BUDGETS: Statement = statement("budgets", &[INT8OID]);
+static REMOVE_ORIGIN: Statement = statement("remove_origin", &[]);
+static REMOVE_WORKER: Statement = statement("remove_worker", &[]);
+static REMOVE_CONFIG_VALUE: Statement = statement("remove_config_value", &[]);
+static REMOVE_WORKER_CREDS: Statement = statement("remove_worker_creds", &[]);
+static REMOVE_APP_CONFIG: Statement = statement("remove_app_config", &[]);
+static REMOVE_CREDS_LIST: Statement = statement("remove_creds_list", &[]);
+static REMOVE_CREDENTIAL: Statement = statement("remove_credential", &[]);
+static REMOVE_NOTIFICATION: Statement = statement("remove_notification", &[]);
+static REMOVE_DIRECTIVE: Statement = statement("remove_directive", &[]);
+static OWN_GROUP_LOCKED: Statement = statement("own_group_locked", &[]);
+static SET_SECRET: Statement = statement("set_secret", &[]);
+static JOIN_CHECK: Statement = statement("join_check", &[]);
+static GROUP_PUBLIC: Statement = statement("group_public", &[]);
+static GROUPS_JOBS_BY_JOB: Statement = statement("groups_jobs_by_job", &[]);
+static BUDGET_ROW: Statement = statement("budget_row", &[]);
+static GRANT_BUDGET: Statement = statement("grant_budget", &[]);
+static BUDGETS: Statement = statement("budgets", &[]);
 
-/// Runs a delete of the caller's rows (`arguments` after its identity) and returns how many went.
+/// Runs a delete of the caller's rows (`arguments` besides its identity, `owner`) and returns how
+/// many went.
 fn remove(
     fcinfo: pg_sys::FunctionCallInfo,
     statement: &'static Statement,
-    arguments: &[Option<Datum>],
+    arguments: &[(&str, Option<Datum>)],
 ) -> Datum {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let mut all = vec![Some(Datum::from(caller.identity))];
+    let mut all = vec![("owner", Some(Datum::from(caller.identity)))];
     all.extend_from_slice(arguments);
-    Datum::from(section.run(statement, &all).len() as i32)
+    Datum::from(section.run_named(statement, &all).len() as i32)
 }
 
 /// A row of one of the tables members delete by id.
@@ -57,7 +53,7 @@ fn remove_by_id(
     id: Arg<i64>,
     statement: &'static Statement,
 ) -> Datum {
-    remove(fcinfo, statement, &[Some(id.given())])
+    remove(fcinfo, statement, parameters! { id: Some(id.given()) })
 }
 
 // compute_group_remove_origin(group_id, origin, type)
@@ -84,7 +80,7 @@ entry!(compute_group_remove_origin, |fcinfo, arguments| {
     remove(
         fcinfo,
         &REMOVE_ORIGIN,
-        &[group, origin, arguments.r#type.datum()],
+        parameters! { group_id: group, origin, origin_type: arguments.r#type.datum() },
     )
 });
 
@@ -92,7 +88,7 @@ entry!(compute_group_remove_origin, |fcinfo, arguments| {
 entry!(worker_remove, |fcinfo, arguments| remove(
     fcinfo,
     &REMOVE_WORKER,
-    &[Some(arguments.worker.given())]
+    parameters! { worker: Some(arguments.worker.given()) }
 ));
 
 // worker_config_remove(key_path, worker, type)
@@ -108,7 +104,11 @@ entry!(worker_config_remove, |fcinfo, arguments| {
     remove(
         fcinfo,
         &REMOVE_CONFIG_VALUE,
-        &[path, arguments.worker.datum(), arguments.r#type.datum()],
+        parameters! {
+            key_path: path,
+            worker: arguments.worker.datum(),
+            config_type: arguments.r#type.datum(),
+        },
     )
 });
 
@@ -116,7 +116,11 @@ entry!(worker_config_remove, |fcinfo, arguments| {
 entry!(worker_creds_remove, |fcinfo, arguments| {
     let worker = Some(arguments.worker.given());
     let list = Some(arguments.creds_list_id.given());
-    remove(fcinfo, &REMOVE_WORKER_CREDS, &[worker, list])
+    remove(
+        fcinfo,
+        &REMOVE_WORKER_CREDS,
+        parameters! { worker, creds_list_id: list },
+    )
 });
 
 entry!(worker_app_config_remove, |fcinfo, arguments| remove_by_id(
@@ -150,9 +154,9 @@ entry!(compute_group_set_secret, |fcinfo, arguments| {
     let section = Section::as_owner(fcinfo);
     // Another owner's group gets the same answer as no group, so ids cannot be probed.
     let Some(id) = section
-        .run(
+        .run_named(
             &OWN_GROUP_LOCKED,
-            &[Some(Datum::from(caller.identity)), group],
+            parameters! { owner: Some(Datum::from(caller.identity)), group_opaque_id: group },
         )
         .get::<i64>(0, 0)
     else {
@@ -176,9 +180,9 @@ entry!(compute_group_set_secret, |fcinfo, arguments| {
             Some("Use a random one, such as encode(gen_random_bytes(16), 'hex'); null removes the secret."),
         );
     }
-    section.run(
+    section.run_named(
         &SET_SECRET,
-        &[Some(Datum::from(id)), arguments.secret.datum()],
+        parameters! { group_id: Some(Datum::from(id)), secret: arguments.secret.datum() },
     );
     Datum::from(0)
 });
@@ -205,9 +209,9 @@ entry!(compute_group_budget, |fcinfo, arguments| {
     }
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    let row = section.run(
+    let row = section.run_named(
         &BUDGET_ROW,
-        &[Some(Datum::from(caller.identity)), Some(group)],
+        parameters! { owner: Some(Datum::from(caller.identity)), group_id: Some(group) },
     );
     // Another owner's group gets the same answer as no group, so ids cannot be probed.
     if row.get::<bool>(0, 0) != Some(true) {
@@ -227,18 +231,20 @@ entry!(compute_group_budget, |fcinfo, arguments| {
             Some("A deployment into the group, or another grant, is under way: try again."),
         );
     }
-    section.run(
+    section.run_named(
         &GRANT_BUDGET,
-        &[
-            Some(group),
-            arguments.cpu_time.datum(),
-            arguments.gpu_time.datum(),
-            arguments.jobs.datum(),
-            arguments.in_data_size.datum(),
-            arguments.out_data_size.datum(),
-        ],
+        parameters! {
+            group_id: Some(group),
+            cpu_time: arguments.cpu_time.datum(),
+            gpu_time: arguments.gpu_time.datum(),
+            jobs: arguments.jobs.datum(),
+            in_data_size: arguments.in_data_size.datum(),
+            out_data_size: arguments.out_data_size.datum(),
+        },
     );
-    section.run(&BUDGETS, &[Some(group)]).return_all(fcinfo);
+    section
+        .run_named(&BUDGETS, parameters! { group_id: Some(group) })
+        .return_all(fcinfo);
     Datum::from(0)
 });
 
@@ -254,7 +260,10 @@ pub(crate) fn join_check(
     secret: Option<Datum>,
 ) -> Option<i64> {
     join_budget(identity);
-    let found = section.run(&JOIN_CHECK, &[group, key, secret]);
+    let found = section.run_named(
+        &JOIN_CHECK,
+        parameters! { group_opaque_id: group, join_key: key, secret },
+    );
     if found.get::<bool>(0, 1) == Some(true) {
         return found.get::<i64>(0, 0);
     }
@@ -301,7 +310,10 @@ entry!(compute_group_public, |fcinfo, arguments| {
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     section
-        .run(&GROUP_PUBLIC, &[arguments.opaque_id.datum()])
+        .run_named(
+            &GROUP_PUBLIC,
+            parameters! { opaque_id: arguments.opaque_id.datum() },
+        )
         .return_all(fcinfo);
     Datum::from(0)
 });
@@ -313,7 +325,10 @@ entry!(_caller_compute_groups_jobs_by_job, |fcinfo, _| {
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     section
-        .run(&GROUPS_JOBS_BY_JOB, &[Some(Datum::from(caller.identity))])
+        .run_named(
+            &GROUPS_JOBS_BY_JOB,
+            parameters! { job_owner: Some(Datum::from(caller.identity)) },
+        )
         .return_all(fcinfo);
     Datum::from(0)
 });
