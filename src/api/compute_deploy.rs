@@ -4,10 +4,7 @@
 
 use pg_jobs_core::compute::{self, job_flag, CAPABILITY_NAMES, DEPLOYABLE_JOB_FLAG_NAMES};
 use pg_jobs_core::literal::{is_numeric, uuid_bytes};
-use pgrx::pg_sys::{
-    self, Datum, FLOAT8OID, INT4OID, INT8ARRAYOID, INT8OID, JSONBOID, NUMERICOID, OIDOID, TEXTOID,
-    UUIDOID,
-};
+use pgrx::pg_sys::{self, Datum, FLOAT8OID, JSONBOID, NUMERICOID, UUIDOID};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, JsonB, Uuid};
 use serde_json::Value;
@@ -15,43 +12,25 @@ use serde_json::Value;
 use super::call::{invalid, refuse, Caller, Section, Statement};
 use super::compute_settings::join_check;
 use super::datum::{int8_array, output, quote_literal, text_of};
-use crate::{entry, gucs, named_statements};
+use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("compute_deploy.sql"));
 
-static NUMBERS: Statement = statement("numbers", &[JSONBOID]);
-static VALUES: Statement = statement("values", &[JSONBOID]);
-static RANGE_TEXTS: Statement = statement("range_texts", &[JSONBOID]);
-static RANGE_SLICES: Statement = statement("range_slices", &[TEXTOID, TEXTOID, TEXTOID]);
-static PATTERN: Statement = statement("pattern", &[JSONBOID]);
-static MARKET_SCALE: Statement = statement("market_scale", &[NUMERICOID]);
-static GROUP: Statement = statement("group", &[UUIDOID]);
-static FEES: Statement = statement("fees", &[INT8ARRAYOID, NUMERICOID]);
-static TAKE_JOB_BUDGET: Statement = statement("take_job_budget", &[INT8ARRAYOID]);
-static ADD_JOB: Statement = statement("add_job", &[OIDOID, JSONBOID]);
-static RESULT_ORIGINS: Statement = statement("result_origins", &[INT8ARRAYOID]);
-static ADD_COMPUTE_JOB: Statement = statement(
-    "add_compute_job",
-    &[
-        INT8OID, OIDOID, JSONBOID, INT4OID, INT4OID, NUMERICOID, NUMERICOID, FLOAT8OID, TEXTOID,
-        INT4OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, NUMERICOID, INT4OID, TEXTOID,
-        JSONBOID,
-    ],
-);
-static ADD_JOB_PARTS: Statement = statement(
-    "add_job_parts",
-    &[
-        INT8OID,
-        OIDOID,
-        JSONBOID,
-        INT4OID,
-        INT4OID,
-        NUMERICOID,
-        INT8ARRAYOID,
-    ],
-);
-static ADD_VALUES: Statement = statement("add_values", &[INT8OID, OIDOID, INT8OID, JSONBOID]);
-static ADD_COPIES: Statement = statement("add_copies", &[INT8OID, OIDOID, INT8OID, INT4OID]);
+static NUMBERS: Statement = statement("numbers", &[]);
+static VALUES: Statement = statement("values", &[]);
+static RANGE_TEXTS: Statement = statement("range_texts", &[]);
+static RANGE_SLICES: Statement = statement("range_slices", &[]);
+static PATTERN: Statement = statement("pattern", &[]);
+static MARKET_SCALE: Statement = statement("market_scale", &[]);
+static GROUP: Statement = statement("group", &[]);
+static FEES: Statement = statement("fees", &[]);
+static TAKE_JOB_BUDGET: Statement = statement("take_job_budget", &[]);
+static ADD_JOB: Statement = statement("add_job", &[]);
+static RESULT_ORIGINS: Statement = statement("result_origins", &[]);
+static ADD_COMPUTE_JOB: Statement = statement("add_compute_job", &[]);
+static ADD_JOB_PARTS: Statement = statement("add_job_parts", &[]);
+static ADD_VALUES: Statement = statement("add_values", &[]);
+static ADD_COPIES: Statement = statement("add_copies", &[]);
 static ANALYZE_SLICES: Statement = statement("analyze_slices", &[]);
 
 /// The keys a deployment may have.
@@ -131,7 +110,7 @@ fn deploy_groups(section: &Section, caller: &Caller, groups: Option<&Value>) -> 
             });
             let wanted_datum = wanted.map(|wanted| wanted.into_datum().expect("a uuid"));
             let shown = wanted_datum.map_or_else(String::new, |wanted| output(wanted, UUIDOID));
-            let group = section.run(&GROUP, &[wanted_datum]);
+            let group = section.run_named(&GROUP, parameters! { opaque_id: wanted_datum });
             let text = |name: &str| field(name).map(|text| section.text(&text));
             let admitted = group.get::<i64>(0, 0).filter(|_| {
                 group.get::<pg_sys::Oid>(0, 1) == Some(caller.identity)
@@ -194,13 +173,19 @@ pub(super) fn add_copies(
         Some(Datum::from(first)),
     );
     if values.is_some() {
-        section.run(&ADD_VALUES, &[job, owner, first, values]);
+        section.run_named(
+            &ADD_VALUES,
+            parameters! { job, owner, first_slice: first, values },
+        );
     }
-    section.run(&ADD_COPIES, &[job, owner, first, Some(Datum::from(count))]);
+    section.run_named(
+        &ADD_COPIES,
+        parameters! { job, owner, first_slice: first, count: Some(Datum::from(count)) },
+    );
     // Planned from statistics that had not seen these rows, fetches scanned every copy of a large
     // job until autovacuum analyzed the table (seconds a fetch with 300,000 slices).
     if count >= 10_000 {
-        section.run(&ANALYZE_SLICES, &[]);
+        section.run_named(&ANALYZE_SLICES, parameters! {});
     }
 }
 
@@ -217,7 +202,7 @@ struct InputSet {
 fn input_set(section: &Section, spec: Datum, input: Option<&Value>) -> InputSet {
     let has = |key: &str| input.is_some_and(|input| input.get(key).is_some());
     if has("range") {
-        let range = section.run(&RANGE_TEXTS, &[Some(spec)]);
+        let range = section.run_named(&RANGE_TEXTS, parameters! { spec: Some(spec) });
         let texts: Vec<Option<String>> = (0..3)
             .map(|column| range.get::<String>(0, column))
             .collect();
@@ -225,11 +210,11 @@ fn input_set(section: &Section, spec: Datum, input: Option<&Value>) -> InputSet 
         if texts.iter().flatten().any(|text| !is_numeric(text)) {
             invalid(format!("a range is numbers: {range_text}"), None);
         }
-        let arguments: Vec<Option<Datum>> = texts
-            .iter()
-            .map(|text| text.as_deref().map(|text| section.text(text)))
-            .collect();
-        let counted = section.run(&RANGE_SLICES, &arguments);
+        let text = |column: usize| texts[column].as_deref().map(|text| section.text(text));
+        let counted = section.run_named(
+            &RANGE_SLICES,
+            parameters! { start: text(0), end: text(1), step: text(2) },
+        );
         if counted.get::<bool>(0, 0) == Some(false) {
             invalid(
                 "a range's start and end must be finite numbers from -1e15 to 1e15, and its step a positive one",
@@ -247,7 +232,7 @@ fn input_set(section: &Section, spec: Datum, input: Option<&Value>) -> InputSet 
             values: None,
         }
     } else if has("pattern") {
-        let pattern = section.run(&PATTERN, &[Some(spec)]);
+        let pattern = section.run_named(&PATTERN, parameters! { spec: Some(spec) });
         if pattern.get::<bool>(0, 2) == Some(false) {
             invalid(
                 "a URL pattern must contain {slice}",
@@ -265,7 +250,9 @@ fn input_set(section: &Section, spec: Datum, input: Option<&Value>) -> InputSet 
             storage_type: "values",
             details: None,
             slices: Some(values.len() as i64),
-            values: section.run(&VALUES, &[Some(spec)]).datum(0, 0),
+            values: section
+                .run_named(&VALUES, parameters! { spec: Some(spec) })
+                .datum(0, 0),
         }
     } else {
         invalid(
@@ -367,7 +354,7 @@ fn result_storage(value: Option<&Value>, copies: bool) -> Option<ResultStorage> 
 /// Refuses a result storage whose origin one of `groups` does not let its workers send results
 /// to (an origin of type any or sendResults, compared as origins: scheme, host and port).
 fn check_result_origin(section: &Section, storage: &ResultStorage, groups: Option<Datum>) {
-    let origins = section.run(&RESULT_ORIGINS, &[groups]);
+    let origins = section.run_named(&RESULT_ORIGINS, parameters! { groups });
     for row in 0..origins.len() {
         let allowed = origins.get::<Vec<String>>(row, 1).unwrap_or_default();
         let admits = allowed.iter().any(|origin| {
@@ -394,7 +381,7 @@ entry!(compute_deploy, |fcinfo, arguments| {
     let spec_datum = arguments.spec.datum();
     let spec = arguments.spec.get();
     let section = Section::as_owner(fcinfo);
-    let numbers = section.run(&NUMBERS, &[spec_datum]);
+    let numbers = section.run_named(&NUMBERS, parameters! { spec: spec_datum });
     let level: f64 = numbers.get(0, 0).expect("a duplication level");
     let (offer, multiplier) = (numbers.datum(0, 1), numbers.datum(0, 2));
     let funds = numbers.datum(0, 3).expect("funds");
@@ -468,7 +455,10 @@ entry!(compute_deploy, |fcinfo, arguments| {
     }
     if let Some(multiplier) = multiplier {
         if section
-            .run(&MARKET_SCALE, &[Some(multiplier)])
+            .run_named(
+                &MARKET_SCALE,
+                parameters! { market_value: Some(multiplier) },
+            )
             .get::<bool>(0, 0)
             == Some(true)
         {
@@ -513,7 +503,7 @@ entry!(compute_deploy, |fcinfo, arguments| {
     if let Some(results) = &results {
         check_result_origin(&section, results, groups);
     }
-    let fees = section.run(&FEES, &[groups, Some(funds)]);
+    let fees = section.run_named(&FEES, parameters! { groups, funds: Some(funds) });
     let fee = fees.datum(0, 0);
     if fees.get::<bool>(0, 1) == Some(true) {
         refuse(
@@ -526,7 +516,11 @@ entry!(compute_deploy, |fcinfo, arguments| {
             Some("Fund the job with at least the fees and what its slices are to be paid."),
         );
     }
-    if section.run(&TAKE_JOB_BUDGET, &[groups]).get::<bool>(0, 0) == Some(true) {
+    if section
+        .run_named(&TAKE_JOB_BUDGET, parameters! { groups })
+        .get::<bool>(0, 0)
+        == Some(true)
+    {
         refuse(
             PgSqlErrorCode::ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
             "a compute group named has no jobs left in its budget",
@@ -536,50 +530,50 @@ entry!(compute_deploy, |fcinfo, arguments| {
     let owner = Some(Datum::from(caller.identity));
     let spec = Some(spec_datum);
     let job: i64 = section
-        .run(&ADD_JOB, &[owner, spec])
+        .run_named(&ADD_JOB, parameters! { owner, spec })
         .get(0, 0)
         .expect("the job's id");
     let id = Some(Datum::from(job));
     // At most 2147483647 (a range's count is checked, a pattern's is an integer).
     let slices = Some(Datum::from(slices as i32));
     let texts = |value: &str| Some(section.text(value));
-    section.run(
+    section.run_named(
         &ADD_COMPUTE_JOB,
-        &[
-            id,
+        parameters! {
+            job: id,
             owner,
             spec,
             slices,
-            Some(Datum::from(per_task)),
+            max_slices_per_task: Some(Datum::from(per_task)),
             offer,
-            multiplier,
-            level.into_datum(),
-            texts(&duplication_type),
-            Some(Datum::from(flags)),
-            Some(Datum::from(capabilities)),
-            texts(input.storage_type),
-            input.details.as_deref().and_then(texts),
-            texts(&versions),
-            Some(funds),
-            fee,
-            Some(Datum::from(estimation)),
-            results.as_ref().and_then(|results| texts(&results.pattern)),
-            results
+            market_value: multiplier,
+            duplication_level: level.into_datum(),
+            duplication_type: texts(&duplication_type),
+            flags: Some(Datum::from(flags)),
+            capabilities: Some(Datum::from(capabilities)),
+            data_storage_type: texts(input.storage_type),
+            data_storage_details: input.details.as_deref().and_then(texts),
+            worktime_version: texts(&versions),
+            funds: Some(funds),
+            fees: fee,
+            estimation_slices: Some(Datum::from(estimation)),
+            result_url: results.as_ref().and_then(|results| texts(&results.pattern)),
+            result_params: results
                 .and_then(|results| results.params)
                 .and_then(|params| JsonB(params).into_datum()),
-        ],
+        },
     );
-    section.run(
+    section.run_named(
         &ADD_JOB_PARTS,
-        &[
-            id,
+        parameters! {
+            job: id,
             owner,
             spec,
-            Some(Datum::from(estimation)),
+            estimation_slices: Some(Datum::from(estimation)),
             slices,
-            fee,
+            fees: fee,
             groups,
-        ],
+        },
     );
     add_copies(
         &section,

@@ -7,47 +7,29 @@
 //! fetch waiting for that job: a deadlock, found by the simulation in sim/.
 
 use pg_jobs_core::compute::job_flag;
-use pgrx::pg_sys::{
-    self, Datum, BOOLOID, INT4OID, INT8ARRAYOID, INT8OID, JSONBOID, NUMERICOID, OIDOID, UUIDOID,
-};
+use pgrx::pg_sys::{self, Datum};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
 
 use super::call::{invalid, materialize, refuse, Caller, Section, Statement};
 use super::compute_workers::worker_of;
 use super::datum::{elements, output};
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("compute_fetch.sql"));
 
-static WORKER: Statement = statement("worker", &[OIDOID]);
-static GROUPS: Statement = statement("groups", &[UUIDOID, INT4OID, JSONBOID]);
-static JOB: Statement = statement("job", &[INT8OID, INT4OID, BOOLOID, OIDOID]);
-static TAKE_JOB: Statement = statement("take_job", &[INT8OID]);
-static GROUP_ROOM: Statement = statement("group_room", &[INT8OID, UUIDOID, INT8OID, NUMERICOID]);
-static PAID_SLICES: Statement = statement("paid_slices", &[INT8OID]);
-static PAUSE_UNFUNDED: Statement = statement("pause_unfunded", &[INT8OID, INT4OID]);
-static HAND: Statement = statement(
-    "hand",
-    &[
-        INT8OID,
-        UUIDOID,
-        INT4OID,
-        INT4OID,
-        INT8OID,
-        UUIDOID,
-        OIDOID,
-        OIDOID,
-        INT8ARRAYOID,
-        BOOLOID,
-        BOOLOID,
-        BOOLOID,
-    ],
-);
-static START: Statement = statement("start", &[INT8OID]);
-static ESTIMATION_LEFT: Statement = statement("estimation_left", &[INT8OID]);
-static NOTHING_IN: Statement = statement("nothing_in", &[UUIDOID, INT8OID, INT8ARRAYOID]);
-static FETCHED_NOTHING: Statement = statement("fetched_nothing", &[UUIDOID]);
+static WORKER: Statement = statement("worker", &[]);
+static GROUPS: Statement = statement("groups", &[]);
+static JOB: Statement = statement("job", &[]);
+static TAKE_JOB: Statement = statement("take_job", &[]);
+static GROUP_ROOM: Statement = statement("group_room", &[]);
+static PAID_SLICES: Statement = statement("paid_slices", &[]);
+static PAUSE_UNFUNDED: Statement = statement("pause_unfunded", &[]);
+static HAND: Statement = statement("hand", &[]);
+static START: Statement = statement("start", &[]);
+static ESTIMATION_LEFT: Statement = statement("estimation_left", &[]);
+static NOTHING_IN: Statement = statement("nothing_in", &[]);
+static FETCHED_NOTHING: Statement = statement("fetched_nothing", &[]);
 
 /// A job as a fetch sees it (the statement `job`).
 struct Job {
@@ -72,14 +54,14 @@ struct Job {
 /// Job `job` read, and shared with other fetches if it may be, unless the fetch takes it `alone`
 /// anyway; None if it is gone.
 fn read_job(section: &Section, caller: &Caller, job: i64, alone: bool) -> Option<Job> {
-    let row = section.run(
+    let row = section.run_named(
         &JOB,
-        &[
-            Some(Datum::from(job)),
-            Some(Datum::from(job_flag::GREEDY_ESTIMATION)),
-            Some(Datum::from(alone)),
-            Some(Datum::from(caller.identity)),
-        ],
+        parameters! {
+            job: Some(Datum::from(job)),
+            greedy_estimation: Some(Datum::from(job_flag::GREEDY_ESTIMATION)),
+            alone: Some(Datum::from(alone)),
+            identity: Some(Datum::from(caller.identity)),
+        },
     );
     Some(Job {
         status: row.get(0, 0)?,
@@ -115,7 +97,10 @@ entry!(compute_fetch, |fcinfo, arguments| {
     }
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    let worker = section.run(&WORKER, &[Some(Datum::from(caller.role))]);
+    let worker = section.run_named(
+        &WORKER,
+        parameters! { role: Some(Datum::from(caller.role)) },
+    );
     let Some(worker_id) = worker.datum(0, 0) else {
         worker_of(&section, &caller);
         // Registered by its owner in workers, but it never said what it runs.
@@ -140,7 +125,7 @@ entry!(compute_fetch, |fcinfo, arguments| {
     // that read the worker), so that two fetches through one limited group take turns and
     // neither counts before the other wrote.
     let held_groups: Vec<i64> = worker_row.get(0, 5).unwrap_or_default();
-    let groups = section.run(&GROUPS, &[worker, capabilities, worktimes]);
+    let groups = section.run_named(&GROUPS, parameters! { worker, capabilities, worktimes });
     for row in 0..groups.len() {
         let group: i64 = groups.get(row, 0).expect("a group's id");
         let limited = groups.get::<bool>(row, 1) == Some(true);
@@ -164,7 +149,11 @@ entry!(compute_fetch, |fcinfo, arguments| {
             };
             let alone = limited || !job.ample;
             if alone {
-                if section.run(&TAKE_JOB, &[id_datum]).get::<bool>(0, 0) != Some(true) {
+                if section
+                    .run_named(&TAKE_JOB, parameters! { job: id_datum })
+                    .get::<bool>(0, 0)
+                    != Some(true)
+                {
                     continue;
                 }
                 // As it is now that it is this fetch's.
@@ -180,7 +169,15 @@ entry!(compute_fetch, |fcinfo, arguments| {
             }
             let mut n = i64::from(job.max_slices_per_task.min(max_slices.unwrap_or(i32::MAX)));
             if limited {
-                let room = section.run(&GROUP_ROOM, &[group_datum, worker, id_datum, job.payment]);
+                let room = section.run_named(
+                    &GROUP_ROOM,
+                    parameters! {
+                        group_id: group_datum,
+                        worker,
+                        job: id_datum,
+                        slice_payment: job.payment,
+                    },
+                );
                 if let Some(room) = room.get::<i64>(0, 0) {
                     n = n.min(room);
                 }
@@ -190,50 +187,53 @@ entry!(compute_fetch, |fcinfo, arguments| {
             }
             if alone && job.paying {
                 let paid = section
-                    .run(&PAID_SLICES, &[id_datum])
+                    .run_named(&PAID_SLICES, parameters! { job: id_datum })
                     .get::<i32>(0, 0)
                     .unwrap_or(0);
                 n = n.min(i64::from(paid));
                 if n < 1 {
-                    section.run(
+                    section.run_named(
                         &PAUSE_UNFUNDED,
-                        &[id_datum, Some(Datum::from(job_flag::NSF))],
+                        parameters! { job: id_datum, nsf: Some(Datum::from(job_flag::NSF)) },
                     );
                     continue;
                 }
             }
             let n = n as i32;
-            let task = section.run(
+            let task = section.run_named(
                 &HAND,
-                &[
-                    id_datum,
+                parameters! {
+                    job: id_datum,
                     task_token,
-                    Some(Datum::from(n)),
-                    Some(Datum::from(n.saturating_mul(job.copies))),
-                    group_datum,
+                    slices: Some(Datum::from(n)),
+                    candidates: Some(Datum::from(n.saturating_mul(job.copies))),
+                    group_id: group_datum,
                     worker,
-                    Some(Datum::from(caller.role)),
-                    Some(Datum::from(caller.identity)),
-                    Some(eligible_datum),
-                    Some(Datum::from(job.all_slices)),
-                    Some(Datum::from(job.once)),
-                    Some(Datum::from(several_groups)),
-                ],
+                    role: Some(Datum::from(caller.role)),
+                    root: Some(Datum::from(caller.identity)),
+                    eligible: Some(eligible_datum),
+                    all_slices: Some(Datum::from(job.all_slices)),
+                    once: Some(Datum::from(job.once)),
+                    several_groups: Some(Datum::from(several_groups)),
+                },
             );
             if task.len() == 0 {
                 continue;
             }
             task.return_all(fcinfo);
             if job.status == "new" {
-                section.run(&START, &[id_datum]);
+                section.run_named(&START, parameters! { job: id_datum });
             }
             if (0..task.len()).any(|row| task.get::<bool>(row, 8) == Some(true)) {
-                section.run(&ESTIMATION_LEFT, &[id_datum]);
+                section.run_named(&ESTIMATION_LEFT, parameters! { job: id_datum });
             }
             return Datum::from(0);
         }
-        section.run(&NOTHING_IN, &[worker, group_datum, Some(eligible_datum)]);
+        section.run_named(
+            &NOTHING_IN,
+            parameters! { worker, group_id: group_datum, eligible: Some(eligible_datum) },
+        );
     }
-    section.run(&FETCHED_NOTHING, &[worker]);
+    section.run_named(&FETCHED_NOTHING, parameters! { worker });
     Datum::from(0)
 });

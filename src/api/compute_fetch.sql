@@ -1,12 +1,12 @@
 -- The statements of src/api/compute_fetch.rs, run as the extension's owner.
 
--- name: worker
--- The worker role $1 registered as, with what it runs: its opaque id, its capability bits, its
--- worktimes, its place in its jobs' turns, how many groups it joined, and those of them that have
--- limits whose lock this fetch took (tried, not waited for: see compute_fetch.rs). None for a
--- role whose worker never said what it runs. (The groups first, then the locks: in one query
--- the planner may try a lock on every group before filtering, and hold the locks of groups this
--- fetch never uses.)
+-- name: worker(role oid)
+-- The worker role $role registered as, with what it runs: its opaque id, its capability bits,
+-- its worktimes, its place in its jobs' turns, how many groups it joined, and those of them that
+-- have limits whose lock this fetch took (tried, not waited for: see compute_fetch.rs). None for a
+-- role whose worker never said what it runs. (The groups first, then the locks: in one query the
+-- planner may try a lock on every group before filtering, and hold the locks of groups this fetch
+-- never uses.)
 SELECT x.opaque_id, r.capabilities, r.worktimes, coalesce(t.serial, 0),
        (SELECT count(*) FROM compute_group_workers m WHERE m.worker_opaque_id = x.opaque_id),
        ARRAY(SELECT l.id
@@ -16,40 +16,42 @@ SELECT x.opaque_id, r.capabilities, r.worktimes, coalesce(t.serial, 0),
              WHERE pg_try_advisory_xact_lock(_lock_key('compute_group', l.id::text)))
 FROM workers x JOIN worker_run_info r ON r.worker_opaque_id = x.opaque_id
 JOIN worker_task_info t ON t.worker_opaque_id = x.opaque_id
-WHERE x.identity = $1;
+WHERE x.identity = $role;
 
--- name: groups
--- The groups worker $1 (capability bits $2, worktimes $3) joined, the least recently served
--- first: each one's id, whether it has limits, and its jobs the worker may run, in id order (null:
--- none): running or about to, needing no capability it lacks, of a worktime version it has, and
+-- name: groups(worker uuid, capabilities integer, worktimes jsonb)
+-- The groups the worker joined, the least recently served first: each one's id, whether it has
+-- limits, and its jobs the worker may run, in id order (null: none): running or about to, needing
+-- no capability it lacks (it has $capabilities), of a worktime version it has (in $worktimes), and
 -- not rejected by it.
 SELECT x.id, _compute_group_limited(x),
        (SELECT array_agg(j.job_id ORDER BY j.job_id)
         FROM compute_group_jobs gj JOIN compute_jobs j ON j.job_id = gj.job_id
         WHERE gj.compute_group_id = x.id AND j.status IN ('new', 'estimation', 'running')
-          AND j.need_capabilities & $2 = j.need_capabilities
-          AND _worktime_ok(j.worktime_version, $3 ->> j.worktime)
+          AND j.need_capabilities & $capabilities = j.need_capabilities
+          AND _worktime_ok(j.worktime_version, $worktimes ->> j.worktime)
           AND NOT EXISTS (SELECT FROM work_reject_history h
-                          WHERE h.job_id = j.job_id AND h.worker_opaque_id = $1))
+                          WHERE h.job_id = j.job_id AND h.worker_opaque_id = $worker))
 FROM compute_group_workers m JOIN compute_groups x ON x.id = m.compute_group_id
-WHERE m.worker_opaque_id = $1
+WHERE m.worker_opaque_id = $worker
 ORDER BY m.last_served_at NULLS FIRST, x.id;
 
--- name: job
--- Job $1 as a fetch sees it: its status; whether it is running and what is left of its funds pays
--- for every connection fetching its largest task at once (then fetches need not take turns: see
--- compute_fetch.rs); its largest task; copies of a slice it sends at most, and whether it sends
--- each once; whether it pays; whether all its slices may go out ($2: the flag of greedy
--- estimation), not only its estimation slices; what a slice pays; and, unless the fetch takes
--- it alone anyway ($3), whether the fetch shares it (null: it must take it alone).
+-- name: job(job bigint, greedy_estimation integer, alone boolean, identity oid)
+-- The job as a fetch sees it: its status; whether it is running and what is left of its funds
+-- pays for every connection fetching its largest task at once (then fetches need not take turns:
+-- see compute_fetch.rs); its largest task; copies of a slice it sends at most, and whether it
+-- sends each once; whether it pays; whether all its slices may go out (it is running, estimates
+-- nothing, or has the flag $greedy_estimation), not only its estimation slices; what a slice pays;
+-- and, unless the fetch takes it $alone anyway, whether the fetch shares it (null: it must take it
+-- alone).
 SELECT j.status, j.ample, j.max_slices_per_task, j.copies, j.once, j.paying, j.all_slices, j.payment,
-       CASE WHEN $3 OR NOT j.ample THEN NULL
+       CASE WHEN $alone OR NOT j.ample THEN NULL
             -- Shared with other fetches, and, unless it sends each slice once, alone among the
-            -- fetches of identity $4: two at once would each miss the copy the other took, and the
-            -- identity would hold two of one slice. Tried, not waited for.
-            WHEN NOT pg_try_advisory_xact_lock_shared(_lock_key('compute_job', $1::text)) THEN false
+            -- fetches of identity $identity: two at once would each miss the copy the other took,
+            -- and the identity would hold two of one slice. Tried, not waited for.
+            WHEN NOT pg_try_advisory_xact_lock_shared(_lock_key('compute_job', $job::text)) THEN false
             WHEN j.once THEN true
-            ELSE pg_try_advisory_xact_lock(_lock_key('compute_copies', $1::text || '/' || $4::text)) END
+            ELSE pg_try_advisory_xact_lock(_lock_key('compute_copies',
+                                                     $job::text || '/' || $identity::text)) END
 FROM (SELECT c.status::text AS status,
              c.status = 'running'
              AND (c.slice_payment = 0
@@ -57,50 +59,53 @@ FROM (SELECT c.status::text AS status,
                      - _compute_pending(c.job_id, c.slice_payment)
                      >= c.slice_payment * c.max_slices_per_task * current_setting('max_connections')::integer) AS ample,
              c.max_slices_per_task, ceil(c.duplication_level)::integer AS copies, c.duplication_level = 1 AS once,
-             c.slice_payment > 0 AS paying, c.status = 'running' OR c.estimation_slices = 0 OR c.flags & $2 <> 0 AS all_slices,
+             c.slice_payment > 0 AS paying,
+             c.status = 'running' OR c.estimation_slices = 0 OR c.flags & $greedy_estimation <> 0 AS all_slices,
              c.slice_payment::numeric AS payment
-      FROM compute_jobs c WHERE c.job_id = $1 OFFSET 0) j;
+      FROM compute_jobs c WHERE c.job_id = $job OFFSET 0) j;
 
--- name: take_job
--- Job $1 for this fetch alone: its advisory lock and its row, each tried, not waited for (a job
+-- name: take_job(job bigint)
+-- The job for this fetch alone: its advisory lock and its row, each tried, not waited for (a job
 -- whose row its owner holds is passed over). Whether both were taken. Not tried when the job has
 -- no copy to hand out: its last slices out or reported, its row is the fold's to finish it with
 -- (jobs_done passes over a row a fetch holds), and fetches taking it in turn, every worker every
 -- 50 ms, kept it from finishing for a minute.
 SELECT EXISTS (SELECT FROM compute_slices s
-               WHERE s.job_id = $1 AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker'))
-       AND pg_try_advisory_xact_lock(_lock_key('compute_job', $1::text))
-       AND EXISTS (SELECT FROM compute_jobs c WHERE c.job_id = $1 FOR NO KEY UPDATE SKIP LOCKED);
+               WHERE s.job_id = $job AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker'))
+       AND pg_try_advisory_xact_lock(_lock_key('compute_job', $job::text))
+       AND EXISTS (SELECT FROM compute_jobs c WHERE c.job_id = $job FOR NO KEY UPDATE SKIP LOCKED);
 
--- name: group_room
--- How many more slices group $1 may hand out to worker $2 of job $3 paying $4 a slice (null: no
--- limit), under the group's limits and budgets; the fetch holds the group's lock. A budget is
--- charged, beyond what the fold spent, what the group's reports not folded yet measured and what
--- its copies out will cost at their jobs' measured averages (0 until measured), and holds the
--- slices of job $3 that fit in what is left at its average (see _slices_in_budget).
+-- name: group_room(group_id bigint, worker uuid, job bigint, slice_payment numeric)
+-- How many more slices the group may hand out to the worker of the job paying $slice_payment a
+-- slice (null: no limit), under the group's limits and budgets; the fetch holds the group's lock.
+-- A budget is charged, beyond what the fold spent, what the group's reports not folded yet
+-- measured and what its copies out will cost at their jobs' measured averages (0 until measured),
+-- and holds the slices of the job that fit in what is left at its average (see
+-- _slices_in_budget).
 WITH held AS (
     SELECT count(*) AS copies, count(DISTINCT s.job_id) AS jobs, count(DISTINCT s.last_assigned_worker) AS workers,
-           coalesce(bool_or(s.job_id = $3), false) AS job_held,
-           coalesce(bool_or(s.last_assigned_worker = $2), false) AS worker_held,
+           coalesce(bool_or(s.job_id = $job), false) AS job_held,
+           coalesce(bool_or(s.last_assigned_worker = $worker), false) AS worker_held,
            coalesce(sum(c.slice_payment), 0) AS escrow
     FROM compute_slices s JOIN compute_jobs c ON c.job_id = s.job_id
-    WHERE s.compute_group_id = $1 AND s.lease_token IS NOT NULL
+    WHERE s.compute_group_id = $group_id AND s.lease_token IS NOT NULL
 ), owed AS (
     SELECT coalesce(sum(x.cpu), 0) AS cpu, coalesce(sum(x.gpu), 0) AS gpu,
            coalesce(sum(x.bytes_in), 0) AS bytes_in, coalesce(sum(x.bytes_out), 0) AS bytes_out
     FROM (SELECT round(r.cpu_time)::numeric AS cpu, round(r.gpu_time)::numeric AS gpu,
                  r.in_data_size::numeric AS bytes_in, r.out_data_size::numeric AS bytes_out
-          FROM slice_reports r WHERE r.folded_seq IS NULL AND r.compute_group_id = $1
+          FROM slice_reports r WHERE r.folded_seq IS NULL AND r.compute_group_id = $group_id
           UNION ALL
           SELECT p.slice_cpu_time::numeric, p.slice_gpu_time::numeric, p.slice_in_data_size::numeric,
                  p.slice_out_data_size::numeric
           FROM compute_slices s JOIN compute_perf_data p ON p.job_id = s.job_id
-          WHERE s.compute_group_id = $1 AND s.lease_token IS NOT NULL) x
+          WHERE s.compute_group_id = $group_id AND s.lease_token IS NOT NULL) x
 ), cores AS (
     SELECT coalesce(sum(r.cpu_cores), 0) AS cpus, coalesce(sum(r.gpu_cores), 0) AS gpus
     FROM worker_run_info r
     WHERE r.worker_opaque_id IN (SELECT s.last_assigned_worker FROM compute_slices s
-                                 WHERE s.compute_group_id = $1 AND s.lease_token IS NOT NULL)
+                                 WHERE s.compute_group_id = $group_id
+                                   AND s.lease_token IS NOT NULL)
 )
 SELECT CASE
     WHEN NOT h.job_held AND h.jobs >= g.max_concurrent_jobs THEN 0
@@ -109,14 +114,14 @@ SELECT CASE
                                 OR k.gpus + coalesce(mine.gpu_cores, 0) > g.max_concurrent_gpus) THEN 0
     -- least() passes over nulls: a limit not set bounds nothing.
     ELSE least(CASE WHEN g.max_concurrent_sandboxes IS NOT NULL THEN greatest(g.max_concurrent_sandboxes - h.copies, 0) END,
-               CASE WHEN g.max_concurrent_escrow IS NOT NULL AND $4 > 0
-                    THEN _slices_paid_by(g.max_concurrent_escrow - h.escrow, $4) END,
+               CASE WHEN g.max_concurrent_escrow IS NOT NULL AND $slice_payment > 0
+                    THEN _slices_paid_by(g.max_concurrent_escrow - h.escrow, $slice_payment) END,
                -- Paid through the group so far, and what its copies out and unfolded reports hold.
-               CASE WHEN g.max_total_payment IS NOT NULL AND $4 > 0
+               CASE WHEN g.max_total_payment IS NOT NULL AND $slice_payment > 0
                     THEN _slices_paid_by(g.max_total_payment - h.escrow
                                          - (SELECT coalesce(sum(coalesce(r.paid, c.slice_payment)), 0)
                                             FROM slice_reports r JOIN compute_jobs c ON c.job_id = r.job_id
-                                            WHERE r.compute_group_id = $1), $4) END,
+                                            WHERE r.compute_group_id = $group_id), $slice_payment) END,
                _slices_in_budget(b.remaining_cpu_time - o.cpu, jp.slice_cpu_time),
                _slices_in_budget(b.remaining_gpu_time - o.gpu, jp.slice_gpu_time),
                _slices_in_budget(b.remaining_in_data_size - o.bytes_in, jp.slice_in_data_size),
@@ -124,100 +129,104 @@ SELECT CASE
 END
 FROM compute_groups g CROSS JOIN held h CROSS JOIN cores k CROSS JOIN owed o
 JOIN compute_group_budgets b ON b.compute_group_id = g.id
-LEFT JOIN worker_run_info mine ON mine.worker_opaque_id = $2
-LEFT JOIN compute_perf_data jp ON jp.job_id = $3
-WHERE g.id = $1;
+LEFT JOIN worker_run_info mine ON mine.worker_opaque_id = $worker
+LEFT JOIN compute_perf_data jp ON jp.job_id = $job
+WHERE g.id = $group_id;
 
--- name: paid_slices
--- How many slices what is left of job $1's funds pays for.
+-- name: paid_slices(job bigint)
+-- How many slices what is left of the job's funds pays for.
 SELECT _slices_paid_by(c.funds - (SELECT t.slice_work_payment_total FROM compute_fin_totals t WHERE t.job_id = c.job_id)
                        - _compute_pending(c.job_id, c.slice_payment), c.slice_payment)
-FROM compute_jobs c WHERE c.job_id = $1;
+FROM compute_jobs c WHERE c.job_id = $job;
 
--- name: pause_unfunded
--- Job $1, out of funds with slices still to send, paused until its owner adds some (compute_fund;
--- $2: the flag nsf).
-UPDATE compute_jobs j SET status = 'paused', flags = j.flags | $2
-WHERE j.job_id = $1
-  AND EXISTS (SELECT FROM compute_slices s WHERE s.job_id = $1 AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker'));
+-- name: pause_unfunded(job bigint, nsf integer)
+-- The job, out of funds with slices still to send, paused until its owner adds some
+-- (compute_fund), with the flag $nsf.
+UPDATE compute_jobs j SET status = 'paused', flags = j.flags | $nsf
+WHERE j.job_id = $job
+  AND EXISTS (SELECT FROM compute_slices s WHERE s.job_id = $job AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker'));
 
--- name: hand
--- Task $2 of up to $3 slices of job $1 (reading $4 copies for them) for worker $6 (role $7, root
--- identity $8) through group $5, whose eligible jobs were $9: in slice order, only estimation
--- slices unless all may go ($10), and never two copies of one slice to one identity (its proxies
--- are it), held or reported, unless each slice is sent once ($11): copies are sent to meet
--- independent faults, and a consensus counts identities. A task handed out is recorded, and the
--- worker's next fetch starts one job further along and, if it joined several groups ($12), at
--- another group. The task's rows, in slice order, each with where its result goes (none: to the
--- database with the report).
+-- name: hand(job bigint, task_token uuid, slices integer, candidates integer, group_id bigint,
+--           worker uuid, role oid, root oid, eligible bigint[], all_slices boolean,
+--           once boolean, several_groups boolean)
+-- Task $task_token of up to $slices slices of the job (reading up to $candidates copies for them)
+-- for the worker (role $role, root identity $root) through the group, whose eligible jobs were
+-- $eligible: in slice order, only estimation slices unless all may go, and never two copies of
+-- one slice to one identity (its proxies are it), held or reported, unless each slice is sent
+-- once: copies are sent to meet independent faults, and a consensus counts identities. A task
+-- handed out is recorded, and the worker's next fetch starts one job further along and, if it
+-- joined several groups, at another group. The task's rows, in slice order, each with where its
+-- result goes (none: to the database with the report).
 WITH candidates AS (
     SELECT s.slice_number, s.copy
     FROM compute_slices s
-    WHERE s.job_id = $1 AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker')
-      AND ($10 OR s.estimation)
-      AND ($11 AND s.copy = 0
+    WHERE s.job_id = $job AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker')
+      AND ($all_slices OR s.estimation)
+      AND ($once AND s.copy = 0
            OR NOT EXISTS (SELECT FROM compute_slices o
-                          WHERE o.job_id = $1 AND o.slice_number = s.slice_number
-                            AND o.lease_token IS NOT NULL AND o.last_assigned_root = $8)
+                          WHERE o.job_id = $job AND o.slice_number = s.slice_number
+                            AND o.lease_token IS NOT NULL AND o.last_assigned_root = $root)
               AND NOT EXISTS (SELECT FROM slice_reports x
-                              WHERE x.job_id = $1 AND x.slice_number = s.slice_number AND x.worker_root = $8))
+                              WHERE x.job_id = $job AND x.slice_number = s.slice_number
+                                AND x.worker_root = $root))
     ORDER BY s.slice_number, s.copy
-    LIMIT $4
+    LIMIT $candidates
     FOR UPDATE SKIP LOCKED
 ), picked AS (
     SELECT DISTINCT ON (p.slice_number) p.slice_number, p.copy FROM candidates p
     ORDER BY p.slice_number, p.copy
-    LIMIT $3
+    LIMIT $slices
 ), handed AS (
     UPDATE compute_slices s
-    SET status = 'scheduled', lease_token = $2, compute_group_id = $5, begin_time = now(),
-        last_progress_time = now(), last_assigned_worker = $6, last_assigned_worker_identity = $7,
-        last_assigned_root = $8
+    SET status = 'scheduled', lease_token = $task_token, compute_group_id = $group_id,
+        begin_time = now(), last_progress_time = now(), last_assigned_worker = $worker,
+        last_assigned_worker_identity = $role, last_assigned_root = $root
     FROM picked p
-    WHERE s.job_id = $1 AND s.slice_number = p.slice_number AND s.copy = p.copy
+    WHERE s.job_id = $job AND s.slice_number = p.slice_number AND s.copy = p.copy
     RETURNING s.slice_number, s.copy, s.estimation
 ), task AS (
     INSERT INTO compute_tasks (worker_opaque_id, compute_group_id, eligible, job_id, slice_count)
-    SELECT $6, $5, $9, $1, count(*) FROM handed HAVING count(*) > 0
+    SELECT $worker, $group_id, $eligible, $job, count(*) FROM handed HAVING count(*) > 0
 ), fetched AS (
     UPDATE worker_task_info t
     SET task_time = now(), serial = coalesce(t.serial, 0) + 1,
-        current_task = jsonb_build_object('job_id', $1, 'slices', (SELECT count(*) FROM handed))
-    WHERE t.worker_opaque_id = $6 AND EXISTS (SELECT FROM handed)
+        current_task = jsonb_build_object('job_id', $job, 'slices', (SELECT count(*) FROM handed))
+    WHERE t.worker_opaque_id = $worker AND EXISTS (SELECT FROM handed)
 ), served AS (
     UPDATE compute_group_workers m SET last_served_at = clock_timestamp()
-    WHERE $12 AND m.worker_opaque_id = $6 AND m.compute_group_id = $5 AND EXISTS (SELECT FROM handed)
+    WHERE $several_groups AND m.worker_opaque_id = $worker AND m.compute_group_id = $group_id
+      AND EXISTS (SELECT FROM handed)
 )
-SELECT $2, $1, h.slice_number, h.copy::integer,
+SELECT $task_token, $job, h.slice_number, h.copy::integer,
        coalesce(d.value::text, _slice_datum(c.data_storage_type, c.data_storage_details, h.slice_number)),
        f.value::text, a.arguments, job_flag_names(c.flags), h.estimation,
        _result_url(c.result_storage_details, h.slice_number, h.copy), c.result_storage_params
 FROM handed h
-JOIN compute_jobs c ON c.job_id = $1
-LEFT JOIN compute_data d ON d.job_id = $1 AND d.slice_number = h.slice_number
-LEFT JOIN work_functions f ON f.job_id = $1
-CROSS JOIN (SELECT ARRAY(SELECT a.value::text FROM compute_arguments a WHERE a.job_id = $1 ORDER BY a.arg_index)
+JOIN compute_jobs c ON c.job_id = $job
+LEFT JOIN compute_data d ON d.job_id = $job AND d.slice_number = h.slice_number
+LEFT JOIN work_functions f ON f.job_id = $job
+CROSS JOIN (SELECT ARRAY(SELECT a.value::text FROM compute_arguments a WHERE a.job_id = $job ORDER BY a.arg_index)
                    AS arguments) a
 ORDER BY h.slice_number;
 
--- name: start
--- Job $1, new, has slices out: in estimation, or running if it estimates nothing.
+-- name: start(job bigint)
+-- The job, new, has slices out: in estimation, or running if it estimates nothing.
 UPDATE compute_jobs j
 SET status = (CASE WHEN j.estimation_slices = 0 THEN 'running' ELSE 'estimation' END)::compute_job_status
-WHERE j.job_id = $1 AND j.status = 'new';
+WHERE j.job_id = $job AND j.status = 'new';
 
--- name: estimation_left
+-- name: estimation_left(job bigint)
 UPDATE compute_perf_data p
 SET estimation_slices_remaining = (SELECT count(*) FROM compute_slices s
-                                   WHERE s.job_id = $1 AND s.estimation AND s.copy = 0 AND s.status = 'new')
-WHERE p.job_id = $1;
+                                   WHERE s.job_id = $job AND s.estimation AND s.copy = 0 AND s.status = 'new')
+WHERE p.job_id = $job;
 
--- name: nothing_in
--- Group $2 had nothing for worker $1 among its eligible jobs $3.
+-- name: nothing_in(worker uuid, group_id bigint, eligible bigint[])
+-- The group had nothing for the worker among its eligible jobs.
 INSERT INTO compute_tasks (worker_opaque_id, compute_group_id, eligible, job_id, slice_count)
-VALUES ($1, $2, $3, NULL, 0);
+VALUES ($worker, $group_id, $eligible, NULL, 0);
 
--- name: fetched_nothing
--- Worker $1 fetched nothing, now; its next fetch starts one job further along.
+-- name: fetched_nothing(worker uuid)
+-- The worker fetched nothing, now; its next fetch starts one job further along.
 UPDATE worker_task_info t SET task_time = now(), serial = coalesce(t.serial, 0) + 1, current_task = NULL
-WHERE t.worker_opaque_id = $1;
+WHERE t.worker_opaque_id = $worker;

@@ -2,10 +2,7 @@
 //! registration and its groups (register, join, leave), and what it says of a task it holds
 //! (progress, return, reject). Statements in `compute_workers.sql`.
 
-use pgrx::pg_sys::{
-    self, Datum, FLOAT8OID, INT4ARRAYOID, INT4OID, INT8OID, JSONBOID, OIDOID, REGROLEOID, TEXTOID,
-    UUIDOID,
-};
+use pgrx::pg_sys::{self, Datum, REGROLEOID, UUIDOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
@@ -16,39 +13,33 @@ use super::call::{invalid, record, refuse, Caller, Section, Statement};
 use super::compute_deploy::capability_bits;
 use super::compute_settings::{join_budget, join_check, join_failed};
 use super::datum::output;
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("compute_workers.sql"));
 
-static REGISTER: Statement = statement("register", &[OIDOID, OIDOID, TEXTOID]);
-static RUN_INFO: Statement = statement(
-    "run_info",
-    &[
-        UUIDOID, OIDOID, INT4OID, JSONBOID, FLOAT8OID, FLOAT8OID, FLOAT8OID, JSONBOID,
-    ],
-);
-static TASK_INFO: Statement = statement("task_info", &[UUIDOID, OIDOID]);
-static WORKER_OF: Statement = statement("worker_of", &[OIDOID]);
-static JOIN: Statement = statement("join", &[INT8OID, UUIDOID, OIDOID]);
-static LEAVE: Statement = statement("leave", &[UUIDOID, UUIDOID]);
-static PRUNE_CHALLENGES: Statement = statement("prune_challenges", &[UUIDOID]);
-static ISSUE_CHALLENGE: Statement =
-    statement("issue_challenge", &[UUIDOID, OIDOID, UUIDOID, INT4OID]);
-static TAKE_CHALLENGE: Statement = statement("take_challenge", &[UUIDOID, UUIDOID, TEXTOID]);
-static GROUP_OF_ADDRESS: Statement = statement("group_of_address", &[UUIDOID, TEXTOID]);
-static PROGRESS: Statement = statement("progress", &[OIDOID, UUIDOID, INT4ARRAYOID]);
-static HELD_TASK: Statement = statement("held_task", &[OIDOID, UUIDOID, INT4ARRAYOID]);
-static GIVE_BACK: Statement = statement("give_back", &[OIDOID, UUIDOID, INT4ARRAYOID]);
-static COUNT_RETURNS: Statement = statement("count_returns", &[INT8OID, INT4OID]);
-static REJECT: Statement = statement(
-    "reject",
-    &[INT8OID, INT4OID, UUIDOID, TEXTOID, TEXTOID, INT4OID],
-);
+static REGISTER: Statement = statement("register", &[]);
+static RUN_INFO: Statement = statement("run_info", &[]);
+static TASK_INFO: Statement = statement("task_info", &[]);
+static WORKER_OF: Statement = statement("worker_of", &[]);
+static JOIN: Statement = statement("join", &[]);
+static LEAVE: Statement = statement("leave", &[]);
+static PRUNE_CHALLENGES: Statement = statement("prune_challenges", &[]);
+static ISSUE_CHALLENGE: Statement = statement("issue_challenge", &[]);
+static TAKE_CHALLENGE: Statement = statement("take_challenge", &[]);
+static GROUP_OF_ADDRESS: Statement = statement("group_of_address", &[]);
+static PROGRESS: Statement = statement("progress", &[]);
+static HELD_TASK: Statement = statement("held_task", &[]);
+static GIVE_BACK: Statement = statement("give_back", &[]);
+static COUNT_RETURNS: Statement = statement("count_returns", &[]);
+static REJECT: Statement = statement("reject", &[]);
 
 /// The worker the caller's role registered as: its opaque id and its owner; a role that
 /// registered none is told to.
 pub(super) fn worker_of(section: &Section, caller: &Caller) -> (Datum, Datum) {
-    let worker = section.run(&WORKER_OF, &[Some(Datum::from(caller.role))]);
+    let worker = section.run_named(
+        &WORKER_OF,
+        parameters! { role: Some(Datum::from(caller.role)) },
+    );
     match (worker.datum(0, 0), worker.datum(0, 1)) {
         (Some(id), Some(owner)) => (id, owner),
         _ => refuse(
@@ -97,29 +88,29 @@ entry!(compute_worker_register, |fcinfo, arguments| {
     }
     let identity = Some(Datum::from(caller.identity));
     let worker = section
-        .run(
+        .run_named(
             &REGISTER,
-            &[
-                identity,
-                Some(Datum::from(caller.role)),
-                arguments.label.datum(),
-            ],
+            parameters! {
+                owner: identity,
+                role: Some(Datum::from(caller.role)),
+                label: arguments.label.datum(),
+            },
         )
         .datum(0, 0);
-    section.run(
+    section.run_named(
         &RUN_INFO,
-        &[
+        parameters! {
             worker,
-            identity,
-            bits,
-            arguments.worktimes.datum(),
-            arguments.cpu_cores.datum(),
-            arguments.gpu_cores.datum(),
-            arguments.max_sandboxes.datum(),
-            arguments.run_info.datum(),
-        ],
+            owner: identity,
+            capabilities: bits,
+            worktimes: arguments.worktimes.datum(),
+            cpu_cores: arguments.cpu_cores.datum(),
+            gpu_cores: arguments.gpu_cores.datum(),
+            max_sandboxes: arguments.max_sandboxes.datum(),
+            run_info: arguments.run_info.datum(),
+        },
     );
-    section.run(&TASK_INFO, &[worker, identity]);
+    section.run_named(&TASK_INFO, parameters! { worker, owner: identity });
     section.keep(worker.expect("the worker's opaque id"), UUIDOID)
 });
 
@@ -146,9 +137,13 @@ entry!(compute_worker_join, |fcinfo, arguments| {
             Some("The group's owner gives out its join key and secret (compute_group_set_secret)."),
         )
     };
-    section.run(
+    section.run_named(
         &JOIN,
-        &[Some(Datum::from(group_id)), Some(worker), Some(owner)],
+        parameters! {
+            group_id: Some(Datum::from(group_id)),
+            worker: Some(worker),
+            owner: Some(owner),
+        },
     );
     Datum::from(group_id)
 });
@@ -165,15 +160,15 @@ entry!(compute_worker_join_challenge, |fcinfo, arguments| {
     let group = arguments.group_opaque_id.given();
     let section = Section::as_owner(fcinfo);
     let (worker, _) = worker_of(&section, &caller);
-    section.run(&PRUNE_CHALLENGES, &[Some(worker)]);
-    let issued = section.run(
+    section.run_named(&PRUNE_CHALLENGES, parameters! { worker: Some(worker) });
+    let issued = section.run_named(
         &ISSUE_CHALLENGE,
-        &[
-            Some(worker),
-            Some(Datum::from(caller.identity)),
-            Some(group),
-            Some(Datum::from(CHALLENGES_HELD)),
-        ],
+        parameters! {
+            worker: Some(worker),
+            worker_identity: Some(Datum::from(caller.identity)),
+            group_opaque_id: Some(group),
+            max_challenges: Some(Datum::from(CHALLENGES_HELD)),
+        },
     );
     let Some(challenge) = issued.get::<String>(0, 0) else {
         refuse(
@@ -207,9 +202,13 @@ entry!(compute_worker_join_signed, |fcinfo, arguments| {
     join_budget(caller.identity);
     let section = Section::as_owner(fcinfo);
     let (worker, owner) = worker_of(&section, &caller);
-    let taken = section.run(
+    let taken = section.run_named(
         &TAKE_CHALLENGE,
-        &[Some(worker), Some(group), challenge.as_str().into_datum()],
+        parameters! {
+            worker: Some(worker),
+            group_opaque_id: Some(group),
+            challenge: challenge.as_str().into_datum(),
+        },
     );
     if taken.len() == 0 {
         refuse(
@@ -220,9 +219,12 @@ entry!(compute_worker_join_signed, |fcinfo, arguments| {
     }
     let joined = signer.and_then(|address| {
         section
-            .run(
+            .run_named(
                 &GROUP_OF_ADDRESS,
-                &[Some(group), eth::address_hex(&address).into_datum()],
+                parameters! {
+                    group_opaque_id: Some(group),
+                    join_address: eth::address_hex(&address).into_datum(),
+                },
             )
             .get::<i64>(0, 0)
     });
@@ -237,9 +239,13 @@ entry!(compute_worker_join_signed, |fcinfo, arguments| {
             Some("Sign with the key of the address the group's owner set as its join_address."),
         )
     };
-    section.run(
+    section.run_named(
         &JOIN,
-        &[Some(Datum::from(group_id)), Some(worker), Some(owner)],
+        parameters! {
+            group_id: Some(Datum::from(group_id)),
+            worker: Some(worker),
+            owner: Some(owner),
+        },
     );
     Datum::from(group_id)
 });
@@ -265,7 +271,13 @@ entry!(compute_worker_leave, |fcinfo, arguments| {
     let (worker, _) = worker_of(&section, &caller);
     Datum::from(
         section
-            .run(&LEAVE, &[Some(worker), arguments.group_opaque_id.datum()])
+            .run_named(
+                &LEAVE,
+                parameters! {
+                    worker: Some(worker),
+                    group_opaque_id: arguments.group_opaque_id.datum(),
+                },
+            )
             .len() as i32,
     )
 });
@@ -279,7 +291,14 @@ entry!(compute_progress, |fcinfo, arguments| {
     let role = Some(Datum::from(caller.role));
     Datum::from(
         section
-            .run(&PROGRESS, &[role, token, arguments.slice_numbers.datum()])
+            .run_named(
+                &PROGRESS,
+                parameters! {
+                    role,
+                    task_token: token,
+                    slice_numbers: arguments.slice_numbers.datum(),
+                },
+            )
             .len() as i32,
     )
 });
@@ -297,23 +316,34 @@ fn give_back(
     let token = Some(token.given());
     let section = Section::as_owner(fcinfo);
     let role = Some(Datum::from(caller.role));
-    let held = section.run(&HELD_TASK, &[role, token, slices]);
+    let held = section.run_named(
+        &HELD_TASK,
+        parameters! { role, task_token: token, slice_numbers: slices },
+    );
     let Some(job) = held.datum(0, 0) else {
         return Datum::from(0);
     };
-    let given_back = section.run(&GIVE_BACK, &[role, token, slices]).len() as i32;
+    let given_back = section
+        .run_named(
+            &GIVE_BACK,
+            parameters! { role, task_token: token, slice_numbers: slices },
+        )
+        .len() as i32;
     match reason {
-        None => section.run(&COUNT_RETURNS, &[Some(job), Some(Datum::from(given_back))]),
-        Some((reason, message, retries)) => section.run(
+        None => section.run_named(
+            &COUNT_RETURNS,
+            parameters! { job: Some(job), returned: Some(Datum::from(given_back)) },
+        ),
+        Some((reason, message, retries)) => section.run_named(
             &REJECT,
-            &[
-                Some(job),
-                held.datum(0, 1),
-                held.datum(0, 2),
-                Some(reason),
+            parameters! {
+                job: Some(job),
+                slice_number: held.datum(0, 1),
+                worker: held.datum(0, 2),
+                reason: Some(reason),
                 message,
                 retries,
-            ],
+            },
         ),
     };
     Datum::from(given_back)
