@@ -5,8 +5,7 @@
 //! `_batch_held`, which never waits for a job's row another transaction holds.
 
 use pgrx::pg_sys::{
-    self, Datum, Oid, INT4ARRAYOID, INT4OID, INT8ARRAYOID, INT8OID, INTERVALARRAYOID, INTERVALOID,
-    JSONBOID, OIDOID, TEXTARRAYOID, TEXTOID, UUIDARRAYOID, UUIDOID,
+    self, Datum, Oid, INT4OID, INT8OID, INTERVALOID, TEXTARRAYOID, TEXTOID, UUIDOID,
 };
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
@@ -21,50 +20,32 @@ use super::datum::{
 };
 use super::identity::{_identity_of, _is_admin};
 use super::leases;
-use crate::{entry, gucs, named_statements};
+use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("batch_agent.sql"));
 
-static FORGET_COMPUTER: Statement = statement("forget_computer", &[TEXTOID]);
-static AGENT_OF: Statement = statement("agent_of", &[TEXTOID]);
-static REGISTER: Statement = statement("register", &[TEXTOID, OIDOID, INT4OID, JSONBOID]);
-static REGISTERED_AGAIN: Statement = statement("registered_again", &[TEXTOID, INT4OID, JSONBOID]);
-static READY_SIGNALS: Statement = statement("ready_signals", &[TEXTOID]);
-static CANCEL_SIGNAL: Statement = statement("cancel_signal", &[TEXTOID]);
-static SEEN: Statement = statement("seen", &[TEXTOID]);
-static CLAIM: Statement = statement("claim", &[TEXTOID, INT4OID]);
-static CLAIMED: Statement = statement("claimed", &[INT8ARRAYOID]);
-static STARTED: Statement = statement(
-    "started",
-    &[INT8ARRAYOID, INT8ARRAYOID, UUIDARRAYOID, INT4ARRAYOID],
-);
-static RENEW: Statement = statement(
-    "renew",
-    &[INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID],
-);
-static UNCANCEL: Statement = statement("uncancel", &[INT8ARRAYOID]);
-static FINISH: Statement = statement(
-    "finish",
-    &[
-        INT8ARRAYOID,
-        UUIDARRAYOID,
-        TEXTOID,
-        INT4ARRAYOID,
-        INTERVALARRAYOID,
-        TEXTARRAYOID,
-        TEXTARRAYOID,
-        TEXTARRAYOID,
-    ],
-);
-static HELD: Statement = statement("held", &[OIDOID, INT8ARRAYOID, UUIDARRAYOID]);
-static HAND_BACK: Statement = statement("hand_back", &[INT8ARRAYOID]);
-static END_CANCELLED: Statement = statement("end_cancelled", &[INT8ARRAYOID]);
+static FORGET_COMPUTER: Statement = statement("forget_computer", &[]);
+static AGENT_OF: Statement = statement("agent_of", &[]);
+static REGISTER: Statement = statement("register", &[]);
+static REGISTERED_AGAIN: Statement = statement("registered_again", &[]);
+static READY_SIGNALS: Statement = statement("ready_signals", &[]);
+static CANCEL_SIGNAL: Statement = statement("cancel_signal", &[]);
+static SEEN: Statement = statement("seen", &[]);
+static CLAIM: Statement = statement("claim", &[]);
+static CLAIMED: Statement = statement("claimed", &[]);
+static STARTED: Statement = statement("started", &[]);
+static RENEW: Statement = statement("renew", &[]);
+static UNCANCEL: Statement = statement("uncancel", &[]);
+static FINISH: Statement = statement("finish", &[]);
+static HELD: Statement = statement("held", &[]);
+static HAND_BACK: Statement = statement("hand_back", &[]);
+static END_CANCELLED: Statement = statement("end_cancelled", &[]);
 
 /// The computer named by argument `n`, which must be the caller's (an administrator's: any).
 fn computer_of(section: &Section, role: Oid, computer: Arg<String>) -> Datum {
     let given = computer.datum();
     let computer = computer.get().unwrap_or_default();
-    let agent = section.run(&AGENT_OF, &[given]);
+    let agent = section.run_named(&AGENT_OF, parameters! { computer: given });
     let Some(agent) = agent.get::<Oid>(0, 0) else {
         refuse(
             PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
@@ -96,7 +77,10 @@ fn computer_name_ok(name: &str) -> bool {
 entry!(batch_forget_computer, |fcinfo, arguments| {
     let section = Section::as_current_user();
     if section
-        .run(&FORGET_COMPUTER, &[arguments.computer.datum()])
+        .run_named(
+            &FORGET_COMPUTER,
+            parameters! { computer: arguments.computer.datum() },
+        )
         .len()
         == 0
     {
@@ -136,28 +120,29 @@ entry!(batch_register, |fcinfo, arguments| {
     }
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
-    section.run(
+    section.run_named(
         &REGISTER,
-        &[
-            arguments.computer.datum(),
-            Some(Datum::from(_identity_of(role))),
-            arguments.capacity.datum(),
-            arguments.info.datum(),
-        ],
+        parameters! {
+            computer: arguments.computer.datum(),
+            agent: Some(Datum::from(_identity_of(role))),
+            capacity: arguments.capacity.datum(),
+            info: arguments.info.datum(),
+        },
     );
     computer_of(&section, role, arguments.computer);
-    section.run(
+    section.run_named(
         &REGISTERED_AGAIN,
-        &[
-            arguments.computer.datum(),
-            arguments.capacity.datum(),
-            arguments.info.datum(),
-        ],
+        parameters! {
+            computer: arguments.computer.datum(),
+            capacity: arguments.capacity.datum(),
+            info: arguments.info.datum(),
+        },
     );
     Datum::from(0)
 });
 
-/// The first column of the first row of a statement about a computer.
+/// The first column of the first row of a statement about a computer (its one parameter,
+/// `$computer`).
 fn about_computer(
     fcinfo: pg_sys::FunctionCallInfo,
     computer: Arg<String>,
@@ -167,7 +152,9 @@ fn about_computer(
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
     let computer = computer_of(&section, role, computer);
-    let answer = section.run(statement, &[Some(computer)]).datum(0, 0);
+    let answer = section
+        .run_named(statement, parameters! { computer: Some(computer) })
+        .datum(0, 0);
     section.keep(answer.expect("an answer"), type_oid)
 }
 
@@ -212,13 +199,16 @@ fn claim_count(n: Arg<i32>, least: i32) -> i32 {
 /// Up to `n` jobs claimed for `computer` or for ANY, in the columns of batch_claim; None when
 /// there were none.
 fn claim(section: &Section, computer: Datum, n: i32) -> Option<Rows> {
-    section.run(&SEEN, &[Some(computer)]);
+    section.run_named(&SEEN, parameters! { computer: Some(computer) });
     let taken = section
-        .run(&CLAIM, &[Some(computer), Some(Datum::from(n))])
+        .run_named(
+            &CLAIM,
+            parameters! { computer: Some(computer), n: Some(Datum::from(n)) },
+        )
         .datum(0, 0)?;
     // Taken: no longer waiting or due.
     tally(section, taken, -1, true);
-    Some(section.run(&CLAIMED, &[Some(taken)]))
+    Some(section.run_named(&CLAIMED, parameters! { ids: Some(taken) }))
 }
 
 /// A report about a job whose row another transaction holds: the agent tries again later.
@@ -242,7 +232,10 @@ struct Held {
 
 /// The jobs of `ids` (with `tokens`) that the caller's computers hold, each locked, or busy.
 fn held(section: &Section, role: Oid, ids: Option<Datum>, tokens: Option<Datum>) -> Vec<Held> {
-    let rows = section.run(&HELD, &[Some(Datum::from(role)), ids, tokens]);
+    let rows = section.run_named(
+        &HELD,
+        parameters! { role: Some(Datum::from(role)), ids, tokens },
+    );
     (0..rows.len())
         .map(|row| Held {
             ord: rows.get(row, 0).expect("a place"),
@@ -287,14 +280,14 @@ fn start(section: &Section, role: Oid, ids: Datum, tokens: Datum, pids: Datum) -
     let running: Vec<&Held> = held.iter().filter(|h| !h.busy).collect();
     if !running.is_empty() {
         let until = section
-            .run(
+            .run_named(
                 &STARTED,
-                &[
-                    Some(int8_array(running.iter().map(|h| h.id))),
-                    Some(int8_array(running.iter().map(|h| h.ord))),
-                    Some(tokens),
-                    Some(pids),
-                ],
+                parameters! {
+                    ids: Some(int8_array(running.iter().map(|h| h.id))),
+                    places: Some(int8_array(running.iter().map(|h| h.ord))),
+                    tokens: Some(tokens),
+                    pids: Some(pids),
+                },
             )
             .datum(0, 0);
         if let Some(until) = until {
@@ -346,14 +339,14 @@ entry!(batch_heartbeat, |fcinfo, arguments| {
     // A busy job is held still; its lease is renewed by a later heartbeat.
     let renewed: Vec<&Held> = held.iter().filter(|h| !h.busy).collect();
     if !renewed.is_empty() {
-        section.run(
+        section.run_named(
             &RENEW,
-            &[
-                Some(int8_array(renewed.iter().map(|h| h.id))),
-                Some(int8_array(renewed.iter().map(|h| h.ord))),
-                arguments.stderr.datum(),
-                arguments.stdout.datum(),
-            ],
+            parameters! {
+                ids: Some(int8_array(renewed.iter().map(|h| h.id))),
+                places: Some(int8_array(renewed.iter().map(|h| h.ord))),
+                stderr: arguments.stderr.datum(),
+                stdout: arguments.stdout.datum(),
+            },
         );
     }
     let ids = arguments.ids.datum().map_or_else(Vec::new, elements);
@@ -492,7 +485,10 @@ fn finish(section: &Section, role: Oid, reports: &Reports) -> Vec<Said> {
         .map(|h| h.id)
         .collect();
     if !uncancelled.is_empty() {
-        section.run(&UNCANCEL, &[Some(int8_array(uncancelled))]);
+        section.run_named(
+            &UNCANCEL,
+            parameters! { ids: Some(int8_array(uncancelled)) },
+        );
     }
     for outcome in ["completed", "failed", "aborted"] {
         let jobs: Vec<&&Held> = ended
@@ -515,18 +511,18 @@ fn finish(section: &Section, role: Oid, reports: &Reports) -> Vec<Said> {
             })
             .collect();
         let ids = int8_array(jobs.iter().map(|h| h.id));
-        section.run(
+        section.run_named(
             &FINISH,
-            &[
-                Some(ids),
-                pick(&tokens, UUIDOID),
-                outcome.into_datum(),
-                pick(&reports.exit_codes, INT4OID),
-                pick(&reports.run_times, INTERVALOID),
-                pick(&reports.stderr, TEXTOID),
-                pick(&reports.stdout, TEXTOID),
-                Some(array(TEXTOID, &errors)),
-            ],
+            parameters! {
+                ids: Some(ids),
+                tokens: pick(&tokens, UUIDOID),
+                outcome: outcome.into_datum(),
+                exit_codes: pick(&reports.exit_codes, INT4OID),
+                run_times: pick(&reports.run_times, INTERVALOID),
+                stderr: pick(&reports.stderr, TEXTOID),
+                stdout: pick(&reports.stdout, TEXTOID),
+                errors: Some(array(TEXTOID, &errors)),
+            },
         );
         if outcome == "completed" {
             release_dependents(section, ids);
@@ -685,12 +681,12 @@ entry!(batch_hand_back, |fcinfo, arguments| {
     // A busy job is not handed back: its lease runs out instead.
     let (back, cancelled) = (with_status("started"), with_status("aborted"));
     if let Some(back) = back {
-        section.run(&HAND_BACK, &[Some(back)]);
+        section.run_named(&HAND_BACK, parameters! { ids: Some(back) });
         tally(&section, back, 1, false);
         wake(&section, back);
     }
     if let Some(cancelled) = cancelled {
-        section.run(&END_CANCELLED, &[Some(cancelled)]);
+        section.run_named(&END_CANCELLED, parameters! { ids: Some(cancelled) });
     }
     Datum::from((back.map_or(0, array_length) + cancelled.map_or(0, array_length)) as i32)
 });

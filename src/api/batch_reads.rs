@@ -4,51 +4,32 @@
 //! security. Statements in `batch_reads.sql`.
 
 use pg_jobs_core::batch::status_rank;
-use pgrx::pg_sys::{
-    Datum, DATEOID, INT4OID, INT8ARRAYOID, JSONBOID, TEXTARRAYOID, TEXTOID, TIMESTAMPTZOID,
-};
+use pgrx::pg_sys::{Datum, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 
 use super::call::{invalid, materialize, null, Section, Statement};
 use super::datum::{elements, literal_or_null, output};
 use super::refusals::{finite_date, row_count};
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("batch_reads.sql"));
 
-static LATEST_OF_HASH: Statement = statement("latest_of_hash", &[TEXTOID]);
-static ACTIVE_IDS: Statement = statement("active_ids", &[TEXTARRAYOID, INT4OID, INT4OID]);
-static ACTIVE_FOUND: Statement = statement("active_found", &[TEXTARRAYOID, INT8ARRAYOID]);
-static FOUND: Statement = statement("found", &[DATEOID, TEXTARRAYOID, TEXTOID, INT4OID, INT4OID]);
-static ACTIVE_GROUPS: Statement = statement("active_groups", &[TEXTOID, TEXTARRAYOID]);
-static GROUPS: Statement = statement("groups", &[TEXTOID, DATEOID, TEXTARRAYOID, TEXTOID]);
-/// A group's active jobs' ids (key, minute, statuses, limit, offset).
-const fn group_ids(name: &'static str) -> Statement {
-    statement(
-        name,
-        &[TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, INT4OID, INT4OID],
-    )
-}
-static MINUTE_IDS: Statement = group_ids("minute_ids");
-static ROUTINE_IDS: Statement = group_ids("routine_ids");
-static COMPUTER_IDS: Statement = group_ids("computer_ids");
-static PENDING_IDS: Statement = group_ids("pending_ids");
-static WAITING_IDS: Statement = group_ids("waiting_ids");
-static UNTALLIED_IDS: Statement = group_ids("untallied_ids");
-static ACTIVE_ROWS: Statement = statement("active_rows", &[INT8ARRAYOID]);
-static GROUP_ROWS: Statement = statement(
-    "group_rows",
-    &[
-        DATEOID,
-        TEXTARRAYOID,
-        TEXTOID,
-        TEXTOID,
-        TEXTOID,
-        INT4OID,
-        INT4OID,
-    ],
-);
+static LATEST_OF_HASH: Statement = statement("latest_of_hash", &[]);
+static ACTIVE_IDS: Statement = statement("active_ids", &[]);
+static ACTIVE_FOUND: Statement = statement("active_found", &[]);
+static FOUND: Statement = statement("found", &[]);
+static ACTIVE_GROUPS: Statement = statement("active_groups", &[]);
+static GROUPS: Statement = statement("groups", &[]);
+// A group's active jobs' ids.
+static MINUTE_IDS: Statement = statement("minute_ids", &[]);
+static ROUTINE_IDS: Statement = statement("routine_ids", &[]);
+static COMPUTER_IDS: Statement = statement("computer_ids", &[]);
+static PENDING_IDS: Statement = statement("pending_ids", &[]);
+static WAITING_IDS: Statement = statement("waiting_ids", &[]);
+static UNTALLIED_IDS: Statement = statement("untallied_ids", &[]);
+static ACTIVE_ROWS: Statement = statement("active_rows", &[]);
+static GROUP_ROWS: Statement = statement("group_rows", &[]);
 static HISTORY_GAPS: Statement = statement("history_gaps", &[]);
-static MONTHS_BETWEEN: Statement = statement("months_between", &[TIMESTAMPTZOID, TIMESTAMPTZOID]);
+static MONTHS_BETWEEN: Statement = statement("months_between", &[]);
 
 // batch_get(hash): the caller's latest batch job with this command hash.
 entry!(batch_get, |fcinfo, arguments| {
@@ -68,7 +49,10 @@ entry!(batch_get, |fcinfo, arguments| {
     materialize(fcinfo);
     let section = Section::as_current_user();
     section
-        .run(&LATEST_OF_HASH, &[arguments.hash.datum()])
+        .run_named(
+            &LATEST_OF_HASH,
+            parameters! { hash: arguments.hash.datum() },
+        )
         .return_all(fcinfo);
     Datum::from(0)
 });
@@ -123,7 +107,10 @@ entry!(_batch_unpartitioned_months, |fcinfo, _| {
     let gaps = section.run(&HISTORY_GAPS, &[]);
     for gap in 0..gaps.len() {
         section
-            .run(&MONTHS_BETWEEN, &[gaps.datum(gap, 0), gaps.datum(gap, 1)])
+            .run_named(
+                &MONTHS_BETWEEN,
+                parameters! { since: gaps.datum(gap, 0), until: gaps.datum(gap, 1) },
+            )
             .return_all(fcinfo);
     }
     Datum::from(0)
@@ -181,25 +168,32 @@ entry!(batch_find, |fcinfo, arguments| {
             .is_some_and(|rows| rows.value() as i32 > 0)
         {
             section
-                .run(
+                .run_named(
                     &ACTIVE_IDS,
-                    &[reading.statuses, reading.limit_rows, reading.offset_rows],
+                    parameters! {
+                        statuses: reading.statuses,
+                        limit_rows: reading.limit_rows,
+                        offset_rows: reading.offset_rows,
+                    },
                 )
                 .datum(0, 0)
         } else {
             None
         };
-        section.run(&ACTIVE_FOUND, &[reading.statuses, ids])
+        section.run_named(
+            &ACTIVE_FOUND,
+            parameters! { statuses: reading.statuses, ids },
+        )
     } else {
-        section.run(
+        section.run_named(
             &FOUND,
-            &[
-                reading.month,
-                reading.statuses,
-                reading.search,
-                reading.limit_rows,
-                reading.offset_rows,
-            ],
+            parameters! {
+                month: reading.month,
+                statuses: reading.statuses,
+                search: reading.search,
+                limit_rows: reading.limit_rows,
+                offset_rows: reading.offset_rows,
+            },
         )
     };
     match found.datum(0, 0) {
@@ -225,11 +219,19 @@ entry!(batch_groups, |fcinfo, arguments| {
     let section = Section::as_current_user();
     let by = arguments.by.datum();
     let groups = if reading.counted() {
-        section.run(&ACTIVE_GROUPS, &[by, reading.statuses])
+        section.run_named(
+            &ACTIVE_GROUPS,
+            parameters! { by, statuses: reading.statuses },
+        )
     } else {
-        section.run(
+        section.run_named(
             &GROUPS,
-            &[by, reading.month, reading.statuses, reading.search],
+            parameters! {
+                by,
+                month: reading.month,
+                statuses: reading.statuses,
+                search: reading.search,
+            },
         )
     };
     groups.return_all(fcinfo);
@@ -253,17 +255,17 @@ entry!(batch_group_jobs, |fcinfo, arguments| {
     let key = arguments.group_key.get();
     if !reading.counted() {
         section
-            .run(
+            .run_named(
                 &GROUP_ROWS,
-                &[
-                    reading.month,
-                    reading.statuses,
-                    reading.search,
-                    arguments.by.datum(),
-                    arguments.group_key.datum(),
-                    reading.limit_rows,
-                    reading.offset_rows,
-                ],
+                parameters! {
+                    month: reading.month,
+                    statuses: reading.statuses,
+                    search: reading.search,
+                    by: arguments.by.datum(),
+                    group_key: arguments.group_key.datum(),
+                    limit_rows: reading.limit_rows,
+                    offset_rows: reading.offset_rows,
+                },
             )
             .return_all(fcinfo);
         return Datum::from(0);
@@ -273,7 +275,9 @@ entry!(batch_group_jobs, |fcinfo, arguments| {
     let Some(key) = key else {
         return Datum::from(0);
     };
-    let (ids, label, minute) = match by.as_deref() {
+    let (statuses, limit_rows, offset_rows) =
+        (reading.statuses, reading.limit_rows, reading.offset_rows);
+    let ids = match by.as_deref() {
         Some("time") => {
             // "YYYY-MM-DD HH:MM routine": a key of another shape, or of no such minute, names no
             // group.
@@ -290,27 +294,57 @@ entry!(batch_group_jobs, |fcinfo, arguments| {
                 return Datum::from(0);
             }
             let minute = super::datum::input(&format!("{}+00", &key[..16]), TIMESTAMPTZOID);
-            (&MINUTE_IDS, key[17..].to_string(), Some(minute))
+            section.run_named(
+                &MINUTE_IDS,
+                parameters! {
+                    label: Some(section.text(&key[17..])),
+                    minute: Some(minute),
+                    statuses,
+                    limit_rows,
+                    offset_rows,
+                },
+            )
         }
-        Some("routine") => (&ROUTINE_IDS, key, None),
-        Some("computer") => (&COMPUTER_IDS, key, None),
-        _ if key == "PENDING" => (&PENDING_IDS, key, None),
-        _ if key == "WAITING" => (&WAITING_IDS, key, None),
-        // The other words are the untallied jobs' (and few).
-        _ => (&UNTALLIED_IDS, key, None),
-    };
-    let ids = section
-        .run(
-            ids,
-            &[
-                Some(section.text(&label)),
-                minute,
-                reading.statuses,
-                reading.limit_rows,
-                reading.offset_rows,
-            ],
-        )
-        .datum(0, 0);
-    section.run(&ACTIVE_ROWS, &[ids]).return_all(fcinfo);
+        Some("routine") => section.run_named(
+            &ROUTINE_IDS,
+            parameters! {
+                label: Some(section.text(&key)),
+                statuses,
+                limit_rows,
+                offset_rows,
+            },
+        ),
+        Some("computer") => section.run_named(
+            &COMPUTER_IDS,
+            parameters! {
+                computer: Some(section.text(&key)),
+                statuses,
+                limit_rows,
+                offset_rows,
+            },
+        ),
+        // A status word: the other words than PENDING and WAITING are the untallied jobs' (and
+        // few).
+        _ => {
+            let statement = match key.as_str() {
+                "PENDING" => &PENDING_IDS,
+                "WAITING" => &WAITING_IDS,
+                _ => &UNTALLIED_IDS,
+            };
+            section.run_named(
+                statement,
+                parameters! {
+                    status: Some(section.text(&key)),
+                    statuses,
+                    limit_rows,
+                    offset_rows,
+                },
+            )
+        }
+    }
+    .datum(0, 0);
+    section
+        .run_named(&ACTIVE_ROWS, parameters! { ids })
+        .return_all(fcinfo);
     Datum::from(0)
 });

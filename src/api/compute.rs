@@ -6,9 +6,9 @@ use pg_jobs_core::compute::{self, job_flag, Moving};
 
 use pgrx::prelude::*;
 
-use pgrx::pg_sys::{Datum, INT4OID, INT8OID, JSONBOID, NUMERICOID, OIDOID, TEXTOID};
+use pgrx::pg_sys::{Datum, NUMERICOID};
 
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 use super::arguments::Arg;
 use super::call::{invalid, refuse, Caller, Rows, Section, Statement};
@@ -17,28 +17,28 @@ use super::datum::output;
 
 named_statements!(include_str!("compute.sql"));
 
-static AMOUNT_TO_ADD: Statement = statement("amount_to_add", &[NUMERICOID]);
-static OWNED_JOB: Statement = statement("owned_job", &[OIDOID, INT8OID, NUMERICOID]);
-static PAUSE: Statement = statement("pause", &[INT8OID]);
-static RESUME: Statement = statement("resume", &[INT8OID]);
-static CLOSE: Statement = statement("close", &[INT8OID, INT4OID]);
-static END_JOB: Statement = statement("end_job", &[INT8OID, TEXTOID, INT4OID]);
-static FUND: Statement = statement("fund", &[INT8OID, NUMERICOID, INT4OID]);
-static JOB_STATUS: Statement = statement("job_status", &[INT8OID]);
-static VALUES_COUNT: Statement = statement("values_count", &[JSONBOID]);
-static PATTERN_COUNT: Statement = statement("pattern_count", &[INT8OID, INT4OID]);
-static ADD_SLICES: Statement = statement("add_slices", &[INT8OID, INT4OID]);
+static AMOUNT_TO_ADD: Statement = statement("amount_to_add", &[]);
+static OWNED_JOB: Statement = statement("owned_job", &[]);
+static PAUSE: Statement = statement("pause", &[]);
+static RESUME: Statement = statement("resume", &[]);
+static CLOSE: Statement = statement("close", &[]);
+static END_JOB: Statement = statement("end_job", &[]);
+static FUND: Statement = statement("fund", &[]);
+static JOB_STATUS: Statement = statement("job_status", &[]);
+static VALUES_COUNT: Statement = statement("values_count", &[]);
+static PATTERN_COUNT: Statement = statement("pattern_count", &[]);
+static ADD_SLICES: Statement = statement("add_slices", &[]);
 
 /// The caller's live compute job `job`, locked for a change (see `owned_job` for its columns,
 /// `amount` the amount to add, if any); another owner's gets the same error as none.
 fn owned(section: &Section, caller: &Caller, job: i64, amount: Option<Datum>) -> Rows {
-    let owned = section.run(
+    let owned = section.run_named(
         &OWNED_JOB,
-        &[
-            Some(Datum::from(caller.identity)),
-            Some(Datum::from(job)),
+        parameters! {
+            owner: Some(Datum::from(caller.identity)),
+            job_id: Some(Datum::from(job)),
             amount,
-        ],
+        },
     );
     let Some(status) = owned.get::<String>(0, 0) else {
         refuse(
@@ -59,13 +59,13 @@ fn owned(section: &Section, caller: &Caller, job: i64, amount: Option<Datum>) ->
 
 /// Ends job `job` as `status` (finished, cancelled or corrupted).
 pub(super) fn end_job(section: &Section, job: i64, status: &str) {
-    section.run(
+    section.run_named(
         &END_JOB,
-        &[
-            Some(Datum::from(job)),
-            Some(section.text(status)),
-            Some(Datum::from(job_flag::OPEN)),
-        ],
+        parameters! {
+            job_id: Some(Datum::from(job)),
+            status: Some(section.text(status)),
+            open_flag: Some(Datum::from(job_flag::OPEN)),
+        },
     );
 }
 
@@ -91,7 +91,12 @@ fn control(
     let section = Section::as_owner(fcinfo);
     // The amount is checked before the job is looked up: bad input is refused as such, whoever's
     // job it names.
-    if act == Act::Fund && section.run(&AMOUNT_TO_ADD, &[amount]).get::<bool>(0, 0) != Some(true) {
+    if act == Act::Fund
+        && section
+            .run_named(&AMOUNT_TO_ADD, parameters! { amount })
+            .get::<bool>(0, 0)
+            != Some(true)
+    {
         invalid(
             format!(
                 "funds to add must be a positive amount, not {}",
@@ -106,7 +111,7 @@ fn control(
     let flags = owned.get::<i32>(0, 3).unwrap_or(0);
     match act {
         Act::Pause => {
-            section.run(&PAUSE, &[id]);
+            section.run_named(&PAUSE, parameters! { job_id: id });
         }
         Act::Resume => {
             if flags & job_flag::NSF != 0 {
@@ -116,10 +121,13 @@ fn control(
                     Some("compute_fund adds funds and resumes it."),
                 );
             }
-            section.run(&RESUME, &[id]);
+            section.run_named(&RESUME, parameters! { job_id: id });
         }
         Act::Close => {
-            section.run(&CLOSE, &[id, Some(Datum::from(job_flag::OPEN))]);
+            section.run_named(
+                &CLOSE,
+                parameters! { job_id: id, open_flag: Some(Datum::from(job_flag::OPEN)) },
+            );
         }
         Act::Cancel => end_job(&section, job, "cancelled"),
         Act::Fund => {
@@ -132,11 +140,18 @@ fn control(
                     Some("Deploy another job for more work."),
                 );
             }
-            section.run(&FUND, &[id, amount, Some(Datum::from(job_flag::NSF))]);
+            section.run_named(
+                &FUND,
+                parameters! {
+                    job_id: id,
+                    amount,
+                    nsf_flag: Some(Datum::from(job_flag::NSF)),
+                },
+            );
         }
     }
     section
-        .run(&JOB_STATUS, &[id])
+        .run_named(&JOB_STATUS, parameters! { job_id: id })
         .datum(0, 0)
         .expect("the job is there")
 }
@@ -192,7 +207,9 @@ entry!(compute_add_slices, |fcinfo, arguments| {
     }
     let storage = owned.get::<String>(0, 4).unwrap_or_default();
     let count = if storage == "values" {
-        let count = section.run(&VALUES_COUNT, &[values]).get::<i32>(0, 0);
+        let count = section
+            .run_named(&VALUES_COUNT, parameters! { data: values })
+            .get::<i32>(0, 0);
         match (count, more) {
             (Some(count), None) => count,
             _ => invalid("a job of values takes more values: an array", None),
@@ -204,7 +221,10 @@ entry!(compute_add_slices, |fcinfo, arguments| {
                 None,
             )
         };
-        section.run(&PATTERN_COUNT, &[id, Some(Datum::from(more))]);
+        section.run_named(
+            &PATTERN_COUNT,
+            parameters! { job_id: id, count: Some(Datum::from(more)) },
+        );
         more
     };
     if count < 1 {
@@ -214,7 +234,10 @@ entry!(compute_add_slices, |fcinfo, arguments| {
     let last = owned.get::<i64>(0, 5).unwrap_or(0);
     add_copies(&section, job, caller.identity, last + 1, count, values);
     section
-        .run(&ADD_SLICES, &[id, Some(Datum::from(count))])
+        .run_named(
+            &ADD_SLICES,
+            parameters! { job_id: id, count: Some(Datum::from(count)) },
+        )
         .datum(0, 0)
         .expect("the job is there")
 });
