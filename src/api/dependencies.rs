@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use pgrx::pg_sys::{Datum, Oid, BOOLOID, INT8ARRAYOID, INT8OID, OIDOID, UUIDOID};
+use pgrx::pg_sys::{Datum, Oid, BOOLOID, INT8OID};
 use pgrx::prelude::*;
 
 use super::call::{
@@ -17,7 +17,7 @@ use super::call::{
 };
 use super::datum::{array, int8_array};
 use super::queue::{abort_waiting, acting_on, lease_error, missing_job, placed, wake_placed};
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("dependencies.sql"));
 
@@ -26,29 +26,19 @@ const fn probes(name: &'static str, parameters: &'static [Oid]) -> Statement {
     Statement::new(STATEMENTS, name, parameters, Planning::Probes)
 }
 
-static KEY_HOLDERS: Statement = statement("key_holders", &[OIDOID, pg_sys::TEXTARRAYOID]);
-static MARK_WAITED_ON: Statement = probes("mark_waited_on", &[INT8ARRAYOID, OIDOID]);
-static FINISHED_DEPENDENCIES: Statement =
-    statement("finished_dependencies", &[INT8ARRAYOID, OIDOID]);
-static HOLD: Statement = probes(
-    "hold",
-    &[
-        INT8ARRAYOID,
-        INT8ARRAYOID,
-        OIDOID,
-        pg_sys::BOOLARRAYOID,
-        pg_sys::BOOLARRAYOID,
-    ],
-);
-static RELEASE_WAITS: Statement = statement("release_waits", &[INT8ARRAYOID]);
-static TOUCH_WAITING: Statement = probes("touch_waiting", &[INT8ARRAYOID]);
-static MAKE_DUE: Statement = probes("make_due", &[INT8ARRAYOID]);
-static FORGET_WAITS: Statement = statement("forget_waits", &[INT8ARRAYOID]);
-static DEPENDENTS: Statement = statement("dependents", &[INT8ARRAYOID]);
-static TO_SKIP: Statement = statement("to_skip", &[INT8ARRAYOID]);
-static UNBLOCK: Statement = statement("unblock", &[INT8OID, OIDOID]);
-static LIVE_QUEUE_JOB: Statement = statement("live_queue_job", &[INT8OID, OIDOID]);
-static DEPENDENCY_RESULTS: Statement = statement("dependency_results", &[INT8OID, UUIDOID, OIDOID]);
+static KEY_HOLDERS: Statement = statement("key_holders", &[]);
+static MARK_WAITED_ON: Statement = probes("mark_waited_on", &[]);
+static FINISHED_DEPENDENCIES: Statement = statement("finished_dependencies", &[]);
+static HOLD: Statement = probes("hold", &[]);
+static RELEASE_WAITS: Statement = statement("release_waits", &[]);
+static TOUCH_WAITING: Statement = probes("touch_waiting", &[]);
+static MAKE_DUE: Statement = probes("make_due", &[]);
+static FORGET_WAITS: Statement = statement("forget_waits", &[]);
+static DEPENDENTS: Statement = statement("dependents", &[]);
+static TO_SKIP: Statement = statement("to_skip", &[]);
+static UNBLOCK: Statement = statement("unblock", &[]);
+static LIVE_QUEUE_JOB: Statement = statement("live_queue_job", &[]);
+static DEPENDENCY_RESULTS: Statement = statement("dependency_results", &[]);
 
 /// The most jobs one job may depend on.
 const MOST: usize = 1000;
@@ -144,9 +134,9 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
     on.sort_unstable();
     on.dedup();
     let owner = Some(Datum::from(owner));
-    let marked = section.run(
+    let marked = section.run_named(
         &MARK_WAITED_ON,
-        &[Some(int8_array(on.iter().copied())), owner],
+        parameters! { ids: Some(int8_array(on.iter().copied())), owner },
     );
     let live: HashSet<i64> = (0..marked.len())
         .filter_map(|row| marked.get(row, 0))
@@ -154,9 +144,9 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
     let rest: Vec<i64> = on.into_iter().filter(|id| !live.contains(id)).collect();
     let mut completed = HashSet::new();
     if !rest.is_empty() {
-        let finished = section.run(
+        let finished = section.run_named(
             &FINISHED_DEPENDENCIES,
-            &[Some(int8_array(rest.iter().copied())), owner],
+            parameters! { ids: Some(int8_array(rest.iter().copied())), owner },
         );
         let mut known = HashSet::new();
         for row in 0..finished.len() {
@@ -185,15 +175,15 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
         .iter()
         .map(|&(_, _, skip)| Some(Datum::from(skip)))
         .collect();
-    section.run(
+    section.run_named(
         &HOLD,
-        &[
-            Some(int8_array(pairs.iter().map(|&(job, ..)| job))),
-            Some(int8_array(pairs.iter().map(|&(_, on, _)| on))),
+        parameters! {
+            job_ids: Some(int8_array(pairs.iter().map(|&(job, ..)| job))),
+            on_jobs: Some(int8_array(pairs.iter().map(|&(_, on, _)| on))),
             owner,
-            Some(array(BOOLOID, &waits)),
-            Some(array(BOOLOID, &skip)),
-        ],
+            waits: Some(array(BOOLOID, &waits)),
+            skips: Some(array(BOOLOID, &skip)),
+        },
     );
     // Those to be skipped for a dependency that has ended without completing end now.
     let ended: Vec<i64> = rest
@@ -209,7 +199,10 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
 /// skipped then: ended as aborted, each with why, which in turn skips or blocks those that wait
 /// for them.
 fn skip_dependents(section: &Section, failed: &[i64]) {
-    let skipped = section.run(&TO_SKIP, &[Some(int8_array(failed.iter().copied()))]);
+    let skipped = section.run_named(
+        &TO_SKIP,
+        parameters! { failed: Some(int8_array(failed.iter().copied())) },
+    );
     if skipped.len() == 0 {
         return;
     }
@@ -236,12 +229,12 @@ fn key_holders(section: &Section, owner: Oid, needs: &[Needs]) -> HashMap<String
     if keys.is_empty() {
         return HashMap::new();
     }
-    let found = section.run(
+    let found = section.run_named(
         &KEY_HOLDERS,
-        &[
-            Some(Datum::from(owner)),
-            Some(array(pg_sys::TEXTOID, &keys)),
-        ],
+        parameters! {
+            owner: Some(Datum::from(owner)),
+            keys: Some(array(pg_sys::TEXTOID, &keys)),
+        },
     );
     let holders: HashMap<String, i64> = (0..found.len())
         .filter_map(|row| Some((found.get(row, 0)?, found.get(row, 1)?)))
@@ -280,13 +273,19 @@ pub(crate) fn finished(section: &Section, rows: &Rows, [id, releases, waited, bl
     if !failed.is_empty() {
         skip_dependents(section, &failed);
         if super::waits::anyone_waiting() {
-            let blocked = section.run(&DEPENDENTS, &[Some(int8_array(failed))]);
+            let blocked = section.run_named(
+                &DEPENDENTS,
+                parameters! { on_jobs: Some(int8_array(failed)) },
+            );
             super::waits::finished((0..blocked.len()).filter_map(|row| blocked.get(row, 0)));
         }
     }
     let ended_waiting = where_true(waited);
     if !ended_waiting.is_empty() {
-        section.run(&FORGET_WAITS, &[Some(int8_array(ended_waiting))]);
+        section.run_named(
+            &FORGET_WAITS,
+            parameters! { job_ids: Some(int8_array(ended_waiting)) },
+        );
     }
 }
 
@@ -296,7 +295,7 @@ fn release(section: &Section, completed: Datum) {
     let Some(dependents) = released_dependents(section, completed) else {
         return;
     };
-    let due = section.run(&MAKE_DUE, &[Some(dependents)]);
+    let due = section.run_named(&MAKE_DUE, parameters! { ids: Some(dependents) });
     made_due(&due);
 }
 
@@ -304,7 +303,7 @@ fn release(section: &Section, completed: Datum) {
 /// with any other completion of their dependencies (see touch_waiting): those jobs, as an array,
 /// or None. For queue and batch jobs alike.
 pub(super) fn released_dependents(section: &Section, completed: Datum) -> Option<Datum> {
-    let waited = section.run(&RELEASE_WAITS, &[Some(completed)]);
+    let waited = section.run_named(&RELEASE_WAITS, parameters! { completed: Some(completed) });
     // Columns: every job that waited for them, and those that wait for another job too.
     let any = |column| {
         !waited
@@ -316,7 +315,7 @@ pub(super) fn released_dependents(section: &Section, completed: Datum) -> Option
         return None;
     }
     if any(1) {
-        section.run(&TOUCH_WAITING, &[waited.datum(0, 1)]);
+        section.run_named(&TOUCH_WAITING, parameters! { ids: waited.datum(0, 1) });
     }
     waited.datum(0, 0)
 }
@@ -339,10 +338,10 @@ entry!(jobs_unblock, |fcinfo, arguments| {
     };
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
-    let due = section.run(&UNBLOCK, &[Some(job), owner]);
+    let due = section.run_named(&UNBLOCK, parameters! { id: Some(job), owner });
     if due.len() == 0 {
         let id = job.value() as i64;
-        let live = section.run(&LIVE_QUEUE_JOB, &[Some(job), owner]);
+        let live = section.run_named(&LIVE_QUEUE_JOB, parameters! { id: Some(job), owner });
         if live.len() == 0 {
             missing_job(id);
         }
@@ -368,7 +367,10 @@ entry!(jobs_dependency_results, |fcinfo, arguments| {
     let owner = acting_on(&caller);
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    let results = section.run(&DEPENDENCY_RESULTS, &[job, token, owner]);
+    let results = section.run_named(
+        &DEPENDENCY_RESULTS,
+        parameters! { id: job, lease_token: token, owner },
+    );
     if results.len() == 0 {
         lease_error(
             &section,

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use pgrx::pg_sys::{Datum, Oid, BOOLOID, INT4OID, INTERVALOID, OIDOID, TEXTARRAYOID, TEXTOID};
+use pgrx::pg_sys::{Datum, Oid, TEXTOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
@@ -21,37 +21,28 @@ use super::datum::{array, interval_text};
 use super::queue::{callers_queue, outside, CONCURRENCY_KEY_BYTES};
 use super::ready::queue_hash;
 use super::services::{no_wish, Service};
-use crate::{entry, named_statements};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("flow.sql"));
 
-static PAUSE: Statement = statement("pause", &[OIDOID, TEXTOID, OIDOID]);
-static RESUME: Statement = statement("resume", &[OIDOID, TEXTOID]);
-static SLOTS_HELD: Statement = statement("slots_held", &[OIDOID, TEXTOID]);
-static LIMIT: Statement = statement("limit", &[OIDOID, TEXTOID, INT4OID, OIDOID]);
-static RATE_LIMIT: Statement = statement(
-    "rate_limit",
-    &[OIDOID, TEXTOID, INT4OID, INTERVALOID, OIDOID],
-);
-static TOKENS_HELD: Statement = statement("tokens_held", &[OIDOID, TEXTOID]);
-static KEY_LIMIT: Statement = statement(
-    "key_limit",
-    &[OIDOID, TEXTOID, INT4OID, BOOLOID, TEXTOID, OIDOID],
-);
-static KEY_RATE_LIMIT: Statement = statement(
-    "key_rate_limit",
-    &[OIDOID, TEXTOID, INT4OID, INTERVALOID, TEXTOID, OIDOID],
-);
-static GATES_HELD: Statement = statement("gates_held", &[OIDOID, TEXTOID]);
-static UNLIMIT: Statement = statement("unlimit", &[OIDOID, TEXTOID]);
-static KEY_UNLIMIT: Statement = statement("key_unlimit", &[OIDOID, TEXTOID, TEXTOID]);
+static PAUSE: Statement = statement("pause", &[]);
+static RESUME: Statement = statement("resume", &[]);
+static SLOTS_HELD: Statement = statement("slots_held", &[]);
+static LIMIT: Statement = statement("limit", &[]);
+static RATE_LIMIT: Statement = statement("rate_limit", &[]);
+static TOKENS_HELD: Statement = statement("tokens_held", &[]);
+static KEY_LIMIT: Statement = statement("key_limit", &[]);
+static KEY_RATE_LIMIT: Statement = statement("key_rate_limit", &[]);
+static GATES_HELD: Statement = statement("gates_held", &[]);
+static UNLIMIT: Statement = statement("unlimit", &[]);
+static KEY_UNLIMIT: Statement = statement("key_unlimit", &[]);
 static FREE_KEY_SLOTS: Statement = statement("free_key_slots", &[]);
 
 /// The launcher's removal of the key slots no job holds (free_key_slots).
 pub(crate) static KEY_SLOTS: Service = Service {
     name: "free key slots",
     work: |section, _| {
-        section.run(&FREE_KEY_SLOTS, &[]);
+        section.run_named(&FREE_KEY_SLOTS, parameters! {});
     },
     next: no_wish,
 };
@@ -162,12 +153,7 @@ unsafe extern "C-unwind" fn forget_flows(_arg: Datum, relid: Oid) {
     });
 }
 
-static FLOW_OF: Statement = Statement::new(
-    STATEMENTS,
-    "flow_of",
-    &[OIDOID, TEXTARRAYOID],
-    Planning::Probes,
-);
+static FLOW_OF: Statement = Statement::new(STATEMENTS, "flow_of", &[], Planning::Probes);
 
 /// The flow control of `claimant`'s `queues`, in their order: every change committed before the
 /// call is seen (cached.rs). A queue not known is read (flow_of), and kept where nothing can have
@@ -200,9 +186,12 @@ pub(crate) fn states(section: &Section, claimant: Oid, queues: &[&str]) -> Vec<F
     }
     let forgotten = FLOWS.with(|flows| flows.borrow().forgotten);
     let names: Vec<Option<Datum>> = unknown.iter().map(|&i| queues[i].into_datum()).collect();
-    let read = section.run(
+    let read = section.run_named(
         &FLOW_OF,
-        &[Some(Datum::from(claimant)), Some(array(TEXTOID, &names))],
+        parameters! {
+            claimant: Some(Datum::from(claimant)),
+            queues: Some(array(TEXTOID, &names)),
+        },
     );
     let found: Vec<Flow> = (0..unknown.len())
         .map(
@@ -250,7 +239,10 @@ const RESERVED_LIMIT: (&str, &str) = (
 /// which its worker ends when it will.
 fn refuse_if_held(section: &Section, held: &'static Statement, identity: Datum, queue: &str) {
     if section
-        .run(held, &[Some(identity), queue.into_datum()])
+        .run_named(
+            held,
+            parameters! { owner: Some(identity), queue: queue.into_datum() },
+        )
         .get::<bool>(0, 0)
         == Some(true)
     {
@@ -298,25 +290,25 @@ fn key_prefix(given: Arg<String>) -> Option<Datum> {
     given.datum()
 }
 
-/// Sets one of `queue`'s limits with `set` (its owner, queue, then `settings`, then the role setting
-/// it), once no claim holds what `held` asks about (SLOTS_HELD, TOKENS_HELD, GATES_HELD): the
-/// limit in force, a record of `columns` columns.
+/// Sets one of `queue`'s limits with `set` ($owner, $queue, then `settings`, then $set_by, the role
+/// setting it), once no claim holds what `held` asks about (SLOTS_HELD, TOKENS_HELD, GATES_HELD):
+/// the limit in force, a record of `columns` columns.
 fn set_limit(
     fcinfo: pg_sys::FunctionCallInfo,
     queue: &str,
     held: &'static Statement,
     set: &'static Statement,
-    settings: &[Option<Datum>],
+    settings: &[(&str, Option<Datum>)],
     columns: usize,
 ) -> Datum {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
     let identity = Datum::from(caller.identity);
     refuse_if_held(&section, held, identity, queue);
-    let mut arguments = vec![Some(identity), queue.into_datum()];
+    let mut arguments = vec![("owner", Some(identity)), ("queue", queue.into_datum())];
     arguments.extend_from_slice(settings);
-    arguments.push(Some(Datum::from(caller.role)));
-    let limit = section.run(set, &arguments);
+    arguments.push(("set_by", Some(Datum::from(caller.role))));
+    let limit = section.run_named(set, &arguments);
     let values: Vec<Option<Datum>> = (0..columns).map(|column| limit.datum(0, column)).collect();
     drop(section);
     record(fcinfo, &values)
@@ -327,13 +319,13 @@ entry!(jobs_pause, |fcinfo, arguments| {
     let caller = Caller::current();
     let queue = callers_queue(arguments.queue, "jobs_pause('emails')", RESERVED);
     let section = Section::as_owner(fcinfo);
-    let pause = section.run(
+    let pause = section.run_named(
         &PAUSE,
-        &[
-            Some(Datum::from(caller.identity)),
-            queue.into_datum(),
-            Some(Datum::from(caller.role)),
-        ],
+        parameters! {
+            owner: Some(Datum::from(caller.identity)),
+            queue: queue.into_datum(),
+            paused_by: Some(Datum::from(caller.role)),
+        },
     );
     let values = [pause.datum(0, 0), pause.datum(0, 1)];
     drop(section);
@@ -345,9 +337,9 @@ entry!(jobs_resume, |fcinfo, arguments| {
     let caller = Caller::current();
     let queue = callers_queue(arguments.queue, "jobs_resume('emails')", RESERVED);
     let section = Section::as_owner(fcinfo);
-    let resumed = section.run(
+    let resumed = section.run_named(
         &RESUME,
-        &[Some(Datum::from(caller.identity)), queue.into_datum()],
+        parameters! { owner: Some(Datum::from(caller.identity)), queue: queue.into_datum() },
     );
     Datum::from(resumed.len() > 0)
 });
@@ -361,7 +353,7 @@ entry!(jobs_limit, |fcinfo, arguments| {
         &queue,
         &SLOTS_HELD,
         &LIMIT,
-        &[Some(Datum::from(most))],
+        parameters! { max_running: Some(Datum::from(most)) },
         3,
     )
 });
@@ -387,11 +379,11 @@ entry!(jobs_key_limit, |fcinfo, arguments| {
         &queue,
         &GATES_HELD,
         &KEY_LIMIT,
-        &[
-            Some(Datum::from(most)),
-            Some(Datum::from(ordered)),
-            key_prefix(arguments.prefix),
-        ],
+        parameters! {
+            max_per_key: Some(Datum::from(most)),
+            ordered: Some(Datum::from(ordered)),
+            prefix: key_prefix(arguments.prefix),
+        },
         4,
     )
 });
@@ -418,9 +410,9 @@ fn rate_limit(
             Some(hint),
         );
     }
-    let mut settings = vec![Some(Datum::from(claims)), per];
+    let mut settings = vec![("claims", Some(Datum::from(claims))), ("per", per)];
     if let Some(prefix) = prefix {
-        settings.push(key_prefix(prefix));
+        settings.push(("prefix", key_prefix(prefix)));
     }
     set_limit(fcinfo, &queue, held, set, &settings, 4)
 }
@@ -463,7 +455,10 @@ entry!(jobs_unlimit, |fcinfo, arguments| {
     refuse_if_held(&section, &SLOTS_HELD, identity, &queue);
     refuse_if_held(&section, &TOKENS_HELD, identity, &queue);
     refuse_if_held(&section, &GATES_HELD, identity, &queue);
-    let unlimited = section.run(&UNLIMIT, &[Some(identity), queue.into_datum()]);
+    let unlimited = section.run_named(
+        &UNLIMIT,
+        parameters! { owner: Some(identity), queue: queue.into_datum() },
+    );
     Datum::from(unlimited.len() > 0)
 });
 
@@ -479,6 +474,9 @@ entry!(jobs_key_unlimit, |fcinfo, arguments| {
     let section = Section::as_owner(fcinfo);
     let identity = Datum::from(caller.identity);
     refuse_if_held(&section, &GATES_HELD, identity, &queue);
-    let unlimited = section.run(&KEY_UNLIMIT, &[Some(identity), queue.into_datum(), prefix]);
+    let unlimited = section.run_named(
+        &KEY_UNLIMIT,
+        parameters! { owner: Some(identity), queue: queue.into_datum(), prefix },
+    );
     Datum::from(unlimited.len() > 0)
 });

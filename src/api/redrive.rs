@@ -7,9 +7,7 @@
 //! Oban's retry of a scheduled job), and `jobs_delete(ids)` removes waiting jobs without a trace
 //! (River's and Oban's delete). Statements in `redrive.sql`.
 
-use pgrx::pg_sys::{
-    Datum, DATEOID, INT4OID, INT8ARRAYOID, INTERVALOID, OIDOID, TEXTOID, TIMESTAMPTZOID,
-};
+use pgrx::pg_sys::Datum;
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
@@ -21,32 +19,17 @@ use super::queue::{
     wake_placed,
 };
 use super::refusals::finite_date;
-use crate::{entry, gucs, named_statements};
+use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("redrive.sql"));
 
-static SET_DEAD_LETTER: Statement =
-    statement("set_dead_letter", &[OIDOID, TEXTOID, TEXTOID, OIDOID]);
-static REMOVE_DEAD_LETTER: Statement = statement("remove_dead_letter", &[OIDOID, TEXTOID]);
-static RETRY: Statement = statement(
-    "retry",
-    &[INT8ARRAYOID, OIDOID, INTERVALOID, INTERVALOID, INTERVALOID],
-);
-static RESCHEDULE: Statement = statement("reschedule", &[INT8ARRAYOID, OIDOID, TIMESTAMPTZOID]);
-static DELETABLE: Statement = statement("deletable", &[INT8ARRAYOID, OIDOID]);
-static FORGET_DELETED: Statement = statement(
-    "forget_deleted",
-    &[
-        INT8ARRAYOID,
-        INT8ARRAYOID,
-        pg_sys::OIDARRAYOID,
-        pg_sys::TEXTARRAYOID,
-    ],
-);
-static RETRY_CHOSEN: Statement = statement(
-    "retry_chosen",
-    &[OIDOID, TEXTOID, TEXTOID, DATEOID, TEXTOID, INT4OID],
-);
+static SET_DEAD_LETTER: Statement = statement("set_dead_letter", &[]);
+static REMOVE_DEAD_LETTER: Statement = statement("remove_dead_letter", &[]);
+static RETRY: Statement = statement("retry", &[]);
+static RESCHEDULE: Statement = statement("reschedule", &[]);
+static DELETABLE: Statement = statement("deletable", &[]);
+static FORGET_DELETED: Statement = statement("forget_deleted", &[]);
+static RETRY_CHOSEN: Statement = statement("retry_chosen", &[]);
 
 /// The most jobs one call brings back by filter.
 const MOST_BY_FILTER: i32 = 10_000;
@@ -60,15 +43,15 @@ const RESERVED: (&str, &str) = (
 /// Brings back owner `owner`'s (any when None) failed and aborted jobs `ids` (an int8[]); their
 /// queues' claims start below them and their sleeping workers are woken once this commits.
 fn retry(section: &Section, ids: Datum, owner: Option<Datum>) -> Vec<i64> {
-    let retried = section.run(
+    let retried = section.run_named(
         &RETRY,
-        &[
-            Some(ids),
+        parameters! {
+            ids: Some(ids),
             owner,
-            Some(seconds(gucs::BACKOFF.get())),
-            Some(seconds(gucs::MAX_BACKOFF.get())),
-            Some(seconds(gucs::LEASE.get())),
-        ],
+            default_backoff: Some(seconds(gucs::BACKOFF.get())),
+            default_max_backoff: Some(seconds(gucs::MAX_BACKOFF.get())),
+            default_lease: Some(seconds(gucs::LEASE.get())),
+        },
     );
     // A job added with dependencies waits again for those that have not completed (an abort
     // while it waited removed its waits).
@@ -134,16 +117,16 @@ entry!(jobs_retry_where, |fcinfo, arguments| {
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
     let chosen = section
-        .run(
+        .run_named(
             &RETRY_CHOSEN,
-            &[
+            parameters! {
                 owner,
-                arguments.queue.datum(),
-                arguments.task.datum(),
-                arguments.month.datum(),
-                arguments.error.datum(),
-                arguments.max_jobs.datum(),
-            ],
+                queue: arguments.queue.datum(),
+                task: arguments.task.datum(),
+                month: arguments.month.datum(),
+                error: arguments.error.datum(),
+                max_jobs: arguments.max_jobs.datum(),
+            },
         )
         .datum(0, 0);
     let retried = chosen.map_or_else(Vec::new, |ids| retry(&section, ids, owner));
@@ -162,7 +145,10 @@ entry!(jobs_reschedule, |fcinfo, arguments| {
     }
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    let moved = section.run(&RESCHEDULE, &[Some(ids), acting_on(&caller), run_at]);
+    let moved = section.run_named(
+        &RESCHEDULE,
+        parameters! { ids: Some(ids), owner: acting_on(&caller), run_at },
+    );
     // Due earlier, a job's queue's claims start below it; due now, its sleeping workers wake.
     let jobs: Vec<(i64, pg_sys::Oid, String)> = (0..moved.len())
         .filter_map(|row| placed(&moved, row, [0, 2, 3, 4, 1]))
@@ -185,7 +171,7 @@ entry!(jobs_delete, |fcinfo, arguments| {
     materialize(fcinfo);
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
-    let chosen = section.run(&DELETABLE, &[Some(ids), owner]);
+    let chosen = section.run_named(&DELETABLE, parameters! { ids: Some(ids), owner });
     let mut deleted: Vec<i64> = Vec::new();
     if let Some(chosen_ids) = chosen.datum(0, 0) {
         // Ended as an abort ends them, so that the jobs that depend on them follow their rule
@@ -195,14 +181,14 @@ entry!(jobs_delete, |fcinfo, arguments| {
             .filter_map(|row| aborted.get(row, 0))
             .collect();
         deleted.sort_unstable();
-        section.run(
+        section.run_named(
             &FORGET_DELETED,
-            &[
-                Some(int8_array(deleted.iter().copied())),
-                Some(chosen_ids),
-                chosen.datum(0, 1),
-                chosen.datum(0, 2),
-            ],
+            parameters! {
+                aborted: Some(int8_array(deleted.iter().copied())),
+                chosen_ids: Some(chosen_ids),
+                chosen_owners: chosen.datum(0, 1),
+                chosen_keys: chosen.datum(0, 2),
+            },
         );
     }
     drop(section);
@@ -234,16 +220,19 @@ entry!(jobs_dead_letter, |fcinfo, arguments| {
     let section = Section::as_owner(fcinfo);
     let identity = Some(Datum::from(caller.identity));
     match dead_letter_queue {
-        Some(to) => section.run(
+        Some(to) => section.run_named(
             &SET_DEAD_LETTER,
-            &[
-                identity,
-                queue.into_datum(),
-                to.into_datum(),
-                Some(Datum::from(caller.role)),
-            ],
+            parameters! {
+                owner: identity,
+                queue: queue.into_datum(),
+                dead_letter_queue: to.into_datum(),
+                set_by: Some(Datum::from(caller.role)),
+            },
         ),
-        None => section.run(&REMOVE_DEAD_LETTER, &[identity, queue.into_datum()]),
+        None => section.run_named(
+            &REMOVE_DEAD_LETTER,
+            parameters! { owner: identity, queue: queue.into_datum() },
+        ),
     };
     Datum::from(0)
 });
