@@ -244,6 +244,32 @@ mod tests {
         );
     }
 
+    /// Every statement the extension prepares (src/api/*.sql) declares what it uses and uses what
+    /// it declares, so none fails when it is first prepared.
+    #[test]
+    fn every_statement_of_the_extension_is_well_formed() {
+        let api = concat!(env!("CARGO_MANIFEST_DIR"), "/../src/api");
+        let mut statements = 0;
+        for entry in std::fs::read_dir(api).expect("src/api beside core") {
+            let path = entry.expect("a file").path();
+            if path.extension().is_none_or(|e| e != "sql") {
+                continue;
+            }
+            let source = std::fs::read_to_string(&path).expect("a text");
+            for line in source.lines() {
+                let Some(header) = line.strip_prefix("-- name: ") else {
+                    continue;
+                };
+                let name = &header[..header.find('(').unwrap_or(header.len())];
+                if let Err(problem) = prepared(&source, name, &[]) {
+                    panic!("{}: {problem}", path.display());
+                }
+                statements += 1;
+            }
+        }
+        assert!(statements > 300, "only {statements} statements found");
+    }
+
     #[test]
     fn types_keep_their_words() {
         let source = "-- name: s(x double  precision, at timestamptz[])\nSELECT $x, $at;\n";

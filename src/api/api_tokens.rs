@@ -14,11 +14,11 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("api_tokens.sql"));
 
-static CREATE: Statement = statement("create", &[]);
-static REVOKE: Statement = statement("revoke", &[]);
-static TOKEN_ROLE: Statement = statement("token_role", &[]);
-static NOTE_USE: Statement = statement("note_use", &[]);
-static API_MEMBER: Statement = statement("api_member", &[]);
+static CREATE: Statement = statement("create");
+static REVOKE: Statement = statement("revoke");
+static TOKEN_ROLE: Statement = statement("token_role");
+static NOTE_USE: Statement = statement("note_use");
+static API_MEMBER: Statement = statement("api_member");
 
 /// The longest label.
 const LABEL_MAX: usize = 200;
@@ -38,7 +38,7 @@ fn may_have_tokens(role: pg_sys::Oid) -> bool {
 /// statement naming the role, so it is written out, the name quoted as `regrole` prints it.
 fn api_membership(section: &Section, role: pg_sys::Oid, member: bool) {
     let is_member = section
-        .run_named(
+        .run(
             &API_MEMBER,
             parameters! { role: Some(pg_sys::Datum::from(role)) },
         )
@@ -99,7 +99,7 @@ entry!(jobs_api_token_create, |fcinfo, arguments| {
     let token = new_token();
     let section = Section::as_owner(fcinfo);
     let id = section
-        .run_named(
+        .run(
             &CREATE,
             parameters! {
                 role: Some(pg_sys::Datum::from(caller.role)),
@@ -125,7 +125,7 @@ entry!(jobs_api_token_revoke, |fcinfo, arguments| {
         )
     };
     let section = Section::as_owner(fcinfo);
-    let revoked = section.run_named(
+    let revoked = section.run(
         &REVOKE,
         parameters! {
             role: Some(pg_sys::Datum::from(caller.role)),
@@ -159,7 +159,7 @@ entry!(_api_token_role, |fcinfo, arguments| {
         refused()
     };
     let section = Section::as_owner(fcinfo);
-    let found = section.run_named(&TOKEN_ROLE, parameters! { token: Some(token) });
+    let found = section.run(&TOKEN_ROLE, parameters! { token: Some(token) });
     // A role made a superuser, or given BYPASSRLS, since its token was made: refused as at the
     // token's making.
     let (Some(id), Some(name), Some(role)) = (
@@ -172,7 +172,7 @@ entry!(_api_token_role, |fcinfo, arguments| {
         refused()
     };
     if found.get::<bool>(0, 2) == Some(true) {
-        section.run_named(&NOTE_USE, parameters! { id: Some(id) });
+        section.run(&NOTE_USE, parameters! { id: Some(id) });
     }
     // A restore brings the tokens but not the memberships, which belong to the cluster's roles:
     // the first use makes it again.

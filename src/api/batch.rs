@@ -18,47 +18,47 @@ use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("batch.sql"));
 
-static FOLD_COUNTS: Statement = statement("fold_counts", &[]);
-static MISSING: Statement = statement("missing", &[]);
-static ABORT: Statement = statement("abort", &[]);
-static TELL_AGENT: Statement = statement("tell_agent", &[]);
-static STATUS: Statement = statement("status", &[]);
-static CHECK_SELECTION: Statement = statement("check_selection", &[]);
-static SELECTED: Statement = statement("selected", &[]);
-static LOCK_WAITING: Statement = statement("lock_waiting", &[]);
-static COMPUTER_KNOWN: Statement = statement("computer_known", &[]);
-static JOB_OF_HASH: Statement = statement("job_of_hash", &[]);
-static LOCK_DEPENDENCIES: Statement = statement("lock_dependencies", &[]);
-static WAITING_FOR: Statement = statement("waiting_for", &[]);
-static SPEC: Statement = statement("spec", &[]);
-static TRY_TURN: Statement = statement("try_turn", &[]);
-static SHORTEN_LOCK_WAITS: Statement = statement("shorten_lock_waits", &[]);
-static RESTORE_LOCK_WAITS: Statement = statement("restore_lock_waits", &[]);
-static TAKE_TURN: Statement = statement("take_turn", &[]);
+static FOLD_COUNTS: Statement = statement("fold_counts");
+static MISSING: Statement = statement("missing");
+static ABORT: Statement = statement("abort");
+static TELL_AGENT: Statement = statement("tell_agent");
+static STATUS: Statement = statement("status");
+static CHECK_SELECTION: Statement = statement("check_selection");
+static SELECTED: Statement = statement("selected");
+static LOCK_WAITING: Statement = statement("lock_waiting");
+static COMPUTER_KNOWN: Statement = statement("computer_known");
+static JOB_OF_HASH: Statement = statement("job_of_hash");
+static LOCK_DEPENDENCIES: Statement = statement("lock_dependencies");
+static WAITING_FOR: Statement = statement("waiting_for");
+static SPEC: Statement = statement("spec");
+static TRY_TURN: Statement = statement("try_turn");
+static SHORTEN_LOCK_WAITS: Statement = statement("shorten_lock_waits");
+static RESTORE_LOCK_WAITS: Statement = statement("restore_lock_waits");
+static TAKE_TURN: Statement = statement("take_turn");
 /// A job found by its key's row, by primary keys only: found through the indexes of jobs, the
 /// plan, before ANALYZE had seen the jobs, read the owner's index (alone, or in a bitmap AND with
 /// the key's), which is every job of the poster on every post (0.5 ms a post with 2,000 posted,
 /// growing with them).
-static WAITING_JOB: Statement = Statement::new(STATEMENTS, "waiting_job", &[], Planning::Probes);
+static WAITING_JOB: Statement = Statement::new(STATEMENTS, "waiting_job", Planning::Probes);
 static WAITING_JOB_NOWAIT: Statement =
-    Statement::new(STATEMENTS, "waiting_job_nowait", &[], Planning::Probes);
-static LOCK_TALLY: Statement = statement("lock_tally", &[]);
-static COUNT_TALLY: Statement = statement("count_tally", &[]);
-static MADE_NOW: Statement = statement("made_now", &[]);
-static STILL_WAITING: Statement = statement("still_waiting", &[]);
-static CLEAR_WAITS: Statement = statement("clear_waits", &[]);
-static ADD_WAITS: Statement = statement("add_waits", &[]);
+    Statement::new(STATEMENTS, "waiting_job_nowait", Planning::Probes);
+static LOCK_TALLY: Statement = statement("lock_tally");
+static COUNT_TALLY: Statement = statement("count_tally");
+static MADE_NOW: Statement = statement("made_now");
+static STILL_WAITING: Statement = statement("still_waiting");
+static CLEAR_WAITS: Statement = statement("clear_waits");
+static ADD_WAITS: Statement = statement("add_waits");
 /// The jobs found by their ids, one probe of the primary key each: with `id = ANY ($ids)`, or a
 /// join the planner may flatten, the plan read every batch job through the index whose
 /// predicate the statement repeats, which the planner, before ANALYZE had seen the jobs, took
 /// for one row (0.5 to 1 ms a call with 2,000 jobs waiting, most of a post's time).
-static TALLY: Statement = Statement::new(STATEMENTS, "tally", &[], Planning::Probes);
+static TALLY: Statement = Statement::new(STATEMENTS, "tally", Planning::Probes);
 
 /// The batch store's counts: the deltas of each key folded into one row (`_batch_tally_fold`).
 pub(crate) static COUNTS: Service = Service {
     name: "batch counts",
     work: |section, _| {
-        section.run_named(&FOLD_COUNTS, parameters! {});
+        section.run(&FOLD_COUNTS, &[]);
     },
     next: no_wish,
 };
@@ -67,7 +67,7 @@ pub(crate) static COUNTS: Service = Service {
 /// SCHED page's Jobs tab, as they are now; `as_created`: as they were before a claim took them.
 /// The caller holds the jobs' rows locked, so nothing changes them between its two calls.
 pub(crate) fn tally(section: &Section, ids: Datum, sign: i32, as_created: bool) {
-    section.run_named(
+    section.run(
         &TALLY,
         parameters! {
             ids: Some(ids),
@@ -92,8 +92,8 @@ entry!(_batch_tally, |fcinfo, arguments| {
 // functions' back (bench/sched.py adds a million through _add) or a repair.
 entry!(_batch_tally_rebuild, |_fcinfo, _| {
     let section = Section::as_current_user();
-    section.run_named(&LOCK_TALLY, parameters! {});
-    section.run_named(&COUNT_TALLY, parameters! {});
+    section.run(&LOCK_TALLY, &[]);
+    section.run(&COUNT_TALLY, &[]);
     Datum::from(0)
 });
 
@@ -214,7 +214,7 @@ fn dependencies(section: &Section, poster: Oid, given: Option<Datum>) -> Vec<i64
                     && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) =>
             {
                 section
-                    .run_named(
+                    .run(
                         &JOB_OF_HASH,
                         parameters! {
                             owner: Some(Datum::from(poster)),
@@ -261,7 +261,7 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
     let (kind, computer) = check_post(post);
     if computer != "ANY"
         && section
-            .run_named(&COMPUTER_KNOWN, parameters! { computer: post.computer })
+            .run(&COMPUTER_KNOWN, parameters! { computer: post.computer })
             .get::<bool>(0, 0)
             != Some(true)
     {
@@ -275,14 +275,14 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
     let dependencies = dependencies(section, poster, post.depends_on);
     let mut waiting_for = Vec::new();
     if !dependencies.is_empty() {
-        section.run_named(
+        section.run(
             &LOCK_DEPENDENCIES,
             parameters! {
                 dependencies: Some(int8_array(dependencies.iter().copied())),
                 owner: poster_datum,
             },
         );
-        let found = section.run_named(
+        let found = section.run(
             &WAITING_FOR,
             parameters! {
                 dependencies: Some(int8_array(dependencies.iter().copied())),
@@ -303,7 +303,7 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
     } else {
         post.command
     };
-    let spec = section.run_named(
+    let spec = section.run(
         &SPEC,
         parameters! {
             kind: post.kind,
@@ -327,7 +327,7 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
     let mut lock_wait = None;
     if nowait {
         if section
-            .run_named(&TRY_TURN, parameters! { lock_key: turn })
+            .run(&TRY_TURN, parameters! { lock_key: turn })
             .get::<bool>(0, 0)
             != Some(true)
         {
@@ -341,11 +341,9 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
             );
         }
         // A post that begins in between would still be waited for: not long.
-        lock_wait = section
-            .run_named(&SHORTEN_LOCK_WAITS, parameters! {})
-            .datum(0, 0);
+        lock_wait = section.run(&SHORTEN_LOCK_WAITS, &[]).datum(0, 0);
     }
-    section.run_named(&TAKE_TURN, parameters! { lock_key: turn });
+    section.run(&TAKE_TURN, parameters! { lock_key: turn });
     let mut job_spec = Spec::empty();
     job_spec.set(Field::Task, post.kind);
     job_spec.set(Field::Payload, payload);
@@ -368,7 +366,7 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
             &WAITING_JOB
         };
         let replaced = section
-            .run_named(
+            .run(
                 waiting,
                 parameters! { owner: poster_datum, hash: Some(hash) },
             )
@@ -388,15 +386,14 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
         let job = add(section, poster, &[job_spec])[0];
         if replaced.is_none()
             && section
-                .run_named(&MADE_NOW, parameters! { job: Some(Datum::from(job)) })
+                .run(&MADE_NOW, parameters! { job: Some(Datum::from(job)) })
                 .len()
                 > 0
         {
             break job;
         }
         // Done too: replaced, or this command's job is taken by an agent (it stays as it is).
-        let waiting =
-            section.run_named(&STILL_WAITING, parameters! { job: Some(Datum::from(job)) });
+        let waiting = section.run(&STILL_WAITING, parameters! { job: Some(Datum::from(job)) });
         if replaced.is_some() || waiting.get::<bool>(0, 0) != Some(true) {
             break job;
         }
@@ -406,7 +403,7 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
         // with 40001 instead.)
     };
     if let Some(lock_wait) = lock_wait {
-        section.run_named(
+        section.run(
             &RESTORE_LOCK_WAITS,
             parameters! { lock_timeout: Some(lock_wait) },
         );
@@ -415,13 +412,13 @@ fn post(section: &Section, poster: Oid, post: &Post, nowait: bool) -> i64 {
     // already taken by an agent keeps its own.
     let job_datum = Some(Datum::from(job));
     if section
-        .run_named(&STILL_WAITING, parameters! { job: job_datum })
+        .run(&STILL_WAITING, parameters! { job: job_datum })
         .get::<bool>(0, 0)
         == Some(true)
     {
-        section.run_named(&CLEAR_WAITS, parameters! { job: job_datum });
+        section.run(&CLEAR_WAITS, parameters! { job: job_datum });
         if !waiting_for.is_empty() {
-            section.run_named(
+            section.run(
                 &ADD_WAITS,
                 parameters! {
                     job: job_datum,
@@ -469,7 +466,7 @@ fn cancel(
     acting_for: Option<Datum>,
     ids: Datum,
 ) {
-    let missing = section.run_named(&MISSING, parameters! { ids: Some(ids), owner: acting_for });
+    let missing = section.run(&MISSING, parameters! { ids: Some(ids), owner: acting_for });
     if missing.len() > 0 {
         refuse(
             PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
@@ -494,13 +491,13 @@ fn cancel(
     for job in jobs {
         let job_datum = Some(Datum::from(job));
         let after = section
-            .run_named(&ABORT, parameters! { job: job_datum })
+            .run(&ABORT, parameters! { job: job_datum })
             .get::<String>(0, 0);
         if after.as_deref() == Some("aborted") {
-            section.run_named(&TELL_AGENT, parameters! { job: job_datum });
+            section.run(&TELL_AGENT, parameters! { job: job_datum });
         }
         let status = section
-            .run_named(&STATUS, parameters! { job: job_datum })
+            .run(&STATUS, parameters! { job: job_datum })
             .datum(0, 0);
         return_row(
             fcinfo,
@@ -525,7 +522,7 @@ entry!(batch_cancel_where, |fcinfo, arguments| {
     let role = Caller::current().role;
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    section.run_named(
+    section.run(
         &CHECK_SELECTION,
         parameters! {
             month: arguments.month.datum(),
@@ -541,7 +538,7 @@ entry!(batch_cancel_where, |fcinfo, arguments| {
     }
     let acting_for = acting_for(role);
     let chosen = section
-        .run_named(
+        .run(
             &SELECTED,
             parameters! {
                 month: arguments.month.datum(),
@@ -564,7 +561,7 @@ entry!(batch_release, |fcinfo, arguments| {
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
     let job = arguments.id.datum();
-    let waiting = section.run_named(&LOCK_WAITING, parameters! { job, owner: acting_for(role) });
+    let waiting = section.run(&LOCK_WAITING, parameters! { job, owner: acting_for(role) });
     if waiting.len() == 0 {
         refuse(
             PgSqlErrorCode::ERRCODE_NO_DATA_FOUND,
@@ -576,7 +573,7 @@ entry!(batch_release, |fcinfo, arguments| {
         );
     }
     make_due(&section, array(INT8OID, &[job]));
-    match section.run_named(&STATUS, parameters! { job }).datum(0, 0) {
+    match section.run(&STATUS, parameters! { job }).datum(0, 0) {
         Some(status) => section.keep(status, TEXTOID),
         None => super::call::null(fcinfo),
     }

@@ -24,28 +24,28 @@ use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("batch_agent.sql"));
 
-static FORGET_COMPUTER: Statement = statement("forget_computer", &[]);
-static AGENT_OF: Statement = statement("agent_of", &[]);
-static REGISTER: Statement = statement("register", &[]);
-static REGISTERED_AGAIN: Statement = statement("registered_again", &[]);
-static READY_SIGNALS: Statement = statement("ready_signals", &[]);
-static CANCEL_SIGNAL: Statement = statement("cancel_signal", &[]);
-static SEEN: Statement = statement("seen", &[]);
-static CLAIM: Statement = statement("claim", &[]);
-static CLAIMED: Statement = statement("claimed", &[]);
-static STARTED: Statement = statement("started", &[]);
-static RENEW: Statement = statement("renew", &[]);
-static UNCANCEL: Statement = statement("uncancel", &[]);
-static FINISH: Statement = statement("finish", &[]);
-static HELD: Statement = statement("held", &[]);
-static HAND_BACK: Statement = statement("hand_back", &[]);
-static END_CANCELLED: Statement = statement("end_cancelled", &[]);
+static FORGET_COMPUTER: Statement = statement("forget_computer");
+static AGENT_OF: Statement = statement("agent_of");
+static REGISTER: Statement = statement("register");
+static REGISTERED_AGAIN: Statement = statement("registered_again");
+static READY_SIGNALS: Statement = statement("ready_signals");
+static CANCEL_SIGNAL: Statement = statement("cancel_signal");
+static SEEN: Statement = statement("seen");
+static CLAIM: Statement = statement("claim");
+static CLAIMED: Statement = statement("claimed");
+static STARTED: Statement = statement("started");
+static RENEW: Statement = statement("renew");
+static UNCANCEL: Statement = statement("uncancel");
+static FINISH: Statement = statement("finish");
+static HELD: Statement = statement("held");
+static HAND_BACK: Statement = statement("hand_back");
+static END_CANCELLED: Statement = statement("end_cancelled");
 
-/// The computer named by argument `n`, which must be the caller's (an administrator's: any).
+/// The computer named `computer`, which must be the caller's (an administrator's: any).
 fn computer_of(section: &Section, role: Oid, computer: Arg<String>) -> Datum {
     let given = computer.datum();
     let computer = computer.get().unwrap_or_default();
-    let agent = section.run_named(&AGENT_OF, parameters! { computer: given });
+    let agent = section.run(&AGENT_OF, parameters! { computer: given });
     let Some(agent) = agent.get::<Oid>(0, 0) else {
         refuse(
             PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
@@ -77,7 +77,7 @@ fn computer_name_ok(name: &str) -> bool {
 entry!(batch_forget_computer, |fcinfo, arguments| {
     let section = Section::as_current_user();
     if section
-        .run_named(
+        .run(
             &FORGET_COMPUTER,
             parameters! { computer: arguments.computer.datum() },
         )
@@ -120,7 +120,7 @@ entry!(batch_register, |fcinfo, arguments| {
     }
     let role = Caller::current().role;
     let section = Section::as_owner(fcinfo);
-    section.run_named(
+    section.run(
         &REGISTER,
         parameters! {
             computer: arguments.computer.datum(),
@@ -130,7 +130,7 @@ entry!(batch_register, |fcinfo, arguments| {
         },
     );
     computer_of(&section, role, arguments.computer);
-    section.run_named(
+    section.run(
         &REGISTERED_AGAIN,
         parameters! {
             computer: arguments.computer.datum(),
@@ -153,7 +153,7 @@ fn about_computer(
     let section = Section::as_owner(fcinfo);
     let computer = computer_of(&section, role, computer);
     let answer = section
-        .run_named(statement, parameters! { computer: Some(computer) })
+        .run(statement, parameters! { computer: Some(computer) })
         .datum(0, 0);
     section.keep(answer.expect("an answer"), type_oid)
 }
@@ -199,16 +199,16 @@ fn claim_count(n: Arg<i32>, least: i32) -> i32 {
 /// Up to `n` jobs claimed for `computer` or for ANY, in the columns of batch_claim; None when
 /// there were none.
 fn claim(section: &Section, computer: Datum, n: i32) -> Option<Rows> {
-    section.run_named(&SEEN, parameters! { computer: Some(computer) });
+    section.run(&SEEN, parameters! { computer: Some(computer) });
     let taken = section
-        .run_named(
+        .run(
             &CLAIM,
             parameters! { computer: Some(computer), n: Some(Datum::from(n)) },
         )
         .datum(0, 0)?;
     // Taken: no longer waiting or due.
     tally(section, taken, -1, true);
-    Some(section.run_named(&CLAIMED, parameters! { ids: Some(taken) }))
+    Some(section.run(&CLAIMED, parameters! { ids: Some(taken) }))
 }
 
 /// A report about a job whose row another transaction holds: the agent tries again later.
@@ -232,7 +232,7 @@ struct Held {
 
 /// The jobs of `ids` (with `tokens`) that the caller's computers hold, each locked, or busy.
 fn held(section: &Section, role: Oid, ids: Option<Datum>, tokens: Option<Datum>) -> Vec<Held> {
-    let rows = section.run_named(
+    let rows = section.run(
         &HELD,
         parameters! { role: Some(Datum::from(role)), ids, tokens },
     );
@@ -280,7 +280,7 @@ fn start(section: &Section, role: Oid, ids: Datum, tokens: Datum, pids: Datum) -
     let running: Vec<&Held> = held.iter().filter(|h| !h.busy).collect();
     if !running.is_empty() {
         let until = section
-            .run_named(
+            .run(
                 &STARTED,
                 parameters! {
                     ids: Some(int8_array(running.iter().map(|h| h.id))),
@@ -339,7 +339,7 @@ entry!(batch_heartbeat, |fcinfo, arguments| {
     // A busy job is held still; its lease is renewed by a later heartbeat.
     let renewed: Vec<&Held> = held.iter().filter(|h| !h.busy).collect();
     if !renewed.is_empty() {
-        section.run_named(
+        section.run(
             &RENEW,
             parameters! {
                 ids: Some(int8_array(renewed.iter().map(|h| h.id))),
@@ -485,7 +485,7 @@ fn finish(section: &Section, role: Oid, reports: &Reports) -> Vec<Said> {
         .map(|h| h.id)
         .collect();
     if !uncancelled.is_empty() {
-        section.run_named(
+        section.run(
             &UNCANCEL,
             parameters! { ids: Some(int8_array(uncancelled)) },
         );
@@ -511,7 +511,7 @@ fn finish(section: &Section, role: Oid, reports: &Reports) -> Vec<Said> {
             })
             .collect();
         let ids = int8_array(jobs.iter().map(|h| h.id));
-        section.run_named(
+        section.run(
             &FINISH,
             parameters! {
                 ids: Some(ids),
@@ -681,12 +681,12 @@ entry!(batch_hand_back, |fcinfo, arguments| {
     // A busy job is not handed back: its lease runs out instead.
     let (back, cancelled) = (with_status("started"), with_status("aborted"));
     if let Some(back) = back {
-        section.run_named(&HAND_BACK, parameters! { ids: Some(back) });
+        section.run(&HAND_BACK, parameters! { ids: Some(back) });
         tally(&section, back, 1, false);
         wake(&section, back);
     }
     if let Some(cancelled) = cancelled {
-        section.run_named(&END_CANCELLED, parameters! { ids: Some(cancelled) });
+        section.run(&END_CANCELLED, parameters! { ids: Some(cancelled) });
     }
     Datum::from((back.map_or(0, array_length) + cancelled.map_or(0, array_length)) as i32)
 });

@@ -13,23 +13,23 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("batch_reads.sql"));
 
-static LATEST_OF_HASH: Statement = statement("latest_of_hash", &[]);
-static ACTIVE_IDS: Statement = statement("active_ids", &[]);
-static ACTIVE_FOUND: Statement = statement("active_found", &[]);
-static FOUND: Statement = statement("found", &[]);
-static ACTIVE_GROUPS: Statement = statement("active_groups", &[]);
-static GROUPS: Statement = statement("groups", &[]);
+static LATEST_OF_HASH: Statement = statement("latest_of_hash");
+static ACTIVE_IDS: Statement = statement("active_ids");
+static ACTIVE_FOUND: Statement = statement("active_found");
+static FOUND: Statement = statement("found");
+static ACTIVE_GROUPS: Statement = statement("active_groups");
+static GROUPS: Statement = statement("groups");
 // A group's active jobs' ids.
-static MINUTE_IDS: Statement = statement("minute_ids", &[]);
-static ROUTINE_IDS: Statement = statement("routine_ids", &[]);
-static COMPUTER_IDS: Statement = statement("computer_ids", &[]);
-static PENDING_IDS: Statement = statement("pending_ids", &[]);
-static WAITING_IDS: Statement = statement("waiting_ids", &[]);
-static UNTALLIED_IDS: Statement = statement("untallied_ids", &[]);
-static ACTIVE_ROWS: Statement = statement("active_rows", &[]);
-static GROUP_ROWS: Statement = statement("group_rows", &[]);
-static HISTORY_GAPS: Statement = statement("history_gaps", &[]);
-static MONTHS_BETWEEN: Statement = statement("months_between", &[]);
+static MINUTE_IDS: Statement = statement("minute_ids");
+static ROUTINE_IDS: Statement = statement("routine_ids");
+static COMPUTER_IDS: Statement = statement("computer_ids");
+static PENDING_IDS: Statement = statement("pending_ids");
+static WAITING_IDS: Statement = statement("waiting_ids");
+static UNTALLIED_IDS: Statement = statement("untallied_ids");
+static ACTIVE_ROWS: Statement = statement("active_rows");
+static GROUP_ROWS: Statement = statement("group_rows");
+static HISTORY_GAPS: Statement = statement("history_gaps");
+static MONTHS_BETWEEN: Statement = statement("months_between");
 
 // batch_get(hash): the caller's latest batch job with this command hash.
 entry!(batch_get, |fcinfo, arguments| {
@@ -49,7 +49,7 @@ entry!(batch_get, |fcinfo, arguments| {
     materialize(fcinfo);
     let section = Section::as_current_user();
     section
-        .run_named(
+        .run(
             &LATEST_OF_HASH,
             parameters! { hash: arguments.hash.datum() },
         )
@@ -107,7 +107,7 @@ entry!(_batch_unpartitioned_months, |fcinfo, _| {
     let gaps = section.run(&HISTORY_GAPS, &[]);
     for gap in 0..gaps.len() {
         section
-            .run_named(
+            .run(
                 &MONTHS_BETWEEN,
                 parameters! { since: gaps.datum(gap, 0), until: gaps.datum(gap, 1) },
             )
@@ -168,7 +168,7 @@ entry!(batch_find, |fcinfo, arguments| {
             .is_some_and(|rows| rows.value() as i32 > 0)
         {
             section
-                .run_named(
+                .run(
                     &ACTIVE_IDS,
                     parameters! {
                         statuses: reading.statuses,
@@ -180,12 +180,12 @@ entry!(batch_find, |fcinfo, arguments| {
         } else {
             None
         };
-        section.run_named(
+        section.run(
             &ACTIVE_FOUND,
             parameters! { statuses: reading.statuses, ids },
         )
     } else {
-        section.run_named(
+        section.run(
             &FOUND,
             parameters! {
                 month: reading.month,
@@ -219,12 +219,12 @@ entry!(batch_groups, |fcinfo, arguments| {
     let section = Section::as_current_user();
     let by = arguments.by.datum();
     let groups = if reading.counted() {
-        section.run_named(
+        section.run(
             &ACTIVE_GROUPS,
             parameters! { by, statuses: reading.statuses },
         )
     } else {
-        section.run_named(
+        section.run(
             &GROUPS,
             parameters! {
                 by,
@@ -255,7 +255,7 @@ entry!(batch_group_jobs, |fcinfo, arguments| {
     let key = arguments.group_key.get();
     if !reading.counted() {
         section
-            .run_named(
+            .run(
                 &GROUP_ROWS,
                 parameters! {
                     month: reading.month,
@@ -294,7 +294,7 @@ entry!(batch_group_jobs, |fcinfo, arguments| {
                 return Datum::from(0);
             }
             let minute = super::datum::input(&format!("{}+00", &key[..16]), TIMESTAMPTZOID);
-            section.run_named(
+            section.run(
                 &MINUTE_IDS,
                 parameters! {
                     label: Some(section.text(&key[17..])),
@@ -305,7 +305,7 @@ entry!(batch_group_jobs, |fcinfo, arguments| {
                 },
             )
         }
-        Some("routine") => section.run_named(
+        Some("routine") => section.run(
             &ROUTINE_IDS,
             parameters! {
                 label: Some(section.text(&key)),
@@ -314,7 +314,7 @@ entry!(batch_group_jobs, |fcinfo, arguments| {
                 offset_rows,
             },
         ),
-        Some("computer") => section.run_named(
+        Some("computer") => section.run(
             &COMPUTER_IDS,
             parameters! {
                 computer: Some(section.text(&key)),
@@ -331,7 +331,7 @@ entry!(batch_group_jobs, |fcinfo, arguments| {
                 "WAITING" => &WAITING_IDS,
                 _ => &UNTALLIED_IDS,
             };
-            section.run_named(
+            section.run(
                 statement,
                 parameters! {
                     status: Some(section.text(&key)),
@@ -344,7 +344,7 @@ entry!(batch_group_jobs, |fcinfo, arguments| {
     }
     .datum(0, 0);
     section
-        .run_named(&ACTIVE_ROWS, parameters! { ids })
+        .run(&ACTIVE_ROWS, parameters! { ids })
         .return_all(fcinfo);
     Datum::from(0)
 });

@@ -15,11 +15,11 @@ named_statements!(include_str!("batch_waits.sql"));
 
 /// The jobs found by their ids, a probe each (see batch.rs's TALLY).
 const fn probes(name: &'static str) -> Statement {
-    Statement::new(STATEMENTS, name, &[], Planning::Probes)
+    Statement::new(STATEMENTS, name, Planning::Probes)
 }
 
-static UPSTREAM: Statement = statement("upstream", &[]);
-static STEP_BACK: Statement = statement("step_back", &[]);
+static UPSTREAM: Statement = statement("upstream");
+static STEP_BACK: Statement = statement("step_back");
 static UNWAITED: Statement = probes("unwaited");
 static LOCK_WAITING: Statement = probes("lock_waiting");
 static DUE_NOW: Statement = probes("due_now");
@@ -37,7 +37,7 @@ pub(super) fn check_cycle(section: &Section, replaced: i64, waiting_for: &[i64])
         return;
     }
     let reached: Vec<i64> = section
-        .run_named(
+        .run(
             &UPSTREAM,
             parameters! {
                 ids: Some(int8_array(waiting_for.iter().copied())),
@@ -51,7 +51,7 @@ pub(super) fn check_cycle(section: &Section, replaced: i64, waiting_for: &[i64])
         // from one reached before it, so each step back finds one.
         let mut path = vec![replaced];
         while !waiting_for.contains(&path[0]) && path.len() <= reached.len() {
-            let step = section.run_named(
+            let step = section.run(
                 &STEP_BACK,
                 parameters! {
                     job: Some(Datum::from(path[0])),
@@ -90,7 +90,7 @@ pub(super) fn release_dependents(section: &Section, completed: Datum) {
     let Some(waited) = released_dependents(section, completed) else {
         return;
     };
-    let unwaited = section.run_named(&UNWAITED, parameters! { ids: Some(waited) });
+    let unwaited = section.run(&UNWAITED, parameters! { ids: Some(waited) });
     let freed: Vec<i64> = unwaited.get(0, 0).unwrap_or_default();
     if !freed.is_empty() {
         make_due(section, unwaited.datum(0, 0).expect("an array"));
@@ -101,14 +101,14 @@ pub(super) fn release_dependents(section: &Section, completed: Datum) {
 /// moved, due now or at the time they were posted for, and their agents woken.
 pub(super) fn make_due(section: &Section, ids: Datum) {
     let ids_given = Some(ids);
-    section.run_named(&LOCK_WAITING, parameters! { ids: ids_given });
+    section.run(&LOCK_WAITING, parameters! { ids: ids_given });
     tally(section, ids, -1, false);
-    section.run_named(&DUE_NOW, parameters! { ids: ids_given });
+    section.run(&DUE_NOW, parameters! { ids: ids_given });
     tally(section, ids, 1, false);
     wake(section, ids);
 }
 
 /// Wakes the agents of the queues of jobs `ids` (an array), pending again.
 pub(super) fn wake(section: &Section, ids: Datum) {
-    section.run_named(&WAKE, parameters! { ids: Some(ids) });
+    section.run(&WAKE, parameters! { ids: Some(ids) });
 }

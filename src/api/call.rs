@@ -9,7 +9,9 @@
 //! function, no ticket naming the caller.
 //!
 //! The statements are kept in `.sql` files by domain beside the code that runs them, one named
-//! statement each (`-- name: claim`), prepared once per backend and kept: a generic plan, planned
+//! statement each, whose header declares its parameters by name and type (`-- name:
+//! add_proxy(proxy oid, root oid, created_by oid)`, see `pg_jobs_core::statements`), given by
+//! name when it runs (`parameters!`); prepared once per backend and kept: a generic plan, planned
 //! without JIT, with the search path pinned to the extension's schema and `pg_catalog` while it
 //! is planned and run, so no name in it can be taken over by the caller's search path.
 
@@ -67,8 +69,6 @@ pub enum Planning {
 pub struct Statement {
     source: &'static str,
     name: &'static str,
-    /// The types of its parameters.
-    parameters: &'static [Oid],
     planning: Planning,
     /// The parts of the text left out (see [`Statement::without`]).
     omitted: &'static [&'static str],
@@ -79,16 +79,10 @@ pub struct Statement {
 }
 
 impl Statement {
-    pub const fn new(
-        source: &'static str,
-        name: &'static str,
-        parameters: &'static [Oid],
-        planning: Planning,
-    ) -> Self {
+    pub const fn new(source: &'static str, name: &'static str, planning: Planning) -> Self {
         Statement {
             source,
             name,
-            parameters,
             planning,
             omitted: &[],
             plan: AtomicPtr::new(std::ptr::null_mut()),
@@ -104,35 +98,6 @@ impl Statement {
             omitted: parts,
             ..self
         }
-    }
-
-    /// The text under `-- name: <name>`, up to the next name, without the parts omitted.
-    fn text(&self) -> String {
-        let marker = format!("-- name: {}\n", self.name);
-        let start = self
-            .source
-            .find(&marker)
-            .unwrap_or_else(|| error!("pg_jobs: no statement named {}", self.name))
-            + marker.len();
-        let rest = &self.source[start..];
-        let text = &rest[..rest.find("-- name: ").unwrap_or(rest.len())];
-        let mut text = text.to_owned();
-        for part in self.omitted {
-            let (open, close) = (format!("-- {part} {{\n"), format!("-- }} {part}\n"));
-            let (mut kept, mut rest) = (String::with_capacity(text.len()), text.as_str());
-            while let Some(from) = rest.find(&open) {
-                let Some(to) = rest[from..].find(&close) else {
-                    error!("pg_jobs: statement {}'s part {part} has no end", self.name)
-                };
-                kept.push_str(&rest[..from]);
-                rest = &rest[from + to + close.len()..];
-            }
-            if rest.len() == text.len() {
-                error!("pg_jobs: statement {} has no part {part}", self.name);
-            }
-            text = kept + rest;
-        }
-        text
     }
 
     /// The text to prepare and its parameters' types, as its header declares them (types read as
@@ -168,10 +133,7 @@ impl Statement {
         if !kept.is_null() {
             return kept;
         }
-        let (text, mut types) = match self.source.contains(&format!("-- name: {}(", self.name)) {
-            true => self.declared(),
-            false => (self.text(), self.parameters.to_vec()),
-        };
+        let (text, mut types) = self.declared();
         let text = CString::new(text).expect("statements contain no NUL");
         // Parsed and analysed now; planned when first run, and again after an invalidation.
         let plan = unsafe {
@@ -287,17 +249,31 @@ impl Section {
         }
     }
 
-    /// Runs a statement; `arguments` are its parameters, None for null.
-    pub fn run(&self, statement: &'static Statement, arguments: &[Option<Datum>]) -> Rows {
+    /// Runs a statement with its parameters given by name (see [`parameters!`]), None for null;
+    /// a parameter left out, or one it does not declare, is an error of the extension.
+    pub fn run(&self, statement: &'static Statement, given: &[(&str, Option<Datum>)]) -> Rows {
         let plan = statement.plan();
-        let mut values: Vec<Datum> = arguments
-            .iter()
-            .map(|a| a.unwrap_or(Datum::from(0)))
-            .collect();
-        let nulls: Vec<c_char> = arguments
-            .iter()
-            .map(|a| if a.is_some() { b' ' } else { b'n' } as c_char)
-            .collect();
+        // Set by plan(), never freed.
+        let names = unsafe { &*statement.names.load(Ordering::Relaxed) };
+        if given.len() != names.len() {
+            error!(
+                "pg_jobs: statement {} takes {} parameters, not {}",
+                statement.name,
+                names.len(),
+                given.len()
+            );
+        }
+        let (mut values, mut nulls) = (
+            Vec::with_capacity(names.len()),
+            Vec::with_capacity(names.len()),
+        );
+        for name in names {
+            let Some(&(_, value)) = given.iter().find(|(given, _)| given == name) else {
+                error!("pg_jobs: statement {} needs ${name}", statement.name)
+            };
+            values.push(value.unwrap_or(Datum::from(0)));
+            nulls.push(if value.is_some() { b' ' } else { b'n' } as c_char);
+        }
         unsafe {
             let _planner = PlannerSettings::pin(statement.planning);
             let status =
@@ -311,34 +287,6 @@ impl Section {
                 columns: Default::default(),
             }
         }
-    }
-
-    /// Runs a statement with its parameters given by name (see [`parameters!`]), None for null;
-    /// a parameter left out, or one it does not declare, is an error of the extension.
-    pub fn run_named(
-        &self,
-        statement: &'static Statement,
-        given: &[(&str, Option<Datum>)],
-    ) -> Rows {
-        statement.plan();
-        // Set by plan(), never freed.
-        let names = unsafe { &*statement.names.load(Ordering::Relaxed) };
-        if given.len() != names.len() {
-            error!(
-                "pg_jobs: statement {} takes {} parameters, not {}",
-                statement.name,
-                names.len(),
-                given.len()
-            );
-        }
-        let values: Vec<Option<Datum>> = names
-            .iter()
-            .map(|name| match given.iter().find(|(given, _)| given == name) {
-                Some((_, value)) => *value,
-                None => error!("pg_jobs: statement {} needs ${name}", statement.name),
-            })
-            .collect();
-        self.run(statement, &values)
     }
 
     /// A text that outlives the section: a function's result made while its section is open
@@ -593,28 +541,23 @@ pub fn as_from_sql(body: impl FnOnce() -> Datum) -> Datum {
 }
 
 /// A domain's file of named statements, planned as PostgreSQL would: defines `STATEMENTS` and
-/// `statement(name, parameter types)` in the module that says
-/// `named_statements!(include_str!("history.sql"));`.
+/// `statement(name)` in the module that says `named_statements!(include_str!("history.sql"));`.
 #[macro_export]
 macro_rules! named_statements {
     ($source:expr) => {
         const STATEMENTS: &str = $source;
 
-        const fn statement(
-            name: &'static str,
-            parameters: &'static [::pgrx::pg_sys::Oid],
-        ) -> $crate::api::call::Statement {
+        const fn statement(name: &'static str) -> $crate::api::call::Statement {
             $crate::api::call::Statement::new(
                 STATEMENTS,
                 name,
-                parameters,
                 $crate::api::call::Planning::Default,
             )
         }
     };
 }
 
-/// A statement's parameters by name, for [`Section::run_named`]: `parameters! { queue, n: Some(n) }`
+/// A statement's parameters by name, for [`Section::run`]: `parameters! { queue, n: Some(n) }`
 /// gives `$queue` the value of `queue` and `$n` that of `Some(n)`.
 #[macro_export]
 macro_rules! parameters {

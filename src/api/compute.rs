@@ -17,22 +17,22 @@ use super::datum::output;
 
 named_statements!(include_str!("compute.sql"));
 
-static AMOUNT_TO_ADD: Statement = statement("amount_to_add", &[]);
-static OWNED_JOB: Statement = statement("owned_job", &[]);
-static PAUSE: Statement = statement("pause", &[]);
-static RESUME: Statement = statement("resume", &[]);
-static CLOSE: Statement = statement("close", &[]);
-static END_JOB: Statement = statement("end_job", &[]);
-static FUND: Statement = statement("fund", &[]);
-static JOB_STATUS: Statement = statement("job_status", &[]);
-static VALUES_COUNT: Statement = statement("values_count", &[]);
-static PATTERN_COUNT: Statement = statement("pattern_count", &[]);
-static ADD_SLICES: Statement = statement("add_slices", &[]);
+static AMOUNT_TO_ADD: Statement = statement("amount_to_add");
+static OWNED_JOB: Statement = statement("owned_job");
+static PAUSE: Statement = statement("pause");
+static RESUME: Statement = statement("resume");
+static CLOSE: Statement = statement("close");
+static END_JOB: Statement = statement("end_job");
+static FUND: Statement = statement("fund");
+static JOB_STATUS: Statement = statement("job_status");
+static VALUES_COUNT: Statement = statement("values_count");
+static PATTERN_COUNT: Statement = statement("pattern_count");
+static ADD_SLICES: Statement = statement("add_slices");
 
 /// The caller's live compute job `job`, locked for a change (see `owned_job` for its columns,
 /// `amount` the amount to add, if any); another owner's gets the same error as none.
 fn owned(section: &Section, caller: &Caller, job: i64, amount: Option<Datum>) -> Rows {
-    let owned = section.run_named(
+    let owned = section.run(
         &OWNED_JOB,
         parameters! {
             owner: Some(Datum::from(caller.identity)),
@@ -59,7 +59,7 @@ fn owned(section: &Section, caller: &Caller, job: i64, amount: Option<Datum>) ->
 
 /// Ends job `job` as `status` (finished, cancelled or corrupted).
 pub(super) fn end_job(section: &Section, job: i64, status: &str) {
-    section.run_named(
+    section.run(
         &END_JOB,
         parameters! {
             job_id: Some(Datum::from(job)),
@@ -93,7 +93,7 @@ fn control(
     // job it names.
     if act == Act::Fund
         && section
-            .run_named(&AMOUNT_TO_ADD, parameters! { amount })
+            .run(&AMOUNT_TO_ADD, parameters! { amount })
             .get::<bool>(0, 0)
             != Some(true)
     {
@@ -111,7 +111,7 @@ fn control(
     let flags = owned.get::<i32>(0, 3).unwrap_or(0);
     match act {
         Act::Pause => {
-            section.run_named(&PAUSE, parameters! { job_id: id });
+            section.run(&PAUSE, parameters! { job_id: id });
         }
         Act::Resume => {
             if flags & job_flag::NSF != 0 {
@@ -121,10 +121,10 @@ fn control(
                     Some("compute_fund adds funds and resumes it."),
                 );
             }
-            section.run_named(&RESUME, parameters! { job_id: id });
+            section.run(&RESUME, parameters! { job_id: id });
         }
         Act::Close => {
-            section.run_named(
+            section.run(
                 &CLOSE,
                 parameters! { job_id: id, open_flag: Some(Datum::from(job_flag::OPEN)) },
             );
@@ -140,7 +140,7 @@ fn control(
                     Some("Deploy another job for more work."),
                 );
             }
-            section.run_named(
+            section.run(
                 &FUND,
                 parameters! {
                     job_id: id,
@@ -151,7 +151,7 @@ fn control(
         }
     }
     section
-        .run_named(&JOB_STATUS, parameters! { job_id: id })
+        .run(&JOB_STATUS, parameters! { job_id: id })
         .datum(0, 0)
         .expect("the job is there")
 }
@@ -208,7 +208,7 @@ entry!(compute_add_slices, |fcinfo, arguments| {
     let storage = owned.get::<String>(0, 4).unwrap_or_default();
     let count = if storage == "values" {
         let count = section
-            .run_named(&VALUES_COUNT, parameters! { data: values })
+            .run(&VALUES_COUNT, parameters! { data: values })
             .get::<i32>(0, 0);
         match (count, more) {
             (Some(count), None) => count,
@@ -221,7 +221,7 @@ entry!(compute_add_slices, |fcinfo, arguments| {
                 None,
             )
         };
-        section.run_named(
+        section.run(
             &PATTERN_COUNT,
             parameters! { job_id: id, count: Some(Datum::from(more)) },
         );
@@ -234,7 +234,7 @@ entry!(compute_add_slices, |fcinfo, arguments| {
     let last = owned.get::<i64>(0, 5).unwrap_or(0);
     add_copies(&section, job, caller.identity, last + 1, count, values);
     section
-        .run_named(
+        .run(
             &ADD_SLICES,
             parameters! { job_id: id, count: Some(Datum::from(count)) },
         )

@@ -16,22 +16,22 @@ use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("compute_deploy.sql"));
 
-static NUMBERS: Statement = statement("numbers", &[]);
-static VALUES: Statement = statement("values", &[]);
-static RANGE_TEXTS: Statement = statement("range_texts", &[]);
-static RANGE_SLICES: Statement = statement("range_slices", &[]);
-static PATTERN: Statement = statement("pattern", &[]);
-static MARKET_SCALE: Statement = statement("market_scale", &[]);
-static GROUP: Statement = statement("group", &[]);
-static FEES: Statement = statement("fees", &[]);
-static TAKE_JOB_BUDGET: Statement = statement("take_job_budget", &[]);
-static ADD_JOB: Statement = statement("add_job", &[]);
-static RESULT_ORIGINS: Statement = statement("result_origins", &[]);
-static ADD_COMPUTE_JOB: Statement = statement("add_compute_job", &[]);
-static ADD_JOB_PARTS: Statement = statement("add_job_parts", &[]);
-static ADD_VALUES: Statement = statement("add_values", &[]);
-static ADD_COPIES: Statement = statement("add_copies", &[]);
-static ANALYZE_SLICES: Statement = statement("analyze_slices", &[]);
+static NUMBERS: Statement = statement("numbers");
+static VALUES: Statement = statement("values");
+static RANGE_TEXTS: Statement = statement("range_texts");
+static RANGE_SLICES: Statement = statement("range_slices");
+static PATTERN: Statement = statement("pattern");
+static MARKET_SCALE: Statement = statement("market_scale");
+static GROUP: Statement = statement("group");
+static FEES: Statement = statement("fees");
+static TAKE_JOB_BUDGET: Statement = statement("take_job_budget");
+static ADD_JOB: Statement = statement("add_job");
+static RESULT_ORIGINS: Statement = statement("result_origins");
+static ADD_COMPUTE_JOB: Statement = statement("add_compute_job");
+static ADD_JOB_PARTS: Statement = statement("add_job_parts");
+static ADD_VALUES: Statement = statement("add_values");
+static ADD_COPIES: Statement = statement("add_copies");
+static ANALYZE_SLICES: Statement = statement("analyze_slices");
 
 /// The keys a deployment may have.
 const KNOWN_KEYS: [&str; 24] = [
@@ -110,7 +110,7 @@ fn deploy_groups(section: &Section, caller: &Caller, groups: Option<&Value>) -> 
             });
             let wanted_datum = wanted.map(|wanted| wanted.into_datum().expect("a uuid"));
             let shown = wanted_datum.map_or_else(String::new, |wanted| output(wanted, UUIDOID));
-            let group = section.run_named(&GROUP, parameters! { opaque_id: wanted_datum });
+            let group = section.run(&GROUP, parameters! { opaque_id: wanted_datum });
             let text = |name: &str| field(name).map(|text| section.text(&text));
             let admitted = group.get::<i64>(0, 0).filter(|_| {
                 group.get::<pg_sys::Oid>(0, 1) == Some(caller.identity)
@@ -173,19 +173,19 @@ pub(super) fn add_copies(
         Some(Datum::from(first)),
     );
     if values.is_some() {
-        section.run_named(
+        section.run(
             &ADD_VALUES,
             parameters! { job, owner, first_slice: first, values },
         );
     }
-    section.run_named(
+    section.run(
         &ADD_COPIES,
         parameters! { job, owner, first_slice: first, count: Some(Datum::from(count)) },
     );
     // Planned from statistics that had not seen these rows, fetches scanned every copy of a large
     // job until autovacuum analyzed the table (seconds a fetch with 300,000 slices).
     if count >= 10_000 {
-        section.run_named(&ANALYZE_SLICES, parameters! {});
+        section.run(&ANALYZE_SLICES, &[]);
     }
 }
 
@@ -202,7 +202,7 @@ struct InputSet {
 fn input_set(section: &Section, spec: Datum, input: Option<&Value>) -> InputSet {
     let has = |key: &str| input.is_some_and(|input| input.get(key).is_some());
     if has("range") {
-        let range = section.run_named(&RANGE_TEXTS, parameters! { spec: Some(spec) });
+        let range = section.run(&RANGE_TEXTS, parameters! { spec: Some(spec) });
         let texts: Vec<Option<String>> = (0..3)
             .map(|column| range.get::<String>(0, column))
             .collect();
@@ -211,7 +211,7 @@ fn input_set(section: &Section, spec: Datum, input: Option<&Value>) -> InputSet 
             invalid(format!("a range is numbers: {range_text}"), None);
         }
         let text = |column: usize| texts[column].as_deref().map(|text| section.text(text));
-        let counted = section.run_named(
+        let counted = section.run(
             &RANGE_SLICES,
             parameters! { start: text(0), end: text(1), step: text(2) },
         );
@@ -232,7 +232,7 @@ fn input_set(section: &Section, spec: Datum, input: Option<&Value>) -> InputSet 
             values: None,
         }
     } else if has("pattern") {
-        let pattern = section.run_named(&PATTERN, parameters! { spec: Some(spec) });
+        let pattern = section.run(&PATTERN, parameters! { spec: Some(spec) });
         if pattern.get::<bool>(0, 2) == Some(false) {
             invalid(
                 "a URL pattern must contain {slice}",
@@ -251,7 +251,7 @@ fn input_set(section: &Section, spec: Datum, input: Option<&Value>) -> InputSet 
             details: None,
             slices: Some(values.len() as i64),
             values: section
-                .run_named(&VALUES, parameters! { spec: Some(spec) })
+                .run(&VALUES, parameters! { spec: Some(spec) })
                 .datum(0, 0),
         }
     } else {
@@ -354,7 +354,7 @@ fn result_storage(value: Option<&Value>, copies: bool) -> Option<ResultStorage> 
 /// Refuses a result storage whose origin one of `groups` does not let its workers send results
 /// to (an origin of type any or sendResults, compared as origins: scheme, host and port).
 fn check_result_origin(section: &Section, storage: &ResultStorage, groups: Option<Datum>) {
-    let origins = section.run_named(&RESULT_ORIGINS, parameters! { groups });
+    let origins = section.run(&RESULT_ORIGINS, parameters! { groups });
     for row in 0..origins.len() {
         let allowed = origins.get::<Vec<String>>(row, 1).unwrap_or_default();
         let admits = allowed.iter().any(|origin| {
@@ -381,7 +381,7 @@ entry!(compute_deploy, |fcinfo, arguments| {
     let spec_datum = arguments.spec.datum();
     let spec = arguments.spec.get();
     let section = Section::as_owner(fcinfo);
-    let numbers = section.run_named(&NUMBERS, parameters! { spec: spec_datum });
+    let numbers = section.run(&NUMBERS, parameters! { spec: spec_datum });
     let level: f64 = numbers.get(0, 0).expect("a duplication level");
     let (offer, multiplier) = (numbers.datum(0, 1), numbers.datum(0, 2));
     let funds = numbers.datum(0, 3).expect("funds");
@@ -455,7 +455,7 @@ entry!(compute_deploy, |fcinfo, arguments| {
     }
     if let Some(multiplier) = multiplier {
         if section
-            .run_named(
+            .run(
                 &MARKET_SCALE,
                 parameters! { market_value: Some(multiplier) },
             )
@@ -503,7 +503,7 @@ entry!(compute_deploy, |fcinfo, arguments| {
     if let Some(results) = &results {
         check_result_origin(&section, results, groups);
     }
-    let fees = section.run_named(&FEES, parameters! { groups, funds: Some(funds) });
+    let fees = section.run(&FEES, parameters! { groups, funds: Some(funds) });
     let fee = fees.datum(0, 0);
     if fees.get::<bool>(0, 1) == Some(true) {
         refuse(
@@ -517,7 +517,7 @@ entry!(compute_deploy, |fcinfo, arguments| {
         );
     }
     if section
-        .run_named(&TAKE_JOB_BUDGET, parameters! { groups })
+        .run(&TAKE_JOB_BUDGET, parameters! { groups })
         .get::<bool>(0, 0)
         == Some(true)
     {
@@ -530,14 +530,14 @@ entry!(compute_deploy, |fcinfo, arguments| {
     let owner = Some(Datum::from(caller.identity));
     let spec = Some(spec_datum);
     let job: i64 = section
-        .run_named(&ADD_JOB, parameters! { owner, spec })
+        .run(&ADD_JOB, parameters! { owner, spec })
         .get(0, 0)
         .expect("the job's id");
     let id = Some(Datum::from(job));
     // At most 2147483647 (a range's count is checked, a pattern's is an integer).
     let slices = Some(Datum::from(slices as i32));
     let texts = |value: &str| Some(section.text(value));
-    section.run_named(
+    section.run(
         &ADD_COMPUTE_JOB,
         parameters! {
             job: id,
@@ -563,7 +563,7 @@ entry!(compute_deploy, |fcinfo, arguments| {
                 .and_then(|params| JsonB(params).into_datum()),
         },
     );
-    section.run_named(
+    section.run(
         &ADD_JOB_PARTS,
         parameters! {
             job: id,

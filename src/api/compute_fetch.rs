@@ -18,18 +18,18 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("compute_fetch.sql"));
 
-static WORKER: Statement = statement("worker", &[]);
-static GROUPS: Statement = statement("groups", &[]);
-static JOB: Statement = statement("job", &[]);
-static TAKE_JOB: Statement = statement("take_job", &[]);
-static GROUP_ROOM: Statement = statement("group_room", &[]);
-static PAID_SLICES: Statement = statement("paid_slices", &[]);
-static PAUSE_UNFUNDED: Statement = statement("pause_unfunded", &[]);
-static HAND: Statement = statement("hand", &[]);
-static START: Statement = statement("start", &[]);
-static ESTIMATION_LEFT: Statement = statement("estimation_left", &[]);
-static NOTHING_IN: Statement = statement("nothing_in", &[]);
-static FETCHED_NOTHING: Statement = statement("fetched_nothing", &[]);
+static WORKER: Statement = statement("worker");
+static GROUPS: Statement = statement("groups");
+static JOB: Statement = statement("job");
+static TAKE_JOB: Statement = statement("take_job");
+static GROUP_ROOM: Statement = statement("group_room");
+static PAID_SLICES: Statement = statement("paid_slices");
+static PAUSE_UNFUNDED: Statement = statement("pause_unfunded");
+static HAND: Statement = statement("hand");
+static START: Statement = statement("start");
+static ESTIMATION_LEFT: Statement = statement("estimation_left");
+static NOTHING_IN: Statement = statement("nothing_in");
+static FETCHED_NOTHING: Statement = statement("fetched_nothing");
 
 /// A job as a fetch sees it (the statement `job`).
 struct Job {
@@ -54,7 +54,7 @@ struct Job {
 /// Job `job` read, and shared with other fetches if it may be, unless the fetch takes it `alone`
 /// anyway; None if it is gone.
 fn read_job(section: &Section, caller: &Caller, job: i64, alone: bool) -> Option<Job> {
-    let row = section.run_named(
+    let row = section.run(
         &JOB,
         parameters! {
             job: Some(Datum::from(job)),
@@ -97,7 +97,7 @@ entry!(compute_fetch, |fcinfo, arguments| {
     }
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    let worker = section.run_named(
+    let worker = section.run(
         &WORKER,
         parameters! { role: Some(Datum::from(caller.role)) },
     );
@@ -125,7 +125,7 @@ entry!(compute_fetch, |fcinfo, arguments| {
     // that read the worker), so that two fetches through one limited group take turns and
     // neither counts before the other wrote.
     let held_groups: Vec<i64> = worker_row.get(0, 5).unwrap_or_default();
-    let groups = section.run_named(&GROUPS, parameters! { worker, capabilities, worktimes });
+    let groups = section.run(&GROUPS, parameters! { worker, capabilities, worktimes });
     for row in 0..groups.len() {
         let group: i64 = groups.get(row, 0).expect("a group's id");
         let limited = groups.get::<bool>(row, 1) == Some(true);
@@ -150,7 +150,7 @@ entry!(compute_fetch, |fcinfo, arguments| {
             let alone = limited || !job.ample;
             if alone {
                 if section
-                    .run_named(&TAKE_JOB, parameters! { job: id_datum })
+                    .run(&TAKE_JOB, parameters! { job: id_datum })
                     .get::<bool>(0, 0)
                     != Some(true)
                 {
@@ -169,7 +169,7 @@ entry!(compute_fetch, |fcinfo, arguments| {
             }
             let mut n = i64::from(job.max_slices_per_task.min(max_slices.unwrap_or(i32::MAX)));
             if limited {
-                let room = section.run_named(
+                let room = section.run(
                     &GROUP_ROOM,
                     parameters! {
                         group_id: group_datum,
@@ -187,12 +187,12 @@ entry!(compute_fetch, |fcinfo, arguments| {
             }
             if alone && job.paying {
                 let paid = section
-                    .run_named(&PAID_SLICES, parameters! { job: id_datum })
+                    .run(&PAID_SLICES, parameters! { job: id_datum })
                     .get::<i32>(0, 0)
                     .unwrap_or(0);
                 n = n.min(i64::from(paid));
                 if n < 1 {
-                    section.run_named(
+                    section.run(
                         &PAUSE_UNFUNDED,
                         parameters! { job: id_datum, nsf: Some(Datum::from(job_flag::NSF)) },
                     );
@@ -200,7 +200,7 @@ entry!(compute_fetch, |fcinfo, arguments| {
                 }
             }
             let n = n as i32;
-            let task = section.run_named(
+            let task = section.run(
                 &HAND,
                 parameters! {
                     job: id_datum,
@@ -222,18 +222,18 @@ entry!(compute_fetch, |fcinfo, arguments| {
             }
             task.return_all(fcinfo);
             if job.status == "new" {
-                section.run_named(&START, parameters! { job: id_datum });
+                section.run(&START, parameters! { job: id_datum });
             }
             if (0..task.len()).any(|row| task.get::<bool>(row, 8) == Some(true)) {
-                section.run_named(&ESTIMATION_LEFT, parameters! { job: id_datum });
+                section.run(&ESTIMATION_LEFT, parameters! { job: id_datum });
             }
             return Datum::from(0);
         }
-        section.run_named(
+        section.run(
             &NOTHING_IN,
             parameters! { worker, group_id: group_datum, eligible: Some(eligible_datum) },
         );
     }
-    section.run_named(&FETCHED_NOTHING, parameters! { worker });
+    section.run(&FETCHED_NOTHING, parameters! { worker });
     Datum::from(0)
 });

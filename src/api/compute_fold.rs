@@ -15,24 +15,24 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("compute_fold.sql"));
 
-static WATCHDOG: Statement = statement("watchdog", &[]);
-static RESUME_FREED: Statement = statement("resume_freed", &[]);
-static FOLD_LOCK: Statement = statement("fold_lock", &[]);
-static JOBS_TO_FOLD: Statement = statement("jobs_to_fold", &[]);
-static REPORTS_TO_FOLD: Statement = statement("reports_to_fold", &[]);
-static FOLD_FAILED: Statement = statement("fold_failed", &[]);
-static PLACE_REPORTS: Statement = statement("place_reports", &[]);
-static FOLD_FIGURES: Statement = statement("fold_figures", &[]);
-static FOLD_MONEY: Statement = statement("fold_money", &[]);
-static REPORT_PERIODS: Statement = statement("report_periods", &[]);
-static PERIOD_ROW: Statement = statement("period_row", &[]);
-static FOLD_PERIOD: Statement = statement("fold_period", &[]);
-static FOLD_WORKER_PERIODS: Statement = statement("fold_worker_periods", &[]);
-static SPEND: Statement = statement("spend", &[]);
-static FOLD_TASKS: Statement = statement("fold_tasks", &[]);
-static MOVE_JOBS_ON: Statement = statement("move_jobs_on", &[]);
-static JOBS_DONE: Statement = statement("jobs_done", &[]);
-static NEXT_LOOK: Statement = statement("next_look", &[]);
+static WATCHDOG: Statement = statement("watchdog");
+static RESUME_FREED: Statement = statement("resume_freed");
+static FOLD_LOCK: Statement = statement("fold_lock");
+static JOBS_TO_FOLD: Statement = statement("jobs_to_fold");
+static REPORTS_TO_FOLD: Statement = statement("reports_to_fold");
+static FOLD_FAILED: Statement = statement("fold_failed");
+static PLACE_REPORTS: Statement = statement("place_reports");
+static FOLD_FIGURES: Statement = statement("fold_figures");
+static FOLD_MONEY: Statement = statement("fold_money");
+static REPORT_PERIODS: Statement = statement("report_periods");
+static PERIOD_ROW: Statement = statement("period_row");
+static FOLD_PERIOD: Statement = statement("fold_period");
+static FOLD_WORKER_PERIODS: Statement = statement("fold_worker_periods");
+static SPEND: Statement = statement("spend");
+static FOLD_TASKS: Statement = statement("fold_tasks");
+static MOVE_JOBS_ON: Statement = statement("move_jobs_on");
+static JOBS_DONE: Statement = statement("jobs_done");
+static NEXT_LOOK: Statement = statement("next_look");
 
 /// Reports folded in one round at most.
 const REPORTS_A_ROUND: i32 = 10_000;
@@ -45,7 +45,7 @@ pub(crate) static COMPUTE: Service = Service {
         watchdog(section, at);
         fold(section, REPORTS_A_ROUND);
     },
-    next: |section, at| wished(section, &NEXT_LOOK, at),
+    next: |section, at| wished(section, &NEXT_LOOK, parameters! { at: Some(at) }),
 };
 
 /// Copies silent for longer than pg_jobs.compute_progress_timeout (before `at`) are overdue: sent
@@ -53,9 +53,9 @@ pub(crate) static COMPUTE: Service = Service {
 /// again: a job that a fetch paused for want of funds while the copy was out goes on if its funds
 /// now pay for a slice. How many copies.
 fn watchdog(section: &Section, at: Datum) -> i32 {
-    let overdue = section.run_named(&WATCHDOG, parameters! { at: Some(at) });
+    let overdue = section.run(&WATCHDOG, parameters! { at: Some(at) });
     if let Some(freed) = overdue.datum(0, 1) {
-        section.run_named(
+        section.run(
             &RESUME_FREED,
             parameters! { jobs: Some(freed), nsf: Some(Datum::from(job_flag::NSF)) },
         );
@@ -68,22 +68,18 @@ fn watchdog(section: &Section, at: Datum) -> i32 {
 /// not hold up the figures of the others; and each job is folded in a subtransaction of its own,
 /// so that one that cannot be folded holds up nobody: it is marked with its error and left out.
 fn fold(section: &Section, max_reports: i32) -> i32 {
-    if section
-        .run_named(&FOLD_LOCK, parameters! {})
-        .get::<bool>(0, 0)
-        != Some(true)
-    {
+    if section.run(&FOLD_LOCK, &[]).get::<bool>(0, 0) != Some(true) {
         return 0;
     }
     let jobs: Vec<i64> = section
-        .run_named(&JOBS_TO_FOLD, parameters! {})
+        .run(&JOBS_TO_FOLD, &[])
         .get(0, 0)
         .unwrap_or_default();
     let share = (max_reports / jobs.len().max(1) as i32).max(1);
     let mut folded = 0;
     for job in jobs {
         let id = Some(Datum::from(job));
-        let reports = section.run_named(
+        let reports = section.run(
             &REPORTS_TO_FOLD,
             parameters! { job: id, max_reports: Some(Datum::from(share)) },
         );
@@ -106,7 +102,7 @@ fn fold(section: &Section, max_reports: i32) -> i32 {
                 }
                 .to_string_lossy();
                 let why = format!("{} (SQLSTATE {state})", failure.message);
-                section.run_named(
+                section.run(
                     &FOLD_FAILED,
                     parameters! { job: id, fold_error: Some(section.text(&why)) },
                 );
@@ -114,7 +110,7 @@ fn fold(section: &Section, max_reports: i32) -> i32 {
             }
         }
     }
-    section.run_named(&FOLD_TASKS, parameters! {});
+    section.run(&FOLD_TASKS, &[]);
     move_jobs_on(section);
     folded
 }
@@ -124,17 +120,17 @@ fn fold(section: &Section, max_reports: i32) -> i32 {
 /// for the periods they fell in, and what the groups spent of their budgets.
 fn fold_job(section: &Section, job: i64, ids: Option<Datum>) {
     let id = Some(Datum::from(job));
-    section.run_named(&PLACE_REPORTS, parameters! { job: id, reports: ids });
-    section.run_named(&FOLD_FIGURES, parameters! { job: id, reports: ids });
-    section.run_named(&FOLD_MONEY, parameters! { job: id, reports: ids });
-    let periods = section.run_named(&REPORT_PERIODS, parameters! { reports: ids });
+    section.run(&PLACE_REPORTS, parameters! { job: id, reports: ids });
+    section.run(&FOLD_FIGURES, parameters! { job: id, reports: ids });
+    section.run(&FOLD_MONEY, parameters! { job: id, reports: ids });
+    let periods = section.run(&REPORT_PERIODS, parameters! { reports: ids });
     for row in 0..periods.len() {
         let (group, start) = (periods.datum(row, 0), periods.datum(row, 1));
-        section.run_named(
+        section.run(
             &PERIOD_ROW,
             parameters! { job: id, group_id: group, period_start: start },
         );
-        section.run_named(
+        section.run(
             &FOLD_PERIOD,
             parameters! {
                 job: id,
@@ -144,15 +140,15 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>) {
             },
         );
     }
-    section.run_named(&FOLD_WORKER_PERIODS, parameters! { reports: ids });
-    section.run_named(&SPEND, parameters! { reports: ids });
+    section.run(&FOLD_WORKER_PERIODS, parameters! { reports: ids });
+    section.run(&SPEND, parameters! { reports: ids });
 }
 
 /// Jobs whose estimation slices are all done run; jobs whose every slice has its result, that are
 /// closed and have nothing out or unfolded, are finished.
 fn move_jobs_on(section: &Section) {
-    section.run_named(&MOVE_JOBS_ON, parameters! {});
-    let done = section.run_named(
+    section.run(&MOVE_JOBS_ON, &[]);
+    let done = section.run(
         &JOBS_DONE,
         parameters! { open: Some(Datum::from(job_flag::OPEN)) },
     );

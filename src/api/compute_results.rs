@@ -16,15 +16,15 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("compute_results.sql"));
 
-static TASK_JOB: Statement = statement("task_job", &[]);
-static LOCK_SLICES: Statement = statement("lock_slices", &[]);
-static REPORT: Statement = statement("report", &[]);
-static SLICE_REPORTS: Statement = statement("slice_reports", &[]);
-static REPORT_HASH: Statement = statement("report_hash", &[]);
-static ACCEPT: Statement = statement("accept", &[]);
-static TIEBREAKER: Statement = statement("tiebreaker", &[]);
-static REFUSE_REPORTS: Statement = statement("refuse_reports", &[]);
-static OUTCOME: Statement = statement("outcome", &[]);
+static TASK_JOB: Statement = statement("task_job");
+static LOCK_SLICES: Statement = statement("lock_slices");
+static REPORT: Statement = statement("report");
+static SLICE_REPORTS: Statement = statement("slice_reports");
+static REPORT_HASH: Statement = statement("report_hash");
+static ACCEPT: Statement = statement("accept");
+static TIEBREAKER: Statement = statement("tiebreaker");
+static REFUSE_REPORTS: Statement = statement("refuse_reports");
+static OUTCOME: Statement = statement("outcome");
 
 /// The job whose slices a task's reports decide (the statement `task_job`).
 struct Job {
@@ -45,7 +45,7 @@ fn lock_slices(section: &Section, job: i64, slices: Option<Datum>) {
     let locked = {
         let _timeout = LockTimeout::of(5_000);
         in_subtransaction(|| {
-            section.run_named(
+            section.run(
                 &LOCK_SLICES,
                 parameters! { job: Some(Datum::from(job)), slices },
             );
@@ -87,9 +87,9 @@ impl Drop for LockTimeout {
 /// Returns what became of report `mine`. The caller holds the slice's lock.
 fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
     let (id, slice_datum) = (Some(Datum::from(job.id)), Some(Datum::from(slice)));
-    let reports = section.run_named(&SLICE_REPORTS, parameters! { job: id, slice: slice_datum });
+    let reports = section.run(&SLICE_REPORTS, parameters! { job: id, slice: slice_datum });
     if reports.get::<bool>(0, 0) == Some(true) {
-        section.run_named(
+        section.run(
             &REFUSE_REPORTS,
             parameters! { job: id, slice: slice_datum, report: Some(mine) },
         );
@@ -97,7 +97,7 @@ fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
     }
     let decision = if job.race {
         let hash = section
-            .run_named(&REPORT_HASH, parameters! { report: Some(mine) })
+            .run(&REPORT_HASH, parameters! { report: Some(mine) })
             .get::<String>(0, 0);
         Decision::Accept(hash.expect("the report's hash"))
     } else {
@@ -111,7 +111,7 @@ fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
         match compute::consensus(&votes, copies_out.max(0) as usize, tiebreakers_left) {
             Decision::Tiebreak => {
                 let estimation = slice <= job.estimation_slices;
-                section.run_named(
+                section.run(
                     &TIEBREAKER,
                     parameters! {
                         job: id,
@@ -128,7 +128,7 @@ fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
     };
     match decision {
         Decision::Accept(hash) => {
-            section.run_named(
+            section.run(
                 &ACCEPT,
                 parameters! {
                     job: id,
@@ -139,7 +139,7 @@ fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
             );
         }
         Decision::Undecidable => {
-            section.run_named(
+            section.run(
                 &REFUSE_REPORTS,
                 parameters! { job: id, slice: slice_datum, report: None },
             );
@@ -150,7 +150,7 @@ fn resolve(section: &Section, job: &Job, slice: i32, mine: Datum) -> String {
         Decision::Tiebreak => {}
     }
     section
-        .run_named(&OUTCOME, parameters! { report: Some(mine) })
+        .run(&OUTCOME, parameters! { report: Some(mine) })
         .get::<String>(0, 0)
         .expect("the report is there")
 }
@@ -222,7 +222,7 @@ entry!(compute_submit, |fcinfo, arguments| {
         .map(|datum| datum.value() as i32)
         .collect();
     let mut reported: Vec<i32> = Vec::new();
-    let task_job = section.run_named(&TASK_JOB, parameters! { task_token: token });
+    let task_job = section.run(&TASK_JOB, parameters! { task_token: token });
     if let (Some(id), Some(once), Some(owner)) = (
         task_job.get::<i64>(0, 0),
         task_job.get::<bool>(0, 1),
@@ -242,7 +242,7 @@ entry!(compute_submit, |fcinfo, arguments| {
         let [cpu_ms, gpu_ms, wall_ms, in_bytes, out_bytes] = measurements;
         // The job's result URL pattern, as the statement gave it.
         let result_pattern = task_job.datum(0, 6);
-        let reports = section.run_named(
+        let reports = section.run(
             &REPORT,
             parameters! {
                 task_token: token,

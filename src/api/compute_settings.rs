@@ -15,23 +15,23 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("compute_settings.sql"));
 
-static REMOVE_ORIGIN: Statement = statement("remove_origin", &[]);
-static REMOVE_WORKER: Statement = statement("remove_worker", &[]);
-static REMOVE_CONFIG_VALUE: Statement = statement("remove_config_value", &[]);
-static REMOVE_WORKER_CREDS: Statement = statement("remove_worker_creds", &[]);
-static REMOVE_APP_CONFIG: Statement = statement("remove_app_config", &[]);
-static REMOVE_CREDS_LIST: Statement = statement("remove_creds_list", &[]);
-static REMOVE_CREDENTIAL: Statement = statement("remove_credential", &[]);
-static REMOVE_NOTIFICATION: Statement = statement("remove_notification", &[]);
-static REMOVE_DIRECTIVE: Statement = statement("remove_directive", &[]);
-static OWN_GROUP_LOCKED: Statement = statement("own_group_locked", &[]);
-static SET_SECRET: Statement = statement("set_secret", &[]);
-static JOIN_CHECK: Statement = statement("join_check", &[]);
-static GROUP_PUBLIC: Statement = statement("group_public", &[]);
-static GROUPS_JOBS_BY_JOB: Statement = statement("groups_jobs_by_job", &[]);
-static BUDGET_ROW: Statement = statement("budget_row", &[]);
-static GRANT_BUDGET: Statement = statement("grant_budget", &[]);
-static BUDGETS: Statement = statement("budgets", &[]);
+static REMOVE_ORIGIN: Statement = statement("remove_origin");
+static REMOVE_WORKER: Statement = statement("remove_worker");
+static REMOVE_CONFIG_VALUE: Statement = statement("remove_config_value");
+static REMOVE_WORKER_CREDS: Statement = statement("remove_worker_creds");
+static REMOVE_APP_CONFIG: Statement = statement("remove_app_config");
+static REMOVE_CREDS_LIST: Statement = statement("remove_creds_list");
+static REMOVE_CREDENTIAL: Statement = statement("remove_credential");
+static REMOVE_NOTIFICATION: Statement = statement("remove_notification");
+static REMOVE_DIRECTIVE: Statement = statement("remove_directive");
+static OWN_GROUP_LOCKED: Statement = statement("own_group_locked");
+static SET_SECRET: Statement = statement("set_secret");
+static JOIN_CHECK: Statement = statement("join_check");
+static GROUP_PUBLIC: Statement = statement("group_public");
+static GROUPS_JOBS_BY_JOB: Statement = statement("groups_jobs_by_job");
+static BUDGET_ROW: Statement = statement("budget_row");
+static GRANT_BUDGET: Statement = statement("grant_budget");
+static BUDGETS: Statement = statement("budgets");
 
 /// Runs a delete of the caller's rows (`arguments` besides its identity, `owner`) and returns how
 /// many went.
@@ -44,7 +44,7 @@ fn remove(
     let section = Section::as_owner(fcinfo);
     let mut all = vec![("owner", Some(Datum::from(caller.identity)))];
     all.extend_from_slice(arguments);
-    Datum::from(section.run_named(statement, &all).len() as i32)
+    Datum::from(section.run(statement, &all).len() as i32)
 }
 
 /// A row of one of the tables members delete by id.
@@ -154,7 +154,7 @@ entry!(compute_group_set_secret, |fcinfo, arguments| {
     let section = Section::as_owner(fcinfo);
     // Another owner's group gets the same answer as no group, so ids cannot be probed.
     let Some(id) = section
-        .run_named(
+        .run(
             &OWN_GROUP_LOCKED,
             parameters! { owner: Some(Datum::from(caller.identity)), group_opaque_id: group },
         )
@@ -180,7 +180,7 @@ entry!(compute_group_set_secret, |fcinfo, arguments| {
             Some("Use a random one, such as encode(gen_random_bytes(16), 'hex'); null removes the secret."),
         );
     }
-    section.run_named(
+    section.run(
         &SET_SECRET,
         parameters! { group_id: Some(Datum::from(id)), secret: arguments.secret.datum() },
     );
@@ -209,7 +209,7 @@ entry!(compute_group_budget, |fcinfo, arguments| {
     }
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    let row = section.run_named(
+    let row = section.run(
         &BUDGET_ROW,
         parameters! { owner: Some(Datum::from(caller.identity)), group_id: Some(group) },
     );
@@ -231,7 +231,7 @@ entry!(compute_group_budget, |fcinfo, arguments| {
             Some("A deployment into the group, or another grant, is under way: try again."),
         );
     }
-    section.run_named(
+    section.run(
         &GRANT_BUDGET,
         parameters! {
             group_id: Some(group),
@@ -243,7 +243,7 @@ entry!(compute_group_budget, |fcinfo, arguments| {
         },
     );
     section
-        .run_named(&BUDGETS, parameters! { group_id: Some(group) })
+        .run(&BUDGETS, parameters! { group_id: Some(group) })
         .return_all(fcinfo);
     Datum::from(0)
 });
@@ -260,7 +260,7 @@ pub(crate) fn join_check(
     secret: Option<Datum>,
 ) -> Option<i64> {
     join_budget(identity);
-    let found = section.run_named(
+    let found = section.run(
         &JOIN_CHECK,
         parameters! { group_opaque_id: group, join_key: key, secret },
     );
@@ -310,7 +310,7 @@ entry!(compute_group_public, |fcinfo, arguments| {
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     section
-        .run_named(
+        .run(
             &GROUP_PUBLIC,
             parameters! { opaque_id: arguments.opaque_id.datum() },
         )
@@ -325,7 +325,7 @@ entry!(_caller_compute_groups_jobs_by_job, |fcinfo, _| {
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     section
-        .run_named(
+        .run(
             &GROUPS_JOBS_BY_JOB,
             parameters! { job_owner: Some(Datum::from(caller.identity)) },
         )

@@ -17,26 +17,26 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("compute_workers.sql"));
 
-static REGISTER: Statement = statement("register", &[]);
-static RUN_INFO: Statement = statement("run_info", &[]);
-static TASK_INFO: Statement = statement("task_info", &[]);
-static WORKER_OF: Statement = statement("worker_of", &[]);
-static JOIN: Statement = statement("join", &[]);
-static LEAVE: Statement = statement("leave", &[]);
-static PRUNE_CHALLENGES: Statement = statement("prune_challenges", &[]);
-static ISSUE_CHALLENGE: Statement = statement("issue_challenge", &[]);
-static TAKE_CHALLENGE: Statement = statement("take_challenge", &[]);
-static GROUP_OF_ADDRESS: Statement = statement("group_of_address", &[]);
-static PROGRESS: Statement = statement("progress", &[]);
-static HELD_TASK: Statement = statement("held_task", &[]);
-static GIVE_BACK: Statement = statement("give_back", &[]);
-static COUNT_RETURNS: Statement = statement("count_returns", &[]);
-static REJECT: Statement = statement("reject", &[]);
+static REGISTER: Statement = statement("register");
+static RUN_INFO: Statement = statement("run_info");
+static TASK_INFO: Statement = statement("task_info");
+static WORKER_OF: Statement = statement("worker_of");
+static JOIN: Statement = statement("join");
+static LEAVE: Statement = statement("leave");
+static PRUNE_CHALLENGES: Statement = statement("prune_challenges");
+static ISSUE_CHALLENGE: Statement = statement("issue_challenge");
+static TAKE_CHALLENGE: Statement = statement("take_challenge");
+static GROUP_OF_ADDRESS: Statement = statement("group_of_address");
+static PROGRESS: Statement = statement("progress");
+static HELD_TASK: Statement = statement("held_task");
+static GIVE_BACK: Statement = statement("give_back");
+static COUNT_RETURNS: Statement = statement("count_returns");
+static REJECT: Statement = statement("reject");
 
 /// The worker the caller's role registered as: its opaque id and its owner; a role that
 /// registered none is told to.
 pub(super) fn worker_of(section: &Section, caller: &Caller) -> (Datum, Datum) {
-    let worker = section.run_named(
+    let worker = section.run(
         &WORKER_OF,
         parameters! { role: Some(Datum::from(caller.role)) },
     );
@@ -88,7 +88,7 @@ entry!(compute_worker_register, |fcinfo, arguments| {
     }
     let identity = Some(Datum::from(caller.identity));
     let worker = section
-        .run_named(
+        .run(
             &REGISTER,
             parameters! {
                 owner: identity,
@@ -97,7 +97,7 @@ entry!(compute_worker_register, |fcinfo, arguments| {
             },
         )
         .datum(0, 0);
-    section.run_named(
+    section.run(
         &RUN_INFO,
         parameters! {
             worker,
@@ -110,7 +110,7 @@ entry!(compute_worker_register, |fcinfo, arguments| {
             run_info: arguments.run_info.datum(),
         },
     );
-    section.run_named(&TASK_INFO, parameters! { worker, owner: identity });
+    section.run(&TASK_INFO, parameters! { worker, owner: identity });
     section.keep(worker.expect("the worker's opaque id"), UUIDOID)
 });
 
@@ -137,7 +137,7 @@ entry!(compute_worker_join, |fcinfo, arguments| {
             Some("The group's owner gives out its join key and secret (compute_group_set_secret)."),
         )
     };
-    section.run_named(
+    section.run(
         &JOIN,
         parameters! {
             group_id: Some(Datum::from(group_id)),
@@ -160,8 +160,8 @@ entry!(compute_worker_join_challenge, |fcinfo, arguments| {
     let group = arguments.group_opaque_id.given();
     let section = Section::as_owner(fcinfo);
     let (worker, _) = worker_of(&section, &caller);
-    section.run_named(&PRUNE_CHALLENGES, parameters! { worker: Some(worker) });
-    let issued = section.run_named(
+    section.run(&PRUNE_CHALLENGES, parameters! { worker: Some(worker) });
+    let issued = section.run(
         &ISSUE_CHALLENGE,
         parameters! {
             worker: Some(worker),
@@ -202,7 +202,7 @@ entry!(compute_worker_join_signed, |fcinfo, arguments| {
     join_budget(caller.identity);
     let section = Section::as_owner(fcinfo);
     let (worker, owner) = worker_of(&section, &caller);
-    let taken = section.run_named(
+    let taken = section.run(
         &TAKE_CHALLENGE,
         parameters! {
             worker: Some(worker),
@@ -219,7 +219,7 @@ entry!(compute_worker_join_signed, |fcinfo, arguments| {
     }
     let joined = signer.and_then(|address| {
         section
-            .run_named(
+            .run(
                 &GROUP_OF_ADDRESS,
                 parameters! {
                     group_opaque_id: Some(group),
@@ -239,7 +239,7 @@ entry!(compute_worker_join_signed, |fcinfo, arguments| {
             Some("Sign with the key of the address the group's owner set as its join_address."),
         )
     };
-    section.run_named(
+    section.run(
         &JOIN,
         parameters! {
             group_id: Some(Datum::from(group_id)),
@@ -271,7 +271,7 @@ entry!(compute_worker_leave, |fcinfo, arguments| {
     let (worker, _) = worker_of(&section, &caller);
     Datum::from(
         section
-            .run_named(
+            .run(
                 &LEAVE,
                 parameters! {
                     worker: Some(worker),
@@ -291,7 +291,7 @@ entry!(compute_progress, |fcinfo, arguments| {
     let role = Some(Datum::from(caller.role));
     Datum::from(
         section
-            .run_named(
+            .run(
                 &PROGRESS,
                 parameters! {
                     role,
@@ -316,7 +316,7 @@ fn give_back(
     let token = Some(token.given());
     let section = Section::as_owner(fcinfo);
     let role = Some(Datum::from(caller.role));
-    let held = section.run_named(
+    let held = section.run(
         &HELD_TASK,
         parameters! { role, task_token: token, slice_numbers: slices },
     );
@@ -324,17 +324,17 @@ fn give_back(
         return Datum::from(0);
     };
     let given_back = section
-        .run_named(
+        .run(
             &GIVE_BACK,
             parameters! { role, task_token: token, slice_numbers: slices },
         )
         .len() as i32;
     match reason {
-        None => section.run_named(
+        None => section.run(
             &COUNT_RETURNS,
             parameters! { job: Some(job), returned: Some(Datum::from(given_back)) },
         ),
-        Some((reason, message, retries)) => section.run_named(
+        Some((reason, message, retries)) => section.run(
             &REJECT,
             parameters! {
                 job: Some(job),

@@ -22,23 +22,23 @@ use crate::{entry, named_statements, parameters};
 named_statements!(include_str!("dependencies.sql"));
 
 /// The jobs found by their ids, a probe each (see call.rs's Planning).
-const fn probes(name: &'static str, parameters: &'static [Oid]) -> Statement {
-    Statement::new(STATEMENTS, name, parameters, Planning::Probes)
+const fn probes(name: &'static str) -> Statement {
+    Statement::new(STATEMENTS, name, Planning::Probes)
 }
 
-static KEY_HOLDERS: Statement = statement("key_holders", &[]);
-static MARK_WAITED_ON: Statement = probes("mark_waited_on", &[]);
-static FINISHED_DEPENDENCIES: Statement = statement("finished_dependencies", &[]);
-static HOLD: Statement = probes("hold", &[]);
-static RELEASE_WAITS: Statement = statement("release_waits", &[]);
-static TOUCH_WAITING: Statement = probes("touch_waiting", &[]);
-static MAKE_DUE: Statement = probes("make_due", &[]);
-static FORGET_WAITS: Statement = statement("forget_waits", &[]);
-static DEPENDENTS: Statement = statement("dependents", &[]);
-static TO_SKIP: Statement = statement("to_skip", &[]);
-static UNBLOCK: Statement = statement("unblock", &[]);
-static LIVE_QUEUE_JOB: Statement = statement("live_queue_job", &[]);
-static DEPENDENCY_RESULTS: Statement = statement("dependency_results", &[]);
+static KEY_HOLDERS: Statement = statement("key_holders");
+static MARK_WAITED_ON: Statement = probes("mark_waited_on");
+static FINISHED_DEPENDENCIES: Statement = statement("finished_dependencies");
+static HOLD: Statement = probes("hold");
+static RELEASE_WAITS: Statement = statement("release_waits");
+static TOUCH_WAITING: Statement = probes("touch_waiting");
+static MAKE_DUE: Statement = probes("make_due");
+static FORGET_WAITS: Statement = statement("forget_waits");
+static DEPENDENTS: Statement = statement("dependents");
+static TO_SKIP: Statement = statement("to_skip");
+static UNBLOCK: Statement = statement("unblock");
+static LIVE_QUEUE_JOB: Statement = statement("live_queue_job");
+static DEPENDENCY_RESULTS: Statement = statement("dependency_results");
 
 /// The most jobs one job may depend on.
 const MOST: usize = 1000;
@@ -134,7 +134,7 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
     on.sort_unstable();
     on.dedup();
     let owner = Some(Datum::from(owner));
-    let marked = section.run_named(
+    let marked = section.run(
         &MARK_WAITED_ON,
         parameters! { ids: Some(int8_array(on.iter().copied())), owner },
     );
@@ -144,7 +144,7 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
     let rest: Vec<i64> = on.into_iter().filter(|id| !live.contains(id)).collect();
     let mut completed = HashSet::new();
     if !rest.is_empty() {
-        let finished = section.run_named(
+        let finished = section.run(
             &FINISHED_DEPENDENCIES,
             parameters! { ids: Some(int8_array(rest.iter().copied())), owner },
         );
@@ -175,7 +175,7 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
         .iter()
         .map(|&(_, _, skip)| Some(Datum::from(skip)))
         .collect();
-    section.run_named(
+    section.run(
         &HOLD,
         parameters! {
             job_ids: Some(int8_array(pairs.iter().map(|&(job, ..)| job))),
@@ -199,7 +199,7 @@ pub(crate) fn hold(section: &Section, owner: Oid, ids: &[i64], needs: &[Needs]) 
 /// skipped then: ended as aborted, each with why, which in turn skips or blocks those that wait
 /// for them.
 fn skip_dependents(section: &Section, failed: &[i64]) {
-    let skipped = section.run_named(
+    let skipped = section.run(
         &TO_SKIP,
         parameters! { failed: Some(int8_array(failed.iter().copied())) },
     );
@@ -229,7 +229,7 @@ fn key_holders(section: &Section, owner: Oid, needs: &[Needs]) -> HashMap<String
     if keys.is_empty() {
         return HashMap::new();
     }
-    let found = section.run_named(
+    let found = section.run(
         &KEY_HOLDERS,
         parameters! {
             owner: Some(Datum::from(owner)),
@@ -273,7 +273,7 @@ pub(crate) fn finished(section: &Section, rows: &Rows, [id, releases, waited, bl
     if !failed.is_empty() {
         skip_dependents(section, &failed);
         if super::waits::anyone_waiting() {
-            let blocked = section.run_named(
+            let blocked = section.run(
                 &DEPENDENTS,
                 parameters! { on_jobs: Some(int8_array(failed)) },
             );
@@ -282,7 +282,7 @@ pub(crate) fn finished(section: &Section, rows: &Rows, [id, releases, waited, bl
     }
     let ended_waiting = where_true(waited);
     if !ended_waiting.is_empty() {
-        section.run_named(
+        section.run(
             &FORGET_WAITS,
             parameters! { job_ids: Some(int8_array(ended_waiting)) },
         );
@@ -295,7 +295,7 @@ fn release(section: &Section, completed: Datum) {
     let Some(dependents) = released_dependents(section, completed) else {
         return;
     };
-    let due = section.run_named(&MAKE_DUE, parameters! { ids: Some(dependents) });
+    let due = section.run(&MAKE_DUE, parameters! { ids: Some(dependents) });
     made_due(&due);
 }
 
@@ -303,7 +303,7 @@ fn release(section: &Section, completed: Datum) {
 /// with any other completion of their dependencies (see touch_waiting): those jobs, as an array,
 /// or None. For queue and batch jobs alike.
 pub(super) fn released_dependents(section: &Section, completed: Datum) -> Option<Datum> {
-    let waited = section.run_named(&RELEASE_WAITS, parameters! { completed: Some(completed) });
+    let waited = section.run(&RELEASE_WAITS, parameters! { completed: Some(completed) });
     // Columns: every job that waited for them, and those that wait for another job too.
     let any = |column| {
         !waited
@@ -315,7 +315,7 @@ pub(super) fn released_dependents(section: &Section, completed: Datum) -> Option
         return None;
     }
     if any(1) {
-        section.run_named(&TOUCH_WAITING, parameters! { ids: waited.datum(0, 1) });
+        section.run(&TOUCH_WAITING, parameters! { ids: waited.datum(0, 1) });
     }
     waited.datum(0, 0)
 }
@@ -338,10 +338,10 @@ entry!(jobs_unblock, |fcinfo, arguments| {
     };
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
-    let due = section.run_named(&UNBLOCK, parameters! { id: Some(job), owner });
+    let due = section.run(&UNBLOCK, parameters! { id: Some(job), owner });
     if due.len() == 0 {
         let id = job.value() as i64;
-        let live = section.run_named(&LIVE_QUEUE_JOB, parameters! { id: Some(job), owner });
+        let live = section.run(&LIVE_QUEUE_JOB, parameters! { id: Some(job), owner });
         if live.len() == 0 {
             missing_job(id);
         }
@@ -367,7 +367,7 @@ entry!(jobs_dependency_results, |fcinfo, arguments| {
     let owner = acting_on(&caller);
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    let results = section.run_named(
+    let results = section.run(
         &DEPENDENCY_RESULTS,
         parameters! { id: job, lease_token: token, owner },
     );

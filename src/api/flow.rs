@@ -25,24 +25,24 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("flow.sql"));
 
-static PAUSE: Statement = statement("pause", &[]);
-static RESUME: Statement = statement("resume", &[]);
-static SLOTS_HELD: Statement = statement("slots_held", &[]);
-static LIMIT: Statement = statement("limit", &[]);
-static RATE_LIMIT: Statement = statement("rate_limit", &[]);
-static TOKENS_HELD: Statement = statement("tokens_held", &[]);
-static KEY_LIMIT: Statement = statement("key_limit", &[]);
-static KEY_RATE_LIMIT: Statement = statement("key_rate_limit", &[]);
-static GATES_HELD: Statement = statement("gates_held", &[]);
-static UNLIMIT: Statement = statement("unlimit", &[]);
-static KEY_UNLIMIT: Statement = statement("key_unlimit", &[]);
-static FREE_KEY_SLOTS: Statement = statement("free_key_slots", &[]);
+static PAUSE: Statement = statement("pause");
+static RESUME: Statement = statement("resume");
+static SLOTS_HELD: Statement = statement("slots_held");
+static LIMIT: Statement = statement("limit");
+static RATE_LIMIT: Statement = statement("rate_limit");
+static TOKENS_HELD: Statement = statement("tokens_held");
+static KEY_LIMIT: Statement = statement("key_limit");
+static KEY_RATE_LIMIT: Statement = statement("key_rate_limit");
+static GATES_HELD: Statement = statement("gates_held");
+static UNLIMIT: Statement = statement("unlimit");
+static KEY_UNLIMIT: Statement = statement("key_unlimit");
+static FREE_KEY_SLOTS: Statement = statement("free_key_slots");
 
 /// The launcher's removal of the key slots no job holds (free_key_slots).
 pub(crate) static KEY_SLOTS: Service = Service {
     name: "free key slots",
     work: |section, _| {
-        section.run_named(&FREE_KEY_SLOTS, parameters! {});
+        section.run(&FREE_KEY_SLOTS, &[]);
     },
     next: no_wish,
 };
@@ -153,7 +153,7 @@ unsafe extern "C-unwind" fn forget_flows(_arg: Datum, relid: Oid) {
     });
 }
 
-static FLOW_OF: Statement = Statement::new(STATEMENTS, "flow_of", &[], Planning::Probes);
+static FLOW_OF: Statement = Statement::new(STATEMENTS, "flow_of", Planning::Probes);
 
 /// The flow control of `claimant`'s `queues`, in their order: every change committed before the
 /// call is seen (cached.rs). A queue not known is read (flow_of), and kept where nothing can have
@@ -186,7 +186,7 @@ pub(crate) fn states(section: &Section, claimant: Oid, queues: &[&str]) -> Vec<F
     }
     let forgotten = FLOWS.with(|flows| flows.borrow().forgotten);
     let names: Vec<Option<Datum>> = unknown.iter().map(|&i| queues[i].into_datum()).collect();
-    let read = section.run_named(
+    let read = section.run(
         &FLOW_OF,
         parameters! {
             claimant: Some(Datum::from(claimant)),
@@ -239,7 +239,7 @@ const RESERVED_LIMIT: (&str, &str) = (
 /// which its worker ends when it will.
 fn refuse_if_held(section: &Section, held: &'static Statement, identity: Datum, queue: &str) {
     if section
-        .run_named(
+        .run(
             held,
             parameters! { owner: Some(identity), queue: queue.into_datum() },
         )
@@ -308,7 +308,7 @@ fn set_limit(
     let mut arguments = vec![("owner", Some(identity)), ("queue", queue.into_datum())];
     arguments.extend_from_slice(settings);
     arguments.push(("set_by", Some(Datum::from(caller.role))));
-    let limit = section.run_named(set, &arguments);
+    let limit = section.run(set, &arguments);
     let values: Vec<Option<Datum>> = (0..columns).map(|column| limit.datum(0, column)).collect();
     drop(section);
     record(fcinfo, &values)
@@ -319,7 +319,7 @@ entry!(jobs_pause, |fcinfo, arguments| {
     let caller = Caller::current();
     let queue = callers_queue(arguments.queue, "jobs_pause('emails')", RESERVED);
     let section = Section::as_owner(fcinfo);
-    let pause = section.run_named(
+    let pause = section.run(
         &PAUSE,
         parameters! {
             owner: Some(Datum::from(caller.identity)),
@@ -337,7 +337,7 @@ entry!(jobs_resume, |fcinfo, arguments| {
     let caller = Caller::current();
     let queue = callers_queue(arguments.queue, "jobs_resume('emails')", RESERVED);
     let section = Section::as_owner(fcinfo);
-    let resumed = section.run_named(
+    let resumed = section.run(
         &RESUME,
         parameters! { owner: Some(Datum::from(caller.identity)), queue: queue.into_datum() },
     );
@@ -455,7 +455,7 @@ entry!(jobs_unlimit, |fcinfo, arguments| {
     refuse_if_held(&section, &SLOTS_HELD, identity, &queue);
     refuse_if_held(&section, &TOKENS_HELD, identity, &queue);
     refuse_if_held(&section, &GATES_HELD, identity, &queue);
-    let unlimited = section.run_named(
+    let unlimited = section.run(
         &UNLIMIT,
         parameters! { owner: Some(identity), queue: queue.into_datum() },
     );
@@ -474,7 +474,7 @@ entry!(jobs_key_unlimit, |fcinfo, arguments| {
     let section = Section::as_owner(fcinfo);
     let identity = Datum::from(caller.identity);
     refuse_if_held(&section, &GATES_HELD, identity, &queue);
-    let unlimited = section.run_named(
+    let unlimited = section.run(
         &KEY_UNLIMIT,
         parameters! { owner: Some(identity), queue: queue.into_datum(), prefix },
     );

@@ -11,23 +11,23 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("history.sql"));
 
-static PREPARE_MONTHS: Statement = statement("prepare_months", &[]);
-static PARTITIONS: Statement = statement("partitions", &[]);
-static MONTHS_BEFORE: Statement = statement("months_before", &[]);
-static MISSING_MONTHS: Statement = statement("missing_months", &[]);
-static MADE: Statement = statement("made", &[]);
-static WAIT_FOR_FINISHES: Statement = statement("wait_for_finishes", &[]);
-static TAKE_WITHOUT_WAITING: Statement = statement("take_without_waiting", &[]);
-static TAKE_CATCH_ALL_WITHOUT_WAITING: Statement = statement("take_catch_all_without_waiting", &[]);
-static MONTH_STATEMENTS: Statement = statement("month_statements", &[]);
-static MONTH_IS_PAST: Statement = statement("month_is_past", &[]);
-static FORGET_KEYS_OF_MONTH: Statement = statement("forget_keys_of_month", &[]);
+static PREPARE_MONTHS: Statement = statement("prepare_months");
+static PARTITIONS: Statement = statement("partitions");
+static MONTHS_BEFORE: Statement = statement("months_before");
+static MISSING_MONTHS: Statement = statement("missing_months");
+static MADE: Statement = statement("made");
+static WAIT_FOR_FINISHES: Statement = statement("wait_for_finishes");
+static TAKE_WITHOUT_WAITING: Statement = statement("take_without_waiting");
+static TAKE_CATCH_ALL_WITHOUT_WAITING: Statement = statement("take_catch_all_without_waiting");
+static MONTH_STATEMENTS: Statement = statement("month_statements");
+static MONTH_IS_PAST: Statement = statement("month_is_past");
+static FORGET_KEYS_OF_MONTH: Statement = statement("forget_keys_of_month");
 
 /// The months of `job_history`, from last month to twelve ahead.
 pub(crate) static MONTHS: Service = Service {
     name: "history months",
     work: |section, _| {
-        section.run_named(&PREPARE_MONTHS, parameters! {});
+        section.run(&PREPARE_MONTHS, &[]);
     },
     next: no_wish,
 };
@@ -41,7 +41,7 @@ fn run_text(text: &str) {
 entry!(jobs_history_months, |fcinfo, _| {
     materialize(fcinfo);
     let section = Section::as_current_user();
-    let partitions = section.run_named(&PARTITIONS, parameters! {});
+    let partitions = section.run(&PARTITIONS, &[]);
     for row in 0..partitions.len() {
         let name: String = partitions.get(row, 0).expect("a partition");
         let jobs = Spi::get_one::<i64>(&format!("SELECT count(*) FROM {name}"))
@@ -115,23 +115,23 @@ entry!(jobs_history_prepare, |fcinfo, arguments| {
     let wait = arguments.wait.get().unwrap_or(true);
     materialize(fcinfo);
     let section = Section::as_current_user();
-    let missing = section.run_named(
+    let missing = section.run(
         &MISSING_MONTHS,
         parameters! { months_ahead: Some(Datum::from(months_ahead)) },
     );
     for row in 0..missing.len() {
         let partition: String = missing.get(row, 0).expect("a partition's name");
         if wait {
-            section.run_named(&WAIT_FOR_FINISHES, parameters! {});
+            section.run(&WAIT_FOR_FINISHES, &[]);
         } else if let Err(problem) = in_subtransaction(|| {
-            section.run_named(&TAKE_WITHOUT_WAITING, parameters! {});
-            section.run_named(&TAKE_CATCH_ALL_WITHOUT_WAITING, parameters! {});
+            section.run(&TAKE_WITHOUT_WAITING, &[]);
+            section.run(&TAKE_CATCH_ALL_WITHOUT_WAITING, &[]);
         }) {
             log!("pg_jobs: month {partition} of job_history not made yet: job_history is in use ({problem})");
             break;
         }
         if section
-            .run_named(
+            .run(
                 &MADE,
                 parameters! { partition: partition.as_str().into_datum() },
             )
@@ -140,7 +140,7 @@ entry!(jobs_history_prepare, |fcinfo, arguments| {
         {
             continue;
         }
-        let made = section.run_named(
+        let made = section.run(
             &MONTH_STATEMENTS,
             parameters! {
                 partition: partition.as_str().into_datum(),
@@ -155,7 +155,7 @@ entry!(jobs_history_prepare, |fcinfo, arguments| {
         index_history(&partition);
         run_text(&attach);
         let oid = section
-            .run_named(
+            .run(
                 &MADE,
                 parameters! { partition: partition.as_str().into_datum() },
             )
@@ -181,8 +181,7 @@ entry!(jobs_history_drop, |fcinfo, arguments| {
     }
     materialize(fcinfo);
     let section = Section::as_current_user();
-    let past =
-        before.map(|day| section.run_named(&MONTH_IS_PAST, parameters! { before: Some(day) }));
+    let past = before.map(|day| section.run(&MONTH_IS_PAST, parameters! { before: Some(day) }));
     let Some(before) =
         before.filter(|_| past.as_ref().and_then(|p| p.get::<bool>(0, 0)) == Some(true))
     else {
@@ -197,11 +196,11 @@ entry!(jobs_history_drop, |fcinfo, arguments| {
             ),
         )
     };
-    let months = section.run_named(&MONTHS_BEFORE, parameters! { before: Some(before) });
+    let months = section.run(&MONTHS_BEFORE, parameters! { before: Some(before) });
     for row in 0..months.len() {
         let partition: String = months.get(row, 0).expect("a partition");
         let month = months.datum(row, 1).expect("a month");
-        section.run_named(&FORGET_KEYS_OF_MONTH, parameters! { month: Some(month) });
+        section.run(&FORGET_KEYS_OF_MONTH, parameters! { month: Some(month) });
         run_text(&format!("DROP TABLE {partition}"));
         return_row(fcinfo, &mut [month], &mut [false]);
     }

@@ -13,9 +13,9 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("identity.sql"));
 
-static PROXY_STANDING: Statement = statement("proxy_standing", &[]);
-static ADD_PROXY: Statement = statement("add_proxy", &[]);
-static REMOVE_PROXY: Statement = statement("remove_proxy", &[]);
+static PROXY_STANDING: Statement = statement("proxy_standing");
+static ADD_PROXY: Statement = statement("add_proxy");
+static REMOVE_PROXY: Statement = statement("remove_proxy");
 
 /// A role's name as `regrole` prints it (quoted where it must be).
 pub(crate) fn role_name(role: pg_sys::Oid) -> String {
@@ -60,7 +60,7 @@ entry!(jobs_add_proxy, |fcinfo, arguments| {
         );
     }
     let section = Section::as_owner(fcinfo);
-    let standing = section.run_named(
+    let standing = section.run(
         &PROXY_STANDING,
         parameters! { proxy: arguments.proxy.datum(), root: Some(pg_sys::Datum::from(root)) },
     );
@@ -96,7 +96,7 @@ entry!(jobs_add_proxy, |fcinfo, arguments| {
             Some("Its root (or an administrator) must remove it first."),
         );
     }
-    section.run_named(
+    section.run(
         &ADD_PROXY,
         parameters! {
             proxy: arguments.proxy.datum(),
@@ -117,7 +117,7 @@ entry!(jobs_remove_proxy, |fcinfo, arguments| {
         )
     };
     let section = Section::as_owner(fcinfo);
-    let removed = section.run_named(
+    let removed = section.run(
         &REMOVE_PROXY,
         parameters! {
             proxy: arguments.proxy.datum(),

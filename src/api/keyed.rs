@@ -14,7 +14,7 @@ use crate::{entry, named_statements};
 
 named_statements!(include_str!("keyed.sql"));
 
-static INSTALLATION_KEY: Statement = statement("installation_key", &[]);
+static INSTALLATION_KEY: Statement = statement("installation_key");
 
 unsafe extern "C-unwind" {
     /// SQL's sha256(bytea) and an enum's output function, to call with DirectFunctionCall

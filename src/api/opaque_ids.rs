@@ -13,9 +13,9 @@ use pg_jobs_core::opaque_id::{job_of_opaque_id, job_opaque_id, time_ordered_uuid
 
 named_statements!(include_str!("opaque_ids.sql"));
 
-static KEY: Statement = statement("key", &[]);
-static LISTED: Statement = statement("listed", &[]);
-static PUBLIC_FIELDS: Statement = statement("public_fields", &[]);
+static KEY: Statement = statement("key");
+static LISTED: Statement = statement("listed");
+static PUBLIC_FIELDS: Statement = statement("public_fields");
 
 /// A new stored opaque id, for a group or a worker (see pg_jobs_core::opaque_id).
 #[pg_extern(volatile, parallel_safe)]
@@ -54,7 +54,7 @@ entry!(_job_opaque_id, |fcinfo, arguments| {
         let shown = owner == caller.identity
             || caller.admin()
             || section
-                .run_named(
+                .run(
                     &LISTED,
                     parameters! {
                         id: Some(pg_sys::Datum::from(id)),
@@ -87,7 +87,7 @@ entry!(jobs_public_lookup, |fcinfo, arguments| {
     let bytes: [u8; 16] = *opaque.as_bytes();
     if let Some((id, owner)) = job_of_opaque_id(&key(), bytes) {
         section
-            .run_named(
+            .run(
                 &PUBLIC_FIELDS,
                 parameters! {
                     id: Some(pg_sys::Datum::from(id)),

@@ -72,12 +72,8 @@ fn _finished_status_ok(status: &str) -> bool {
 
 const STATEMENTS: &str = include_str!("queue.sql");
 
-const fn statement(
-    name: &'static str,
-    parameters: &'static [Oid],
-    planning: Planning,
-) -> Statement {
-    Statement::new(STATEMENTS, name, parameters, planning)
+const fn statement(name: &'static str, planning: Planning) -> Statement {
+    Statement::new(STATEMENTS, name, planning)
 }
 
 /// The fields of an add without keys: the task to the lease, then the concurrency key.
@@ -93,23 +89,23 @@ const UNKEYED_FIELDS: [Field; 1 + Field::Key as usize] = [
     Field::Lease,
     Field::ConcurrencyKey,
 ];
-static ADD: Statement = statement("add", &[], Planning::Default);
-static ADD_ONE: Statement = statement("add_one", &[], Planning::Default);
-static ADD_KEYED: Statement = statement("add_keyed", &[], Planning::Probes);
-static KEY_HOLDERS: Statement = statement("key_holders", &[], Planning::Probes);
-static REPLACE: Statement = statement("replace", &[], Planning::Default);
-static REPLACE_TAKEN: Statement = statement("replace_taken", &[], Planning::Default);
-static FREE_EXPIRED_KEYS: Statement = statement("free_expired_keys", &[], Planning::Probes);
-static EXPIRED_LEASES_SCAN: Statement = statement("expired_leases", &[], Planning::Default);
-static REQUEUE_EXPIRED: Statement = statement("requeue_expired", &[], Planning::Default);
-static NOTIFY_SIGNALS: Statement = statement("notify_signals", &[], Planning::Default);
-static FINISH_EXPIRED: Statement = statement("finish_expired", &[], Planning::Default);
-static CLAIM: Statement = statement("claim", &[], Planning::Head);
-static CLAIM_QUEUES: Statement = statement("claim_queues", &[], Planning::Head);
-static FREE_SLOTS: Statement = statement("free_slots", &[], Planning::Probes);
-static KEY_CANDIDATES: Statement = statement("key_candidates", &[], Planning::Probes);
+static ADD: Statement = statement("add", Planning::Default);
+static ADD_ONE: Statement = statement("add_one", Planning::Default);
+static ADD_KEYED: Statement = statement("add_keyed", Planning::Probes);
+static KEY_HOLDERS: Statement = statement("key_holders", Planning::Probes);
+static REPLACE: Statement = statement("replace", Planning::Default);
+static REPLACE_TAKEN: Statement = statement("replace_taken", Planning::Default);
+static FREE_EXPIRED_KEYS: Statement = statement("free_expired_keys", Planning::Probes);
+static EXPIRED_LEASES_SCAN: Statement = statement("expired_leases", Planning::Default);
+static REQUEUE_EXPIRED: Statement = statement("requeue_expired", Planning::Default);
+static NOTIFY_SIGNALS: Statement = statement("notify_signals", Planning::Default);
+static FINISH_EXPIRED: Statement = statement("finish_expired", Planning::Default);
+static CLAIM: Statement = statement("claim", Planning::Head);
+static CLAIM_QUEUES: Statement = statement("claim_queues", Planning::Head);
+static FREE_SLOTS: Statement = statement("free_slots", Planning::Probes);
+static KEY_CANDIDATES: Statement = statement("key_candidates", Planning::Probes);
 const fn claim_limited_without(parts: &'static [&'static str]) -> Statement {
-    statement("claim_limited", &[], Planning::Head).without(parts)
+    statement("claim_limited", Planning::Head).without(parts)
 }
 /// claim_limited's forms, by whether the queue has a concurrency limit (1), a rate limit (2) and
 /// key limits (4): only what it has is set up. (No limit at all is claimed by `claim`.)
@@ -123,21 +119,21 @@ static CLAIM_LIMITED: [Statement; 8] = [
     claim_limited_without(&["slots", "unkeyed"]),
     claim_limited_without(&["unkeyed"]),
 ];
-static FINISH: Statement = statement("finish", &[], Planning::Probes);
+static FINISH: Statement = statement("finish", Planning::Probes);
 /// FINISH for completions, which never copy a job into a dead-letter queue.
-static COMPLETE: Statement = statement("finish", &[], Planning::Probes).without(&["copies"]);
-static FREE_REPLACED_KEYS: Statement = statement("free_replaced_keys", &[], Planning::Probes);
-static RETRY: Statement = statement("retry", &[], Planning::Probes);
-static RELEASE: Statement = statement("release", &[], Planning::Probes);
-static HEARTBEAT: Statement = statement("heartbeat", &[], Planning::Default);
-static PROGRESS: Statement = statement("progress", &[], Planning::Default);
-static SNOOZE: Statement = statement("snooze", &[], Planning::Default);
-static RESULT: Statement = statement("result", &[], Planning::Default);
-static LIVE_JOB: Statement = statement("live_job", &[], Planning::Default);
-static LOCK_LIVE_JOB: Statement = statement("lock_live_job", &[], Planning::Default);
-static FINISHED_JOB: Statement = statement("finished_job", &[], Planning::Default);
-static ABORT_LEASED: Statement = statement("abort_leased", &[], Planning::Default);
-static SET_HISTORY_RULE: Statement = statement("set_history_rule", &[], Planning::Default);
+static COMPLETE: Statement = statement("finish", Planning::Probes).without(&["copies"]);
+static FREE_REPLACED_KEYS: Statement = statement("free_replaced_keys", Planning::Probes);
+static RETRY: Statement = statement("retry", Planning::Probes);
+static RELEASE: Statement = statement("release", Planning::Probes);
+static HEARTBEAT: Statement = statement("heartbeat", Planning::Default);
+static PROGRESS: Statement = statement("progress", Planning::Default);
+static SNOOZE: Statement = statement("snooze", Planning::Default);
+static RESULT: Statement = statement("result", Planning::Default);
+static LIVE_JOB: Statement = statement("live_job", Planning::Default);
+static LOCK_LIVE_JOB: Statement = statement("lock_live_job", Planning::Default);
+static FINISHED_JOB: Statement = statement("finished_job", Planning::Default);
+static ABORT_LEASED: Statement = statement("abort_leased", Planning::Default);
+static SET_HISTORY_RULE: Statement = statement("set_history_rule", Planning::Default);
 
 /// The fields of one job to add, in the order of `job_spec` and of jobs_add's parameters, as
 /// given (None where left out).
@@ -509,7 +505,7 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         .map(|spec| spec.get(Field::Key))
         .collect();
     if !throttled.is_empty() {
-        section.run_named(
+        section.run(
             &FREE_EXPIRED_KEYS,
             parameters! {
                 owner: Some(Datum::from(owner)),
@@ -522,7 +518,7 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         (false, true) => &ADD_ONE,
         (false, false) => &ADD,
     };
-    let added = section.run_named(statement, &arguments);
+    let added = section.run(statement, &arguments);
     // (id, claimable by, queue, ready now) of each job added; None where its key was taken.
     let mut rows: Vec<Option<(i64, Oid, String, bool)>> = (0..added.len())
         .map(|row| {
@@ -603,7 +599,7 @@ fn take_keys(
 ) {
     let taken: Vec<usize> = (0..ids.len()).filter(|&n| ids[n].is_none()).collect();
     let keys: Vec<Option<Datum>> = taken.iter().map(|&n| specs[n].get(Field::Key)).collect();
-    let holders = section.run_named(
+    let holders = section.run(
         &KEY_HOLDERS,
         parameters! {
             owner: Some(Datum::from(owner)),
@@ -629,7 +625,7 @@ fn take_keys(
         let given = |field: Field| spec.get(field);
         let or_default = |field: Field| spec.get(field).or(defaults[field as usize]);
         heads::requeued();
-        let replaced = section.run_named(
+        let replaced = section.run(
             &REPLACE,
             parameters! {
                 holder: Some(Datum::from(holder)),
@@ -650,7 +646,7 @@ fn take_keys(
         if replaced.len() > 0 {
             continue;
         }
-        let taken = section.run_named(
+        let taken = section.run(
             &REPLACE_TAKEN,
             parameters! {
                 holder: Some(Datum::from(holder)),
@@ -936,7 +932,7 @@ fn claim_from(
             ];
             let (claimed, by_key) = match super::flow::states(section, claimant, &[queue])[0] {
                 Flow::Free => (
-                    section.run_named(&CLAIM, &[&arguments[..], &from].concat()),
+                    section.run(&CLAIM, &[&arguments[..], &from].concat()),
                     false,
                 ),
                 Flow::Paused => (Rows::none(), false),
@@ -969,7 +965,7 @@ fn claim_from(
                     .map(|queue| queue.into_datum())
                     .collect::<Vec<_>>();
                 let free_arguments = [arguments[0], ("queues", Some(array(TEXTOID, &free)))];
-                section.run_named(
+                section.run(
                     &CLAIM_QUEUES,
                     &[&free_arguments[..], &arguments[2..]].concat(),
                 )
@@ -1020,7 +1016,7 @@ fn claim_limited(
     from: &[(&str, Option<Datum>)],
 ) -> Option<(Rows, bool)> {
     let n = arguments[2].1;
-    let free = section.run_named(
+    let free = section.run(
         &FREE_SLOTS,
         parameters! {
             claimant: arguments[0].1,
@@ -1062,7 +1058,7 @@ fn claim_limited(
     let form = usize::from(slots.is_some())
         | usize::from(free.get::<bool>(0, 3) == Some(true)) << 1
         | usize::from(by_key) << 2;
-    let claimed = section.run_named(
+    let claimed = section.run(
         &CLAIM_LIMITED[form],
         &[
             &given[..],
@@ -1088,7 +1084,7 @@ fn key_candidates(section: &Section, claimant: Oid, queue: &str, n: Option<Datum
     let round = (claimant.to_u32(), queue.to_owned());
     let after = KEY_ROUNDS.with(|rounds| rounds.borrow().get(&round).cloned().unwrap_or_default());
     let keys: Vec<String> = section
-        .run_named(
+        .run(
             &KEY_CANDIDATES,
             parameters! {
                 claimant: Some(Datum::from(claimant)),
@@ -1152,7 +1148,7 @@ fn finish(section: &Section, arguments: &[(&str, Option<Datum>)]) -> Rows {
         Some("completed") => &COMPLETE,
         _ => &FINISH,
     };
-    let finished = section.run_named(statement, arguments);
+    let finished = section.run(statement, arguments);
     let ended = |column| {
         (0..finished.len())
             .filter(|&row| finished.get::<bool>(row, column) == Some(true))
@@ -1183,7 +1179,7 @@ fn finish(section: &Section, arguments: &[(&str, Option<Datum>)]) -> Rows {
                 .collect();
             Some(array(type_oid, &values))
         };
-        section.run_named(
+        section.run(
             &FREE_REPLACED_KEYS,
             parameters! {
                 owners: column(OIDOID, 9),
@@ -1431,7 +1427,7 @@ fn fail(
     tokens: Option<Datum>,
     errors: Option<Datum>,
 ) -> Vec<i64> {
-    let retried = section.run_named(
+    let retried = section.run(
         &RETRY,
         parameters! {
             ids: Some(ids),
@@ -1517,7 +1513,7 @@ entry!(jobs_release, |fcinfo, arguments| {
     let section = Section::as_owner(fcinfo);
     let given = arguments.ids.datum();
     let tokens = arguments.tokens.datum();
-    let released = section.run_named(
+    let released = section.run(
         &RELEASE,
         parameters! {
             ids: given,
@@ -1610,7 +1606,7 @@ pub(crate) fn lease_error(
             None,
         );
     };
-    let live = section.run_named(
+    let live = section.run(
         &LIVE_JOB,
         parameters! {
             id: Some(Datum::from(job)),
@@ -1637,7 +1633,7 @@ pub(crate) fn lease_error(
             Some("The lease may have run out and the job been requeued; roll back this attempt's work."),
         );
     }
-    let finished = section.run_named(
+    let finished = section.run(
         &FINISHED_JOB,
         parameters! {
             id: Some(Datum::from(job)),
@@ -1705,7 +1701,7 @@ entry!(jobs_heartbeat, |fcinfo, arguments| {
     check_lease(lease);
     let (job, token) = (arguments.id.datum(), arguments.token.datum());
     let section = Section::as_owner(fcinfo);
-    let renewed = section.run_named(
+    let renewed = section.run(
         &HEARTBEAT,
         parameters! {
             id: job,
@@ -1745,7 +1741,7 @@ entry!(jobs_progress, |fcinfo, arguments| {
     }
     let (job, token) = (arguments.id.datum(), arguments.token.datum());
     let section = Section::as_owner(fcinfo);
-    let renewed = section.run_named(
+    let renewed = section.run(
         &PROGRESS,
         parameters! {
             id: job,
@@ -1787,12 +1783,9 @@ fn lease_renewed(
             lease_error(&section, None, None, None);
         }
         let owner = acting_on(caller);
-        if section
-            .run_named(&LIVE_JOB, parameters! { id: job, owner })
-            .len()
-            == 0
+        if section.run(&LIVE_JOB, parameters! { id: job, owner }).len() == 0
             && section
-                .run_named(&FINISHED_JOB, parameters! { id: job, owner })
+                .run(&FINISHED_JOB, parameters! { id: job, owner })
                 .len()
                 == 0
         {
@@ -1811,7 +1804,7 @@ entry!(jobs_result, |fcinfo, arguments| {
         required("job id")
     };
     let section = Section::as_owner(fcinfo);
-    let found = section.run_named(
+    let found = section.run(
         &RESULT,
         parameters! {
             id: Some(Datum::from(job)),
@@ -1860,7 +1853,7 @@ entry!(jobs_snooze, |fcinfo, arguments| {
     }
     let section = Section::as_owner(fcinfo);
     let owner = acting_on(&caller);
-    let snoozed = section.run_named(
+    let snoozed = section.run(
         &SNOOZE,
         parameters! {
             id: arguments.id.datum(),
@@ -1885,10 +1878,10 @@ entry!(jobs_abort, |fcinfo, arguments| {
     };
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
-    let live = section.run_named(&LOCK_LIVE_JOB, parameters! { id: Some(job), owner });
+    let live = section.run(&LOCK_LIVE_JOB, parameters! { id: Some(job), owner });
     let status = if live.len() == 0 {
         section
-            .run_named(&FINISHED_JOB, parameters! { id: Some(job), owner })
+            .run(&FINISHED_JOB, parameters! { id: Some(job), owner })
             .datum(0, 0)
     } else if live.get::<String>(0, 0).as_deref() == Some("created") {
         if live.get::<bool>(0, 1) == Some(true) {
@@ -1899,7 +1892,7 @@ entry!(jobs_abort, |fcinfo, arguments| {
         abort_waiting(&section, array(INT8OID, &[Some(job)]), owner, None).datum(0, 1)
     } else {
         section
-            .run_named(&ABORT_LEASED, parameters! { id: Some(job) })
+            .run(&ABORT_LEASED, parameters! { id: Some(job) })
             .datum(0, 0)
     };
     // A job_status is passed by value.
@@ -1958,7 +1951,7 @@ entry!(jobs_queue_history, |fcinfo, arguments| {
         );
     }
     let section = Section::as_owner(fcinfo);
-    section.run_named(
+    section.run(
         &SET_HISTORY_RULE,
         parameters! {
             owner: Some(Datum::from(caller.identity)),
@@ -1989,12 +1982,12 @@ pub(crate) static EXPIRED_LEASES: Service = Service {
 /// leases.rs when the earliest lease left runs out, after raising it for the scan (see there).
 fn rescue(section: &Section) -> i32 {
     leases::rescanning();
-    let scan = section.run_named(&EXPIRED_LEASES_SCAN, parameters! {});
+    let scan = section.run(&EXPIRED_LEASES_SCAN, &[]);
     let (to_requeue, to_finish) = (scan.datum(0, 0), scan.datum(0, 1));
     let expired = to_requeue.map_or(0, array_length) + to_finish.map_or(0, array_length);
     let mut rescued = 0;
     if let Some(ids) = to_requeue {
-        let requeued = section.run_named(&REQUEUE_EXPIRED, parameters! { ids: Some(ids) });
+        let requeued = section.run(&REQUEUE_EXPIRED, parameters! { ids: Some(ids) });
         rescued += requeued.get::<i32>(0, 0).unwrap_or(0);
         if rescued > 0 {
             // Due now, maybe below where their queues' claims start.
@@ -2005,12 +1998,12 @@ fn rescue(section: &Section) -> i32 {
             super::batch::tally(section, batch_jobs, 1, false);
         }
         if let Some(signals) = requeued.datum(0, 1) {
-            section.run_named(&NOTIFY_SIGNALS, parameters! { signals: Some(signals) });
+            section.run(&NOTIFY_SIGNALS, parameters! { signals: Some(signals) });
         }
     }
     if let Some(ids) = to_finish {
         rescued += section
-            .run_named(&FINISH_EXPIRED, parameters! { ids: Some(ids) })
+            .run(&FINISH_EXPIRED, parameters! { ids: Some(ids) })
             .get::<i32>(0, 0)
             .unwrap_or(0);
     }

@@ -28,11 +28,11 @@ use crate::{named_statements, parameters};
 
 named_statements!(include_str!("queue_minutes.sql"));
 
-static WRITE_MINUTE: Statement = statement("write_minute", &[]);
-static COUNT_BLOCKS: Statement = statement("count_blocks", &[]);
-static JOBS_BLOCKS: Statement = statement("jobs_blocks", &[]);
-static SOON: Statement = statement("soon", &[]);
-static NEXT_MINUTE: Statement = statement("next_minute", &[]);
+static WRITE_MINUTE: Statement = statement("write_minute");
+static COUNT_BLOCKS: Statement = statement("count_blocks");
+static JOBS_BLOCKS: Statement = statement("jobs_blocks");
+static SOON: Statement = statement("soon");
+static NEXT_MINUTE: Statement = statement("next_minute");
 
 /// Queues counted at once; the counts of a queue past them are lost until the minute's end frees
 /// the places (README).
@@ -217,7 +217,7 @@ pub(crate) static MINUTES: Service = Service {
             return;
         };
         let blocks = section
-            .run_named(&JOBS_BLOCKS, parameters! {})
+            .run(&JOBS_BLOCKS, &[])
             .get::<i64>(0, 0)
             .unwrap_or(0);
         if counting.next_block < blocks {
@@ -231,9 +231,9 @@ pub(crate) static MINUTES: Service = Service {
     },
     next: |section, at| {
         if COUNTING.with(|counting| counting.borrow().is_some()) {
-            section.run_named(&SOON, parameters! {}).datum(0, 0)
+            section.run(&SOON, &[]).datum(0, 0)
         } else {
-            super::services::wished(section, &NEXT_MINUTE, at)
+            super::services::wished(section, &NEXT_MINUTE, parameters! { at: Some(at) })
         }
     },
 };
@@ -257,7 +257,7 @@ fn begin(at: Datum) -> Option<Counting> {
 /// Counts the live jobs of the next `BLOCKS` blocks of jobs into `counting`.
 fn count(section: &Section, counting: &mut Counting) {
     let to = counting.next_block + BLOCKS;
-    let rows = section.run_named(
+    let rows = section.run(
         &COUNT_BLOCKS,
         parameters! {
             from_block: counting.next_block.into_datum(),
@@ -292,7 +292,7 @@ fn write(section: &Section, counting: &Counting) {
             live.iter().map(|l| l.1.counts[n].into_datum()).collect(),
         )
     };
-    section.run_named(
+    section.run(
         &WRITE_MINUTE,
         parameters! {
             at: Some(counting.at),

@@ -23,13 +23,13 @@ use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("redrive.sql"));
 
-static SET_DEAD_LETTER: Statement = statement("set_dead_letter", &[]);
-static REMOVE_DEAD_LETTER: Statement = statement("remove_dead_letter", &[]);
-static RETRY: Statement = statement("retry", &[]);
-static RESCHEDULE: Statement = statement("reschedule", &[]);
-static DELETABLE: Statement = statement("deletable", &[]);
-static FORGET_DELETED: Statement = statement("forget_deleted", &[]);
-static RETRY_CHOSEN: Statement = statement("retry_chosen", &[]);
+static SET_DEAD_LETTER: Statement = statement("set_dead_letter");
+static REMOVE_DEAD_LETTER: Statement = statement("remove_dead_letter");
+static RETRY: Statement = statement("retry");
+static RESCHEDULE: Statement = statement("reschedule");
+static DELETABLE: Statement = statement("deletable");
+static FORGET_DELETED: Statement = statement("forget_deleted");
+static RETRY_CHOSEN: Statement = statement("retry_chosen");
 
 /// The most jobs one call brings back by filter.
 const MOST_BY_FILTER: i32 = 10_000;
@@ -43,7 +43,7 @@ const RESERVED: (&str, &str) = (
 /// Brings back owner `owner`'s (any when None) failed and aborted jobs `ids` (an int8[]); their
 /// queues' claims start below them and their sleeping workers are woken once this commits.
 fn retry(section: &Section, ids: Datum, owner: Option<Datum>) -> Vec<i64> {
-    let retried = section.run_named(
+    let retried = section.run(
         &RETRY,
         parameters! {
             ids: Some(ids),
@@ -117,7 +117,7 @@ entry!(jobs_retry_where, |fcinfo, arguments| {
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
     let chosen = section
-        .run_named(
+        .run(
             &RETRY_CHOSEN,
             parameters! {
                 owner,
@@ -145,7 +145,7 @@ entry!(jobs_reschedule, |fcinfo, arguments| {
     }
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    let moved = section.run_named(
+    let moved = section.run(
         &RESCHEDULE,
         parameters! { ids: Some(ids), owner: acting_on(&caller), run_at },
     );
@@ -171,7 +171,7 @@ entry!(jobs_delete, |fcinfo, arguments| {
     materialize(fcinfo);
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
-    let chosen = section.run_named(&DELETABLE, parameters! { ids: Some(ids), owner });
+    let chosen = section.run(&DELETABLE, parameters! { ids: Some(ids), owner });
     let mut deleted: Vec<i64> = Vec::new();
     if let Some(chosen_ids) = chosen.datum(0, 0) {
         // Ended as an abort ends them, so that the jobs that depend on them follow their rule
@@ -181,7 +181,7 @@ entry!(jobs_delete, |fcinfo, arguments| {
             .filter_map(|row| aborted.get(row, 0))
             .collect();
         deleted.sort_unstable();
-        section.run_named(
+        section.run(
             &FORGET_DELETED,
             parameters! {
                 aborted: Some(int8_array(deleted.iter().copied())),
@@ -220,7 +220,7 @@ entry!(jobs_dead_letter, |fcinfo, arguments| {
     let section = Section::as_owner(fcinfo);
     let identity = Some(Datum::from(caller.identity));
     match dead_letter_queue {
-        Some(to) => section.run_named(
+        Some(to) => section.run(
             &SET_DEAD_LETTER,
             parameters! {
                 owner: identity,
@@ -229,7 +229,7 @@ entry!(jobs_dead_letter, |fcinfo, arguments| {
                 set_by: Some(Datum::from(caller.role)),
             },
         ),
-        None => section.run_named(
+        None => section.run(
             &REMOVE_DEAD_LETTER,
             parameters! { owner: identity, queue: queue.into_datum() },
         ),

@@ -13,35 +13,33 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("routine_rounds.sql"));
 
-static SCHEDULER_STARTED: Statement = statement("scheduler_started", &[]);
-static SCHEDULES: Statement = statement("schedules", &[]);
-static ROUND_LOCK: Statement = statement("round_lock", &[]);
-static SCHEDULE: Statement = statement("schedule", &[]);
-static TAKE_SCHEDULE: Statement = statement("take_schedule", &[]);
-static TAKE_DAY: Statement = statement("take_day", &[]);
-static LOAD_DAY: Statement = statement("load_day", &[]);
-static DROP_UNDEFINED: Statement = statement("drop_undefined", &[]);
-static LOADED: Statement = statement("loaded", &[]);
-static OBSERVE_AT_START: Statement = statement("observe_at_start", &[]);
-static STATUS: Statement = statement("status", &[]);
-static TODO: Statement = statement("todo", &[]);
-static MODE: Statement = statement("mode", &[]);
-static CANNOT_START: Statement = statement("cannot_start", &[]);
-static DOING: Statement = statement("doing", &[]);
-static FORGET_DAYS: Statement = statement("forget_days", &[]);
-static FORGET_LOG: Statement = statement("forget_log", &[]);
-static POST: Statement = statement("post", &[]);
-static KILLING: Statement = statement("killing", &[]);
-static RUNNING: Statement = statement("running", &[]);
-static LOG_COMMAND: Statement = statement("log_command", &[]);
+static SCHEDULER_STARTED: Statement = statement("scheduler_started");
+static SCHEDULES: Statement = statement("schedules");
+static ROUND_LOCK: Statement = statement("round_lock");
+static SCHEDULE: Statement = statement("schedule");
+static TAKE_SCHEDULE: Statement = statement("take_schedule");
+static TAKE_DAY: Statement = statement("take_day");
+static LOAD_DAY: Statement = statement("load_day");
+static DROP_UNDEFINED: Statement = statement("drop_undefined");
+static LOADED: Statement = statement("loaded");
+static OBSERVE_AT_START: Statement = statement("observe_at_start");
+static STATUS: Statement = statement("status");
+static TODO: Statement = statement("todo");
+static MODE: Statement = statement("mode");
+static CANNOT_START: Statement = statement("cannot_start");
+static DOING: Statement = statement("doing");
+static FORGET_DAYS: Statement = statement("forget_days");
+static FORGET_LOG: Statement = statement("forget_log");
+static POST: Statement = statement("post");
+static KILLING: Statement = statement("killing");
+static RUNNING: Statement = statement("running");
+static LOG_COMMAND: Statement = statement("log_command");
 
 /// The scheduler's round at `at`: each schedule's in a subtransaction of its own, so that one
 /// that fails holds up no other; then the days and the log older than pg_jobs.history_days go.
 pub(super) fn tick(section: &Section, at: Datum) {
-    let started = section
-        .run_named(&SCHEDULER_STARTED, parameters! {})
-        .datum(0, 0);
-    let schedules = section.run_named(&SCHEDULES, parameters! {});
+    let started = section.run(&SCHEDULER_STARTED, &[]).datum(0, 0);
+    let schedules = section.run(&SCHEDULES, &[]);
     for row in 0..schedules.len() {
         let id = schedules.datum(row, 0).expect("a schedule's id");
         if let Err(failure) =
@@ -54,21 +52,21 @@ pub(super) fn tick(section: &Section, at: Datum) {
             );
         }
     }
-    section.run_named(&FORGET_DAYS, parameters! { at: Some(at) });
-    section.run_named(&FORGET_LOG, parameters! { at: Some(at) });
+    section.run(&FORGET_DAYS, parameters! { at: Some(at) });
+    section.run(&FORGET_LOG, parameters! { at: Some(at) });
 }
 
 /// One round of schedule `id` at `at` (the scheduler started at `started`).
 fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
     let schedule = Some(id);
     if section
-        .run_named(&ROUND_LOCK, parameters! { schedule_id: schedule })
+        .run(&ROUND_LOCK, parameters! { schedule_id: schedule })
         .get::<bool>(0, 0)
         != Some(true)
     {
         return;
     }
-    let read = section.run_named(
+    let read = section.run(
         &SCHEDULE,
         parameters! { schedule_id: schedule, at: Some(at), scheduler_started_at: started },
     );
@@ -85,16 +83,16 @@ fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
                 return;
             }
         } else if starting && loaded_before {
-            section.run_named(
+            section.run(
                 &OBSERVE_AT_START,
                 parameters! { schedule_id: schedule, at: Some(at) },
             );
         }
     }
     let day = parameters! { schedule_id: schedule, day: Some(today), at: Some(at) };
-    section.run_named(&STATUS, day);
+    section.run(&STATUS, day);
     let (mut sent, mut held) = (0, 0);
-    let todo = section.run_named(&TODO, day);
+    let todo = section.run(&TODO, day);
     for row in 0..todo.len() {
         let routine = todo.get::<String>(row, 0).expect("a routine");
         let ran_before = todo.get::<bool>(row, 1) == Some(true);
@@ -102,7 +100,7 @@ fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
         // The switch is read right before each command: one switched off in the middle of a round
         // stops the rest of it. A person's restart goes whatever it says.
         let mode = section
-            .run_named(&MODE, parameters! { schedule_id: schedule })
+            .run(&MODE, parameters! { schedule_id: schedule })
             .get::<String>(0, 0);
         if what != "start_asked" && mode.as_deref() != Some("control") {
             held += 1;
@@ -117,7 +115,7 @@ fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
                     (_, false) => "start",
                     _ => "restart",
                 };
-                section.run_named(
+                section.run(
                     &LOG_COMMAND,
                     parameters! {
                         schedule_id: schedule,
@@ -135,7 +133,7 @@ fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
             Err(failure) if failure.code == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE => {}
             // A computer no agent has registered, say: the routine stays due and shows why.
             Err(failure) => {
-                section.run_named(
+                section.run(
                     &CANNOT_START,
                     parameters! {
                         schedule_id: schedule,
@@ -149,12 +147,12 @@ fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
         }
     }
     if sent > 0 {
-        section.run_named(&STATUS, day);
+        section.run(&STATUS, day);
     }
     let mode = section
-        .run_named(&MODE, parameters! { schedule_id: schedule })
+        .run(&MODE, parameters! { schedule_id: schedule })
         .datum(0, 0);
-    section.run_named(
+    section.run(
         &DOING,
         parameters! {
             schedule_id: schedule,
@@ -170,29 +168,29 @@ fn round(section: &Section, id: Datum, at: Datum, started: Option<Datum>) {
 fn load(section: &Section, id: Datum, today: Datum, at: Datum) -> bool {
     let (schedule, today, at) = (Some(id), Some(today), Some(at));
     if section
-        .run_named(&TAKE_SCHEDULE, parameters! { schedule_id: schedule })
+        .run(&TAKE_SCHEDULE, parameters! { schedule_id: schedule })
         .len()
         == 0
     {
         return false;
     }
     let day_taken = in_subtransaction(|| {
-        section.run_named(&TAKE_DAY, parameters! { schedule_id: schedule, day: today });
+        section.run(&TAKE_DAY, parameters! { schedule_id: schedule, day: today });
     });
     match day_taken {
         Ok(()) => {}
         Err(failure) if failure.code == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE => return false,
         Err(failure) => failure.raise(),
     }
-    section.run_named(
+    section.run(
         &LOAD_DAY,
         parameters! { schedule_id: schedule, day: today, at },
     );
-    section.run_named(
+    section.run(
         &DROP_UNDEFINED,
         parameters! { schedule_id: schedule, day: today },
     );
-    section.run_named(
+    section.run(
         &LOADED,
         parameters! { schedule_id: schedule, day: today, at },
     );
@@ -205,7 +203,7 @@ fn load(section: &Section, id: Datum, today: Datum, at: Datum) -> bool {
 pub(super) fn post(section: &Section, id: Datum, routine: &str, kind: &str, nowait: bool) {
     let (schedule, routine) = (Some(id), Some(section.text(routine)));
     let job = section
-        .run_named(
+        .run(
             &POST,
             parameters! {
                 schedule_id: schedule,
@@ -216,9 +214,9 @@ pub(super) fn post(section: &Section, id: Datum, routine: &str, kind: &str, nowa
         )
         .datum(0, 0);
     if kind == "kill" {
-        section.run_named(&KILLING, parameters! { schedule_id: schedule, routine });
+        section.run(&KILLING, parameters! { schedule_id: schedule, routine });
     } else {
-        section.run_named(
+        section.run(
             &RUNNING,
             parameters! { schedule_id: schedule, routine, job_id: job },
         );

@@ -26,42 +26,42 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("routines.sql"));
 
-static NEXT_LOOK: Statement = statement("next_look", &[]);
-static NAMED_OWNER: Statement = statement("named_owner", &[]);
-static NAME_OK: Statement = statement("name_ok", &[]);
-static FIND: Statement = statement("find", &[]);
-static OWN_SCHEDULE: Statement = statement("own_schedule", &[]);
-static MAKE_SCHEDULE: Statement = statement("make_schedule", &[]);
-static WATCHED_ELSEWHERE: Statement = statement("watched_elsewhere", &[]);
-static LOCK_SCHEDULE: Statement = statement("lock_schedule", &[]);
-static SET_TIME_ZONE: Statement = statement("set_time_zone", &[]);
-static FIRST_SEQ: Statement = statement("first_seq", &[]);
-static CLEAR_DEFINITION: Statement = statement("clear_definition", &[]);
-static WRITE_ROUTINE: Statement = statement("write_routine", &[]);
-static MISSING_DEPENDENCY: Statement = statement("missing_dependency", &[]);
-static DEPENDENCIES: Statement = statement("dependencies", &[]);
-static COUNT_ROUTINES: Statement = statement("count_routines", &[]);
-static DEPENDENT: Statement = statement("dependent", &[]);
-static REMOVE_ROUTINE: Statement = statement("remove_routine", &[]);
-static DEFINITION: Statement = statement("definition", &[]);
-static DROP_SCHEDULE: Statement = statement("drop_schedule", &[]);
-static MAY_GRANT: Statement = statement("may_grant", &[]);
-static SET_OPERATOR: Statement = statement("set_operator", &[]);
-static ASK_RELOAD: Statement = statement("ask_reload", &[]);
-static MODE: Statement = statement("mode", &[]);
-static SET_MODE: Statement = statement("set_mode", &[]);
-static MESSAGE: Statement = statement("message", &[]);
-static COMMANDED: Statement = statement("commanded", &[]);
-static LOG_COMMAND: Statement = statement("log_command", &[]);
-static RESTART_ASKED: Statement = statement("restart_asked", &[]);
-static STOP_ASKED: Statement = statement("stop_asked", &[]);
-static GROUPS: Statement = statement("groups", &[]);
+static NEXT_LOOK: Statement = statement("next_look");
+static NAMED_OWNER: Statement = statement("named_owner");
+static NAME_OK: Statement = statement("name_ok");
+static FIND: Statement = statement("find");
+static OWN_SCHEDULE: Statement = statement("own_schedule");
+static MAKE_SCHEDULE: Statement = statement("make_schedule");
+static WATCHED_ELSEWHERE: Statement = statement("watched_elsewhere");
+static LOCK_SCHEDULE: Statement = statement("lock_schedule");
+static SET_TIME_ZONE: Statement = statement("set_time_zone");
+static FIRST_SEQ: Statement = statement("first_seq");
+static CLEAR_DEFINITION: Statement = statement("clear_definition");
+static WRITE_ROUTINE: Statement = statement("write_routine");
+static MISSING_DEPENDENCY: Statement = statement("missing_dependency");
+static DEPENDENCIES: Statement = statement("dependencies");
+static COUNT_ROUTINES: Statement = statement("count_routines");
+static DEPENDENT: Statement = statement("dependent");
+static REMOVE_ROUTINE: Statement = statement("remove_routine");
+static DEFINITION: Statement = statement("definition");
+static DROP_SCHEDULE: Statement = statement("drop_schedule");
+static MAY_GRANT: Statement = statement("may_grant");
+static SET_OPERATOR: Statement = statement("set_operator");
+static ASK_RELOAD: Statement = statement("ask_reload");
+static MODE: Statement = statement("mode");
+static SET_MODE: Statement = statement("set_mode");
+static MESSAGE: Statement = statement("message");
+static COMMANDED: Statement = statement("commanded");
+static LOG_COMMAND: Statement = statement("log_command");
+static RESTART_ASKED: Statement = statement("restart_asked");
+static STOP_ASKED: Statement = statement("stop_asked");
+static GROUPS: Statement = statement("groups");
 
 /// The routine schedules' scheduler (routine_rounds.rs).
 pub(crate) static ROUTINES: Service = Service {
     name: "routines",
     work: |section, at| super::routine_rounds::tick(section, at),
-    next: |section, at| wished(section, &NEXT_LOOK, at),
+    next: |section, at| wished(section, &NEXT_LOOK, parameters! { at: Some(at) }),
 };
 
 /// A schedule a call acts on: its id, and its name as it was given.
@@ -73,7 +73,7 @@ struct Schedule {
 /// The schedule named `name` that the caller may watch (its own first), or None. Two granted
 /// ones of that name, and none of its own, must be named as OWNER/NAME.
 fn find(section: &Section, caller: &Caller, name: &str) -> Option<(Datum, Oid)> {
-    let found = section.run_named(
+    let found = section.run(
         &FIND,
         parameters! { role: Some(Datum::from(caller.role)), schedule: name.into_datum() },
     );
@@ -94,11 +94,11 @@ fn find(section: &Section, caller: &Caller, name: &str) -> Option<(Datum, Oid)> 
 /// name another's), made if it does not exist yet and `make`; locked.
 fn own(section: &Section, caller: &Caller, name: &str, make: bool) -> Schedule {
     let named_owner = section
-        .run_named(&NAMED_OWNER, parameters! { schedule: name.into_datum() })
+        .run(&NAMED_OWNER, parameters! { schedule: name.into_datum() })
         .get::<Oid>(0, 0);
     let look = || match named_owner {
         None => {
-            let own = section.run_named(
+            let own = section.run(
                 &OWN_SCHEDULE,
                 parameters! {
                     owner: Some(Datum::from(caller.identity)),
@@ -111,7 +111,7 @@ fn own(section: &Section, caller: &Caller, name: &str, make: bool) -> Schedule {
     };
     let mut found = look();
     if found.is_none() && make && named_owner.is_none() {
-        let name_ok = section.run_named(&NAME_OK, parameters! { schedule: name.into_datum() });
+        let name_ok = section.run(&NAME_OK, parameters! { schedule: name.into_datum() });
         if name_ok.get::<bool>(0, 0) != Some(true) {
             invalid(
                 format!("invalid schedule name {}", quote_literal(name)),
@@ -120,7 +120,7 @@ fn own(section: &Section, caller: &Caller, name: &str, make: bool) -> Schedule {
                 ),
             );
         }
-        section.run_named(
+        section.run(
             &MAKE_SCHEDULE,
             parameters! { owner: Some(Datum::from(caller.identity)), schedule: name.into_datum() },
         );
@@ -130,7 +130,7 @@ fn own(section: &Section, caller: &Caller, name: &str, make: bool) -> Schedule {
     let Some((id, owner)) = found else {
         let elsewhere = named_owner.is_none()
             && section
-                .run_named(
+                .run(
                     &WATCHED_ELSEWHERE,
                     parameters! {
                         role: Some(Datum::from(caller.role)),
@@ -159,7 +159,7 @@ fn own(section: &Section, caller: &Caller, name: &str, make: bool) -> Schedule {
             None,
         );
     }
-    section.run_named(&LOCK_SCHEDULE, parameters! { schedule_id: Some(id) });
+    section.run(&LOCK_SCHEDULE, parameters! { schedule_id: Some(id) });
     Schedule {
         id,
         name: name.to_string(),
@@ -186,20 +186,20 @@ fn watched(section: &Section, caller: &Caller, name: &str) -> Schedule {
 /// to it, then checks the whole; returns how many routines it has.
 fn write(section: &Section, schedule: &Schedule, rows: &[Value], replace_all: bool) -> i32 {
     let stored_name = section
-        .run_named(
+        .run(
             &LOCK_SCHEDULE,
             parameters! { schedule_id: Some(schedule.id) },
         )
         .get::<String>(0, 1)
         .expect("the schedule's name");
     if replace_all {
-        section.run_named(
+        section.run(
             &CLEAR_DEFINITION,
             parameters! { schedule_id: Some(schedule.id) },
         );
     }
     let mut next_seq = section
-        .run_named(&FIRST_SEQ, parameters! { schedule_id: Some(schedule.id) })
+        .run(&FIRST_SEQ, parameters! { schedule_id: Some(schedule.id) })
         .get::<i32>(0, 0)
         .unwrap_or(0);
     for row in rows {
@@ -217,7 +217,7 @@ fn write(section: &Section, schedule: &Schedule, rows: &[Value], replace_all: bo
             );
         }
         let given = section
-            .run_named(
+            .run(
                 &WRITE_ROUTINE,
                 parameters! {
                     schedule_id: Some(schedule.id),
@@ -228,7 +228,7 @@ fn write(section: &Section, schedule: &Schedule, rows: &[Value], replace_all: bo
             .get::<i32>(0, 0);
         next_seq = next_seq.max(given.unwrap_or(next_seq + 1));
     }
-    let missing = section.run_named(
+    let missing = section.run(
         &MISSING_DEPENDENCY,
         parameters! { schedule_id: Some(schedule.id), schedule: stored_name.as_str().into_datum() },
     );
@@ -239,7 +239,7 @@ fn write(section: &Section, schedule: &Schedule, rows: &[Value], replace_all: bo
             Some("A dependency names another routine of the same schedule."),
         );
     }
-    let edges = section.run_named(
+    let edges = section.run(
         &DEPENDENCIES,
         parameters! { schedule_id: Some(schedule.id) },
     );
@@ -260,7 +260,7 @@ fn write(section: &Section, schedule: &Schedule, rows: &[Value], replace_all: bo
 
 fn count_routines(section: &Section, schedule: &Schedule) -> i32 {
     section
-        .run_named(
+        .run(
             &COUNT_ROUTINES,
             parameters! { schedule_id: Some(schedule.id) },
         )
@@ -282,7 +282,7 @@ entry!(routines_create, |fcinfo, arguments| {
     }
     let section = Section::as_owner(fcinfo);
     let schedule = own(&section, &caller, &arguments.schedule.required(), true);
-    section.run_named(
+    section.run(
         &SET_TIME_ZONE,
         parameters! { schedule_id: Some(schedule.id), time_zone: arguments.time_zone.datum() },
     );
@@ -311,7 +311,7 @@ entry!(routines_remove, |fcinfo, arguments| {
     let routine = arguments.routine.get().unwrap_or_default();
     let section = Section::as_owner(fcinfo);
     let schedule = own(&section, &caller, &arguments.schedule.required(), false);
-    let dependent = section.run_named(
+    let dependent = section.run(
         &DEPENDENT,
         parameters! { schedule_id: Some(schedule.id), routine: arguments.routine.datum() },
     );
@@ -325,7 +325,7 @@ entry!(routines_remove, |fcinfo, arguments| {
             Some("Remove that dependency first (routines_put)."),
         );
     }
-    let removed = section.run_named(
+    let removed = section.run(
         &REMOVE_ROUTINE,
         parameters! { schedule_id: Some(schedule.id), routine: arguments.routine.datum() },
     );
@@ -353,7 +353,7 @@ entry!(routines_export, |fcinfo, arguments| {
     let section = Section::as_owner(fcinfo);
     let schedule = own(&section, &caller, &arguments.schedule.required(), false);
     let rows = section
-        .run_named(&DEFINITION, parameters! { schedule_id: Some(schedule.id) })
+        .run(&DEFINITION, parameters! { schedule_id: Some(schedule.id) })
         .get::<JsonB>(0, 0)
         .unwrap_or(JsonB(Value::Array(Vec::new())));
     section.text(&csv(rows))
@@ -363,7 +363,7 @@ entry!(routines_drop, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
     let schedule = own(&section, &caller, &arguments.schedule.required(), false);
-    section.run_named(
+    section.run(
         &DROP_SCHEDULE,
         parameters! { schedule_id: Some(schedule.id) },
     );
@@ -385,7 +385,7 @@ fn grant(
     let section = Section::as_owner(fcinfo);
     let schedule = own(&section, &caller, &name, false);
     if granted {
-        let may = section.run_named(
+        let may = section.run(
             &MAY_GRANT,
             parameters! { role: Some(Datum::from(caller.role)), grantee: Some(Datum::from(role)) },
         );
@@ -406,7 +406,7 @@ fn grant(
             );
         }
     }
-    section.run_named(
+    section.run(
         &SET_OPERATOR,
         parameters! {
             schedule_id: Some(schedule.id),
@@ -434,7 +434,7 @@ entry!(routines_reload, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
     let schedule = watched(&section, &caller, &arguments.schedule.required());
-    section.run_named(&ASK_RELOAD, parameters! { schedule_id: Some(schedule.id) });
+    section.run(&ASK_RELOAD, parameters! { schedule_id: Some(schedule.id) });
     _wake_launcher();
     Datum::from(0)
 });
@@ -442,7 +442,7 @@ entry!(routines_reload, |fcinfo, arguments| {
 /// A schedule's switch: what was asked, by whom, when, and what the scheduler says it does.
 fn return_mode(fcinfo: pg_sys::FunctionCallInfo, section: &Section, schedule: &Schedule) -> Datum {
     section
-        .run_named(&MODE, parameters! { schedule_id: Some(schedule.id) })
+        .run(&MODE, parameters! { schedule_id: Some(schedule.id) })
         .return_all(fcinfo);
     Datum::from(0)
 }
@@ -470,7 +470,7 @@ entry!(routines_set_mode, |fcinfo, arguments| {
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     let schedule = watched(&section, &caller, &arguments.schedule.required());
-    section.run_named(
+    section.run(
         &SET_MODE,
         parameters! {
             schedule_id: Some(schedule.id),
@@ -484,7 +484,7 @@ entry!(routines_set_mode, |fcinfo, arguments| {
 
 /// Today's row of a routine that a person commands, locked: (realtime, its run has not ended).
 fn commanded(section: &Section, schedule: &Schedule, routine: &str) -> (bool, bool) {
-    let day = section.run_named(
+    let day = section.run(
         &COMMANDED,
         parameters! { schedule_id: Some(schedule.id), routine: routine.into_datum() },
     );
@@ -522,7 +522,7 @@ fn commanded(section: &Section, schedule: &Schedule, routine: &str) -> (bool, bo
 
 /// A person's command of a routine, logged with who sent it.
 fn command(section: &Section, schedule: &Schedule, routine: &str, what: &str, caller: &Caller) {
-    section.run_named(
+    section.run(
         &LOG_COMMAND,
         parameters! {
             schedule_id: Some(schedule.id),
@@ -542,7 +542,7 @@ entry!(routine_restart, |fcinfo, arguments| {
     command(&section, &schedule, &routine, "restart", &caller);
     let answer = if alive {
         post(&section, schedule.id, &routine, "kill", false);
-        section.run_named(
+        section.run(
             &RESTART_ASKED,
             parameters! {
                 schedule_id: Some(schedule.id),
@@ -567,7 +567,7 @@ entry!(routine_stop, |fcinfo, arguments| {
     let (realtime, _) = commanded(&section, &schedule, &routine);
     command(&section, &schedule, &routine, "stop", &caller);
     post(&section, schedule.id, &routine, "kill", false);
-    section.run_named(
+    section.run(
         &STOP_ASKED,
         parameters! { schedule_id: Some(schedule.id), routine: routine.as_str().into_datum() },
     );
@@ -594,7 +594,7 @@ entry!(routine_message, |fcinfo, arguments| {
     }
     let routine = arguments.routine.get().unwrap_or_default();
     let section = Section::as_owner(fcinfo);
-    let written = section.run_named(
+    let written = section.run(
         &MESSAGE,
         parameters! {
             routine: arguments.routine.datum(),
@@ -632,7 +632,7 @@ entry!(routine_groups, |fcinfo, arguments| {
     materialize(fcinfo);
     let section = Section::as_current_user();
     section
-        .run_named(
+        .run(
             &GROUPS,
             parameters! {
                 by: arguments.by.datum(),

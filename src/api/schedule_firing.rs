@@ -18,10 +18,10 @@ use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("schedule_firing.sql"));
 
-static DUE: Statement = statement("due", &[]);
-static NEXT_SLOT: Statement = statement("next_slot", &[]);
-static DUE_IDS: Statement = statement("due_ids", &[]);
-static PASSED: Statement = statement("passed", &[]);
+static DUE: Statement = statement("due");
+static NEXT_SLOT: Statement = statement("next_slot");
+static DUE_IDS: Statement = statement("due_ids");
+static PASSED: Statement = statement("passed");
 
 /// A due schedule: its latest slot, and the jobs of the slots its rule fires.
 struct Due {
@@ -33,7 +33,7 @@ struct Due {
 
 /// The due schedules at `at` (all, or only `one`), locked.
 fn due(section: &Section, at: Datum, grace: Datum, one: Option<i64>) -> Vec<Due> {
-    let rows = section.run_named(
+    let rows = section.run(
         &DUE,
         parameters! { at: Some(at), grace: Some(grace), only_id: one.into_datum() },
     );
@@ -80,7 +80,7 @@ pub(crate) static SCHEDULES: Service = Service {
     work: |section, at| {
         fire_due(section, at);
     },
-    next: |section, at| wished(section, &NEXT_SLOT, at),
+    next: |section, _| wished(section, &NEXT_SLOT, &[]),
 };
 
 entry!(_fire_schedules, |fcinfo, arguments| {
@@ -93,7 +93,7 @@ fn fire_due(section: &Section, at: Datum) -> usize {
     let grace = seconds(gucs::REFRESH_INTERVAL.get());
     let mut failed: Vec<(i64, String)> = Vec::new();
     let dues = in_subtransaction(|| due(&section, at, grace, None)).unwrap_or_else(|_| {
-        let ids = section.run_named(&DUE_IDS, parameters! { at: Some(at) });
+        let ids = section.run(&DUE_IDS, parameters! { at: Some(at) });
         let ids: Vec<i64> = (0..ids.len()).filter_map(|row| ids.get(row, 0)).collect();
         let mut dues = Vec::new();
         for id in ids {
@@ -147,7 +147,7 @@ fn fire_due(section: &Section, at: Datum) -> usize {
             .filter(|(id, _)| !dues.iter().any(|due| due.schedule == *id))
             .map(|(id, _)| (*id, None)),
     );
-    section.run_named(
+    section.run(
         &PASSED,
         parameters! {
             at: Some(at),

@@ -17,13 +17,13 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("schedules.sql"));
 
-static CHECK_WORK: Statement = statement("check_work", &[]);
-static INSERT: Statement = statement("insert", &[]);
-static LOCK: Statement = statement("lock", &[]);
-static UPDATE: Statement = statement("update", &[]);
-static DELETE: Statement = statement("delete", &[]);
-static RUN_NOW: Statement = statement("run_now", &[]);
-static RAN: Statement = statement("ran", &[]);
+static CHECK_WORK: Statement = statement("check_work");
+static INSERT: Statement = statement("insert");
+static LOCK: Statement = statement("lock");
+static UPDATE: Statement = statement("update");
+static DELETE: Statement = statement("delete");
+static RUN_NOW: Statement = statement("run_now");
+static RAN: Statement = statement("ran");
 
 const WORK_KEYS: [&str; 4] = ["task", "payload", "queue", "sql"];
 const OPTIONS: [&str; 10] = [
@@ -95,7 +95,7 @@ fn check_work_and_options(section: &Section, work: Option<Datum>, options: Datum
         invalid("options must be a JSON object", None)
     };
     check_options(options_map);
-    section.run_named(&CHECK_WORK, parameters! { work, options: Some(options) });
+    section.run(&CHECK_WORK, parameters! { work, options: Some(options) });
 }
 
 fn check_options(options: &Map<String, Value>) {
@@ -166,7 +166,7 @@ entry!(jobs_schedule, |fcinfo, arguments| {
     check_timing(&schedule, &zone);
     let section = Section::as_owner(fcinfo);
     check_work_and_options(&section, arguments.work.datum(), options);
-    let inserted = section.run_named(
+    let inserted = section.run(
         &INSERT,
         parameters! {
             name: arguments.name.datum(),
@@ -199,7 +199,7 @@ fn missing_schedule(name: Option<String>) -> ! {
 entry!(jobs_alter_schedule, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let old = section.run_named(
+    let old = section.run(
         &LOCK,
         parameters! {
             name: arguments.name.datum(),
@@ -221,7 +221,7 @@ entry!(jobs_alter_schedule, |fcinfo, arguments| {
         arguments.work.datum().or(old.datum(0, 2)),
         options,
     );
-    section.run_named(
+    section.run(
         &UPDATE,
         parameters! {
             id: Some(id),
@@ -238,7 +238,7 @@ entry!(jobs_alter_schedule, |fcinfo, arguments| {
 entry!(jobs_unschedule, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let deleted = section.run_named(
+    let deleted = section.run(
         &DELETE,
         parameters! { name: arguments.name.datum(), owner: Some(Datum::from(caller.identity)) },
     );
@@ -253,7 +253,7 @@ entry!(jobs_unschedule, |fcinfo, arguments| {
 entry!(jobs_run_schedule, |fcinfo, arguments| {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let found = section.run_named(
+    let found = section.run(
         &RUN_NOW,
         parameters! { name: arguments.name.datum(), owner: Some(Datum::from(caller.identity)) },
     );
@@ -263,7 +263,7 @@ entry!(jobs_run_schedule, |fcinfo, arguments| {
     let spec = Spec::of_record(spec);
     check_all(&[spec], true, true);
     let job = add(&section, caller.identity, &[spec])[0];
-    section.run_named(
+    section.run(
         &RAN,
         parameters! { id: Some(id), job: Some(Datum::from(job)) },
     );

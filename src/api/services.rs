@@ -73,6 +73,10 @@ entry!(_launcher_tick, |fcinfo, arguments| {
 });
 
 /// A service's wish for its next round, from a statement that answers a time or null.
-pub(crate) fn wished(section: &Section, statement: &'static Statement, at: Datum) -> Option<Datum> {
-    section.run(statement, &[Some(at)]).datum(0, 0)
+pub(crate) fn wished(
+    section: &Section,
+    statement: &'static Statement,
+    parameters: &[(&str, Option<Datum>)],
+) -> Option<Datum> {
+    section.run(statement, parameters).datum(0, 0)
 }

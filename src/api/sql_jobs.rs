@@ -14,19 +14,19 @@ use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("sql_jobs.sql"));
 
-static READY: Statement = statement("ready", &[]);
-static START: Statement = statement("start", &[]);
-static SUCCEEDED: Statement = statement("succeeded", &[]);
-static FAIL: Statement = statement("fail", &[]);
-static FAILED: Statement = statement("failed", &[]);
-static END_LOST_RUNS: Statement = statement("end_lost_runs", &[]);
-static OVERDUE_RUNS_AT: Statement = statement("overdue_runs", &[]);
-static END_RUN: Statement = statement("end_run", &[]);
-static ABORT_JOB: Statement = statement("abort_job", &[]);
-static FAIL_TIMED_OUT: Statement = statement("fail_timed_out", &[]);
-static END_EXECUTOR: Statement = statement("end_executor", &[]);
-static NEXT_RUN_EVENT: Statement = statement("next_run_event", &[]);
-static FORGET_OLD_RUNS: Statement = statement("forget_old_runs", &[]);
+static READY: Statement = statement("ready");
+static START: Statement = statement("start");
+static SUCCEEDED: Statement = statement("succeeded");
+static FAIL: Statement = statement("fail");
+static FAILED: Statement = statement("failed");
+static END_LOST_RUNS: Statement = statement("end_lost_runs");
+static OVERDUE_RUNS_AT: Statement = statement("overdue_runs");
+static END_RUN: Statement = statement("end_run");
+static ABORT_JOB: Statement = statement("abort_job");
+static FAIL_TIMED_OUT: Statement = statement("fail_timed_out");
+static END_EXECUTOR: Statement = statement("end_executor");
+static NEXT_RUN_EVENT: Statement = statement("next_run_event");
+static FORGET_OLD_RUNS: Statement = statement("forget_old_runs");
 
 /// The longest statement timeout PostgreSQL can hold (2^31 - 1 ms, a little under 25 days), in
 /// the whole days a caller would write.
@@ -103,7 +103,7 @@ entry!(jobs_add_sql, |fcinfo, arguments| {
 /// How many SQL jobs are ready to run, counted up to `limit`.
 pub(crate) fn ready_sql_jobs(limit: i32) -> i64 {
     Section::as_current_user()
-        .run_named(&READY, parameters! { limit: Some(Datum::from(limit)) })
+        .run(&READY, parameters! { limit: Some(Datum::from(limit)) })
         .get(0, 0)
         .unwrap_or(0)
 }
@@ -123,7 +123,7 @@ pub(crate) struct SqlJob {
 pub(crate) fn next_sql_job(worker: &str, pid: i32) -> Option<SqlJob> {
     let (job, token) = claim_sql_jobs(worker, 1).pop()?;
     let section = Section::as_current_user();
-    let started = section.run_named(
+    let started = section.run(
         &START,
         parameters! { job_id: Some(Datum::from(job)), pid: Some(Datum::from(pid)) },
     );
@@ -140,7 +140,7 @@ pub(crate) fn next_sql_job(worker: &str, pid: i32) -> Option<SqlJob> {
 impl SqlJob {
     /// Completes the job and ends its run, in the transaction its statements ran in.
     pub(crate) fn succeeded(&self) {
-        Section::as_current_user().run_named(
+        Section::as_current_user().run(
             &SUCCEEDED,
             parameters! {
                 job_id: Some(Datum::from(self.job)),
@@ -156,7 +156,7 @@ impl SqlJob {
     pub(crate) fn failed(&self, message: &str) {
         let section = Section::as_current_user();
         let reported = in_subtransaction(|| {
-            section.run_named(
+            section.run(
                 &FAIL,
                 parameters! {
                     job_id: Some(Datum::from(self.job)),
@@ -169,7 +169,7 @@ impl SqlJob {
             Ok(()) => message.to_string(),
             Err(refusal) => format!("{message} (and the job could not be reported: {refusal})"),
         };
-        section.run_named(
+        section.run(
             &FAILED,
             parameters! {
                 run_id: Some(Datum::from(self.run)),
@@ -184,7 +184,7 @@ impl SqlJob {
 pub(crate) static LOST_RUNS: Service = Service {
     name: "lost runs",
     work: |section, at| {
-        section.run_named(&END_LOST_RUNS, parameters! { at: Some(at) });
+        section.run(&END_LOST_RUNS, parameters! { at: Some(at) });
     },
     next: no_wish,
 };
@@ -198,11 +198,11 @@ pub(crate) static LOST_RUNS: Service = Service {
 pub(crate) static OVERDUE_RUNS: Service = Service {
     name: "overdue runs",
     work: stop_overdue_runs,
-    next: |section, at| wished(section, &NEXT_RUN_EVENT, at),
+    next: |section, _| wished(section, &NEXT_RUN_EVENT, &[]),
 };
 
 fn stop_overdue_runs(section: &Section, at: Datum) {
-    let overdue = section.run_named(&OVERDUE_RUNS_AT, parameters! { at: Some(at) });
+    let overdue = section.run(&OVERDUE_RUNS_AT, parameters! { at: Some(at) });
     let grace = gucs::CANCEL_GRACE.get();
     for row in 0..overdue.len() {
         let (run, pid, job, token) = (
@@ -221,7 +221,7 @@ fn stop_overdue_runs(section: &Section, at: Datum) {
             let message = format!(
                 "did not stop within {grace} s of its {cancelled_by}; its process was ended"
             );
-            section.run_named(
+            section.run(
                 &END_RUN,
                 parameters! {
                     run_id: run,
@@ -229,7 +229,7 @@ fn stop_overdue_runs(section: &Section, at: Datum) {
                     message: message.as_str().into_datum(),
                 },
             );
-            section.run_named(
+            section.run(
                 if aborted { &ABORT_JOB } else { &FAIL_TIMED_OUT },
                 parameters! { job_id: job, lease_token: token },
             );
@@ -239,7 +239,7 @@ fn stop_overdue_runs(section: &Section, at: Datum) {
         if let Err(problem) = ended {
             let message =
                 format!("its process was ended; the job is left to its lease ({problem})");
-            section.run_named(
+            section.run(
                 &END_RUN,
                 parameters! {
                     run_id: run,
@@ -248,7 +248,7 @@ fn stop_overdue_runs(section: &Section, at: Datum) {
                 },
             );
         }
-        section.run_named(&END_EXECUTOR, parameters! { pid });
+        section.run(&END_EXECUTOR, parameters! { pid });
     }
 }
 
@@ -256,7 +256,7 @@ fn stop_overdue_runs(section: &Section, at: Datum) {
 pub(crate) static RUN_HISTORY: Service = Service {
     name: "run history",
     work: |section, at| {
-        section.run_named(
+        section.run(
             &FORGET_OLD_RUNS,
             parameters! {
                 at: Some(at),

@@ -17,7 +17,7 @@ use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("waits.sql"));
 
-static JOBS: Statement = statement("jobs", &[]);
+static JOBS: Statement = statement("jobs");
 
 const WAIT_ENTRIES: usize = 512;
 /// The longest sleep between two reads of the jobs waited for.
@@ -165,7 +165,7 @@ entry!(jobs_wait, |fcinfo, arguments| {
     materialize(fcinfo);
     let owner = (!caller.admin()).then(|| Datum::from(caller.identity));
     let section = Section::as_owner(fcinfo);
-    let read = || -> Rows { section.run_named(&JOBS, parameters! { ids: Some(given), owner }) };
+    let read = || -> Rows { section.run(&JOBS, parameters! { ids: Some(given), owner }) };
     let first = read();
     if let Some(row) = (0..first.len()).find(|&row| first.get::<String>(row, 1).is_none()) {
         refuse(
