@@ -7,27 +7,14 @@
 use super::call::invalid;
 use super::datum::{input, output};
 use super::dependencies::{self, Needs};
-use super::queue::{Spec, FIELDS, FIELD_TYPES};
+use super::queue::{Spec, FIELD_NAMES, FIELD_TYPES};
 use pgrx::pg_sys::{self, Datum, JsonbIteratorToken as Token, JsonbValue, Oid};
 
 const BATCH_HINT: &str =
     "Each object takes the parameters of jobs_add: [{\"task\": \"t\", \"payload\": {}}, ...].";
 
-/// The keys a job may have: the fields of its spec, in their order, then what it needs.
-const KEYS: [&str; FIELDS + 4] = [
-    "task",
-    "payload",
-    "queue",
-    "priority",
-    "run_at",
-    "max_attempts",
-    "backoff",
-    "max_backoff",
-    "lease",
-    "key",
-    "on_conflict",
-    "key_window",
-    "concurrency_key",
+/// The keys a job may have besides its fields (queue.rs's FIELD_NAMES): what it needs.
+const NEEDS: [&str; 4] = [
     "depends_on",
     "depends_on_keys",
     "after",
@@ -88,17 +75,24 @@ fn job_of(job: &JsonbValue) -> Result<(Spec, Needs), String> {
     while let (Token::WJB_KEY, key) = values.next() {
         let (_, value) = values.next();
         let key = bytes(&key);
-        match KEYS.iter().position(|known| known.as_bytes() == key) {
-            Some(field) if field < FIELDS => spec.0[field] = datum(FIELD_TYPES[field], &value)?,
-            Some(_) => match key {
-                b"depends_on" => needs.ids = elements(&value, integer)?,
-                b"after" => needs.after = elements(&value, integer)?,
-                b"depends_on_keys" => needs.keys = elements(&value, |v| string(v).map(lossy))?,
-                // on_dependency_failure
-                _ => needs.skip = dependencies::skips(string_or_null(&value)?.map(lossy)),
-            },
-            None => {
-                let expected = KEYS.map(|key| format!("`{key}`")).join(", ");
+        match (
+            FIELD_NAMES.iter().position(|known| known.as_bytes() == key),
+            key,
+        ) {
+            (Some(field), _) => spec.0[field] = datum(FIELD_TYPES[field], &value)?,
+            (None, b"depends_on") => needs.ids = elements(&value, integer)?,
+            (None, b"after") => needs.after = elements(&value, integer)?,
+            (None, b"depends_on_keys") => needs.keys = elements(&value, |v| string(v).map(lossy))?,
+            (None, b"on_dependency_failure") => {
+                needs.skip = dependencies::skips(string_or_null(&value)?.map(lossy))
+            }
+            (None, _) => {
+                let expected: Vec<String> = FIELD_NAMES
+                    .iter()
+                    .chain(&NEEDS)
+                    .map(|key| format!("`{key}`"))
+                    .collect();
+                let expected = expected.join(", ");
                 return Err(format!(
                     "unknown field `{}`, expected one of {expected}",
                     lossy(key)

@@ -171,9 +171,9 @@ pub(crate) const FIELD_TYPES: [Oid; FIELDS] = [
     TEXTOID,
 ];
 
-/// The names of the fields' parameters in the statements that add (add, add_one, add_keyed in
-/// queue.sql), by field.
-const FIELD_NAMES: [&str; FIELDS] = [
+/// The fields' names, by field: jobs_add's arguments, the keys of jobs_add_batch's objects, and
+/// the parameters of the statements that add (add, add_one, add_keyed in queue.sql).
+pub(crate) const FIELD_NAMES: [&str; FIELDS] = [
     "task",
     "payload",
     "queue",
