@@ -212,10 +212,10 @@ entry!(compute_worker_join_signed, |fcinfo, arguments| {
     );
     if taken.len() == 0 {
         refuse(
-                PgSqlErrorCode::ERRCODE_INVALID_PASSWORD,
-                "no such join challenge: it was used, it expired, or it was issued for another group or worker",
-                Some("Ask compute_worker_join_challenge for a new one: each is valid once, for 5 minutes."),
-            );
+            PgSqlErrorCode::ERRCODE_INVALID_PASSWORD,
+            "no such join challenge: it was used, it expired, or it was issued for another group or worker",
+            Some("Ask compute_worker_join_challenge for a new one: each is valid once, for 5 minutes."),
+        );
     }
     let joined = signer.and_then(|address| {
         section

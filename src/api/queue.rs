@@ -872,16 +872,11 @@ fn claim(
     given: ClaimArguments,
     queues: &[Option<String>],
 ) -> Rows {
-    let queues_given = match queues {
-        [queue] => queue.as_deref().into_datum(),
-        _ => given.queues.datum(),
-    };
     claim_from(
         section,
         claims_rescue(),
         claimant,
         queues,
-        queues_given,
         given.n.datum(),
         given.lease.datum(),
         given.worker.datum(),
@@ -893,15 +888,12 @@ fn claims_rescue() -> bool {
     !crate::bgworker::rescues_expired_leases_here()
 }
 
-/// Claims from `queues` (`given`: as a text for one queue, else the array), after requeuing
-/// expired leases if `rescue_first`.
-#[allow(clippy::too_many_arguments)]
+/// Claims from `queues`, after requeuing expired leases if `rescue_first`.
 fn claim_from(
     section: &Section,
     rescue_first: bool,
     claimant: Oid,
     queues: &[Option<String>],
-    given: Option<Datum>,
     n: Option<Datum>,
     lease: Option<Datum>,
     worker: Option<Datum>,
@@ -914,10 +906,14 @@ fn claim_from(
     }
     // Both statements return each job's place (priority, run_at) after the six columns that
     // jobs_claim returns: a result of six columns takes the first six of each row. `queue` is
-    // claim's (one queue given); claim_queues and claim_limited give theirs in its place.
+    // claim's and claim_limited's (one queue given); claim_queues gives its queues in its place.
+    let one_queue = match queues {
+        [Some(queue)] => queue.as_str().into_datum(),
+        _ => None,
+    };
     let arguments = [
         ("claimant", Some(Datum::from(claimant))),
-        ("queue", given),
+        ("queue", one_queue),
         ("n", n),
         ("lease", lease),
         ("worker", worker),
@@ -1247,7 +1243,6 @@ pub(crate) fn claim_sql_jobs(worker: &str, n: i32) -> Vec<(i64, pgrx::Uuid)> {
         claims_rescue(),
         EXTENSION_CLAIMANT,
         &[Some(SQL_QUEUE.to_string())],
-        SQL_QUEUE.into_datum(),
         Some(Datum::from(n)),
         None,
         worker.into_datum(),
@@ -1266,17 +1261,12 @@ entry!(_claim, |fcinfo, arguments| {
     let claimant = arguments.claimant.required();
     let queues: Vec<Option<String>> = arguments.queues.get().unwrap_or_default();
     materialize(fcinfo);
-    let given = match queues.as_slice() {
-        [one] => one.as_deref().into_datum(),
-        _ => arguments.queues.datum(),
-    };
     let section = Section::as_current_user();
     claim_from(
         &section,
         true,
         claimant,
         &queues,
-        given,
         arguments.n.datum(),
         arguments.lease.datum(),
         arguments.worker.datum(),
