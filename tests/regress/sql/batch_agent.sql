@@ -105,3 +105,20 @@ FROM (VALUES ('started arrays', 'regress_agent_a', $$SELECT count(*)::text FROM 
              ('other computer', 'regress_agent_b', $$SELECT count(*)::text FROM pgjobs.batch_report_and_claim('alpha', 1)$$),
              ('not an agent', 'regress_submitter', $$SELECT count(*)::text FROM pgjobs.batch_report_and_claim('alpha', 1)$$)) AS r(refusal, role, statement);
 SELECT command, status FROM pgjobs.batch_jobs WHERE command = 'four';
+
+-- A job cancelled while it runs and then handed back has ended: CANCEL, not pending again.
+SELECT regress.as_role('regress_agent_a', $$SELECT pgjobs.batch_register('delta')$$) AS delta;
+SET ROLE regress_submitter;
+SELECT pgjobs.batch_post('doomed', computer => 'delta') AS doomed \gset
+RESET ROLE;
+SELECT regress.as_role('regress_agent_a', $$SELECT string_agg(command, ',') FROM pgjobs.batch_claim('delta', 1)$$) AS delta_takes;
+SELECT regress.as_role('regress_submitter', format('SELECT string_agg(status, '','') FROM pgjobs.batch_cancel(ARRAY[%s])', :doomed)) AS cancelled;
+SELECT regress.as_role('regress_agent_a', format($$SELECT pgjobs.batch_hand_back(ARRAY[%s]::bigint[], ARRAY[%L]::uuid[])$$, :doomed, regress.token(:doomed))) AS handed_back;
+SELECT command, status, attempt FROM pgjobs.batch_jobs WHERE id = :doomed;
+
+-- An administrator forgets a computer: its name is free for another agent role to register; a
+-- computer that is not registered is refused (42704) and nothing changes.
+SELECT pgjobs.batch_forget_computer('delta') AS forgotten;
+SELECT regress.error_of($$SELECT pgjobs.batch_forget_computer('delta')$$) AS again;
+SELECT regress.as_role('regress_agent_b', $$SELECT pgjobs.batch_register('delta')$$) AS taken_over;
+SELECT computer, agent FROM pgjobs.batch_computer_list WHERE computer = 'delta';

@@ -14,17 +14,18 @@ CREATE ROLE regress_cw_w2;
 CREATE ROLE regress_cw_w3;
 CREATE ROLE regress_cw_x2;             -- workers that are identities of their own
 CREATE ROLE regress_cw_x3;
+CREATE ROLE regress_cw_x4;             -- a worker of Alice's group only, for results that disagree
 CREATE ROLE regress_cw_mallory;        -- a supplier who forges results, with two proxies
 CREATE ROLE regress_cw_mallory_p1;
 CREATE ROLE regress_cw_mallory_p2;
 GRANT pgjobs_user TO regress_cw_owner, regress_cw_other, regress_cw_group_owner, regress_cw_supplier,
-    regress_cw_w1, regress_cw_w2, regress_cw_w3, regress_cw_x2, regress_cw_x3, regress_cw_mallory,
-    regress_cw_mallory_p1, regress_cw_mallory_p2;
+    regress_cw_w1, regress_cw_w2, regress_cw_w3, regress_cw_x2, regress_cw_x3, regress_cw_x4,
+    regress_cw_mallory, regress_cw_mallory_p1, regress_cw_mallory_p2;
 GRANT regress_cw_w1, regress_cw_w2, regress_cw_w3 TO regress_cw_supplier;
 GRANT regress_cw_mallory_p1, regress_cw_mallory_p2 TO regress_cw_mallory;
 GRANT USAGE ON SCHEMA regress TO regress_cw_owner, regress_cw_other, regress_cw_group_owner,
     regress_cw_supplier, regress_cw_w1, regress_cw_w2, regress_cw_w3, regress_cw_x2, regress_cw_x3,
-    regress_cw_mallory, regress_cw_mallory_p1, regress_cw_mallory_p2;
+    regress_cw_x4, regress_cw_mallory, regress_cw_mallory_p1, regress_cw_mallory_p2;
 SET ROLE regress_cw_supplier;
 SELECT pgjobs.jobs_add_proxy('regress_cw_w1'), pgjobs.jobs_add_proxy('regress_cw_w2'),
        pgjobs.jobs_add_proxy('regress_cw_w3');
@@ -387,6 +388,12 @@ SELECT slice_number, status FROM pgjobs.active_slices WHERE job_id = :rjob ORDER
 SELECT pgjobs.compute_deploy(regress.spec('{"flags": ["open"], "input": {"values": []}}')) AS ojob \gset
 SELECT pgjobs.compute_add_slices(:ojob, '["6", "7"]');
 SELECT regress.error_of(format('SELECT pgjobs.compute_add_slices(%s, count => 2)', :ojob)) AS refused;
+-- ... and one whose input is a pattern a count of more: the pattern's count follows its slices.
+SELECT pgjobs.compute_deploy(regress.spec('{"flags": ["open"], "input": {"pattern": "https://data.example/{slice}", "count": 2}}')) AS pjob \gset
+SELECT pgjobs.compute_add_slices(:pjob, count => 3) AS slices;
+SELECT regress.error_of(format('SELECT pgjobs.compute_add_slices(%s, ''["8"]'')', :pjob)) AS refused;
+SELECT data_storage_details::jsonb -> 'count' AS pattern_count, last_slice_number FROM pgjobs.compute_jobs WHERE job_id = :pjob;
+SELECT pgjobs.compute_cancel(:pjob);
 -- At most pg_jobs.compute_max_slices a call, which a superuser may lower or raise for a
 -- session and a member may not change.
 SELECT regress.error_of('SET pg_jobs.compute_max_slices = 10000000') AS member_raises;
@@ -490,6 +497,30 @@ JOIN pgjobs.workers w ON w.opaque_id = r.worker_opaque_id WHERE r.job_id = :gjob
 SET ROLE regress_cw_owner;
 SELECT pgjobs.compute_result_text(value) AS result FROM pgjobs.compute_results WHERE job_id = :gjob;
 RESET ROLE;
+
+-- Results that never agree: each copy of the slice, and each of the two tiebreakers, reports
+-- another result (x4, of an identity of its own, joins the group for the last); no result can
+-- win, and the job ends corrupted with no report accepted.
+SELECT regress.as_role('regress_cw_x4', $$SELECT pgjobs.compute_worker_register('x4', '["v8"]', '{"map-basic": "1.0.0"}') IS NOT NULL$$)
+           AS registered,
+       regress.as_role('regress_cw_x4', format('SELECT pgjobs.compute_worker_join(%L, ''alice-key'', ''alice-secret-long-enough'') IS NOT NULL',
+                                             :'g_alice')) AS joined;
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_deploy(regress.spec('{"input": {"range": {"start": 40, "end": 40}}, "duplication_level": 2,
+                                           "duplication_type": "consensus", "estimation_slices": 0}'
+                                          || current_setting('regress.alice')::jsonb)) AS kjob \gset
+RESET ROLE;
+SELECT r AS worker,
+       regress.as_role(r, format($$SELECT string_agg(s.slice_number || ' ' || s.outcome, ',')
+                                   FROM pgjobs.compute_submit((SELECT task_token FROM pgjobs.compute_fetch() LIMIT 1), '{1}', ARRAY[%L]) s$$,
+                                 said)) AS outcome
+FROM (VALUES (1, 'regress_cw_mallory', 'A'), (2, 'regress_cw_w1', 'B'), (3, 'regress_cw_x2', 'C'),
+             (4, 'regress_cw_x4', 'D')) v(turn, r, said) ORDER BY turn;
+SELECT r.copy, w.label, r.accepted FROM pgjobs.slice_reports r
+JOIN pgjobs.workers w ON w.opaque_id = r.worker_opaque_id WHERE r.job_id = :kjob ORDER BY r.id;
+SELECT status FROM pgjobs.compute_jobs WHERE job_id = :kjob;
+SELECT pgjobs._compute_fold() AS folded;
+SELECT regress.as_role('regress_cw_x4', format('SELECT pgjobs.compute_worker_leave(%L)', :'g_alice')) AS x4_left;
 
 -- NaN and Infinity are not money: every amount parameter of every public function (compute_deploy's
 -- offer, market_value and funds, compute_fund's amount) with NaN, Infinity, -Infinity, 1e300, -1,
