@@ -114,6 +114,19 @@ entry!(compute_worker_register, |fcinfo, arguments| {
     section.keep(worker.expect("the worker's opaque id"), UUIDOID)
 });
 
+/// The worker (of `owner`) in group `group_id`, once it has shown it may join; the group's id.
+fn join(section: &Section, group_id: i64, worker: Datum, owner: Datum) -> Datum {
+    section.run(
+        &JOIN,
+        parameters! {
+            group_id: Some(Datum::from(group_id)),
+            worker: Some(worker),
+            owner: Some(owner),
+        },
+    );
+    Datum::from(group_id)
+}
+
 // compute_worker_join(group_opaque_id, join_key, secret): the calling worker in the group, with
 // its join credentials (28P01 if wrong, the same for a group that does not exist); the group's id.
 entry!(compute_worker_join, |fcinfo, arguments| {
@@ -137,15 +150,7 @@ entry!(compute_worker_join, |fcinfo, arguments| {
             Some("The group's owner gives out its join key and secret (compute_group_set_secret)."),
         )
     };
-    section.run(
-        &JOIN,
-        parameters! {
-            group_id: Some(Datum::from(group_id)),
-            worker: Some(worker),
-            owner: Some(owner),
-        },
-    );
-    Datum::from(group_id)
+    join(&section, group_id, worker, owner)
 });
 
 /// The join challenges a worker may hold at once, each for another group: a worker asking for
@@ -239,15 +244,7 @@ entry!(compute_worker_join_signed, |fcinfo, arguments| {
             Some("Sign with the key of the address the group's owner set as its join_address."),
         )
     };
-    section.run(
-        &JOIN,
-        parameters! {
-            group_id: Some(Datum::from(group_id)),
-            worker: Some(worker),
-            owner: Some(owner),
-        },
-    );
-    Datum::from(group_id)
+    join(&section, group_id, worker, owner)
 });
 
 // _join_address_ok(address): true for an address a group may have as its join_address, else
