@@ -1727,6 +1727,8 @@ def batch_agents():
     # Leftovers of an earlier run (a job of `true` with the same argument would be replaced).
     poster.execute("SELECT pgjobs.batch_cancel(ARRAY(SELECT id FROM pgjobs.batch_jobs "
                    "WHERE status NOT IN ('COMPLETED', 'ERROR', 'CANCEL')))")
+    log(f"batch agents: posting {POSTS} jobs, rolled back, each way")
+    posting = posting_rates(poster)
     logs = ROOT / "target" / "bench"
     logs.mkdir(parents=True, exist_ok=True)
     agents = []
@@ -1782,6 +1784,7 @@ def batch_agents():
                 process.kill()
         poster.close()
     alone = processes_alone(AGENT_JOBS, AGENT_COUNT * AGENT_SLOTS)
+    queue_add = posting["the queue's jobs_add_batch, 1,000 a call"]
     lines = [
         f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; {AGENT_COUNT} agents "
         f"(`pg_jobs_agent --batchjobs {AGENT_SLOTS}`, computers bench-1 and bench-2) on this machine, "
@@ -1801,11 +1804,55 @@ def batch_agents():
         *[f"| agent {n} VmRSS idle, KiB | {kib:,} |" for n, kib in enumerate(idle, 1)],
         *[f"| agent {n} VmRSS busy (peak sampled), KiB | {kib:,} |" for n, kib in enumerate(busy, 1)],
         *[f"| agent {n}'s sentinel VmRSS, KiB | {kib:,} |" for n, kib in enumerate(sentinel_rss, 1)],
+        "",
+        f"Posting {POSTS:,} batch jobs of `true` for ANY by the poster's role, in one transaction rolled back "
+        f"(the best of 3), milliseconds a job; beside them the queue's batch add of as many jobs with the same payload.",
+        "",
+        "| Posting | ms a job | ÷ the queue's jobs_add_batch |",
+        "|---|---:|---:|",
+        *[f"| {name} | {ms:.3f} | {ms / queue_add:.2f} |" for name, ms in posting.items()],
     ]
     table = "\n".join(lines) + "\n"
     AGENT_OUTPUT.write_text(table)
     print(table)
     return table
+
+
+POSTS = 2000
+
+
+def posting_rates(poster):
+    """Milliseconds a job of posting POSTS batch jobs of `true` for ANY, each in a transaction
+    rolled back (nothing is left for the agents): batch_post one a call (one statement for all),
+    batch_post_many 1,000 a call, and beside them the queue's jobs_add_batch of 1,000 jobs with
+    the same payload, without keys and with one each (a batch job's key is its command's hash)."""
+    run = time.time_ns()
+    posts = [{"command": "true", "args": [f"{run}:{i}"]} for i in range(POSTS)]
+    jobs = [{"task": "batch", "payload": post} for post in posts]
+    keyed = [dict(job, key=f"{run}:{i}") for i, job in enumerate(jobs)]
+    calls = {
+        "batch_post, one a call": [("SELECT count(pgjobs.batch_post('true', ARRAY[%s::text || ':' || i])) "
+                                    "FROM generate_series(0, %s - 1) i", (str(run), POSTS))],
+        "batch_post_many, 1,000 a call": [("SELECT count(*) FROM pgjobs.batch_post_many(%s)",
+                                           (json.dumps(posts[i:i + 1000]),)) for i in range(0, POSTS, 1000)],
+        "the queue's jobs_add_batch, 1,000 a call": [("SELECT count(*) FROM pgjobs.jobs_add_batch(%s)",
+                                                      (json.dumps(jobs[i:i + 1000]),)) for i in range(0, POSTS, 1000)],
+        "the queue's jobs_add_batch, 1,000 a call, each with a key": [
+            ("SELECT count(*) FROM pgjobs.jobs_add_batch(%s)", (json.dumps(keyed[i:i + 1000]),))
+            for i in range(0, POSTS, 1000)],
+    }
+    rates = {}
+    for name, statements in calls.items():
+        best = None
+        for _ in range(3):
+            with poster.transaction(force_rollback=True):
+                started = time.perf_counter()
+                for statement, params in statements:
+                    poster.execute(statement, params)
+                elapsed = time.perf_counter() - started
+            best = elapsed if best is None else min(best, elapsed)
+        rates[name] = best * 1000 / POSTS
+    return rates
 
 
 def processes_alone(count, parallel):

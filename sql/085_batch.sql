@@ -520,6 +520,15 @@ COMMENT ON FUNCTION batch_post IS
     'whose jobs must complete first.';
 GRANT EXECUTE ON FUNCTION batch_post TO pgjobs_user;
 
+CREATE FUNCTION batch_post_many(posts jsonb) RETURNS SETOF bigint
+LANGUAGE c AS 'MODULE_PATHNAME', 'batch_post_many';
+COMMENT ON FUNCTION batch_post_many IS
+    'Posts many commands in one call, as batch_post would one after another, and returns their '
+    'jobs'' ids in the order given. Each object takes batch_post''s parameters (a field left out '
+    'or null takes its default), and "after": places (from 1) of earlier posts of the same call '
+    'that it waits for.';
+GRANT EXECUTE ON FUNCTION batch_post_many TO pgjobs_user;
+
 CREATE FUNCTION batch_cancel(ids bigint[]) RETURNS TABLE (id bigint, status text)
 LANGUAGE c AS 'MODULE_PATHNAME', 'batch_cancel';
 COMMENT ON FUNCTION batch_cancel IS

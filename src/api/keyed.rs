@@ -48,10 +48,14 @@ pub(crate) fn keyed_hash(text: &str) -> [u8; 8] {
 entry!(_lock_key, |fcinfo, arguments| {
     let class = arguments.class.datum().expect("strict");
     let class = pg_sys::DirectFunctionCall1Coll(Some(postgres_enum_out), pg_sys::InvalidOid, class);
-    let object = arguments.object.get().expect("strict");
-    let key = format!(
-        "{}/{object}",
-        CStr::from_ptr(class.cast_mut_ptr()).to_string_lossy()
-    );
-    Datum::from(i64::from_be_bytes(keyed_hash(&key)))
+    let object: String = arguments.object.get().expect("strict");
+    Datum::from(lock_key(
+        &CStr::from_ptr(class.cast_mut_ptr()).to_string_lossy(),
+        &object,
+    ))
 });
+
+/// The key of the advisory lock of `object` in `class` (a lock_class's label), as _lock_key.
+pub(crate) fn lock_key(class: &str, object: &str) -> i64 {
+    i64::from_be_bytes(keyed_hash(&format!("{class}/{object}")))
+}

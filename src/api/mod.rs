@@ -8,6 +8,7 @@ pub mod arguments;
 pub mod at_commit;
 pub mod batch;
 pub mod batch_agent;
+pub mod batch_post;
 pub mod batch_reads;
 pub mod batch_waits;
 pub mod cached;

@@ -340,14 +340,14 @@ pub(super) const CONCURRENCY_KEY_BYTES: usize = 1000;
 const KEY_RULES: [&str; 4] = ["skip", "replace", "debounce", "throttle"];
 
 /// An error found in a job to add, raised with the job's place in its batch.
-struct Problem {
+pub(crate) struct Problem {
     code: PgSqlErrorCode,
     message: String,
     hint: Option<&'static str>,
 }
 
 impl Problem {
-    fn invalid(message: impl Into<String>, hint: Option<&'static str>) -> Self {
+    pub(crate) fn invalid(message: impl Into<String>, hint: Option<&'static str>) -> Self {
         Problem {
             code: PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             message: message.into(),
@@ -355,7 +355,7 @@ impl Problem {
         }
     }
 
-    fn null(message: &str, hint: Option<&'static str>) -> Self {
+    pub(crate) fn null(message: &str, hint: Option<&'static str>) -> Self {
         Problem {
             code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
             message: message.into(),
@@ -363,7 +363,7 @@ impl Problem {
         }
     }
 
-    fn raise(self, place: Option<usize>) -> ! {
+    pub(crate) fn raise(self, place: Option<usize>) -> ! {
         let message = match place {
             Some(n) => format!("{} (job {n} of the batch)", self.message),
             None => self.message,
@@ -453,8 +453,16 @@ fn check_lease(lease: Option<Datum>) {
 /// Adds jobs for `owner`; returns each job's id in the batch's order, or the id of the job that
 /// holds its key.
 pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
-    // Read once per call, not once per job.
-    let defaults: [Option<Datum>; FIELDS] = [
+    let mut ids = add_free(section, owner, specs);
+    if ids.iter().any(Option::is_none) {
+        take_keys(section, owner, specs, &defaults(), &mut ids);
+    }
+    ids.into_iter().flatten().collect()
+}
+
+/// The values of the fields a spec leaves out: read once per add, not once per job.
+fn defaults() -> [Option<Datum>; FIELDS] {
+    [
         None,
         Some(input("{}", pg_sys::JSONBOID)),
         "default".into_datum(),
@@ -468,7 +476,13 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
         None,
         None,
         None,
-    ];
+    ]
+}
+
+/// Adds the jobs of `specs` whose keys are free (or that have none) for `owner`; returns each
+/// job's id in the batch's order, None where its key was taken: no rule of a taken key applied.
+pub(crate) fn add_free(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<Option<i64>> {
+    let defaults = defaults();
     let keyed = specs.iter().any(|spec| spec.get(Field::Key).is_some());
     let one = specs.len() == 1 && !keyed;
     let skip = "skip".into_datum();
@@ -536,14 +550,9 @@ pub(crate) fn add(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<i64> {
             .filter(|(.., ready)| *ready)
             .map(|(_, by, queue, _)| (*by, queue.as_str())),
     );
-    let mut ids: Vec<Option<i64>> = rows
-        .iter()
+    rows.iter()
         .map(|row| row.as_ref().map(|(id, ..)| *id))
-        .collect();
-    if ids.iter().any(Option::is_none) {
-        take_keys(section, owner, specs, &defaults, &mut ids);
-    }
-    ids.into_iter().flatten().collect()
+        .collect()
 }
 
 /// A job that row `row` of `rows` placed in its queue (added, or due again), from the columns

@@ -31,6 +31,7 @@ FROM (VALUES ('regress_batch_poster'), ('regress_batch_other'), ('regress_batch_
 -- (Each statement runs in the state the ones before it left.)
 SELECT role, call, regress.as_role(role, statement) AS result
 FROM (VALUES (1, 'post', $$SELECT pgjobs.batch_post('x')::text$$),
+             (1, 'post many', $$SELECT count(*)::text FROM pgjobs.batch_post_many('[{"command": "x"}, {"command": "y", "after": [1]}]')$$),
              (2, 'claim alpha', $$SELECT string_agg(id::text, ',') FROM pgjobs.batch_claim('alpha', 5)$$),
              (3, 'claim beta', $$SELECT string_agg(id::text, ',') FROM pgjobs.batch_claim('beta', 5)$$),
              (3, 'report to alpha', $$SELECT count(*)::text FROM pgjobs.batch_report_and_claim('alpha', 0)$$),

@@ -1,0 +1,828 @@
+//! Posting batch jobs (`sql/085_batch.sql`): `batch_post`, `batch_post_many` and the routines'
+//! scheduler's `_batch_post`; a post's checks, its command (the job's spec and key), its
+//! dependencies, and its job added, or the waiting job of its command replaced. Statements in
+//! `batch_post.sql`. The rest of the poster's side (cancel, release) and the counts: batch.rs.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::ops::Range;
+
+use pgrx::pg_sys::{self, Datum, Oid, BOOLOID, INT8OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
+use pgrx::prelude::*;
+use pgrx::{FromDatum, IntoDatum, JsonB};
+
+use super::batch::tally;
+use super::batch_waits::check_cycle;
+use super::call::{invalid, materialize, refuse, Caller, Planning, Section, Statement};
+use super::datum::{array, elements, input, int8_array, literal_or_null, output, seconds};
+use super::identity::_identity_of;
+use super::keyed::lock_key;
+use super::queue::{add, add_free, check_all, return_ids, Field, Problem, Spec};
+use crate::{entry, gucs, named_statements, parameters};
+
+named_statements!(include_str!("batch_post.sql"));
+
+static POSTS: Statement = statement("posts");
+static COMPUTER_KNOWN: Statement = statement("computer_known");
+static COMMANDS: Statement = statement("commands");
+static PAYLOADS: Statement = statement("payloads");
+/// By the primary key, as WAITING_JOB.
+static KEYS_TAKEN: Statement = Statement::new(STATEMENTS, "keys_taken", Planning::Probes);
+static JOB_OF_HASH: Statement = statement("job_of_hash");
+static LOCK_DEPENDENCIES: Statement = statement("lock_dependencies");
+static WAITING_FOR: Statement = statement("waiting_for");
+static TRY_TURN: Statement = statement("try_turn");
+static SHORTEN_LOCK_WAITS: Statement = statement("shorten_lock_waits");
+static RESTORE_LOCK_WAITS: Statement = statement("restore_lock_waits");
+static TAKE_TURNS: Statement = statement("take_turns");
+/// A job found by its key's row, by primary keys only: found through the indexes of jobs, the
+/// plan, before ANALYZE had seen the jobs, read the owner's index (alone, or in a bitmap AND with
+/// the key's), which is every job of the poster on every post (0.5 ms a post with 2,000 posted,
+/// growing with them).
+static WAITING_JOB: Statement = Statement::new(STATEMENTS, "waiting_job", Planning::Probes);
+static WAITING_JOB_NOWAIT: Statement =
+    Statement::new(STATEMENTS, "waiting_job_nowait", Planning::Probes);
+static MADE_NOW: Statement = statement("made_now");
+static STILL_WAITING: Statement = statement("still_waiting");
+static CLEAR_WAITS: Statement = statement("clear_waits");
+/// The jobs by their primary key (id = ANY: no other index has the id).
+static ADD_WAITS: Statement = Statement::new(STATEMENTS, "add_waits", Planning::Probes);
+
+/// A post's arguments, as batch_post and _batch_post name them, and each object of
+/// batch_post_many's array.
+struct Post {
+    command: Option<Datum>,
+    args: Option<Datum>,
+    computer: Option<Datum>,
+    kind: Option<Datum>,
+    routine: Option<Datum>,
+    cwd: Option<Datum>,
+    shell: Option<Datum>,
+    depends_on: Option<Datum>,
+    run_at: Option<Datum>,
+    max_attempts: Option<Datum>,
+    priority: Option<Datum>,
+    revision: Option<Datum>,
+    env: Option<Datum>,
+    extra: Option<Datum>,
+}
+
+/// The keys of batch_post_many's objects: [`Post`]'s fields, in their order (the columns of
+/// the `posts` statement), and the earlier posts of the call a post waits for.
+const POST_KEYS: [&str; 15] = [
+    "command",
+    "args",
+    "computer",
+    "kind",
+    "routine",
+    "cwd",
+    "shell",
+    "depends_on",
+    "run_at",
+    "max_attempts",
+    "priority",
+    "revision",
+    "env",
+    "extra",
+    "after",
+];
+
+const POSTS_HINT: &str = "Each object takes the parameters of batch_post, and \"after\": \
+    [{\"command\": \"make\", \"args\": [\"all\"]}, {\"command\": \"make\", \"args\": [\"check\"], \"after\": [1]}].";
+
+/// The [`Post`] of a call's arguments (batch_post's or _batch_post's).
+macro_rules! post_of {
+    ($arguments:expr) => {{
+        let arguments = &$arguments;
+        Post {
+            command: arguments.command.datum(),
+            args: arguments.args.datum(),
+            computer: arguments.computer.datum(),
+            kind: arguments.kind.datum(),
+            routine: arguments.routine.datum(),
+            cwd: arguments.cwd.datum(),
+            shell: arguments.shell.datum(),
+            depends_on: arguments.depends_on.datum(),
+            run_at: arguments.run_at.datum(),
+            max_attempts: arguments.max_attempts.datum(),
+            priority: arguments.priority.datum(),
+            revision: arguments.revision.datum(),
+            env: arguments.env.datum(),
+            extra: arguments.extra.datum(),
+        }
+    }};
+}
+
+/// batch_post_many's posts, and the places (from 1) of the earlier posts each waits for.
+fn posts_of(section: &Section, posts: Option<Datum>) -> (Vec<Post>, Vec<Vec<i64>>) {
+    if !posts.is_some_and(is_json_array) {
+        invalid("posts must be a JSON array of objects", Some(POSTS_HINT));
+    }
+    let keys: Vec<Option<Datum>> = POST_KEYS.iter().map(|key| key.into_datum()).collect();
+    let rows = section.run(
+        &POSTS,
+        parameters! { posts, fields: Some(array(TEXTOID, &keys)) },
+    );
+    (0..rows.len())
+        .map(|row| {
+            let place = row + 1;
+            if rows.get::<bool>(row, 0) != Some(true) {
+                invalid(
+                    format!("posts must be a JSON array of objects (job {place} of the batch)"),
+                    Some(POSTS_HINT),
+                );
+            }
+            if let Some(unknown) = rows.get::<String>(row, 16) {
+                let expected: Vec<String> = POST_KEYS.iter().map(|key| format!("`{key}`")).collect();
+                invalid(
+                    format!(
+                        "unknown field `{unknown}`, expected one of {} (job {place} of the batch)",
+                        expected.join(", ")
+                    ),
+                    Some(POSTS_HINT),
+                );
+            }
+            let field = |n: usize| rows.datum(row, n + 1);
+            let post = Post {
+                command: field(0),
+                args: field(1),
+                computer: field(2),
+                kind: field(3),
+                routine: field(4),
+                cwd: field(5),
+                shell: field(6),
+                depends_on: field(7),
+                run_at: field(8),
+                max_attempts: field(9),
+                priority: field(10),
+                revision: field(11),
+                env: field(12),
+                extra: field(13),
+            };
+            let after = rows
+                .get::<Vec<Option<i64>>>(row, 15)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|at| {
+                    at.filter(|&at| (1..place as i64).contains(&at))
+                        .unwrap_or_else(|| {
+                            invalid(
+                                format!(
+                                    "after must name earlier posts of the batch, from 1, not {} (job {place} of the batch)",
+                                    at.map_or("null".into(), |at| at.to_string())
+                                ),
+                                Some("\"after\": [1, 2] makes a job wait for the first two jobs of the same call."),
+                            )
+                        })
+                })
+                .collect();
+            (post, after)
+        })
+        .unzip()
+}
+
+/// Whether a jsonb value is an array (not a scalar, which jsonb keeps as an array of one).
+fn is_json_array(jsonb: Datum) -> bool {
+    let header = unsafe {
+        (*pg_sys::pg_detoast_datum(jsonb.cast_mut_ptr()).cast::<pg_sys::Jsonb>())
+            .root
+            .header
+    };
+    header & pg_sys::JB_FARRAY != 0 && header & pg_sys::JB_FSCALAR == 0
+}
+
+fn text(datum: Option<Datum>) -> Option<String> {
+    datum.and_then(|d| unsafe { String::from_datum(d, false) })
+}
+
+/// A post's computer and its args as a JSON array, or what is wrong with it.
+fn check_post(post: &Post) -> Result<(String, Datum), Problem> {
+    let kind = text(post.kind);
+    if !matches!(kind.as_deref(), Some("batch" | "routine" | "kill")) {
+        return Err(Problem::invalid(
+            format!("unknown job kind {}", literal_or_null(kind.as_deref())),
+            Some("A batch job's kind is batch, routine or kill."),
+        ));
+    }
+    let computer = text(post.computer);
+    if kind.as_deref() == Some("kill") {
+        let routine = text(post.routine);
+        if routine.as_deref().is_none_or(str::is_empty)
+            || computer.as_deref().is_none_or(|c| c == "ANY")
+        {
+            return Err(Problem::invalid(
+                "a kill job names the routine to end and its computer",
+                Some("For example batch_post('', kind => 'kill', routine => 'reports', computer => 'alpha')."),
+            ));
+        }
+    } else if text(post.command).is_none_or(|c| c.trim_matches(' ').is_empty()) {
+        return Err(Problem::invalid(
+            "command must not be empty",
+            Some("Name the program to run, for example batch_post('backup', ARRAY['--full'])."),
+        ));
+    }
+    let Some(args) = post.args.and_then(args_json) else {
+        return Err(Problem::invalid(
+            "args must be an array of text without nulls",
+            Some("Pass '{}' for no arguments."),
+        ));
+    };
+    let env = post
+        .env
+        .and_then(|env| unsafe { JsonB::from_datum(env, false) })
+        .map(|env| env.0);
+    if !env
+        .as_ref()
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|env| env.values().all(serde_json::Value::is_string))
+    {
+        return Err(Problem::invalid(
+            "env must be an object of strings",
+            Some(r#"For example '{"LANG": "C.UTF-8"}'."#),
+        ));
+    }
+    let Some(computer) = computer else {
+        return Err(Problem::null("computer must not be null", None));
+    };
+    Ok((computer, args))
+}
+
+/// A text[] of one dimension (or none) without nulls as a JSON array of its strings.
+fn args_json(args: Datum) -> Option<Datum> {
+    let dimensions = unsafe {
+        (*pg_sys::pg_detoast_datum(args.cast_mut_ptr()).cast::<pg_sys::ArrayType>()).ndim
+    };
+    let args: Option<Vec<String>> = elements(args).into_iter().map(text).collect();
+    (dimensions <= 1).then_some(())?;
+    Some(input(
+        serde_json::to_string(&args?).expect("strings"),
+        JSONBOID,
+    ))
+}
+
+fn check_computer(section: &Section, computer: &str) {
+    if section
+        .run(
+            &COMPUTER_KNOWN,
+            parameters! { computer: computer.into_datum() },
+        )
+        .get::<bool>(0, 0)
+        != Some(true)
+    {
+        refuse(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("unknown computer \"{computer}\""),
+            Some("A computer is known once its agent has registered; see pgjobs.batch_computer_list, or post for ANY."),
+        );
+    }
+}
+
+/// What a post adds: its command as its job's spec, the spec's hash (the job's key, and the
+/// command hash a dependency names), and the queue's spec of its job, without its payload.
+struct Command {
+    spec: Datum,
+    hash: String,
+    job: Spec,
+}
+
+/// Checks posts and makes their commands, in order: refuses the first bad post (with its place,
+/// when there are several).
+fn commands(section: &Section, posts: &[Post]) -> Vec<Command> {
+    let place = |n: usize| (posts.len() > 1).then_some(n + 1);
+    let (computers, args): (Vec<String>, Vec<Option<Datum>>) = posts
+        .iter()
+        .enumerate()
+        .map(|(n, post)| {
+            let (computer, args) =
+                check_post(post).unwrap_or_else(|problem| problem.raise(place(n)));
+            (computer, Some(args))
+        })
+        .unzip();
+    let known: BTreeSet<&String> = computers.iter().filter(|c| *c != "ANY").collect();
+    for computer in known {
+        check_computer(section, computer);
+    }
+    let column = |type_oid, field: fn(&Post) -> Option<Datum>| {
+        Some(array(
+            type_oid,
+            &posts.iter().map(field).collect::<Vec<_>>(),
+        ))
+    };
+    let rows = section.run(
+        &COMMANDS,
+        parameters! {
+            kind: column(TEXTOID, |post| post.kind),
+            computer: column(TEXTOID, |post| post.computer),
+            routine: column(TEXTOID, |post| post.routine),
+            command: column(TEXTOID, |post| post.command),
+            args: Some(array(JSONBOID, &args)),
+            cwd: column(TEXTOID, |post| post.cwd),
+            shell: column(BOOLOID, |post| post.shell),
+            env: column(JSONBOID, |post| post.env),
+        },
+    );
+    let commands: Vec<Command> = posts
+        .iter()
+        .zip(&computers)
+        .enumerate()
+        .map(|(row, (post, computer))| {
+            let hash = rows.datum(row, 1).expect("a hash");
+            let mut job = Spec::empty();
+            job.set(Field::Task, post.kind);
+            job.set(
+                Field::Queue,
+                format!("pg_jobs.batch:{computer}").into_datum(),
+            );
+            job.set(Field::Priority, post.priority.or(Some(Datum::from(0i32))));
+            job.set(Field::RunAt, post.run_at);
+            job.set(
+                Field::MaxAttempts,
+                post.max_attempts.or(Some(Datum::from(1i32))),
+            );
+            job.set(Field::Lease, Some(seconds(gucs::BATCH_SILENCE.get())));
+            job.set(Field::Key, Some(hash));
+            Command {
+                spec: rows.datum(row, 0).expect("a spec"),
+                hash: rows.get(row, 1).expect("a hash"),
+                job,
+            }
+        })
+        .collect();
+    let jobs: Vec<Spec> = commands.iter().map(|command| command.job).collect();
+    check_all(&jobs, true, false);
+    commands
+}
+
+/// A dependency as a post names it: a job's id, or a command's hash.
+enum Dependency {
+    Job(i64),
+    Command(String),
+}
+
+/// A post's dependencies as it names them, or the first malformed one.
+fn named_dependencies(given: Option<Datum>) -> Result<Vec<Dependency>, Problem> {
+    let given: Vec<Option<String>> = given.map_or_else(Vec::new, |given| {
+        elements(given).into_iter().map(text).collect()
+    });
+    given
+        .into_iter()
+        .map(|given| match given {
+            Some(id) if (1..=18).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_digit()) => {
+                Ok(Dependency::Job(id.parse().expect("digits")))
+            }
+            Some(hash)
+                if hash.len() == 64
+                    && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) =>
+            {
+                Ok(Dependency::Command(hash))
+            }
+            other => Err(Problem::invalid(
+                format!("malformed dependency {}", literal_or_null(other.as_deref())),
+                Some(
+                    "A dependency is a job id or a command hash (64 lowercase hexadecimal digits).",
+                ),
+            )),
+        })
+        .collect()
+}
+
+/// The ids of a post's dependencies: a command hash is the job of a post before it in the same
+/// call (`in_call`), else the poster's latest job with that hash.
+fn resolve(
+    section: &Section,
+    poster: Oid,
+    named: &[Dependency],
+    in_call: impl Fn(&str) -> Option<i64>,
+) -> Vec<i64> {
+    named
+        .iter()
+        .map(|dependency| match dependency {
+            Dependency::Job(id) => *id,
+            Dependency::Command(hash) => in_call(hash).unwrap_or_else(|| {
+                section
+                    .run(
+                        &JOB_OF_HASH,
+                        parameters! {
+                            owner: Some(Datum::from(poster)),
+                            hash: hash.as_str().into_datum(),
+                        },
+                    )
+                    .get::<i64>(0, 0)
+                    .unwrap_or_else(|| {
+                        refuse(
+                            PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION,
+                            format!("no job of yours has the command hash {hash}"),
+                            None,
+                        )
+                    })
+            }),
+        })
+        .collect()
+}
+
+/// Of `dependencies`, the jobs to wait for (see the `waiting_for` statement); the live ones are
+/// locked until this transaction ends, so none finishes unseen. Refuses a job not the poster's.
+fn waiting_for(section: &Section, poster: Oid, dependencies: &[i64]) -> Vec<i64> {
+    if dependencies.is_empty() {
+        return Vec::new();
+    }
+    let given = parameters! {
+        dependencies: Some(int8_array(dependencies.iter().copied())),
+        owner: Some(Datum::from(poster)),
+    };
+    section.run(&LOCK_DEPENDENCIES, given);
+    let found = section.run(&WAITING_FOR, given);
+    if let Some(stranger) = found.get::<i64>(0, 1) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_FOREIGN_KEY_VIOLATION,
+            format!("job {stranger} is not one of your jobs"),
+            Some("A batch job can depend only on jobs of its own owner."),
+        );
+    }
+    found.get::<Vec<i64>>(0, 0).unwrap_or_default()
+}
+
+/// The payloads of posts' jobs, in order, from each post, its command and its dependencies.
+fn payloads<'a>(
+    section: &Section,
+    posts: impl Iterator<Item = (&'a Post, &'a Command, &'a [i64])>,
+) -> Vec<Datum> {
+    let mut columns: [Vec<Option<Datum>>; 5] = Default::default();
+    for (post, command, dependencies) in posts {
+        let ids: Vec<String> = dependencies.iter().map(i64::to_string).collect();
+        let row = [
+            Some(command.spec),
+            post.revision,
+            post.extra,
+            Some(input(format!("[{}]", ids.join(",")), JSONBOID)),
+            post.run_at,
+        ];
+        for (column, value) in columns.iter_mut().zip(row) {
+            column.push(value);
+        }
+    }
+    let [spec, revision, extra, depends_on, run_at] = columns;
+    let rows = section.run(
+        &PAYLOADS,
+        parameters! {
+            spec: Some(array(JSONBOID, &spec)),
+            revision: Some(array(JSONBOID, &revision)),
+            extra: Some(array(JSONBOID, &extra)),
+            depends_on: Some(array(JSONBOID, &depends_on)),
+            run_at: Some(array(TIMESTAMPTZOID, &run_at)),
+        },
+    );
+    (0..rows.len())
+        .map(|row| rows.datum(row, 0).expect("a payload"))
+        .collect()
+}
+
+/// The poster's turn for a command: one of 16 advisory locks of the poster, by the first digit
+/// of the command's hash (see [`post`]).
+fn turn(poster: Oid, hash: &str) -> i64 {
+    lock_key("batch_post", &format!("{}/{}", poster.to_u32(), &hash[..1]))
+}
+
+/// Takes, shared, the poster's turns for its commands `hashes`.
+fn take_turns<'a>(section: &Section, poster: Oid, hashes: impl Iterator<Item = &'a str>) {
+    let turns: BTreeSet<i64> = hashes.map(|hash| turn(poster, hash)).collect();
+    section.run(
+        &TAKE_TURNS,
+        parameters! { lock_keys: Some(int8_array(turns)) },
+    );
+}
+
+/// Has each of `jobs` (the poster's) wait for the job beside it in `on_jobs`.
+fn add_waits(section: &Section, poster: Oid, jobs: &[i64], on_jobs: &[i64]) {
+    section.run(
+        &ADD_WAITS,
+        parameters! {
+            jobs: Some(int8_array(jobs.iter().copied())),
+            on_jobs: Some(int8_array(on_jobs.iter().copied())),
+            owner: Some(Datum::from(poster)),
+        },
+    );
+}
+
+/// Posts commands for `poster` as batch_post would one after another, and returns their jobs'
+/// ids in order; `after`: each post's places (from 1) of the earlier posts it waits for.
+///
+/// Posts are added in runs, each a few statements for all its posts ([`add_run`], where
+/// [`post`] runs about ten for one): a post that names one of the run before it (its command
+/// again, or as a dependency) ends the run, so that it finds that post's job. A command posted
+/// again in the call replaces the job its earlier post made, through [`post`].
+fn post_all(section: &Section, poster: Oid, posts: &[Post], after: &[Vec<i64>]) -> Vec<i64> {
+    let commands = commands(section, posts);
+    let named: Vec<Vec<Dependency>> = posts
+        .iter()
+        .enumerate()
+        .map(|(n, post)| {
+            named_dependencies(post.depends_on)
+                .unwrap_or_else(|problem| problem.raise((posts.len() > 1).then_some(n + 1)))
+        })
+        .collect();
+    let mut ids: Vec<Option<i64>> = vec![None; posts.len()];
+    let mut dependencies: Vec<Vec<i64>> = Vec::with_capacity(posts.len());
+    // Each command's last post so far, and where the run not added yet starts.
+    let mut last_post: HashMap<&str, usize> = HashMap::new();
+    let mut run_start = 0;
+    for n in 0..posts.len() {
+        let hash = commands[n].hash.as_str();
+        let earlier = last_post.get(hash).copied();
+        let in_run = |post: Option<usize>| post.is_some_and(|post| post >= run_start);
+        if in_run(earlier)
+            || after[n].iter().any(|&at| in_run(Some(at as usize - 1)))
+            || named[n].iter().any(|dependency| {
+                matches!(dependency, Dependency::Command(hash) if in_run(last_post.get(hash.as_str()).copied()))
+            })
+        {
+            add_run(section, poster, posts, &commands, &dependencies, run_start..n, &mut ids);
+            run_start = n;
+        }
+        let mut own = resolve(section, poster, &named[n], |hash| {
+            last_post.get(hash).map(|&post| ids[post].expect("added"))
+        });
+        own.extend(
+            after[n]
+                .iter()
+                .map(|&at| ids[at as usize - 1].expect("added")),
+        );
+        dependencies.push(own);
+        if earlier.is_some() {
+            ids[n] = Some(post(
+                section,
+                poster,
+                &posts[n],
+                &commands[n],
+                &dependencies[n],
+                false,
+            ));
+            run_start = n + 1;
+        }
+        last_post.insert(hash, n);
+    }
+    add_run(
+        section,
+        poster,
+        posts,
+        &commands,
+        &dependencies,
+        run_start..posts.len(),
+        &mut ids,
+    );
+    ids.into_iter().map(|id| id.expect("posted")).collect()
+}
+
+/// Adds the jobs of the posts `run`, each of a command no post before it in the call names: one
+/// statement each for their keys, dependencies, payloads, turns, jobs, waits and counts. A post
+/// whose command's job is live (its key taken, or taken meanwhile by another transaction's post)
+/// is posted by [`post`], which replaces the job if it waits.
+fn add_run(
+    section: &Section,
+    poster: Oid,
+    posts: &[Post],
+    commands: &[Command],
+    dependencies: &[Vec<i64>],
+    run: Range<usize>,
+    ids: &mut [Option<i64>],
+) {
+    if run.is_empty() {
+        return;
+    }
+    let hashes: Vec<Option<Datum>> = run
+        .clone()
+        .map(|n| commands[n].hash.as_str().into_datum())
+        .collect();
+    let taken = section.run(
+        &KEYS_TAKEN,
+        parameters! {
+            owner: Some(Datum::from(poster)),
+            hashes: Some(array(TEXTOID, &hashes)),
+        },
+    );
+    let taken: HashSet<String> = (0..taken.len())
+        .filter_map(|row| taken.get(row, 0))
+        .collect();
+    let fresh: Vec<usize> = run
+        .clone()
+        .filter(|&n| !taken.contains(&commands[n].hash))
+        .collect();
+    if !fresh.is_empty() {
+        let all: BTreeSet<i64> = fresh
+            .iter()
+            .flat_map(|&n| dependencies[n].iter().copied())
+            .collect();
+        let waiting: HashSet<i64> =
+            waiting_for(section, poster, &all.into_iter().collect::<Vec<_>>())
+                .into_iter()
+                .collect();
+        let payloads = payloads(
+            section,
+            fresh
+                .iter()
+                .map(|&n| (&posts[n], &commands[n], dependencies[n].as_slice())),
+        );
+        take_turns(
+            section,
+            poster,
+            fresh.iter().map(|&n| commands[n].hash.as_str()),
+        );
+        // Added under the rule replace, which frees the key when the job finishes.
+        let replace = "replace".into_datum();
+        let jobs: Vec<Spec> = fresh
+            .iter()
+            .zip(payloads)
+            .map(|(&n, payload)| {
+                let mut job = commands[n].job;
+                job.set(Field::Payload, Some(payload));
+                job.set(Field::OnConflict, replace);
+                job
+            })
+            .collect();
+        let added = add_free(section, poster, &jobs);
+        let (mut waits, mut on_jobs) = (Vec::new(), Vec::new());
+        for (&n, id) in fresh.iter().zip(&added) {
+            let Some(id) = *id else { continue };
+            for &on_job in dependencies[n]
+                .iter()
+                .filter(|on_job| waiting.contains(on_job))
+            {
+                waits.push(id);
+                on_jobs.push(on_job);
+            }
+        }
+        if !waits.is_empty() {
+            add_waits(section, poster, &waits, &on_jobs);
+        }
+        let new: Vec<i64> = added.iter().flatten().copied().collect();
+        if !new.is_empty() {
+            tally(section, int8_array(new), 1, false);
+        }
+        for (&n, id) in fresh.iter().zip(added) {
+            ids[n] = id;
+        }
+    }
+    for n in run {
+        if ids[n].is_none() {
+            ids[n] = Some(post(
+                section,
+                poster,
+                &posts[n],
+                &commands[n],
+                &dependencies[n],
+                false,
+            ));
+        }
+    }
+}
+
+/// Posts a command for `poster` whose job may be live; returns the job's id. Posting a command
+/// again while its job still waits replaces that job (same id).
+///
+/// Posts of one command take turns on the row of its waiting job, locked before anything about
+/// it is read, as the replace's update would lock it: what it counted in batch_tally is
+/// subtracted, and what it counts once posted added. A post that sees no such job adds one with
+/// rule skip: if a post of the same command made one meanwhile, the key's unique index has this
+/// post wait for that post's transaction (the same identity's), and gives it that job, which it
+/// then locks and replaces here. No lock per command is held to the end of the transaction: one
+/// transaction posting 14,000 commands filled the server's lock table.
+///
+/// Every post holds, shared, one of 16 advisory locks of its poster (by the first digit of the
+/// hash; so at most 16 per transaction, and posts never wait for each other there). `nowait` is
+/// the scheduler posting a routine's run, which must not wait for a transaction of the routine's
+/// owner that posts the same command: it tries the lock alone for an instant, and a poster's
+/// open transaction in that sixteenth makes it fail with 55P03 (tried again at the next round;
+/// only that owner's commands are passed over); so does the job's row held.
+fn post(
+    section: &Section,
+    poster: Oid,
+    post: &Post,
+    command: &Command,
+    dependencies: &[i64],
+    nowait: bool,
+) -> i64 {
+    let poster_datum = Some(Datum::from(poster));
+    let waiting_for = waiting_for(section, poster, dependencies);
+    let payload = payloads(section, std::iter::once((post, command, dependencies)))[0];
+    let hash = command.hash.as_str().into_datum();
+    let mut lock_wait = None;
+    if nowait {
+        let turn = turn(poster, &command.hash);
+        if section
+            .run(&TRY_TURN, parameters! { lock_key: Some(Datum::from(turn)) })
+            .get::<bool>(0, 0)
+            != Some(true)
+        {
+            refuse(
+                PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+                format!(
+                    "a transaction of {} is posting batch jobs",
+                    output(Datum::from(poster), pg_sys::REGROLEOID)
+                ),
+                Some("Posted again once it has ended."),
+            );
+        }
+        // A post that begins in between would still be waited for: not long.
+        lock_wait = section.run(&SHORTEN_LOCK_WAITS, &[]).datum(0, 0);
+    }
+    take_turns(section, poster, std::iter::once(command.hash.as_str()));
+    let mut job_spec = command.job;
+    job_spec.set(Field::Payload, Some(payload));
+    let job = loop {
+        let waiting = if nowait {
+            &WAITING_JOB_NOWAIT
+        } else {
+            &WAITING_JOB
+        };
+        let replaced = section
+            .run(waiting, parameters! { owner: poster_datum, hash })
+            .datum(0, 0);
+        if let Some(replaced) = replaced {
+            tally(section, array(INT8OID, &[Some(replaced)]), -1, false);
+            // It must not come to wait for itself.
+            check_cycle(section, replaced.value() as i64, &waiting_for);
+        }
+        let rule = if replaced.is_some() {
+            "replace"
+        } else {
+            "skip"
+        };
+        job_spec.set(Field::OnConflict, rule.into_datum());
+        let job = add(section, poster, &[job_spec])[0];
+        if replaced.is_none()
+            && section
+                .run(&MADE_NOW, parameters! { job: Some(Datum::from(job)) })
+                .len()
+                > 0
+        {
+            break job;
+        }
+        // Done too: replaced, or this command's job is taken by an agent (it stays as it is).
+        let waiting = section.run(&STILL_WAITING, parameters! { job: Some(Datum::from(job)) });
+        if replaced.is_some() || waiting.get::<bool>(0, 0) != Some(true) {
+            break job;
+        }
+        // A waiting job of this command was added, and committed, while this post waited for
+        // its key: once more, to lock and replace it, seen now in the statement's new snapshot.
+        // (Where the snapshot is the transaction's, repeatable read, the key's insert refuses
+        // with 40001 instead.)
+    };
+    if let Some(lock_wait) = lock_wait {
+        section.run(
+            &RESTORE_LOCK_WAITS,
+            parameters! { lock_timeout: Some(lock_wait) },
+        );
+    }
+    // A new job, or the waiting one it replaced, waits for its unfinished dependencies; a job
+    // already taken by an agent keeps its own.
+    let job_datum = Some(Datum::from(job));
+    if section
+        .run(&STILL_WAITING, parameters! { job: job_datum })
+        .get::<bool>(0, 0)
+        == Some(true)
+    {
+        section.run(&CLEAR_WAITS, parameters! { job: job_datum });
+        if !waiting_for.is_empty() {
+            add_waits(section, poster, &vec![job; waiting_for.len()], &waiting_for);
+        }
+    }
+    tally(section, array(INT8OID, &[job_datum]), 1, false);
+    job
+}
+
+entry!(batch_post, |fcinfo, arguments| {
+    let poster = Caller::current().identity;
+    let section = Section::as_owner(fcinfo);
+    Datum::from(post_all(&section, poster, &[post_of!(arguments)], &[Vec::new()])[0])
+});
+
+entry!(batch_post_many, |fcinfo, arguments| {
+    let poster = Caller::current().identity;
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    let (posts, after) = posts_of(&section, arguments.posts.datum());
+    return_ids(fcinfo, &post_all(&section, poster, &posts, &after));
+    Datum::from(0)
+});
+
+// The routines' scheduler posting a run for a schedule's owner (routine_rounds.rs's post):
+// _batch_post(owner, the arguments of batch_post, nowait).
+entry!(_batch_post, |fcinfo, arguments| {
+    let owner = arguments.owner.required();
+    let nowait = arguments.nowait.get().unwrap_or(false);
+    let section = Section::as_current_user();
+    let poster = _identity_of(owner);
+    let posted = post_of!(arguments);
+    let command = commands(&section, std::slice::from_ref(&posted))
+        .pop()
+        .expect("one command");
+    let named = named_dependencies(posted.depends_on).unwrap_or_else(|problem| problem.raise(None));
+    let dependencies = resolve(&section, poster, &named, |_| None);
+    Datum::from(post(
+        &section,
+        poster,
+        &posted,
+        &command,
+        &dependencies,
+        nowait,
+    ))
+});
