@@ -447,13 +447,19 @@ fn payloads<'a>(
     posts: impl Iterator<Item = (&'a Post, &'a Command, &'a [i64])>,
 ) -> Vec<Datum> {
     let mut columns: [Vec<Option<Datum>>; 5] = Default::default();
+    let none = input("[]", JSONBOID);
     for (post, command, dependencies) in posts {
         let ids: Vec<String> = dependencies.iter().map(i64::to_string).collect();
+        let depends_on = if ids.is_empty() {
+            none
+        } else {
+            input(format!("[{}]", ids.join(",")), JSONBOID)
+        };
         let row = [
             Some(command.spec),
             post.revision,
             post.extra,
-            Some(input(format!("[{}]", ids.join(",")), JSONBOID)),
+            Some(depends_on),
             post.run_at,
         ];
         for (column, value) in columns.iter_mut().zip(row) {
@@ -484,7 +490,11 @@ fn turn(poster: Oid, hash: &str) -> i64 {
 
 /// Takes, shared, the poster's turns for its commands `hashes`.
 fn take_turns<'a>(section: &Section, poster: Oid, hashes: impl Iterator<Item = &'a str>) {
-    let turns: BTreeSet<i64> = hashes.map(|hash| turn(poster, hash)).collect();
+    let digits: BTreeSet<&str> = hashes.map(|hash| &hash[..1]).collect();
+    let turns: BTreeSet<i64> = digits
+        .into_iter()
+        .map(|digit| turn(poster, digit))
+        .collect();
     section.run(
         &TAKE_TURNS,
         parameters! { lock_keys: Some(int8_array(turns)) },
