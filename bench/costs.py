@@ -9,7 +9,10 @@ with its background worker in `bench`, by scripts/lib.sh's start_cluster), makes
 PGMQ_SQL as in bench.py; left out with a message when the file is not there) there anew, and
 stops the cluster at the end. About 5 minutes; needs valgrind (scripts/bench.sh installs it):
 
-    target/bench-venv/bin/python bench/costs.py
+    target/bench-venv/bin/python bench/costs.py [--calls-only]
+
+`--calls-only` counts the batch and compute calls alone (an agent's batch_claim, a compute
+worker's compute_fetch and compute_submit), to compare builds of pg_jobs installed in turn.
 
 Each operation is measured from a queue of QUEUED no-op jobs, vacuumed, with autovacuum off:
 - WAL and dead tuples: CALLS calls in a row by one connection (prepared statements, autocommit,
@@ -25,6 +28,7 @@ Each operation is measured from a queue of QUEUED no-op jobs, vacuumed, with aut
 """
 
 import datetime
+import json
 import os
 import subprocess
 import sys
@@ -206,6 +210,79 @@ def instruction_counts(systems):
     return counts
 
 
+# The batch and compute calls, each as its caller's role: an agent's, and a compute worker's.
+CALLS_OPERATIONS = [
+    ("batch_claim", "an agent claims one batch job (`batch_claim(computer, 1)`)", "cost_agent",
+     "SELECT count(*) FROM pgjobs.batch_claim('cost', 1)"),
+    ("compute_fetch", "a worker fetches a task of one slice (`compute_fetch(1)`; the tasks it holds grow by "
+                      "one a call)", "cost_worker", "SELECT count(*) FROM pgjobs.compute_fetch(1)"),
+    ("compute_fetch_and_submit", "a worker fetches a task of one slice and submits its result, in one "
+                                 "statement", "cost_worker",
+     "SELECT count(*) FROM pgjobs.compute_fetch(1) f, LATERAL pgjobs.compute_submit(f.task_token, "
+     "ARRAY[f.slice_number], ARRAY['1'], ARRAY[1.0], ARRAY[0.0], ARRAY[1.0], ARRAY[8::bigint], "
+     "ARRAY[8::bigint]) s"),
+]
+
+
+def calls_setup():
+    """A computer with QUEUED batch jobs of `true` posted for it, and a compute job of QUEUED
+    slices in a group its worker joined, one task already fetched and submitted (the first
+    fetch moves the job to running)."""
+    with connect("pg_jobs") as conn:
+        conn.execute("SET client_min_messages = warning")
+        conn.execute("""DO $$BEGIN
+                          CREATE ROLE cost_agent IN ROLE pgjobs_agent;
+                          CREATE ROLE cost_poster IN ROLE pgjobs_user;
+                          CREATE ROLE cost_owner IN ROLE pgjobs_user;
+                          CREATE ROLE cost_worker IN ROLE pgjobs_user;
+                        EXCEPTION WHEN duplicate_object THEN NULL; END$$""")
+        conn.execute("SET ROLE cost_agent")
+        conn.execute("SELECT pgjobs.batch_register('cost')")
+        conn.execute("SET ROLE cost_poster")
+        conn.execute("SELECT count(pgjobs.batch_post('true', ARRAY[i::text], computer => 'cost')) "
+                     "FROM generate_series(1, %s) i", [QUEUED])
+        conn.execute("RESET ROLE")
+        [(group,)] = conn.execute("INSERT INTO pgjobs.compute_groups (owner, join_key) "
+                                  "VALUES ('cost_owner'::regrole, 'cost') RETURNING opaque_id::text").fetchall()
+        conn.execute("SET ROLE cost_owner")
+        conn.execute("SELECT pgjobs.compute_group_set_secret(%s::uuid, 'cost cost cost cost')", [group])
+        conn.execute("SELECT pgjobs.compute_deploy(%s::jsonb)", [json.dumps({
+            "work": "(x) => x * x", "input": {"range": {"start": 1, "end": QUEUED}}, "groups": [group],
+            "offer": 0, "max_slices_per_task": 100, "estimation_slices": 0, "name": "cost"})])
+        conn.execute("SET ROLE cost_worker")
+        conn.execute("SELECT pgjobs.compute_worker_register('cost', '[]', '{\"map-basic\": \"1.0.0\"}')")
+        conn.execute("SELECT pgjobs.compute_worker_join(%s::uuid, 'cost', 'cost cost cost cost')", [group])
+        conn.execute(CALLS_OPERATIONS[2][3]).fetchall()
+        conn.execute("RESET ROLE")
+        conn.execute("VACUUM ANALYZE")
+        conn.execute("CHECKPOINT")
+
+
+def call_counts():
+    """Instructions per call of the batch and compute calls, from one snapshot; a submit is the
+    fetch and submit in one statement minus a fetch."""
+    calls_setup()
+    access.snapshot_data(CLUSTER, PORT)
+    counts = {}
+    for key, _, role, statement in CALLS_OPERATIONS:
+        log(f"instructions: {key}")
+        counts[key] = access.instructions_per_call(role, [statement], CLUSTER, DATABASES["pg_jobs"])
+    access.drop_snapshot(CLUSTER)
+    return counts
+
+
+def render_calls(counts):
+    lines = ["", "The batch and compute calls, each by its caller's role (an agent's, a compute worker's), from "
+                 f"{QUEUED:,} batch jobs posted for one computer and a compute job of {QUEUED:,} slices; "
+                 "instructions as above.", "",
+             "| Call | instructions per call |", "|---|---:|"]
+    lines += [f"| {what} | {counts[key]:,.0f} |" for key, what, _, _ in CALLS_OPERATIONS]
+    submit = counts["compute_fetch_and_submit"] - counts["compute_fetch"]
+    lines.append(f"| a worker submits the result of a task of one slice (`compute_submit`: the two above's "
+                 f"difference) | {submit:,.0f} |")
+    return lines
+
+
 def ratio(ours, theirs):
     if ours is None or theirs is None or not theirs:
         return "—"
@@ -235,7 +312,21 @@ def render(systems, results, counts, header):
     return lines
 
 
+def calls_only():
+    """The batch and compute calls' table alone, printed: to compare builds of pg_jobs installed in
+    turn (the issue's "at most half" of an earlier commit's)."""
+    access.lib_sh(f"start_cluster {CLUSTER} {PORT} bench >/dev/null")
+    try:
+        setup(["pg_jobs"])
+        print("\n".join(render_calls(call_counts())))
+    finally:
+        access.lib_sh(f"stop_cluster {CLUSTER}")
+
+
 def main():
+    if sys.argv[1:] == ["--calls-only"]:
+        calls_only()
+        return
     systems = ["pg_jobs", "sql", "pgmq"]
     missing = pgmq_missing()
     if missing:
@@ -269,7 +360,7 @@ def main():
             f"the lookup of the leased job it completes.",
             *([f"- {missing}."] if missing else []),
         ]
-        table = "\n".join(render(systems, results, counts, header)) + "\n"
+        table = "\n".join(render(systems, results, counts, header) + render_calls(call_counts())) + "\n"
         OUTPUT.parent.mkdir(parents=True, exist_ok=True)
         OUTPUT.write_text(table)
         print(table)

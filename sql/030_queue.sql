@@ -756,10 +756,5 @@ CREATE FUNCTION _finish(ids bigint[], tokens uuid[], expected text[], outcome te
 RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', '_finish';
 
-CREATE FUNCTION _claim(claimant oid, queues text[], n integer, lease interval, worker text)
-RETURNS TABLE (id bigint, attempt integer, lease_token uuid, task text, payload jsonb,
-               locked_until timestamptz)
-LANGUAGE c AS 'MODULE_PATHNAME', '_claim';
-
 CREATE FUNCTION _lease_error(job bigint, token uuid, caller oid) RETURNS void
 LANGUAGE c STABLE AS 'MODULE_PATHNAME', '_lease_error';

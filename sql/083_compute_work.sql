@@ -169,11 +169,16 @@ COMMENT ON VIEW active_slices IS
     'returned, tiebreaker, or paused (a paused job''s copies that nobody holds).';
 GRANT SELECT ON active_slices TO pgjobs_user;
 
--- Escrow held for a job: one slice payment per copy out and per report not yet folded.
-CREATE FUNCTION _compute_pending(job bigint, slice_payment numeric) RETURNS numeric
+-- Escrow held for a job: one slice payment per copy out and per report not yet folded. A table
+-- function, read in FROM (LATERAL _compute_pending(...)), so that the planner inlines it: a
+-- scalar SQL function with a subquery is not inlined, and its body was read and planned again
+-- by every statement run that called it (a fetch planned three such bodies, a third of its work).
+CREATE FUNCTION _compute_pending(job bigint, slice_payment numeric) RETURNS TABLE (pending numeric)
 LANGUAGE sql STABLE
-RETURN slice_payment * ((SELECT count(*) FROM compute_slices s WHERE s.job_id = job AND s.lease_token IS NOT NULL)
-                        + (SELECT count(*) FROM slice_reports r WHERE r.job_id = job AND r.folded_seq IS NULL));
+BEGIN ATOMIC
+    SELECT slice_payment * ((SELECT count(*) FROM compute_slices s WHERE s.job_id = job AND s.lease_token IS NOT NULL)
+                            + (SELECT count(*) FROM slice_reports r WHERE r.job_id = job AND r.folded_seq IS NULL));
+END;
 GRANT EXECUTE ON FUNCTION _compute_pending TO pgjobs_user;
 -- Every job, live or finished, has a row (the seed's table lost the rows of finished, paid jobs).
 -- pending is escrow held for copies out and results not yet folded; remaining what is left of
@@ -190,7 +195,7 @@ FROM (SELECT id, owner, false AS finished FROM jobs
       SELECT id, owner, true FROM job_history) j
 LEFT JOIN compute_fin_totals t ON t.job_id = j.id
 LEFT JOIN compute_jobs c ON c.job_id = j.id
-LEFT JOIN LATERAL (SELECT _compute_pending(c.job_id, c.slice_payment) AS pending) p ON c.job_id IS NOT NULL;
+LEFT JOIN LATERAL _compute_pending(c.job_id, c.slice_payment) p ON c.job_id IS NOT NULL;
 COMMENT ON VIEW job_fin_data IS
     'For each of the caller''s jobs, finished ones included: DCC paid (slice_work_payment_total, '
     'commission included), held in escrow for copies out and results not yet folded '
@@ -248,15 +253,18 @@ RETURN CASE
 -- Workers: register, join, fetch, progress, return, reject, submit. A worker calls these as its
 -- own role (a proxy of its owner, or any role its owner is a member of).
 
--- Whether a group has any limit or budget of work: fetches through it then take turns.
-CREATE FUNCTION _compute_group_limited(g compute_groups) RETURNS boolean
+-- Whether a group has any limit or budget of work: fetches through it then take turns. A table
+-- function read in FROM, inlined, as _compute_pending.
+CREATE FUNCTION _compute_group_limited(g compute_groups) RETURNS TABLE (limited boolean)
 LANGUAGE sql STABLE
-RETURN num_nonnulls(g.max_total_payment, g.max_concurrent_jobs, g.max_concurrent_workers, g.max_concurrent_sandboxes,
-                    g.max_concurrent_cpus, g.max_concurrent_gpus, g.max_concurrent_escrow) > 0
-       OR EXISTS (SELECT FROM compute_group_accounting_data a
-                  WHERE a.compute_group_id = g.id
-                    AND num_nonnulls(a.granted_cpu_time, a.granted_gpu_time, a.granted_in_data_size,
-                                     a.granted_out_data_size) > 0);
+BEGIN ATOMIC
+    SELECT num_nonnulls(g.max_total_payment, g.max_concurrent_jobs, g.max_concurrent_workers, g.max_concurrent_sandboxes,
+                        g.max_concurrent_cpus, g.max_concurrent_gpus, g.max_concurrent_escrow) > 0
+           OR EXISTS (SELECT FROM compute_group_accounting_data a
+                      WHERE a.compute_group_id = g.id
+                        AND num_nonnulls(a.granted_cpu_time, a.granted_gpu_time, a.granted_in_data_size,
+                                         a.granted_out_data_size) > 0);
+END;
 
 -- How many slices costing `per_slice` each (a job's measured average; null: not measured yet)
 -- fit in what is left of a budget (null: unlimited, no bound). Until a job's slices have been

@@ -40,6 +40,11 @@ pub(crate) static COUNTS: Service = Service {
     next: no_wish,
 };
 
+/// The queue of a computer's batch jobs (`_batch_queue`, sql/085_batch.sql).
+pub(crate) fn batch_queue(computer: &str) -> String {
+    format!("pg_jobs.batch:{computer}")
+}
+
 /// Adds (`sign` 1) or subtracts (-1) what the jobs `ids` count in batch_tally, the counts of the
 /// SCHED page's Jobs tab, as they are now; `as_created`: as they were before a claim took them.
 /// The caller holds the jobs' rows locked, so nothing changes them between its two calls.

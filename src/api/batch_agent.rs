@@ -8,18 +8,19 @@ use pgrx::pg_sys::{
     self, Datum, Oid, INT4OID, INT8OID, INTERVALOID, TEXTARRAYOID, TEXTOID, UUIDOID,
 };
 use pgrx::prelude::*;
-use pgrx::IntoDatum;
+use pgrx::{FromDatum, IntoDatum};
 
 use super::arguments::Arg;
-use super::batch::tally;
+use super::batch::{batch_queue, tally};
 use super::batch_waits::{release_dependents, wake};
 use super::call::{invalid, materialize, refuse, return_row, Caller, Rows, Section, Statement};
 use super::datum::{
     array, array_length, elements, int8_array, interval_span, interval_text, literal_or_null,
-    output,
+    output, seconds,
 };
 use super::identity::{_identity_of, _is_admin};
 use super::leases;
+use super::queue::{claim_from, EXTENSION_CLAIMANT};
 use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("batch_agent.sql"));
@@ -31,7 +32,6 @@ static REGISTERED_AGAIN: Statement = statement("registered_again");
 static READY_SIGNALS: Statement = statement("ready_signals");
 static CANCEL_SIGNAL: Statement = statement("cancel_signal");
 static SEEN: Statement = statement("seen");
-static CLAIM: Statement = statement("claim");
 static CLAIMED: Statement = statement("claimed");
 static STARTED: Statement = statement("started");
 static RENEW: Statement = statement("renew");
@@ -196,16 +196,26 @@ fn claim_count(n: Arg<i32>, least: i32) -> i32 {
     }
 }
 
-/// Up to `n` jobs claimed for `computer` or for ANY, in the columns of batch_claim; None when
-/// there were none.
+/// Up to `n` jobs claimed for `computer` or for ANY, leased for pg_jobs.batch_silence, in the
+/// columns of batch_claim; None when there were none. Expired leases are requeued first even
+/// where the launcher does: a batch job's lease is the silence its agent is allowed, and another
+/// agent polling finds a silent one's job at once rather than up to a launcher round later.
 fn claim(section: &Section, computer: Datum, n: i32) -> Option<Rows> {
     section.run(&SEEN, parameters! { computer: Some(computer) });
-    let taken = section
-        .run(
-            &CLAIM,
-            parameters! { computer: Some(computer), n: Some(Datum::from(n)) },
-        )
-        .datum(0, 0)?;
+    let name = unsafe { String::from_datum(computer, false) }.expect("a computer");
+    let claimed = claim_from(
+        section,
+        true,
+        EXTENSION_CLAIMANT,
+        &[Some(batch_queue(&name)), Some(batch_queue("ANY"))],
+        Some(Datum::from(n)),
+        Some(seconds(gucs::BATCH_SILENCE.get())),
+        Some(computer),
+    );
+    if claimed.len() == 0 {
+        return None;
+    }
+    let taken = int8_array((0..claimed.len()).filter_map(|row| claimed.get::<i64>(row, 0)));
     // Taken: no longer waiting or due.
     tally(section, taken, -1, true);
     Some(section.run(&CLAIMED, parameters! { ids: Some(taken) }))

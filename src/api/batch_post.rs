@@ -10,7 +10,7 @@ use pgrx::pg_sys::{self, Datum, Oid, BOOLOID, INT8OID, JSONBOID, TEXTOID, TIMEST
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum, JsonB};
 
-use super::batch::tally;
+use super::batch::{batch_queue, tally};
 use super::batch_waits::check_cycle;
 use super::call::{invalid, materialize, refuse, Caller, Planning, Section, Statement};
 use super::datum::{array, elements, input, int8_array, literal_or_null, output, seconds};
@@ -328,10 +328,7 @@ fn commands(section: &Section, posts: &[Post]) -> Vec<Command> {
             let hash = rows.datum(row, 1).expect("a hash");
             let mut job = Spec::empty();
             job.set(Field::Task, post.kind);
-            job.set(
-                Field::Queue,
-                format!("pg_jobs.batch:{computer}").into_datum(),
-            );
+            job.set(Field::Queue, batch_queue(computer).into_datum());
             job.set(Field::Priority, post.priority.or(Some(Datum::from(0i32))));
             job.set(Field::RunAt, post.run_at);
             job.set(

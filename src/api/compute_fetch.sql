@@ -12,7 +12,8 @@ SELECT x.opaque_id, r.capabilities, r.worktimes, coalesce(t.serial, 0),
        ARRAY(SELECT l.id
              FROM unnest(ARRAY(SELECT g.id FROM compute_group_workers m
                                JOIN compute_groups g ON g.id = m.compute_group_id
-                               WHERE m.worker_opaque_id = x.opaque_id AND _compute_group_limited(g))) l(id)
+                               WHERE m.worker_opaque_id = x.opaque_id
+                                 AND (SELECT l.limited FROM _compute_group_limited(g) l))) l(id)
              WHERE pg_try_advisory_xact_lock(_lock_key('compute_group', l.id::text)))
 FROM workers x JOIN worker_run_info r ON r.worker_opaque_id = x.opaque_id
 JOIN worker_task_info t ON t.worker_opaque_id = x.opaque_id
@@ -23,7 +24,7 @@ WHERE x.identity = $role;
 -- limits, and its jobs the worker may run, in id order (null: none): running or about to, needing
 -- no capability it lacks (it has $capabilities), of a worktime version it has (in $worktimes), and
 -- not rejected by it.
-SELECT x.id, _compute_group_limited(x),
+SELECT x.id, (SELECT l.limited FROM _compute_group_limited(x) l),
        (SELECT array_agg(j.job_id ORDER BY j.job_id)
         FROM compute_group_jobs gj JOIN compute_jobs j ON j.job_id = gj.job_id
         WHERE gj.compute_group_id = x.id AND j.status IN ('new', 'estimation', 'running')
@@ -56,7 +57,7 @@ FROM (SELECT c.status::text AS status,
              c.status = 'running'
              AND (c.slice_payment = 0
                   OR c.funds - (SELECT t.slice_work_payment_total FROM compute_fin_totals t WHERE t.job_id = c.job_id)
-                     - _compute_pending(c.job_id, c.slice_payment)
+                     - (SELECT p.pending FROM _compute_pending(c.job_id, c.slice_payment) p)
                      >= c.slice_payment * c.max_slices_per_task * current_setting('max_connections')::integer) AS ample,
              c.max_slices_per_task, ceil(c.duplication_level)::integer AS copies, c.duplication_level = 1 AS once,
              c.slice_payment > 0 AS paying,
@@ -136,7 +137,7 @@ WHERE g.id = $group_id;
 -- name: paid_slices(job bigint)
 -- How many slices what is left of the job's funds pays for.
 SELECT _slices_paid_by(c.funds - (SELECT t.slice_work_payment_total FROM compute_fin_totals t WHERE t.job_id = c.job_id)
-                       - _compute_pending(c.job_id, c.slice_payment), c.slice_payment)
+                       - (SELECT p.pending FROM _compute_pending(c.job_id, c.slice_payment) p), c.slice_payment)
 FROM compute_jobs c WHERE c.job_id = $job;
 
 -- name: pause_unfunded(job bigint, nsf integer)

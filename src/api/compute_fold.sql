@@ -31,7 +31,7 @@ WHERE c.job_id IN (
     SELECT j.job_id FROM compute_jobs j
     WHERE j.job_id = ANY ($jobs) AND j.status = 'paused' AND j.flags & $nsf <> 0
       AND j.funds - coalesce((SELECT t.slice_work_payment_total FROM compute_fin_totals t WHERE t.job_id = j.job_id), 0)
-          - _compute_pending(j.job_id, j.slice_payment) >= j.slice_payment
+          - (SELECT p.pending FROM _compute_pending(j.job_id, j.slice_payment) p) >= j.slice_payment
     FOR UPDATE SKIP LOCKED);
 
 -- name: fold_lock

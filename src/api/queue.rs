@@ -401,7 +401,7 @@ fn _reserved_queue(queue: &str) -> bool {
 
 /// Who may claim the extension's queues: its background workers, as no role (oid 0; SQL knows
 /// it as `_extension_claimant()`).
-const EXTENSION_CLAIMANT: Oid = pg_sys::InvalidOid;
+pub(crate) const EXTENSION_CLAIMANT: Oid = pg_sys::InvalidOid;
 
 /// One year as PostgreSQL compares intervals (a month is 30 days), in microseconds.
 const ONE_YEAR: i128 = 12 * 30 * 86_400_000_000;
@@ -898,7 +898,7 @@ fn claims_rescue() -> bool {
 }
 
 /// Claims from `queues`, after requeuing expired leases if `rescue_first`.
-fn claim_from(
+pub(crate) fn claim_from(
     section: &Section,
     rescue_first: bool,
     claimant: Oid,
@@ -1260,29 +1260,6 @@ pub(crate) fn claim_sql_jobs(worker: &str, n: i32) -> Vec<(i64, pgrx::Uuid)> {
         .filter_map(|row| Some((rows.get(row, 0)?, rows.get(row, 2)?)))
         .collect()
 }
-
-// Claims for the extension's own claimants (the batch agents' functions, sql/085_batch.sql):
-// _claim(claimant oid, queues text[], n integer, lease interval, worker text), as jobs_claim.
-// These requeue expired leases first even where the launcher does: a batch job's lease is the
-// silence its agent is allowed, and another agent polling finds a silent one's job at once
-// rather than up to a launcher round later.
-entry!(_claim, |fcinfo, arguments| {
-    let claimant = arguments.claimant.required();
-    let queues: Vec<Option<String>> = arguments.queues.get().unwrap_or_default();
-    materialize(fcinfo);
-    let section = Section::as_current_user();
-    claim_from(
-        &section,
-        true,
-        claimant,
-        &queues,
-        arguments.n.datum(),
-        arguments.lease.datum(),
-        arguments.worker.datum(),
-    )
-    .return_all(fcinfo);
-    Datum::from(0)
-});
 
 /// A batch report's arguments: ids, tokens and what was said of each job (results or errors;
 /// None for a release, or results left out).
