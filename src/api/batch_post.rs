@@ -514,9 +514,9 @@ fn add_waits(section: &Section, poster: Oid, jobs: &[i64], on_jobs: &[i64]) {
 /// ids in order; `after`: each post's places (from 1) of the earlier posts it waits for.
 ///
 /// Posts are added in runs, each a few statements for all its posts ([`add_run`], where
-/// [`post`] runs about ten for one): a post that names one of the run before it (its command
-/// again, or as a dependency) ends the run, so that it finds that post's job. A command posted
-/// again in the call replaces the job its earlier post made, through [`post`].
+/// [`post`] runs about ten for one): a post that names one of the run before it as a dependency
+/// ends the run, so that it finds that post's job. A command posted again in the call ends the
+/// run too, and replaces the job its earlier post made, through [`post`].
 fn post_all(section: &Section, poster: Oid, posts: &[Post], after: &[Vec<i64>]) -> Vec<i64> {
     let commands = commands(section, posts);
     let named: Vec<Vec<Dependency>> = posts
@@ -536,7 +536,8 @@ fn post_all(section: &Section, poster: Oid, posts: &[Post], after: &[Vec<i64>]) 
         let hash = commands[n].hash.as_str();
         let earlier = last_post.get(hash).copied();
         let in_run = |post: Option<usize>| post.is_some_and(|post| post >= run_start);
-        if in_run(earlier)
+        // A command posted again is posted alone, after every post before it.
+        if earlier.is_some()
             || after[n].iter().any(|&at| in_run(Some(at as usize - 1)))
             || named[n].iter().any(|dependency| {
                 matches!(dependency, Dependency::Command(hash) if in_run(last_post.get(hash.as_str()).copied()))

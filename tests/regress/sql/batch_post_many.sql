@@ -35,6 +35,16 @@ FROM pgjobs.batch_post_many($$[
     {"command": "fresh", "priority": 9}
 ]$$) WITH ORDINALITY AS p(id, n);
 SELECT id, command, priority FROM pgjobs.batch_jobs ORDER BY id;
+-- A command again after a run has begun behind it: every post has its job.
+SELECT count(*) AS posts, count(DISTINCT id) AS jobs,
+       (array_agg(id ORDER BY n))[1] = (array_agg(id ORDER BY n))[4] AS again_is_the_same_job
+FROM pgjobs.batch_post_many($$[
+    {"command": "again"},
+    {"command": "between-1", "after": [1]},
+    {"command": "between-2"},
+    {"command": "again", "priority": 3}
+]$$) WITH ORDINALITY AS p(id, n);
+SELECT command, priority FROM pgjobs.batch_jobs WHERE command IN ('again', 'between-1', 'between-2') ORDER BY command;
 
 -- Dependencies: "after" names earlier posts of the call by their places, depends_on jobs by id
 -- or by command hash (of a post before it in the call too).
