@@ -514,9 +514,9 @@ fn add_waits(section: &Section, poster: Oid, jobs: &[i64], on_jobs: &[i64]) {
 /// ids in order; `after`: each post's places (from 1) of the earlier posts it waits for.
 ///
 /// Posts are added in runs, each a few statements for all its posts ([`add_run`], where
-/// [`post`] runs about ten for one): a post that names one of the run before it as a dependency
-/// ends the run, so that it finds that post's job. A command posted again in the call ends the
-/// run too, and replaces the job its earlier post made, through [`post`].
+/// [`post`] runs about ten for one): a post that names a post of the run before it (its command
+/// again, or as a dependency) ends the run, so that it finds that post's job (a command posted
+/// again finds its job live, and replaces it).
 fn post_all(section: &Section, poster: Oid, posts: &[Post], after: &[Vec<i64>]) -> Vec<i64> {
     let commands = commands(section, posts);
     let named: Vec<Vec<Dependency>> = posts
@@ -533,14 +533,11 @@ fn post_all(section: &Section, poster: Oid, posts: &[Post], after: &[Vec<i64>]) 
     let mut last_post: HashMap<&str, usize> = HashMap::new();
     let mut run_start = 0;
     for n in 0..posts.len() {
-        let hash = commands[n].hash.as_str();
-        let earlier = last_post.get(hash).copied();
-        let in_run = |post: Option<usize>| post.is_some_and(|post| post >= run_start);
-        // A command posted again is posted alone, after every post before it.
-        if earlier.is_some()
-            || after[n].iter().any(|&at| in_run(Some(at as usize - 1)))
+        let in_run = |post: Option<&usize>| post.is_some_and(|&post| post >= run_start);
+        if in_run(last_post.get(commands[n].hash.as_str()))
+            || after[n].iter().any(|&at| in_run(Some(&(at as usize - 1))))
             || named[n].iter().any(|dependency| {
-                matches!(dependency, Dependency::Command(hash) if in_run(last_post.get(hash.as_str()).copied()))
+                matches!(dependency, Dependency::Command(hash) if in_run(last_post.get(hash.as_str())))
             })
         {
             add_run(section, poster, posts, &commands, &dependencies, run_start..n, &mut ids);
@@ -555,18 +552,7 @@ fn post_all(section: &Section, poster: Oid, posts: &[Post], after: &[Vec<i64>]) 
                 .map(|&at| ids[at as usize - 1].expect("added")),
         );
         dependencies.push(own);
-        if earlier.is_some() {
-            ids[n] = Some(post(
-                section,
-                poster,
-                &posts[n],
-                &commands[n],
-                &dependencies[n],
-                false,
-            ));
-            run_start = n + 1;
-        }
-        last_post.insert(hash, n);
+        last_post.insert(commands[n].hash.as_str(), n);
     }
     add_run(
         section,
