@@ -63,10 +63,6 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
             )
         });
         let running = executors.len();
-        // The schedules' slots first, committed on their own: their jobs are claimable as soon
-        // as they are added, not once the round's other services are done (the round fires what
-        // came due meanwhile, and knows the next slot).
-        survive("schedules", fire_schedules);
         match survive("round", || tick(started_at, running)) {
             Some((wait, round_done)) => {
                 if round_done {
@@ -128,13 +124,6 @@ fn survive<R>(what: &str, body: impl FnOnce() -> R + std::panic::UnwindSafe) -> 
             warning!("{LAUNCHER_TYPE}: its {what} failed, tried again later: {message}");
         })
         .ok()
-}
-
-/// Fires the due schedules (not where the extension is not installed).
-fn fire_schedules() {
-    if matches!(Spi::get_one::<bool>(EXTENSION_INSTALLED), Ok(Some(true))) {
-        Spi::run("SELECT pgjobs._fire_schedules()").expect("schedules");
-    }
 }
 
 /// One round of `_launcher_tick`; returns how long to sleep before the next, and whether a round

@@ -2,9 +2,8 @@
 //! (`executor.rs`), each running ready jobs until none is left.
 //!
 //! The launcher starts only once recovery has finished, so a standby runs nothing and a promoted
-//! standby starts scheduling. Each round it fires the due schedules (`pgjobs._fire_schedules()`),
-//! committed on their own, then calls `pgjobs._launcher_tick()` (heartbeat, rescue of expired
-//! leases, schedules due meanwhile, retention) and then starts executors for ready SQL jobs, at
+//! standby starts scheduling. Each round it calls `pgjobs._launcher_tick()` (heartbeat, rescue of
+//! expired leases, due schedules, retention) and then starts executors for ready SQL jobs, at
 //! most `pg_jobs.max_workers` at once. A part of a round that fails is a WARNING and the others go on
 //! (sql/070_launcher.sql); a round that fails as a whole (53200 while a member's transaction fills
 //! the lock table) is a WARNING too, rolled back and tried again after a back-off
