@@ -210,6 +210,10 @@ def instruction_counts(systems):
     return counts
 
 
+# A compute worker's task of one slice fetched and its result submitted, in one statement.
+FETCH_AND_SUBMIT = ("SELECT count(*) FROM pgjobs.compute_fetch(1) f, LATERAL pgjobs.compute_submit(f.task_token, "
+                    "ARRAY[f.slice_number], ARRAY['1'], ARRAY[1.0], ARRAY[0.0], ARRAY[1.0], ARRAY[8::bigint], "
+                    "ARRAY[8::bigint]) s")
 # The batch and compute calls, each as its caller's role: an agent's, and a compute worker's.
 CALLS_OPERATIONS = [
     ("batch_claim", "an agent claims one batch job (`batch_claim(computer, 1)`)", "cost_agent",
@@ -217,10 +221,7 @@ CALLS_OPERATIONS = [
     ("compute_fetch", "a worker fetches a task of one slice (`compute_fetch(1)`; the tasks it holds grow by "
                       "one a call)", "cost_worker", "SELECT count(*) FROM pgjobs.compute_fetch(1)"),
     ("compute_fetch_and_submit", "a worker fetches a task of one slice and submits its result, in one "
-                                 "statement", "cost_worker",
-     "SELECT count(*) FROM pgjobs.compute_fetch(1) f, LATERAL pgjobs.compute_submit(f.task_token, "
-     "ARRAY[f.slice_number], ARRAY['1'], ARRAY[1.0], ARRAY[0.0], ARRAY[1.0], ARRAY[8::bigint], "
-     "ARRAY[8::bigint]) s"),
+                                 "statement", "cost_worker", FETCH_AND_SUBMIT),
 ]
 
 
@@ -252,7 +253,7 @@ def calls_setup():
         conn.execute("SET ROLE cost_worker")
         conn.execute("SELECT pgjobs.compute_worker_register('cost', '[]', '{\"map-basic\": \"1.0.0\"}')")
         conn.execute("SELECT pgjobs.compute_worker_join(%s::uuid, 'cost', 'cost cost cost cost')", [group])
-        conn.execute(CALLS_OPERATIONS[2][3]).fetchall()
+        conn.execute(FETCH_AND_SUBMIT).fetchall()
         conn.execute("RESET ROLE")
         conn.execute("VACUUM ANALYZE")
         conn.execute("CHECKPOINT")

@@ -8,7 +8,7 @@ use pgrx::prelude::*;
 
 use super::batch_waits::make_due;
 use super::call::{invalid, materialize, refuse, return_row, Caller, Planning, Section, Statement};
-use super::datum::{array, elements};
+use super::datum::{array, elements, seconds};
 use super::identity::{_identity_of, _is_admin};
 use super::services::{no_wish, Service};
 use crate::{entry, gucs, named_statements, parameters};
@@ -39,6 +39,11 @@ pub(crate) static COUNTS: Service = Service {
     },
     next: no_wish,
 };
+
+/// The lease of batch jobs: pg_jobs.batch_silence, the silence an agent is allowed.
+pub(crate) fn silence() -> Datum {
+    seconds(gucs::BATCH_SILENCE.get())
+}
 
 /// The queue of a computer's batch jobs (`_batch_queue`, sql/085_batch.sql).
 pub(crate) fn batch_queue(computer: &str) -> String {

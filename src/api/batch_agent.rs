@@ -11,12 +11,12 @@ use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
 
 use super::arguments::Arg;
-use super::batch::{batch_queue, tally};
+use super::batch::{batch_queue, silence, tally};
 use super::batch_waits::{release_dependents, wake};
 use super::call::{invalid, materialize, refuse, return_row, Caller, Rows, Section, Statement};
 use super::datum::{
     array, array_length, elements, int8_array, interval_span, interval_text, literal_or_null,
-    output, seconds,
+    output,
 };
 use super::identity::{_identity_of, _is_admin};
 use super::leases;
@@ -209,7 +209,7 @@ fn claim(section: &Section, computer: Datum, n: i32) -> Option<Rows> {
         EXTENSION_CLAIMANT,
         &[Some(batch_queue(&name)), Some(batch_queue("ANY"))],
         Some(Datum::from(n)),
-        Some(seconds(gucs::BATCH_SILENCE.get())),
+        Some(silence()),
         Some(computer),
     );
     if claimed.len() == 0 {

@@ -10,14 +10,14 @@ use pgrx::pg_sys::{self, Datum, Oid, BOOLOID, INT8OID, JSONBOID, TEXTOID, TIMEST
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum, JsonB};
 
-use super::batch::{batch_queue, tally};
+use super::batch::{batch_queue, silence, tally};
 use super::batch_waits::check_cycle;
 use super::call::{invalid, materialize, refuse, Caller, Planning, Section, Statement};
-use super::datum::{array, elements, input, int8_array, literal_or_null, output, seconds};
+use super::datum::{array, elements, input, int8_array, literal_or_null, output};
 use super::identity::_identity_of;
 use super::keyed::lock_key;
 use super::queue::{add, add_free, check_all, return_ids, Field, Problem, Spec};
-use crate::{entry, gucs, named_statements, parameters};
+use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("batch_post.sql"));
 
@@ -251,8 +251,10 @@ fn args_json(args: Datum) -> Option<Datum> {
     let dimensions = unsafe {
         (*pg_sys::pg_detoast_datum(args.cast_mut_ptr()).cast::<pg_sys::ArrayType>()).ndim
     };
+    if dimensions > 1 {
+        return None;
+    }
     let args: Option<Vec<String>> = elements(args).into_iter().map(text).collect();
-    (dimensions <= 1).then_some(())?;
     Some(input(
         serde_json::to_string(&args?).expect("strings"),
         JSONBOID,
@@ -320,6 +322,7 @@ fn commands(section: &Section, posts: &[Post]) -> Vec<Command> {
             env: column(JSONBOID, |post| post.env),
         },
     );
+    let lease = Some(silence());
     let commands: Vec<Command> = posts
         .iter()
         .zip(&computers)
@@ -335,7 +338,7 @@ fn commands(section: &Section, posts: &[Post]) -> Vec<Command> {
                 Field::MaxAttempts,
                 post.max_attempts.or(Some(Datum::from(1i32))),
             );
-            job.set(Field::Lease, Some(seconds(gucs::BATCH_SILENCE.get())));
+            job.set(Field::Lease, lease);
             job.set(Field::Key, Some(hash));
             Command {
                 spec: rows.datum(row, 0).expect("a spec"),

@@ -88,6 +88,8 @@ FROM (VALUES
     ('not an integer', '[{"command": "x", "max_attempts": "many"}]'),
     ('attempts', '[{"command": "x"}, {"command": "y", "max_attempts": 0}]'),
     ('not a time', '[{"command": "x", "run_at": "soon"}]'),
+    ('an infinite time', '[{"command": "x", "run_at": "infinity"}]'),
+    ('a number out of range', '[{"command": "x", "priority": 1e300}]'),
     ('after itself', '[{"command": "x", "after": [1]}]'),
     ('after a later post', '[{"command": "x", "after": [2]}, {"command": "y"}]'),
     ('after zero', '[{"command": "x"}, {"command": "y", "after": [0]}]'),
