@@ -20,6 +20,11 @@ COMMENT ON TYPE key_rule IS
 -- core/src/status.rs.)
 CREATE DOMAIN nonempty_text AS text CHECK (VALUE <> '');
 CREATE DOMAIN positive_integer AS integer CHECK (VALUE >= 1);
+CREATE DOMAIN nonnegative_integer AS integer CHECK (VALUE >= 0);
+CREATE DOMAIN nonnegative_smallint AS smallint CHECK (VALUE >= 0);
+CREATE DOMAIN nonnegative_bigint AS bigint CHECK (VALUE >= 0);
+-- NaN is above Infinity in PostgreSQL's order of float8, so it is outside too.
+CREATE DOMAIN nonnegative_finite_float AS double precision CHECK (VALUE >= 0 AND VALUE < 'Infinity');
 CREATE DOMAIN nonnegative_interval AS interval CHECK (VALUE >= '0');
 CREATE DOMAIN positive_interval AS interval CHECK (VALUE > '0');
 

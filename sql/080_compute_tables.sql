@@ -47,67 +47,19 @@ COMMENT ON FUNCTION capability_names IS
     '4 browser, 8 offscreenCanvas, 16 fdlibm, 32 webgpu, 64 KVINv9.';
 COMMENT ON FUNCTION worker_flag_names IS 'Names the bits of workers.flags: 1 portal (a Portal worker).';
 
--- The owner copies. They run as the extension's owner because the writer may not be allowed to
--- read the parent (a worker owner adding an origin to a group it does not own must be refused by
--- the policy, which needs the parent's real owner in the row to do so). When the parent is
--- unknown the row keeps the owner it was given, and the policies refuse it if that is not the
--- caller's.
+-- The owner copies (src/api/owners.rs): a row's owner is its parent's, whoever writes it.
 CREATE FUNCTION _owner_from_job() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    NEW.owner := coalesce((SELECT j.owner FROM jobs j WHERE j.id = NEW.job_id),
-                          (SELECT h.owner FROM job_history h WHERE h.id = NEW.job_id LIMIT 1),
-                          NEW.owner);
-    RETURN NEW;
-END
-$$;
-
+LANGUAGE c AS 'MODULE_PATHNAME', '_owner_from_job';
 CREATE FUNCTION _owner_from_group() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    NEW.owner := coalesce((SELECT g.owner FROM compute_groups g WHERE g.id = NEW.compute_group_id),
-                          NEW.owner);
-    RETURN NEW;
-END
-$$;
-
+LANGUAGE c AS 'MODULE_PATHNAME', '_owner_from_group';
 CREATE FUNCTION _owner_from_worker() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF NEW.worker_opaque_id IS NOT NULL THEN
-        NEW.owner := coalesce((SELECT w.owner FROM workers w WHERE w.opaque_id = NEW.worker_opaque_id),
-                              NEW.owner);
-    END IF;
-    RETURN NEW;
-END
-$$;
-
+LANGUAGE c AS 'MODULE_PATHNAME', '_owner_from_worker';
 CREATE FUNCTION _owner_from_creds_list() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    NEW.owner := coalesce((SELECT l.owner FROM creds_list l WHERE l.id = NEW.creds_list_id), NEW.owner);
-    RETURN NEW;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', '_owner_from_creds_list';
 
 -- The seed's autoNow: last_update follows every change, whoever makes it.
 CREATE FUNCTION _touch_last_update() RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    NEW.last_update := now();
-    RETURN NEW;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', '_touch_last_update';
 
 -- ---------------------------------------------------------------------------------------------
 -- Via job: read by the job's owner. The scheduler writes these rows; the owner may only repoint
@@ -146,7 +98,7 @@ CREATE TABLE compute_jobs (
     slice_payment           money_amount NOT NULL DEFAULT 0,
     -- DCC put in escrow for the slices, fees already taken off; paid + pending + remaining.
     funds                   money_amount NOT NULL DEFAULT 0,
-    estimation_slices       integer NOT NULL DEFAULT 3 CHECK (estimation_slices >= 0),
+    estimation_slices       nonnegative_integer NOT NULL DEFAULT 3,
     end_time                timestamptz,
     -- Why the background worker could not fold this job's reports; it folds none of them after
     -- that, and the other jobs' go on.
@@ -168,7 +120,7 @@ CREATE TABLE compute_perf_data (
     job_id                       bigint PRIMARY KEY,
     owner                        oid NOT NULL DEFAULT identity(),
     last_update                  timestamptz NOT NULL DEFAULT now(),
-    estimation_slices_remaining  bigint NOT NULL DEFAULT 3 CHECK (estimation_slices_remaining >= 0),
+    estimation_slices_remaining  nonnegative_bigint NOT NULL DEFAULT 3,
     measured_slices              integer NOT NULL DEFAULT 0,
     task_count                   integer NOT NULL DEFAULT 0,
     return_count                 integer NOT NULL DEFAULT 0,
@@ -227,7 +179,7 @@ COMMENT ON TABLE compute_fin_totals IS
 
 CREATE TABLE compute_results (
     job_id        bigint NOT NULL,
-    slice_number  integer NOT NULL CHECK (slice_number >= 1),
+    slice_number  positive_integer NOT NULL,
     owner         oid NOT NULL DEFAULT identity(),
     value         uri NOT NULL,
     completed_at  timestamptz NOT NULL DEFAULT now(),
@@ -242,7 +194,7 @@ COMMENT ON COLUMN compute_results.value IS
 
 CREATE TABLE compute_data (
     job_id        bigint NOT NULL,
-    slice_number  integer NOT NULL CHECK (slice_number >= 1),
+    slice_number  positive_integer NOT NULL,
     owner         oid NOT NULL DEFAULT identity(),
     value         uri NOT NULL,
     PRIMARY KEY (job_id, slice_number)
@@ -253,7 +205,7 @@ COMMENT ON TABLE compute_data IS
 
 CREATE TABLE compute_arguments (
     job_id     bigint NOT NULL,
-    arg_index  integer NOT NULL CHECK (arg_index >= 0),
+    arg_index  nonnegative_integer NOT NULL,
     owner      oid NOT NULL DEFAULT identity(),
     value      uri NOT NULL,
     PRIMARY KEY (job_id, arg_index)
@@ -372,11 +324,11 @@ CREATE TABLE compute_groups (
     deploy_access             text NOT NULL DEFAULT 'owner' CHECK (deploy_access IN ('owner', 'join')),
     -- Limits; null means unlimited.
     max_total_payment         money_amount,
-    max_concurrent_jobs       integer CHECK (max_concurrent_jobs >= 0),
-    max_concurrent_workers    integer CHECK (max_concurrent_workers >= 0),
-    max_concurrent_sandboxes  integer CHECK (max_concurrent_sandboxes >= 0),
-    max_concurrent_cpus       integer CHECK (max_concurrent_cpus >= 0),
-    max_concurrent_gpus       integer CHECK (max_concurrent_gpus >= 0),
+    max_concurrent_jobs       nonnegative_integer,
+    max_concurrent_workers    nonnegative_integer,
+    max_concurrent_sandboxes  nonnegative_integer,
+    max_concurrent_cpus       nonnegative_integer,
+    max_concurrent_gpus       nonnegative_integer,
     max_concurrent_escrow     money_amount,
     creation_time             timestamptz NOT NULL DEFAULT now(),
     last_update               timestamptz NOT NULL DEFAULT now()
@@ -415,11 +367,11 @@ COMMENT ON TABLE compute_group_jobs IS 'Which jobs are in which group. owner is 
 CREATE TABLE compute_group_accounting_data (
     compute_group_id         bigint PRIMARY KEY REFERENCES compute_groups ON DELETE CASCADE,
     owner                    oid NOT NULL DEFAULT identity(),
-    granted_cpu_time         bigint CHECK (granted_cpu_time >= 0),
-    granted_gpu_time         bigint CHECK (granted_gpu_time >= 0),
+    granted_cpu_time         nonnegative_bigint,
+    granted_gpu_time         nonnegative_bigint,
     remaining_jobs           integer,
-    granted_in_data_size     bigint CHECK (granted_in_data_size >= 0),
-    granted_out_data_size    bigint CHECK (granted_out_data_size >= 0),
+    granted_in_data_size     nonnegative_bigint,
+    granted_out_data_size    nonnegative_bigint,
     last_update              timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE compute_group_accounting_data IS
@@ -458,7 +410,7 @@ CREATE TABLE compute_group_job_period_stats (
     compute_group_id              bigint NOT NULL REFERENCES compute_groups ON DELETE CASCADE,
     job_id                        bigint NOT NULL,
     period_start                  timestamptz NOT NULL,
-    period_length                 interval NOT NULL CHECK (period_length > '0'),
+    period_length                 positive_interval NOT NULL,
     owner                         oid NOT NULL DEFAULT identity(),
     task_eligible_count           bigint NOT NULL DEFAULT 0,
     no_slice_task_count           bigint NOT NULL DEFAULT 0,
@@ -495,7 +447,7 @@ CREATE TABLE compute_group_worker_period_stats (
     compute_group_id  bigint NOT NULL REFERENCES compute_groups ON DELETE CASCADE,
     worker_opaque_id  uuid NOT NULL,
     period_start      timestamptz NOT NULL,
-    period_length     interval NOT NULL CHECK (period_length > '0'),
+    period_length     positive_interval NOT NULL,
     owner             oid NOT NULL DEFAULT identity(),
     task_count        bigint NOT NULL DEFAULT 0,
     slice_count       bigint NOT NULL DEFAULT 0,
@@ -520,18 +472,7 @@ CREATE INDEX compute_group_worker_period_stats_owner ON compute_group_worker_per
 
 -- A membership row has two owners: the group's, and the job's for the job's side of it.
 CREATE FUNCTION _compute_group_job_owners() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = @extschema@, pg_catalog, pg_temp
-AS $$
-BEGIN
-    NEW.owner := coalesce((SELECT g.owner FROM compute_groups g WHERE g.id = NEW.compute_group_id),
-                          NEW.owner);
-    NEW.job_owner := coalesce((SELECT j.owner FROM jobs j WHERE j.id = NEW.job_id),
-                              (SELECT h.owner FROM job_history h WHERE h.id = NEW.job_id LIMIT 1),
-                              NEW.job_owner);
-    RETURN NEW;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', '_compute_group_job_owners';
 CREATE TRIGGER owners BEFORE INSERT OR UPDATE OF compute_group_id, job_id, owner, job_owner ON compute_group_jobs
     FOR EACH ROW EXECUTE FUNCTION _compute_group_job_owners();
 CREATE TRIGGER owner_from_group BEFORE INSERT OR UPDATE OF compute_group_id, owner ON compute_group_accounting_data
@@ -730,7 +671,7 @@ CREATE TABLE workers (
     identity       oid NOT NULL UNIQUE,
     label          text,
     transfer_lock  boolean NOT NULL DEFAULT false,
-    flags          integer NOT NULL DEFAULT 0 CHECK (flags >= 0)
+    flags          nonnegative_integer NOT NULL DEFAULT 0
 );
 COMMENT ON TABLE workers IS
     'Registered workers. An owner registers only a role it is a member of (one it could act as), '
@@ -815,7 +756,7 @@ CREATE TABLE worker_config_value (
     owner             oid NOT NULL DEFAULT identity(),
     worker_opaque_id  uuid REFERENCES workers ON DELETE CASCADE,
     type              text NOT NULL DEFAULT 'active' CHECK (type IN ('active', 'template')),
-    key_path          text NOT NULL CHECK (key_path <> ''),
+    key_path          nonempty_text NOT NULL,
     value             jsonb,
     last_update       timestamptz NOT NULL DEFAULT now(),
     UNIQUE NULLS NOT DISTINCT (owner, worker_opaque_id, type, key_path)
@@ -860,7 +801,7 @@ CREATE TABLE worker_notifications (
     id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     worker_opaque_id  uuid NOT NULL REFERENCES workers ON DELETE CASCADE,
     owner             oid NOT NULL DEFAULT identity(),
-    event             text NOT NULL CHECK (event <> ''),
+    event             nonempty_text NOT NULL,
     signature         text,
     created_at        timestamptz NOT NULL DEFAULT now()
 );

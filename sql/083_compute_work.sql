@@ -25,8 +25,8 @@ COMMENT ON TYPE slice_status IS
 -- duplicated slices, and tiebreakers after the planned copies. A reported copy leaves this table.
 CREATE TABLE compute_slices (
     job_id                         bigint NOT NULL,
-    slice_number                   integer NOT NULL CHECK (slice_number >= 1),
-    copy                           smallint NOT NULL CHECK (copy >= 0),
+    slice_number                   positive_integer NOT NULL,
+    copy                           nonnegative_smallint NOT NULL,
     owner                          oid NOT NULL,
     status                         slice_status NOT NULL DEFAULT 'new',
     estimation                     boolean NOT NULL DEFAULT false,
@@ -72,11 +72,11 @@ CREATE TABLE slice_reports (
     value_hash        text NOT NULL,
     accepted          boolean,
     -- Finite: NaN passes >= 0 (it sorts above every number), Infinity would poison the averages.
-    cpu_time          double precision NOT NULL CHECK (cpu_time >= 0 AND cpu_time < 'Infinity'),
-    gpu_time          double precision NOT NULL CHECK (gpu_time >= 0 AND gpu_time < 'Infinity'),
-    wall_time         double precision NOT NULL CHECK (wall_time >= 0 AND wall_time < 'Infinity'),
-    in_data_size      bigint NOT NULL CHECK (in_data_size >= 0),
-    out_data_size     bigint NOT NULL CHECK (out_data_size >= 0),
+    cpu_time          nonnegative_finite_float NOT NULL,
+    gpu_time          nonnegative_finite_float NOT NULL,
+    wall_time         nonnegative_finite_float NOT NULL,
+    in_data_size      nonnegative_bigint NOT NULL,
+    out_data_size     nonnegative_bigint NOT NULL,
     reported_at       timestamptz NOT NULL DEFAULT statement_timestamp(),
     folded_seq        bigint,
     paid              money_amount,

@@ -14,14 +14,11 @@ use std::thread::LocalKey;
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::prelude::*;
 
-use super::call::{Section, Statement};
+use super::call::{trigger_data, Section, Statement};
 use crate::entry;
 
 entry!(_cached_table_changed, |fcinfo, _| {
-    let trigger = (*fcinfo).context as *mut pg_sys::TriggerData;
-    if trigger.is_null() || (*trigger).type_ != pg_sys::NodeTag::T_TriggerData {
-        error!("pg_jobs: _cached_table_changed runs only as a trigger");
-    }
+    let trigger = trigger_data(fcinfo, "_cached_table_changed");
     pg_sys::CacheInvalidateRelcache((*trigger).tg_relation);
     Datum::from(0)
 });

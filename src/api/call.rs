@@ -595,6 +595,18 @@ macro_rules! entry {
     };
 }
 
+/// The trigger data of a C trigger function's call; refused when `name` is called otherwise.
+pub unsafe fn trigger_data(
+    fcinfo: pg_sys::FunctionCallInfo,
+    name: &str,
+) -> *mut pg_sys::TriggerData {
+    let trigger = (*fcinfo).context as *mut pg_sys::TriggerData;
+    if trigger.is_null() || (*trigger).type_ != pg_sys::NodeTag::T_TriggerData {
+        error!("pg_jobs: {name} runs only as a trigger");
+    }
+    trigger
+}
+
 /// An error caught by [`in_subtransaction`]: its SQLSTATE and its message.
 pub struct Failure {
     pub code: PgSqlErrorCode,

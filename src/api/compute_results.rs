@@ -8,7 +8,8 @@ use pg_jobs_core::compute::{self, Decision};
 use pgrx::prelude::*;
 
 use super::call::{
-    in_subtransaction, invalid, materialize, refuse, return_row, Caller, Section, Statement,
+    in_subtransaction, invalid, materialize, refuse, return_row, Caller, Planning, Section,
+    Statement,
 };
 use super::compute::end_job;
 use super::datum::elements;
@@ -18,7 +19,7 @@ named_statements!(include_str!("compute_results.sql"));
 
 static TASK_JOB: Statement = statement("task_job");
 static LOCK_SLICES: Statement = statement("lock_slices");
-static REPORT: Statement = statement("report");
+static REPORT: Statement = Statement::new(STATEMENTS, "report", Planning::Probes);
 static SLICE_REPORTS: Statement = statement("slice_reports");
 static REPORT_HASH: Statement = statement("report_hash");
 static ACCEPT: Statement = statement("accept");

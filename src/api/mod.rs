@@ -31,6 +31,7 @@ pub mod keyed;
 pub mod leases;
 pub mod metrics;
 pub mod opaque_ids;
+pub mod owners;
 pub mod queue;
 pub mod queue_minutes;
 pub mod ready;

@@ -1,0 +1,157 @@
+//! The rows whose owner is their parent's (`sql/080_compute_tables.sql`): a compute job's results
+//! and settings are its job's owner's, a group's accounting its group's, a worker's settings its
+//! worker's. A BEFORE trigger copies the parent's owner into the row, whoever writes it, members'
+//! own writes through their policies included; it runs as the extension's owner, since the writer
+//! may not be allowed to read the parent (a worker owner adding an origin to a group it does not
+//! own must be refused by the policy, which needs the group's real owner in the row to do so).
+//! When the parent is unknown the row keeps the owner it was given, and the policies refuse it if
+//! that is not the caller's. Statements in `owners.sql`.
+//!
+//! C rather than PL/pgSQL: the PL/pgSQL trigger set up a read of the job's live row and of every
+//! month of its history for each row it saw (a fifth of a `compute_submit`).
+
+use std::ffi::CStr;
+
+use pgrx::pg_sys::{self, Datum};
+
+use super::call::{trigger_data, Section, Statement};
+use crate::{entry, named_statements, parameters};
+
+named_statements!(include_str!("owners.sql"));
+
+static JOB_OWNER: Statement = statement("job_owner");
+static FINISHED_JOB_OWNER: Statement = statement("finished_job_owner");
+static GROUP_OWNER: Statement = statement("group_owner");
+static WORKER_OWNER: Statement = statement("worker_owner");
+static CREDS_LIST_OWNER: Statement = statement("creds_list_owner");
+
+/// What a row's owner is copied from: the column that names the parent, and the parent's kind.
+#[derive(Clone, Copy)]
+enum Parent {
+    Job,
+    Group,
+    Worker,
+    CredsList,
+}
+
+impl Parent {
+    fn column(self) -> &'static CStr {
+        match self {
+            Parent::Job => c"job_id",
+            Parent::Group => c"compute_group_id",
+            Parent::Worker => c"worker_opaque_id",
+            Parent::CredsList => c"creds_list_id",
+        }
+    }
+
+    /// The owner of the parent named `key`, if there is one (a job's, live or finished).
+    fn owner(self, section: &Section, key: Datum) -> Option<Datum> {
+        let key = Some(key);
+        let first = match self {
+            Parent::Job => section.run(&JOB_OWNER, parameters! { job: key }),
+            Parent::Group => section.run(&GROUP_OWNER, parameters! { compute_group: key }),
+            Parent::Worker => section.run(&WORKER_OWNER, parameters! { worker: key }),
+            Parent::CredsList => section.run(&CREDS_LIST_OWNER, parameters! { creds_list: key }),
+        };
+        match (first.datum(0, 0), self) {
+            (None, Parent::Job) => section
+                .run(&FINISHED_JOB_OWNER, parameters! { job: key })
+                .datum(0, 0),
+            (found, _) => found,
+        }
+    }
+}
+
+/// The trigger's new row with each owner column in `owners` set from its parent; the row as it
+/// was when no parent is known (or none is named).
+unsafe fn copy_owners(
+    fcinfo: pg_sys::FunctionCallInfo,
+    name: &str,
+    owners: &[(&CStr, Parent)],
+) -> Datum {
+    let trigger = trigger_data(fcinfo, name);
+    let row = if (*trigger).tg_event & pg_sys::TRIGGER_EVENT_OPMASK == pg_sys::TRIGGER_EVENT_UPDATE
+    {
+        (*trigger).tg_newtuple
+    } else {
+        (*trigger).tg_trigtuple
+    };
+    let columns = (*(*trigger).tg_relation).rd_att;
+    let mut changes: Vec<(i32, Datum)> = Vec::with_capacity(owners.len());
+    {
+        let section = Section::as_owner(fcinfo);
+        for &(owner_column, parent) in owners {
+            let mut missing = false;
+            let key = pg_sys::heap_getattr(
+                row,
+                pg_sys::SPI_fnumber(columns, parent.column().as_ptr()),
+                columns,
+                &mut missing,
+            );
+            if let Some(owner) = (!missing).then(|| parent.owner(&section, key)).flatten() {
+                changes.push((pg_sys::SPI_fnumber(columns, owner_column.as_ptr()), owner));
+            }
+        }
+    }
+    if changes.is_empty() {
+        return Datum::from(row);
+    }
+    let (mut numbers, mut values): (Vec<i32>, Vec<Datum>) = changes.into_iter().unzip();
+    let nulls = vec![false; numbers.len()];
+    Datum::from(pg_sys::heap_modify_tuple_by_cols(
+        row,
+        columns,
+        numbers.len() as i32,
+        numbers.as_mut_ptr(),
+        values.as_mut_ptr(),
+        nulls.as_ptr() as *mut bool,
+    ))
+}
+
+entry!(_owner_from_job, |fcinfo, _| copy_owners(
+    fcinfo,
+    "_owner_from_job",
+    &[(c"owner", Parent::Job)]
+));
+
+entry!(_owner_from_group, |fcinfo, _| copy_owners(
+    fcinfo,
+    "_owner_from_group",
+    &[(c"owner", Parent::Group)]
+));
+
+entry!(_owner_from_worker, |fcinfo, _| copy_owners(
+    fcinfo,
+    "_owner_from_worker",
+    &[(c"owner", Parent::Worker)]
+));
+
+entry!(_owner_from_creds_list, |fcinfo, _| copy_owners(
+    fcinfo,
+    "_owner_from_creds_list",
+    &[(c"owner", Parent::CredsList)]
+));
+
+// A group's membership of a job has two owners: the group's, and the job's for the job's side.
+entry!(_compute_group_job_owners, |fcinfo, _| copy_owners(
+    fcinfo,
+    "_compute_group_job_owners",
+    &[(c"owner", Parent::Group), (c"job_owner", Parent::Job)]
+));
+
+// The seed's autoNow: last_update follows every change, whoever makes it (now(): the
+// transaction's start, as the PL/pgSQL trigger it replaces set it).
+entry!(_touch_last_update, |fcinfo, _| {
+    let trigger = trigger_data(fcinfo, "_touch_last_update");
+    let columns = (*(*trigger).tg_relation).rd_att;
+    let mut number = [pg_sys::SPI_fnumber(columns, c"last_update".as_ptr())];
+    let mut now = [Datum::from(pg_sys::GetCurrentTransactionStartTimestamp())];
+    Datum::from(pg_sys::heap_modify_tuple_by_cols(
+        (*trigger).tg_newtuple,
+        columns,
+        1,
+        number.as_mut_ptr(),
+        now.as_mut_ptr(),
+        [false].as_mut_ptr(),
+    ))
+});
