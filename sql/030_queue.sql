@@ -12,6 +12,11 @@
 -- them, every finish deleted both.) The compute scheduler's jobs of many slices keep those in
 -- its own tables.
 --
+-- The rule of a live job and who may claim it (src/api/queue.rs), checked by jobs_live below.
+CREATE FUNCTION _live_job_ok(status job_status, lease_token uuid, has_key boolean, has_key_rule boolean,
+                             owner oid, claimable_by oid) RETURNS boolean
+LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', '_live_job_ok';
+
 -- A claim and a heartbeat are HOT updates: no index of this table names a column they change
 -- (the lease columns, last below), in its keys, expressions or predicate, so PostgreSQL writes
 -- one new version of the row on its page and no index entry (README: Speed). Hence the ready
@@ -71,11 +76,11 @@ CREATE TABLE jobs (
     -- created exactly when no lease token is set; never completed or failed; a key has a rule;
     -- its owner's workers claim it, or the extension runs it (what members' reads rely on to find
     -- their jobs by index: policy owner_reads below).
-    CONSTRAINT jobs_live CHECK (_live_job_ok(status::text, lease_token, idempotency_key IS NOT NULL,
+    CONSTRAINT jobs_live CHECK (_live_job_ok(status, lease_token, idempotency_key IS NOT NULL,
                                              key_rule IS NOT NULL, owner, claimable_by))
 ) WITH (fillfactor = 40);
 -- The owner's change of a job's public fields runs the check too.
-GRANT EXECUTE ON FUNCTION _live_job_ok(text, uuid, boolean, boolean, oid, oid) TO pgjobs_user;
+GRANT EXECUTE ON FUNCTION _live_job_ok TO pgjobs_user;
 -- Every job not finished, in the order claims take them; claims skip the leased ones by status.
 -- Its predicate, true of every job, is one only the claims and members' reads (policy owner_reads)
 -- state: the planner never reads it for the extension's statements that find jobs by id, whose

@@ -1,10 +1,14 @@
 -- Finished jobs, by month, and the views and functions that read live and finished jobs
 -- together.
 
+-- Every job here has finished (src/api/queue.rs), checked by job_history_finished below.
+CREATE FUNCTION _finished_status_ok(status job_status) RETURNS boolean
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', '_finished_status_ok';
+
 CREATE TABLE job_history (
     id              bigint NOT NULL,
     owner           oid NOT NULL,
-    status          job_status NOT NULL CONSTRAINT job_history_finished CHECK (_finished_status_ok(status::text)),
+    status          job_status NOT NULL CONSTRAINT job_history_finished CHECK (_finished_status_ok(status)),
     task            text NOT NULL,
     queue           text NOT NULL,
     priority        integer NOT NULL,

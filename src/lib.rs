@@ -31,7 +31,6 @@ extension_sql_file!(
     name = "queue",
     requires = [
         "identity",
-        api::queue::_live_job_ok,
         api::queue::_reserved_queue,
         api::queue::_sql_queue
     ]
@@ -41,7 +40,6 @@ extension_sql_file!(
     name = "history",
     requires = [
         "queue",
-        api::queue::_finished_status_ok,
         api::batch::_mask_payload,
         api::queue_minutes::_queue_minute_counts
     ]

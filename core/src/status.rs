@@ -1,5 +1,8 @@
 //! Which statuses a job may have where it is stored, as the tables' CHECK constraints enforce.
 
+/// The labels of `job_status` (sql/010_types.sql), in its order.
+pub const JOB_STATUSES: [&str; 5] = ["created", "started", "completed", "failed", "aborted"];
+
 /// A live job waits (`created`) exactly when it holds no lease token, and is never finished:
 /// finished jobs are in `job_history`. It has an idempotency key exactly when it has the key's
 /// rule (skip or replace).
@@ -30,6 +33,17 @@ pub fn lease_state(status: Option<&str>) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_labels_are_those_of_the_sql_type() {
+        let types = include_str!("../../sql/010_types.sql");
+        let labels: Vec<String> = JOB_STATUSES
+            .iter()
+            .map(|label| format!("'{label}'"))
+            .collect();
+        let declared = format!("CREATE TYPE job_status AS ENUM ({});", labels.join(", "));
+        assert!(types.contains(&declared), "{declared}");
+    }
 
     #[test]
     fn a_lease_is_held_while_started_and_lost_once_the_token_holds_nothing() {

@@ -3,7 +3,8 @@
 //! `sql/040_history.sql` call.
 
 use pgrx::pg_sys::{
-    Datum, Oid, INT4OID, INT8OID, INTERVALOID, JSONBOID, OIDOID, TEXTOID, TIMESTAMPTZOID, UUIDOID,
+    self, Datum, Oid, INT4OID, INT8OID, INTERVALOID, JSONBOID, OIDOID, TEXTOID, TIMESTAMPTZOID,
+    UUIDOID,
 };
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
@@ -43,29 +44,71 @@ fn retry_delay_seconds(attempt: i32, backoff_seconds: f64, max_backoff_seconds: 
     pg_jobs_core::retry::retry_delay_seconds(attempt, backoff_seconds, max_backoff_seconds)
 }
 
-/// The rule of a live job (see pg_jobs_core::status), checked by a CHECK constraint of `jobs`;
-/// and who may claim it: its owner's workers, or the extension (members' reads find their jobs
-/// by that, sql/030_queue.sql's policy owner_reads). This and `_finished_status_ok` are functions
-/// rather than the same rules in SQL because PostgreSQL parses a table's CHECK expressions from
-/// their text at every statement that writes the table: the SQL form was a fifth of the work of a
-/// lease renewal, and a second CHECK for the claimant cost an add a quarter more.
-#[pg_extern(immutable, parallel_safe)]
-fn _live_job_ok(
-    status: &str,
-    lease_token: Option<pgrx::Uuid>,
-    has_key: bool,
-    has_key_rule: bool,
-    owner: Oid,
-    claimable_by: Oid,
-) -> bool {
-    (claimable_by == owner || claimable_by == EXTENSION_CLAIMANT)
-        && pg_jobs_core::status::live_job_ok(status, lease_token.is_some(), has_key, has_key_rule)
-}
+// The rule of a live job (see pg_jobs_core::status), checked by a CHECK constraint of `jobs`;
+// and who may claim it: its owner's workers, or the extension (members' reads find their jobs by
+// that, sql/030_queue.sql's policy owner_reads). This and `_finished_status_ok` are functions
+// rather than the same rules in SQL because PostgreSQL parses a table's CHECK expressions from
+// their text at every statement that writes the table: the SQL form was a fifth of the work of a
+// lease renewal, and a second CHECK for the claimant cost an add a quarter more. C functions of
+// the status as it is stored (`status_label`), not `#[pg_extern]`s of its text: `status::text`
+// looked its label up in the system cache for every row an add, a claim or a completion wrote.
+entry!(_live_job_ok, |_fcinfo, arguments| {
+    let claimable = arguments.claimable_by.get();
+    let ok = arguments.status.datum().is_some_and(|status| {
+        (claimable == arguments.owner.get() || claimable == Some(EXTENSION_CLAIMANT))
+            && pg_jobs_core::status::live_job_ok(
+                status_label(status),
+                arguments.lease_token.datum().is_some(),
+                arguments.has_key.get() == Some(true),
+                arguments.has_key_rule.get() == Some(true),
+            )
+    });
+    Datum::from(ok)
+});
 
-/// The rule of `job_history`'s status, checked by a CHECK constraint.
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _finished_status_ok(status: &str) -> bool {
-    pg_jobs_core::status::finished_status_ok(status)
+// The rule of `job_history`'s status, checked by a CHECK constraint.
+entry!(_finished_status_ok, |_fcinfo, arguments| {
+    Datum::from(pg_jobs_core::status::finished_status_ok(status_label(
+        arguments.status.given(),
+    )))
+});
+
+/// The label of a `job_status` value, which is the oid of the label's row of `pg_enum`: read from
+/// the system cache once a backend for each label, then kept (a label is never renamed).
+fn status_label(status: Datum) -> &'static str {
+    thread_local! {
+        static LABELS: std::cell::RefCell<Vec<(Datum, &'static str)>> = const {
+            std::cell::RefCell::new(Vec::new())
+        };
+    }
+    if let Some(label) = LABELS.with_borrow(|labels| {
+        labels
+            .iter()
+            .find(|(value, _)| *value == status)
+            .map(|(_, label)| *label)
+    }) {
+        return label;
+    }
+    let label = unsafe {
+        let row = pg_sys::SearchSysCache1(pg_sys::SysCacheIdentifier::ENUMOID as i32, status);
+        if row.is_null() {
+            error!(
+                "pg_jobs: job status {} is not a label of job_status",
+                status.value()
+            );
+        }
+        let stored = pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_enum>(row);
+        let text = std::ffi::CStr::from_ptr((*stored).enumlabel.data.as_ptr());
+        let known = pg_jobs_core::status::JOB_STATUSES
+            .iter()
+            .find(|label| label.as_bytes() == text.to_bytes())
+            .copied()
+            .unwrap_or("");
+        pg_sys::ReleaseSysCache(row);
+        known
+    };
+    LABELS.with_borrow_mut(|labels| labels.push((status, label)));
+    label
 }
 
 // --- the queue's API ---------------------------------------------------------------------------
