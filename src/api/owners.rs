@@ -108,36 +108,23 @@ unsafe fn copy_owners(
     ))
 }
 
-entry!(_owner_from_job, |fcinfo, _| copy_owners(
-    fcinfo,
-    "_owner_from_job",
-    &[(c"owner", Parent::Job)]
-));
+/// A trigger that copies each of its rows' owner columns from the parent each names.
+macro_rules! owner_copy {
+    ($name:ident, $($column:literal from $parent:ident),+) => {
+        entry!($name, |fcinfo, _| copy_owners(
+            fcinfo,
+            stringify!($name),
+            &[$(($column, Parent::$parent)),+]
+        ));
+    };
+}
 
-entry!(_owner_from_group, |fcinfo, _| copy_owners(
-    fcinfo,
-    "_owner_from_group",
-    &[(c"owner", Parent::Group)]
-));
-
-entry!(_owner_from_worker, |fcinfo, _| copy_owners(
-    fcinfo,
-    "_owner_from_worker",
-    &[(c"owner", Parent::Worker)]
-));
-
-entry!(_owner_from_creds_list, |fcinfo, _| copy_owners(
-    fcinfo,
-    "_owner_from_creds_list",
-    &[(c"owner", Parent::CredsList)]
-));
-
+owner_copy!(_owner_from_job, c"owner" from Job);
+owner_copy!(_owner_from_group, c"owner" from Group);
+owner_copy!(_owner_from_worker, c"owner" from Worker);
+owner_copy!(_owner_from_creds_list, c"owner" from CredsList);
 // A group's membership of a job has two owners: the group's, and the job's for the job's side.
-entry!(_compute_group_job_owners, |fcinfo, _| copy_owners(
-    fcinfo,
-    "_compute_group_job_owners",
-    &[(c"owner", Parent::Group), (c"job_owner", Parent::Job)]
-));
+owner_copy!(_compute_group_job_owners, c"owner" from Group, c"job_owner" from Job);
 
 // The seed's autoNow: last_update follows every change, whoever makes it (now(): the
 // transaction's start, as the PL/pgSQL trigger it replaces set it).
