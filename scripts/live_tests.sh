@@ -415,6 +415,35 @@ woken_waiter() {
     cat "$out"
 }
 
+# A job due later wakes its queue's workers when it comes due, and not before: added due in 2 s,
+# its queue's signal reaches a listener after 1.5 s and within 8 s (the launcher's regular round
+# is 10 s away, and nothing else notifies a job due later); then the same for its retry, waiting
+# out a backoff of 2 s.
+test_jobs_due_later_wake_their_workers() {
+    local signal job
+    signal=$(live_sql "SELECT pgjobs.jobs_ready_signal('live-due')") || return 1
+    notified_when_due "$signal" "SELECT pgjobs.jobs_add('later', queue => 'live-due', backoff => '2 seconds',
+                                                        run_at => now() + interval '2 seconds')" || return 1
+    notified_when_due "$signal" "SELECT pgjobs.jobs_fail(id, lease_token, 'again')
+                                 FROM pgjobs.jobs_claim('w', ARRAY['live-due'], 1)" || return 1
+    [ "$(live_sql "SELECT count(pgjobs.jobs_abort(id)) FROM pgjobs.jobs WHERE queue = 'live-due' AND attempt = 1")" = 1 ]
+}
+
+# notified_when_due SIGNAL SQL: whether a session that LISTENs and runs SQL (which makes a job
+# due 2 s later) gets the notification with SIGNAL after 1.5 s and within 8 s. psql prints a
+# notification after the command during which it came.
+notified_when_due() {
+    local out
+    out=$("$PG_BIN/psql" -X -q -tA -h localhost -p "$PORT" -U postgres -d "$LIVE_DB" \
+        -c "LISTEN pgjobs_ready" -c "$2" -c "SELECT 'early', pg_sleep(1.5)" \
+        -c "SELECT 'late', pg_sleep(6.5)" -c "SELECT 'end'" 2>&1) || return 1
+    echo "$out" >"$OUT/notified-when-due.out"
+    echo "$out" | awk -v signal="\"$1\"" '
+        /^early/ { phase = "early" } /^late/ { phase = "late" } /^end/ { phase = "end" }
+        index($0, signal) { seen[phase]++ }
+        END { exit !(seen["late"] >= 1 && !seen["early"] && !seen[""]) }'
+}
+
 test_launcher_requeues_expired_leases() {
     local job
     job=$(live_sql "SELECT pgjobs.jobs_add('t', queue => 'live-lease', lease => '2 seconds')") || return 1
@@ -1041,6 +1070,7 @@ run_live_tests() {
     verdict "the launcher requeues an expired lease without a claim" test_launcher_requeues_expired_leases
     verdict "jobs_wait is woken by the commit that completes its job" test_jobs_wait_is_woken_by_the_completion
     verdict "jobs_wait returns when its job is blocked by a failed dependency" test_jobs_wait_returns_when_its_job_is_blocked
+    verdict "a job due later wakes its queue's workers when it comes due" test_jobs_due_later_wake_their_workers
     verdict "the launcher idles while SQL jobs wait for an executor" test_launcher_idles_while_sql_jobs_wait
     verdict "a batch claim requeues an expired lease where the launcher also does" test_batch_claims_rescue_where_the_launcher_does
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row

@@ -137,6 +137,7 @@ pub extern "C-unwind" fn _PG_init() {
     api::queue_minutes::init_queue_counts();
     api::leases::init_lease_expiries();
     api::heads::init_heads();
+    api::due::init_due_queues();
     api::compute_settings::init_join_failures();
     bgworker::init_shared_state();
     bgworker::register_launcher();

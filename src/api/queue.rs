@@ -22,7 +22,7 @@ use super::flow::Flow;
 use super::job_specs::specs_of_batch;
 use super::metrics::{self, Counter};
 use super::services::Service;
-use super::{heads, leases, queue_minutes, ready};
+use super::{due, heads, leases, queue_minutes, ready};
 use crate::{entry, gucs, parameters};
 
 /// Seconds to wait after failed attempt `attempt` before the next one: `backoff × 2^(attempt-1)`,
@@ -617,6 +617,7 @@ pub(crate) fn placed(
         id,
     };
     heads::placed(claimable_by, &queue, key);
+    due::note(claimable_by, &queue, key.run_at);
     Some((id, claimable_by, queue))
 }
 
@@ -624,7 +625,7 @@ pub(crate) fn placed(
 /// a queue that a claim looked at since its last notification (see src/api/ready.rs). Where no
 /// worker looked, workers are busy or already woken (and poll every pg_jobs.poll_interval
 /// regardless).
-fn wake<'a>(queues: impl Iterator<Item = (Oid, &'a str)>) {
+pub(crate) fn wake<'a>(queues: impl Iterator<Item = (Oid, &'a str)>) {
     let mut woken: Vec<(Oid, &str)> = Vec::new();
     for (claimable_by, queue) in queues {
         if !woken.contains(&(claimable_by, queue)) && ready::wanted(claimable_by, queue) {

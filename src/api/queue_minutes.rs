@@ -23,6 +23,7 @@ use pgrx::{IntoDatum, PgLwLock};
 use super::at_commit::at_commit;
 use super::call::{Caller, Rows, Section, Statement};
 use super::datum::array;
+use super::queue_places::{database, place_of, QueuePlace, NAME_BYTES};
 use super::services::Service;
 use crate::{named_statements, parameters};
 
@@ -37,38 +38,22 @@ static NEXT_MINUTE: Statement = statement("next_minute");
 /// Queues counted at once; the counts of a queue past them are lost until the minute's end frees
 /// the places (README).
 const PLACES: usize = 1024;
-/// The longest queue name counted (longer ones are not charted: README).
-const NAME_BYTES: usize = 128;
 
+/// A queue's completions and failed attempts of the minute under way.
 #[derive(Clone, Copy)]
-struct Place {
-    database: u32,
-    /// 0: free.
-    owner: u32,
+struct Counts {
     completed: u32,
     failed: u32,
-    name_len: u8,
-    name: [u8; NAME_BYTES],
 }
 
-const FREE: Place = Place {
-    database: 0,
-    owner: 0,
+const NONE: Counts = Counts {
     completed: 0,
     failed: 0,
-    name_len: 0,
-    name: [0; NAME_BYTES],
 };
-
-impl Place {
-    fn name(&self) -> &[u8] {
-        &self.name[..self.name_len as usize]
-    }
-}
 
 #[derive(Clone, Copy)]
 struct QueueCounts {
-    places: [Place; PLACES],
+    places: [QueuePlace<Counts>; PLACES],
 }
 
 unsafe impl pgrx::PGRXSharedMemory for QueueCounts {}
@@ -80,7 +65,7 @@ static QUEUE_COUNTS: PgLwLock<QueueCounts> = unsafe { PgLwLock::new(c"pg_jobs qu
 pub(crate) fn init_queue_counts() {
     pgrx::pg_shmem_init!(
         QUEUE_COUNTS = QueueCounts {
-            places: [FREE; PLACES]
+            places: [QueuePlace::free(NONE); PLACES]
         }
     );
 }
@@ -146,59 +131,33 @@ pub(crate) fn count_rows(
         return;
     }
     at_commit(move || {
-        let database = database();
         let mut shared = QUEUE_COUNTS.exclusive();
         for (owner, queue, completed, failed) in counts {
-            if let Some(place) = place_of(&mut shared.places, database, owner, queue.as_bytes()) {
-                place.completed = place.completed.saturating_add(completed);
-                place.failed = place.failed.saturating_add(failed);
+            if let Some(place) = place_of(&mut shared.places, owner, &queue, NONE) {
+                place.kept.completed = place.kept.completed.saturating_add(completed);
+                place.kept.failed = place.kept.failed.saturating_add(failed);
             }
         }
     });
 }
 
-fn database() -> u32 {
-    unsafe { pg_sys::MyDatabaseId }.to_u32()
-}
-
-/// The place of (database, owner, queue), taken if it has none; None when every place is taken.
-fn place_of<'a>(
-    places: &'a mut [Place],
-    database: u32,
-    owner: u32,
-    queue: &[u8],
-) -> Option<&'a mut Place> {
-    let found = places
-        .iter()
-        .position(|p| p.database == database && p.owner == owner && p.name() == queue)
-        .or_else(|| places.iter().position(|p| p.owner == 0))?;
-    let place = &mut places[found];
-    if place.owner == 0 {
-        place.database = database;
-        place.owner = owner;
-        place.name_len = queue.len() as u8;
-        place.name[..queue.len()].copy_from_slice(queue);
-    }
-    Some(place)
-}
-
 /// This database's counts of the minute under way, their places freed with `take`.
 fn counted(take: bool) -> Vec<(Oid, String, i64, i64)> {
     let database = database();
-    let ours = move |p: &&Place| p.owner != 0 && p.database == database;
-    let read = |place: &Place| {
+    let ours = move |p: &&QueuePlace<Counts>| p.taken() && p.database == database;
+    let read = |place: &QueuePlace<Counts>| {
         (
             Oid::from(place.owner),
-            String::from_utf8_lossy(place.name()).into_owned(),
-            i64::from(place.completed),
-            i64::from(place.failed),
+            place.queue(),
+            i64::from(place.kept.completed),
+            i64::from(place.kept.failed),
         )
     };
     if take {
         let mut counts = QUEUE_COUNTS.exclusive();
         let taken = counts.places.iter().filter(ours).map(read).collect();
         for place in counts.places.iter_mut().filter(|p| p.database == database) {
-            *place = FREE;
+            *place = QueuePlace::free(NONE);
         }
         taken
     } else {

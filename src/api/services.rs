@@ -11,7 +11,8 @@ use pgrx::prelude::*;
 
 use super::call::{in_subtransaction, Section, Statement};
 use super::{
-    batch, compute_fold, flow, history, queue, queue_minutes, routines, schedule_firing, sql_jobs,
+    batch, compute_fold, due, flow, history, queue, queue_minutes, routines, schedule_firing,
+    sql_jobs,
 };
 use crate::{entry, gucs};
 
@@ -31,10 +32,11 @@ pub(crate) fn no_wish(_: &Section, _: Datum) -> Option<Datum> {
 }
 
 /// In the order a round runs them.
-const SERVICES: [&Service; 11] = [
+const SERVICES: [&Service; 12] = [
     &sql_jobs::LOST_RUNS,
     &sql_jobs::OVERDUE_RUNS,
     &queue::EXPIRED_LEASES,
+    &due::JOBS_DUE_LATER,
     &flow::KEY_SLOTS,
     &schedule_firing::SCHEDULES,
     &routines::ROUTINES,
