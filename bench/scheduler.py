@@ -12,8 +12,11 @@ scheduler at a time (the other has no schedule while it is measured):
   3. no-op SQL jobs per second through pg_jobs' executors (pg_cron has no queue).
 
 pg_jobs' schedules add queued task jobs (nobody claims them): a slot's lateness is the commit
-time of the transaction that added its job (track_commit_timestamp; when workers can see it)
-minus the slot (`due_at`). The job's own `start_time` is the launcher transaction's now(), the
+time of the transaction that added its job (track_commit_timestamp) minus the slot (`due_at`);
+the launcher fires a slot a little ahead of it, the job due at the slot, so that time may be
+before the slot, and the job is claimable at max(commit, slot). Beside them, a few more
+per-second schedules add jobs to a queue that a worker LISTENing for its signal claims (as the
+README's worker does, polling every 2 s otherwise): their lateness is when the claim took them. The job's own `start_time` is the launcher transaction's now(), the
 moment the tick began, so it says when firing started, not when the job became visible; it is
 shown as a second row. pg_cron's jobs run `INSERT INTO fired ... clock_timestamp()`; lateness is
 that time minus the slot (a job's n-th run belongs to the n-th boundary after it was switched
@@ -25,6 +28,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -38,6 +42,7 @@ CONNINFO = f"host=localhost port={PORT} user=postgres dbname={DATABASE}"
 PG_CRON_LIBRARY = Path("/usr/lib/postgresql/15/lib/pg_cron.so")
 
 PER_SECOND_SCHEDULES = 1_000
+PICKED_UP_SCHEDULES = 20       # per-second schedules besides them, whose jobs a listening worker claims
 PER_SECOND_SLOTS = 30          # whole seconds measured
 PER_SECOND_SETTLE = 2          # seconds after the schedules exist before the first measured slot
 PER_SECOND_GRACE = 5           # how late the last measured slot may still be fired
@@ -222,17 +227,55 @@ def lateness(samples, expected):
 
 # 1. Per-second schedules ------------------------------------------------------------------------
 
+class PickupWorker(threading.Thread):
+    """A worker of `queue` as the README's: LISTENs for its queue's signal, claims what is ready
+    when woken (or after 2 s, its poll), completes it; keeps each job's slot (epoch seconds) and
+    how long after it the claim took the job."""
+
+    def __init__(self, queue):
+        super().__init__(daemon=True)
+        self.queue, self.samples, self.stopping = queue, [], threading.Event()
+
+    def run(self):
+        with connect() as conn:
+            [(signal,)] = conn.execute("SELECT pgjobs.jobs_ready_signal(%s)", [self.queue]).fetchall()
+            conn.execute("LISTEN pgjobs_ready")
+            while not self.stopping.is_set():
+                # The jobs row read is the one before the claim (the statement's snapshot).
+                claimed = conn.execute("""
+                    SELECT c.id, c.lease_token, extract(epoch FROM j.due_at)::float8,
+                           extract(epoch FROM clock_timestamp() - j.due_at)::float8
+                    FROM pgjobs.jobs_claim('bench-worker', ARRAY[%s], 1000) c
+                    JOIN pgjobs.jobs j ON j.id = c.id""", [self.queue]).fetchall()
+                if claimed:
+                    self.samples += [(slot, late) for _, _, slot, late in claimed]
+                    conn.execute("SELECT pgjobs.jobs_complete(%s::bigint[], %s::uuid[])",
+                                 [[c[0] for c in claimed], [c[1] for c in claimed]])
+                    continue
+                for notification in conn.notifies(timeout=2.0):
+                    if notification.payload == signal:
+                        break
+
+
 def pg_jobs_per_second():
-    log(f"pg_jobs: {PER_SECOND_SCHEDULES:,} schedules 'every 1 second', {PER_SECOND_SLOTS} s")
+    log(f"pg_jobs: {PER_SECOND_SCHEDULES:,} schedules 'every 1 second' and {PICKED_UP_SCHEDULES} more "
+        f"for a listening worker, {PER_SECOND_SLOTS} s")
     reset_pg_jobs()
     settle()
+    worker = PickupWorker("bench_picked")
+    worker.start()
     execute("""SELECT count(pgjobs.jobs_schedule('sec_' || i, 'every 1 second',
                                                  '{"task": "tick", "queue": "bench_sec"}'))
                FROM generate_series(1, %s) i""", [PER_SECOND_SCHEDULES])
+    execute("""SELECT count(pgjobs.jobs_schedule('sec_picked_' || i, 'every 1 second',
+                                                 '{"task": "tick", "queue": "bench_picked"}'))
+               FROM generate_series(1, %s) i""", [PICKED_UP_SCHEDULES])
     first = math.ceil(server_now()) + PER_SECOND_SETTLE
     last = first + PER_SECOND_SLOTS - 1
     sleep_until(last + PER_SECOND_GRACE)
     unschedule_pg_jobs("sec")
+    worker.stopping.set()
+    worker.join()
     loaded("pg_jobs per-second")
     rows = query("""
         SELECT extract(epoch FROM pg_xact_commit_timestamp(j.xmin) - j.due_at)::float8,
@@ -242,12 +285,15 @@ def pg_jobs_per_second():
                  [first, last])
     ticks = launcher_transactions("bench_sec")
     expected = PER_SECOND_SCHEDULES * PER_SECOND_SLOTS
-    log(f"  {len(rows):,} of {expected:,} slots fired")
+    picked = [late for slot, late in worker.samples if first <= slot <= last]
+    log(f"  {len(rows):,} of {expected:,} slots fired; {len(picked):,} jobs picked up by the worker")
     return {
         "ticks": ticks,
         "fired": (len(rows), expected),
         "committed": lateness([r[0] for r in rows], expected),
+        "claimable": lateness([max(r[0], 0.0) for r in rows], expected),
         "started": lateness([r[1] for r in rows], expected),
+        "picked up": lateness(picked, PICKED_UP_SCHEDULES * PER_SECOND_SLOTS),
     }
 
 
@@ -461,6 +507,12 @@ def table(settings_line, sec_jobs, sec_cron, min_jobs, min_cron, sql):
                      f"(lower is better; pg_jobs: job committed, pg_cron: command ran)",
                      sec_jobs["committed"][i], cron))
     for i, name in enumerate(("p50", "p99", "max")):
+        rows.append((f"{n_sec} per-second schedules: pg_jobs job claimable (max(commit, slot)) − slot, {name}, ms "
+                     f"(lower is better)", sec_jobs["claimable"][i], "—"))
+    for i, name in enumerate(("p50", "p99", "max")):
+        rows.append((f"{PICKED_UP_SCHEDULES} per-second schedules beside them: their job claimed by a worker "
+                     f"LISTENing for its queue − slot, {name}, ms (lower is better)", sec_jobs["picked up"][i], "—"))
+    for i, name in enumerate(("p50", "p99", "max")):
         rows.append((f"{n_sec} per-second schedules: pg_jobs job's start_time (tick began) − slot, {name}, ms "
                      f"(lower is better)", sec_jobs["started"][i], "—"))
     fired_cron = (f"{sec_cron['fired'][0]:,} / {sec_cron['fired'][1]:,}" if "error" not in sec_cron
@@ -493,8 +545,9 @@ def table(settings_line, sec_jobs, sec_cron, min_jobs, min_cron, sql):
         settings_line,
         "",
         "Lateness: pg_jobs' schedules add queued task jobs; \"job committed\" is the commit time of the "
-        "launcher transaction that added the slot's job (when a worker can first claim it) minus the slot; "
-        "start_time is that transaction's now(). pg_cron's jobs run `INSERT ... clock_timestamp()` over a "
+        "launcher transaction that added the slot's job minus the slot (below 0: fired ahead of the slot, "
+        "the job due at it, so a worker can first claim it at max(commit, slot)); start_time is that "
+        "transaction's now(). pg_cron's jobs run `INSERT ... clock_timestamp()` over a "
         "new libpq connection each; lateness is that time minus the slot. \"unfired\": the percentile falls on a slot "
         f"that was not fired (pg_jobs: skipped as more than pg_jobs.refresh_interval late, or not fired "
         f"{PER_SECOND_GRACE} s after the last per-second slot) or not run (pg_cron: by {PER_MINUTE_DEADLINE} s "

@@ -154,17 +154,20 @@ fn record(jobs: Vec<(u32, String, i64)>) {
     }
 }
 
-/// For the launcher: it sleeps `sleep` before its next round.
-pub(crate) fn launcher_sleeps(sleep: std::time::Duration) {
-    let wakes_at = unsafe { pg_sys::GetCurrentTimestamp() }
-        .saturating_add(i64::try_from(sleep.as_micros()).unwrap_or(i64::MAX));
+/// For the launcher, which would sleep `sleep` before its next round: how long it sleeps, no
+/// later than the next wake-up. Its round asked for that before its own commit noted the jobs due
+/// later it added (the schedules' jobs, fired ahead of their slots).
+pub(crate) fn launcher_sleeps(sleep: std::time::Duration) -> std::time::Duration {
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    let mut wakes_at = now.saturating_add(i64::try_from(sleep.as_micros()).unwrap_or(i64::MAX));
     let mut due = DUE_QUEUES.exclusive();
-    due.launcher = Launcher {
-        database: database(),
-        pid: unsafe { pg_sys::MyProcPid },
-        wakes_at,
-        ..due.launcher
-    };
+    due.launcher.database = database();
+    if let Some(next) = next_wake_up(&due) {
+        wakes_at = wakes_at.min(next.max(now));
+    }
+    due.launcher.pid = unsafe { pg_sys::MyProcPid };
+    due.launcher.wakes_at = wakes_at;
+    std::time::Duration::from_micros((wakes_at - now) as u64)
 }
 
 /// Wakes the workers of each queue whose earliest job due later is due now, and finds the queue's
@@ -241,9 +244,8 @@ fn wake_due(section: &Section, _: Datum) {
 
 /// When the service next wakes queues: when the earliest job due later of this database's queues
 /// is due, and not while it keeps quiet.
-fn next_wake_up() -> Option<Datum> {
+fn next_wake_up(due: &DueQueues) -> Option<i64> {
     let database = database();
-    let due = DUE_QUEUES.share();
     if due.launcher.database != database {
         return None;
     }
@@ -252,11 +254,10 @@ fn next_wake_up() -> Option<Datum> {
         .filter(|place| place.taken() && place.database == database)
         .map(|place| place.kept.max(due.launcher.quiet_until))
         .min()
-        .map(Datum::from)
 }
 
 pub(crate) static JOBS_DUE_LATER: Service = Service {
     name: "jobs due later",
     work: wake_due,
-    next: |_, _| next_wake_up(),
+    next: |_, _| next_wake_up(&DUE_QUEUES.share()).map(Datum::from),
 };

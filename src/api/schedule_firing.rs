@@ -1,5 +1,6 @@
-//! Firing the cron schedules: the launcher's round calls `_fire_schedules` (and a regression test
-//! can, at a chosen time). Statements in `schedule_firing.sql`.
+//! Firing the cron schedules: the launcher's round fires each slot a little ahead of it, its job
+//! due at the slot (SCHEDULES), and a regression test calls `_fire_schedules` at a chosen time.
+//! Statements in `schedule_firing.sql`.
 //!
 //! The jobs of all due schedules of one owner are added in one call, which is what lets thousands
 //! of schedules fire within their second. Nothing one schedule holds stops the others: if the
@@ -74,13 +75,23 @@ fn fire(section: &Section, owner: pg_sys::Oid, firing: &[&Due]) -> Vec<(i64, i64
     last
 }
 
-/// The schedules: each fires its due slots; wakes the launcher at the next slot.
+/// How far ahead of its slot the launcher fires a schedule: the slot's job is added this long
+/// before the slot and due at it (its run_at), so that it is committed and claimable when the slot
+/// comes, and the wake-up of jobs due later (due.rs) wakes its queue's workers then. Firing at the
+/// slot, a per-second schedule's job was visible only once the round had added the jobs of every
+/// schedule due and committed: 1,000 of them, 65 ms after the slot (p50), 102 ms (p99).
+const AHEAD_MICROS: i64 = 250_000;
+
+/// The schedules: each fires its slots due by AHEAD_MICROS from now; wakes the launcher that long
+/// before the next slot.
 pub(crate) static SCHEDULES: Service = Service {
     name: "schedules",
     work: |section, at| {
-        fire_due(section, at);
+        fire_due(section, Datum::from(at.value() as i64 + AHEAD_MICROS));
     },
-    next: |section, _| wished(section, &NEXT_SLOT, &[]),
+    next: |section, _| {
+        wished(section, &NEXT_SLOT, &[]).map(|slot| Datum::from(slot.value() as i64 - AHEAD_MICROS))
+    },
 };
 
 entry!(_fire_schedules, |fcinfo, arguments| {

@@ -79,7 +79,10 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
             }
         }
         start_sql_jobs(&mut executors);
-        crate::api::due::launcher_sleeps(sleep);
+        // Not while the rounds fail: a wake-up due would end every back-off at once.
+        if failures == 0 {
+            sleep = crate::api::due::launcher_sleeps(sleep);
+        }
     }
     // Only the postmaster's death ends the loop (a SIGTERM ends the process with FATAL, exit code
     // 1). Exiting with 1 has the postmaster start it again a second later, unless the server is

@@ -39,6 +39,19 @@ UPDATE pgjobs.schedules SET last_slot = '2026-01-01 00:00Z', next_slot = '2026-0
 SELECT pgjobs._fire_schedules('2026-01-01 01:20Z') AS fired_all;
 SELECT run_at FROM pgjobs.job_list ORDER BY run_at;
 
+-- The launcher's round fires a slot 0.25 s ahead of it, its job due at the slot (run_at), so
+-- that the job is committed and claimable when the slot comes: 0.3 s before, nothing.
+SELECT regress.reset();
+SELECT date_bin('15 minutes', now(), '2000-01-01') + interval '15 minutes' AS slot \gset
+UPDATE pgjobs.schedules SET last_slot = :'slot'::timestamptz - interval '15 minutes', next_slot = :'slot'
+WHERE name = 'report';
+SELECT pgjobs._launcher_tick(:'slot'::timestamptz - interval '0.3 seconds') IS NOT NULL AS round_too_early;
+SELECT count(*) AS jobs FROM pgjobs.job_list;
+SELECT pgjobs._launcher_tick(:'slot'::timestamptz - interval '0.2 seconds') IS NOT NULL AS round_ahead;
+SELECT run_at = :'slot' AS due_at_the_slot, status FROM pgjobs.job_list;
+SELECT last_slot = :'slot' AS fired, next_slot = :'slot'::timestamptz + interval '15 minutes' AS next
+FROM pgjobs.jobs_schedules WHERE name = 'report';
+
 -- Disabled schedules do not fire; enabling starts from where it stood.
 SELECT regress.reset();
 SELECT pgjobs.jobs_disable_schedule('report');
