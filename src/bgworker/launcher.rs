@@ -63,11 +63,13 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
             )
         });
         let running = executors.len();
+        let mut round_done = false;
         match survive("round", || tick(started_at, running)) {
-            Some((wait, round_done)) => {
-                if round_done {
+            Some((wait, done)) => {
+                if done {
                     super::round_finished();
                 }
+                round_done = done;
                 failures = 0;
                 sleep = wait;
             }
@@ -79,8 +81,9 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
             }
         }
         start_sql_jobs(&mut executors);
-        // Not while the rounds fail: a wake-up due would end every back-off at once.
-        if failures == 0 {
+        // Only after a round that ran: while the rounds fail (or the extension is not installed),
+        // a wake-up due would end every back-off, and every sleep, at once.
+        if round_done {
             sleep = crate::api::due::launcher_sleeps(sleep);
         }
     }
