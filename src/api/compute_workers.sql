@@ -65,10 +65,18 @@ WHERE s.lease_token = $task_token AND s.last_assigned_worker_identity = $role
 GROUP BY s.job_id;
 
 -- name: give_back(role oid, task_token uuid, slice_numbers integer[])
--- Those copies given back unworked, to be sent to someone else.
+-- Those copies given back unworked, to be sent to someone else. Their rows are locked in slice
+-- order, as another copy's report deciding their slices deletes them (one slice after another,
+-- in slice order): locked in the update's own order, a give-back holding the copy of slice 2 and
+-- waiting for slice 1's deadlocked with a report holding slice 1's and waiting for slice 2's (a
+-- fresh clone's compute simulation, once).
 UPDATE compute_slices s SET status = 'returned', lease_token = NULL
-WHERE s.lease_token = $task_token AND s.last_assigned_worker_identity = $role
-  AND ($slice_numbers::integer[] IS NULL OR s.slice_number = ANY ($slice_numbers));
+WHERE s.ctid = ANY (ARRAY(
+    SELECT h.ctid FROM compute_slices h
+    WHERE h.lease_token = $task_token AND h.last_assigned_worker_identity = $role
+      AND ($slice_numbers::integer[] IS NULL OR h.slice_number = ANY ($slice_numbers))
+    ORDER BY h.slice_number
+    FOR UPDATE));
 
 -- name: count_returns(job bigint, returned integer)
 -- The job's count of copies given back, $returned more.
