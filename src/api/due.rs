@@ -171,9 +171,10 @@ pub(crate) fn launcher_sleeps(sleep: std::time::Duration) -> std::time::Duration
 }
 
 /// Wakes the workers of each queue whose earliest job due later is due now, and finds the queue's
-/// next one. Now is the clock's, not the round's start: a place that comes due while the round
-/// runs would otherwise be past when the round asks for its next, and the launcher waits a
-/// second after a round that asks for a time past.
+/// next one, due after now (a job due by now is woken with its queue). Now is the clock's, not
+/// the round's start: a place that comes due while the round runs would otherwise be past when
+/// the round asks for its next, and the launcher waits a second after a round that asks for a
+/// time past.
 fn wake_due(section: &Section, _: Datum) {
     let (database, now) = (database(), unsafe { pg_sys::GetCurrentTimestamp() });
     let raised = now + RESCAN_MICROS;
@@ -221,6 +222,7 @@ fn wake_due(section: &Section, _: Datum) {
         parameters! {
             claimants: Some(array(pg_sys::OIDOID, &claimants)),
             queues: Some(array(pg_sys::TEXTOID, &queues)),
+            after: Some(Datum::from(now)),
         },
     );
     wake(
