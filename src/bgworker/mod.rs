@@ -7,8 +7,9 @@
 //! and then starts executors for ready SQL jobs, at most `pg_jobs.max_workers` at once. A part of
 //! a round that fails is a WARNING and the others go on (sql/070_launcher.sql); a round that
 //! fails as a whole (53200 while a member's transaction fills the lock table) is a WARNING too,
-//! rolled back and tried again after a back-off (`launcher::survive`). Only an error outside the rounds ends the process, and the postmaster
-//! starts it again a second later: the leases and keys in the tables make the restart harmless.
+//! rolled back and tried again after a back-off (`launcher::survive`). Only an error outside the
+//! rounds ends the process, and the postmaster starts it again a second later: the leases and keys
+//! in the tables make the restart harmless.
 
 mod executor;
 mod launcher;
