@@ -1,7 +1,9 @@
-//! Work on shared memory done when the transaction commits: the counts of `metrics.rs` and
-//! `queue_minutes.rs`, so that what a transaction rolled back is not counted. Kept by this backend
-//! meanwhile with the nesting level of the (sub)transaction that asked for it, so that a rollback
-//! to a savepoint drops what was asked after the savepoint, as it undoes the work counted.
+//! Work on shared memory tied to the transaction's end: done when it commits (the counts of
+//! `metrics.rs` and `queue_minutes.rs`, so that what a transaction rolled back is not counted), or
+//! when it rolls back (`leases.rs`: a rescue's raise of when leases next run out, which must not
+//! outlive the requeues it stood for). Kept by this backend meanwhile with the nesting level of
+//! the (sub)transaction that asked for it, so that a rollback to a savepoint drops, or does, what
+//! was asked after the savepoint, as it undoes the work done there.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
@@ -11,15 +13,33 @@ use pgrx::prelude::*;
 
 type Work = Box<dyn FnOnce()>;
 
+/// When a piece of work runs: at the commit of the transaction that asked, or at the rollback of
+/// the (sub)transaction that asked or of one around it.
+#[derive(Clone, Copy, PartialEq)]
+enum End {
+    Commit,
+    Rollback,
+}
+
 thread_local! {
-    static PENDING: RefCell<Vec<(i32, Work)>> = const { RefCell::new(Vec::new()) };
+    static PENDING: RefCell<Vec<(i32, End, Work)>> = const { RefCell::new(Vec::new()) };
     static REGISTERED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Runs `work` when the transaction commits, unless the (sub)transaction asking rolls back first.
 pub(crate) fn at_commit(work: impl FnOnce() + 'static) {
+    pending(End::Commit, Box::new(work));
+}
+
+/// Runs `work` if the (sub)transaction asking rolls back (or is prepared: it may yet roll back,
+/// in another session). Work that must not fail: it runs while the rollback cleans up.
+pub(crate) fn at_rollback(work: impl FnOnce() + 'static) {
+    pending(End::Rollback, Box::new(work));
+}
+
+fn pending(end: End, work: Work) {
     let level = unsafe { pg_sys::GetCurrentTransactionNestLevel() };
-    PENDING.with(|pending| pending.borrow_mut().push((level, Box::new(work))));
+    PENDING.with(|pending| pending.borrow_mut().push((level, end, work)));
     // Once per backend, for its life.
     if !REGISTERED.with(|registered| registered.replace(true)) {
         unsafe {
@@ -29,18 +49,38 @@ pub(crate) fn at_commit(work: impl FnOnce() + 'static) {
     }
 }
 
+/// Takes the pending work asked at `level` or deeper; runs the part that runs at `end` and drops
+/// the rest.
+fn finish(level: i32, end: End) {
+    let ended: Vec<(End, Work)> = PENDING.with(|pending| {
+        let mut pending = pending.borrow_mut();
+        let (ended, kept) = std::mem::take(&mut *pending)
+            .into_iter()
+            .partition::<Vec<_>, _>(|(asked, _, _)| *asked >= level);
+        *pending = kept;
+        ended
+            .into_iter()
+            .map(|(_, when, work)| (when, work))
+            .collect()
+    });
+    for (when, work) in ended {
+        if when == end {
+            work();
+        }
+    }
+}
+
 #[pg_guard]
 unsafe extern "C-unwind" fn transaction_ended(event: XactEvent::Type, _arg: *mut c_void) {
     match event {
         XactEvent::XACT_EVENT_COMMIT | XactEvent::XACT_EVENT_PARALLEL_COMMIT => {
-            for (_, work) in PENDING.with(|pending| std::mem::take(&mut *pending.borrow_mut())) {
-                work();
-            }
+            finish(0, End::Commit)
         }
-        // A prepared transaction's counts are lost: it may commit in another session.
+        // A prepared transaction's counts are lost (it may commit in another session), and what
+        // would be undone by its rollback is undone (it may roll back there).
         XactEvent::XACT_EVENT_ABORT
         | XactEvent::XACT_EVENT_PARALLEL_ABORT
-        | XactEvent::XACT_EVENT_PREPARE => PENDING.with(|pending| pending.borrow_mut().clear()),
+        | XactEvent::XACT_EVENT_PREPARE => finish(0, End::Rollback),
         _ => {}
     }
 }
@@ -54,16 +94,17 @@ unsafe extern "C-unwind" fn subtransaction_ended(
 ) {
     // Called while the subtransaction ending is still the current one.
     let level = unsafe { pg_sys::GetCurrentTransactionNestLevel() };
-    PENDING.with(|pending| {
-        let mut pending = pending.borrow_mut();
-        match event {
-            SubXactEvent::SUBXACT_EVENT_ABORT_SUB => pending.retain(|(asked, _)| *asked < level),
-            SubXactEvent::SUBXACT_EVENT_COMMIT_SUB => {
-                for (asked, _) in pending.iter_mut().filter(|(asked, _)| *asked >= level) {
-                    *asked = level - 1;
-                }
+    match event {
+        SubXactEvent::SUBXACT_EVENT_ABORT_SUB => finish(level, End::Rollback),
+        SubXactEvent::SUBXACT_EVENT_COMMIT_SUB => PENDING.with(|pending| {
+            for (asked, _, _) in pending
+                .borrow_mut()
+                .iter_mut()
+                .filter(|(asked, _, _)| *asked >= level)
+            {
+                *asked = level - 1;
             }
-            _ => {}
-        }
-    });
+        }),
+        _ => {}
+    }
 }

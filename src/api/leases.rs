@@ -10,10 +10,11 @@
 //! - a rescue (`_rescue_expired`) first raises the word to now + RESCAN, then scans, requeues what
 //!   expired and notes the earliest lease left, read by a statement that starts after the raise.
 //!   A lease committed before that statement's snapshot is read by it; one committed after is
-//!   noted after the raise. So the word is never later than a committed lease's end, except for
-//!   a rescue run inside a REPEATABLE READ transaction (its snapshot may predate the raise), a
-//!   lease taken in a prepared transaction (noted when its backend next commits) and databases
-//!   that share a word (below): RESCAN bounds how late such a lease is found.
+//!   noted after the raise; if the rescue rolls back, the word is made due. So the word is never
+//!   later than a committed lease's end, except for a rescue run inside a REPEATABLE READ
+//!   transaction (its snapshot may predate the raise), a lease taken in a prepared transaction
+//!   (noted when its backend next commits) and databases that share a word (below): RESCAN
+//!   bounds how late such a lease is found.
 //!
 //! The words start at 0 (due), so after a restart the first look scans. Each database takes a
 //! word of its own, as for metrics; past DATABASES of them, the others share one, so they see
@@ -112,9 +113,15 @@ fn _leases_note(until: Option<TimestampWithTimeZone>) {
     }
 }
 
-/// For a rescue, before its scan: the word raised to now + RESCAN.
+/// For a rescue, before its scan: the word raised to now + RESCAN. If the rescue's
+/// (sub)transaction rolls back, so do its requeues, and the leases it found expired are due again
+/// at once: a claim's rescue rolled back (a worker killed mid-claim, a member's ROLLBACK) left
+/// them to the next scan a minute later.
 pub(crate) fn rescanning() {
     word().store(now() + RESCAN_MICROS, Ordering::Release);
+    super::at_commit::at_rollback(|| {
+        word().fetch_min(0, Ordering::AcqRel);
+    });
 }
 
 /// For a rescue, after its scan: the earliest lease left (None: none).

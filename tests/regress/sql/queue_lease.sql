@@ -37,6 +37,25 @@ SELECT regress.expire_lease(2);
 SELECT count(*) AS claimed FROM pgjobs.jobs_claim('w5', ARRAY['default']);
 SELECT id AS job_id, status, attempt, locked_by FROM pgjobs.jobs;
 
+-- A claim's rescue that rolls back (its transaction, or a savepoint around it: a worker killed
+-- before its claim committed, a member's ROLLBACK) leaves the expired lease due for the next
+-- claim's rescue, not for the next scan a minute later.
+SELECT regress.reset();
+SELECT pgjobs.jobs_add('rescued once', queue => 'q4') AS rescued_job \gset
+SELECT count(*) AS claimed FROM pgjobs.jobs_claim('w9', ARRAY['q4']);
+SELECT regress.expire_lease(:rescued_job);
+BEGIN;
+SELECT count(*) AS claimed FROM pgjobs.jobs_claim('w10', ARRAY['q4']);
+ROLLBACK;
+BEGIN;
+SAVEPOINT before_claim;
+SELECT count(*) AS claimed FROM pgjobs.jobs_claim('w11', ARRAY['q4']);
+ROLLBACK TO SAVEPOINT before_claim;
+COMMIT;
+SELECT status, attempt, locked_by, locked_until < now() AS expired FROM pgjobs.jobs;
+SELECT id = :rescued_job AS same_job, attempt FROM pgjobs.jobs_claim('w12', ARRAY['q4']);
+SELECT errors -> 0 ->> 'error' AS logged FROM pgjobs.jobs;
+
 -- A heartbeat without a lease renews by the lease the claim chose, not the job's shorter one.
 SELECT pgjobs.jobs_add('long claim', queue => 'q3', lease => '10 seconds') AS long_job \gset
 CREATE TABLE regress.long_claim AS SELECT * FROM pgjobs.jobs_claim('w6', ARRAY['q3'], 1, lease => '10 minutes');
