@@ -12,6 +12,7 @@ use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
 
 use super::call::{invalid, materialize, refuse, Caller, Section, Statement};
+use super::compute_results;
 use super::compute_workers::worker_of;
 use super::datum::{elements, output};
 use crate::{entry, named_statements, parameters};
@@ -49,6 +50,8 @@ struct Job {
     payment: Option<Datum>,
     /// Whether this fetch shares it (its locks taken), unless it was to take it alone: then None.
     shared: Option<bool>,
+    /// What a submit of a task of it reads.
+    submitted: compute_results::Job,
 }
 
 /// Job `job` read, and shared with other fetches if it may be, unless the fetch takes it `alone`
@@ -73,6 +76,15 @@ fn read_job(section: &Section, caller: &Caller, job: i64, alone: bool) -> Option
         all_slices: row.get(0, 6)?,
         payment: row.datum(0, 7),
         shared: row.get(0, 8),
+        submitted: compute_results::Job {
+            id: job,
+            owner: row.datum(0, 9)?,
+            duplication_level: row.get(0, 10)?,
+            race: row.get(0, 11).unwrap_or(false),
+            estimation_slices: row.get(0, 12)?,
+            once: row.get(0, 4)?,
+            result_pattern: row.get(0, 13),
+        },
     })
 }
 
@@ -221,6 +233,7 @@ entry!(compute_fetch, |fcinfo, arguments| {
                 continue;
             }
             task.return_all(fcinfo);
+            compute_results::handed(task_token.expect("a token"), job.submitted);
             if job.status == "new" {
                 section.run(&START, parameters! { job: id_datum });
             }

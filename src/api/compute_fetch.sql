@@ -43,7 +43,8 @@ ORDER BY m.last_served_at NULLS FIRST, x.id;
 -- sends each once; whether it pays; whether all its slices may go out (it is running, estimates
 -- nothing, or has the flag $greedy_estimation), not only its estimation slices; what a slice pays;
 -- and, unless the fetch takes it $alone anyway, whether the fetch shares it (null: it must take it
--- alone).
+-- alone); then what a submit of its task reads of it (compute_results.rs: Job): its owner,
+-- duplication level and type, estimation slices and result URL pattern.
 SELECT j.status, j.ample, j.max_slices_per_task, j.copies, j.once, j.paying, j.all_slices, j.payment,
        CASE WHEN $alone OR NOT j.ample THEN NULL
             -- Shared with other fetches, and, unless it sends each slice once, alone among the
@@ -52,7 +53,8 @@ SELECT j.status, j.ample, j.max_slices_per_task, j.copies, j.once, j.paying, j.a
             WHEN NOT pg_try_advisory_xact_lock_shared(_lock_key('compute_job', $job::text)) THEN false
             WHEN j.once THEN true
             ELSE pg_try_advisory_xact_lock(_lock_key('compute_copies',
-                                                     $job::text || '/' || $identity::text)) END
+                                                     $job::text || '/' || $identity::text)) END,
+       j.owner, j.duplication_level, j.race, j.estimation_slices, j.result_storage_details
 FROM (SELECT c.status::text AS status,
              c.status = 'running'
              AND (c.slice_payment = 0
@@ -62,7 +64,9 @@ FROM (SELECT c.status::text AS status,
              c.max_slices_per_task, ceil(c.duplication_level)::integer AS copies, c.duplication_level = 1 AS once,
              c.slice_payment > 0 AS paying,
              c.status = 'running' OR c.estimation_slices = 0 OR c.flags & $greedy_estimation <> 0 AS all_slices,
-             c.slice_payment::numeric AS payment
+             c.slice_payment::numeric AS payment,
+             c.owner, c.duplication_level, c.duplication_type = 'race' AS race, c.estimation_slices,
+             c.result_storage_details
       FROM compute_jobs c WHERE c.job_id = $job OFFSET 0) j;
 
 -- name: take_job(job bigint)

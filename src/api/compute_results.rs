@@ -27,13 +27,63 @@ static TIEBREAKER: Statement = statement("tiebreaker");
 static REFUSE_REPORTS: Statement = statement("refuse_reports");
 static OUTCOME: Statement = statement("outcome");
 
-/// The job whose slices a task's reports decide (the statement `task_job`).
-struct Job {
-    id: i64,
-    owner: Datum,
-    duplication_level: f64,
-    race: bool,
-    estimation_slices: i32,
+/// The job whose slices a task's reports decide (the statement `task_job`, or the fetch that
+/// handed the task out: see `handed`).
+#[derive(Clone)]
+pub(crate) struct Job {
+    pub id: i64,
+    /// An oid, by value.
+    pub owner: Datum,
+    pub duplication_level: f64,
+    pub race: bool,
+    pub estimation_slices: i32,
+    /// Each slice sent once (a duplication level of 1): resolved by its one result.
+    pub once: bool,
+    /// The URL pattern its results are POSTed to; none: they are kept here.
+    pub result_pattern: Option<String>,
+}
+
+thread_local! {
+    /// The token of the task this backend's last fetch handed out, and its job: a worker submits
+    /// on the connection it fetched on, and none of what a submit reads of a job ever changes
+    /// after its deployment, so the submit of that task does not read it again (the statement
+    /// task_job, a tenth of a submit of one slice).
+    static LAST_TASK: std::cell::RefCell<Option<([u8; 16], Job)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A uuid's bytes.
+fn uuid_bytes(uuid: Datum) -> [u8; 16] {
+    unsafe { *uuid.cast_mut_ptr::<[u8; 16]>() }
+}
+
+/// For compute_fetch: task `token` (a uuid) was handed out, of `job`.
+pub(crate) fn handed(token: Datum, job: Job) {
+    LAST_TASK.with(|last| *last.borrow_mut() = Some((uuid_bytes(token), job)));
+}
+
+/// The job of task `token`: the one the last fetch handed it out of, or as task_job reads it
+/// (none when no copy names the task any more: every slice is stale).
+fn task_job(section: &Section, token: Datum) -> Option<Job> {
+    let bytes = uuid_bytes(token);
+    let fetched = LAST_TASK.with(|last| {
+        last.borrow()
+            .as_ref()
+            .filter(|(task, _)| *task == bytes)
+            .map(|(_, job)| job.clone())
+    });
+    if fetched.is_some() {
+        return fetched;
+    }
+    let row = section.run(&TASK_JOB, parameters! { task_token: Some(token) });
+    Some(Job {
+        id: row.get(0, 0)?,
+        once: row.get(0, 1)?,
+        owner: row.datum(0, 2)?,
+        duplication_level: row.get(0, 3).expect("a duplication level"),
+        race: row.get(0, 4).expect("a duplication type"),
+        estimation_slices: row.get(0, 5).expect("estimation slices"),
+        result_pattern: row.get(0, 6),
+    })
 }
 
 /// The locks of a job's slices, for deciding their copies' results. A submit of another copy holds
@@ -223,26 +273,12 @@ entry!(compute_submit, |fcinfo, arguments| {
         .map(|datum| datum.value() as i32)
         .collect();
     let mut reported: Vec<i32> = Vec::new();
-    let task_job = section.run(&TASK_JOB, parameters! { task_token: token });
-    if let (Some(id), Some(once), Some(owner)) = (
-        task_job.get::<i64>(0, 0),
-        task_job.get::<bool>(0, 1),
-        task_job.datum(0, 2),
-    ) {
-        let job = Job {
-            id,
-            owner,
-            duplication_level: task_job.get(0, 3).expect("a duplication level"),
-            race: task_job.get(0, 4).expect("a duplication type"),
-            estimation_slices: task_job.get(0, 5).expect("estimation slices"),
-        };
+    if let Some(job) = task_job(&section, arguments.task_token.given()) {
         // A slice sent once is never resolved.
-        if !once {
-            lock_slices(&section, id, slices);
+        if !job.once {
+            lock_slices(&section, job.id, slices);
         }
         let [cpu_ms, gpu_ms, wall_ms, in_bytes, out_bytes] = measurements;
-        // The job's result URL pattern, as the statement gave it.
-        let result_pattern = task_job.datum(0, 6);
         let reports = section.run(
             &REPORT,
             parameters! {
@@ -255,10 +291,10 @@ entry!(compute_submit, |fcinfo, arguments| {
                 wall_ms,
                 in_bytes,
                 out_bytes,
-                job: Some(Datum::from(id)),
-                sent_once: Some(Datum::from(once)),
-                owner: Some(owner),
-                result_pattern,
+                job: Some(Datum::from(job.id)),
+                sent_once: Some(Datum::from(job.once)),
+                owner: Some(job.owner),
+                result_pattern: job.result_pattern.as_deref().map(|pattern| section.text(pattern)),
             },
         );
         for row in 0..reports.len() {
