@@ -6,8 +6,12 @@
 //! group by group, a fetch holding a job from one group waited for another group's lock held by a
 //! fetch waiting for that job: a deadlock, found by the simulation in sim/.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
 use pg_jobs_core::compute::job_flag;
-use pgrx::pg_sys::{self, Datum};
+use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::prelude::*;
 use pgrx::{IntoDatum, Uuid};
 
@@ -15,7 +19,7 @@ use super::call::{invalid, materialize, refuse, Caller, Section, Statement};
 use super::compute_results;
 use super::compute_workers::worker_of;
 use super::datum::{elements, output};
-use crate::{entry, named_statements, parameters};
+use crate::{entry, gucs, named_statements, parameters};
 
 named_statements!(include_str!("compute_fetch.sql"));
 
@@ -86,6 +90,48 @@ fn read_job(section: &Section, caller: &Caller, job: i64, alone: bool) -> Option
             result_pattern: row.get(0, 13),
         },
     })
+}
+
+thread_local! {
+    /// Where this backend's fetches of a job for a role start reading its slices, by (role, job):
+    /// past the last slice they handed out, and when they last read from the first slice. The
+    /// copies handed out leave dead entries in the ready index until VACUUM, and a fetch that
+    /// read from the first slice each time passed over all of them (a job of a million slices
+    /// half drained: 3 ms and a thousand pages a fetch, a third of the drain's time). A copy that
+    /// comes back below the start (returned, overdue, a tiebreaker, or passed over while another
+    /// fetch held it) is found by the next read from the first slice: at most
+    /// pg_jobs.claim_rescan_interval later, as for the queue's claims (src/api/heads.rs).
+    static FETCH_STARTS: RefCell<HashMap<(u32, i64), (i32, Instant)>> = RefCell::new(HashMap::new());
+}
+
+/// Where a fetch of `job` for `role` starts reading its slices: past the last slice this
+/// backend's fetches handed out, unless they last read from the first slice longer ago than
+/// pg_jobs.claim_rescan_interval (then from the first).
+fn slices_from(role: Oid, job: i64) -> i32 {
+    let interval = Duration::from_millis(gucs::CLAIM_RESCAN_INTERVAL.get().max(0) as u64);
+    FETCH_STARTS.with(|starts| match starts.borrow().get(&(role.to_u32(), job)) {
+        Some((next, since)) if since.elapsed() < interval => *next,
+        _ => 1,
+    })
+}
+
+/// A fetch of `job` for `role` from slice `from` handed out slices up to `last` (None: none).
+fn fetched_from(role: Oid, job: i64, from: i32, last: Option<i32>) {
+    FETCH_STARTS.with(|starts| {
+        let mut starts = starts.borrow_mut();
+        if starts.len() > 1000 {
+            // Jobs long finished: forgotten, so that the map stays small.
+            starts.clear();
+        }
+        let key = (role.to_u32(), job);
+        let since = match starts.get(&key) {
+            Some((_, since)) if from > 1 => *since,
+            _ => Instant::now(),
+        };
+        // Past the last slice handed out; a fetch that found nothing reads from the first again.
+        let next = last.map_or(1, |last| last.saturating_add(1));
+        starts.insert(key, (next, since));
+    });
 }
 
 /// A task's token: a random (version 4) uuid from the strong random source.
@@ -212,23 +258,39 @@ entry!(compute_fetch, |fcinfo, arguments| {
                 }
             }
             let n = n as i32;
-            let task = section.run(
-                &HAND,
-                parameters! {
-                    job: id_datum,
-                    task_token,
-                    slices: Some(Datum::from(n)),
-                    candidates: Some(Datum::from(n.saturating_mul(job.copies))),
-                    group_id: group_datum,
-                    worker,
-                    role: Some(Datum::from(caller.role)),
-                    root: Some(Datum::from(caller.identity)),
-                    eligible: Some(eligible_datum),
-                    all_slices: Some(Datum::from(job.all_slices)),
-                    once: Some(Datum::from(job.once)),
-                    several_groups: Some(Datum::from(several_groups)),
-                },
-            );
+            let hand = |from: i32| {
+                section.run(
+                    &HAND,
+                    parameters! {
+                        job: id_datum,
+                        task_token,
+                        slices: Some(Datum::from(n)),
+                        candidates: Some(Datum::from(n.saturating_mul(job.copies))),
+                        group_id: group_datum,
+                        worker,
+                        role: Some(Datum::from(caller.role)),
+                        root: Some(Datum::from(caller.identity)),
+                        eligible: Some(eligible_datum),
+                        all_slices: Some(Datum::from(job.all_slices)),
+                        once: Some(Datum::from(job.once)),
+                        several_groups: Some(Datum::from(several_groups)),
+                        from_slice: Some(Datum::from(from)),
+                    },
+                )
+            };
+            let from = slices_from(caller.role, id);
+            let mut task = hand(from);
+            let mut read_from = from;
+            if task.len() == 0 && from > 1 {
+                // Nothing past where this backend's fetches had got to: from the first slice.
+                read_from = 1;
+                task = hand(read_from);
+            }
+            let last = task
+                .len()
+                .checked_sub(1)
+                .and_then(|row| task.get::<i32>(row, 2));
+            fetched_from(caller.role, id, read_from, last);
             if task.len() == 0 {
                 continue;
             }

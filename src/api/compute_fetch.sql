@@ -153,9 +153,10 @@ WHERE j.job_id = $job
 
 -- name: hand(job bigint, task_token uuid, slices integer, candidates integer, group_id bigint,
 --           worker uuid, role oid, root oid, eligible bigint[], all_slices boolean,
---           once boolean, several_groups boolean)
--- Task $task_token of up to $slices slices of the job (reading up to $candidates copies for them)
--- for the worker (role $role, root identity $root) through the group, whose eligible jobs were
+--           once boolean, several_groups boolean, from_slice integer)
+-- Task $task_token of up to $slices slices of the job (reading up to $candidates copies for them,
+-- from slice $from_slice on: see compute_fetch.rs, slices_from) for the worker (role $role, root
+-- identity $root) through the group, whose eligible jobs were
 -- $eligible: in slice order, only estimation slices unless all may go, and never two copies of
 -- one slice to one identity (its proxies are it), held or reported, unless each slice is sent
 -- once: copies are sent to meet independent faults, and a consensus counts identities. A task
@@ -165,7 +166,8 @@ WHERE j.job_id = $job
 WITH candidates AS (
     SELECT s.slice_number, s.copy
     FROM compute_slices s
-    WHERE s.job_id = $job AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker')
+    WHERE s.job_id = $job AND s.slice_number >= $from_slice
+      AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker')
       AND ($all_slices OR s.estimation)
       AND ($once AND s.copy = 0
            OR NOT EXISTS (SELECT FROM compute_slices o

@@ -384,6 +384,31 @@ SET ROLE regress_cw_owner;
 SELECT slice_number, reason, error_msg, retries, worker_opaque_id IS NOT NULL AS worker
 FROM pgjobs.work_reject_history WHERE job_id = :rjob;
 SELECT slice_number, status FROM pgjobs.active_slices WHERE job_id = :rjob ORDER BY 1;
+-- A fetch reads a job's slices from past the last slice this backend's fetches of it handed out:
+-- copies given back below that wait for its next read from the first slice (at most
+-- pg_jobs.claim_rescan_interval later), or until nothing is left past it; with an interval of 0
+-- every fetch reads from the first.
+SELECT pgjobs.compute_deploy(regress.spec('{"estimation_slices": 0, "max_slices_per_task": 2}')) AS sjob \gset
+RESET ROLE;
+SET pg_jobs.claim_rescan_interval = '1h';
+SET ROLE regress_cw_w1;
+CREATE TEMP TABLE s1 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT job_id = :sjob AS job, slice_number FROM s1 ORDER BY 2;
+SELECT pgjobs.compute_return((SELECT task_token FROM s1 LIMIT 1)) AS returned;
+CREATE TEMP TABLE s2 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT job_id = :sjob AS job, slice_number FROM s2 ORDER BY 2;
+SELECT job_id = :sjob AS job, slice_number FROM pgjobs.compute_fetch() ORDER BY 2;
+SELECT job_id = :sjob AS job, slice_number FROM pgjobs.compute_fetch() ORDER BY 2;
+SELECT pgjobs.compute_return((SELECT task_token FROM s2 LIMIT 1)) AS returned;
+RESET ROLE;
+SET pg_jobs.claim_rescan_interval = 0;
+SET ROLE regress_cw_w1;
+SELECT job_id = :sjob AS job, slice_number FROM pgjobs.compute_fetch() ORDER BY 2;
+DROP TABLE s1, s2;
+RESET ROLE;
+RESET pg_jobs.claim_rescan_interval;
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_cancel(:sjob);
 -- An open job takes more slices until it is closed.
 SELECT pgjobs.compute_deploy(regress.spec('{"flags": ["open"], "input": {"values": []}}')) AS ojob \gset
 SELECT pgjobs.compute_add_slices(:ojob, '["6", "7"]');
