@@ -191,8 +191,8 @@ pub fn init() {
     );
     GucRegistry::define_int_guc(
         c"pg_jobs.claim_rescan_interval",
-        c"How often a queue's claims read it from its start; between, they start past the last job claimed.",
-        c"A job that sorts below where claims start (its row was locked when a claim passed it, or its add committed after later jobs were claimed) waits at most this long more. 0: every claim reads from the start.",
+        c"How often a queue's claims read it from its start, and a backend's compute fetches a job from its first slice; between, they start past the last job claimed or slice handed out.",
+        c"A job that sorts below where claims start (its row was locked when a claim passed it, or its add committed after later jobs were claimed), or a copy of a slice given back below where a backend's fetches start, waits at most this long more. 0: every claim and fetch reads from the start.",
         &CLAIM_RESCAN_INTERVAL,
         0,
         3_600_000,

@@ -8,7 +8,7 @@ use pg_jobs_core::compute::job_flag;
 use pgrx::pg_sys::{self, Datum};
 use pgrx::prelude::*;
 
-use super::call::{in_subtransaction, Failure, Section, Statement};
+use super::call::{in_subtransaction, Failure, Planning, Section, Statement};
 use super::compute::end_job;
 use super::services::{wished, Service};
 use crate::{entry, named_statements, parameters};
@@ -18,7 +18,7 @@ named_statements!(include_str!("compute_fold.sql"));
 static WATCHDOG: Statement = statement("watchdog");
 static RESUME_FREED: Statement = statement("resume_freed");
 static FOLD_LOCK: Statement = statement("fold_lock");
-static JOBS_TO_FOLD: Statement = statement("jobs_to_fold");
+static JOBS_TO_FOLD: Statement = Statement::new(STATEMENTS, "jobs_to_fold", Planning::Probes);
 static REPORTS_TO_FOLD: Statement = statement("reports_to_fold");
 static FOLD_FAILED: Statement = statement("fold_failed");
 static PLACE_REPORTS: Statement = statement("place_reports");
@@ -32,7 +32,7 @@ static SPEND: Statement = statement("spend");
 static FOLD_TASKS: Statement = statement("fold_tasks");
 static MOVE_JOBS_ON: Statement = statement("move_jobs_on");
 static JOBS_DONE: Statement = statement("jobs_done");
-static NEXT_LOOK: Statement = statement("next_look");
+static NEXT_LOOK: Statement = Statement::new(STATEMENTS, "next_look", Planning::Probes);
 
 /// Reports folded in one round at most.
 const REPORTS_A_ROUND: i32 = 10_000;

@@ -40,9 +40,17 @@ WHERE c.job_id IN (
 SELECT pg_try_advisory_xact_lock(_lock_key('compute_fold', ''));
 
 -- name: jobs_to_fold
--- The jobs with reports to fold, but those that could not be folded before.
-SELECT ARRAY(SELECT u.job_id FROM (SELECT DISTINCT r.job_id FROM slice_reports r WHERE r.folded_seq IS NULL) u
-             JOIN compute_jobs c ON c.job_id = u.job_id WHERE c.fold_error IS NULL);
+-- The jobs with reports to fold, but those that could not be folded before: one probe of
+-- slice_reports_unfolded per job, not a read of every report not folded yet (a drain's backlog of
+-- 140,000 reports: 100 ms a round).
+WITH RECURSIVE unfolded(job_id) AS (
+    SELECT (SELECT min(r.job_id) FROM slice_reports r WHERE r.folded_seq IS NULL)
+    UNION ALL
+    SELECT (SELECT min(r.job_id) FROM slice_reports r WHERE r.folded_seq IS NULL AND r.job_id > u.job_id)
+    FROM unfolded u WHERE u.job_id IS NOT NULL
+)
+SELECT ARRAY(SELECT u.job_id FROM unfolded u JOIN compute_jobs c ON c.job_id = u.job_id
+             WHERE c.fold_error IS NULL ORDER BY u.job_id);
 
 -- name: reports_to_fold(job bigint, max_reports integer)
 -- Up to $max_reports of job $job's decided reports not folded yet, in the order they came.
@@ -238,6 +246,9 @@ FOR NO KEY UPDATE OF c SKIP LOCKED;
 
 -- name: next_look(at timestamptz)
 -- Compute slices out or results to fold: the watchdog and the fold again a second after $at.
+-- Planned as probes (compute_fold.rs): each EXISTS by its partial index, where a read of the table
+-- planned from statistics that counted many reports not folded would read all of it once there
+-- are none.
 SELECT $at + interval '1 second'
 WHERE EXISTS (SELECT FROM compute_slices s WHERE s.lease_token IS NOT NULL)
    OR EXISTS (SELECT FROM slice_reports r WHERE r.folded_seq IS NULL)
