@@ -35,6 +35,16 @@ wait_ready() {
     done
 }
 
+# restart_immediately: the test cluster stopped with -m immediate (as a crash would stop it: no
+# checkpoint, shared memory gone) and started again.
+restart_immediately() {
+    local data
+    data="$(cluster_dir test)/data"
+    as_db_user "$PG_BIN/pg_ctl" -D "$data" -m immediate -w stop >/dev/null || return 1
+    sleep 1
+    as_db_user "$PG_BIN/pg_ctl" -D "$data" -l "$(cluster_dir test)/server.log" -w start >/dev/null
+}
+
 verdict() {
     local name=$1
     shift
@@ -429,13 +439,27 @@ test_jobs_due_later_wake_their_workers() {
     [ "$(live_sql "SELECT count(pgjobs.jobs_abort(id)) FROM pgjobs.jobs WHERE queue = 'live-due' AND attempt = 1")" = 1 ]
 }
 
-# notified_when_due SIGNAL SQL: whether a session that LISTENs and runs SQL (which makes a job
-# due 2 s later) gets the notification with SIGNAL after 1.5 s and within 8 s. psql prints a
-# notification after the command during which it came.
+# Jobs due later added before the server stopped (the places in shared memory that said when
+# were lost with it): the launcher's first round reads them, and a job due 15 s after its add, the
+# server stopped with -m immediate and started between, wakes its queue's workers when it comes
+# due. Without that read nothing would notify the queue: no add, no claim, no lease.
+test_jobs_due_later_wake_their_workers_after_a_restart() {
+    local signal job
+    signal=$(live_sql "SELECT pgjobs.jobs_ready_signal('live-due-restart')") || return 1
+    job=$(live_sql "SELECT pgjobs.jobs_add('later', queue => 'live-due-restart', run_at => now() + interval '15 seconds')") || return 1
+    restart_immediately && wait_ready || return 1
+    notified_when_due "$signal" "SELECT 1" \
+        "pg_sleep(extract(epoch FROM (SELECT run_at FROM pgjobs.jobs WHERE id = $job) - clock_timestamp()) - 0.5)" || return 1
+    [ "$(live_sql "SELECT count(pgjobs.jobs_abort(id)) FROM pgjobs.jobs WHERE queue = 'live-due-restart'")" = 1 ]
+}
+
+# notified_when_due SIGNAL SQL [EARLY]: whether a session that LISTENs and runs SQL (which makes a
+# job due 2 s later) gets the notification with SIGNAL after EARLY (a pg_sleep call: 1.5 s) and
+# within 6.5 s more. psql prints a notification after the command during which it came.
 notified_when_due() {
     local out
     out=$("$PG_BIN/psql" -X -q -tA -h localhost -p "$PORT" -U postgres -d "$LIVE_DB" \
-        -c "LISTEN pgjobs_ready" -c "$2" -c "SELECT 'early', pg_sleep(1.5)" \
+        -c "LISTEN pgjobs_ready" -c "$2" -c "SELECT 'early', ${3:-pg_sleep(1.5)}" \
         -c "SELECT 'late', pg_sleep(6.5)" -c "SELECT 'end'" 2>&1) || return 1
     echo "$out" >"$OUT/notified-when-due.out"
     echo "$out" | awk -v signal="\"$1\"" '
@@ -748,7 +772,7 @@ with_fault_cleanup() {
 }
 
 fault_run() {
-    local slot i end victim tries data started=$SECONDS
+    local slot i end victim tries started=$SECONDS
     local process_kills=0 backend_kills=0 restarts=0 killed=()
     FAULT_DIR="$OUT/fault"
     rm -rf "$FAULT_DIR"
@@ -756,7 +780,6 @@ fault_run() {
     FAULT_PID=()
     FAULT_GEN=()
     FAULT_PRODUCER_PID=()
-    data="$(cluster_dir test)/data"
     live_sql "CREATE TABLE fault_produced (job_id bigint NOT NULL, doomed boolean NOT NULL);
               CREATE TABLE fault_effects (job_id bigint NOT NULL, worker text NOT NULL);
               SELECT max_running FROM pgjobs.jobs_limit('fault', $FAULT_LIMIT);
@@ -782,9 +805,7 @@ fault_run() {
         sleep 4
         i=$((i + 1))
         if [ $restarts = 0 ] && [ $SECONDS -ge $((end - FAULT_SECONDS / 2)) ]; then
-            as_db_user "$PG_BIN/pg_ctl" -D "$data" -m immediate -w stop >/dev/null || return 1
-            sleep 1
-            as_db_user "$PG_BIN/pg_ctl" -D "$data" -l "$(cluster_dir test)/server.log" -w start >/dev/null || return 1
+            restart_immediately || return 1
             restarts=$((restarts + 1))
         elif [ $((i % 2)) = 1 ]; then
             slot=$((RANDOM % FAULT_WORKERS + 1))
@@ -941,14 +962,13 @@ graph_start_worker() {
 test_fault_graph_survives_kills_and_restart() { with_fault_cleanup graph_run; }
 
 graph_run() {
-    local slot i victim data failures summary started=$SECONDS
+    local slot i victim failures summary started=$SECONDS
     local process_kills=0 backend_kills=0 restarts=0
     FAULT_DIR="$OUT/fault-graph"
     rm -rf "$FAULT_DIR"
     mkdir -p "$FAULT_DIR"
     FAULT_PID=()
     FAULT_GEN=()
-    data="$(cluster_dir test)/data"
     # Positions: 1 the root, 2-101 its steps, 102-901 eight after each step, 902-1001 a join
     # after each eight, 1002 the last join. Leases of 3 s, attempts to spare.
     live_sql "CREATE TABLE graph_runs (job_id bigint NOT NULL, worker text NOT NULL,
@@ -985,9 +1005,7 @@ graph_run() {
         sleep 2
         i=$((i + 1))
         if [ $i = 3 ]; then
-            as_db_user "$PG_BIN/pg_ctl" -D "$data" -m immediate -w stop >/dev/null || return 1
-            sleep 1
-            as_db_user "$PG_BIN/pg_ctl" -D "$data" -l "$(cluster_dir test)/server.log" -w start >/dev/null || return 1
+            restart_immediately || return 1
             restarts=$((restarts + 1))
         elif [ $((i % 2)) = 1 ]; then
             slot=$((RANDOM % GRAPH_WORKERS + 1))
@@ -1071,6 +1089,8 @@ run_live_tests() {
     verdict "jobs_wait is woken by the commit that completes its job" test_jobs_wait_is_woken_by_the_completion
     verdict "jobs_wait returns when its job is blocked by a failed dependency" test_jobs_wait_returns_when_its_job_is_blocked
     verdict "a job due later wakes its queue's workers when it comes due" test_jobs_due_later_wake_their_workers
+    verdict "a job due later added before an immediate restart wakes its queue's workers when due" \
+        test_jobs_due_later_wake_their_workers_after_a_restart
     verdict "the launcher idles while SQL jobs wait for an executor" test_launcher_idles_while_sql_jobs_wait
     verdict "a batch claim requeues an expired lease where the launcher also does" test_batch_claims_rescue_where_the_launcher_does
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row

@@ -16,11 +16,13 @@
 //!   statement's snapshot is read by it; one committed after is noted after the raise: so no
 //!   place is ever later than a committed job's time (the argument of leases.rs).
 //!
-//! Past PLACES queues at once, for a queue name over 128 bytes (queue_places.rs), in a database
-//! the launcher does not work in, and for jobs added before a server restart, a job due later is
-//! found by polling as before: a wake-up missed costs a poll's delay, never a job. A place noted
-//! by a transaction whose subtransaction rolled back wakes the queue for nothing. The extension's
-//! own queues (SQL and batch jobs) have wake-ups of their own. Statements in `due.sql`.
+//! The places start empty when the server starts; the launcher's first round in its database reads
+//! each queue's earliest job due later from `jobs` (seed). Past PLACES queues at once, for a queue
+//! name over 128 bytes (queue_places.rs) and in a database the launcher does not work in, a job
+//! due later is found by polling as before: a wake-up missed costs a poll's delay, never a job. A
+//! place noted by a transaction whose subtransaction rolled back wakes the queue for nothing. The
+//! extension's own queues (SQL and batch jobs) have wake-ups of their own. Statements in
+//! `due.sql`.
 
 use std::cell::RefCell;
 
@@ -38,6 +40,7 @@ use crate::{named_statements, parameters};
 named_statements!(include_str!("due.sql"));
 
 static NEXT_DUE: Statement = statement("next_due");
+static SEEDED: Statement = statement("seeded");
 
 /// Queues with jobs due later, at once, in the cluster.
 const PLACES: usize = 1024;
@@ -48,14 +51,16 @@ const RESCAN_MICROS: i64 = 60_000_000;
 /// have the launcher run a round every millisecond. Each wake-up wakes every queue due by then.
 const QUIET_MICROS: i64 = 50_000;
 
-/// The launcher: its database, its process (0: not known yet), when its next round starts, and
-/// the earliest its service wakes queues again (QUIET_MICROS after it last did).
+/// The launcher: its database, its process (0: not known yet), when its next round starts, the
+/// earliest its service wakes queues again (QUIET_MICROS after it last did), and the database
+/// whose jobs due later its service read since the server started (seed).
 #[derive(Clone, Copy)]
 struct Launcher {
     database: u32,
     pid: i32,
     wakes_at: i64,
     quiet_until: i64,
+    seeded: u32,
 }
 
 #[derive(Clone, Copy)]
@@ -77,6 +82,7 @@ pub(crate) fn init_due_queues() {
                 pid: 0,
                 wakes_at: 0,
                 quiet_until: 0,
+                seeded: 0,
             },
             places: [QueuePlace::free(0); PLACES],
         }
@@ -154,6 +160,14 @@ fn record(jobs: Vec<(u32, String, i64)>) {
     }
 }
 
+/// For the launcher, when it starts: its database and process, so that its first round reads the
+/// jobs due later added before the server started (seed) and the notes after it wake it.
+pub(crate) fn launcher_started() {
+    let mut due = DUE_QUEUES.exclusive();
+    due.launcher.database = database();
+    due.launcher.pid = unsafe { pg_sys::MyProcPid };
+}
+
 /// For the launcher, which would sleep `sleep` before its next round: how long it sleeps, no
 /// later than the next wake-up. Its round asked for that before its own commit noted the jobs due
 /// later it added (the schedules' jobs, fired ahead of their slots).
@@ -178,6 +192,7 @@ pub(crate) fn launcher_sleeps(sleep: std::time::Duration) -> std::time::Duration
 fn wake_due(section: &Section, _: Datum) {
     let (database, now) = (database(), unsafe { pg_sys::GetCurrentTimestamp() });
     let raised = now + RESCAN_MICROS;
+    seed(section, database, now);
     let came_due: Vec<(u32, String)> = {
         let mut due = DUE_QUEUES.exclusive();
         // Only in the launcher's database (the regress tests run rounds of their own elsewhere).
@@ -242,6 +257,34 @@ fn wake_due(section: &Section, _: Datum) {
             None => {}
         }
     }
+}
+
+/// The places of the jobs due later added before the server started (whose notes went with the
+/// shared memory they were kept in), read once when the launcher first works in its database: they
+/// only lower places, so a note committed meanwhile is never undone.
+fn seed(section: &Section, database: u32, now: i64) {
+    {
+        let due = DUE_QUEUES.share();
+        if due.launcher.database != database || due.launcher.seeded == database {
+            return;
+        }
+    }
+    let seeded = section.run(&SEEDED, parameters! { after: Some(Datum::from(now)) });
+    let mut due = DUE_QUEUES.exclusive();
+    for row in 0..seeded.len() {
+        let (Some(claimable_by), Some(queue), Some(run_at)) = (
+            seeded.get::<Oid>(row, 0),
+            seeded.get::<String>(row, 1),
+            seeded.get::<TimestampWithTimeZone>(row, 2),
+        ) else {
+            continue;
+        };
+        let run_at = run_at.into_inner();
+        if let Some(place) = place_of(&mut due.places, claimable_by.to_u32(), &queue, run_at) {
+            place.kept = place.kept.min(run_at);
+        }
+    }
+    due.launcher.seeded = database;
 }
 
 /// When the service next wakes queues: when the earliest job due later of this database's queues

@@ -23,3 +23,13 @@ SELECT (WITH RECURSIVE priorities(p) AS (
         FROM priorities p WHERE p.p IS NOT NULL)
 FROM unnest($claimants::oid[], $queues::text[]) WITH ORDINALITY AS q(claimant, queue, n)
 ORDER BY q.n;
+
+-- name: seeded(after timestamptz)
+-- Each queue's earliest job due after $after (and not at infinity), of the queues members'
+-- workers claim: what the places start from when the launcher first works in a database after
+-- the server started (shared memory is new). One read of jobs, once.
+SELECT j.claimable_by, j.queue::text, min(j.run_at)
+FROM jobs j
+WHERE j.status = 'created' AND j.run_at > $after AND j.run_at < 'infinity'
+  AND j.claimable_by <> _extension_claimant()
+GROUP BY 1, 2;

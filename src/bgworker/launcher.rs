@@ -48,6 +48,7 @@ pub extern "C-unwind" fn pg_jobs_launcher_main(_arg: pg_sys::Datum) {
             .ok()
             .flatten()
     });
+    crate::api::due::launcher_started();
     let mut executors: Vec<DynamicBackgroundWorker> = Vec::new();
     let mut sleep = Duration::ZERO;
     let mut failures: u32 = 0;
