@@ -1,7 +1,8 @@
 //! Work on shared memory tied to the transaction's end: done when it commits (the counts of
 //! `metrics.rs` and `queue_minutes.rs`, so that what a transaction rolled back is not counted), or
 //! when it rolls back (`leases.rs`: a rescue's raise of when leases next run out, which must not
-//! outlive the requeues it stood for). Kept by this backend meanwhile with the nesting level of
+//! outlive the requeues it stood for; `heads.rs`: a claim's jobs, claimable again, maybe below
+//! where other claims start). Kept by this backend meanwhile with the nesting level of
 //! the (sub)transaction that asked for it, so that a rollback to a savepoint drops, or does, what
 //! was asked after the savepoint, as it undoes the work done there.
 

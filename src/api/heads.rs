@@ -33,7 +33,7 @@
 //! the bound). Queues whose hashes share a slot overwrite each other's bound: a tag that is not
 //! the queue's own is none.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -319,11 +319,6 @@ thread_local! {
     /// and whether to forget them all.
     static AT_COMMIT: RefCell<Option<(Placed, bool)>> =
         const { RefCell::new(None) };
-    /// Whether this transaction claimed jobs: its rollback, or a subtransaction's, forgets every
-    /// bound.
-    static CLAIMED: Cell<bool> = const { Cell::new(false) };
-    /// Whether this backend's subtransactions' ends are watched (once per backend).
-    static SUBTRANSACTIONS_WATCHED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The least job placed in each queue by this transaction, by who claims it, then its name (so
@@ -374,33 +369,9 @@ pub(crate) fn requeued() {
     at_commit(|(_, forget_all)| *forget_all = true);
 }
 
-/// Called by every claim that took jobs: if its transaction, or a subtransaction of it, rolls
-/// back, its jobs are claimable again, maybe below a bound another claim raised past them (it
-/// skipped them as locked), so every bound is forgotten.
+/// Called by every claim that took jobs: if the (sub)transaction it ran in rolls back, its jobs
+/// are claimable again, maybe below a bound another claim raised past them (it skipped them as
+/// locked), so every bound is forgotten.
 pub(crate) fn claimed() {
-    if CLAIMED.replace(true) {
-        return;
-    }
-    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Abort, || {
-        CLAIMED.set(false);
-        forget();
-    });
-    pgrx::register_xact_callback(pgrx::PgXactCallbackEvent::Commit, || CLAIMED.set(false));
-    if !SUBTRANSACTIONS_WATCHED.replace(true) {
-        unsafe {
-            pg_sys::RegisterSubXactCallback(Some(subtransaction_ended), std::ptr::null_mut())
-        };
-    }
-}
-
-/// A subtransaction rolled back: if this transaction claimed, its claims may have been in it.
-unsafe extern "C-unwind" fn subtransaction_ended(
-    event: pg_sys::SubXactEvent::Type,
-    _: pg_sys::SubTransactionId,
-    _: pg_sys::SubTransactionId,
-    _: *mut std::ffi::c_void,
-) {
-    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB && CLAIMED.get() {
-        forget();
-    }
+    super::at_commit::at_rollback(forget);
 }
