@@ -218,15 +218,6 @@ GRANT EXECUTE ON FUNCTION compute_market_value TO pgjobs_user;
 CREATE FUNCTION _amount(spec jsonb, field text) RETURNS numeric
 LANGUAGE c IMMUTABLE STRICT AS 'MODULE_PATHNAME', '_amount';
 
--- The datum of a slice whose input is a range or a pattern, computed, not stored.
-CREATE FUNCTION _slice_datum(storage_type text, details text, slice integer) RETURNS text
-LANGUAGE sql IMMUTABLE
-RETURN CASE storage_type
-    WHEN 'range' THEN 'data:,' || ((details::jsonb ->> 'start')::numeric
-                                   + (slice - 1) * coalesce((details::jsonb ->> 'step')::numeric, 1))::text
-    WHEN 'pattern' THEN replace(details::jsonb ->> 'pattern', '{slice}', slice::text)
-END;
-
 -- A value given as input, argument or work function: a URI is kept, anything else becomes a data: URI.
 CREATE FUNCTION _as_uri(value text) RETURNS text
 LANGUAGE sql IMMUTABLE

@@ -45,7 +45,7 @@ pub enum Input {
 }
 
 impl Input {
-    /// The datum compute_fetch hands out for a slice (see _slice_datum and _as_uri).
+    /// The datum compute_fetch hands out for a slice (see the statement hand in src/api/compute_fetch.sql, and _as_uri).
     pub fn datum(&self, slice: i32) -> String {
         match self {
             Input::Range(start) => format!("data:,{}", start + i64::from(slice) - 1),

@@ -203,13 +203,29 @@ WITH candidates AS (
     UPDATE compute_group_workers m SET last_served_at = clock_timestamp()
     WHERE $several_groups AND m.worker_opaque_id = $worker AND m.compute_group_id = $group_id
       AND EXISTS (SELECT FROM handed)
+), job AS MATERIALIZED (
+    -- The job's flags named and its range or pattern read from their JSON once, not for each
+    -- slice (a join would evaluate them again for each row: a tenth of a fetch of 100).
+    SELECT job_flag_names(c.flags) AS flag_names, c.result_storage_details, c.result_storage_params,
+           c.data_storage_type,
+           CASE WHEN c.data_storage_type = 'range'
+                THEN (c.data_storage_details::jsonb ->> 'start')::numeric END AS range_start,
+           CASE WHEN c.data_storage_type = 'range'
+                THEN coalesce((c.data_storage_details::jsonb ->> 'step')::numeric, 1) END AS range_step,
+           CASE WHEN c.data_storage_type = 'pattern'
+                THEN c.data_storage_details::jsonb ->> 'pattern' END AS pattern
+    FROM compute_jobs c WHERE c.job_id = $job
 )
 SELECT $task_token, $job, h.slice_number, h.copy::integer,
-       coalesce(d.value::text, _slice_datum(c.data_storage_type, c.data_storage_details, h.slice_number)),
-       f.value::text, a.arguments, job_flag_names(c.flags), h.estimation,
+       -- A slice of a range or a pattern: its datum computed, not stored.
+       coalesce(d.value::text,
+                CASE c.data_storage_type
+                    WHEN 'range' THEN 'data:,' || (c.range_start + (h.slice_number - 1) * c.range_step)::text
+                    WHEN 'pattern' THEN replace(c.pattern, '{slice}', h.slice_number::text) END),
+       f.value::text, a.arguments, c.flag_names, h.estimation,
        _result_url(c.result_storage_details, h.slice_number, h.copy), c.result_storage_params
 FROM handed h
-JOIN compute_jobs c ON c.job_id = $job
+CROSS JOIN job c
 LEFT JOIN compute_data d ON d.job_id = $job AND d.slice_number = h.slice_number
 LEFT JOIN work_functions f ON f.job_id = $job
 CROSS JOIN (SELECT ARRAY(SELECT a.value::text FROM compute_arguments a WHERE a.job_id = $job ORDER BY a.arg_index)

@@ -409,6 +409,16 @@ RESET ROLE;
 RESET pg_jobs.claim_rescan_interval;
 SET ROLE regress_cw_owner;
 SELECT pgjobs.compute_cancel(:sjob);
+-- A slice's datum of a range (its start, plus its step for each slice before it) and of a pattern.
+SELECT pgjobs.compute_deploy(regress.spec('{"estimation_slices": 0, "input": {"range": {"start": 1.5, "end": 2.5, "step": 0.25}}}')) AS range_job \gset
+SELECT pgjobs.compute_deploy(regress.spec('{"estimation_slices": 0, "input": {"pattern": "https://data.example/{slice}.json", "count": 2}}')) AS pattern_job \gset
+RESET ROLE;
+SET ROLE regress_cw_w1;
+SELECT job_id = :range_job AS range, slice_number, datum FROM pgjobs.compute_fetch() ORDER BY 2;
+SELECT job_id = :pattern_job AS pattern, slice_number, datum FROM pgjobs.compute_fetch() ORDER BY 2;
+RESET ROLE;
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_cancel(:range_job), pgjobs.compute_cancel(:pattern_job);
 -- An open job takes more slices until it is closed.
 SELECT pgjobs.compute_deploy(regress.spec('{"flags": ["open"], "input": {"values": []}}')) AS ojob \gset
 SELECT pgjobs.compute_add_slices(:ojob, '["6", "7"]');
