@@ -222,13 +222,17 @@ WHERE p.job_id = t.job_id;
 
 -- name: move_jobs_on
 -- Jobs whose estimation slices are all done run, and each job's next_slice_number is the first
--- slice never handed out (fetches do not write the job's row). Jobs a fetch holds are skipped,
--- not waited for: such a fetch may be waiting for compute_perf_data, which the fold has locked.
+-- slice never handed out (fetches do not write the job's row), read from the one before: a slice
+-- handed out is never new again, so the first never handed out only moves up, and the read passes
+-- over only the dead index entries of the copies handed out since the last round, not over every
+-- one since VACUUM. Jobs a fetch holds are skipped, not waited for: such a fetch may be waiting
+-- for compute_perf_data, which the fold has locked.
 UPDATE compute_jobs c
 SET status = CASE WHEN c.status = 'estimation' AND _compute_estimated(c.job_id) THEN 'running'::compute_job_status
                   ELSE c.status END,
     next_slice_number = coalesce((SELECT min(s.slice_number) FROM compute_slices s
-                                  WHERE s.job_id = c.job_id AND s.status = 'new' AND s.copy = 0),
+                                  WHERE s.job_id = c.job_id AND s.status = 'new' AND s.copy = 0
+                                    AND s.slice_number >= coalesce(c.next_slice_number, 1)),
                                  c.last_slice_number + 1)
 FROM (SELECT e.job_id FROM compute_jobs e
       WHERE e.status IN ('new', 'estimation', 'running', 'paused')
