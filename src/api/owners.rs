@@ -26,10 +26,12 @@ static WORKER_OWNER: Statement = statement("worker_owner");
 static CREDS_LIST_OWNER: Statement = statement("creds_list_owner");
 
 thread_local! {
-    /// The last job whose owner was read, and its owner: a job's owner never changes (no
-    /// statement sets it, and ids are not reused), and the rows of one statement mostly name one
-    /// job (a submit's reports and results: a read per row was a tenth of a submit).
-    static LAST_JOB_OWNER: std::cell::Cell<Option<(i64, Datum)>> = const { std::cell::Cell::new(None) };
+    /// The last job whose owner was read in this transaction (by its local id), and its owner: a
+    /// job's owner never changes (no statement sets it), and the rows of one statement mostly name
+    /// one job (a submit's reports and results: a read per row was a tenth of a submit). Not kept
+    /// past the transaction: a job's id may be given again (its sequence restarted, or the
+    /// extension made anew in the same session), to another owner's job.
+    static LAST_JOB_OWNER: std::cell::Cell<Option<(u32, i64, Datum)>> = const { std::cell::Cell::new(None) };
 }
 
 /// What a row's owner is copied from: the column that names the parent, and the parent's kind.
@@ -54,15 +56,15 @@ impl Parent {
     /// The owner of the parent named `key`, if there is one (a job's, live or finished).
     fn owner(self, section: &Section, key: Datum) -> Option<Datum> {
         if let Parent::Job = self {
-            let job = key.value() as i64;
-            if let Some((last, owner)) = LAST_JOB_OWNER.get() {
-                if last == job {
+            let (transaction, job) = (unsafe { (*pg_sys::MyProc).lxid }, key.value() as i64);
+            if let Some((read_in, last, owner)) = LAST_JOB_OWNER.get() {
+                if read_in == transaction && last == job {
                     return Some(owner);
                 }
             }
             let owner = self.read_owner(section, key);
             if let Some(owner) = owner {
-                LAST_JOB_OWNER.set(Some((job, owner)));
+                LAST_JOB_OWNER.set(Some((transaction, job, owner)));
             }
             return owner;
         }
