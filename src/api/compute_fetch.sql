@@ -156,13 +156,13 @@ WHERE j.job_id = $job
 --           once boolean, several_groups boolean, from_slice integer)
 -- Task $task_token of up to $slices slices of the job (reading up to $candidates copies for them,
 -- from slice $from_slice on: see compute_fetch.rs, slices_from) for the worker (role $role, root
--- identity $root) through the group, whose eligible jobs were
--- $eligible: in slice order, only estimation slices unless all may go, and never two copies of
--- one slice to one identity (its proxies are it), held or reported, unless each slice is sent
--- once: copies are sent to meet independent faults, and a consensus counts identities. A task
--- handed out is recorded, and the worker's next fetch starts one job further along and, if it
--- joined several groups, at another group. The task's rows, in slice order, each with where its
--- result goes (none: to the database with the report).
+-- identity $root) through the group, whose eligible jobs were $eligible: in slice order, only
+-- estimation slices unless all may go, and never two copies of one slice to one identity (its
+-- proxies are it), held or reported, unless each slice is sent once: copies are sent to meet
+-- independent faults, and a consensus counts identities. A task handed out is recorded, and the
+-- worker's next fetch starts one job further along and, if it joined several groups, at another
+-- group. The task's rows, in slice order, each with where its result goes (none: to the database
+-- with the report).
 WITH candidates AS (
     SELECT s.slice_number, s.copy
     FROM compute_slices s
