@@ -92,7 +92,8 @@ pub(crate) fn any_waiting_for_slots() -> bool {
 }
 
 /// The queues, of those whose leases just ended (claimable_by, queue), where a claim waits for a
-/// slot; each is taken off the marks, to be woken.
+/// slot; each is taken off the marks, to be woken by this transaction's NOTIFY, and marked again
+/// if the (sub)transaction rolls back (its NOTIFY goes, and the slot was not freed).
 pub(crate) fn slots_freed<'a>(
     leases_ended: impl Iterator<Item = (Oid, &'a str)>,
 ) -> Vec<(Oid, &'a str)> {
@@ -106,6 +107,8 @@ pub(crate) fn slots_freed<'a>(
                     .is_ok();
             if taken {
                 SLOT_WAITERS_MARKED.get().fetch_sub(1, Ordering::SeqCst);
+                let queue = queue.to_owned();
+                super::at_commit::at_rollback(move || waiting_for_slots(claimable_by, &queue));
             }
             taken
         })
