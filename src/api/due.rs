@@ -175,11 +175,9 @@ pub(crate) fn launcher_sleeps(sleep: std::time::Duration) -> std::time::Duration
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
     let mut wakes_at = now.saturating_add(i64::try_from(sleep.as_micros()).unwrap_or(i64::MAX));
     let mut due = DUE_QUEUES.exclusive();
-    due.launcher.database = database();
     if let Some(next) = next_wake_up(&due) {
         wakes_at = wakes_at.min(next.max(now));
     }
-    due.launcher.pid = unsafe { pg_sys::MyProcPid };
     due.launcher.wakes_at = wakes_at;
     std::time::Duration::from_micros((wakes_at - now) as u64)
 }
