@@ -46,7 +46,6 @@ struct Job {
     max_slices_per_task: i32,
     /// Copies of a slice it sends at most (the duplication level rounded up).
     copies: i32,
-    once: bool,
     paying: bool,
     /// Not only its estimation slices may go out.
     all_slices: bool,
@@ -54,7 +53,7 @@ struct Job {
     payment: Option<Datum>,
     /// Whether this fetch shares it (its locks taken), unless it was to take it alone: then None.
     shared: Option<bool>,
-    /// What a submit of a task of it reads.
+    /// What a submit of a task of it reads; also whether it sends each slice once.
     submitted: compute_results::Job,
 }
 
@@ -75,7 +74,6 @@ fn read_job(section: &Section, caller: &Caller, job: i64, alone: bool) -> Option
         ample: row.get(0, 1).unwrap_or(false),
         max_slices_per_task: row.get(0, 2)?,
         copies: row.get(0, 3)?,
-        once: row.get(0, 4)?,
         paying: row.get(0, 5)?,
         all_slices: row.get(0, 6)?,
         payment: row.datum(0, 7),
@@ -272,7 +270,7 @@ entry!(compute_fetch, |fcinfo, arguments| {
                         root: Some(Datum::from(caller.identity)),
                         eligible: Some(eligible_datum),
                         all_slices: Some(Datum::from(job.all_slices)),
-                        once: Some(Datum::from(job.once)),
+                        once: Some(Datum::from(job.submitted.once)),
                         several_groups: Some(Datum::from(several_groups)),
                         from_slice: Some(Datum::from(from)),
                     },

@@ -253,7 +253,7 @@ fn check_report(slices: Datum, results: Datum, measurements: &[Option<Datum>]) {
 // retasked or resolved).
 entry!(compute_submit, |fcinfo, arguments| {
     let caller = Caller::current();
-    let token = Some(arguments.task_token.given());
+    let token = arguments.task_token.given();
     let (slices, results) = (arguments.slice_numbers.given(), arguments.results.given());
     let measurements = [
         arguments.cpu_ms.datum(),
@@ -273,7 +273,7 @@ entry!(compute_submit, |fcinfo, arguments| {
         .map(|datum| datum.value() as i32)
         .collect();
     let mut reported: Vec<i32> = Vec::new();
-    if let Some(job) = task_job(&section, arguments.task_token.given()) {
+    if let Some(job) = task_job(&section, token) {
         // A slice sent once is never resolved.
         if !job.once {
             lock_slices(&section, job.id, slices);
@@ -282,7 +282,7 @@ entry!(compute_submit, |fcinfo, arguments| {
         let reports = section.run(
             &REPORT,
             parameters! {
-                task_token: token,
+                task_token: Some(token),
                 role: Some(Datum::from(caller.role)),
                 slices,
                 results,
