@@ -80,7 +80,23 @@ WHERE r.id = o.id AND g.id = r.compute_group_id AND c.job_id = $job;
 
 -- name: fold_figures(job bigint, reports bigint[])
 -- Reports $reports of job $job, placed, into the job's moving averages
--- (pg_jobs_core::compute::Moving, in the order of their places) and totals.
+-- (pg_jobs_core::compute::Moving, in the order of their places) and totals. The averages are
+-- folded once, in a CTE of their own: as a subquery of FROM, the planner pulled it up and copied
+-- the fold into each of the fourteen columns that read its state, and folded fourteen times (a
+-- round of 10,000 reports: 2.6 s where one fold takes 0.19 s).
+WITH s AS MATERIALIZED (
+    SELECT _moving_fold(
+              ARRAY[p.slice_cpu_time, p.slice_gpu_time, p.slice_in_data_size, p.slice_out_data_size,
+                    p.slice_cpu_density, p.slice_gpu_density, p.task_distribution,
+                    p.slice_cpu_time_variance, p.slice_gpu_time_variance, p.slice_in_data_size_variance,
+                    p.slice_out_data_size_variance, p.slice_cpu_density_variance, p.slice_gpu_density_variance,
+                    p.task_distribution_variance],
+              (SELECT array_agg(v.x ORDER BY r.folded_seq, v.k)
+               FROM slice_reports r, unnest(_report_series(r)) WITH ORDINALITY v(x, k) WHERE r.id = ANY ($reports)),
+              (SELECT array_agg(_perf_alpha(r.folded_seq, c.last_slice_number) ORDER BY r.folded_seq)
+               FROM slice_reports r WHERE r.id = ANY ($reports))) AS state
+    FROM compute_perf_data p JOIN compute_jobs c ON c.job_id = p.job_id WHERE p.job_id = $job
+)
 UPDATE compute_perf_data x
 SET measured_slices = x.measured_slices + cardinality($reports),
     slice_cpu_time = s.state[1], slice_gpu_time = s.state[2], slice_in_data_size = s.state[3],
@@ -91,17 +107,7 @@ SET measured_slices = x.measured_slices + cardinality($reports),
     task_distribution_variance = s.state[14],
     total_cpu_time = x.total_cpu_time + t.cpu, total_gpu_time = x.total_gpu_time + t.gpu,
     total_in_data_size = x.total_in_data_size + t.i, total_out_data_size = x.total_out_data_size + t.o
-FROM (SELECT _moving_fold(
-              ARRAY[p.slice_cpu_time, p.slice_gpu_time, p.slice_in_data_size, p.slice_out_data_size,
-                    p.slice_cpu_density, p.slice_gpu_density, p.task_distribution,
-                    p.slice_cpu_time_variance, p.slice_gpu_time_variance, p.slice_in_data_size_variance,
-                    p.slice_out_data_size_variance, p.slice_cpu_density_variance, p.slice_gpu_density_variance,
-                    p.task_distribution_variance],
-              (SELECT array_agg(v.x ORDER BY r.folded_seq, v.k)
-               FROM slice_reports r, unnest(_report_series(r)) WITH ORDINALITY v(x, k) WHERE r.id = ANY ($reports)),
-              (SELECT array_agg(_perf_alpha(r.folded_seq, c.last_slice_number) ORDER BY r.folded_seq)
-               FROM slice_reports r WHERE r.id = ANY ($reports))) AS state
-      FROM compute_perf_data p JOIN compute_jobs c ON c.job_id = p.job_id WHERE p.job_id = $job) s,
+FROM s,
      (SELECT sum(round(r.cpu_time))::bigint AS cpu, sum(round(r.gpu_time))::bigint AS gpu,
              sum(r.in_data_size) AS i, sum(r.out_data_size) AS o
       FROM slice_reports r WHERE r.id = ANY ($reports)) t
@@ -136,7 +142,22 @@ ON CONFLICT DO NOTHING;
 
 -- name: fold_period(job bigint, group_id bigint, period_start timestamptz, reports bigint[])
 -- Reports $reports of job $job into group $group_id's figures of the job for the period from
--- $period_start: its moving averages, in the order of the reports' places, and its totals.
+-- $period_start: its moving averages, in the order of the reports' places, and its totals. Folded
+-- once, in a CTE of its own, as in fold_figures.
+WITH s AS MATERIALIZED (
+    SELECT _moving_fold(
+              ARRAY[q.slice_cpu_time, q.slice_gpu_time, q.slice_in_data_size, q.slice_out_data_size,
+                    q.slice_cpu_density, q.slice_gpu_density, NULL,
+                    q.slice_cpu_time_variance, q.slice_gpu_time_variance, q.slice_in_data_size_variance,
+                    q.slice_out_data_size_variance, q.slice_cpu_density_variance, q.slice_gpu_density_variance, NULL],
+              (SELECT array_agg(v.x ORDER BY r.folded_seq, v.k)
+               FROM slice_reports r, unnest(_report_series(r)) WITH ORDINALITY v(x, k) WHERE r.id = ANY ($reports)),
+              (SELECT array_agg(_perf_alpha(r.folded_seq, c.last_slice_number) ORDER BY r.folded_seq)
+               FROM slice_reports r, compute_jobs c WHERE r.id = ANY ($reports) AND c.job_id = $job)) AS state
+    FROM compute_group_job_period_stats q
+    WHERE q.compute_group_id = $group_id AND q.job_id = $job AND q.period_start = $period_start
+      AND q.period_length = current_setting('pg_jobs.compute_stats_period')::interval
+)
 UPDATE compute_group_job_period_stats x
 SET slice_cpu_time = s.state[1], slice_gpu_time = s.state[2], slice_in_data_size = s.state[3],
     slice_out_data_size = s.state[4], slice_cpu_density = s.state[5], slice_gpu_density = s.state[6],
@@ -146,18 +167,7 @@ SET slice_cpu_time = s.state[1], slice_gpu_time = s.state[2], slice_in_data_size
     total_earnings = x.total_earnings + t.paid, total_cpu_time = x.total_cpu_time + t.cpu,
     total_gpu_time = x.total_gpu_time + t.gpu, total_in_data_size = x.total_in_data_size + t.i,
     total_out_data_size = x.total_out_data_size + t.o
-FROM (SELECT _moving_fold(
-              ARRAY[q.slice_cpu_time, q.slice_gpu_time, q.slice_in_data_size, q.slice_out_data_size,
-                    q.slice_cpu_density, q.slice_gpu_density, NULL,
-                    q.slice_cpu_time_variance, q.slice_gpu_time_variance, q.slice_in_data_size_variance,
-                    q.slice_out_data_size_variance, q.slice_cpu_density_variance, q.slice_gpu_density_variance, NULL],
-              (SELECT array_agg(v.x ORDER BY r.folded_seq, v.k)
-               FROM slice_reports r, unnest(_report_series(r)) WITH ORDINALITY v(x, k) WHERE r.id = ANY ($reports)),
-              (SELECT array_agg(_perf_alpha(r.folded_seq, c.last_slice_number) ORDER BY r.folded_seq)
-               FROM slice_reports r, compute_jobs c WHERE r.id = ANY ($reports) AND c.job_id = $job)) AS state
-      FROM compute_group_job_period_stats q
-      WHERE q.compute_group_id = $group_id AND q.job_id = $job AND q.period_start = $period_start
-        AND q.period_length = current_setting('pg_jobs.compute_stats_period')::interval) s,
+FROM s,
      (SELECT sum(r.paid) AS paid, sum(round(r.cpu_time))::bigint AS cpu, sum(round(r.gpu_time))::bigint AS gpu,
              sum(r.in_data_size) AS i, sum(r.out_data_size) AS o
       FROM slice_reports r WHERE r.id = ANY ($reports)) t
