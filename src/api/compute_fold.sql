@@ -53,10 +53,15 @@ SELECT ARRAY(SELECT u.job_id FROM unfolded u JOIN compute_jobs c ON c.job_id = u
              WHERE c.fold_error IS NULL ORDER BY u.job_id);
 
 -- name: reports_to_fold(job bigint, max_reports integer)
--- Up to $max_reports of job $job's decided reports not folded yet, in the order they came.
+-- Up to $max_reports of job $job's decided reports not folded yet, in the order they came, read in
+-- the order of slice_reports_unfolded. The job is a range of one and the order names both of the
+-- index's columns, so that no other index gives that order: with job_id = $job and ORDER BY id,
+-- the primary key's order served too, and once ANALYZE had sampled the reports while the fold was
+-- behind (every one unfolded, to its statistics) the planner read the job's reports by primary key
+-- from the first, every folded one passed over (525,000 reports in: 349,000 of them, 0.9 s a round).
 SELECT ARRAY(SELECT r.id FROM slice_reports r
-             WHERE r.job_id = $job AND r.folded_seq IS NULL AND r.accepted IS NOT NULL
-             ORDER BY r.id LIMIT $max_reports);
+             WHERE r.job_id BETWEEN $job AND $job AND r.folded_seq IS NULL AND r.accepted IS NOT NULL
+             ORDER BY r.job_id, r.id LIMIT $max_reports);
 
 -- name: fold_failed(job bigint, fold_error text)
 -- Job $job could not be folded ($fold_error says why): marked when no fetch holds its row, or
