@@ -139,6 +139,7 @@ pub extern "C-unwind" fn _PG_init() {
     api::heads::init_heads();
     api::due::init_due_queues();
     api::compute_settings::init_join_failures();
+    api::compute_fetch::init_fetch_fronts();
     bgworker::init_shared_state();
     bgworker::register_launcher();
 }

@@ -8,6 +8,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use pg_jobs_core::compute::job_flag;
@@ -102,19 +103,91 @@ thread_local! {
     static FETCH_STARTS: RefCell<HashMap<(u32, i64), (i32, Instant)>> = RefCell::new(HashMap::new());
 }
 
-/// Where a fetch of `job` for `role` starts reading its slices: past the last slice this
-/// backend's fetches handed out, unless they last read from the first slice longer ago than
-/// pg_jobs.claim_rescan_interval (then from the first).
-fn slices_from(role: Oid, job: i64) -> i32 {
+/// Where the next fetch of a job that sends each slice once starts: past the slices every
+/// backend's fetches of it took or reserved. A backend's own start lagged behind the slices the
+/// others had taken since its last fetch, and fetches at once started at one place: each read
+/// the slices the others held or had just handed out and passed over them one by one. Each fetch
+/// now reserves its task's slices from the front before it reads (8 workers at tasks of 100: the
+/// fetch's statement 5.6 → 4.9 ms, 2,581 → 2,314 pages read). Not for a job whose slices go to
+/// several identities: a slice one of them took has copies left for the others. One word a slot,
+/// a tag of the database and job (high 32 bits) and the slice (low 32); jobs whose hashes share
+/// a slot overwrite each other's front, and a tag not the job's own is none. As for a backend's
+/// start, what is left below the front (given back, or reserved by a fetch that rolled back) is
+/// found by each backend's read from the first slice, every pg_jobs.claim_rescan_interval.
+const FRONT_SLOTS: usize = 1024;
+
+static FETCH_FRONTS: pgrx::PgAtomic<[AtomicU64; FRONT_SLOTS]> =
+    unsafe { pgrx::PgAtomic::new(c"pg_jobs compute fetch fronts") };
+
+pub(crate) fn init_fetch_fronts() {
+    pgrx::pg_shmem_init!(FETCH_FRONTS = std::array::from_fn(|_| AtomicU64::new(0)));
+}
+
+/// The slot of `job` of this database and its tag (never 0, an empty slot's).
+fn front_slot(job: i64) -> (&'static AtomicU64, u64) {
+    let database = u64::from(unsafe { pg_sys::MyDatabaseId }.to_u32());
+    // splitmix64's finalizer: the slot and the tag from independent bits of the hash.
+    let mut hash = (job as u64) ^ database.rotate_left(32);
+    hash = (hash ^ (hash >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    hash = (hash ^ (hash >> 27)).wrapping_mul(0x94d049bb133111eb);
+    hash ^= hash >> 31;
+    let slot = &FETCH_FRONTS.get()[(hash as usize) % FRONT_SLOTS];
+    (slot, (hash >> 32) | 1)
+}
+
+/// Reserves the next `n` slices of `job` from its front, at `at_least` or past it: where this
+/// fetch starts reading. Fetches at once then read apart rather than each pass over the slices
+/// the others hold.
+fn reserve_front(job: i64, n: i32, at_least: i32) -> i32 {
+    let (slot, tag) = front_slot(job);
+    let mut word = slot.load(Ordering::Relaxed);
+    loop {
+        let front = if word >> 32 == tag {
+            (word as u32 as i32).max(at_least)
+        } else {
+            at_least
+        };
+        let reserved = tag << 32 | u64::from(front.saturating_add(n) as u32);
+        match slot.compare_exchange_weak(word, reserved, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return front,
+            Err(now) => word = now,
+        }
+    }
+}
+
+/// A fetch of `job` handed out slices up to `next` - 1.
+fn raise_front(job: i64, next: i32) {
+    let (slot, tag) = front_slot(job);
+    let raised = tag << 32 | u64::from(next as u32);
+    let mut word = slot.load(Ordering::Relaxed);
+    while !(word >> 32 == tag && word as u32 as i32 >= next) {
+        match slot.compare_exchange_weak(word, raised, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(now) => word = now,
+        }
+    }
+}
+
+/// Where a fetch of `n` slices of `job` for `role` starts reading them: past the last slice this
+/// backend's fetches handed out, and for a job that sends each slice once past every backend's,
+/// where it reserves them (reserve_front); from the first slice when this backend last read from
+/// there longer ago than pg_jobs.claim_rescan_interval, or never did.
+fn slices_from(role: Oid, job: i64, once: bool, n: i32) -> i32 {
     let interval = Duration::from_millis(gucs::CLAIM_RESCAN_INTERVAL.get().max(0) as u64);
     FETCH_STARTS.with(|starts| match starts.borrow().get(&(role.to_u32(), job)) {
-        Some((next, since)) if since.elapsed() < interval => *next,
+        Some((next, since)) if since.elapsed() < interval => {
+            if once {
+                reserve_front(job, n, *next)
+            } else {
+                *next
+            }
+        }
         _ => 1,
     })
 }
 
 /// A fetch of `job` for `role` from slice `from` handed out slices up to `last` (None: none).
-fn fetched_from(role: Oid, job: i64, from: i32, last: Option<i32>) {
+fn fetched_from(role: Oid, job: i64, once: bool, from: i32, last: Option<i32>) {
     FETCH_STARTS.with(|starts| {
         let mut starts = starts.borrow_mut();
         if starts.len() > 1000 {
@@ -129,6 +202,9 @@ fn fetched_from(role: Oid, job: i64, from: i32, last: Option<i32>) {
         // Past the last slice handed out; a fetch that found nothing reads from the first again.
         let next = last.map_or(1, |last| last.saturating_add(1));
         starts.insert(key, (next, since));
+        if once && last.is_some() {
+            raise_front(job, next);
+        }
     });
 }
 
@@ -256,6 +332,7 @@ entry!(compute_fetch, |fcinfo, arguments| {
                 }
             }
             let n = n as i32;
+            let once = job.submitted.once;
             let hand = |from: i32| {
                 section.run(
                     &HAND,
@@ -270,13 +347,13 @@ entry!(compute_fetch, |fcinfo, arguments| {
                         root: Some(Datum::from(caller.identity)),
                         eligible: Some(eligible_datum),
                         all_slices: Some(Datum::from(job.all_slices)),
-                        once: Some(Datum::from(job.submitted.once)),
+                        once: Some(Datum::from(once)),
                         several_groups: Some(Datum::from(several_groups)),
                         from_slice: Some(Datum::from(from)),
                     },
                 )
             };
-            let from = slices_from(caller.role, id);
+            let from = slices_from(caller.role, id, once, n);
             let mut task = hand(from);
             let mut read_from = from;
             if task.len() == 0 && from > 1 {
@@ -288,7 +365,7 @@ entry!(compute_fetch, |fcinfo, arguments| {
                 .len()
                 .checked_sub(1)
                 .and_then(|row| task.get::<i32>(row, 2));
-            fetched_from(caller.role, id, read_from, last);
+            fetched_from(caller.role, id, once, read_from, last);
             if task.len() == 0 {
                 continue;
             }
