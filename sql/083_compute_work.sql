@@ -312,12 +312,6 @@ LANGUAGE c AS 'MODULE_PATHNAME', '_compute_watchdog';
 CREATE FUNCTION _compute_fold(max_reports integer DEFAULT 10000) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', '_compute_fold';
 
--- The period a moment falls in: pg_jobs.compute_stats_period long, from the epoch.
-CREATE FUNCTION _stats_period(at timestamptz) RETURNS timestamptz
-LANGUAGE sql STABLE
-RETURN to_timestamp(floor(extract(epoch FROM at) / extract(epoch FROM current_setting('pg_jobs.compute_stats_period')::interval))
-                    * extract(epoch FROM current_setting('pg_jobs.compute_stats_period')::interval));
-
 -- The seven measurements of a report that moving averages are kept of, in the order of
 -- _moving_fold's series: CPU and GPU time, bytes in and out, CPU and GPU density, and the
 -- fraction of a nominal task (pg_jobs.compute_task_target) the slice took.

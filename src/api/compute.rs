@@ -8,7 +8,7 @@ use pgrx::prelude::*;
 
 use pgrx::pg_sys::{Datum, NUMERICOID};
 
-use crate::{entry, named_statements, parameters};
+use crate::{entry, gucs, named_statements, parameters};
 
 use super::arguments::Arg;
 use super::call::{invalid, refuse, Caller, Rows, Section, Statement};
@@ -264,6 +264,21 @@ fn worker_flag_names(flags: i32) -> Vec<String> {
 #[pg_extern(immutable, strict, parallel_safe)]
 fn _slice_copies(job: i64, slice: i32, level: f64) -> i32 {
     compute::slice_copies(job, i64::from(slice), level)
+}
+
+/// The period `at` falls in: pg_jobs.compute_stats_period long, counted from the Unix epoch. The
+/// fold asks it for every report; as a SQL function it read the setting as text, and parsed it,
+/// twice a call.
+#[pg_extern(stable, strict, parallel_safe)]
+fn _stats_period(at: TimestampWithTimeZone) -> TimestampWithTimeZone {
+    // The Unix epoch in PostgreSQL's microseconds (from 2000-01-01).
+    const UNIX_EPOCH: i64 = -946_684_800_000_000;
+    let period = i64::from(gucs::COMPUTE_STATS_PERIOD.get()) * 1_000_000;
+    let since_epoch = match at.into_inner().checked_sub(UNIX_EPOCH) {
+        Some(since) if !at.is_infinity() && !at.is_neg_infinity() => since,
+        _ => return at,
+    };
+    TimestampWithTimeZone::try_from(UNIX_EPOCH + since_epoch.div_euclid(period) * period).unwrap_or(at)
 }
 
 /// The weight of the `ordinal`-th measurement of a job of `total` slices.

@@ -42,7 +42,8 @@ WITH held AS (
                                out_data_size)
     SELECT h.job_id, h.slice_number, h.copy, h.owner, h.last_assigned_worker, h.last_assigned_root, h.compute_group_id,
            CASE WHEN $result_pattern IS NOT NULL THEN _result_url($result_pattern, h.slice_number, h.copy)
-                WHEN octet_length(u.value) <= current_setting('pg_jobs.compute_inline_result_bytes')::integer
+                -- The setting read once a statement, not once a row (a subquery of no row's).
+                WHEN octet_length(u.value) <= (SELECT current_setting('pg_jobs.compute_inline_result_bytes')::integer)
                 THEN 'data:;base64,' || translate(encode(convert_to(u.value, 'UTF8'), 'base64'), E'\n', '')
                 ELSE _stored_result(h.job_id, h.owner, u.value) END,
            md5(u.value),
