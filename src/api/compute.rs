@@ -278,7 +278,8 @@ fn _stats_period(at: TimestampWithTimeZone) -> TimestampWithTimeZone {
         Some(since) if !at.is_infinity() && !at.is_neg_infinity() => since,
         _ => return at,
     };
-    TimestampWithTimeZone::try_from(UNIX_EPOCH + since_epoch.div_euclid(period) * period).unwrap_or(at)
+    TimestampWithTimeZone::try_from(UNIX_EPOCH + since_epoch.div_euclid(period) * period)
+        .unwrap_or(at)
 }
 
 /// The weight of the `ordinal`-th measurement of a job of `total` slices.
