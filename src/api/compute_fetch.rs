@@ -137,7 +137,8 @@ fn front_slot(job: i64) -> (&'static AtomicU64, u64) {
 
 /// Reserves the next `n` slices of `job` from its front, at `at_least` or past it: where this
 /// fetch starts reading. Fetches at once then read apart rather than each pass over the slices
-/// the others hold.
+/// the others hold. With `n` 0, raises the front to `at_least` (past the slices a fetch handed
+/// out).
 fn reserve_front(job: i64, n: i32, at_least: i32) -> i32 {
     let (slot, tag) = front_slot(job);
     let mut word = slot.load(Ordering::Relaxed);
@@ -150,19 +151,6 @@ fn reserve_front(job: i64, n: i32, at_least: i32) -> i32 {
         let reserved = tag << 32 | u64::from(front.saturating_add(n) as u32);
         match slot.compare_exchange_weak(word, reserved, Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => return front,
-            Err(now) => word = now,
-        }
-    }
-}
-
-/// A fetch of `job` handed out slices up to `next` - 1.
-fn raise_front(job: i64, next: i32) {
-    let (slot, tag) = front_slot(job);
-    let raised = tag << 32 | u64::from(next as u32);
-    let mut word = slot.load(Ordering::Relaxed);
-    while !(word >> 32 == tag && word as u32 as i32 >= next) {
-        match slot.compare_exchange_weak(word, raised, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return,
             Err(now) => word = now,
         }
     }
@@ -203,7 +191,7 @@ fn fetched_from(role: Oid, job: i64, once: bool, from: i32, last: Option<i32>) {
         let next = last.map_or(1, |last| last.saturating_add(1));
         starts.insert(key, (next, since));
         if once && last.is_some() {
-            raise_front(job, next);
+            reserve_front(job, 0, next);
         }
     });
 }
