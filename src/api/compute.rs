@@ -271,15 +271,16 @@ fn _slice_copies(job: i64, slice: i32, level: f64) -> i32 {
 /// twice a call.
 #[pg_extern(stable, strict, parallel_safe)]
 fn _stats_period(at: TimestampWithTimeZone) -> TimestampWithTimeZone {
-    // The Unix epoch in PostgreSQL's microseconds (from 2000-01-01).
-    const UNIX_EPOCH: i64 = -946_684_800_000_000;
-    let period = i64::from(gucs::COMPUTE_STATS_PERIOD.get()) * 1_000_000;
-    let since_epoch = match at.into_inner().checked_sub(UNIX_EPOCH) {
-        Some(since) if !at.is_infinity() && !at.is_neg_infinity() => since,
-        _ => return at,
-    };
-    TimestampWithTimeZone::try_from(UNIX_EPOCH + since_epoch.div_euclid(period) * period)
-        .unwrap_or(at)
+    // The Unix epoch in PostgreSQL's microseconds (from 2000-01-01), in 128 bits: the last times
+    // PostgreSQL takes are past i64::MAX counted from 1970.
+    const UNIX_EPOCH: i128 = -946_684_800_000_000;
+    if at.is_infinity() || at.is_neg_infinity() {
+        return at;
+    }
+    let period = i128::from(gucs::COMPUTE_STATS_PERIOD.get()) * 1_000_000;
+    let since_epoch = i128::from(at.into_inner()) - UNIX_EPOCH;
+    let start = UNIX_EPOCH + since_epoch.div_euclid(period) * period;
+    TimestampWithTimeZone::try_from(start as i64).unwrap_or(at)
 }
 
 /// The weight of the `ordinal`-th measurement of a job of `total` slices.

@@ -256,12 +256,13 @@ SELECT calls = :moving_folds AS folded_once_each, :moving_folds AS expected
 FROM pg_stat_xact_user_functions WHERE schemaname = 'pgjobs' AND funcname = '_moving_fold';
 COMMIT;
 -- The statistics period a moment falls in: pg_jobs.compute_stats_period long, from the Unix
--- epoch, as it was said in SQL (before 1970 and before 2000 too); infinity stays.
+-- epoch, as it was said in SQL (before 1970 and before 2000 too, and at the last hour PostgreSQL
+-- takes); infinity stays.
 SELECT v.t, pgjobs._stats_period(v.t)
             = to_timestamp(floor(extract(epoch FROM v.t) / extract(epoch FROM p.period)) * extract(epoch FROM p.period))
        AS as_in_sql
 FROM (VALUES ('2026-12-06 12:34:56.789+00'::timestamptz), ('1969-12-31 23:30:00.5+00'), ('1999-12-31 23:59:59.999999+00'),
-             ('2000-01-01 00:00:00+00')) v(t),
+             ('2000-01-01 00:00:00+00'), ('294276-12-31 23:59:59+00')) v(t),
      (SELECT current_setting('pg_jobs.compute_stats_period')::interval AS period) p
 ORDER BY 1;
 SELECT pgjobs._stats_period('infinity') AS infinite, pgjobs._stats_period('-infinity') AS minus_infinite;
