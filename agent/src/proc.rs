@@ -1,15 +1,15 @@
-//! A job's process: spawned in a process group and session of its own, killed with the agent
-//! (PR_SET_PDEATHSIG), its stdout and stderr tails kept by reader threads, its end reported to the
-//! main loop by a waiter thread.
+//! A job's process: started in a session and process group of its own, killed with the agent
+//! (PR_SET_PDEATHSIG) without a fork of the agent (`launch.rs`), its stdout and stderr tails kept
+//! and its end reported by the one thread that watches every job (`poller.rs`).
+
+mod launch;
+mod poller;
 
 use crate::tail::Tail;
-use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Sender};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What to run, as a claim returned it.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,43 +56,15 @@ pub struct Running {
     pub started: Instant,
 }
 
-/// How long the waiter waits, after the process ended, for the pipes to close: a process it
-/// left behind in the background may hold them open for good.
-const DRAIN_WAIT: Duration = Duration::from_millis(300);
-
-fn reader(mut pipe: impl Read + Send + 'static, tail: Arc<Mutex<Tail>>, done: Sender<()>) {
-    thread::Builder::new()
-        .name("job-pipe".into())
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            let mut buf = [0u8; 8192];
-            loop {
-                match pipe.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => tail.lock().unwrap().push(&buf[..n]),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
-                }
-            }
-            let _ = done.send(());
-        })
-        .expect("a reader thread");
-}
-
-/// Spawns the job. Must be called from the main thread: PR_SET_PDEATHSIG fires when the thread
-/// that forked the child ends, not only the process. `on_exit` is called once, from the waiter
-/// thread, when the process ended and its pipes were read (or DRAIN_WAIT passed).
+/// Starts the job. Must be called from the main thread: PR_SET_PDEATHSIG fires when the thread
+/// that started the child ends, not only the process. `on_exit` is called once, from the
+/// poller's thread (it must not block), when the process ended and its pipes were read (or a
+/// moment passed: a process it left in the background may hold them).
 pub fn spawn<F>(spec: &Spec, on_exit: F) -> std::io::Result<Running>
 where
     F: FnOnce(Outcome, Instant) + Send + 'static,
 {
     let (program, args) = argv(spec);
-    let mut command = Command::new(&program);
-    command
-        .args(&args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
     if let Some(cwd) = &spec.cwd {
         // Said here: a failed chdir in the child reads as if the command were missing.
         match std::fs::metadata(cwd) {
@@ -110,86 +82,24 @@ where
                 ))
             }
         }
-        command.current_dir(cwd);
     }
-    for (name, value) in &spec.env {
-        command.env(name, value);
-    }
-    let parent = unsafe { libc::getpid() };
-    unsafe {
-        command.pre_exec(move || {
-            // The agent blocks SIGTERM and SIGINT (a thread sigwaits them) and std does not reset
-            // the mask in a child with pre_exec: unblocked, or `sleep` would ignore a cancel.
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // A session and process group of its own: the agent ends the whole group, and a
-            // terminal's signals do not reach it.
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) < 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The agent died between fork and prctl: nobody would kill this one.
-            if libc::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
-    // Before the spawn: it returns once the child has exec'd, and the command may have been
+    // Before the start: it returns once the child has exec'd, and the command may have been
     // running for a while by then (a `sleep 7` was reported as 6.9996 s).
     let started = Instant::now();
-    let mut child = command.spawn()?;
-    let pid = child.id() as i32;
+    let child = launch::launch(&program, &args, &spec.env, spec.cwd.as_deref())?;
     let stdout = Arc::new(Mutex::new(Tail::new()));
     let stderr = Arc::new(Mutex::new(Tail::new()));
-    let (done_tx, done_rx) = mpsc::channel();
-    reader(
-        child.stdout.take().unwrap(),
-        stdout.clone(),
-        done_tx.clone(),
+    poller::watch(
+        child.pid,
+        child.pidfd,
+        vec![
+            (child.stdout, stdout.clone()),
+            (child.stderr, stderr.clone()),
+        ],
+        Box::new(on_exit),
     );
-    reader(child.stderr.take().unwrap(), stderr.clone(), done_tx);
-    thread::Builder::new()
-        .name("job-wait".into())
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            let outcome = loop {
-                match child.wait() {
-                    Ok(status) => break Outcome::from(status),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => {
-                        break Outcome {
-                            exit_code: None,
-                            signal: None,
-                        }
-                    }
-                }
-            };
-            let ended = Instant::now();
-            let deadline = ended + DRAIN_WAIT;
-            for _ in 0..2 {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if done_rx.recv_timeout(left).is_err() {
-                    break;
-                }
-            }
-            on_exit(outcome, ended);
-        })
-        .expect("a waiter thread");
     Ok(Running {
-        pid,
+        pid: child.pid,
         stdout,
         stderr,
         started,
@@ -204,6 +114,9 @@ pub fn signal_group(pgid: i32, signal: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
+    use std::thread;
+    use std::time::Duration;
 
     fn spec(command: &str, args: &[&str], shell: bool) -> Spec {
         Spec {
@@ -309,11 +222,77 @@ mod tests {
             libc::sigemptyset(&mut set);
             libc::sigaddset(&mut set, libc::SIGTERM);
             libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-            run(&spec("grep", &["^SigBlk", "/proc/self/status"], false)).1
+            run(&spec(
+                "grep",
+                &["^Sig\\(Blk\\|Ign\\)", "/proc/self/status"],
+                false,
+            ))
+            .1
         })
         .join()
         .unwrap();
-        assert_eq!(out.trim(), "SigBlk:\t0000000000000000");
+        let mut lines = out.lines();
+        assert_eq!(lines.next(), Some("SigBlk:\t0000000000000000"));
+        // Nor SIGPIPE ignored, as the agent has it (Rust programs do).
+        let ignored = lines.next().unwrap().strip_prefix("SigIgn:\t").unwrap();
+        let ignored = u64::from_str_radix(ignored, 16).unwrap();
+        assert_eq!(ignored & (1 << (libc::SIGPIPE - 1)), 0, "{out}");
+    }
+
+    #[test]
+    fn a_job_dies_with_the_thread_that_started_it() {
+        // PR_SET_PDEATHSIG: the agent's main thread ends only with the agent, so a job does not
+        // outlive a kill -9 of it.
+        let (tx, rx) = mpsc::channel();
+        let pid = thread::spawn(move || {
+            spawn(&spec("sleep", &["30"], false), move |o, _| {
+                tx.send(o).unwrap()
+            })
+            .unwrap()
+            .pid
+        })
+        .join()
+        .unwrap();
+        let outcome = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(outcome.signal, Some(libc::SIGKILL));
+        assert!(!signal_group(pid, 0), "the group is gone");
+    }
+
+    #[test]
+    fn commands_are_found_in_the_jobs_path_and_scripts_without_a_first_line_run_in_sh() {
+        let dir = std::env::temp_dir().join(format!("pg_jobs_agent_path_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("pg_jobs_agent_script");
+        std::fs::write(&script, "echo \"from the script: $1\"\n").unwrap();
+        let not_executable = dir.join("pg_jobs_agent_not_executable");
+        std::fs::write(&not_executable, "echo no\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&not_executable, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let path = format!("/nonexistent:{}:/usr/bin:/bin", dir.display());
+        let mut s = spec("pg_jobs_agent_script", &["x"], false);
+        s.env = vec![("PATH".into(), path.clone())];
+        let (outcome, out, _, _) = run(&s);
+        assert_eq!(outcome.exit_code, Some(0));
+        assert_eq!(out, "from the script: x\n");
+        // Only the job's PATH is searched.
+        let err = spawn(&spec("pg_jobs_agent_script", &[], false), |_, _| {})
+            .err()
+            .unwrap();
+        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+        let mut s = spec("pg_jobs_agent_not_executable", &[], false);
+        s.env = vec![("PATH".into(), path)];
+        let err = spawn(&s, |_, _| {}).err().unwrap();
+        assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_nul_byte_in_an_argument_fails_to_spawn() {
+        let err = spawn(&spec("echo", &["a\0b"], false), |_, _| {})
+            .err()
+            .unwrap();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
     }
 
     #[test]
