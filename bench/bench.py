@@ -1757,15 +1757,25 @@ def batch_agents():
         started = time.monotonic()
         busy = list(idle)
         done = 0
-        # Polled gently (the count reads the jobs' view); the drain's end is the agents' last
-        # "reported" line, not the poll that saw it.
+        # The agents' logs say when they are done (each job's "reported" line), not the database:
+        # a count of batch_jobs every 0.1 s took a tenth of the machine from the drain it timed.
+        # The drain's end is the agents' last "reported" line, not the poll that saw it.
+        logs_read = [open(path, "rb") for _, path in agents]
+        mark = b'"event":"reported","job":'
+        carried = [b""] * len(logs_read)
         while done < AGENT_JOBS:
             if time.monotonic() - started > AGENT_TIMEOUT:
-                raise SystemExit(f"batch agents: {done} of {AGENT_JOBS} completed after {AGENT_TIMEOUT} s")
+                raise SystemExit(f"batch agents: {done} of {AGENT_JOBS} reported after {AGENT_TIMEOUT} s")
             busy = [max(b, vm_rss_kib(p.pid)) for b, (p, _) in zip(busy, agents)]
-            done = poster.execute("SELECT count(*) FROM pgjobs.batch_jobs WHERE id >= %s AND status = 'COMPLETED'",
-                                  (first,)).fetchone()[0]
+            for n, log_file in enumerate(logs_read):
+                # Whole lines: the last one may be half written.
+                text = carried[n] + log_file.read()
+                cut = text.rfind(b"\n") + 1
+                done += text[:cut].count(mark)
+                carried[n] = text[cut:]
             time.sleep(0.1)
+        for log_file in logs_read:
+            log_file.close()
         last = max(datetime.datetime.fromisoformat(line["ts"].replace("Z", "+00:00")).timestamp()
                    for _, path in agents for line in map(json.loads, path.read_text().splitlines())
                    if line.get("event") == "reported")
