@@ -6,8 +6,8 @@
 //! Threads: the main thread owns the first connection (register, claim, started, finish,
 //! hand_back) and every job's state, and is the only one to spawn (PR_SET_PDEATHSIG follows the
 //! spawning thread); the watch thread owns the second (LISTEN, heartbeats); one thread waits for
-//! signals; each job has a waiter and two pipe readers. They all talk to the main thread through
-//! one channel of `Event`s, so it sleeps until something happens.
+//! signals; one thread watches every job's process and pipes (proc/poller.rs). They all talk to
+//! the main thread through one channel of `Event`s, so it sleeps until something happens.
 
 // First: its macro is used by the modules after it.
 #[macro_use]
