@@ -312,16 +312,6 @@ LANGUAGE c AS 'MODULE_PATHNAME', '_compute_watchdog';
 CREATE FUNCTION _compute_fold(max_reports integer DEFAULT 10000) RETURNS integer
 LANGUAGE c AS 'MODULE_PATHNAME', '_compute_fold';
 
--- The seven measurements of a report that moving averages are kept of, in the order of
--- _moving_fold's series: CPU and GPU time, bytes in and out, CPU and GPU density, and the
--- fraction of a nominal task (pg_jobs.compute_task_target) the slice took.
-CREATE FUNCTION _report_series(r slice_reports) RETURNS double precision[]
-LANGUAGE sql STABLE
-RETURN ARRAY[r.cpu_time, r.gpu_time, r.in_data_size, r.out_data_size,
-             CASE WHEN r.wall_time > 0 THEN r.cpu_time / r.wall_time ELSE 0 END,
-             CASE WHEN r.wall_time > 0 THEN r.gpu_time / r.wall_time ELSE 0 END,
-             r.wall_time / (extract(epoch FROM current_setting('pg_jobs.compute_task_target')::interval) * 1000)];
-
 -- ---------------------------------------------------------------------------------------------
 -- The public functions (C functions of src/api/compute*.rs, each running its statements as the
 -- extension's owner).

@@ -69,10 +69,15 @@ SELECT ARRAY(SELECT r.id FROM slice_reports r
 UPDATE compute_jobs c SET fold_error = $fold_error
 WHERE c.job_id = (SELECT x.job_id FROM compute_jobs x WHERE x.job_id = $job FOR NO KEY UPDATE SKIP LOCKED);
 
--- name: place_reports(job bigint, reports bigint[])
+-- name: place_reports(job bigint, reports bigint[], task_target_ms double precision)
 -- Reports $reports of job $job take their places in the job's fold, after those it measured,
 -- and what each earns: the slice payment if it was accepted, of which the group's commission is
--- the group's. The job's figures are locked for the fold.
+-- the group's. The job's figures are locked for the fold. Returns what the fold of the job's and
+-- the groups' figures needs of each report placed (src/api/compute_fold.rs, Placed), so that it
+-- reads none of them again: its place, its group and statistics period, its seven measured
+-- series (pg_jobs_core::compute::Moving: CPU and GPU time, sizes in and out, CPU and GPU time
+-- over wall time, wall time over the task target of $task_target_ms), its sizes as integers,
+-- whether it was accepted, and the job's slice payment and last slice.
 WITH p AS (
     SELECT x.measured_slices FROM compute_perf_data x WHERE x.job_id = $job FOR UPDATE
 )
@@ -81,44 +86,44 @@ SET folded_seq = p.measured_slices + o.n,
     paid = CASE WHEN r.accepted THEN c.slice_payment ELSE 0 END,
     commission = CASE WHEN r.accepted THEN round(c.slice_payment * coalesce(g.commission_rate, 0), 18) ELSE 0 END
 FROM unnest($reports::bigint[]) WITH ORDINALITY o(id, n), compute_groups g, compute_jobs c, p
-WHERE r.id = o.id AND g.id = r.compute_group_id AND c.job_id = $job;
+WHERE r.id = o.id AND g.id = r.compute_group_id AND c.job_id = $job
+RETURNING r.folded_seq, r.compute_group_id, _stats_period(r.reported_at),
+          r.cpu_time, r.gpu_time, r.in_data_size::double precision, r.out_data_size::double precision,
+          CASE WHEN r.wall_time > 0 THEN r.cpu_time / r.wall_time ELSE 0 END,
+          CASE WHEN r.wall_time > 0 THEN r.gpu_time / r.wall_time ELSE 0 END,
+          r.wall_time / $task_target_ms,
+          r.in_data_size, r.out_data_size, r.accepted, c.slice_payment, c.last_slice_number;
 
--- name: fold_figures(job bigint, reports bigint[])
--- Reports $reports of job $job, placed, into the job's moving averages
--- (pg_jobs_core::compute::Moving, in the order of their places) and totals. The reports are read
--- once (r: each of the three reads found every report by its own index descent), and the averages
--- folded once, in a CTE of their own: as a subquery of FROM, the planner pulled it up and copied
--- the fold into each of the fourteen columns that read its state, and folded fourteen times (a
--- round of 10,000 reports: 2.6 s, now 0.11 s).
-WITH r AS MATERIALIZED (
-    SELECT r.folded_seq, _report_series(r) AS series, r.cpu_time, r.gpu_time, r.in_data_size, r.out_data_size
-    FROM slice_reports r WHERE r.id = ANY ($reports)
-), s AS MATERIALIZED (
+-- name: fold_figures(job bigint, reports integer, series double precision[],
+--                    alphas double precision[], cpu double precision, gpu double precision,
+--                    in_size numeric, out_size numeric)
+-- $reports reports of job $job into the job's moving averages and totals: $series, their seven
+-- series one report after the other in the order of their places, each report's weight in
+-- $alphas, and the sums of their times ($cpu, $gpu: each rounded to the millisecond first) and
+-- sizes. The averages are folded once, in a CTE of their own: as a subquery of FROM, the planner
+-- pulled it up and copied the fold into each of the fourteen columns that read its state, and
+-- folded fourteen times (a round of 10,000 reports: 2.6 s, then 0.11 s).
+WITH s AS MATERIALIZED (
     SELECT _moving_fold(
               ARRAY[p.slice_cpu_time, p.slice_gpu_time, p.slice_in_data_size, p.slice_out_data_size,
                     p.slice_cpu_density, p.slice_gpu_density, p.task_distribution,
                     p.slice_cpu_time_variance, p.slice_gpu_time_variance, p.slice_in_data_size_variance,
                     p.slice_out_data_size_variance, p.slice_cpu_density_variance, p.slice_gpu_density_variance,
                     p.task_distribution_variance],
-              (SELECT array_agg(v.x ORDER BY r.folded_seq, v.k) FROM r, unnest(r.series) WITH ORDINALITY v(x, k)),
-              (SELECT array_agg(_perf_alpha(r.folded_seq, c.last_slice_number) ORDER BY r.folded_seq) FROM r))
-           AS state
-    FROM compute_perf_data p JOIN compute_jobs c ON c.job_id = p.job_id WHERE p.job_id = $job
+              $series, $alphas) AS state
+    FROM compute_perf_data p WHERE p.job_id = $job
 )
 UPDATE compute_perf_data x
-SET measured_slices = x.measured_slices + cardinality($reports),
+SET measured_slices = x.measured_slices + $reports,
     slice_cpu_time = s.state[1], slice_gpu_time = s.state[2], slice_in_data_size = s.state[3],
     slice_out_data_size = s.state[4], slice_cpu_density = s.state[5], slice_gpu_density = s.state[6],
     task_distribution = s.state[7], slice_cpu_time_variance = s.state[8], slice_gpu_time_variance = s.state[9],
     slice_in_data_size_variance = s.state[10], slice_out_data_size_variance = s.state[11],
     slice_cpu_density_variance = s.state[12], slice_gpu_density_variance = s.state[13],
     task_distribution_variance = s.state[14],
-    total_cpu_time = x.total_cpu_time + t.cpu, total_gpu_time = x.total_gpu_time + t.gpu,
-    total_in_data_size = x.total_in_data_size + t.i, total_out_data_size = x.total_out_data_size + t.o
-FROM s,
-     (SELECT sum(round(r.cpu_time))::bigint AS cpu, sum(round(r.gpu_time))::bigint AS gpu,
-             sum(r.in_data_size) AS i, sum(r.out_data_size) AS o
-      FROM r) t
+    total_cpu_time = x.total_cpu_time + $cpu::bigint, total_gpu_time = x.total_gpu_time + $gpu::bigint,
+    total_in_data_size = x.total_in_data_size + $in_size, total_out_data_size = x.total_out_data_size + $out_size
+FROM s
 WHERE x.job_id = $job;
 
 -- name: fold_money(job bigint, reports bigint[])
@@ -136,12 +141,6 @@ UPDATE worker_run_info w SET earnings = w.earnings + t.earned
 FROM (SELECT r.worker_opaque_id, sum(r.paid - r.commission) AS earned FROM r GROUP BY r.worker_opaque_id) t
 WHERE w.worker_opaque_id = t.worker_opaque_id AND t.earned > 0;
 
--- name: report_periods(reports bigint[])
--- Reports $reports by the group they came through and the statistics period they fell in, each
--- period's in the order of their places.
-SELECT r.compute_group_id, _stats_period(r.reported_at), array_agg(r.id ORDER BY r.folded_seq)
-FROM slice_reports r WHERE r.id = ANY ($reports) GROUP BY 1, 2;
-
 -- name: period_row(job bigint, group_id bigint, period_start timestamptz)
 -- Group $group_id's figures of job $job for the period from $period_start, made if they are
 -- not there.
@@ -149,23 +148,20 @@ INSERT INTO compute_group_job_period_stats (compute_group_id, job_id, period_sta
 VALUES ($group_id, $job, $period_start, current_setting('pg_jobs.compute_stats_period')::interval)
 ON CONFLICT DO NOTHING;
 
--- name: fold_period(job bigint, group_id bigint, period_start timestamptz, reports bigint[])
--- Reports $reports of job $job into group $group_id's figures of the job for the period from
--- $period_start: its moving averages, in the order of the reports' places, and its totals. The
--- reports read once and the averages folded once, as in fold_figures.
-WITH r AS MATERIALIZED (
-    SELECT r.folded_seq, _report_series(r) AS series, r.paid, r.cpu_time, r.gpu_time, r.in_data_size,
-           r.out_data_size
-    FROM slice_reports r WHERE r.id = ANY ($reports)
-), s AS MATERIALIZED (
+-- name: fold_period(job bigint, group_id bigint, period_start timestamptz,
+--                   series double precision[], alphas double precision[], accepted integer,
+--                   slice_payment numeric, cpu double precision, gpu double precision,
+--                   in_size numeric, out_size numeric)
+-- Reports of job $job into group $group_id's figures of the job for the period from
+-- $period_start, as fold_figures: their series in the order of their places ($series), each
+-- one's weight ($alphas), and their totals; $accepted of them earned $slice_payment each.
+WITH s AS MATERIALIZED (
     SELECT _moving_fold(
               ARRAY[q.slice_cpu_time, q.slice_gpu_time, q.slice_in_data_size, q.slice_out_data_size,
                     q.slice_cpu_density, q.slice_gpu_density, NULL,
                     q.slice_cpu_time_variance, q.slice_gpu_time_variance, q.slice_in_data_size_variance,
                     q.slice_out_data_size_variance, q.slice_cpu_density_variance, q.slice_gpu_density_variance, NULL],
-              (SELECT array_agg(v.x ORDER BY r.folded_seq, v.k) FROM r, unnest(r.series) WITH ORDINALITY v(x, k)),
-              (SELECT array_agg(_perf_alpha(r.folded_seq, c.last_slice_number) ORDER BY r.folded_seq)
-               FROM r, compute_jobs c WHERE c.job_id = $job)) AS state
+              $series, $alphas) AS state
     FROM compute_group_job_period_stats q
     WHERE q.compute_group_id = $group_id AND q.job_id = $job AND q.period_start = $period_start
       AND q.period_length = current_setting('pg_jobs.compute_stats_period')::interval
@@ -176,13 +172,10 @@ SET slice_cpu_time = s.state[1], slice_gpu_time = s.state[2], slice_in_data_size
     slice_cpu_time_variance = s.state[8], slice_gpu_time_variance = s.state[9],
     slice_in_data_size_variance = s.state[10], slice_out_data_size_variance = s.state[11],
     slice_cpu_density_variance = s.state[12], slice_gpu_density_variance = s.state[13],
-    total_earnings = x.total_earnings + t.paid, total_cpu_time = x.total_cpu_time + t.cpu,
-    total_gpu_time = x.total_gpu_time + t.gpu, total_in_data_size = x.total_in_data_size + t.i,
-    total_out_data_size = x.total_out_data_size + t.o
-FROM s,
-     (SELECT sum(r.paid) AS paid, sum(round(r.cpu_time))::bigint AS cpu, sum(round(r.gpu_time))::bigint AS gpu,
-             sum(r.in_data_size) AS i, sum(r.out_data_size) AS o
-      FROM r) t
+    total_earnings = x.total_earnings + $slice_payment * $accepted,
+    total_cpu_time = x.total_cpu_time + $cpu::bigint, total_gpu_time = x.total_gpu_time + $gpu::bigint,
+    total_in_data_size = x.total_in_data_size + $in_size, total_out_data_size = x.total_out_data_size + $out_size
+FROM s
 WHERE x.compute_group_id = $group_id AND x.job_id = $job AND x.period_start = $period_start
   AND x.period_length = current_setting('pg_jobs.compute_stats_period')::interval;
 
