@@ -204,9 +204,11 @@ WITH candidates AS (
     WHERE $several_groups AND m.worker_opaque_id = $worker AND m.compute_group_id = $group_id
       AND EXISTS (SELECT FROM handed)
 ), job AS MATERIALIZED (
-    -- The job's flags named and its range or pattern read from their JSON once, not for each
-    -- slice (a join would evaluate them again for each row: a tenth of a fetch of 100).
+    -- The job's flags named, its range or pattern read from their JSON and its work function
+    -- read once, not for each slice (a join evaluates them again for each row: a tenth of a fetch
+    -- of 100, and the work function's two pages read a slice, a tenth more).
     SELECT job_flag_names(c.flags) AS flag_names, c.result_storage_details, c.result_storage_params,
+           (SELECT f.value::text FROM work_functions f WHERE f.job_id = $job) AS work,
            c.data_storage_type,
            CASE WHEN c.data_storage_type = 'range'
                 THEN (c.data_storage_details::jsonb ->> 'start')::numeric END AS range_start,
@@ -217,17 +219,16 @@ WITH candidates AS (
     FROM compute_jobs c WHERE c.job_id = $job
 )
 SELECT $task_token, $job, h.slice_number, h.copy::integer,
-       -- A slice of a range or a pattern: its datum computed, not stored.
-       coalesce(d.value::text,
-                CASE c.data_storage_type
-                    WHEN 'range' THEN 'data:,' || (c.range_start + (h.slice_number - 1) * c.range_step)::text
-                    WHEN 'pattern' THEN replace(c.pattern, '{slice}', h.slice_number::text) END),
-       f.value::text, a.arguments, c.flag_names, h.estimation,
+       -- A slice of a range or a pattern: its datum computed, not stored (compute_data holds the
+       -- values of jobs of values only: deployments write it, members may only change a value).
+       CASE c.data_storage_type
+           WHEN 'range' THEN 'data:,' || (c.range_start + (h.slice_number - 1) * c.range_step)::text
+           WHEN 'pattern' THEN replace(c.pattern, '{slice}', h.slice_number::text)
+           ELSE (SELECT d.value::text FROM compute_data d WHERE d.job_id = $job AND d.slice_number = h.slice_number) END,
+       c.work, a.arguments, c.flag_names, h.estimation,
        _result_url(c.result_storage_details, h.slice_number, h.copy), c.result_storage_params
 FROM handed h
 CROSS JOIN job c
-LEFT JOIN compute_data d ON d.job_id = $job AND d.slice_number = h.slice_number
-LEFT JOIN work_functions f ON f.job_id = $job
 CROSS JOIN (SELECT ARRAY(SELECT a.value::text FROM compute_arguments a WHERE a.job_id = $job ORDER BY a.arg_index)
                    AS arguments) a
 ORDER BY h.slice_number;
