@@ -4,9 +4,11 @@
 //! the transaction that marks what it folded, so each report counts exactly once, crash or not.
 //! Statements in `compute_fold.sql`; `_compute_fold` and `_compute_watchdog` run them by hand.
 
+use std::collections::BTreeMap;
+
 use pg_jobs_core::compute::{self, job_flag};
 use pgrx::datum::AnyNumeric;
-use pgrx::pg_sys::{self, Datum, FLOAT8OID};
+use pgrx::pg_sys::{self, Datum, FLOAT8OID, INT8OID, NUMERICOID, TIMESTAMPTZOID, UUIDOID};
 use pgrx::prelude::*;
 
 use super::call::{in_subtransaction, Failure, Planning, Section, Statement};
@@ -117,44 +119,61 @@ fn fold(section: &Section, max_reports: i32) -> i32 {
     folded
 }
 
-/// What the fold of figures needs of a report placed (place_reports' row).
+/// What the fold needs of a report placed (place_reports' row).
 struct Placed {
     place: i64,
-    group: Datum,
-    period: Datum,
+    group: i64,
+    period: i64,
     series: [f64; SERIES],
     in_size: i64,
     out_size: i64,
     accepted: bool,
+    worker: pgrx::Uuid,
+    paid: AnyNumeric,
+    commission: AnyNumeric,
 }
 
 /// The series a report feeds into moving averages (pg_jobs_core::compute::Moving).
 const SERIES: usize = 7;
 
-/// Reports folded together into one set of figures: their series one after the other and each
-/// one's weight, in the order of their places, and their totals.
+/// What reports measured, summed: a time rounded to the millisecond first (half to even, as
+/// PostgreSQL rounds a float), a size exactly.
 #[derive(Default)]
-struct Folded {
-    series: Vec<Option<Datum>>,
-    alphas: Vec<Option<Datum>>,
+struct Totals {
+    reports: i64,
     cpu: f64,
     gpu: f64,
     in_size: i128,
     out_size: i128,
-    accepted: i32,
 }
 
-impl Folded {
-    /// `report`, with weight `alpha` (none: it moves no average). A time is summed rounded to
-    /// the millisecond (half to even, as PostgreSQL rounds a float), a size exactly.
-    fn add(&mut self, report: &Placed, alpha: Option<f64>) {
-        self.series
-            .extend(report.series.iter().map(|x| x.into_datum()));
-        self.alphas.push(alpha.and_then(|alpha| alpha.into_datum()));
+impl Totals {
+    fn add(&mut self, report: &Placed) {
+        self.reports += 1;
         self.cpu += report.series[0].round_ties_even();
         self.gpu += report.series[1].round_ties_even();
         self.in_size += i128::from(report.in_size);
         self.out_size += i128::from(report.out_size);
+    }
+}
+
+/// Reports folded together into one set of figures: their series one after the other and each
+/// one's weight, in the order of their places, their totals and how many were accepted.
+#[derive(Default)]
+struct Folded {
+    series: Vec<Option<Datum>>,
+    alphas: Vec<Option<Datum>>,
+    totals: Totals,
+    accepted: i32,
+}
+
+impl Folded {
+    /// `report`, with weight `alpha` (none: it moves no average).
+    fn add(&mut self, report: &Placed, alpha: Option<f64>) {
+        self.series
+            .extend(report.series.iter().map(|x| x.into_datum()));
+        self.alphas.push(alpha.and_then(|alpha| alpha.into_datum()));
+        self.totals.add(report);
         self.accepted += i32::from(report.accepted);
     }
 
@@ -163,20 +182,33 @@ impl Folded {
         [
             ("series", Some(array(FLOAT8OID, &self.series))),
             ("alphas", Some(array(FLOAT8OID, &self.alphas))),
-            ("cpu", self.cpu.into_datum()),
-            ("gpu", self.gpu.into_datum()),
-            ("in_size", AnyNumeric::from(self.in_size).into_datum()),
-            ("out_size", AnyNumeric::from(self.out_size).into_datum()),
+            ("cpu", self.totals.cpu.into_datum()),
+            ("gpu", self.totals.gpu.into_datum()),
+            ("in_size", numeric(self.totals.in_size)),
+            ("out_size", numeric(self.totals.out_size)),
         ]
     }
+}
+
+fn numeric(value: i128) -> Option<Datum> {
+    AnyNumeric::from(value).into_datum()
+}
+
+/// `values` as an array of type `type_oid`.
+fn array_of<T: IntoDatum>(type_oid: pg_sys::Oid, values: impl Iterator<Item = T>) -> Option<Datum> {
+    Some(array(
+        type_oid,
+        &values.map(T::into_datum).collect::<Vec<_>>(),
+    ))
 }
 
 /// Folds reports `ids` (an array of `count`) of `job`: their places and pay, the job's moving
 /// averages and totals, its money and its workers' earnings, the groups' figures of the job and
 /// of each worker for the periods they fell in, and what the groups spent of their budgets. The
-/// figures' reports are read once, by the statement that places them: fold_figures and
-/// fold_period each read them again and sorted their series in SQL, 44 % of a fold (a round of
-/// 10,000 reports: 324 of 743 ms, now 3).
+/// reports are read once, by the statement that places them, and summed here: fold_figures and
+/// fold_period each read them again and sorted their series in SQL (a round of 10,000 reports:
+/// 324 of 743 ms, now 3), and fold_money, fold_worker_periods and spend read them again each
+/// (100 ms more).
 fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
     let id = Some(Datum::from(job));
     let task_target_ms = f64::from(gucs::COMPUTE_TASK_TARGET.get()) * 1000.0;
@@ -187,12 +219,15 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
     let mut placed: Vec<Placed> = (0..rows.len())
         .map(|row| Placed {
             place: rows.get(row, 0).expect("a place"),
-            group: rows.datum(row, 1).expect("a group"),
-            period: rows.datum(row, 2).expect("a period"),
+            group: rows.get(row, 1).expect("a group"),
+            period: rows.get(row, 2).expect("a period"),
             series: std::array::from_fn(|k| rows.get(row, 3 + k).expect("a measurement")),
             in_size: rows.get(row, 10).expect("a size"),
             out_size: rows.get(row, 11).expect("a size"),
             accepted: rows.get(row, 12).unwrap_or(false),
+            worker: rows.get(row, 15).expect("a worker"),
+            paid: rows.get(row, 16).expect("a pay"),
+            commission: rows.get(row, 17).expect("a commission"),
         })
         .collect();
     placed.sort_unstable_by_key(|report| report.place);
@@ -200,7 +235,11 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
     let (slice_payment, last_slice) = (rows.datum(0, 13), rows.get::<i64>(0, 14));
     let mut figures = Folded::default();
     // By group and period, in the order of their first report.
-    let mut periods: Vec<((Datum, Datum), Folded)> = vec![];
+    let mut periods: Vec<((i64, i64), Folded)> = vec![];
+    let (mut paid, mut commission) = (AnyNumeric::from(0), AnyNumeric::from(0));
+    let mut earned: BTreeMap<[u8; 16], AnyNumeric> = BTreeMap::new();
+    let mut worker_periods: BTreeMap<(i64, [u8; 16], i64), (Totals, AnyNumeric)> = BTreeMap::new();
+    let mut spent: BTreeMap<i64, Totals> = BTreeMap::new();
     for report in &placed {
         let alpha = last_slice.map(|total| compute::alpha(report.place, total));
         figures.add(report, alpha);
@@ -213,6 +252,17 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
                 periods.push((key, period));
             }
         }
+        paid += report.paid.clone();
+        commission += report.commission.clone();
+        let earning = report.paid.clone() - report.commission.clone();
+        let worker = *report.worker.as_bytes();
+        *earned.entry(worker).or_insert_with(|| AnyNumeric::from(0)) += earning.clone();
+        let (totals, earnings) = worker_periods
+            .entry((report.group, worker, report.period))
+            .or_insert_with(|| (Totals::default(), AnyNumeric::from(0)));
+        totals.add(report);
+        *earnings += earning;
+        spent.entry(report.group).or_default().add(report);
     }
     let with = |head: &[(&'static str, Option<Datum>)], folded: &Folded| -> Vec<_> {
         head.iter().copied().chain(folded.parameters()).collect()
@@ -224,9 +274,18 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
             &figures,
         ),
     );
-    section.run(&FOLD_MONEY, parameters! { job: id, reports: ids });
+    section.run(
+        &FOLD_MONEY,
+        parameters! {
+            job: id,
+            paid: paid.into_datum(),
+            commission: commission.into_datum(),
+            workers: array_of(UUIDOID, earned.keys().map(|w| pgrx::Uuid::from_bytes(*w))),
+            earned: array_of(NUMERICOID, earned.into_values()),
+        },
+    );
     for ((group, start), period) in &periods {
-        let (group, start) = (Some(*group), Some(*start));
+        let (group, start) = (Some(Datum::from(*group)), Some(Datum::from(*start)));
         section.run(
             &PERIOD_ROW,
             parameters! { job: id, group_id: group, period_start: start },
@@ -245,8 +304,31 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
             ),
         );
     }
-    section.run(&FOLD_WORKER_PERIODS, parameters! { reports: ids });
-    section.run(&SPEND, parameters! { reports: ids });
+    section.run(
+        &FOLD_WORKER_PERIODS,
+        parameters! {
+            groups: array_of(INT8OID, worker_periods.keys().map(|k| k.0)),
+            workers: array_of(UUIDOID, worker_periods.keys().map(|k| pgrx::Uuid::from_bytes(k.1))),
+            // A timestamptz is its int8 of microseconds.
+            periods: array_of(TIMESTAMPTZOID, worker_periods.keys().map(|k| k.2)),
+            slices: array_of(INT8OID, worker_periods.values().map(|v| v.0.reports)),
+            cpu: array_of(FLOAT8OID, worker_periods.values().map(|v| v.0.cpu)),
+            gpu: array_of(FLOAT8OID, worker_periods.values().map(|v| v.0.gpu)),
+            in_size: array_of(NUMERICOID, worker_periods.values().map(|v| AnyNumeric::from(v.0.in_size))),
+            out_size: array_of(NUMERICOID, worker_periods.values().map(|v| AnyNumeric::from(v.0.out_size))),
+            earnings: array_of(NUMERICOID, worker_periods.into_values().map(|v| v.1)),
+        },
+    );
+    section.run(
+        &SPEND,
+        parameters! {
+            groups: array_of(INT8OID, spent.keys().copied()),
+            cpu: array_of(FLOAT8OID, spent.values().map(|t| t.cpu)),
+            gpu: array_of(FLOAT8OID, spent.values().map(|t| t.gpu)),
+            in_size: array_of(NUMERICOID, spent.values().map(|t| AnyNumeric::from(t.in_size))),
+            out_size: array_of(NUMERICOID, spent.values().map(|t| AnyNumeric::from(t.out_size))),
+        },
+    );
 }
 
 /// Jobs whose estimation slices are all done run; jobs whose every slice has its result, that are

@@ -72,12 +72,12 @@ WHERE c.job_id = (SELECT x.job_id FROM compute_jobs x WHERE x.job_id = $job FOR 
 -- name: place_reports(job bigint, reports bigint[], task_target_ms double precision)
 -- Reports $reports of job $job take their places in the job's fold, after those it measured,
 -- and what each earns: the slice payment if it was accepted, of which the group's commission is
--- the group's. The job's figures are locked for the fold. Returns what the fold of the job's and
--- the groups' figures needs of each report placed (src/api/compute_fold.rs, Placed), so that it
--- reads none of them again: its place, its group and statistics period, its seven measured
--- series (pg_jobs_core::compute::Moving: CPU and GPU time, sizes in and out, CPU and GPU time
--- over wall time, wall time over the task target of $task_target_ms), its sizes as integers,
--- whether it was accepted, and the job's slice payment and last slice.
+-- the group's. The job's figures are locked for the fold. Returns what the rest of the fold needs
+-- of each report placed (src/api/compute_fold.rs, Placed), so that it reads none of them again:
+-- its place, its group and statistics period, its seven measured series
+-- (pg_jobs_core::compute::Moving: CPU and GPU time, sizes in and out, CPU and GPU time over wall
+-- time, wall time over the task target of $task_target_ms), its sizes as integers, whether it was
+-- accepted, the job's slice payment and last slice, and the report's worker, pay and commission.
 WITH p AS (
     SELECT x.measured_slices FROM compute_perf_data x WHERE x.job_id = $job FOR UPDATE
 )
@@ -92,7 +92,8 @@ RETURNING r.folded_seq, r.compute_group_id, _stats_period(r.reported_at),
           CASE WHEN r.wall_time > 0 THEN r.cpu_time / r.wall_time ELSE 0 END,
           CASE WHEN r.wall_time > 0 THEN r.gpu_time / r.wall_time ELSE 0 END,
           r.wall_time / $task_target_ms,
-          r.in_data_size, r.out_data_size, r.accepted, c.slice_payment, c.last_slice_number;
+          r.in_data_size, r.out_data_size, r.accepted, c.slice_payment, c.last_slice_number,
+          r.worker_opaque_id, r.paid, r.commission;
 
 -- name: fold_figures(job bigint, reports integer, series double precision[],
 --                    alphas double precision[], cpu double precision, gpu double precision,
@@ -126,19 +127,16 @@ SET measured_slices = x.measured_slices + $reports,
 FROM s
 WHERE x.job_id = $job;
 
--- name: fold_money(job bigint, reports bigint[])
--- Reports $reports of job $job into what the job paid and its commission, and what each worker
--- earned; the reports read once.
-WITH r AS MATERIALIZED (
-    SELECT r.worker_opaque_id, r.paid, r.commission FROM slice_reports r WHERE r.id = ANY ($reports)
-), paid AS (
+-- name: fold_money(job bigint, paid numeric, commission numeric, workers uuid[], earned numeric[])
+-- What job $job paid ($paid) and its commission, and what each of $workers earned ($earned).
+WITH paid AS (
     UPDATE compute_fin_totals f
-    SET slice_work_payment_total = f.slice_work_payment_total + t.paid, commission_total = f.commission_total + t.commission
-    FROM (SELECT sum(r.paid) AS paid, sum(r.commission) AS commission FROM r) t
+    SET slice_work_payment_total = f.slice_work_payment_total + $paid,
+        commission_total = f.commission_total + $commission
     WHERE f.job_id = $job
 )
 UPDATE worker_run_info w SET earnings = w.earnings + t.earned
-FROM (SELECT r.worker_opaque_id, sum(r.paid - r.commission) AS earned FROM r GROUP BY r.worker_opaque_id) t
+FROM unnest($workers::uuid[], $earned::numeric[]) AS t(worker_opaque_id, earned)
 WHERE w.worker_opaque_id = t.worker_opaque_id AND t.earned > 0;
 
 -- name: period_row(job bigint, group_id bigint, period_start timestamptz)
@@ -179,27 +177,34 @@ FROM s
 WHERE x.compute_group_id = $group_id AND x.job_id = $job AND x.period_start = $period_start
   AND x.period_length = current_setting('pg_jobs.compute_stats_period')::interval;
 
--- name: fold_worker_periods(reports bigint[])
--- Reports $reports into each group's figures of each worker for the period they fell in.
+-- name: fold_worker_periods(groups bigint[], workers uuid[], periods timestamptz[], slices bigint[],
+--                           cpu double precision[], gpu double precision[], in_size numeric[],
+--                           out_size numeric[], earnings numeric[])
+-- Into each group's figures of each worker for a period ($groups, $workers, $periods, in step):
+-- the slices it finished, their times and sizes, and what it earned.
 INSERT INTO compute_group_worker_period_stats AS s (compute_group_id, worker_opaque_id, period_start,
     period_length, slice_count, cpu_time, gpu_time, in_data_size, out_data_size, earnings)
-SELECT r.compute_group_id, r.worker_opaque_id, _stats_period(r.reported_at),
-       current_setting('pg_jobs.compute_stats_period')::interval, count(*), sum(round(r.cpu_time)),
-       sum(round(r.gpu_time)), sum(r.in_data_size), sum(r.out_data_size), sum(r.paid - r.commission)
-FROM slice_reports r WHERE r.id = ANY ($reports) GROUP BY 1, 2, 3
+SELECT u.group_id, u.worker, u.period_start, current_setting('pg_jobs.compute_stats_period')::interval,
+       u.slices, u.cpu, u.gpu, u.in_size, u.out_size, u.earnings
+FROM unnest($groups::bigint[], $workers::uuid[], $periods::timestamptz[], $slices::bigint[],
+            $cpu::double precision[], $gpu::double precision[], $in_size::numeric[], $out_size::numeric[],
+            $earnings::numeric[])
+     AS u(group_id, worker, period_start, slices, cpu, gpu, in_size, out_size, earnings)
 ON CONFLICT (compute_group_id, worker_opaque_id, period_start, period_length) DO UPDATE
 SET slice_count = s.slice_count + excluded.slice_count, cpu_time = s.cpu_time + excluded.cpu_time,
     gpu_time = s.gpu_time + excluded.gpu_time, in_data_size = s.in_data_size + excluded.in_data_size,
     out_data_size = s.out_data_size + excluded.out_data_size, earnings = s.earnings + excluded.earnings;
 
--- name: spend(reports bigint[])
--- Reports $reports spent through their groups, accepted or not (the work was done). Only the fold
--- writes compute_group_spent. A group gone since is passed over.
+-- name: spend(groups bigint[], cpu double precision[], gpu double precision[], in_size numeric[],
+--             out_size numeric[])
+-- What the reports spent through each of $groups (in step), accepted or not (the work was done).
+-- Only the fold writes compute_group_spent. A group gone since is passed over.
 INSERT INTO compute_group_spent AS s (compute_group_id, cpu_time, gpu_time, in_data_size, out_data_size)
-SELECT r.compute_group_id, sum(round(r.cpu_time)), sum(round(r.gpu_time)), sum(r.in_data_size), sum(r.out_data_size)
-FROM slice_reports r JOIN compute_groups g ON g.id = r.compute_group_id
-WHERE r.id = ANY ($reports)
-GROUP BY 1 ORDER BY 1
+SELECT u.group_id, u.cpu, u.gpu, u.in_size, u.out_size
+FROM unnest($groups::bigint[], $cpu::double precision[], $gpu::double precision[], $in_size::numeric[],
+            $out_size::numeric[]) AS u(group_id, cpu, gpu, in_size, out_size)
+JOIN compute_groups g ON g.id = u.group_id
+ORDER BY 1
 ON CONFLICT (compute_group_id) DO UPDATE
 SET cpu_time = s.cpu_time + excluded.cpu_time, gpu_time = s.gpu_time + excluded.gpu_time,
     in_data_size = s.in_data_size + excluded.in_data_size, out_data_size = s.out_data_size + excluded.out_data_size;
