@@ -143,8 +143,8 @@ struct Totals {
     reports: i64,
     cpu: f64,
     gpu: f64,
-    in_size: i128,
-    out_size: i128,
+    bytes_in: i128,
+    bytes_out: i128,
 }
 
 impl Totals {
@@ -152,8 +152,17 @@ impl Totals {
         self.reports += 1;
         self.cpu += report.series[0].round_ties_even();
         self.gpu += report.series[1].round_ties_even();
-        self.in_size += i128::from(report.in_size);
-        self.out_size += i128::from(report.out_size);
+        self.bytes_in += i128::from(report.in_size);
+        self.bytes_out += i128::from(report.out_size);
+    }
+
+    /// The sizes in and out, as numeric: a sum of bigints may pass a bigint.
+    fn in_size(&self) -> AnyNumeric {
+        AnyNumeric::from(self.bytes_in)
+    }
+
+    fn out_size(&self) -> AnyNumeric {
+        AnyNumeric::from(self.bytes_out)
     }
 }
 
@@ -184,14 +193,10 @@ impl Folded {
             ("alphas", Some(array(FLOAT8OID, &self.alphas))),
             ("cpu", self.totals.cpu.into_datum()),
             ("gpu", self.totals.gpu.into_datum()),
-            ("in_size", numeric(self.totals.in_size)),
-            ("out_size", numeric(self.totals.out_size)),
+            ("in_size", self.totals.in_size().into_datum()),
+            ("out_size", self.totals.out_size().into_datum()),
         ]
     }
-}
-
-fn numeric(value: i128) -> Option<Datum> {
-    AnyNumeric::from(value).into_datum()
 }
 
 /// `values` as an array of type `type_oid`.
@@ -200,6 +205,67 @@ fn array_of<T: IntoDatum>(type_oid: pg_sys::Oid, values: impl Iterator<Item = T>
         type_oid,
         &values.map(T::into_datum).collect::<Vec<_>>(),
     ))
+}
+
+/// A worker's opaque id, by its bytes.
+type Worker = [u8; 16];
+
+/// What a fold of a job's reports writes, summed from them: the job's figures and money, each
+/// group's figures of the job for each period (in the order of their first report), what each
+/// worker earned, each group's figures of each worker for each period, what each group spent.
+struct Sums {
+    figures: Folded,
+    periods: Vec<((i64, i64), Folded)>,
+    paid: AnyNumeric,
+    commission: AnyNumeric,
+    earned: BTreeMap<Worker, AnyNumeric>,
+    worker_periods: BTreeMap<(i64, Worker, i64), (Totals, AnyNumeric)>,
+    spent: BTreeMap<i64, Totals>,
+}
+
+impl Sums {
+    /// The sums of `placed`, in the order of their places; `last_slice`, the job's, weighs each
+    /// (none, while it is not known: the averages do not move).
+    fn of(placed: &[Placed], last_slice: Option<i64>) -> Sums {
+        let mut sums = Sums {
+            figures: Folded::default(),
+            periods: vec![],
+            paid: AnyNumeric::from(0),
+            commission: AnyNumeric::from(0),
+            earned: BTreeMap::new(),
+            worker_periods: BTreeMap::new(),
+            spent: BTreeMap::new(),
+        };
+        for report in placed {
+            let alpha = last_slice.map(|total| compute::alpha(report.place, total));
+            sums.figures.add(report, alpha);
+            let key = (report.group, report.period);
+            match sums.periods.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, period)) => period.add(report, alpha),
+                None => {
+                    let mut period = Folded::default();
+                    period.add(report, alpha);
+                    sums.periods.push((key, period));
+                }
+            }
+            sums.paid += report.paid.clone();
+            sums.commission += report.commission.clone();
+            let earning = report.paid.clone() - report.commission.clone();
+            let worker = *report.worker.as_bytes();
+            *sums
+                .earned
+                .entry(worker)
+                .or_insert_with(|| AnyNumeric::from(0)) += earning.clone();
+            let (totals, earnings) = sums
+                .worker_periods
+                .entry((report.group, worker, report.period))
+                .or_insert_with(|| (Totals::default(), AnyNumeric::from(0)));
+            totals.add(report);
+            *earnings += earning;
+            sums.spent.entry(report.group).or_default().add(report);
+        }
+        sums
+    }
 }
 
 /// Folds reports `ids` (an array of `count`) of `job`: their places and pay, the job's moving
@@ -231,39 +297,8 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
         })
         .collect();
     placed.sort_unstable_by_key(|report| report.place);
-    // A job whose last slice is not known yet weighs no report: its averages do not move.
     let (slice_payment, last_slice) = (rows.datum(0, 13), rows.get::<i64>(0, 14));
-    let mut figures = Folded::default();
-    // By group and period, in the order of their first report.
-    let mut periods: Vec<((i64, i64), Folded)> = vec![];
-    let (mut paid, mut commission) = (AnyNumeric::from(0), AnyNumeric::from(0));
-    let mut earned: BTreeMap<[u8; 16], AnyNumeric> = BTreeMap::new();
-    let mut worker_periods: BTreeMap<(i64, [u8; 16], i64), (Totals, AnyNumeric)> = BTreeMap::new();
-    let mut spent: BTreeMap<i64, Totals> = BTreeMap::new();
-    for report in &placed {
-        let alpha = last_slice.map(|total| compute::alpha(report.place, total));
-        figures.add(report, alpha);
-        let key = (report.group, report.period);
-        match periods.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, period)) => period.add(report, alpha),
-            None => {
-                let mut period = Folded::default();
-                period.add(report, alpha);
-                periods.push((key, period));
-            }
-        }
-        paid += report.paid.clone();
-        commission += report.commission.clone();
-        let earning = report.paid.clone() - report.commission.clone();
-        let worker = *report.worker.as_bytes();
-        *earned.entry(worker).or_insert_with(|| AnyNumeric::from(0)) += earning.clone();
-        let (totals, earnings) = worker_periods
-            .entry((report.group, worker, report.period))
-            .or_insert_with(|| (Totals::default(), AnyNumeric::from(0)));
-        totals.add(report);
-        *earnings += earning;
-        spent.entry(report.group).or_default().add(report);
-    }
+    let sums = Sums::of(&placed, last_slice);
     let with = |head: &[(&'static str, Option<Datum>)], folded: &Folded| -> Vec<_> {
         head.iter().copied().chain(folded.parameters()).collect()
     };
@@ -271,20 +306,20 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
         &FOLD_FIGURES,
         &with(
             &[("job", id), ("reports", Some(Datum::from(count as i32)))],
-            &figures,
+            &sums.figures,
         ),
     );
     section.run(
         &FOLD_MONEY,
         parameters! {
             job: id,
-            paid: paid.into_datum(),
-            commission: commission.into_datum(),
-            workers: array_of(UUIDOID, earned.keys().map(|w| pgrx::Uuid::from_bytes(*w))),
-            earned: array_of(NUMERICOID, earned.into_values()),
+            paid: sums.paid.into_datum(),
+            commission: sums.commission.into_datum(),
+            workers: array_of(UUIDOID, sums.earned.keys().map(|w| pgrx::Uuid::from_bytes(*w))),
+            earned: array_of(NUMERICOID, sums.earned.into_values()),
         },
     );
-    for ((group, start), period) in &periods {
+    for ((group, start), period) in &sums.periods {
         let (group, start) = (Some(Datum::from(*group)), Some(Datum::from(*start)));
         section.run(
             &PERIOD_ROW,
@@ -304,6 +339,7 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
             ),
         );
     }
+    let worker_periods = sums.worker_periods;
     section.run(
         &FOLD_WORKER_PERIODS,
         parameters! {
@@ -314,19 +350,20 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
             slices: array_of(INT8OID, worker_periods.values().map(|v| v.0.reports)),
             cpu: array_of(FLOAT8OID, worker_periods.values().map(|v| v.0.cpu)),
             gpu: array_of(FLOAT8OID, worker_periods.values().map(|v| v.0.gpu)),
-            in_size: array_of(NUMERICOID, worker_periods.values().map(|v| AnyNumeric::from(v.0.in_size))),
-            out_size: array_of(NUMERICOID, worker_periods.values().map(|v| AnyNumeric::from(v.0.out_size))),
+            in_size: array_of(NUMERICOID, worker_periods.values().map(|v| v.0.in_size())),
+            out_size: array_of(NUMERICOID, worker_periods.values().map(|v| v.0.out_size())),
             earnings: array_of(NUMERICOID, worker_periods.into_values().map(|v| v.1)),
         },
     );
+    let spent = sums.spent;
     section.run(
         &SPEND,
         parameters! {
             groups: array_of(INT8OID, spent.keys().copied()),
             cpu: array_of(FLOAT8OID, spent.values().map(|t| t.cpu)),
             gpu: array_of(FLOAT8OID, spent.values().map(|t| t.gpu)),
-            in_size: array_of(NUMERICOID, spent.values().map(|t| AnyNumeric::from(t.in_size))),
-            out_size: array_of(NUMERICOID, spent.values().map(|t| AnyNumeric::from(t.out_size))),
+            in_size: array_of(NUMERICOID, spent.values().map(Totals::in_size)),
+            out_size: array_of(NUMERICOID, spent.values().map(Totals::out_size)),
         },
     );
 }
