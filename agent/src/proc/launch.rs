@@ -61,21 +61,17 @@ fn null_terminated(strings: &[&CString]) -> Vec<*const libc::c_char> {
 }
 
 /// Where `program` is: itself when it names a path, else the first executable file of that
-/// name in the directories of `path` (the child's PATH), as `execvp` searches them; an empty
-/// directory is the job's working folder.
+/// name in the directories of `path` (the child's PATH), as `execvp` searches them from the job's
+/// working folder (an empty or relative directory is in it).
 fn resolve(program: &str, path: Option<&OsStr>, cwd: Option<&str>) -> io::Result<PathBuf> {
     if program.contains('/') {
         return Ok(PathBuf::from(program));
     }
     let dirs = path.unwrap_or(OsStr::new("/bin:/usr/bin"));
+    let folder = Path::new(cwd.unwrap_or("."));
     let mut denied = false;
     for dir in dirs.as_bytes().split(|&b| b == b':') {
-        let dir = Path::new(OsStr::from_bytes(dir));
-        let candidate = if dir.as_os_str().is_empty() {
-            Path::new(cwd.unwrap_or(".")).join(program)
-        } else {
-            dir.join(program)
-        };
+        let candidate = folder.join(OsStr::from_bytes(dir)).join(program);
         let Ok(meta) = std::fs::metadata(&candidate) else {
             continue;
         };
@@ -226,9 +222,11 @@ pub fn launch(
     // The write ends are the child's alone now: its exit closes the pipes.
     drop(stdout_write);
     drop(stderr_write);
-    if plan.errno != 0 {
+    // Written by the child, in this memory, while this thread waited.
+    let errno = unsafe { std::ptr::read_volatile(&plan.errno) };
+    if errno != 0 {
         unsafe { libc::waitpid(pid, &mut 0, 0) };
-        return Err(io::Error::from_raw_os_error(plan.errno));
+        return Err(io::Error::from_raw_os_error(errno));
     }
     // Linux 5.3 and later.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
