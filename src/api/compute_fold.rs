@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 
 use pg_jobs_core::compute::{self, job_flag};
 use pgrx::datum::AnyNumeric;
-use pgrx::pg_sys::{self, Datum, FLOAT8OID, INT8OID, NUMERICOID, TIMESTAMPTZOID, UUIDOID};
+use pgrx::pg_sys::{self, Datum, FLOAT8OID, NUMERICOID, TIMESTAMPTZOID, UUIDOID};
 use pgrx::prelude::*;
 
 use super::call::{in_subtransaction, Failure, Planning, Section, Statement};
 use super::compute::end_job;
-use super::datum::array;
+use super::datum::{array, array_of, int8_array};
 use super::services::{wished, Service};
 use crate::gucs;
 use crate::{entry, named_statements, parameters};
@@ -199,16 +199,12 @@ impl Folded {
     }
 }
 
-/// `values` as an array of type `type_oid`.
-fn array_of<T: IntoDatum>(type_oid: pg_sys::Oid, values: impl Iterator<Item = T>) -> Option<Datum> {
-    Some(array(
-        type_oid,
-        &values.map(T::into_datum).collect::<Vec<_>>(),
-    ))
-}
-
 /// A worker's opaque id, by its bytes.
 type Worker = [u8; 16];
+
+fn uuid(worker: &Worker) -> pgrx::Uuid {
+    pgrx::Uuid::from_bytes(*worker)
+}
 
 /// What a fold of a job's reports writes, summed from them: the job's figures and money, each
 /// group's figures of the job for each period (in the order of their first report), what each
@@ -315,8 +311,8 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
             job: id,
             paid: sums.paid.into_datum(),
             commission: sums.commission.into_datum(),
-            workers: array_of(UUIDOID, sums.earned.keys().map(|w| pgrx::Uuid::from_bytes(*w))),
-            earned: array_of(NUMERICOID, sums.earned.into_values()),
+            workers: Some(array_of(UUIDOID, sums.earned.keys().map(uuid))),
+            earned: Some(array_of(NUMERICOID, sums.earned.into_values())),
         },
     );
     for ((group, start), period) in &sums.periods {
@@ -343,27 +339,27 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
     section.run(
         &FOLD_WORKER_PERIODS,
         parameters! {
-            groups: array_of(INT8OID, worker_periods.keys().map(|k| k.0)),
-            workers: array_of(UUIDOID, worker_periods.keys().map(|k| pgrx::Uuid::from_bytes(k.1))),
+            groups: Some(int8_array(worker_periods.keys().map(|k| k.0))),
+            workers: Some(array_of(UUIDOID, worker_periods.keys().map(|k| uuid(&k.1)))),
             // A timestamptz is its int8 of microseconds.
-            periods: array_of(TIMESTAMPTZOID, worker_periods.keys().map(|k| k.2)),
-            slices: array_of(INT8OID, worker_periods.values().map(|v| v.0.reports)),
-            cpu: array_of(FLOAT8OID, worker_periods.values().map(|v| v.0.cpu)),
-            gpu: array_of(FLOAT8OID, worker_periods.values().map(|v| v.0.gpu)),
-            in_size: array_of(NUMERICOID, worker_periods.values().map(|v| v.0.in_size())),
-            out_size: array_of(NUMERICOID, worker_periods.values().map(|v| v.0.out_size())),
-            earnings: array_of(NUMERICOID, worker_periods.into_values().map(|v| v.1)),
+            periods: Some(array_of(TIMESTAMPTZOID, worker_periods.keys().map(|k| k.2))),
+            slices: Some(int8_array(worker_periods.values().map(|v| v.0.reports))),
+            cpu: Some(array_of(FLOAT8OID, worker_periods.values().map(|v| v.0.cpu))),
+            gpu: Some(array_of(FLOAT8OID, worker_periods.values().map(|v| v.0.gpu))),
+            in_size: Some(array_of(NUMERICOID, worker_periods.values().map(|v| v.0.in_size()))),
+            out_size: Some(array_of(NUMERICOID, worker_periods.values().map(|v| v.0.out_size()))),
+            earnings: Some(array_of(NUMERICOID, worker_periods.into_values().map(|v| v.1))),
         },
     );
     let spent = sums.spent;
     section.run(
         &SPEND,
         parameters! {
-            groups: array_of(INT8OID, spent.keys().copied()),
-            cpu: array_of(FLOAT8OID, spent.values().map(|t| t.cpu)),
-            gpu: array_of(FLOAT8OID, spent.values().map(|t| t.gpu)),
-            in_size: array_of(NUMERICOID, spent.values().map(Totals::in_size)),
-            out_size: array_of(NUMERICOID, spent.values().map(Totals::out_size)),
+            groups: Some(int8_array(spent.keys().copied())),
+            cpu: Some(array_of(FLOAT8OID, spent.values().map(|t| t.cpu))),
+            gpu: Some(array_of(FLOAT8OID, spent.values().map(|t| t.gpu))),
+            in_size: Some(array_of(NUMERICOID, spent.values().map(Totals::in_size))),
+            out_size: Some(array_of(NUMERICOID, spent.values().map(Totals::out_size))),
         },
     );
 }

@@ -71,10 +71,16 @@ pub(crate) fn array(type_oid: Oid, values: &[Option<Datum>]) -> Datum {
     }
 }
 
+/// A one-dimensional array of `values`, of the type `type_oid` (each value's own, or one with its
+/// representation: a timestamptz of an i64).
+pub(crate) fn array_of<T: IntoDatum>(type_oid: Oid, values: impl IntoIterator<Item = T>) -> Datum {
+    let values: Vec<Option<Datum>> = values.into_iter().map(T::into_datum).collect();
+    array(type_oid, &values)
+}
+
 /// A bigint[] of `values`.
 pub(crate) fn int8_array(values: impl IntoIterator<Item = i64>) -> Datum {
-    let values: Vec<Option<Datum>> = values.into_iter().map(|v| Some(Datum::from(v))).collect();
-    array(pg_sys::INT8OID, &values)
+    array_of(pg_sys::INT8OID, values)
 }
 
 /// PostgreSQL's epoch, 2000-01-01, in Unix microseconds.
