@@ -542,7 +542,7 @@ GRANT SELECT ON queue_rates, queue_rate_tokens TO pgjobs_user;
 -- once, across every worker, and with `ordered` (one at a time) in the order of (priority,
 -- due_at, id), a job that failed with attempts left holding its key until it ends. Keys are
 -- unbounded in number, so a key's slots are made by the claims that take them: a claim of a
--- key-limited queue first takes the gates of the keys it will look at (64 rows per limit, a key's
+-- key-limited queue first takes the gates of the keys it will look at (1,024 rows per limit, a key's
 -- gate a hash of it; FOR UPDATE SKIP LOCKED: it never waits), so two claims never look at one key
 -- at once, then, in a statement whose snapshot sees every claim that held those gates before,
 -- takes at most one job of each key with a free slot and writes the job and its lease token into
@@ -638,16 +638,19 @@ CREATE TRIGGER flow_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON queu
 CREATE TRIGGER flow_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON queue_key_limits
     FOR EACH STATEMENT EXECUTE FUNCTION _cached_table_changed();
 
--- The gate of a concurrency key: one of the 64 that _key_gates gives.
+-- The gate of a concurrency key: one of the 1,024 that _key_gates gives. Each claim of a
+-- key-limited queue holds a dozen gates for its transaction, and a key whose gate another claim
+-- holds is passed over: with 64 gates, 8 workers claiming 10 at a time passed over a quarter of
+-- the keys they looked at for their gates alone (the drain of 1,000 keys limited to 1: +25 %).
 CREATE FUNCTION _key_gate(concurrency_key text) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-RETURN hashtext(concurrency_key) & 63;
+RETURN hashtext(concurrency_key) & 1023;
 
 -- Every gate of a key limit: its rows of queue_key_gates.
 CREATE FUNCTION _key_gates() RETURNS SETOF integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 BEGIN ATOMIC
-    SELECT generate_series(0, 63);
+    SELECT generate_series(0, 1023);
 END;
 
 -- The key limits of concurrency key $3 of owner $1's queue $2: the row of the longest prefix

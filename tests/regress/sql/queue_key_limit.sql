@@ -244,7 +244,7 @@ FROM (VALUES ('regress_keyer'), ('regress_key_neighbour')) AS r(role),
              ($$UPDATE pgjobs.queue_key_tokens SET taken_at = '-infinity' RETURNING token$$),
              ($$UPDATE pgjobs.queue_key_limits SET max_per_key = 1000 RETURNING queue$$),
              ($$DELETE FROM pgjobs.queue_key_limits RETURNING queue$$),
-             ($$INSERT INTO pgjobs.queue_key_gates VALUES (pgjobs.identity(), 'q', 64) RETURNING gate$$),
+             ($$INSERT INTO pgjobs.queue_key_gates VALUES (pgjobs.identity(), 'q', 1024) RETURNING gate$$),
              ($$DELETE FROM pgjobs.queue_key_slots RETURNING slot$$),
              ($$SELECT gate FROM pgjobs.queue_key_gates FOR UPDATE$$),
              ($$SELECT slot FROM pgjobs.queue_key_slots FOR UPDATE$$)) AS s(statement)
