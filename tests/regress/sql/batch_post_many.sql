@@ -63,6 +63,40 @@ SELECT b.command, b.status, b.depends_on,
 FROM pgjobs.batch_jobs b WHERE b.command IN ('extract', 'transform', 'load', 'notify') ORDER BY b.id;
 SELECT hash = (SELECT hash FROM pgjobs.batch_jobs WHERE command = 'extract') AS hash_as_computed
 FROM pgjobs.batch_jobs WHERE command = 'extract';
+-- A command's hash is the server's SHA-256 of the command as jsonb prints it (written in Rust,
+-- src/api/batch_post.rs: CommandText), whatever its strings hold: quotes, backslashes, control
+-- characters, DEL, letters outside ASCII, an env's keys of several lengths, a kill without a command;
+-- and its payload (written beside it) is the spec with the revision, extra, dependencies and run_at
+-- as jsonb_build_object gives them (the run_at in the session's time zone).
+SET TimeZone = 'Asia/Tokyo';
+SELECT $$[
+    {"command": "say \"hi\"\\there", "args": ["a\nb", "tab\there", "\u0001\u001f\u007f", "é ☃ 😀", "/slash", ""],
+     "cwd": "/tmp/x y", "shell": true, "routine": "r\r\f\b",
+     "env": {"B": "2", "A": "1", "LONGER_NAME": "x\"y", "é": "\\", "AB": "tab\tend"},
+     "run_at": "2100-01-01T00:00:00.5Z", "revision": {"b": 1, "a": [1.50, "x"]}, "extra": {"k": "v"}},
+    {"kind": "kill", "routine": "nightly", "computer": "alpha"},
+    {"command": "ünïcödé", "computer": "alpha", "args": []}
+]$$ AS tricky \gset
+SELECT array_agg(id ORDER BY n) AS tricky_ids FROM pgjobs.batch_post_many(:'tricky') WITH ORDINALITY AS p(id, n) \gset
+SELECT p.n, j.hash = encode(sha256(convert_to(jsonb_build_object(
+           'kind', coalesce(p.post ->> 'kind', 'batch'), 'computer', coalesce(p.post ->> 'computer', 'ANY'),
+           'routine', p.post ->> 'routine',
+           'command', CASE WHEN p.post ->> 'kind' = 'kill' THEN coalesce(p.post ->> 'command', '') ELSE p.post ->> 'command' END,
+           'args', coalesce(p.post -> 'args', '[]'), 'cwd', p.post ->> 'cwd',
+           'shell', coalesce((p.post ->> 'shell')::boolean, false), 'env', coalesce(p.post -> 'env', '{}'))::text,
+           'UTF8')), 'hex') AS hash_as_the_server_computes,
+       (SELECT x.payload FROM pgjobs.jobs x WHERE x.id = j.id) = jsonb_build_object(
+           'kind', coalesce(p.post ->> 'kind', 'batch'), 'computer', coalesce(p.post ->> 'computer', 'ANY'),
+           'routine', p.post ->> 'routine',
+           'command', CASE WHEN p.post ->> 'kind' = 'kill' THEN coalesce(p.post ->> 'command', '') ELSE p.post ->> 'command' END,
+           'args', coalesce(p.post -> 'args', '[]'), 'cwd', p.post ->> 'cwd',
+           'shell', coalesce((p.post ->> 'shell')::boolean, false), 'env', coalesce(p.post -> 'env', '{}'))
+       || jsonb_build_object('revision', p.post -> 'revision', 'extra', coalesce(p.post -> 'extra', '{}'),
+                             'depends_on', '[]'::jsonb, 'run_at', (p.post ->> 'run_at')::timestamptz) AS payload_as_built
+FROM jsonb_array_elements(:'tricky') WITH ORDINALITY AS p(post, n)
+JOIN pgjobs.batch_jobs j ON j.id = (:'tricky_ids'::bigint[])[p.n]
+ORDER BY p.n;
+SET TimeZone = 'UTC';
 -- An empty array posts nothing.
 SELECT count(*) AS none FROM pgjobs.batch_post_many('[]');
 -- The Jobs tab's counts follow every post.
