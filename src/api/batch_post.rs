@@ -4,16 +4,18 @@
 //! `batch_post.sql`. The rest of the poster's side (cancel, release) and the counts: batch.rs.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt::Write;
 use std::ops::Range;
 
 use pgrx::pg_sys::{self, Datum, Oid, INT8OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
+use sha2::{Digest, Sha256};
 
 use super::batch::{batch_queue, silence, tally};
 use super::batch_waits::check_cycle;
 use super::call::{invalid, materialize, refuse, Caller, Planning, Section, Statement};
-use super::datum::{array, elements, input, int8_array, literal_or_null, output};
+use super::datum::{array, elements, int8_array, literal_or_null, output, JsonbBuilder};
 use super::identity::_identity_of;
 use super::keyed::lock_key;
 use super::queue::{add, add_free, check_all, return_ids, Field, Problem, Spec};
@@ -192,9 +194,8 @@ fn text(datum: Option<Datum>) -> Option<String> {
     datum.and_then(|d| unsafe { String::from_datum(d, false) })
 }
 
-/// A post's computer and its command as jsonb prints it (see [`CommandText`]), or what is
-/// wrong with the post.
-fn check_post(post: &Post) -> Result<(String, CommandText), Problem> {
+/// A post's command, or what is wrong with the post.
+fn check_post(post: &Post) -> Result<CommandSpec, Problem> {
     let kind = text(post.kind);
     if !matches!(kind.as_deref(), Some("batch" | "routine" | "kill")) {
         return Err(Problem::invalid(
@@ -247,18 +248,17 @@ fn check_post(post: &Post) -> Result<(String, CommandText), Problem> {
     let Some(computer) = computer else {
         return Err(Problem::null("computer must not be null", None));
     };
-    let shell = post.shell.is_some_and(|shell| shell.value() != 0);
-    let text = CommandText::of(
-        &kind,
-        &computer,
-        routine.as_deref(),
-        command.as_deref(),
-        &args,
-        text(post.cwd).as_deref(),
-        shell,
-        &env.expect("an env"),
-    );
-    Ok((computer, text))
+    Ok(CommandSpec {
+        kind,
+        computer,
+        routine,
+        command,
+        args,
+        cwd: text(post.cwd),
+        shell: post.shell.is_some_and(|shell| shell.value() != 0),
+        env: post.env.expect("an env"),
+        env_text: env.expect("an env"),
+    })
 }
 
 /// A text[] of one dimension (or none) without nulls: its strings.
@@ -272,80 +272,74 @@ fn args_of(args: Datum) -> Option<Vec<String>> {
     elements(args).into_iter().map(text).collect()
 }
 
-/// A post's command, the job's spec, as the text jsonb prints for the object
-/// `{kind, computer, routine, command, args, cwd, shell, env}`: the command's hash is the SHA-256
-/// of that text in UTF-8, a hash members see and name (a dependency on a command), so it must be
-/// the one the server's `encode(sha256(convert_to(spec::text, 'UTF8')), 'hex')` gives. Written
-/// here rather than built with jsonb_build_object and printed by the server (7 µs a post, a sixth
-/// of batch_post_many's time): the keys in jsonb's order (shorter first, then by their bytes),
-/// `": "` and `", "` between, and every string escaped by the server's own `escape_json`; the
-/// env as the server prints it. Regress `batch_post_many` checks the hash and the payload against
-/// the server's for strings that need escaping.
-struct CommandText(Vec<u8>);
+/// A post's command: the fields of its job's spec.
+struct CommandSpec {
+    kind: String,
+    computer: String,
+    routine: Option<String>,
+    command: Option<String>,
+    args: Vec<String>,
+    cwd: Option<String>,
+    shell: bool,
+    env: Datum,
+    /// The env as jsonb prints it.
+    env_text: String,
+}
 
-impl CommandText {
-    #[allow(clippy::too_many_arguments)]
-    fn of(
-        kind: &str,
-        computer: &str,
-        routine: Option<&str>,
-        command: Option<&str>,
-        args: &[String],
-        cwd: Option<&str>,
-        shell: bool,
-        env: &str,
-    ) -> CommandText {
+impl CommandSpec {
+    /// The command's hash, the SHA-256 in hex of the spec's text in
+    /// UTF-8: a hash members see and name (a dependency on a command), so it must be the one the
+    /// server's `encode(sha256(convert_to(spec::text, 'UTF8')), 'hex')` gives for the object
+    /// `{kind, computer, routine, command, args, cwd, shell, env}`. The text is written here rather
+    /// than built with jsonb_build_object and printed by the server (7 µs a post, a sixth of
+    /// batch_post_many's time): the keys in jsonb's order (shorter first, then by their bytes),
+    /// `": "` and `", "` between, every string escaped by the server's own `escape_json`, the env
+    /// as the server prints it. Regress `batch_post_many` checks the hash and the payload against
+    /// the server's for strings that need escaping.
+    fn hash(&self) -> String {
         let mut text = Vec::with_capacity(128);
         text.extend_from_slice(b"{\"cwd\": ");
-        json_string(&mut text, cwd);
+        json_string(&mut text, self.cwd.as_deref());
         text.extend_from_slice(b", \"env\": ");
-        text.extend_from_slice(env.as_bytes());
+        text.extend_from_slice(self.env_text.as_bytes());
         text.extend_from_slice(b", \"args\": [");
-        for (n, arg) in args.iter().enumerate() {
+        for (n, arg) in self.args.iter().enumerate() {
             if n > 0 {
                 text.extend_from_slice(b", ");
             }
             json_string(&mut text, Some(arg));
         }
         text.extend_from_slice(b"], \"kind\": ");
-        json_string(&mut text, Some(kind));
-        text.extend_from_slice(if shell {
+        json_string(&mut text, Some(&self.kind));
+        text.extend_from_slice(if self.shell {
             b", \"shell\": true"
         } else {
             b", \"shell\": false"
         });
         text.extend_from_slice(b", \"command\": ");
-        json_string(&mut text, command);
+        json_string(&mut text, self.command.as_deref());
         text.extend_from_slice(b", \"routine\": ");
-        json_string(&mut text, routine);
+        json_string(&mut text, self.routine.as_deref());
         text.extend_from_slice(b", \"computer\": ");
-        json_string(&mut text, Some(computer));
+        json_string(&mut text, Some(&self.computer));
         text.push(b'}');
-        CommandText(text)
-    }
-
-    /// The command's hash: the SHA-256 of the text in UTF-8, in hex, by the server's sha256.
-    fn hash(&self) -> String {
         unsafe {
-            let length = i32::try_from(self.0.len()).expect("a command under 1 GB");
+            let length = i32::try_from(text.len()).expect("a command under 1 GB");
             let utf8 = pg_sys::pg_server_to_any(
-                self.0.as_ptr().cast(),
+                text.as_ptr().cast(),
                 length,
                 pg_sys::pg_enc::PG_UTF8 as i32,
             );
-            let utf8_length = if std::ptr::eq(utf8, self.0.as_ptr().cast()) {
-                self.0.len()
+            let utf8_length = if std::ptr::eq(utf8, text.as_ptr().cast()) {
+                text.len()
             } else {
                 std::ffi::CStr::from_ptr(utf8).to_bytes().len()
             };
-            let bytes = std::slice::from_raw_parts(utf8.cast::<u8>(), utf8_length);
-            let digest = pg_sys::OidFunctionCall1Coll(
-                Oid::from(pg_sys::F_SHA256),
-                pg_sys::InvalidOid,
-                bytes.into_datum().expect("a bytea"),
-            );
-            let digest = <&[u8]>::from_datum(digest, false).expect("a digest");
-            digest.iter().map(|byte| format!("{byte:02x}")).collect()
+            let digest = Sha256::digest(std::slice::from_raw_parts(utf8.cast::<u8>(), utf8_length));
+            digest.iter().fold(String::with_capacity(64), |mut hex, byte| {
+                write!(hex, "{byte:02x}").expect("a string");
+                hex
+            })
         }
     }
 }
@@ -386,10 +380,10 @@ fn check_computer(section: &Section, computer: &str) {
     }
 }
 
-/// What a post adds: its command (the text of its job's spec), the command's hash (the job's key,
+/// What a post adds: its command (its job's spec), the command's hash (the job's key,
 /// and the command hash a dependency names), and the queue's spec of its job, without its payload.
 struct Command {
-    text: CommandText,
+    spec: CommandSpec,
     hash: String,
     job: Spec,
 }
@@ -398,24 +392,28 @@ struct Command {
 /// when there are several).
 fn commands(section: &Section, posts: &[Post]) -> Vec<Command> {
     let place = |n: usize| (posts.len() > 1).then_some(n + 1);
-    let (computers, texts): (Vec<String>, Vec<CommandText>) = posts
+    let specs: Vec<CommandSpec> = posts
         .iter()
         .enumerate()
         .map(|(n, post)| check_post(post).unwrap_or_else(|problem| problem.raise(place(n))))
-        .unzip();
-    let known: BTreeSet<&String> = computers.iter().filter(|c| *c != "ANY").collect();
+        .collect();
+    let known: BTreeSet<&String> = specs
+        .iter()
+        .map(|spec| &spec.computer)
+        .filter(|c| *c != "ANY")
+        .collect();
     for computer in known {
         check_computer(section, computer);
     }
     let lease = Some(silence());
     let commands: Vec<Command> = posts
         .iter()
-        .zip(computers.iter().zip(texts))
-        .map(|(post, (computer, text))| {
-            let hash = text.hash();
+        .zip(specs)
+        .map(|(post, spec)| {
+            let hash = spec.hash();
             let mut job = Spec::empty();
             job.set(Field::Task, post.kind);
-            job.set(Field::Queue, batch_queue(computer).into_datum());
+            job.set(Field::Queue, batch_queue(&spec.computer).into_datum());
             job.set(Field::Priority, post.priority.or(Some(Datum::from(0i32))));
             job.set(Field::RunAt, post.run_at);
             job.set(
@@ -424,7 +422,7 @@ fn commands(section: &Section, posts: &[Post]) -> Vec<Command> {
             );
             job.set(Field::Lease, lease);
             job.set(Field::Key, hash.as_str().into_datum());
-            Command { text, hash, job }
+            Command { spec, hash, job }
         })
         .collect();
     let jobs: Vec<Spec> = commands.iter().map(|command| command.job).collect();
@@ -522,26 +520,45 @@ fn waiting_for(section: &Section, poster: Oid, dependencies: &[i64]) -> Vec<i64>
 }
 
 /// The payload of a post's job: its command's spec, and what the agent and the page read besides
-/// (the revision, extra, the jobs it depends on and its run_at), written as text beside the
-/// command's and parsed once (it was `spec || jsonb_build_object(...)` in a statement of its own).
+/// (the revision, extra, the jobs it depends on and its run_at), as jsonb_build_object made it
+/// (the run_at JSON's form of a time, in the session's time zone), made by the server's jsonb
+/// builder: it was `spec || jsonb_build_object(...)` in a statement of its own.
 fn payload(post: &Post, command: &Command, dependencies: &[i64]) -> Datum {
-    let mut text = command.text.0.clone();
-    text.pop();
-    text.extend_from_slice(b", \"revision\": ");
-    match post.revision {
-        Some(revision) => text.extend_from_slice(output(revision, JSONBOID).as_bytes()),
-        None => text.extend_from_slice(b"null"),
+    let spec = &command.spec;
+    let mut payload = JsonbBuilder::object();
+    payload
+        .key("kind")
+        .string(Some(&spec.kind))
+        .key("computer")
+        .string(Some(&spec.computer))
+        .key("routine")
+        .string(spec.routine.as_deref())
+        .key("command")
+        .string(spec.command.as_deref())
+        .key("args")
+        .begin_array();
+    for arg in &spec.args {
+        payload.string(Some(arg));
     }
-    text.extend_from_slice(b", \"extra\": ");
+    payload
+        .end()
+        .key("cwd")
+        .string(spec.cwd.as_deref())
+        .key("shell")
+        .boolean(spec.shell)
+        .key("env")
+        .jsonb(Some(spec.env))
+        .key("revision")
+        .jsonb(post.revision)
+        .key("extra");
     match post.extra {
-        Some(extra) => text.extend_from_slice(output(extra, JSONBOID).as_bytes()),
-        None => text.extend_from_slice(b"{}"),
+        Some(extra) => payload.jsonb(Some(extra)),
+        None => payload.begin_object().end(),
+    };
+    payload.key("depends_on").begin_array();
+    for &id in dependencies {
+        payload.number(id);
     }
-    let ids: Vec<String> = dependencies.iter().map(i64::to_string).collect();
-    text.extend_from_slice(
-        format!(", \"depends_on\": [{}], \"run_at\": ", ids.join(", ")).as_bytes(),
-    );
-    // As jsonb_build_object writes a time: JSON's form of it, in the session's time zone.
     let run_at = post.run_at.map(|run_at| unsafe {
         let at = pg_sys::JsonEncodeDateTime(
             std::ptr::null_mut(),
@@ -551,9 +568,8 @@ fn payload(post: &Post, command: &Command, dependencies: &[i64]) -> Datum {
         );
         std::ffi::CStr::from_ptr(at).to_string_lossy().into_owned()
     });
-    json_string(&mut text, run_at.as_deref());
-    text.push(b'}');
-    input(&text, JSONBOID)
+    payload.end().key("run_at").string(run_at.as_deref());
+    payload.finish()
 }
 
 /// The poster's turn for a command: one of 16 advisory locks of the poster, by the first digit

@@ -179,3 +179,150 @@ pub(crate) fn text_of(value: &serde_json::Value) -> Option<String> {
         other => Some(other.to_string()),
     }
 }
+
+/// A jsonb value made by the server's own builder (`pushJsonbValue`), piece by piece: the
+/// payload of a batch post, where parsing its text with jsonb_in took 6 µs a post. Keys may come
+/// in any order (the builder sorts them, and the last of a repeated key wins, as jsonb_in does).
+pub(crate) struct JsonbBuilder {
+    state: *mut pg_sys::JsonbParseState,
+    /// For each container open, whether it is an array (its values are elements).
+    open: Vec<bool>,
+    built: *mut pg_sys::JsonbValue,
+}
+
+impl JsonbBuilder {
+    pub(crate) fn object() -> JsonbBuilder {
+        let mut builder = JsonbBuilder {
+            state: std::ptr::null_mut(),
+            open: Vec::new(),
+            built: std::ptr::null_mut(),
+        };
+        builder.begin(false);
+        builder
+    }
+
+    fn push(&mut self, token: pg_sys::JsonbIteratorToken::Type, value: *mut pg_sys::JsonbValue) {
+        self.built = unsafe { pg_sys::pushJsonbValue(&mut self.state, token, value) };
+    }
+
+    fn value(
+        &mut self,
+        type_: pg_sys::jbvType::Type,
+        val: pg_sys::JsonbValue__bindgen_ty_1,
+    ) -> &mut Self {
+        let mut value = pg_sys::JsonbValue { type_, val };
+        let token = if self.open.last() == Some(&true) {
+            pg_sys::JsonbIteratorToken::WJB_ELEM
+        } else {
+            pg_sys::JsonbIteratorToken::WJB_VALUE
+        };
+        self.push(token, &mut value);
+        self
+    }
+
+    fn begin(&mut self, array: bool) -> &mut Self {
+        self.open.push(array);
+        let token = if array {
+            pg_sys::JsonbIteratorToken::WJB_BEGIN_ARRAY
+        } else {
+            pg_sys::JsonbIteratorToken::WJB_BEGIN_OBJECT
+        };
+        self.push(token, std::ptr::null_mut());
+        self
+    }
+
+    pub(crate) fn begin_array(&mut self) -> &mut Self {
+        self.begin(true)
+    }
+
+    pub(crate) fn begin_object(&mut self) -> &mut Self {
+        self.begin(false)
+    }
+
+    pub(crate) fn end(&mut self) -> &mut Self {
+        let token = if self.open.pop().expect("a container open") {
+            pg_sys::JsonbIteratorToken::WJB_END_ARRAY
+        } else {
+            pg_sys::JsonbIteratorToken::WJB_END_OBJECT
+        };
+        self.push(token, std::ptr::null_mut());
+        self
+    }
+
+    pub(crate) fn key(&mut self, key: &str) -> &mut Self {
+        let mut value = pg_sys::JsonbValue {
+            type_: pg_sys::jbvType::jbvString,
+            val: pg_sys::JsonbValue__bindgen_ty_1 {
+                string: Self::copy(key),
+            },
+        };
+        self.push(pg_sys::JsonbIteratorToken::WJB_KEY, &mut value);
+        self
+    }
+
+    fn copy(text: &str) -> pg_sys::JsonbValue__bindgen_ty_1__bindgen_ty_1 {
+        pg_sys::JsonbValue__bindgen_ty_1__bindgen_ty_1 {
+            len: i32::try_from(text.len()).expect("a string under 1 GB"),
+            val: unsafe { pg_sys::pnstrdup(text.as_ptr().cast(), text.len()) },
+        }
+    }
+
+    /// A string, or null.
+    pub(crate) fn string(&mut self, text: Option<&str>) -> &mut Self {
+        match text {
+            Some(text) => self.value(
+                pg_sys::jbvType::jbvString,
+                pg_sys::JsonbValue__bindgen_ty_1 {
+                    string: Self::copy(text),
+                },
+            ),
+            None => self.null(),
+        }
+    }
+
+    pub(crate) fn null(&mut self) -> &mut Self {
+        self.value(
+            pg_sys::jbvType::jbvNull,
+            pg_sys::JsonbValue__bindgen_ty_1 { boolean: false },
+        )
+    }
+
+    pub(crate) fn boolean(&mut self, value: bool) -> &mut Self {
+        self.value(
+            pg_sys::jbvType::jbvBool,
+            pg_sys::JsonbValue__bindgen_ty_1 { boolean: value },
+        )
+    }
+
+    pub(crate) fn number(&mut self, value: i64) -> &mut Self {
+        let numeric = unsafe { pg_sys::int64_to_numeric(value) };
+        self.value(
+            pg_sys::jbvType::jbvNumeric,
+            pg_sys::JsonbValue__bindgen_ty_1 { numeric },
+        )
+    }
+
+    /// A jsonb value (its containers copied in), or null.
+    pub(crate) fn jsonb(&mut self, value: Option<Datum>) -> &mut Self {
+        let Some(value) = value else {
+            return self.null();
+        };
+        let jsonb =
+            unsafe { pg_sys::pg_detoast_datum(value.cast_mut_ptr()).cast::<pg_sys::Jsonb>() };
+        let binary = pg_sys::JsonbValue__bindgen_ty_1__bindgen_ty_4 {
+            len: unsafe { pgrx::varlena::varsize_any_exhdr(jsonb.cast()) } as i32,
+            data: unsafe { &mut (*jsonb).root },
+        };
+        self.value(
+            pg_sys::jbvType::jbvBinary,
+            pg_sys::JsonbValue__bindgen_ty_1 { binary },
+        )
+    }
+
+    /// The object, once every container is closed.
+    pub(crate) fn finish(mut self) -> Datum {
+        self.end();
+        assert!(self.open.is_empty(), "every container closed");
+        Datum::from(unsafe { pg_sys::JsonbValueToJsonb(self.built) })
+    }
+}
