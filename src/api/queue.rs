@@ -152,11 +152,15 @@ const fn claim_limited_without(parts: &'static [&'static str]) -> Statement {
 }
 /// claim_limited's forms, by whether the queue has a concurrency limit (1), a rate limit (2) and
 /// key limits (4): only what it has is set up. (No limit at all is claimed by `claim`.)
-static CLAIM_LIMITED: [Statement; 8] = [
+static CLAIM_LIMITED: [Statement; 12] = [
     claim_limited_without(&["slots", "rates", "keyed"]),
     claim_limited_without(&["rates", "keyed"]),
     claim_limited_without(&["slots", "keyed"]),
     claim_limited_without(&["keyed"]),
+    claim_limited_without(&["slots", "rates", "unkeyed", "key_rates"]),
+    claim_limited_without(&["rates", "unkeyed", "key_rates"]),
+    claim_limited_without(&["slots", "unkeyed", "key_rates"]),
+    claim_limited_without(&["unkeyed", "key_rates"]),
     claim_limited_without(&["slots", "rates", "unkeyed"]),
     claim_limited_without(&["rates", "unkeyed"]),
     claim_limited_without(&["slots", "unkeyed"]),
@@ -1104,9 +1108,10 @@ fn claim_limited(
         None
     };
     let given = [arguments[0], ("queue", queue.into_datum())];
+    let key_rates = free.get::<bool>(0, 4) == Some(true);
     let form = usize::from(slots.is_some())
         | usize::from(free.get::<bool>(0, 3) == Some(true)) << 1
-        | usize::from(by_key) << 2;
+        | (usize::from(by_key) + usize::from(key_rates)) << 2;
     let claimed = section.run(
         &CLAIM_LIMITED[form],
         &[
