@@ -131,6 +131,9 @@ struct Placed {
     worker: pgrx::Uuid,
     paid: AnyNumeric,
     commission: AnyNumeric,
+    /// Whether its group is still there (its figures of the job, of the report's worker and of
+    /// what it spent are written only then).
+    group_kept: bool,
 }
 
 /// The series a report feeds into moving averages (pg_jobs_core::compute::Moving).
@@ -235,6 +238,17 @@ impl Sums {
         for report in placed {
             let alpha = last_slice.map(|total| compute::alpha(report.place, total));
             sums.figures.add(report, alpha);
+            sums.paid += report.paid.clone();
+            sums.commission += report.commission.clone();
+            let earning = report.paid.clone() - report.commission.clone();
+            let worker = *report.worker.as_bytes();
+            *sums
+                .earned
+                .entry(worker)
+                .or_insert_with(|| AnyNumeric::from(0)) += earning.clone();
+            if !report.group_kept {
+                continue;
+            }
             let key = (report.group, report.period);
             match sums.periods.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, period)) => period.add(report, alpha),
@@ -244,14 +258,6 @@ impl Sums {
                     sums.periods.push((key, period));
                 }
             }
-            sums.paid += report.paid.clone();
-            sums.commission += report.commission.clone();
-            let earning = report.paid.clone() - report.commission.clone();
-            let worker = *report.worker.as_bytes();
-            *sums
-                .earned
-                .entry(worker)
-                .or_insert_with(|| AnyNumeric::from(0)) += earning.clone();
             let (totals, earnings) = sums
                 .worker_periods
                 .entry((report.group, worker, report.period))
@@ -290,6 +296,7 @@ fn fold_job(section: &Section, job: i64, ids: Option<Datum>, count: usize) {
             worker: rows.get(row, 15).expect("a worker"),
             paid: rows.get(row, 16).expect("a pay"),
             commission: rows.get(row, 17).expect("a commission"),
+            group_kept: rows.get(row, 18) == Some(true),
         })
         .collect();
     placed.sort_unstable_by_key(|report| report.place);

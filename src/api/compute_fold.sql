@@ -77,23 +77,32 @@ WHERE c.job_id = (SELECT x.job_id FROM compute_jobs x WHERE x.job_id = $job FOR 
 -- its place, its group and statistics period, its seven measured series
 -- (pg_jobs_core::compute::Moving: CPU and GPU time, sizes in and out, CPU and GPU time over wall
 -- time, wall time over the task target of $task_target_ms), its sizes as integers, whether it was
--- accepted, the job's slice payment and last slice, and the report's worker, pay and commission.
+-- accepted, the job's slice payment and last slice, the report's worker, pay and commission, and
+-- whether its group is still there. A report whose group was deleted since (by hand: no call
+-- deletes a group) is placed and paid all the same, without commission; the fold then leaves it
+-- out of the group's figures. (Joined to the groups, such a report was never placed, and taken
+-- again by every round, which counted it among the job's measured slices each time.)
 WITH p AS (
     SELECT x.measured_slices FROM compute_perf_data x WHERE x.job_id = $job FOR UPDATE
 )
 UPDATE slice_reports r
 SET folded_seq = p.measured_slices + o.n,
     paid = CASE WHEN r.accepted THEN c.slice_payment ELSE 0 END,
-    commission = CASE WHEN r.accepted THEN round(c.slice_payment * coalesce(g.commission_rate, 0), 18) ELSE 0 END
-FROM unnest($reports::bigint[]) WITH ORDINALITY o(id, n), compute_groups g, compute_jobs c, p
-WHERE r.id = o.id AND g.id = r.compute_group_id AND c.job_id = $job
+    commission = CASE WHEN r.accepted
+                      THEN round(c.slice_payment
+                                 * coalesce((SELECT g.commission_rate FROM compute_groups g WHERE g.id = r.compute_group_id), 0),
+                                 18)
+                      ELSE 0 END
+FROM unnest($reports::bigint[]) WITH ORDINALITY o(id, n), compute_jobs c, p
+WHERE r.id = o.id AND c.job_id = $job
 RETURNING r.folded_seq, r.compute_group_id, _stats_period(r.reported_at),
           r.cpu_time, r.gpu_time, r.in_data_size::double precision, r.out_data_size::double precision,
           CASE WHEN r.wall_time > 0 THEN r.cpu_time / r.wall_time ELSE 0 END,
           CASE WHEN r.wall_time > 0 THEN r.gpu_time / r.wall_time ELSE 0 END,
           r.wall_time / $task_target_ms,
           r.in_data_size, r.out_data_size, r.accepted, c.slice_payment, c.last_slice_number,
-          r.worker_opaque_id, r.paid, r.commission;
+          r.worker_opaque_id, r.paid, r.commission,
+          EXISTS (SELECT FROM compute_groups g WHERE g.id = r.compute_group_id);
 
 -- name: fold_figures(job bigint, reports integer, series double precision[],
 --                    alphas double precision[], cpu double precision, gpu double precision,

@@ -794,6 +794,25 @@ RESET ROLE;
 SELECT pg_temp.fold_reads() = :first_reads AS reads_flat;
 SELECT status FROM pgjobs.compute_jobs WHERE job_id = :fjob;
 
+-- A report whose group was deleted since (by hand: no call deletes a group) is placed once, and
+-- paid without commission; no figures of the group are written, and the next fold finds nothing.
+-- (It was never placed, taken again by every fold, and counted among the measured slices each time.)
+INSERT INTO pgjobs.compute_groups (owner, name, join_key) VALUES ('regress_cw_group_owner'::regrole, 'Gone', 'gone-key')
+RETURNING id AS g_gone \gset
+SELECT measured_slices AS measured_before FROM pgjobs.compute_perf_data WHERE job_id = :good_job \gset
+INSERT INTO pgjobs.slice_reports (job_id, slice_number, copy, owner, worker_opaque_id, worker_root, compute_group_id,
+                                  value, value_hash, accepted, cpu_time, gpu_time, wall_time, in_data_size, out_data_size)
+SELECT :good_job, n, 9, 'regress_cw_owner'::regrole, w.opaque_id, w.owner, :g_gone, 'data:,x', md5('x'), true, 1, 0, 1, 1, 1
+FROM pgjobs.workers w, generate_series(1, 2) n WHERE w.label = 'w1';
+DELETE FROM pgjobs.compute_groups WHERE id = :g_gone;
+SELECT pgjobs._compute_fold() AS folded;
+SELECT pgjobs._compute_fold() AS folded_again;
+SELECT count(*) AS reports, count(DISTINCT folded_seq) AS places, bool_and(commission = 0) AS no_commission,
+       bool_and(paid > 0) AS paid
+FROM pgjobs.slice_reports WHERE job_id = :good_job AND compute_group_id = :g_gone;
+SELECT p.measured_slices - :measured_before AS measured_more, c.fold_error
+FROM pgjobs.compute_perf_data p JOIN pgjobs.compute_jobs c USING (job_id) WHERE job_id = :good_job;
+
 -- Nothing left for the tests after this one.
 SELECT regress.compute_reset();
 SELECT regress.reset();
