@@ -287,11 +287,11 @@ struct CommandSpec {
 }
 
 impl CommandSpec {
-    /// The command's hash, the SHA-256 in hex of the spec's text in
-    /// UTF-8: a hash members see and name (a dependency on a command), so it must be the one the
-    /// server's `encode(sha256(convert_to(spec::text, 'UTF8')), 'hex')` gives for the object
-    /// `{kind, computer, routine, command, args, cwd, shell, env}`. The text is written here rather
-    /// than built with jsonb_build_object and printed by the server (7 µs a post, a sixth of
+    /// The command's hash, the SHA-256 in hex of the spec's text in UTF-8: a hash members see
+    /// and name (a dependency on a command), so it must be the one the server's
+    /// `encode(sha256(convert_to(spec::text, 'UTF8')), 'hex')` gives for the object `{kind,
+    /// computer, routine, command, args, cwd, shell, env}`. The text is written here rather than
+    /// built with jsonb_build_object and printed by the server (7 µs a post, a sixth of
     /// batch_post_many's time): the keys in jsonb's order (shorter first, then by their bytes),
     /// `": "` and `", "` between, every string escaped by the server's own `escape_json`, the env
     /// as the server prints it. Regress `batch_post_many` checks the hash and the payload against
@@ -336,10 +336,12 @@ impl CommandSpec {
                 std::ffi::CStr::from_ptr(utf8).to_bytes().len()
             };
             let digest = Sha256::digest(std::slice::from_raw_parts(utf8.cast::<u8>(), utf8_length));
-            digest.iter().fold(String::with_capacity(64), |mut hex, byte| {
-                write!(hex, "{byte:02x}").expect("a string");
-                hex
-            })
+            digest
+                .iter()
+                .fold(String::with_capacity(64), |mut hex, byte| {
+                    write!(hex, "{byte:02x}").expect("a string");
+                    hex
+                })
         }
     }
 }
@@ -380,8 +382,8 @@ fn check_computer(section: &Section, computer: &str) {
     }
 }
 
-/// What a post adds: its command (its job's spec), the command's hash (the job's key,
-/// and the command hash a dependency names), and the queue's spec of its job, without its payload.
+/// What a post adds: its command (its job's spec), the command's hash (the job's key, and the
+/// command hash a dependency names), and the queue's spec of its job, without its payload.
 struct Command {
     spec: CommandSpec,
     hash: String,
@@ -520,9 +522,9 @@ fn waiting_for(section: &Section, poster: Oid, dependencies: &[i64]) -> Vec<i64>
 }
 
 /// The payload of a post's job: its command's spec, and what the agent and the page read besides
-/// (the revision, extra, the jobs it depends on and its run_at), as jsonb_build_object made it
-/// (the run_at JSON's form of a time, in the session's time zone), made by the server's jsonb
-/// builder: it was `spec || jsonb_build_object(...)` in a statement of its own.
+/// (the revision, extra, the jobs it depends on, and its run_at as JSON writes a time, in the
+/// session's time zone), made by the server's jsonb builder; it was `spec ||
+/// jsonb_build_object(...)` in a statement of its own.
 fn payload(post: &Post, command: &Command, dependencies: &[i64]) -> Datum {
     let spec = &command.spec;
     let mut payload = JsonbBuilder::object();
