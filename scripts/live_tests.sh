@@ -453,6 +453,21 @@ test_jobs_due_later_wake_their_workers_after_a_restart() {
     [ "$(live_sql "SELECT count(pgjobs.jobs_abort(id)) FROM pgjobs.jobs WHERE queue = 'live-due-restart'")" = 1 ]
 }
 
+# A claim that finds its queue's rate limit spent wakes the queue's workers when a token is free
+# again, as a job due later does: with one claim in 3 s, the first claim takes r1, the second
+# finds the rate spent and nothing, and the queue's signal reaches a listener after 1.5 s and
+# within 8 s (nothing else notifies the queue then; a worker would otherwise wait for its poll).
+test_rate_limited_claims_wake_their_workers() {
+    local signal
+    signal=$(live_sql "SELECT pgjobs.jobs_ready_signal('live-rate')") || return 1
+    live_sql "SELECT pgjobs.jobs_rate_limit('live-rate', 1, interval '3 seconds');
+              SELECT pgjobs.jobs_add('r1', queue => 'live-rate'), pgjobs.jobs_add('r2', queue => 'live-rate')" >/dev/null || return 1
+    [ "$(live_sql "SELECT string_agg(task, ',') FROM pgjobs.jobs_claim('w', ARRAY['live-rate'], 1)")" = r1 ] || return 1
+    notified_when_due "$signal" "SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['live-rate'], 1)" || return 1
+    live_sql "SELECT pgjobs.jobs_unlimit('live-rate')" >/dev/null || return 1
+    [ "$(live_sql "SELECT count(pgjobs.jobs_abort(id)) FROM pgjobs.jobs WHERE queue = 'live-rate'")" = 2 ]
+}
+
 # notified_when_due SIGNAL SQL [EARLY]: whether a session that LISTENs and runs SQL (which makes a
 # job due 2 s later) gets the notification with SIGNAL after EARLY (a pg_sleep call: 1.5 s) and
 # within 6.5 s more. psql prints a notification after the command during which it came.
@@ -1091,6 +1106,8 @@ run_live_tests() {
     verdict "a job due later wakes its queue's workers when it comes due" test_jobs_due_later_wake_their_workers
     verdict "a job due later added before an immediate restart wakes its queue's workers when due" \
         test_jobs_due_later_wake_their_workers_after_a_restart
+    verdict "a claim that finds the rate spent wakes its queue's workers when a token is free" \
+        test_rate_limited_claims_wake_their_workers
     verdict "the launcher idles while SQL jobs wait for an executor" test_launcher_idles_while_sql_jobs_wait
     verdict "a batch claim requeues an expired lease where the launcher also does" test_batch_claims_rescue_where_the_launcher_does
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row

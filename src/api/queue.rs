@@ -147,6 +147,7 @@ static CLAIM: Statement = statement("claim", Planning::Head);
 static CLAIM_QUEUES: Statement = statement("claim_queues", Planning::Head);
 static FREE_SLOTS: Statement = statement("free_slots", Planning::Probes);
 static KEY_CANDIDATES: Statement = statement("key_candidates", Planning::Probes);
+static NEXT_RATE_TOKEN: Statement = statement("next_rate_token", Planning::Probes);
 const fn claim_limited_without(parts: &'static [&'static str]) -> Statement {
     statement("claim_limited", Planning::Head).without(parts)
 }
@@ -1108,9 +1109,10 @@ fn claim_limited(
         None
     };
     let given = [arguments[0], ("queue", queue.into_datum())];
+    let rated = free.get::<bool>(0, 3) == Some(true);
     let key_rates = free.get::<bool>(0, 4) == Some(true);
     let form = usize::from(slots.is_some())
-        | usize::from(free.get::<bool>(0, 3) == Some(true)) << 1
+        | usize::from(rated) << 1
         | (usize::from(by_key) + usize::from(key_rates)) << 2;
     let claimed = section.run(
         &CLAIM_LIMITED[form],
@@ -1122,6 +1124,16 @@ fn claim_limited(
         ]
         .concat(),
     );
+    // A claim that found the queue's rate spent: its workers are woken when a token is free
+    // again, as when a job due later comes due, rather than at their next poll.
+    if rated && claimed.len() < asked {
+        let free_at = section
+            .run(&NEXT_RATE_TOKEN, &given)
+            .get::<TimestampWithTimeZone>(0, 0);
+        if let Some(free_at) = free_at {
+            due::note(claimant, queue, free_at.into_inner());
+        }
+    }
     Some((claimed, by_key))
 }
 

@@ -255,6 +255,14 @@ LEFT JOIN LATERAL (SELECT min(k.owner) AS owner, bool_or(k.rate_claims IS NOT NU
                    FROM queue_key_limits k WHERE k.owner = $claimant AND k.queue = $queue::text
                    HAVING count(*) > 0) k ON true;
 
+-- name: next_rate_token(claimant oid, queue text)
+-- When the first of $claimant's $queue's rate tokens is free again, if none is free now (null
+-- otherwise): a claim that found the rate spent notes that time, so that the queue's workers are
+-- woken then (src/api/due.rs), as when a job due later comes due.
+SELECT CASE WHEN bool_and(t.taken_at > statement_timestamp() - r.per) THEN min(t.taken_at) + min(r.per) END
+FROM queue_rate_tokens t JOIN queue_rates r ON r.owner = t.owner AND r.queue = t.queue
+WHERE t.owner = $claimant AND t.queue = $queue::text;
+
 -- name: key_candidates(claimant oid, queue text, n integer, cursor text)
 -- The concurrency keys of $claimant's key-limited $queue a claim of $n jobs looks at: up to $n + 2
 -- keys with a job it may take (_key_head; two more, for keys whose jobs another claim takes
