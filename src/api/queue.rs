@@ -151,8 +151,9 @@ static NEXT_RATE_TOKEN: Statement = statement("next_rate_token", Planning::Probe
 const fn claim_limited_without(parts: &'static [&'static str]) -> Statement {
     statement("claim_limited", Planning::Head).without(parts)
 }
-/// claim_limited's forms, by whether the queue has a concurrency limit (1), a rate limit (2) and
-/// key limits (4): only what it has is set up. (No limit at all is claimed by `claim`.)
+/// claim_limited's forms, by whether the queue has a concurrency limit (1), a rate limit (2), key
+/// limits (4) and key limits of which one has a rate (8, in place of 4): only what it has is set
+/// up. (No limit at all is claimed by `claim`.)
 static CLAIM_LIMITED: [Statement; 12] = [
     claim_limited_without(&["slots", "rates", "keyed"]),
     claim_limited_without(&["rates", "keyed"]),
