@@ -4,7 +4,7 @@
 -- batch_post_many's $posts (an array) in their order: whether each is an object; its fields as
 -- batch_post's arguments, a field left out or null taking batch_post's default; its "after"; and
 -- the first of its keys that is none of $fields (looked for only where the post less $fields
--- keeps a key: a set-returning call for each post's keys was a third of this statement).
+-- keeps a key: a set-returning call for each post's keys was a fifth of reading the posts).
 SELECT jsonb_typeof(e.post) = 'object', p.command, coalesce(p.args, '{}'),
        coalesce(p.computer, 'ANY'), coalesce(p.kind, 'batch'), p.routine, p.cwd,
        coalesce(p.shell, false), coalesce(p.depends_on, '{}'), p.run_at,
