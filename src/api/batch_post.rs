@@ -10,14 +10,13 @@ use std::ops::Range;
 use pgrx::pg_sys::{self, Datum, Oid, INT8OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
-use sha2::{Digest, Sha256};
 
 use super::batch::{batch_queue, silence, tally};
 use super::batch_waits::check_cycle;
 use super::call::{invalid, materialize, refuse, Caller, Planning, Section, Statement};
 use super::datum::{array, elements, int8_array, literal_or_null, output, JsonbBuilder};
 use super::identity::_identity_of;
-use super::keyed::lock_key;
+use super::keyed::{lock_key, sha256};
 use super::queue::{add, add_free, check_all, return_ids, Field, Problem, Spec};
 use crate::{entry, named_statements, parameters};
 
@@ -335,8 +334,7 @@ impl CommandSpec {
             } else {
                 std::ffi::CStr::from_ptr(utf8).to_bytes().len()
             };
-            let digest = Sha256::digest(std::slice::from_raw_parts(utf8.cast::<u8>(), utf8_length));
-            digest
+            sha256(std::slice::from_raw_parts(utf8.cast::<u8>(), utf8_length))
                 .iter()
                 .fold(String::with_capacity(64), |mut hex, byte| {
                     write!(hex, "{byte:02x}").expect("a string");

@@ -6,7 +6,7 @@
 use std::ffi::CStr;
 
 use pgrx::pg_sys::{self, Datum};
-use pgrx::{FromDatum, IntoDatum};
+use sha2::{Digest, Sha256};
 
 use super::cached::secret;
 use super::call::Statement;
@@ -17,29 +17,28 @@ named_statements!(include_str!("keyed.sql"));
 static INSTALLATION_KEY: Statement = statement("installation_key");
 
 unsafe extern "C-unwind" {
-    /// SQL's sha256(bytea) and an enum's output function, to call with DirectFunctionCall
-    /// (pgrx's pg_sys binds them as Rust functions, which it takes no pointer to).
-    #[link_name = "sha256_bytea"]
-    fn postgres_sha256(fcinfo: pg_sys::FunctionCallInfo) -> Datum;
+    /// An enum's output function, to call with DirectFunctionCall (pgrx's pg_sys binds it as a
+    /// Rust function, which it takes no pointer to).
     #[link_name = "enum_out"]
     fn postgres_enum_out(fcinfo: pg_sys::FunctionCallInfo) -> Datum;
 }
 
-/// The first 8 bytes of the SHA-256 of the installation's secret followed by `text`, with
-/// PostgreSQL's SHA-256 (SQL's sha256()); the secret is read once a backend, as the current user,
-/// who must be the extension's owner (cached::secret).
+/// The SHA-256 of `bytes`, as SQL's sha256() gives it. By the sha2 crate: PostgreSQL's sets up
+/// an OpenSSL digest on every call (36,000 instructions), which a batch post of 1,000 commands
+/// (batch_post.rs) paid for each.
+pub(crate) fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// The first 8 bytes of the SHA-256 of the installation's secret followed by `text`; the secret
+/// is read once a backend, as the current user, who must be the extension's owner
+/// (cached::secret).
 pub(crate) fn keyed_hash(text: &str) -> [u8; 8] {
     let mut message = secret(c"installation_key", &INSTALLATION_KEY);
     message.extend_from_slice(text.as_bytes());
-    let digest = unsafe {
-        let digest = pg_sys::DirectFunctionCall1Coll(
-            Some(postgres_sha256),
-            pg_sys::InvalidOid,
-            message.into_datum().expect("a bytea"),
-        );
-        Vec::<u8>::from_datum(digest, false).expect("a digest")
-    };
-    digest[..8].try_into().expect("a digest of 32 bytes")
+    sha256(&message)[..8]
+        .try_into()
+        .expect("a digest of 32 bytes")
 }
 
 // _lock_key(class, object): the key of the advisory lock of `object` in `class` (a lock_class,
