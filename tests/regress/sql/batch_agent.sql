@@ -156,3 +156,20 @@ SELECT status, count(*) FROM pgjobs.batch_jobs WHERE command = 'probe' GROUP BY 
 ANALYZE pgjobs.jobs;
 DROP VIEW regress_probe_reads;
 DROP TABLE probes;
+
+-- So does a cancel, which first looks for any id given that is not the caller's batch job: it read
+-- every entry of the ready index for that. In a new session, where a statement's first runs are
+-- planned for the values given.
+\c
+SELECT array_agg(id) AS probe_ids
+FROM (SELECT id FROM pgjobs.jobs WHERE payload ->> 'command' = 'probe' ORDER BY id LIMIT 3) p \gset
+BEGIN;
+UPDATE pg_class SET reltuples = 0, relpages = pg_relation_size(oid) / current_setting('block_size')::integer
+WHERE oid IN ('pgjobs.jobs'::regclass, 'pgjobs.jobs_pkey'::regclass, 'pgjobs.jobs_ready'::regclass);
+SELECT pg_stat_get_xact_tuples_returned('pgjobs.jobs_ready'::regclass) AS ready_read,
+       pg_stat_get_xact_tuples_returned('pgjobs.jobs'::regclass) AS seq_read \gset start_
+SELECT regress.as_role('regress_submitter', format($$
+    SELECT string_agg(DISTINCT status, ', ') FROM pgjobs.batch_cancel(%L)$$, :'probe_ids')) AS cancelled;
+SELECT pg_stat_get_xact_tuples_returned('pgjobs.jobs_ready'::regclass) - :start_ready_read AS ready_read,
+       pg_stat_get_xact_tuples_returned('pgjobs.jobs'::regclass) - :start_seq_read AS seq_read;
+ROLLBACK;
