@@ -42,11 +42,14 @@ WHERE b.ended_at IS NULL AND b.status <> 'CANCEL'
 
 -- name: lock_waiting(job bigint, owner oid)
 -- The job of the owner (anyone's when null) if it is a batch job waiting for dependencies, locked.
-SELECT j.id FROM jobs j
-WHERE j.id = $job AND _is_batch_queue(j.queue) AND j.status = 'created'
-  AND j.owner = coalesce($owner, j.owner)
-  AND EXISTS (SELECT FROM job_dependencies b WHERE b.job_id = j.id)
-FOR UPDATE;
+-- The id probes the primary key alone, the queue tested outside, as in missing.
+SELECT w.id
+FROM (SELECT j.id, j.queue FROM jobs j
+      WHERE j.id = $job AND j.status = 'created' AND j.owner = coalesce($owner, j.owner)
+        AND EXISTS (SELECT FROM job_dependencies b WHERE b.job_id = j.id)
+      OFFSET 0
+      FOR UPDATE) w
+WHERE _is_batch_queue(w.queue);
 
 -- name: lock_tally
 -- The table lock waits for every transaction that has written a delta; one that has changed jobs

@@ -157,19 +157,28 @@ ANALYZE pgjobs.jobs;
 DROP VIEW regress_probe_reads;
 DROP TABLE probes;
 
--- So does a cancel, which first looks for any id given that is not the caller's batch job: it read
--- every entry of the ready index for that. In a new session, where a statement's first runs are
--- planned for the values given.
+-- So do a cancel, which first looks for any id given that is not the caller's batch job, and a
+-- release, which looks for the job given: each read the whole ready index for that (146 of its
+-- pages here). In a new session, where a statement's first runs are planned for the values given,
+-- with 20,000 more jobs (so that a scan of an index shows).
 \c
 SELECT array_agg(id) AS probe_ids
 FROM (SELECT id FROM pgjobs.jobs WHERE payload ->> 'command' = 'probe' ORDER BY id LIMIT 3) p \gset
 BEGIN;
+SELECT count(*) AS more FROM pgjobs.jobs_add_batch((SELECT jsonb_agg('{"task": "noop"}'::jsonb) FROM generate_series(1, 20000)));
 UPDATE pg_class SET reltuples = 0, relpages = pg_relation_size(oid) / current_setting('block_size')::integer
 WHERE oid IN ('pgjobs.jobs'::regclass, 'pgjobs.jobs_pkey'::regclass, 'pgjobs.jobs_ready'::regclass);
-SELECT pg_stat_get_xact_tuples_returned('pgjobs.jobs_ready'::regclass) AS ready_read,
-       pg_stat_get_xact_tuples_returned('pgjobs.jobs'::regclass) AS seq_read \gset start_
+CREATE TEMP VIEW regress_probe_reads AS
+SELECT pg_stat_get_xact_blocks_fetched('pgjobs.jobs_ready'::regclass) AS ready_pages,
+       pg_stat_get_xact_tuples_returned('pgjobs.jobs'::regclass) AS scanned;
+SELECT * FROM regress_probe_reads \gset start_
 SELECT regress.as_role('regress_submitter', format($$
     SELECT string_agg(DISTINCT status, ', ') FROM pgjobs.batch_cancel(%L)$$, :'probe_ids')) AS cancelled;
-SELECT pg_stat_get_xact_tuples_returned('pgjobs.jobs_ready'::regclass) - :start_ready_read AS ready_read,
-       pg_stat_get_xact_tuples_returned('pgjobs.jobs'::regclass) - :start_seq_read AS seq_read;
+SELECT r.ready_pages - :start_ready_pages < 10 AS a_few_pages, r.scanned - :start_scanned AS scanned
+FROM regress_probe_reads r;
+SELECT * FROM regress_probe_reads \gset start_
+SELECT split_part(regress.as_role('regress_submitter', format('SELECT pgjobs.batch_release(%s)',
+                                                              (:'probe_ids'::bigint[])[1])), ':', 1) AS not_waiting;
+SELECT r.ready_pages - :start_ready_pages < 10 AS a_few_pages, r.scanned - :start_scanned AS scanned
+FROM regress_probe_reads r;
 ROLLBACK;
