@@ -8,6 +8,7 @@ use pgrx::prelude::*;
 
 mod api;
 mod bgworker;
+mod estimates;
 mod gucs;
 
 ::pgrx::pg_module_magic!(name, version);
@@ -130,6 +131,7 @@ pub extern "C-unwind" fn _PG_init() {
         .report(PgLogLevel::ERROR);
     }
     gucs::init();
+    estimates::init();
     api::ready::init_ready_state();
     api::flow::init_slot_waiters();
     api::waits::init_waits();
