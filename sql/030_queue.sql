@@ -48,7 +48,7 @@ CREATE TABLE jobs (
     idempotency_key text,
     key_rule        key_rule,
     -- Jobs of one key share its queue's key limit (queue_key_limits).
-    concurrency_key text,
+    concurrency_key text COLLATE "C",
     due_at          timestamptz NOT NULL,
     start_time      timestamptz NOT NULL DEFAULT now(),
     last_update     timestamptz NOT NULL DEFAULT now(),
@@ -436,7 +436,7 @@ GRANT EXECUTE ON FUNCTION jobs_ready_signal TO pgjobs_user;
 -- disabled.
 CREATE TABLE queue_pauses (
     owner       oid NOT NULL,
-    queue       nonempty_text NOT NULL CONSTRAINT queue_pauses_not_reserved CHECK (NOT _reserved_queue(queue)),
+    queue       nonempty_text COLLATE "C" NOT NULL CONSTRAINT queue_pauses_not_reserved CHECK (NOT _reserved_queue(queue)),
     paused_at   timestamptz NOT NULL,
     paused_by   regrole NOT NULL,
     PRIMARY KEY (owner, queue)
@@ -473,7 +473,7 @@ GRANT EXECUTE ON FUNCTION jobs_resume TO pgjobs_user;
 -- lease is requeued, and after a crash the slots are what committed with the claims.
 CREATE TABLE queue_limits (
     owner        oid NOT NULL,
-    queue        nonempty_text NOT NULL CONSTRAINT queue_limits_not_reserved CHECK (NOT _reserved_queue(queue)),
+    queue        nonempty_text COLLATE "C" NOT NULL CONSTRAINT queue_limits_not_reserved CHECK (NOT _reserved_queue(queue)),
     max_running  integer NOT NULL CHECK (max_running BETWEEN 1 AND 1000),
     set_at       timestamptz NOT NULL,
     set_by       regrole NOT NULL,
@@ -484,7 +484,7 @@ COMMENT ON TABLE queue_limits IS
     'leased at once, set when and by which role. Set with jobs_limit, removed with jobs_unlimit.';
 CREATE TABLE queue_slots (
     owner        oid NOT NULL,
-    queue        nonempty_text NOT NULL,
+    queue        nonempty_text COLLATE "C" NOT NULL,
     slot         integer NOT NULL,
     job_id       bigint,
     lease_token  uuid,
@@ -509,7 +509,7 @@ GRANT SELECT ON queue_limits, queue_slots TO pgjobs_user;
 -- limit waits: it is never failed.
 CREATE TABLE queue_rates (
     owner        oid NOT NULL,
-    queue        nonempty_text NOT NULL CONSTRAINT queue_rates_not_reserved CHECK (NOT _reserved_queue(queue)),
+    queue        nonempty_text COLLATE "C" NOT NULL CONSTRAINT queue_rates_not_reserved CHECK (NOT _reserved_queue(queue)),
     claims       integer NOT NULL CHECK (claims BETWEEN 1 AND 1000),
     per          interval NOT NULL CHECK (per > '0' AND per <= '1 day'),
     set_at       timestamptz NOT NULL,
@@ -521,7 +521,7 @@ COMMENT ON TABLE queue_rates IS
     '`per`, set when and by which role. Set with jobs_rate_limit, removed with jobs_unlimit.';
 CREATE TABLE queue_rate_tokens (
     owner        oid NOT NULL,
-    queue        nonempty_text NOT NULL,
+    queue        nonempty_text COLLATE "C" NOT NULL,
     token        integer NOT NULL,
     taken_at     timestamptz NOT NULL DEFAULT '-infinity',
     PRIMARY KEY (owner, queue, token),
@@ -559,8 +559,8 @@ GRANT SELECT ON queue_rates, queue_rate_tokens TO pgjobs_user;
 -- claim's INSERT ... ON CONFLICT then meets and fails on (40001): the gates are only locked.
 CREATE TABLE queue_key_limits (
     owner        oid NOT NULL,
-    queue        nonempty_text NOT NULL CONSTRAINT queue_key_limits_not_reserved CHECK (NOT _reserved_queue(queue)),
-    prefix       text NOT NULL DEFAULT '' CHECK (octet_length(prefix) <= 1000),
+    queue        nonempty_text COLLATE "C" NOT NULL CONSTRAINT queue_key_limits_not_reserved CHECK (NOT _reserved_queue(queue)),
+    prefix       text COLLATE "C" NOT NULL DEFAULT '' CHECK (octet_length(prefix) <= 1000),
     -- Null: no limit of the jobs of a key leased at once (a rate limit only).
     max_per_key  integer CHECK (max_per_key BETWEEN 1 AND 1000),
     ordered      boolean NOT NULL DEFAULT false CHECK (NOT ordered OR max_per_key = 1),
@@ -581,7 +581,7 @@ COMMENT ON TABLE queue_key_limits IS
     'jobs_key_limit and jobs_key_rate_limit, removed with jobs_key_unlimit and jobs_unlimit.';
 CREATE TABLE queue_key_gates (
     owner        oid NOT NULL,
-    queue        nonempty_text NOT NULL,
+    queue        nonempty_text COLLATE "C" NOT NULL,
     gate         integer NOT NULL,
     -- Removed with the queue's last key limit (jobs_key_unlimit, jobs_unlimit): a foreign key
     -- would need one row of limits per queue.
@@ -591,8 +591,8 @@ COMMENT ON TABLE queue_key_gates IS
     'A key-limited queue''s gates: a claim holds the gate of each key it looks at (_key_gate).';
 CREATE TABLE queue_key_slots (
     owner           oid NOT NULL,
-    queue           nonempty_text NOT NULL,
-    concurrency_key text NOT NULL,
+    queue           nonempty_text COLLATE "C" NOT NULL,
+    concurrency_key text COLLATE "C" NOT NULL,
     slot            integer NOT NULL,
     job_id          bigint NOT NULL,
     lease_token     uuid NOT NULL,
@@ -606,8 +606,8 @@ COMMENT ON TABLE queue_key_slots IS
     'token. Held while that job holds that lease, else free.';
 CREATE TABLE queue_key_tokens (
     owner           oid NOT NULL,
-    queue           nonempty_text NOT NULL,
-    concurrency_key text NOT NULL,
+    queue           nonempty_text COLLATE "C" NOT NULL,
+    concurrency_key text COLLATE "C" NOT NULL,
     token           integer NOT NULL,
     taken_at        timestamptz NOT NULL,
     -- No foreign key, as queue_key_slots.

@@ -61,7 +61,7 @@ GRANT SELECT (id, owner, status, task, queue, priority, payload, result, errors,
 CREATE TYPE history_keep AS ENUM ('all', 'failures', 'none');
 CREATE TABLE queue_history_rules (
     owner           oid NOT NULL,
-    queue           nonempty_text NOT NULL CONSTRAINT queue_history_rules_not_reserved CHECK (NOT _reserved_queue(queue)),
+    queue           nonempty_text COLLATE "C" NOT NULL CONSTRAINT queue_history_rules_not_reserved CHECK (NOT _reserved_queue(queue)),
     keep            history_keep NOT NULL,
     PRIMARY KEY (owner, queue)
 );
@@ -88,8 +88,8 @@ GRANT EXECUTE ON FUNCTION jobs_queue_history TO pgjobs_user;
 -- for aborted jobs, which someone ended on purpose. Set with jobs_dead_letter.
 CREATE TABLE queue_dead_letters (
     owner             oid NOT NULL,
-    queue             nonempty_text NOT NULL CONSTRAINT queue_dead_letters_not_reserved CHECK (NOT _reserved_queue(queue)),
-    dead_letter_queue nonempty_text NOT NULL
+    queue             nonempty_text COLLATE "C" NOT NULL CONSTRAINT queue_dead_letters_not_reserved CHECK (NOT _reserved_queue(queue)),
+    dead_letter_queue nonempty_text COLLATE "C" NOT NULL
         CONSTRAINT queue_dead_letters_to_reserved CHECK (NOT _reserved_queue(dead_letter_queue))
         CONSTRAINT queue_dead_letters_to_itself CHECK (dead_letter_queue <> queue),
     set_at            timestamptz NOT NULL,
