@@ -154,7 +154,7 @@ COMMENT ON COLUMN jobs.errors IS 'One entry per failed attempt: {attempt, at, er
 -- or probe whether another holds a key.
 CREATE TABLE job_keys (
     owner           oid NOT NULL,
-    idempotency_key text NOT NULL,
+    idempotency_key text COLLATE "C" NOT NULL,
     job_id          bigint NOT NULL,
     due_at          timestamptz NOT NULL,
     -- A throttle's key: free again from then on, whatever became of its job (null: never by time).
