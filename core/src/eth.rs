@@ -11,6 +11,8 @@
 use k256::ecdsa::{RecoveryId, Signature, SigningKey, VerifyingKey};
 use sha3::{Digest, Keccak256};
 
+use crate::hex;
+
 /// An address: 20 bytes.
 pub type Address = [u8; 20];
 
@@ -50,10 +52,6 @@ pub fn message_hash(message: &[u8]) -> [u8; 32] {
     hasher.update(format!("\x19Ethereum Signed Message:\n{}", message.len()));
     hasher.update(message);
     hasher.finalize().into()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn hex_bytes<const N: usize>(text: &str) -> Option<[u8; N]> {

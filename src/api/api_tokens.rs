@@ -4,6 +4,7 @@
 //! member of each role while the role has a live token, and of no other. Statements in
 //! `api_tokens.sql`.
 
+use pg_jobs_core::hex;
 use pgrx::pg_sys::TEXTOID;
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
@@ -59,8 +60,7 @@ fn new_token() -> String {
     if !unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), bytes.len()) } {
         error!("pg_jobs: no strong random bytes for a token");
     }
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("pgjobs_{hex}")
+    format!("pgjobs_{}", hex(&bytes))
 }
 
 // jobs_api_token_create(label) -> (id, token)

@@ -4,9 +4,9 @@
 //! `batch_post.sql`. The rest of the poster's side (cancel, release) and the counts: batch.rs.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::fmt::Write;
 use std::ops::Range;
 
+use pg_jobs_core::hex;
 use pgrx::pg_sys::{self, Datum, Oid, INT8OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
@@ -334,12 +334,10 @@ impl CommandSpec {
             } else {
                 std::ffi::CStr::from_ptr(utf8).to_bytes().len()
             };
-            sha256(std::slice::from_raw_parts(utf8.cast::<u8>(), utf8_length))
-                .iter()
-                .fold(String::with_capacity(64), |mut hex, byte| {
-                    write!(hex, "{byte:02x}").expect("a string");
-                    hex
-                })
+            hex(&sha256(std::slice::from_raw_parts(
+                utf8.cast::<u8>(),
+                utf8_length,
+            )))
         }
     }
 }

@@ -25,6 +25,7 @@
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use pg_jobs_core::hex;
 use pgrx::pg_sys::Oid;
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
@@ -136,10 +137,7 @@ unsafe extern "C-unwind" {
 /// with the key read once a backend: a statement for it read the key at every add that woke a
 /// worker (README: the pickup latency). As the extension's owner.
 pub(crate) fn signal(claimable_by: Oid, queue: &str) -> String {
-    keyed_hash(&format!("{}/{queue}", claimable_by.to_u32()))
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    hex(&keyed_hash(&format!("{}/{queue}", claimable_by.to_u32())))
 }
 
 /// Sends NOTIFY pgjobs_ready with `signal` when this transaction commits.

@@ -180,7 +180,7 @@ fn same_token(expected: &str, given: &str) -> bool {
 pub fn random_token() -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the operating system's random numbers");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    pg_jobs_core::hex(&bytes)
 }
 
 pub struct Sessions {
