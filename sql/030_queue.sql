@@ -655,14 +655,17 @@ END;
 
 -- The key limits of concurrency key $3 of owner $1's queue $2: the row of the longest prefix
 -- the key starts with; none when it starts with no prefix of the queue's rows (not limited). A
--- query, so that the planner inlines it (LATERAL) as it does _key_head.
+-- query, so that the planner inlines it (LATERAL) as it does _key_head. The prefixes a key starts
+-- with are prefixes of each other, so the longest is the last bytewise (prefix is COLLATE "C"):
+-- the primary key read backwards, where an order by length sorted the rows at every probe (three
+-- a key in a claim; 4 % of a claim and completion of 10 keys).
 CREATE FUNCTION _key_limits(owner oid, queue text, concurrency_key text)
 RETURNS SETOF queue_key_limits
 LANGUAGE sql STABLE
 BEGIN ATOMIC
     SELECT l.* FROM queue_key_limits l
     WHERE l.owner = $1 AND l.queue = $2 AND starts_with($3, l.prefix)
-    ORDER BY octet_length(l.prefix) DESC
+    ORDER BY l.prefix DESC
     LIMIT 1;
 END;
 
