@@ -68,6 +68,9 @@ CREATE TABLE queue_history_rules (
 COMMENT ON TABLE queue_history_rules IS
     'Which finished jobs job_history keeps, per queue of an identity: all (also a queue without a '
     'row), failures (failed and aborted) or none. Set with jobs_queue_history.';
+-- Whether any rule is set is known to every backend (src/api/history.rs: any_rule).
+CREATE TRIGGER history_rules_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON queue_history_rules
+    FOR EACH STATEMENT EXECUTE FUNCTION _cached_table_changed();
 -- Members read their identity's rules and write them only through jobs_queue_history.
 ALTER TABLE queue_history_rules ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON queue_history_rules FOR SELECT USING (owner = (SELECT identity()));

@@ -1,6 +1,7 @@
 //! Tables whose rows every backend keeps in a cache: `proxies` (identity.rs), the flow control of
-//! queues (flow.rs) and the installation's secrets (`secret`: the keys of opaque ids, and of ready
-//! signals and advisory locks, keyed.rs). A trigger on each, `_cached_table_changed`, asks at
+//! queues (flow.rs), the installation's secrets (`secret`: the keys of opaque ids, and of ready
+//! signals and advisory locks, keyed.rs) and whether any history rule was set (`holds_rows`,
+//! history.rs). A trigger on each, `_cached_table_changed`, asks at
 //! every change for an invalidation of the table's relcache entry, which PostgreSQL sends to
 //! every backend once the change has committed (and processes in the backend that made it at its
 //! next command); each cache's callback then forgets what it kept. A backend takes in the
@@ -93,4 +94,49 @@ pub(crate) fn secret(table: &CStr, statement: &'static Statement) -> Vec<u8> {
         .unwrap_or_else(|| error!("pg_jobs: {} holds no key", table.to_string_lossy()));
     SECRETS.with(|secrets| secrets.borrow_mut().push((table_oid, secret.clone())));
     secret
+}
+
+thread_local! {
+    /// Whether each table read by `holds_rows` holds a row, by its oid.
+    static HOLDING: RefCell<Vec<(Oid, bool)>> = const { RefCell::new(Vec::new()) };
+    /// Counts the invalidations that forgot them: an answer read before one is not kept.
+    static HOLDING_FORGOTTEN: Cell<u64> = const { Cell::new(0) };
+    static WATCHING_HOLDING: Cell<bool> = const { Cell::new(false) };
+}
+
+unsafe extern "C-unwind" fn forget_holding(_arg: Datum, relid: Oid) {
+    HOLDING.with(|holding| {
+        holding
+            .borrow_mut()
+            .retain(|(table, _)| relid != pg_sys::InvalidOid && *table != relid)
+    });
+    HOLDING_FORGOTTEN.set(HOLDING_FORGOTTEN.get() + 1);
+}
+
+/// Whether the extension's table `table` holds any row, as `statement` (one boolean) reads it in
+/// `section`: every change committed before the call is seen. Read when this backend does not
+/// know, and kept where nothing can have changed unseen since (as flow.rs keeps flows): under read
+/// committed (a repeatable read reads with a snapshot from before the call, which may miss a
+/// change whose invalidation was taken in already), and with no invalidation taken in while it
+/// was read.
+pub(crate) fn holds_rows(section: &Section, table: &CStr, statement: &'static Statement) -> bool {
+    watch(&WATCHING_HOLDING, forget_holding);
+    let table_oid = relation(table);
+    let known = HOLDING.with(|holding| {
+        holding
+            .borrow()
+            .iter()
+            .find(|(read_from, _)| *read_from == table_oid)
+            .map(|&(_, holds)| holds)
+    });
+    if let Some(holds) = known {
+        return holds;
+    }
+    let forgotten = HOLDING_FORGOTTEN.get();
+    let holds = section.run(statement, &[]).get::<bool>(0, 0) == Some(true);
+    let read_committed = unsafe { pg_sys::XactIsoLevel } < pg_sys::XACT_REPEATABLE_READ as i32;
+    if read_committed && HOLDING_FORGOTTEN.get() == forgotten {
+        HOLDING.with(|holding| holding.borrow_mut().push((table_oid, holds)));
+    }
+    holds
 }

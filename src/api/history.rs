@@ -5,6 +5,7 @@ use pgrx::pg_sys::{self, Datum, DATEOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
+use super::cached;
 use super::call::{in_subtransaction, invalid, materialize, return_row, Section, Statement};
 use super::services::{no_wish, Service};
 use crate::{entry, named_statements, parameters};
@@ -22,6 +23,14 @@ static TAKE_CATCH_ALL_WITHOUT_WAITING: Statement = statement("take_catch_all_wit
 static MONTH_STATEMENTS: Statement = statement("month_statements");
 static MONTH_IS_PAST: Statement = statement("month_is_past");
 static FORGET_KEYS_OF_MONTH: Statement = statement("forget_keys_of_month");
+static ANY_RULE: Statement = statement("any_rule");
+
+/// Whether any identity has set a rule for what job_history keeps of a queue
+/// (`queue_history_rules`): where none has, every finished job is kept, and a finish is set up
+/// without reading them (FINISH in queue.rs). Known to the backend once read (cached.rs).
+pub(crate) fn any_rule(section: &Section) -> bool {
+    cached::holds_rows(section, c"queue_history_rules", &ANY_RULE)
+}
 
 /// The months of `job_history`, from last month to twelve ahead.
 pub(crate) static MONTHS: Service = Service {

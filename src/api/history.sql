@@ -70,3 +70,7 @@ SELECT $before <= _utc_month(now()), to_char($before, 'YYYY-MM-DD');
 DELETE FROM job_keys k
 WHERE _utc_month(k.due_at) = $month
   AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = k.job_id);
+
+-- name: any_rule
+-- Whether any identity has set a rule for what job_history keeps of its queue (any_rule).
+SELECT EXISTS (SELECT FROM queue_history_rules);

@@ -22,7 +22,7 @@ use super::flow::Flow;
 use super::job_specs::specs_of_batch;
 use super::metrics::{self, Counter};
 use super::services::Service;
-use super::{due, heads, leases, queue_minutes, ready};
+use super::{due, heads, history, leases, queue_minutes, ready};
 use crate::{entry, gucs, parameters};
 
 /// Seconds to wait after failed attempt `attempt` before the next one: `backoff × 2^(attempt-1)`,
@@ -171,6 +171,10 @@ static CLAIM_LIMITED: [Statement; 12] = [
 static FINISH: Statement = statement("finish", Planning::Probes);
 /// FINISH for completions, which never copy a job into a dead-letter queue.
 static COMPLETE: Statement = statement("finish", Planning::Probes).without(&["copies"]);
+/// FINISH and COMPLETE where no identity has set a history rule (history::any_rule).
+static FINISH_KEEPING_ALL: Statement = statement("finish", Planning::Probes).without(&["rules"]);
+static COMPLETE_KEEPING_ALL: Statement =
+    statement("finish", Planning::Probes).without(&["copies", "rules"]);
 static FREE_REPLACED_KEYS: Statement = statement("free_replaced_keys", Planning::Probes);
 static RETRY: Statement = statement("retry", Planning::Probes);
 static RELEASE: Statement = statement("release", Planning::Probes);
@@ -1211,9 +1215,11 @@ fn finish(section: &Section, arguments: &[(&str, Option<Datum>)]) -> Rows {
         .find(|(name, _)| *name == "outcome")
         .and_then(|&(_, outcome)| outcome)
         .and_then(|datum| unsafe { String::from_datum(datum, false) });
-    let statement = match outcome.as_deref() {
-        Some("completed") => &COMPLETE,
-        _ => &FINISH,
+    let statement = match (outcome.as_deref(), history::any_rule(section)) {
+        (Some("completed"), true) => &COMPLETE,
+        (Some("completed"), false) => &COMPLETE_KEEPING_ALL,
+        (_, true) => &FINISH,
+        (_, false) => &FINISH_KEEPING_ALL,
     };
     let finished = section.run(statement, arguments);
     let ended = |column| {
