@@ -66,9 +66,10 @@ SELECT format('CREATE TABLE %I (LIKE job_history INCLUDING DEFAULTS INCLUDING CO
 SELECT $before <= _utc_month(now()), to_char($before, 'YYYY-MM-DD');
 
 -- name: forget_keys_of_month(month date)
--- Keys of finished skip-jobs are remembered as long as their month is.
+-- Keys of finished skip-jobs are remembered as long as their month is: the month's keys, a range
+-- of job_keys_due_at (a month named by _utc_month(due_at) was a read of every key).
 DELETE FROM job_keys k
-WHERE _utc_month(k.due_at) = $month
+WHERE k.due_at >= _utc_midnight($month) AND k.due_at < _utc_midnight(($month + interval '1 month')::date)
   AND NOT EXISTS (SELECT FROM jobs j WHERE j.id = k.job_id);
 
 -- name: any_rule
