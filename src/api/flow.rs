@@ -122,7 +122,20 @@ pub(crate) enum Flow {
     Free,
     Paused,
     /// A concurrency, a rate or a key limit: its claims take slots and tokens (claim_limited).
-    Limited,
+    Limited(Limits),
+}
+
+/// The limits of a limited queue: which parts of claim_limited its claims run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// A concurrency limit (`queue_limits`): its slots.
+    pub(crate) slots: bool,
+    /// A rate limit (`queue_rates`): its tokens.
+    pub(crate) rated: bool,
+    /// Key limits (`queue_key_limits`): its keys' gates and slots.
+    pub(crate) keys: bool,
+    /// A key limit with a rate: its keys' tokens.
+    pub(crate) key_rates: bool,
 }
 
 /// The flow control of the queues this backend claimed from, by claimant and queue (looked up by
@@ -197,13 +210,22 @@ pub(crate) fn states(section: &Section, claimant: Oid, queues: &[&str]) -> Vec<F
         },
     );
     let found: Vec<Flow> = (0..unknown.len())
-        .map(
-            |row| match (read.get::<bool>(row, 0), read.get::<bool>(row, 1)) {
-                (Some(true), _) => Flow::Paused,
-                (_, Some(true)) => Flow::Limited,
-                _ => Flow::Free,
-            },
-        )
+        .map(|row| {
+            let has = |column| read.get::<bool>(row, column) == Some(true);
+            let limits = Limits {
+                slots: has(1),
+                rated: has(2),
+                keys: has(3),
+                key_rates: has(4),
+            };
+            if has(0) {
+                Flow::Paused
+            } else if limits.slots || limits.rated || limits.keys {
+                Flow::Limited(limits)
+            } else {
+                Flow::Free
+            }
+        })
         .collect();
     let keep = unsafe { pg_sys::XactIsoLevel } < pg_sys::XACT_REPEATABLE_READ as i32;
     FLOWS.with(|flows| {

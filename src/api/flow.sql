@@ -215,11 +215,14 @@ WITH removed AS (
 SELECT pg_notify('pgjobs_ready', _ready_signal(r.owner, r.queue)) FROM removed r;
 
 -- name: flow_of(claimant oid, queues text[])
--- Whether each of the claimant's queues is paused, and whether it has a concurrency, a rate or a
--- key limit, in the order given (flow.rs: states).
+-- Whether each of the claimant's queues is paused, and whether it has a concurrency limit, a rate
+-- limit, key limits, and key limits of which one has a rate, in the order given (flow.rs:
+-- states).
 SELECT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $claimant AND p.queue = q.queue),
-       EXISTS (SELECT FROM queue_limits l WHERE l.owner = $claimant AND l.queue = q.queue)
-       OR EXISTS (SELECT FROM queue_rates r WHERE r.owner = $claimant AND r.queue = q.queue)
-       OR EXISTS (SELECT FROM queue_key_limits k WHERE k.owner = $claimant AND k.queue = q.queue)
+       EXISTS (SELECT FROM queue_limits l WHERE l.owner = $claimant AND l.queue = q.queue),
+       EXISTS (SELECT FROM queue_rates r WHERE r.owner = $claimant AND r.queue = q.queue),
+       EXISTS (SELECT FROM queue_key_limits k WHERE k.owner = $claimant AND k.queue = q.queue),
+       EXISTS (SELECT FROM queue_key_limits k
+               WHERE k.owner = $claimant AND k.queue = q.queue AND k.rate_claims IS NOT NULL)
 FROM unnest($queues::text[]) WITH ORDINALITY AS q(queue, n)
 ORDER BY q.n;

@@ -18,7 +18,7 @@ use super::datum::{
     array, array_length, elements, field, input, interval_span, interval_text, output, seconds,
 };
 use super::dependencies::{self, Needs};
-use super::flow::Flow;
+use super::flow::{Flow, Limits};
 use super::job_specs::specs_of_batch;
 use super::metrics::{self, Counter};
 use super::services::Service;
@@ -995,9 +995,9 @@ pub(crate) fn claim_from(
                     false,
                 ),
                 Flow::Paused => (Rows::none(), false),
-                // None: its limits were lifted after they were read, and its workers woken.
-                Flow::Limited => claim_limited(section, claimant, &arguments, queue, &from)
-                    .unwrap_or((Rows::none(), false)),
+                Flow::Limited(limits) => {
+                    claim_limited(section, claimant, &arguments, queue, &from, limits)
+                }
             };
             heads::read_done(&look);
             // A claim by key leaves jobs before the last it took (their keys' slots held): the
@@ -1007,15 +1007,12 @@ pub(crate) fn claim_from(
         _ => {
             let named: Vec<&str> = queues.iter().flatten().map(String::as_str).collect();
             let states = super::flow::states(section, claimant, &named);
-            let having = |flow: Flow| -> Vec<&str> {
-                named
-                    .iter()
-                    .zip(&states)
-                    .filter(|&(_, &state)| state == flow)
-                    .map(|(&queue, _)| queue)
-                    .collect()
-            };
-            let free = having(Flow::Free);
+            let free: Vec<&str> = named
+                .iter()
+                .zip(&states)
+                .filter(|&(_, &state)| state == Flow::Free)
+                .map(|(&queue, _)| queue)
+                .collect();
             let claimed = if free.is_empty() {
                 Rows::none()
             } else {
@@ -1032,8 +1029,15 @@ pub(crate) fn claim_from(
             let claimed = if claimed.len() > 0 {
                 claimed
             } else {
-                claim_limited_among(section, claimant, &arguments, &having(Flow::Limited))
-                    .map_or(claimed, |(claimed, _)| claimed)
+                let limited: Vec<(&str, Limits)> = named
+                    .iter()
+                    .zip(&states)
+                    .filter_map(|(&queue, &state)| match state {
+                        Flow::Limited(limits) => Some((queue, limits)),
+                        _ => None,
+                    })
+                    .collect();
+                claim_limited_among(section, claimant, &arguments, &limited).unwrap_or(claimed)
             };
             (claimed, None)
         }
@@ -1060,45 +1064,46 @@ pub(crate) fn claim_from(
     claimed
 }
 
-/// A claim of `queue`, if it has a concurrency or a rate limit (sql/030_queue.sql: queue_limits,
-/// queue_rates): `arguments` are the claim's first five, by name (claimant, queue, n, lease,
-/// worker, in that order), `from` where it starts (after_priority, after_run_at, after_id). In two
+/// A claim of `queue`, which has `limits` (as its backend's cache says: flow.rs, states): `arguments`
+/// are the claim's first five, by name (claimant, queue, n, lease, worker, in that order), `from`
+/// where it starts (after_priority, after_run_at, after_id). With a concurrency limit, in two
 /// statements, free_slots and claim_limited: slots taken by claims that committed after the first
 /// one's snapshot are checked again by the second, under a snapshot taken once the first held
-/// them. None when the queue has no limit; else the jobs claimed, and whether by key (a key
-/// limit).
+/// them; with key limits, key_candidates takes the keys' gates likewise. The jobs claimed, and
+/// whether by key (a key limit).
 fn claim_limited(
     section: &Section,
     claimant: Oid,
     arguments: &[(&str, Option<Datum>)],
     queue: &str,
     from: &[(&str, Option<Datum>)],
-) -> Option<(Rows, bool)> {
+    limits: Limits,
+) -> (Rows, bool) {
     let n = arguments[2].1;
-    let free = section.run(
-        &FREE_SLOTS,
-        parameters! {
-            claimant: arguments[0].1,
-            queue: queue.into_datum(),
-            n,
-        },
-    );
-    if free.get::<bool>(0, 0) != Some(true) {
-        return None;
-    }
-    // Null when the queue has no concurrency limit.
-    let slots = free.datum(0, 1);
-    let found = free.get::<Vec<i32>>(0, 1).map(|found| found.len());
     let asked = n.map_or(0, |n| n.value() as i32 as usize);
-    if found.is_some_and(|found| found < asked) {
-        super::flow::waiting_for_slots(claimant, queue);
-    }
-    let by_key = free.get::<bool>(0, 2) == Some(true);
-    if found == Some(0) {
-        return Some((Rows::none(), by_key));
-    }
+    // Null when the queue has no concurrency limit.
+    let slots = if limits.slots {
+        let free = section.run(
+            &FREE_SLOTS,
+            parameters! {
+                claimant: arguments[0].1,
+                queue: queue.into_datum(),
+                n,
+            },
+        );
+        let found = free.get::<Vec<i32>>(0, 0).map_or(0, |found| found.len());
+        if found < asked {
+            super::flow::waiting_for_slots(claimant, queue);
+        }
+        if found == 0 {
+            return (Rows::none(), limits.keys);
+        }
+        free.datum(0, 0)
+    } else {
+        None
+    };
     // Null when the queue has no key limit.
-    let keys = if by_key {
+    let keys = if limits.keys {
         let keys: Vec<String> = key_candidates(section, claimant, queue, n);
         if keys.len() < asked {
             super::flow::waiting_for_slots(claimant, queue);
@@ -1114,11 +1119,9 @@ fn claim_limited(
         None
     };
     let given = [arguments[0], ("queue", queue.into_datum())];
-    let rated = free.get::<bool>(0, 3) == Some(true);
-    let key_rates = free.get::<bool>(0, 4) == Some(true);
-    let form = usize::from(slots.is_some())
-        | usize::from(rated) << 1
-        | (usize::from(by_key) + usize::from(key_rates)) << 2;
+    let form = usize::from(limits.slots)
+        | usize::from(limits.rated) << 1
+        | (usize::from(limits.keys) + usize::from(limits.keys && limits.key_rates)) << 2;
     let claimed = section.run(
         &CLAIM_LIMITED[form],
         &[
@@ -1131,7 +1134,7 @@ fn claim_limited(
     );
     // A claim that found the queue's rate spent: its workers are woken when a token is free
     // again, as when a job due later comes due, rather than at their next poll.
-    if rated && claimed.len() < asked {
+    if limits.rated && claimed.len() < asked {
         let free_at = section
             .run(&NEXT_RATE_TOKEN, &given)
             .get::<TimestampWithTimeZone>(0, 0);
@@ -1139,7 +1142,7 @@ fn claim_limited(
             due::note(claimant, queue, free_at.into_inner());
         }
     }
-    Some((claimed, by_key))
+    (claimed, limits.keys)
 }
 
 thread_local! {
@@ -1178,8 +1181,8 @@ fn claim_limited_among(
     section: &Section,
     claimant: Oid,
     arguments: &[(&str, Option<Datum>)],
-    limited: &[&str],
-) -> Option<(Rows, bool)> {
+    limited: &[(&str, Limits)],
+) -> Option<Rows> {
     let start = [
         (
             "after_priority",
@@ -1190,8 +1193,10 @@ fn claim_limited_among(
     ];
     limited
         .iter()
-        .filter_map(|queue| claim_limited(section, claimant, arguments, queue, &start))
-        .find(|(claimed, _)| claimed.len() > 0)
+        .map(|&(queue, limits)| {
+            claim_limited(section, claimant, arguments, queue, &start, limits).0
+        })
+        .find(|claimed| claimed.len() > 0)
 }
 
 /// Notes the earliest of the leases in column `column` of `rows` (src/api/leases.rs).

@@ -232,28 +232,18 @@ WHERE j.ctid = ANY (ARRAY(
 RETURNING j.id, j.attempt, j.lease_token, j.task::text, j.payload, j.locked_until, j.priority, j.run_at;
 
 -- name: free_slots(claimant oid, queue text, n integer)
--- Whether $claimant's $queue has a concurrency, a rate or a key limit, and if it has a concurrency
--- limit up to $n of its slots that look free, locked (SKIP LOCKED: taken by no other claim until
--- this one's transaction ends), whether it has a key limit (key_candidates), whether it has a
--- rate limit and whether a key limit of it has a rate (which of claim_limited's forms runs). The
--- slots only look free: a slot another claim took and committed after this statement's snapshot
--- is locked here at its new version and passes the check against the old snapshot.
--- claim_limited, with a snapshot taken after these locks, checks again.
-SELECT l.owner IS NOT NULL OR r.owner IS NOT NULL OR k.owner IS NOT NULL,
-       CASE WHEN l.owner IS NOT NULL THEN
-           ARRAY(SELECT s.slot FROM queue_slots s
-                 WHERE s.owner = $claimant AND s.queue = $queue::text
-                   AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
-                 ORDER BY s.slot
-                 LIMIT $n
-                 FOR UPDATE SKIP LOCKED) END,
-       k.owner IS NOT NULL, r.owner IS NOT NULL, k.rated
-FROM (SELECT) one
-LEFT JOIN queue_limits l ON l.owner = $claimant AND l.queue = $queue::text
-LEFT JOIN queue_rates r ON r.owner = $claimant AND r.queue = $queue::text
-LEFT JOIN LATERAL (SELECT min(k.owner) AS owner, bool_or(k.rate_claims IS NOT NULL) AS rated
-                   FROM queue_key_limits k WHERE k.owner = $claimant AND k.queue = $queue::text
-                   HAVING count(*) > 0) k ON true;
+-- Up to $n of the slots of $claimant's $queue, which has a concurrency limit, that look free,
+-- locked (SKIP LOCKED: taken by no other claim until this one's transaction ends). They only look
+-- free: a slot another claim took and committed after this statement's snapshot is locked here
+-- at its new version and passes the check against the old snapshot. claim_limited, with a
+-- snapshot taken after these locks, checks again. (Which limits a queue has, and so which of
+-- claim_limited's forms runs, its backend's cache says: src/api/flow.rs, states.)
+SELECT ARRAY(SELECT s.slot FROM queue_slots s
+             WHERE s.owner = $claimant AND s.queue = $queue::text
+               AND NOT EXISTS (SELECT FROM jobs h WHERE h.id = s.job_id AND h.lease_token = s.lease_token)
+             ORDER BY s.slot
+             LIMIT $n
+             FOR UPDATE SKIP LOCKED);
 
 -- name: next_rate_token(claimant oid, queue text)
 -- When the first of $claimant's $queue's rate tokens is free again, if none is free now (null
