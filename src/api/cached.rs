@@ -55,18 +55,52 @@ pub(crate) fn relation(name: &CStr) -> Oid {
     relation
 }
 
+/// What a backend keeps of each of the extension's tables it read, by the table's oid.
+struct ByTable<T> {
+    kept: Vec<(Oid, T)>,
+    /// Counts the invalidations that forgot what was kept: an answer read before one may be older
+    /// than a change.
+    forgotten: u64,
+}
+
+impl<T: Clone> ByTable<T> {
+    const fn new() -> Self {
+        ByTable {
+            kept: Vec::new(),
+            forgotten: 0,
+        }
+    }
+
+    fn get(&self, table: Oid) -> Option<T> {
+        self.kept
+            .iter()
+            .find(|(read_from, _)| *read_from == table)
+            .map(|(_, value)| value.clone())
+    }
+
+    /// After an invalidation of `relid` (`InvalidOid`: of every relation).
+    fn forget(&mut self, relid: Oid) {
+        self.kept
+            .retain(|(table, _)| relid != pg_sys::InvalidOid && *table != relid);
+        self.forgotten += 1;
+    }
+}
+
 thread_local! {
-    /// The secrets read (`secret`), by the oid of their table.
-    static SECRETS: RefCell<Vec<(Oid, Vec<u8>)>> = const { RefCell::new(Vec::new()) };
+    /// The secrets read (`secret`).
+    static SECRETS: RefCell<ByTable<Vec<u8>>> = const { RefCell::new(ByTable::new()) };
     static WATCHING_SECRETS: Cell<bool> = const { Cell::new(false) };
+    /// Whether each table read by `holds_rows` holds a row.
+    static HOLDING: RefCell<ByTable<bool>> = const { RefCell::new(ByTable::new()) };
+    static WATCHING_HOLDING: Cell<bool> = const { Cell::new(false) };
 }
 
 unsafe extern "C-unwind" fn forget_secrets(_arg: Datum, relid: Oid) {
-    SECRETS.with(|secrets| {
-        secrets
-            .borrow_mut()
-            .retain(|(table, _)| relid != pg_sys::InvalidOid && *table != relid)
-    });
+    SECRETS.with(|secrets| secrets.borrow_mut().forget(relid));
+}
+
+unsafe extern "C-unwind" fn forget_holding(_arg: Datum, relid: Oid) {
+    HOLDING.with(|holding| holding.borrow_mut().forget(relid));
 }
 
 /// A secret the installation made, kept in the extension's table `table`: read by `statement`
@@ -77,14 +111,7 @@ unsafe extern "C-unwind" fn forget_secrets(_arg: Datum, relid: Oid) {
 pub(crate) fn secret(table: &CStr, statement: &'static Statement) -> Vec<u8> {
     watch(&WATCHING_SECRETS, forget_secrets);
     let table_oid = relation(table);
-    let known = SECRETS.with(|secrets| {
-        secrets
-            .borrow()
-            .iter()
-            .find(|(read_from, _)| *read_from == table_oid)
-            .map(|(_, secret)| secret.clone())
-    });
-    if let Some(secret) = known {
+    if let Some(secret) = SECRETS.with(|secrets| secrets.borrow().get(table_oid)) {
         return secret;
     }
     let section = Section::as_current_user();
@@ -92,25 +119,8 @@ pub(crate) fn secret(table: &CStr, statement: &'static Statement) -> Vec<u8> {
         .run(statement, &[])
         .get::<Vec<u8>>(0, 0)
         .unwrap_or_else(|| error!("pg_jobs: {} holds no key", table.to_string_lossy()));
-    SECRETS.with(|secrets| secrets.borrow_mut().push((table_oid, secret.clone())));
+    SECRETS.with(|secrets| secrets.borrow_mut().kept.push((table_oid, secret.clone())));
     secret
-}
-
-thread_local! {
-    /// Whether each table read by `holds_rows` holds a row, by its oid.
-    static HOLDING: RefCell<Vec<(Oid, bool)>> = const { RefCell::new(Vec::new()) };
-    /// Counts the invalidations that forgot them: an answer read before one is not kept.
-    static HOLDING_FORGOTTEN: Cell<u64> = const { Cell::new(0) };
-    static WATCHING_HOLDING: Cell<bool> = const { Cell::new(false) };
-}
-
-unsafe extern "C-unwind" fn forget_holding(_arg: Datum, relid: Oid) {
-    HOLDING.with(|holding| {
-        holding
-            .borrow_mut()
-            .retain(|(table, _)| relid != pg_sys::InvalidOid && *table != relid)
-    });
-    HOLDING_FORGOTTEN.set(HOLDING_FORGOTTEN.get() + 1);
 }
 
 /// Whether the extension's table `table` holds any row, as `statement` (one boolean) reads it in
@@ -122,21 +132,17 @@ unsafe extern "C-unwind" fn forget_holding(_arg: Datum, relid: Oid) {
 pub(crate) fn holds_rows(section: &Section, table: &CStr, statement: &'static Statement) -> bool {
     watch(&WATCHING_HOLDING, forget_holding);
     let table_oid = relation(table);
-    let known = HOLDING.with(|holding| {
-        holding
-            .borrow()
-            .iter()
-            .find(|(read_from, _)| *read_from == table_oid)
-            .map(|&(_, holds)| holds)
-    });
-    if let Some(holds) = known {
+    if let Some(holds) = HOLDING.with(|holding| holding.borrow().get(table_oid)) {
         return holds;
     }
-    let forgotten = HOLDING_FORGOTTEN.get();
+    let forgotten = HOLDING.with(|holding| holding.borrow().forgotten);
     let holds = section.run(statement, &[]).get::<bool>(0, 0) == Some(true);
     let read_committed = unsafe { pg_sys::XactIsoLevel } < pg_sys::XACT_REPEATABLE_READ as i32;
-    if read_committed && HOLDING_FORGOTTEN.get() == forgotten {
-        HOLDING.with(|holding| holding.borrow_mut().push((table_oid, holds)));
-    }
+    HOLDING.with(|holding| {
+        let mut holding = holding.borrow_mut();
+        if read_committed && holding.forgotten == forgotten {
+            holding.kept.push((table_oid, holds));
+        }
+    });
     holds
 }
