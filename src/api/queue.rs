@@ -1064,13 +1064,14 @@ pub(crate) fn claim_from(
     claimed
 }
 
-/// A claim of `queue`, which has `limits` (as its backend's cache says: flow.rs, states): `arguments`
-/// are the claim's first five, by name (claimant, queue, n, lease, worker, in that order), `from`
-/// where it starts (after_priority, after_run_at, after_id). With a concurrency limit, in two
-/// statements, free_slots and claim_limited: slots taken by claims that committed after the first
-/// one's snapshot are checked again by the second, under a snapshot taken once the first held
-/// them; with key limits, key_candidates takes the keys' gates likewise. The jobs claimed, and
-/// whether by key (a key limit).
+/// A claim of `queue`, which has `limits` (as its backend's cache says: flow.rs, states):
+/// `arguments` are the claim's first five, by name (claimant, queue, n, lease, worker, in that
+/// order), `from` where it starts (after_priority, after_run_at, after_id). With a concurrency
+/// limit, in two statements, free_slots and claim_limited: slots taken by claims that committed
+/// after the first one's snapshot are checked again by the second, under a snapshot taken once the
+/// first held them; with key limits, key_candidates takes the keys' gates likewise. The jobs
+/// claimed, and whether by key (a key limit). Limits lifted since the cache was read leave this
+/// claim with no slot or gate to take (nothing claimed), and the next claim reads them anew.
 fn claim_limited(
     section: &Section,
     claimant: Oid,
