@@ -669,6 +669,18 @@ BEGIN ATOMIC
     LIMIT 1;
 END;
 
+-- The key limits of every key of owner $1's queue $2 where its only key limit is that of the
+-- empty prefix, as the claim's backend knows it (src/api/flow.rs: Limits): the claims of such a
+-- queue take them once a statement, where _key_limits probes queue_key_limits three times a key
+-- (11 % of a claim and completion of 10 keys).
+CREATE FUNCTION _every_key_limits(owner oid, queue text, max_per_key integer, ordered boolean,
+                                  rate_claims integer, rate_per interval)
+RETURNS SETOF queue_key_limits
+LANGUAGE sql IMMUTABLE
+BEGIN ATOMIC
+    SELECT $1, $2::nonempty_text, ''::text, $3, $4, $5, $6, '-infinity'::timestamptz, 0::oid::regrole;
+END;
+
 -- The job of claimant $1's queue $2 with concurrency key $3 that a claim may take next, under
 -- key limits $4: none while the key's slots are all held or its tokens all taken in their window,
 -- or while its first waiting job (ordered) or every waiting job is not due. A query, not an

@@ -10,6 +10,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use pgrx::datum::Interval;
 use pgrx::pg_sys::{Datum, Oid, TEXTOID};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
@@ -136,6 +137,42 @@ pub(crate) struct Limits {
     pub(crate) keys: bool,
     /// A key limit with a rate: its keys' tokens.
     pub(crate) key_rates: bool,
+    /// The key limit of every key, where the queue's only key limit is that of the empty prefix:
+    /// claims take it as given rather than find each key's.
+    pub(crate) every_key: Option<KeyLimit>,
+}
+
+/// A key limit (a row of `queue_key_limits`), as the claims of its queue take it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KeyLimit {
+    pub(crate) max_per_key: Option<i32>,
+    pub(crate) ordered: bool,
+    pub(crate) rate_claims: Option<i32>,
+    /// Months, days and microseconds.
+    pub(crate) rate_per: Option<(i32, i32, i64)>,
+}
+
+impl KeyLimit {
+    /// As the parameters of claim_limited and key_candidates (null where the limit is not given).
+    pub(crate) fn parameters(limit: Option<KeyLimit>) -> [(&'static str, Option<Datum>); 4] {
+        [
+            ("key_max", limit.and_then(|l| l.max_per_key).into_datum()),
+            ("key_ordered", limit.map(|l| l.ordered).into_datum()),
+            (
+                "key_rate_claims",
+                limit.and_then(|l| l.rate_claims).into_datum(),
+            ),
+            (
+                "key_rate_per",
+                limit
+                    .and_then(|l| l.rate_per)
+                    .map(|(months, days, micros)| {
+                        Interval::new(months, days, micros).expect("an interval read as such")
+                    })
+                    .into_datum(),
+            ),
+        ]
+    }
 }
 
 /// The flow control of the queues this backend claimed from, by claimant and queue (looked up by
@@ -217,6 +254,14 @@ pub(crate) fn states(section: &Section, claimant: Oid, queues: &[&str]) -> Vec<F
                 rated: has(2),
                 keys: has(3),
                 key_rates: has(4),
+                every_key: has(5).then(|| KeyLimit {
+                    max_per_key: read.get::<i32>(row, 6),
+                    ordered: has(7),
+                    rate_claims: read.get::<i32>(row, 8),
+                    rate_per: read
+                        .get::<Interval>(row, 9)
+                        .map(|per| (per.months(), per.days(), per.micros())),
+                }),
             };
             if has(0) {
                 Flow::Paused

@@ -216,13 +216,17 @@ SELECT pg_notify('pgjobs_ready', _ready_signal(r.owner, r.queue)) FROM removed r
 
 -- name: flow_of(claimant oid, queues text[])
 -- Whether each of the claimant's queues is paused, and whether it has a concurrency limit, a rate
--- limit, key limits, and key limits of which one has a rate, in the order given (flow.rs:
--- states).
+-- limit, key limits, and key limits of which one has a rate; and where its only key limit is that
+-- of the empty prefix (every key's), that limit; in the order given (flow.rs: states).
 SELECT EXISTS (SELECT FROM queue_pauses p WHERE p.owner = $claimant AND p.queue = q.queue),
        EXISTS (SELECT FROM queue_limits l WHERE l.owner = $claimant AND l.queue = q.queue),
        EXISTS (SELECT FROM queue_rates r WHERE r.owner = $claimant AND r.queue = q.queue),
-       EXISTS (SELECT FROM queue_key_limits k WHERE k.owner = $claimant AND k.queue = q.queue),
-       EXISTS (SELECT FROM queue_key_limits k
-               WHERE k.owner = $claimant AND k.queue = q.queue AND k.rate_claims IS NOT NULL)
+       k.n > 0, k.rated, k.n = 1 AND k.prefix = '', k.max_per_key, k.ordered, k.rate_claims,
+       k.rate_per
 FROM unnest($queues::text[]) WITH ORDINALITY AS q(queue, n)
+CROSS JOIN LATERAL (
+    SELECT count(*) AS n, bool_or(k.rate_claims IS NOT NULL) AS rated, min(k.prefix) AS prefix,
+           min(k.max_per_key) AS max_per_key, bool_or(k.ordered) AS ordered,
+           min(k.rate_claims) AS rate_claims, min(k.rate_per) AS rate_per
+    FROM queue_key_limits k WHERE k.owner = $claimant AND k.queue = q.queue) k
 ORDER BY q.n;

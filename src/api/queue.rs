@@ -18,7 +18,7 @@ use super::datum::{
     array, array_length, elements, field, input, interval_span, interval_text, output, seconds,
 };
 use super::dependencies::{self, Needs};
-use super::flow::{Flow, Limits};
+use super::flow::{Flow, KeyLimit, Limits};
 use super::job_specs::specs_of_batch;
 use super::metrics::{self, Counter};
 use super::services::Service;
@@ -146,27 +146,41 @@ static FINISH_EXPIRED: Statement = statement("finish_expired", Planning::Default
 static CLAIM: Statement = statement("claim", Planning::Head);
 static CLAIM_QUEUES: Statement = statement("claim_queues", Planning::Head);
 static FREE_SLOTS: Statement = statement("free_slots", Planning::Probes);
-static KEY_CANDIDATES: Statement = statement("key_candidates", Planning::Probes);
+/// key_candidates, with each key's limits found by its prefixes, or given for every key
+/// (flow.rs: Limits).
+static KEY_CANDIDATES: [Statement; 2] = [
+    statement("key_candidates", Planning::Probes).without(&["every_key"]),
+    statement("key_candidates", Planning::Probes).without(&["prefixes"]),
+];
 static NEXT_RATE_TOKEN: Statement = statement("next_rate_token", Planning::Probes);
 const fn claim_limited_without(parts: &'static [&'static str]) -> Statement {
     statement("claim_limited", Planning::Head).without(parts)
 }
 /// claim_limited's forms, by whether the queue has a concurrency limit (1), a rate limit (2), key
-/// limits (4) and key limits of which one has a rate (8, in place of 4): only what it has is set
-/// up. (No limit at all is claimed by `claim`.)
-static CLAIM_LIMITED: [Statement; 12] = [
+/// limits (4) and key limits of which one has a rate (8, in place of 4), and for those by key,
+/// with the key limit of every key given (8 more): only what it has is set up. (No limit at all is
+/// claimed by `claim`.)
+static CLAIM_LIMITED: [Statement; 20] = [
     claim_limited_without(&["slots", "rates", "keyed"]),
     claim_limited_without(&["rates", "keyed"]),
     claim_limited_without(&["slots", "keyed"]),
     claim_limited_without(&["keyed"]),
-    claim_limited_without(&["slots", "rates", "unkeyed", "key_rates"]),
-    claim_limited_without(&["rates", "unkeyed", "key_rates"]),
-    claim_limited_without(&["slots", "unkeyed", "key_rates"]),
-    claim_limited_without(&["unkeyed", "key_rates"]),
-    claim_limited_without(&["slots", "rates", "unkeyed"]),
-    claim_limited_without(&["rates", "unkeyed"]),
-    claim_limited_without(&["slots", "unkeyed"]),
-    claim_limited_without(&["unkeyed"]),
+    claim_limited_without(&["slots", "rates", "unkeyed", "key_rates", "every_key"]),
+    claim_limited_without(&["rates", "unkeyed", "key_rates", "every_key"]),
+    claim_limited_without(&["slots", "unkeyed", "key_rates", "every_key"]),
+    claim_limited_without(&["unkeyed", "key_rates", "every_key"]),
+    claim_limited_without(&["slots", "rates", "unkeyed", "every_key"]),
+    claim_limited_without(&["rates", "unkeyed", "every_key"]),
+    claim_limited_without(&["slots", "unkeyed", "every_key"]),
+    claim_limited_without(&["unkeyed", "every_key"]),
+    claim_limited_without(&["slots", "rates", "unkeyed", "key_rates", "prefixes"]),
+    claim_limited_without(&["rates", "unkeyed", "key_rates", "prefixes"]),
+    claim_limited_without(&["slots", "unkeyed", "key_rates", "prefixes"]),
+    claim_limited_without(&["unkeyed", "key_rates", "prefixes"]),
+    claim_limited_without(&["slots", "rates", "unkeyed", "prefixes"]),
+    claim_limited_without(&["rates", "unkeyed", "prefixes"]),
+    claim_limited_without(&["slots", "unkeyed", "prefixes"]),
+    claim_limited_without(&["unkeyed", "prefixes"]),
 ];
 static FINISH: Statement = statement("finish", Planning::Probes);
 /// FINISH for completions, which never copy a job into a dead-letter queue.
@@ -1105,7 +1119,7 @@ fn claim_limited(
     };
     // Null when the queue has no key limit.
     let keys = if limits.keys {
-        let keys: Vec<String> = key_candidates(section, claimant, queue, n);
+        let keys: Vec<String> = key_candidates(section, claimant, queue, n, limits.every_key);
         if keys.len() < asked {
             super::flow::waiting_for_slots(claimant, queue);
         }
@@ -1120,9 +1134,11 @@ fn claim_limited(
         None
     };
     let given = [arguments[0], ("queue", queue.into_datum())];
+    let every_key = limits.every_key.filter(|_| limits.keys);
     let form = usize::from(limits.slots)
         | usize::from(limits.rated) << 1
-        | (usize::from(limits.keys) + usize::from(limits.keys && limits.key_rates)) << 2;
+        | (usize::from(limits.keys) + usize::from(limits.keys && limits.key_rates)) << 2
+        | usize::from(every_key.is_some()) << 3;
     let claimed = section.run(
         &CLAIM_LIMITED[form],
         &[
@@ -1130,6 +1146,7 @@ fn claim_limited(
             &arguments[2..],
             from,
             &[("slots", slots), ("keys", keys)],
+            &KeyLimit::parameters(every_key),
         ]
         .concat(),
     );
@@ -1155,18 +1172,28 @@ thread_local! {
 
 /// The keys of key-limited `queue` a claim of `n` jobs takes (key_candidates), their gates held;
 /// the round moves on past them.
-fn key_candidates(section: &Section, claimant: Oid, queue: &str, n: Option<Datum>) -> Vec<String> {
+fn key_candidates(
+    section: &Section,
+    claimant: Oid,
+    queue: &str,
+    n: Option<Datum>,
+    every_key: Option<KeyLimit>,
+) -> Vec<String> {
     let round = (claimant.to_u32(), queue.to_owned());
     let after = KEY_ROUNDS.with(|rounds| rounds.borrow().get(&round).cloned().unwrap_or_default());
     let keys: Vec<String> = section
         .run(
-            &KEY_CANDIDATES,
-            parameters! {
-                claimant: Some(Datum::from(claimant)),
-                queue: queue.into_datum(),
-                n,
-                cursor: after.as_str().into_datum(),
-            },
+            &KEY_CANDIDATES[usize::from(every_key.is_some())],
+            &[
+                &parameters! {
+                    claimant: Some(Datum::from(claimant)),
+                    queue: queue.into_datum(),
+                    n,
+                    cursor: after.as_str().into_datum(),
+                }[..],
+                &KeyLimit::parameters(every_key),
+            ]
+            .concat(),
         )
         .get(0, 0)
         .unwrap_or_default();

@@ -253,7 +253,8 @@ SELECT CASE WHEN bool_and(t.taken_at > statement_timestamp() - r.per) THEN min(t
 FROM queue_rate_tokens t JOIN queue_rates r ON r.owner = t.owner AND r.queue = t.queue
 WHERE t.owner = $claimant AND t.queue = $queue::text;
 
--- name: key_candidates(claimant oid, queue text, n integer, cursor text)
+-- name: key_candidates(claimant oid, queue text, n integer, cursor text, key_max integer,
+--                      key_ordered boolean, key_rate_claims integer, key_rate_per interval)
 -- The concurrency keys of $claimant's key-limited $queue a claim of $n jobs looks at: up to $n + 2
 -- keys with a job it may take (_key_head; two more, for keys whose jobs another claim takes
 -- meanwhile), found one index probe per key, the keys after $cursor (the last key the previous
@@ -262,7 +263,8 @@ WHERE t.owner = $claimant AND t.queue = $queue::text;
 -- taken (SKIP LOCKED: a key whose gate another claim holds is passed over, and the scan goes on,
 -- so that claims at once take different keys rather than the same first ones), in that order.
 -- Those keys only looked claimable: claim_limited, with a snapshot taken after the gates, checks
--- them again.
+-- them again. Each key's limits are found by its prefixes (prefixes) or, where the queue's only
+-- key limit is that of every key, given by the claim's backend (every_key: flow.rs, Limits).
 WITH RECURSIVE after_cursor(k) AS (
     SELECT (SELECT min(j.concurrency_key) FROM jobs j
             WHERE j.claimable_by = $claimant AND hashtextextended(j.queue, 0) = hashtextextended($queue::text, 0)
@@ -292,7 +294,13 @@ WITH RECURSIVE after_cursor(k) AS (
     -- only: alone, it was planned to run first, and took the gates of keys with nothing to take.
     -- A key under no limit (it starts with no prefix of the queue's) has a null row of limits.
     WHERE EXISTS (SELECT FROM (SELECT) one
+-- prefixes {
                   LEFT JOIN LATERAL _key_limits($claimant, $queue::text, c.k) l ON true
+-- } prefixes
+-- every_key {
+                  CROSS JOIN _every_key_limits($claimant, $queue::text, $key_max, $key_ordered,
+                                               $key_rate_claims, $key_rate_per) l
+-- } every_key
                   CROSS JOIN LATERAL _key_head($claimant, $queue::text, c.k, l) h
                   WHERE EXISTS (SELECT FROM queue_key_gates t
                                 WHERE t.owner = $claimant AND t.queue = $queue::text AND t.gate = _key_gate(c.k)
@@ -304,7 +312,8 @@ SELECT coalesce(array_agg(l.k ORDER BY l.k <= $cursor, l.k), '{}') FROM looked l
 
 -- name: claim_limited(claimant oid, queue text, n integer, lease interval, worker text,
 --                     after_priority integer, after_run_at timestamptz, after_id bigint,
---                     slots integer[], keys text[])
+--                     slots integer[], keys text[], key_max integer, key_ordered boolean,
+--                     key_rate_claims integer, key_rate_per interval)
 -- As claim, in a limited queue. With a concurrency limit, a job takes one of $slots (locked by
 -- free_slots; null without one): those whose job no longer holds the lease they name, checked
 -- under this statement's snapshot, which sees every claim of them that committed (they are locked,
@@ -321,6 +330,9 @@ SELECT coalesce(array_agg(l.k ORDER BY l.k <= $cursor, l.k), '{}') FROM looked l
 -- (slots, rates, keyed, unkeyed, and key_rates of keyed) are left out where the queue has no such
 -- limit (CLAIM_LIMITED in src/api/queue.rs): each part is set up, and its data-modifying CTE run,
 -- on every call, whether or not it has rows (the key rates' INSERT, 5 % of a claim of 10 keys).
+-- A key's limits are found by its prefixes (prefixes), or, where the queue's only key limit is
+-- that of every key, given as $key_max, $key_ordered, $key_rate_claims and $key_rate_per
+-- (every_key), as key_candidates takes them.
 WITH
 -- slots {
 free AS (
@@ -370,7 +382,13 @@ by_key AS (
     WHERE c.ctid = ANY (ARRAY(
             SELECT h.tid
             FROM unnest($keys::text[]) k(k)
+-- prefixes {
             LEFT JOIN LATERAL _key_limits($claimant, $queue::text, k.k) l ON true
+-- } prefixes
+-- every_key {
+            CROSS JOIN _every_key_limits($claimant, $queue::text, $key_max, $key_ordered,
+                                         $key_rate_claims, $key_rate_per) l
+-- } every_key
             CROSS JOIN LATERAL _key_head($claimant, $queue::text, k.k, l) h
             UNION ALL
             SELECT w.tid FROM (
@@ -436,7 +454,14 @@ claimed AS (
                 WHERE h.owner = $claimant AND h.queue = $queue::text AND h.concurrency_key = c.concurrency_key
                   AND h.slot = n)),
            c.id, c.lease_token
-    FROM claimed c CROSS JOIN LATERAL _key_limits($claimant, $queue::text, c.concurrency_key) l
+    FROM claimed c
+-- prefixes {
+    CROSS JOIN LATERAL _key_limits($claimant, $queue::text, c.concurrency_key) l
+-- } prefixes
+-- every_key {
+    CROSS JOIN _every_key_limits($claimant, $queue::text, $key_max, $key_ordered, $key_rate_claims,
+                                 $key_rate_per) l
+-- } every_key
     WHERE c.concurrency_key IS NOT NULL AND l.max_per_key IS NOT NULL
     ON CONFLICT (owner, queue, concurrency_key, slot)
     DO UPDATE SET job_id = excluded.job_id, lease_token = excluded.lease_token
@@ -452,7 +477,14 @@ claimed AS (
                 WHERE h.owner = $claimant AND h.queue = $queue::text AND h.concurrency_key = c.concurrency_key
                   AND h.token = n AND h.taken_at > statement_timestamp() - l.rate_per)),
            statement_timestamp()
-    FROM claimed c CROSS JOIN LATERAL _key_limits($claimant, $queue::text, c.concurrency_key) l
+    FROM claimed c
+-- prefixes {
+    CROSS JOIN LATERAL _key_limits($claimant, $queue::text, c.concurrency_key) l
+-- } prefixes
+-- every_key {
+    CROSS JOIN _every_key_limits($claimant, $queue::text, $key_max, $key_ordered, $key_rate_claims,
+                                 $key_rate_per) l
+-- } every_key
     WHERE c.concurrency_key IS NOT NULL AND l.rate_claims IS NOT NULL
     ON CONFLICT (owner, queue, concurrency_key, token) DO UPDATE SET taken_at = excluded.taken_at
 )
