@@ -55,9 +55,18 @@ pub(crate) fn relation(name: &CStr) -> Oid {
     relation
 }
 
-/// What a backend keeps of each of the extension's tables it read, by the table's oid.
+/// Whether what a call reads may be kept for later calls, as far as its transaction goes: under
+/// read committed. A repeatable read reads with a snapshot from before the call, which may miss a
+/// change whose invalidation was taken in already. (Each cache also drops an answer read while an
+/// invalidation came in.)
+pub(crate) fn reads_may_be_kept() -> bool {
+    unsafe { pg_sys::XactIsoLevel < pg_sys::XACT_REPEATABLE_READ as i32 }
+}
+
+/// What a backend keeps of each of the extension's tables it read, by the table's name (found so
+/// on every call, without a catalog lookup) and its oid (what an invalidation names).
 struct ByTable<T> {
-    kept: Vec<(Oid, T)>,
+    kept: Vec<(&'static CStr, Oid, T)>,
     /// Counts the invalidations that forgot what was kept: an answer read before one may be older
     /// than a change.
     forgotten: u64,
@@ -71,17 +80,17 @@ impl<T: Clone> ByTable<T> {
         }
     }
 
-    fn get(&self, table: Oid) -> Option<T> {
+    fn get(&self, table: &CStr) -> Option<T> {
         self.kept
             .iter()
-            .find(|(read_from, _)| *read_from == table)
-            .map(|(_, value)| value.clone())
+            .find(|(name, _, _)| *name == table)
+            .map(|(_, _, value)| value.clone())
     }
 
     /// After an invalidation of `relid` (`InvalidOid`: of every relation).
     fn forget(&mut self, relid: Oid) {
         self.kept
-            .retain(|(table, _)| relid != pg_sys::InvalidOid && *table != relid);
+            .retain(|&(_, table, _)| relid != pg_sys::InvalidOid && table != relid);
         self.forgotten += 1;
     }
 }
@@ -108,40 +117,46 @@ unsafe extern "C-unwind" fn forget_holding(_arg: Datum, relid: Oid) {
 /// member's call reads it inside its `Section::as_owner`); forgotten when the table changes (its
 /// trigger) or goes. Called for every opaque id a view shows, every ready signal and every
 /// advisory lock key, which read it once a backend this way.
-pub(crate) fn secret(table: &CStr, statement: &'static Statement) -> Vec<u8> {
+pub(crate) fn secret(table: &'static CStr, statement: &'static Statement) -> Vec<u8> {
     watch(&WATCHING_SECRETS, forget_secrets);
-    let table_oid = relation(table);
-    if let Some(secret) = SECRETS.with(|secrets| secrets.borrow().get(table_oid)) {
+    if let Some(secret) = SECRETS.with(|secrets| secrets.borrow().get(table)) {
         return secret;
     }
+    let table_oid = relation(table);
     let section = Section::as_current_user();
     let secret = section
         .run(statement, &[])
         .get::<Vec<u8>>(0, 0)
         .unwrap_or_else(|| error!("pg_jobs: {} holds no key", table.to_string_lossy()));
-    SECRETS.with(|secrets| secrets.borrow_mut().kept.push((table_oid, secret.clone())));
+    SECRETS.with(|secrets| {
+        secrets
+            .borrow_mut()
+            .kept
+            .push((table, table_oid, secret.clone()))
+    });
     secret
 }
 
 /// Whether the extension's table `table` holds any row, as `statement` (one boolean) reads it in
 /// `section`: every change committed before the call is seen. Read when this backend does not
-/// know, and kept where nothing can have changed unseen since (as flow.rs keeps flows): under read
-/// committed (a repeatable read reads with a snapshot from before the call, which may miss a
-/// change whose invalidation was taken in already), and with no invalidation taken in while it
-/// was read.
-pub(crate) fn holds_rows(section: &Section, table: &CStr, statement: &'static Statement) -> bool {
+/// know, and kept where nothing can have changed unseen since (as flow.rs keeps flows): where
+/// `reads_may_be_kept`, and with no invalidation taken in while it was read.
+pub(crate) fn holds_rows(
+    section: &Section,
+    table: &'static CStr,
+    statement: &'static Statement,
+) -> bool {
     watch(&WATCHING_HOLDING, forget_holding);
-    let table_oid = relation(table);
-    if let Some(holds) = HOLDING.with(|holding| holding.borrow().get(table_oid)) {
+    if let Some(holds) = HOLDING.with(|holding| holding.borrow().get(table)) {
         return holds;
     }
+    let table_oid = relation(table);
     let forgotten = HOLDING.with(|holding| holding.borrow().forgotten);
     let holds = section.run(statement, &[]).get::<bool>(0, 0) == Some(true);
-    let read_committed = unsafe { pg_sys::XactIsoLevel } < pg_sys::XACT_REPEATABLE_READ as i32;
     HOLDING.with(|holding| {
         let mut holding = holding.borrow_mut();
-        if read_committed && holding.forgotten == forgotten {
-            holding.kept.push((table_oid, holds));
+        if reads_may_be_kept() && holding.forgotten == forgotten {
+            holding.kept.push((table, table_oid, holds));
         }
     });
     holds

@@ -16,7 +16,7 @@ use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
 use super::arguments::Arg;
-use super::cached::{relation, watch};
+use super::cached::{reads_may_be_kept, relation, watch};
 use super::call::{invalid, record, refuse, Caller, Planning, Section, Statement};
 use super::datum::{array, interval_text};
 use super::queue::{callers_queue, outside, CONCURRENCY_KEY_BYTES};
@@ -272,10 +272,9 @@ pub(crate) fn states(section: &Section, claimant: Oid, queues: &[&str]) -> Vec<F
             }
         })
         .collect();
-    let keep = unsafe { pg_sys::XactIsoLevel } < pg_sys::XACT_REPEATABLE_READ as i32;
     FLOWS.with(|flows| {
         let mut flows = flows.borrow_mut();
-        if !keep || flows.forgotten != forgotten {
+        if !reads_may_be_kept() || flows.forgotten != forgotten {
             return;
         }
         let count: usize = flows.known.values().map(|known| known.len()).sum();

@@ -1134,11 +1134,10 @@ fn claim_limited(
         None
     };
     let given = [arguments[0], ("queue", queue.into_datum())];
-    let every_key = limits.every_key.filter(|_| limits.keys);
     let form = usize::from(limits.slots)
         | usize::from(limits.rated) << 1
         | (usize::from(limits.keys) + usize::from(limits.keys && limits.key_rates)) << 2
-        | usize::from(every_key.is_some()) << 3;
+        | usize::from(limits.every_key.is_some()) << 3;
     let claimed = section.run(
         &CLAIM_LIMITED[form],
         &[
@@ -1146,7 +1145,7 @@ fn claim_limited(
             &arguments[2..],
             from,
             &[("slots", slots), ("keys", keys)],
-            &KeyLimit::parameters(every_key),
+            &KeyLimit::parameters(limits.every_key),
         ]
         .concat(),
     );
