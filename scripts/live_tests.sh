@@ -468,6 +468,25 @@ test_rate_limited_claims_wake_their_workers() {
     [ "$(live_sql "SELECT count(pgjobs.jobs_abort(id)) FROM pgjobs.jobs WHERE queue = 'live-rate'")" = 2 ]
 }
 
+# The same for a rate limit per key: with one claim of each key in 3 s, the first claim takes
+# r1 of key k, the second finds k's rate spent (r2 waits, as k's job) and nothing, and the
+# queue's signal reaches a listener when k's token is free again. Once with the limit of every
+# key and once by a prefix, the claims' two ways of reading a key's limits.
+test_key_rate_limited_claims_wake_their_workers() {
+    local prefix queue signal
+    for prefix in "" "k"; do
+        queue="live-key-rate-by-${prefix:-all}"
+        signal=$(live_sql "SELECT pgjobs.jobs_ready_signal('$queue')") || return 1
+        live_sql "SELECT pgjobs.jobs_key_rate_limit('$queue', 1, interval '3 seconds', '$prefix');
+                  SELECT pgjobs.jobs_add('r1', queue => '$queue', concurrency_key => 'k'),
+                         pgjobs.jobs_add('r2', queue => '$queue', concurrency_key => 'k')" >/dev/null || return 1
+        [ "$(live_sql "SELECT string_agg(task, ',') FROM pgjobs.jobs_claim('w', ARRAY['$queue'], 1)")" = r1 ] || return 1
+        notified_when_due "$signal" "SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['$queue'], 1)" || return 1
+        live_sql "SELECT pgjobs.jobs_unlimit('$queue')" >/dev/null || return 1
+        [ "$(live_sql "SELECT count(pgjobs.jobs_abort(id)) FROM pgjobs.jobs WHERE queue = '$queue'")" = 2 ] || return 1
+    done
+}
+
 # notified_when_due SIGNAL SQL [EARLY]: whether a session that LISTENs and runs SQL (which makes a
 # job due 2 s later) gets the notification with SIGNAL after EARLY (a pg_sleep call: 1.5 s) and
 # within 6.5 s more. psql prints a notification after the command during which it came.
@@ -1108,6 +1127,8 @@ run_live_tests() {
         test_jobs_due_later_wake_their_workers_after_a_restart
     verdict "a claim that finds the rate spent wakes its queue's workers when a token is free" \
         test_rate_limited_claims_wake_their_workers
+    verdict "a claim that finds a key's rate spent wakes its queue's workers when its token is free" \
+        test_key_rate_limited_claims_wake_their_workers
     verdict "the launcher idles while SQL jobs wait for an executor" test_launcher_idles_while_sql_jobs_wait
     verdict "a batch claim requeues an expired lease where the launcher also does" test_batch_claims_rescue_where_the_launcher_does
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row

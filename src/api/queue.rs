@@ -153,6 +153,11 @@ static KEY_CANDIDATES: [Statement; 2] = [
     statement("key_candidates", Planning::Probes).without(&["prefixes"]),
 ];
 static NEXT_RATE_TOKEN: Statement = statement("next_rate_token", Planning::Probes);
+/// next_key_rate_token, with each key's limits found by its prefixes, or given for every key.
+static NEXT_KEY_RATE_TOKEN: [Statement; 2] = [
+    statement("next_key_rate_token", Planning::Probes).without(&["every_key"]),
+    statement("next_key_rate_token", Planning::Probes).without(&["prefixes"]),
+];
 const fn claim_limited_without(parts: &'static [&'static str]) -> Statement {
     statement("claim_limited", Planning::Head).without(parts)
 }
@@ -1149,13 +1154,23 @@ fn claim_limited(
         ]
         .concat(),
     );
-    // A claim that found the queue's rate spent: its workers are woken when a token is free
-    // again, as when a job due later comes due, rather than at their next poll.
-    if limits.rated && claimed.len() < asked {
-        let free_at = section
-            .run(&NEXT_RATE_TOKEN, &given)
-            .get::<TimestampWithTimeZone>(0, 0);
-        if let Some(free_at) = free_at {
+    // A claim that found the queue's rate, or a waiting key's, spent: its workers are woken when
+    // a token is free again, as when a job due later comes due, rather than at their next poll.
+    if claimed.len() < asked {
+        let rates = [
+            limits.rated.then(|| section.run(&NEXT_RATE_TOKEN, &given)),
+            (limits.keys && limits.key_rates).then(|| {
+                section.run(
+                    &NEXT_KEY_RATE_TOKEN[usize::from(limits.every_key.is_some())],
+                    &[&given[..], &KeyLimit::parameters(limits.every_key)].concat(),
+                )
+            }),
+        ];
+        for free_at in rates
+            .iter()
+            .flatten()
+            .filter_map(|rows| rows.get::<TimestampWithTimeZone>(0, 0))
+        {
             due::note(claimant, queue, free_at.into_inner());
         }
     }

@@ -253,6 +253,32 @@ SELECT CASE WHEN bool_and(t.taken_at > statement_timestamp() - r.per) THEN min(t
 FROM queue_rate_tokens t JOIN queue_rates r ON r.owner = t.owner AND r.queue = t.queue
 WHERE t.owner = $claimant AND t.queue = $queue::text;
 
+-- name: next_key_rate_token(claimant oid, queue text, key_max integer, key_ordered boolean,
+--                           key_rate_claims integer, key_rate_per interval)
+-- As next_rate_token, for the rate limits per key: the earliest time one of $claimant's $queue's
+-- keys that has a job due now and every rate token taken in its window has a token free again
+-- (null if no key waits so). Each key's limits are found by its prefixes (prefixes) or given
+-- (every_key), as in key_candidates. It reads each of the queue's tokens: a claim runs it only
+-- when it came back short.
+SELECT min(w.free_at)
+FROM (SELECT t.concurrency_key, min(t.taken_at) + min(l.rate_per) AS free_at
+      FROM queue_key_tokens t
+-- prefixes {
+      CROSS JOIN LATERAL _key_limits($claimant, $queue::text, t.concurrency_key) l
+-- } prefixes
+-- every_key {
+      CROSS JOIN _every_key_limits($claimant, $queue::text, $key_max, $key_ordered,
+                                   $key_rate_claims, $key_rate_per) l
+-- } every_key
+      WHERE t.owner = $claimant AND t.queue = $queue::text
+        AND t.taken_at > statement_timestamp() - l.rate_per
+      GROUP BY t.concurrency_key
+      HAVING count(*) >= min(l.rate_claims)) w
+WHERE EXISTS (SELECT FROM jobs j
+              WHERE j.claimable_by = $claimant AND hashtextextended(j.queue, 0) = hashtextextended($queue::text, 0)
+                AND j.queue = $queue::text AND j.concurrency_key = w.concurrency_key
+                AND j.status = 'created' AND j.run_at <= statement_timestamp());
+
 -- name: key_candidates(claimant oid, queue text, n integer, cursor text, key_max integer,
 --                      key_ordered boolean, key_rate_claims integer, key_rate_per interval)
 -- The concurrency keys of $claimant's key-limited $queue a claim of $n jobs looks at: up to $n + 2
