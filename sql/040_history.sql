@@ -22,6 +22,8 @@ CREATE TABLE job_history (
     locked_by       text,
     due_at          timestamptz NOT NULL,
     start_time      timestamptz NOT NULL,
+    -- When its last attempt began (claimed, or started by the extension); null if none did.
+    begin_time      timestamptz,
     end_time        timestamptz NOT NULL,
     name            text,
     description     text,
@@ -48,8 +50,9 @@ CREATE TABLE job_history_other PARTITION OF job_history DEFAULT;
 ALTER TABLE job_history ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owner_reads ON job_history FOR SELECT USING (owner = (SELECT identity()));
 GRANT SELECT (id, owner, status, task, queue, priority, payload, result, errors, attempts,
-              max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time, name,
-              description, link, listed, backoff, max_backoff, lease, concurrency_key, depends_on) ON job_history TO pgjobs_user;
+              max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, begin_time, end_time,
+              name, description, link, listed, backoff, max_backoff, lease, concurrency_key, depends_on)
+    ON job_history TO pgjobs_user;
 
 -- What job_history keeps of an identity's queue (River's cleaner, pgmq's archive or delete,
 -- pg-boss's retention): every finished job (all, also where a queue has no rule), the failed and
@@ -331,17 +334,18 @@ SELECT j.id, j.owner::regrole AS owner, j.status, j.task::text, j.queue::text, j
        j.max_attempts::integer,
        -- Null while it waits for dependencies: drivers cannot read infinity as a time.
        CASE WHEN j.run_at < 'infinity' THEN j.run_at END AS run_at, j.idempotency_key, j.key_rule, j.locked_by,
-       j.locked_until, j.due_at, j.start_time, NULL::timestamptz AS end_time, j.concurrency_key,
-       j.depends_on
+       j.locked_until, j.due_at, j.start_time, j.begin_time, NULL::timestamptz AS end_time,
+       j.concurrency_key, j.depends_on
 FROM jobs j
 UNION ALL
 SELECT h.id, h.owner::regrole, h.status, h.task, h.queue, h.priority,
        _shown_payload(h.queue, h.payload), h.result, h.errors, h.attempts, h.max_attempts, NULL,
-       h.idempotency_key, h.key_rule, h.locked_by, NULL, h.due_at, h.start_time, h.end_time,
-       h.concurrency_key, h.depends_on
+       h.idempotency_key, h.key_rule, h.locked_by, NULL, h.due_at, h.start_time, h.begin_time,
+       h.end_time, h.concurrency_key, h.depends_on
 FROM job_history h;
 COMMENT ON VIEW job_list IS 'Live jobs (created, started, aborting) and finished ones together '
-    '(run_at null: created and waiting for the jobs of depends_on).';
+    '(run_at null: created and waiting for the jobs of depends_on; begin_time: when the last '
+    'attempt began, null if none did).';
 
 GRANT SELECT ON job_list TO pgjobs_user;
 

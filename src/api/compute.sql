@@ -35,11 +35,11 @@ WITH ended AS (
 )
 INSERT INTO job_history (id, owner, status, task, queue, priority, payload, result, errors,
                          attempts, max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time,
-                         end_time, name, description, link, listed)
+                         begin_time, end_time, name, description, link, listed)
 SELECT g.id, g.owner,
        CASE $status WHEN 'finished' THEN 'completed' WHEN 'cancelled' THEN 'aborted' ELSE 'failed' END::job_status,
        g.task, g.queue, g.priority, g.payload, jsonb_build_object('status', $status), g.errors, g.attempt,
-       g.max_attempts, g.idempotency_key, g.key_rule, g.locked_by, g.due_at, g.start_time, now(), g.name,
+       g.max_attempts, g.idempotency_key, g.key_rule, g.locked_by, g.due_at, g.start_time, g.begin_time, now(), g.name,
        g.description, g.link, g.listed
 FROM gone g;
 

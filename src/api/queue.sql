@@ -570,8 +570,8 @@ WITH given AS (
       AND ($tokens::uuid[] IS NULL OR j.lease_token = g.token) AND ($owner::oid IS NULL OR j.owner = $owner)
     RETURNING j.id, j.owner, j.claimable_by, j.task, j.queue, j.priority, j.run_at, j.max_attempts,
               j.backoff, j.max_backoff, j.lease, j.payload, j.idempotency_key, j.key_rule,
-              j.concurrency_key, j.due_at, j.start_time, j.name, j.description, j.link, j.listed,
-              j.attempt, j.locked_by, j.depends_on, j.waited_on, g.result, g.error,
+              j.concurrency_key, j.due_at, j.start_time, j.begin_time, j.name, j.description, j.link,
+              j.listed, j.attempt, j.locked_by, j.depends_on, j.waited_on, g.result, g.error,
               CASE WHEN j.status = 'aborted' THEN 'aborted' ELSE $outcome::job_status END AS final,
               CASE WHEN g.error IS NULL THEN j.errors
                    ELSE j.errors || jsonb_build_object('attempt', j.attempt,
@@ -580,13 +580,15 @@ WITH given AS (
 ), kept AS (
     INSERT INTO job_history (
         id, owner, status, task, queue, priority, payload, result, errors, attempts,
-        max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, end_time,
-        name, description, link, listed, backoff, max_backoff, lease, concurrency_key, depends_on)
+        max_attempts, idempotency_key, key_rule, locked_by, due_at, start_time, begin_time,
+        end_time, name, description, link, listed, backoff, max_backoff, lease, concurrency_key,
+        depends_on)
     SELECT j.id, j.owner, j.final, j.task, j.queue, j.priority, j.payload,
            CASE WHEN j.final = 'failed' AND j.error IS NOT NULL
                 THEN coalesce(j.result, '{}') || jsonb_build_object('error', j.error) ELSE j.result END,
            j.errors_now, j.attempt, j.max_attempts, j.idempotency_key, j.key_rule, j.locked_by,
-           j.due_at, j.start_time, statement_timestamp(), j.name, j.description, j.link, j.listed,
+           j.due_at, j.start_time, j.begin_time, statement_timestamp(), j.name, j.description,
+           j.link, j.listed,
            -- What jobs_retry gives a failed or aborted job back.
            CASE WHEN j.final <> 'completed' THEN j.backoff END,
            CASE WHEN j.final <> 'completed' THEN j.max_backoff END,

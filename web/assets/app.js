@@ -21,7 +21,8 @@
 //   job-row (data-id, data-status), job-kind, job-select, job-error, job-details, job-args,
 //   job-dependencies, job-computer, job-target, job-stderr
 //   cron-table, cron-row (data-name, data-enabled), cron-next, cron-last-fired, cron-last-run,
-//   cron-missed, cron-enable, cron-disable, cron-run-now, cron-runs, cron-run (data-id, data-status)
+//   cron-missed, cron-enable, cron-disable, cron-run-now, cron-runs, cron-run (data-id, data-status),
+//   cron-run-ran
 //   sql-running, sql-running-none, sql-job-row (data-id), sql-job-sql, sql-job-elapsed, sql-job-abort
 //   queue-table, queue-row (data-queue, data-paused), queue-ready, queue-scheduled, queue-waiting,
 //   queue-running, queue-oldest, queue-failed, queue-paused, queue-limits, queue-pause, queue-resume
@@ -647,11 +648,14 @@ function renderSchedules() {
 
 function lastJob(s) {
   if (!s.last_job_id) return s.last_error ? el('span', { class: 'err' }, s.last_error) : '—';
-  // A SQL job's run says how it ended and how long it took; a queue job only when it ended.
+  // A SQL job's run says how it ended and how long it took; a queue job's how long it ran since
+  // its last attempt began, and when it ended.
   const outcome = s.last_run_status || s.last_status;
+  const ran = s.last_job_seconds === null || s.last_job_seconds === undefined ? ''
+    : `${formatDuration(s.last_job_seconds)}${s.last_ended ? ', ' : ' so far'}`;
   const took = s.last_run_status
     ? `${formatDuration(s.last_seconds)}${s.last_run_status === 'running' ? ' so far' : ''}`
-    : s.last_ended ? `ended ${formatTime(s.last_ended)}` : '';
+    : `${ran}${s.last_ended ? `ended ${formatTime(s.last_ended)}` : ''}`;
   return [el('span', { class: 'meta' }, `#${s.last_job_id}`), ' ', badge(outcome), ' ', el('span', { class: 'took' }, took),
     s.last_run_message ? el('span', { class: 'msg' }, ' ' + s.last_run_message) : null,
     s.last_error ? el('span', { class: 'err' }, ' ' + s.last_error) : null];
@@ -680,7 +684,7 @@ function cronRow(s) {
   return [row, el('tr', { class: 'details', key: 'runs ' + s.name }, el('td', { colspan: 9 },
     !state.cronRuns ? el('p', { class: 'notice' }, 'Reading…')
       : state.cronRuns.length ? el('table', { class: 'grid', testid: 'cron-runs' },
-        el('thead', {}, el('tr', {}, ['Job', 'Slot', 'Status', 'Attempt', 'Added', ...(s.sql_job ? ['Runs'] : ['Ended', 'Error'])].map((n) => el('th', {}, n)))),
+        el('thead', {}, el('tr', {}, ['Job', 'Slot', 'Status', 'Attempt', 'Added', ...(s.sql_job ? ['Runs'] : ['Began', 'Ran', 'Ended', 'Error'])].map((n) => el('th', {}, n)))),
         el('tbody', {}, state.cronRuns.map((j) => cronRun(s, j))))
       : el('p', { class: 'notice' }, 'No job of this schedule is kept.')))];
 }
@@ -695,7 +699,10 @@ function cronRun(s, j) {
   return el('tr', { testid: 'cron-run', key: j.id, 'data-id': j.id, 'data-status': j.status },
     el('td', {}, '#' + j.id), el('td', {}, formatTime(j.slot)), el('td', {}, badge(j.status)), el('td', {}, j.attempt),
     el('td', {}, formatTime(j.added_at)),
-    s.sql_job ? el('td', {}, runs) : [el('td', {}, formatTime(j.ended_at)), el('td', { class: 'err' }, j.error || '')]);
+    s.sql_job ? el('td', {}, runs) : [
+      el('td', {}, formatTime(j.began_at)),
+      el('td', { testid: 'cron-run-ran' }, `${formatDuration(j.seconds)}${j.seconds !== null && !j.ended_at ? ' so far' : ''}`),
+      el('td', {}, formatTime(j.ended_at)), el('td', { class: 'err' }, j.error || '')]);
 }
 
 function sqlJobRow(j) {

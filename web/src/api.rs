@@ -271,9 +271,9 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
             .await
         }
         // The Schedules tab: the cron schedules, each with its last job and the slot that job was
-        // fired for, read from its key, scheduled_job:<schedule id>:<slot>. Only a SQL job's run
-        // (job_runs) says how long it took: a queue job keeps when it was added and when it
-        // ended, not when a worker took it.
+        // fired for, read from its key, scheduled_job:<schedule id>:<slot>, and how long it ran: a
+        // SQL job's run (job_runs) says it, a queue job's from when its last attempt began to its
+        // end (or to now while it runs).
         "/api/cron/schedules" => {
             rows(
                 client,
@@ -285,7 +285,8 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
                         substr(l.idempotency_key, length(format('scheduled_job:%s:', s.id)) + 1)::timestamptz AS last_fired,
                         r.status AS last_run_status, r.message AS last_run_message,
                         l.end_time AS last_ended,
-                        extract(epoch FROM coalesce(r.ended_at, now()) - r.started_at) AS last_seconds
+                        extract(epoch FROM coalesce(r.ended_at, now()) - r.started_at) AS last_seconds,
+                        extract(epoch FROM coalesce(l.end_time, now()) - l.begin_time) AS last_job_seconds
                  FROM pgjobs.jobs_schedules v
                  JOIN pgjobs.schedules s ON s.name = v.name AND s.owner = v.owner::oid
                  LEFT JOIN pgjobs.job_list l ON l.id = v.last_job_id
@@ -298,7 +299,8 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
         }
         // A schedule's last 20 jobs (one a slot), newest first, found by their keys
         // (`scheduled_job:<id>:<slot>`: a range of the key indexes, given as parameters so that
-        // the plan is made for them); a SQL job with its runs from job_runs.
+        // the plan is made for them); a SQL job with its runs from job_runs, a queue job with when
+        // its last attempt began and how long it ran (so far, while it runs).
         "/api/cron/runs" => {
             async {
                 let Some(schedule) = client
@@ -316,7 +318,8 @@ pub async fn read(client: &Client, path: &str, params: &HashMap<String, String>)
                     client,
                     "SELECT l.id, l.status, l.attempt,
                             substr(l.idempotency_key, length($1) + 1)::timestamptz AS slot,
-                            l.start_time AS added_at, l.end_time AS ended_at,
+                            l.start_time AS added_at, l.begin_time AS began_at, l.end_time AS ended_at,
+                            extract(epoch FROM coalesce(l.end_time, now()) - l.begin_time) AS seconds,
                             coalesce(l.result ->> 'error', l.errors -> -1 ->> 'error') AS error,
                             (SELECT coalesce(jsonb_agg(jsonb_build_object(
                                         'attempt', r.attempt, 'status', r.status, 'message', r.message,

@@ -71,3 +71,22 @@ SELECT count(*) = (SELECT count(*) FROM pgjobs.job_list) AS bound_without_text
 FROM pgjobs.jobs_find(search_newest => 1, limit_rows => 1000);
 SELECT id FROM pgjobs.jobs_find(month => (now() + interval '5 years')::date);
 SELECT * FROM pgjobs.jobs_counts();
+
+-- When a job's last attempt began: job_list shows it once a claim takes the job, and job_history
+-- keeps it (a retried job's last attempt's); null for a job that never ran.
+SELECT pgjobs.jobs_add('timed', queue => 'timed', max_attempts => 2, backoff => '0 seconds') AS timed \gset
+SELECT pgjobs.jobs_add('never run', queue => 'timed', run_at => now() + interval '1 hour') AS never \gset
+SELECT begin_time IS NULL AS waiting_has_none FROM pgjobs.job_list WHERE id = :timed;
+CREATE TEMP TABLE timed_claims AS
+SELECT 1 AS attempt, lease_token, statement_timestamp() AS claimed_at FROM pgjobs.jobs_claim('w', ARRAY['timed'], 1);
+SELECT l.begin_time = c.claimed_at AS shown_while_it_runs FROM pgjobs.job_list l, timed_claims c WHERE l.id = :timed;
+SELECT pgjobs.jobs_fail(:timed, lease_token, 'again') FROM timed_claims;
+SELECT pg_sleep(0.01);
+INSERT INTO timed_claims
+SELECT 2, lease_token, statement_timestamp() FROM pgjobs.jobs_claim('w', ARRAY['timed'], 1);
+SELECT pgjobs.jobs_complete(:timed, lease_token) FROM timed_claims WHERE attempt = 2;
+SELECT pgjobs.jobs_abort(:never);
+SELECT h.task, h.status, h.begin_time = c.claimed_at AS began_at_last_claim, h.begin_time IS NULL AS never_began
+FROM pgjobs.job_history h LEFT JOIN timed_claims c ON c.attempt = 2 AND h.id = :timed
+WHERE h.queue = 'timed' ORDER BY h.id;
+SELECT begin_time IS NOT NULL AND end_time IS NOT NULL AS listed_with_both FROM pgjobs.job_list WHERE id = :timed;

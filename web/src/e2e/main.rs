@@ -1267,6 +1267,32 @@ fn schedules_run_history(c: &mut Ctx) -> Res<()> {
                 .map_err(|_| "two ids")?;
         Ok(shown == newest)
     })?;
+    // A queue job's run: how long it ran, from when a worker took it to its end, once its
+    // completion is read (every 5 s). Every tick waiting is taken, so that the newest is shown.
+    let mut ana = c.as_role("web_ana")?;
+    let taken = ana
+        .query_one(
+            "SELECT array_agg(id)::text, array_agg(lease_token)::text, max(id)::text
+             FROM pgjobs.jobs_claim('web', ARRAY['web_ana_ticks'], 1000)",
+            &[],
+        )
+        .map_err(|e| format!("claiming the ticks: {e}"))?;
+    let (ids, tokens, tick): (String, String, String) = (taken.get(0), taken.get(1), taken.get(2));
+    ana.batch_execute(&format!(
+        "SELECT pg_sleep(0.3); SELECT pgjobs.jobs_complete('{ids}'::bigint[], '{tokens}'::uuid[])"
+    ))
+    .map_err(|e| format!("completing the ticks: {e}"))?;
+    let ran = format!(
+        "[data-testid=cron-run][data-id=\"{tick}\"] {}",
+        tid("cron-run-ran")
+    );
+    wait_for(15, || Ok(!c.b.find_all(&ran)?.is_empty()))
+        .map_err(|e| format!("tick {tick} is not among ana-ticks' runs shown: {e}"))?;
+    wait_for(10, || {
+        let shown = c.b.text_css(&ran)?;
+        Ok(shown.ends_with(" s") && !shown.contains("so far"))
+    })
+    .map_err(|e| format!("tick {tick} ran {:?}: {e}", c.b.text_css(&ran)))?;
     // A SQL job's runs come from job_runs: each with its attempt, outcome and time.
     c.b.click_css(&cron_row("ana-sleep"))?;
     wait_for(10, || {
@@ -3153,7 +3179,7 @@ fn main() {
         ("Schedules (key 4, ?tab=schedules): the role's cron schedules with next slot, last job, missed-slot rule; web_bob sees his only", schedules_tab_lists_the_roles_own),
         ("Schedules: Disable asks first and disables the schedule; Enable enables it again", schedules_disable_then_enable),
         ("Schedules: Run now asks first and adds the schedule's job at once, as its owner", schedules_run_now),
-        ("Schedules: a schedule opens to its run history (a SQL job's runs from job_runs)", schedules_run_history),
+        ("Schedules: a schedule opens to its run history (a SQL job's runs from job_runs, a queue job's time run from its claim to its completion)", schedules_run_history),
         ("Schedules: a running SQL job with its SQL and elapsed time; Abort asks first and aborts it", sql_job_running_and_abort),
         ("Schedules: web_bob's forged Disable or Abort of web_ana's (or a forged POST) changes nothing", forged_schedule_actions_change_nothing),
         ("Queues (key 5, ?tab=queues): the role's queues with counts, oldest ready, pause and limits as the database has them; web_bob sees his only", queues_tab_lists_the_roles_own),
