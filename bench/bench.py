@@ -92,6 +92,12 @@ DRAIN_ROUNDS = 2 if QUICK else 5
 DRAIN_POLL = 0.01
 DRAIN_TIMEOUT = 120
 
+# pgbench's enqueues run ENQUEUE_ROUNDS times per system, each from a fresh backlog, the systems
+# taking turns (their order reversed every other round), and the median is reported: a slow
+# spell of this machine then falls on every system rather than on one (pgmq's batch add moved
+# from 132,000 to 92,000 jobs/s between two runs of one day).
+ENQUEUE_ROUNDS = 1 if QUICK else 3
+
 # graphile-worker has no batch: its best configuration of processes × concurrency is reported.
 GRAPHILE_CONFIGS = ((1, 8), (2, 4)) if QUICK else ((1, 8), (1, 16), (2, 4), (2, 8))
 # pg-boss's work() fetches, runs the handler, then sleeps out the rest of its polling interval
@@ -579,19 +585,28 @@ def enqueue_rates(systems):
          lambda _: [("specs", query("""SELECT array_agg(ROW('noop', '{}', NULL, NULL, NULL, NULL, NULL, NULL)
                                                        ::graphile_worker.job_spec)::text
                                      FROM generate_series(1, 100)""", "graphile")[0][0])])]
-    for system, script_single, script_batch, batch_defines in pgbench_systems:
-        if system not in systems:
-            continue
-        runs = [(single, script_single, 1, [], ""), (batched, script_batch, 100, batch_defines(noop_jobs(100)), "")]
-        if system != "graphile":
-            runs.append((with_payload, script_batch, 100, batch_defines(payload_jobs(100)), " with a payload"))
-        for results, script, per_transaction, extra, what in runs:
-            log(f"enqueue: {NAMES[system]}, {per_transaction} per transaction{what}, {CLIENTS} clients, {SECONDS} s")
-            enqueue_backlog(system, fresh=per_transaction == 1)
-            before = SYSTEM_OBJECTS[system].count()
-            run = pgbench(script, system=system, seconds=SECONDS, defines=extra)
-            check_added(system, before, per_transaction * run.transactions)
-            results[system] = Figure(per_transaction * run.tps)
+    chosen = [entry for entry in pgbench_systems if entry[0] in systems]
+    kinds = [(single, 1, None, ""), (batched, 100, noop_jobs(100), ""),
+             (with_payload, 100, payload_jobs(100), " with a payload")]
+    for results, per_transaction, jobs, what in kinds:
+        runs = [(system, script_single if jobs is None else script_batch,
+                 [] if jobs is None else batch_defines(jobs))
+                for system, script_single, script_batch, batch_defines in chosen
+                if not (system == "graphile" and what)]
+        rates = {system: [] for system, _, _ in runs}
+        for round_ in range(ENQUEUE_ROUNDS):
+            for system, script, extra in runs if round_ % 2 == 0 else runs[::-1]:
+                log(f"enqueue: {NAMES[system]}, {per_transaction} per transaction{what}, {CLIENTS} clients, "
+                    f"{SECONDS} s (round {round_ + 1} of {ENQUEUE_ROUNDS})")
+                enqueue_backlog(system, fresh=True)
+                before = SYSTEM_OBJECTS[system].count()
+                run = pgbench(script, system=system, seconds=SECONDS, defines=extra)
+                check_added(system, before, per_transaction * run.transactions)
+                rates[system].append(per_transaction * run.tps)
+        for system, measured in rates.items():
+            results[system] = Figure(statistics.median(measured),
+                                     f"median of {len(measured)}: {min(measured):,.0f}–{max(measured):,.0f}"
+                                     if len(measured) > 1 else "")
     for system in ("pgboss", "procrastinate"):
         if system not in systems:
             continue
@@ -1984,8 +1999,10 @@ def notes(extra):
         "message is gone, as in the hand-written queue) or `archive` (moved to `a_noop`, as pg_jobs moves a "
         "finished job to `job_history`) of the ids read, in two transactions. It sends no notification, so "
         "it has no pickup latency row.",
-        f"- Enqueues add to a queue already holding {DRAIN_JOBS:,} jobs, vacuumed and analyzed (the batch "
-        "run follows the single one): a busy queue's steady state. There pg_jobs' adds send no NOTIFY (it "
+        f"- Enqueues add to a queue already holding {DRAIN_JOBS:,} jobs, vacuumed and analyzed: a busy "
+        f"queue's steady state. pgbench's are run {ENQUEUE_ROUNDS} times per system, the systems taking "
+        "turns (in the reverse order every other round), each run from that backlog; the median is shown, "
+        "with the range. There pg_jobs' adds send no NOTIFY (it "
         "notifies a queue only when a claim has looked at it since its last notification, or a second has "
         "passed, as every notifying commit in the cluster waits on one lock), while graphile-worker's `add_job`/`add_jobs` and procrastinate's insert trigger notify on "
         "every add; pg-boss never notifies. From an empty, vacuumed queue procrastinate's adds are slower for "
