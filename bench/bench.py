@@ -620,33 +620,67 @@ def enqueue_rates(systems):
     return single, batched, with_payload
 
 
-def pgbench_drain(system, script, batch, transactions, defines=()):
-    """Drains DRAIN_JOBS jobs with pgbench, refilled and repeated until DRAIN_SECONDS were
-    timed or DRAIN_ROUNDS were run; jobs per second, and the dead tuples after the first
-    round."""
-    target = SYSTEM_OBJECTS[system]
-    completed, elapsed, rounds, dead = 0, 0.0, 0, None
-    while rounds < DRAIN_ROUNDS and (rounds == 0 or elapsed < DRAIN_SECONDS):
+@dataclass
+class Drain:
+    """A pgbench drain of DRAIN_JOBS jobs, run in rounds (each refilled) until DRAIN_SECONDS were
+    timed or DRAIN_ROUNDS were run; `history` is the rule of pg_jobs' queue during its rounds."""
+    what: str
+    system: str
+    script: str
+    batch: int
+    transactions: int
+    defines: list
+    history: str = None
+    seconds: float = 0.0
+    rounds: int = 0
+    dead: object = None      # the dead tuples (and WAL) after the first round
+
+    def wants_more(self):
+        return self.rounds < DRAIN_ROUNDS and (self.rounds == 0 or self.seconds < DRAIN_SECONDS)
+
+    def rate(self):
+        return DRAIN_JOBS * self.rounds / self.seconds
+
+    def round(self):
+        target = SYSTEM_OBJECTS[self.system]
+        if self.history is not None:
+            execute(f"SELECT pgjobs.jobs_queue_history('default', '{self.history}')")
+            PG_JOBS.keeps_history = self.history == "all"
         target.reset()
         target.fill(DRAIN_JOBS)
-        settle(system)
-        with AutovacuumOff(system):
-            before = before_drain(system)
-            run = pgbench(script, system=system, transactions=transactions, defines=defines)
-            if dead is None:
-                dead = dead_tuples(system, before, DRAIN_JOBS)
-        elapsed += run.seconds
-        completed += DRAIN_JOBS
-        rounds += 1
-        if system == "pg_jobs":
-            PG_JOBS.check_drained(f"{script} at batch {batch}")
+        settle(self.system)
+        with AutovacuumOff(self.system):
+            before = before_drain(self.system)
+            run = pgbench(self.script, system=self.system, transactions=self.transactions, defines=self.defines)
+            if self.dead is None:
+                self.dead = dead_tuples(self.system, before, DRAIN_JOBS)
+        self.seconds += run.seconds
+        self.rounds += 1
+        if self.system == "pg_jobs":
+            PG_JOBS.check_drained(f"{self.script} at batch {self.batch}")
         else:
-            [(left,)] = query(target.left_sql(), system)
+            [(left,)] = query(target.left_sql(), self.system)
             if left:
-                raise RuntimeError(f"{NAMES[system]}: {script} at batch {batch} left {left} of {DRAIN_JOBS} jobs")
-    log(f"  {rounds} rounds in {elapsed:.1f} s: {completed / elapsed:,.0f} jobs/s; after the first: "
-        + describe(dead))
-    return completed / elapsed, dead
+                raise RuntimeError(f"{NAMES[self.system]}: {self.script} at batch {self.batch} left {left} of "
+                                   f"{DRAIN_JOBS} jobs")
+
+
+def alternating_drains(drains):
+    """Runs the drains' rounds taking turns, the order reversed every other turn, until each is
+    done (Drain.wants_more): a slow spell of the machine then falls on every system rather than
+    on the one whose rounds it was running. pg_jobs' queue keeps every job again after them."""
+    turn = 0
+    while any(drain.wants_more() for drain in drains):
+        for drain in drains if turn % 2 == 0 else drains[::-1]:
+            if drain.wants_more():
+                log(f"drain: {drain.what} (round {drain.rounds + 1})")
+                drain.round()
+        turn += 1
+    execute("SELECT pgjobs.jobs_queue_history('default', 'all')")
+    PG_JOBS.keeps_history = True
+    for drain in drains:
+        log(f"  {drain.what}: {drain.rounds} rounds in {drain.seconds:.1f} s: {drain.rate():,.0f} jobs/s; "
+            "after the first: " + describe(drain.dead))
 
 
 def worker_drain(system, command, count=1, window=None, **options):
@@ -884,51 +918,41 @@ def drain_rates(systems):
     no_history = {}
     notes = []
 
+    # The pgbench drains of each batch size take turns (alternating_drains): pg_jobs keeping its
+    # history beside pgmq's archive(), keeping none (jobs_queue_history('default', 'none')) beside
+    # pgmq's delete() and the hand-written queue, and at batch 1 pg_jobs in one round trip.
+    claims = transactions_per_client(1)
     for batch in DRAIN_BATCHES:
-        log(f"drain: pg_jobs, {CLIENTS} workers claiming {batch} at a time, then completing, from {DRAIN_JOBS:,} jobs")
-        rate, tuples = pgbench_drain("pg_jobs", "drain.sql", batch, transactions_per_client(batch),
-                                     [("batch", batch)])
-        drains[batch]["pg_jobs"] = Figure(rate)
+        n = transactions_per_client(batch)
+        ours = Drain(f"pg_jobs, {CLIENTS} workers claiming {batch} at a time, then completing", "pg_jobs",
+                     "drain.sql", batch, n, [("batch", batch)], history="all")
+        none = Drain(f"pg_jobs keeping no history, claiming {batch} at a time", "pg_jobs", "drain.sql", batch, n,
+                     [("batch", batch)], history="none")
+        one = Drain(f"pg_jobs, {CLIENTS} workers calling jobs_complete_and_claim for 1 job", "pg_jobs",
+                    "drain_complete_and_claim.sql", 1, claims + 1,
+                    [("claims", claims), ("ids", "{}"), ("tokens", "{}")], history="all") if batch == 1 else None
+        sql = Drain(f"hand-written SQL, {CLIENTS} clients claiming and deleting {batch} at a time", "sql",
+                    "sql_drain.sql", batch, n, [("batch", batch)]) if "sql" in systems else None
+        deleting, archiving = (
+            Drain(f"pgmq, {CLIENTS} clients reading {batch} at a time (visibility timeout 30 s), then "
+                  f"{'archiving' if archive else 'deleting'} them", "pgmq", "pgmq_drain.sql", batch, n,
+                  [("batch", batch), ("archive", archive)]) if "pgmq" in systems else None
+            for archive in (0, 1))
+        alternating_drains([d for d in (ours, none, one, sql, deleting, archiving) if d])
+        drains[batch]["pg_jobs"] = Figure(ours.rate())
+        no_history[batch] = (Figure(none.rate()), none.dead)
+        if one:
+            one_trip["pg_jobs"] = Figure(one.rate())
+        for peer in (sql, deleting):
+            if peer:
+                drains[batch][peer.system] = Figure(peer.rate())
+        if archiving:
+            pgmq_archive[batch] = (Figure(archiving.rate()), archiving.dead)
         if batch == 1:
-            dead["pg_jobs"] = tuples
-    # Like with like: pgmq's delete() keeps nothing, as a queue that keeps no history.
-    execute("SELECT pgjobs.jobs_queue_history('default', 'none')")
-    PG_JOBS.keeps_history = False
-    for batch in DRAIN_BATCHES:
-        log(f"drain: pg_jobs keeping no history, {CLIENTS} workers claiming {batch} at a time, then completing")
-        rate, tuples = pgbench_drain("pg_jobs", "drain.sql", batch, transactions_per_client(batch),
-                                     [("batch", batch)])
-        no_history[batch] = (Figure(rate), tuples)
-    execute("SELECT pgjobs.jobs_queue_history('default', 'all')")
-    PG_JOBS.keeps_history = True
+            dead.update({d.system: d.dead for d in (ours, sql, deleting) if d})
     notes.append(limited_drain(drains[LIMITED_BATCH]["pg_jobs"].value))
     notes.append(keyed_drain(drains[LIMITED_BATCH]["pg_jobs"].value, systems))
     notes.append(fair_drain())
-    log(f"drain: pg_jobs, {CLIENTS} workers calling jobs_complete_and_claim for 1 job, from {DRAIN_JOBS:,} jobs")
-    claims = transactions_per_client(1)
-    rate, _ = pgbench_drain("pg_jobs", "drain_complete_and_claim.sql", 1, claims + 1,
-                            [("claims", claims), ("ids", "{}"), ("tokens", "{}")])
-    one_trip["pg_jobs"] = Figure(rate)
-
-    for batch in DRAIN_BATCHES if "sql" in systems else ():
-        log(f"drain: hand-written SQL, {CLIENTS} clients claiming and deleting {batch} at a time, from {DRAIN_JOBS:,} jobs")
-        rate, tuples = pgbench_drain("sql", "sql_drain.sql", batch, transactions_per_client(batch), [("batch", batch)])
-        drains[batch]["sql"] = Figure(rate)
-        if batch == 1:
-            dead["sql"] = tuples
-
-    for batch in DRAIN_BATCHES if "pgmq" in systems else ():
-        for archive in (0, 1):
-            log(f"drain: pgmq, {CLIENTS} clients reading {batch} at a time (visibility timeout 30 s), then "
-                f"{'archiving' if archive else 'deleting'} them, from {DRAIN_JOBS:,} jobs")
-            rate, tuples = pgbench_drain("pgmq", "pgmq_drain.sql", batch, transactions_per_client(batch),
-                                         [("batch", batch), ("archive", archive)])
-            if archive:
-                pgmq_archive[batch] = (Figure(rate), tuples)
-            else:
-                drains[batch]["pgmq"] = Figure(rate)
-                if batch == 1:
-                    dead["pgmq"] = tuples
 
     if "graphile" in systems:
         drains[1]["graphile"], dead["graphile"], note = graphile_drains()
@@ -2009,7 +2033,9 @@ def notes(extra):
         "a while: a new session plans its `procrastinate_events.job_id` foreign-key check as a sequential "
         "scan of `procrastinate_jobs` and keeps that plan until the table is next analyzed.",
         f"- Drains: every system starts from {DRAIN_JOBS:,} no-op jobs, vacuumed and checkpointed. pgbench "
-        f"drains are repeated (up to {DRAIN_ROUNDS} rounds, until {DRAIN_SECONDS} s were timed); a peer's is "
+        f"drains are repeated (up to {DRAIN_ROUNDS} rounds, until {DRAIN_SECONDS} s were timed), the "
+        "systems of one batch size taking turns round by round (in the reverse order every other turn); a "
+        "peer's is "
         "timed from the first job gone to the last, looking at its table every "
         f"{DRAIN_POLL * 1000:.0f} ms near both, and every count is checked against its handler's.",
         f"- pg-boss's `work()` waits out its polling interval ({PGBOSS_POLLING_SECONDS} s here, its minimum; "
