@@ -146,18 +146,17 @@ static FINISH_EXPIRED: Statement = statement("finish_expired", Planning::Default
 static CLAIM: Statement = statement("claim", Planning::Head);
 static CLAIM_QUEUES: Statement = statement("claim_queues", Planning::Head);
 static FREE_SLOTS: Statement = statement("free_slots", Planning::Probes);
-/// key_candidates, with each key's limits found by its prefixes, or given for every key
-/// (flow.rs: Limits).
-static KEY_CANDIDATES: [Statement; 2] = [
-    statement("key_candidates", Planning::Probes).without(&["every_key"]),
-    statement("key_candidates", Planning::Probes).without(&["prefixes"]),
-];
+/// A statement of key limits in its two forms, each key's limits found by its prefixes or given
+/// for every key (flow.rs: Limits), taken by `usize::from(every_key.is_some())`.
+const fn by_key_limits(name: &'static str) -> [Statement; 2] {
+    [
+        statement(name, Planning::Probes).without(&["every_key"]),
+        statement(name, Planning::Probes).without(&["prefixes"]),
+    ]
+}
+static KEY_CANDIDATES: [Statement; 2] = by_key_limits("key_candidates");
 static NEXT_RATE_TOKEN: Statement = statement("next_rate_token", Planning::Probes);
-/// next_key_rate_token, with each key's limits found by its prefixes, or given for every key.
-static NEXT_KEY_RATE_TOKEN: [Statement; 2] = [
-    statement("next_key_rate_token", Planning::Probes).without(&["every_key"]),
-    statement("next_key_rate_token", Planning::Probes).without(&["prefixes"]),
-];
+static NEXT_KEY_RATE_TOKEN: [Statement; 2] = by_key_limits("next_key_rate_token");
 const fn claim_limited_without(parts: &'static [&'static str]) -> Statement {
     statement("claim_limited", Planning::Head).without(parts)
 }
