@@ -141,6 +141,19 @@ SELECT regress.as_role('regress_keyer', $$SELECT max_per_key FROM pgjobs.jobs_ke
 SELECT regress.as_role('regress_keyer', $$
     SELECT format('%s: max_per_key %s, %s per %s', queue, max_per_key, key_rate_claims, key_rate_per)
     FROM pgjobs.jobs_queues WHERE queue = 'k'$$) AS shown;
+-- A claim that comes back short there notes when a waiting key's token is free again, and for
+-- that reads the tokens of the keys with jobs, not every token of the queue (a row per key ever
+-- claimed): 1,000 keys' tokens taken, one of those keys with a job waiting.
+SELECT regress.as_role('regress_keyer', $$SELECT claims FROM pgjobs.jobs_key_rate_limit('kt', 1, '1 hour')$$) AS kt_limited;
+INSERT INTO pgjobs.queue_key_tokens (owner, queue, concurrency_key, token, taken_at)
+SELECT l.owner, l.queue, 'key:' || n, 1, now() FROM pgjobs.queue_key_limits l, generate_series(1, 1000) n WHERE l.queue = 'kt';
+SELECT regress.as_role('regress_keyer', $$SELECT count(pgjobs.jobs_add('kt', queue => 'kt', concurrency_key => 'key:7'))$$) AS added;
+BEGIN;
+SELECT regress.as_role('regress_keyer', $$SELECT count(*) FROM pgjobs.jobs_claim('w', ARRAY['kt'], 10)$$) AS kt_claimed;
+SELECT pg_stat_get_xact_tuples_returned('pgjobs.queue_key_tokens'::regclass)
+       + pg_stat_get_xact_tuples_returned('pgjobs.queue_key_tokens_pkey'::regclass) < 100 AS few_tokens_read;
+COMMIT;
+SELECT regress.as_role('regress_keyer', $$SELECT pgjobs.jobs_key_unlimit('kt')::text$$) AS kt_unlimited;
 
 -- Limits by a prefix of the key (queue p): every key one at a time, keys of customer: two at a
 -- time, of customer:vip: three (the longest prefix a key starts with wins); a claim takes one job
