@@ -37,13 +37,34 @@ static KEY_RATE_LIMIT: Statement = statement("key_rate_limit");
 static GATES_HELD: Statement = statement("gates_held");
 static UNLIMIT: Statement = statement("unlimit");
 static KEY_UNLIMIT: Statement = statement("key_unlimit");
-static FREE_KEY_SLOTS: Statement = statement("free_key_slots");
+/// free_key_slots in its two forms: the slots alone, and the tokens out of their window too.
+static FREE_KEY_SLOTS: [Statement; 2] = [
+    statement("free_key_slots").without(&["tokens"]),
+    statement("free_key_slots"),
+];
+/// How often the launcher removes the key tokens out of their window, in microseconds.
+const TOKEN_SWEEP_EVERY: i64 = 60_000_000;
 
-/// The launcher's removal of the key slots no job holds (free_key_slots).
+thread_local! {
+    /// When the launcher last removed key tokens (the round's time), if it has.
+    static TOKENS_SWEPT: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// The launcher's removal of the key slots no job holds, each round, and of the key tokens out
+/// of their window, once a minute (free_key_slots). A round whose time is a minute from the last
+/// sweep, either way, sweeps: a round run by hand (`_launcher_tick`) may be given any time.
 pub(crate) static KEY_SLOTS: Service = Service {
     name: "free key slots",
-    work: |section, _| {
-        section.run(&FREE_KEY_SLOTS, &[]);
+    work: |section, at| {
+        let at = unsafe { TimestampWithTimeZone::from_datum(at, false) }.map(|at| at.into_inner());
+        let sweep = TOKENS_SWEPT.with(|swept| match (swept.get(), at) {
+            (Some(last), Some(at)) if (at - last).abs() < TOKEN_SWEEP_EVERY => false,
+            _ => {
+                swept.set(at);
+                true
+            }
+        });
+        section.run(&FREE_KEY_SLOTS[usize::from(sweep)], &[]);
     },
     next: no_wish,
 };

@@ -153,6 +153,15 @@ SELECT regress.as_role('regress_keyer', $$SELECT count(*) FROM pgjobs.jobs_claim
 SELECT pg_stat_get_xact_tuples_returned('pgjobs.queue_key_tokens'::regclass)
        + pg_stat_get_xact_tuples_returned('pgjobs.queue_key_tokens_pkey'::regclass) < 100 AS few_tokens_read;
 COMMIT;
+-- The launcher removes the tokens out of their window once a minute, not each round (those in it
+-- are read one by one): made an hour old, kt's 1,000 stay after a round within the minute, and go
+-- in the round a minute on.
+SELECT pgjobs._launcher_tick(now()) IS NOT NULL AS ticked;
+UPDATE pgjobs.queue_key_tokens SET taken_at = taken_at - interval '1 hour' WHERE queue = 'kt';
+SELECT pgjobs._launcher_tick(now()) IS NOT NULL AS ticked;
+SELECT count(*) AS tokens_within_the_minute FROM pgjobs.queue_key_tokens WHERE queue = 'kt';
+SELECT pgjobs._launcher_tick(now() + interval '1 minute') IS NOT NULL AS ticked;
+SELECT count(*) AS tokens_a_minute_on FROM pgjobs.queue_key_tokens WHERE queue = 'kt';
 SELECT regress.as_role('regress_keyer', $$SELECT pgjobs.jobs_key_unlimit('kt')::text$$) AS kt_unlimited;
 
 -- Limits by a prefix of the key (queue p): every key one at a time, keys of customer: two at a
