@@ -681,6 +681,17 @@ BEGIN ATOMIC
     SELECT $1, $2::nonempty_text, ''::text, $3, $4, $5, $6, '-infinity'::timestamptz, 0::oid::regrole;
 END;
 
+-- The least concurrency key after $3 of claimant $1's queue $2 that has jobs (null if none): one
+-- probe of jobs_concurrency_key, by which the claims walk a queue's keys. A query, so that the
+-- planner inlines it (LATERAL), as _key_head.
+CREATE FUNCTION _key_after(claimant oid, queue text, after text) RETURNS TABLE (k text)
+LANGUAGE sql STABLE
+BEGIN ATOMIC
+    SELECT min(j.concurrency_key) FROM jobs j
+    WHERE j.claimable_by = $1 AND hashtextextended(j.queue, 0) = hashtextextended($2, 0)
+      AND j.queue = $2 AND j.concurrency_key > $3;
+END;
+
 -- The job of claimant $1's queue $2 with concurrency key $3 that a claim may take next, under
 -- key limits $4: none while the key's slots are all held or its tokens all taken in their window,
 -- or while its first waiting job (ordered) or every waiting job is not due. A query, not an

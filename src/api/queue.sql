@@ -259,18 +259,14 @@ WHERE t.owner = $claimant AND t.queue = $queue::text;
 -- keys that has a job due now and every rate token taken in its window has a token free again
 -- (null if no key waits so). Each key's limits are found by its prefixes (prefixes) or given
 -- (every_key), as in key_candidates. A claim runs it only when it came back short. It walks the
--- keys that have jobs, one index probe a key as key_candidates does, and reads the tokens of those
+-- keys that have jobs as key_candidates does (_key_after), and reads the tokens of those
 -- only: the queue's tokens stay for every key ever claimed (a token is a row per key), and reading
 -- them all made an idle worker's poll of a queue with 50,000 such keys take 70 ms.
 WITH RECURSIVE keys(k) AS (
-    SELECT (SELECT min(j.concurrency_key) FROM jobs j
-            WHERE j.claimable_by = $claimant AND hashtextextended(j.queue, 0) = hashtextextended($queue::text, 0)
-              AND j.queue = $queue::text AND j.concurrency_key >= '')
+    SELECT n.k FROM _key_after($claimant, $queue::text, '') n
     UNION ALL
-    SELECT (SELECT min(j.concurrency_key) FROM jobs j
-            WHERE j.claimable_by = $claimant AND hashtextextended(j.queue, 0) = hashtextextended($queue::text, 0)
-              AND j.queue = $queue::text AND j.concurrency_key > s.k)
-    FROM keys s WHERE s.k IS NOT NULL
+    SELECT n.k FROM keys s CROSS JOIN LATERAL _key_after($claimant, $queue::text, s.k) n
+    WHERE s.k IS NOT NULL
 )
 SELECT min(w.free_at)
 FROM keys s
@@ -296,32 +292,25 @@ WHERE s.k IS NOT NULL AND l.rate_claims IS NOT NULL
 --                      key_ordered boolean, key_rate_claims integer, key_rate_per interval)
 -- The concurrency keys of $claimant's key-limited $queue a claim of $n jobs looks at: up to $n + 2
 -- keys with a job it may take (_key_head; two more, for keys whose jobs another claim takes
--- meanwhile), found one index probe per key, the keys after $cursor (the last key the previous
--- claim looked at) first, then from the start up to $cursor (a round across the keys, so that a
--- key with a million jobs takes one turn in a claim as a key with one does), each with its gate
--- taken (SKIP LOCKED: a key whose gate another claim holds is passed over, and the scan goes on,
--- so that claims at once take different keys rather than the same first ones), in that order.
+-- meanwhile), found one index probe per key (_key_after), the keys after $cursor (the last key
+-- the previous claim looked at) first, then from the start up to $cursor (a round across the
+-- keys, so that a key with a million jobs takes one turn in a claim as a key with one does), each
+-- with its gate taken (SKIP LOCKED: a key whose gate another claim holds is passed over, and the
+-- scan goes on, so that claims at once take different keys rather than the same first ones), in
+-- that order.
 -- Those keys only looked claimable: claim_limited, with a snapshot taken after the gates, checks
 -- them again. Each key's limits are found by its prefixes (prefixes) or, where the queue's only
 -- key limit is that of every key, given by the claim's backend (every_key: flow.rs, Limits).
 WITH RECURSIVE after_cursor(k) AS (
-    SELECT (SELECT min(j.concurrency_key) FROM jobs j
-            WHERE j.claimable_by = $claimant AND hashtextextended(j.queue, 0) = hashtextextended($queue::text, 0)
-              AND j.queue = $queue::text AND j.concurrency_key > $cursor)
+    SELECT n.k FROM _key_after($claimant, $queue::text, $cursor) n
     UNION ALL
-    SELECT (SELECT min(j.concurrency_key) FROM jobs j
-            WHERE j.claimable_by = $claimant AND hashtextextended(j.queue, 0) = hashtextextended($queue::text, 0)
-              AND j.queue = $queue::text AND j.concurrency_key > a.k)
-    FROM after_cursor a WHERE a.k IS NOT NULL
+    SELECT n.k FROM after_cursor a CROSS JOIN LATERAL _key_after($claimant, $queue::text, a.k) n
+    WHERE a.k IS NOT NULL
 ), up_to_cursor(k) AS (
-    SELECT (SELECT min(j.concurrency_key) FROM jobs j
-            WHERE j.claimable_by = $claimant AND hashtextextended(j.queue, 0) = hashtextextended($queue::text, 0)
-              AND j.queue = $queue::text AND j.concurrency_key >= '')
+    SELECT n.k FROM _key_after($claimant, $queue::text, '') n
     UNION ALL
-    SELECT (SELECT min(j.concurrency_key) FROM jobs j
-            WHERE j.claimable_by = $claimant AND hashtextextended(j.queue, 0) = hashtextextended($queue::text, 0)
-              AND j.queue = $queue::text AND j.concurrency_key > u.k)
-    FROM up_to_cursor u WHERE u.k <= $cursor
+    SELECT n.k FROM up_to_cursor u CROSS JOIN LATERAL _key_after($claimant, $queue::text, u.k) n
+    WHERE u.k <= $cursor
 ), looked AS (
     -- The recursions are read lazily, so the probes stop at the LIMIT.
     SELECT c.k
