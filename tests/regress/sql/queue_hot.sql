@@ -15,6 +15,27 @@ WHERE i.indrelid = 'pgjobs.jobs'::regclass
        OR pg_get_expr(i.indexprs, i.indrelid) ~ ('\m' || a.attname || '\M')
        OR pg_get_expr(i.indpred, i.indrelid) ~ ('\m' || a.attname || '\M'));
 
+-- The columns no claim changes come first, those of fixed width and never null before the first
+-- of variable width (so that PostgreSQL reads each at a cached offset, in a claim's HOT check of
+-- the indexed ones and in its reads), and the lease columns last (so that a claim's WAL record
+-- carries little more than them): the columns in their order, by kind.
+SELECT string_agg(a.attname || CASE WHEN a.attlen < 0 THEN ' (variable)'
+                                    WHEN NOT a.attnotnull THEN ' (nullable)' ELSE '' END,
+                  ', ' ORDER BY a.attnum) AS columns
+FROM pg_attribute a
+WHERE a.attrelid = 'pgjobs.jobs'::regclass AND a.attnum > 0 AND NOT a.attisdropped;
+-- No column an index names, of fixed width and never null, stands after one of variable width.
+SELECT a.attname AS indexed_past_a_variable_width_column
+FROM pg_attribute a
+WHERE a.attrelid = 'pgjobs.jobs'::regclass AND a.attnum > 0 AND a.attlen > 0 AND a.attnotnull
+  AND a.attnum > (SELECT min(v.attnum) FROM pg_attribute v
+                  WHERE v.attrelid = a.attrelid AND v.attnum > 0 AND v.attlen < 0)
+  AND EXISTS (SELECT FROM pg_index i
+              WHERE i.indrelid = a.attrelid
+                AND (a.attnum = ANY (i.indkey)
+                     OR pg_get_expr(i.indexprs, i.indrelid) ~ ('\m' || a.attname || '\M')
+                     OR pg_get_expr(i.indpred, i.indrelid) ~ ('\m' || a.attname || '\M')));
+
 -- A member's 200 jobs (several pages), claimed 100 at a time, then renewed, then completed, each
 -- in a transaction of its own: every update is HOT. The counts are this backend's of the table,
 -- not yet reported (so they may include an earlier transaction's): each transaction reads them
