@@ -16,6 +16,8 @@
 //!   below the bound) forget every bound at their commit; a claim that rolls back, or whose
 //!   subtransaction does, forgets them at once (its jobs are claimable again, and other claims
 //!   may have raised bounds past them, having skipped them as locked);
+//! - a transaction's own claims start below the jobs it placed or made claimable again, which it
+//!   sees before its commit moves the bound (an add and a claim in one transaction);
 //! - what is left is found by the claims that read from the start, one of each queue every
 //!   pg_jobs.claim_rescan_interval: a job a claim passed over because another transaction held
 //!   its row (SKIP LOCKED says nothing of it), a job of a more urgent priority that became due
@@ -85,6 +87,14 @@ impl Key {
         run_at: i64::MAX,
         id: i64::MAX,
     };
+
+    /// Just below the job at this key, as a bound: claims read past their bound.
+    fn below(self) -> Key {
+        Key {
+            id: self.id - 1,
+            ..self
+        }
+    }
 }
 
 /// What a claim saw of its queue's slot: where to start, and what lets it raise the bound after.
@@ -202,6 +212,18 @@ pub(crate) fn look(claimable_by: pg_sys::Oid, queue: &str) -> Look {
             && mark_read(words(slot), found.version);
         (own && !rescan).then_some(found.key)
     });
+    // This transaction's own adds and requeues move the bound only at its commit, but it sees
+    // them already: its claims start below them.
+    let bound = AT_COMMIT.with_borrow(|pending| match pending {
+        Some((_, true)) => None,
+        Some((placed, false)) => bound.map(|bound| {
+            placed
+                .get(&claimable_by)
+                .and_then(|queues| queues.get(queue))
+                .map_or(bound, |&least| bound.min(least.below()))
+        }),
+        None => bound,
+    });
     Look {
         slot,
         tag,
@@ -285,11 +307,7 @@ pub(crate) fn raise(look: &Look, last: Key) {
 fn lower(claimable_by: pg_sys::Oid, queue: &str, key: Key) {
     let (slot, tag) = slot_of(claimable_by, queue);
     let words = words(slot);
-    // Just below the job: claims read past the bound.
-    let below = Key {
-        id: key.id - 1,
-        ..key
-    };
+    let below = key.below();
     for _ in 0..SPINS {
         let Some(mut slot) = read(words) else {
             std::hint::spin_loop();

@@ -34,6 +34,21 @@ SELECT task FROM pgjobs.jobs_claim('w', n => 1);
 SELECT payload FROM pgjobs.jobs_claim('w', n => 1);
 SELECT count(*) AS released FROM regress_head_urgent h, pgjobs.jobs_release(ARRAY[h.id], ARRAY[h.lease_token]);
 SELECT task FROM pgjobs.jobs_claim('w', n => 1);
+-- A job added, or given back, in the claim's own transaction is below the start until that
+-- transaction commits, but the transaction sees it, and so does its claim.
+BEGIN;
+SELECT pgjobs.jobs_add('own', run_at => now() - interval '3 days') > 0 AS added;
+SELECT task FROM pgjobs.jobs_claim('w', n => 1);
+ROLLBACK;
+SELECT pgjobs.jobs_add('urgent again', priority => -5) > 0 AS added;
+CREATE TEMP TABLE regress_head_again AS SELECT id, lease_token, task FROM pgjobs.jobs_claim('w', n => 1);
+SELECT task FROM regress_head_again;
+SELECT payload FROM pgjobs.jobs_claim('w', n => 1);
+SELECT payload FROM pgjobs.jobs_claim('w', n => 1);
+BEGIN;
+SELECT count(*) AS released FROM regress_head_again h, pgjobs.jobs_release(ARRAY[h.id], ARRAY[h.lease_token]);
+SELECT task FROM pgjobs.jobs_claim('w', n => 1);
+ROLLBACK;
 -- A claim that rolls back, or whose subtransaction does, gives its job back to the next claim.
 BEGIN;
 SELECT payload FROM pgjobs.jobs_claim('w', n => 1);
