@@ -30,6 +30,7 @@ static COUNT_TALLY: Statement = statement("count_tally");
 /// predicate the statement repeats, which the planner, before ANALYZE had seen the jobs, took
 /// for one row (0.5 to 1 ms a call with 2,000 jobs waiting, most of a post's time).
 static TALLY: Statement = Statement::new(STATEMENTS, "tally", Planning::Probes);
+static TALLY_ONE: Statement = Statement::new(STATEMENTS, "tally_one", Planning::Probes);
 
 /// The batch store's counts: the deltas of each key folded into one row (`_batch_tally_fold`).
 pub(crate) static COUNTS: Service = Service {
@@ -58,6 +59,18 @@ pub(crate) fn tally(section: &Section, ids: Datum, sign: i32, as_created: bool) 
         &TALLY,
         parameters! {
             ids: Some(ids),
+            sign: Some(Datum::from(sign)),
+            as_created: Some(Datum::from(as_created)),
+        },
+    );
+}
+
+/// [`tally`] for the one job `id`.
+pub(crate) fn tally_one(section: &Section, id: Datum, sign: i32, as_created: bool) {
+    section.run(
+        &TALLY_ONE,
+        parameters! {
+            id: Some(id),
             sign: Some(Datum::from(sign)),
             as_created: Some(Datum::from(as_created)),
         },

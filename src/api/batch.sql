@@ -84,3 +84,14 @@ FROM unnest($ids::bigint[]) AS i(id),
 WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
   AND ($as_created OR (j.status = 'created' AND j.run_at < 'infinity'))
 GROUP BY 1, 2, 3, 4, 5;
+
+-- name: tally_one(id bigint, sign integer, as_created boolean)
+-- As tally, for the one job $id (a post, a replace, a cancel): no grouping, whose set-up on every
+-- call cost more than the rest of the statement.
+INSERT INTO batch_tally (owner, due_minute, label, computer, run_minute, n, first_due)
+SELECT j.owner, date_trunc('minute', j.due_at, 'UTC'), _batch_label(j.payload),
+       j.payload ->> 'computer', date_trunc('minute', j.run_at, 'UTC'), $sign,
+       CASE WHEN $sign > 0 THEN j.due_at END
+FROM (SELECT * FROM jobs j WHERE j.id = $id OFFSET 0) j  -- by its primary key, as in tally
+WHERE j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
+  AND ($as_created OR (j.status = 'created' AND j.run_at < 'infinity'));

@@ -7,11 +7,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Range;
 
 use pg_jobs_core::hex;
-use pgrx::pg_sys::{self, Datum, Oid, INT8OID, JSONBOID, TEXTOID, TIMESTAMPTZOID};
+use pgrx::pg_sys::{self, Datum, Oid, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
 
-use super::batch::{batch_queue, silence, tally};
+use super::batch::{batch_queue, silence, tally, tally_one};
 use super::batch_waits::check_cycle;
 use super::call::{invalid, materialize, refuse, Caller, Planning, Section, Statement};
 use super::datum::{array, elements, int8_array, literal_or_null, output, JsonbBuilder};
@@ -735,8 +735,10 @@ fn add_run(
             add_waits(section, poster, &waits, &on_jobs);
         }
         let new: Vec<i64> = added.iter().flatten().copied().collect();
-        if !new.is_empty() {
-            tally(section, int8_array(new), 1, false);
+        match new[..] {
+            [] => {}
+            [id] => tally_one(section, Datum::from(id), 1, false),
+            _ => tally(section, int8_array(new), 1, false),
         }
         for (&n, id) in fresh.iter().zip(added) {
             ids[n] = id;
@@ -818,7 +820,7 @@ fn post(
             .run(waiting, parameters! { owner: poster_datum, hash })
             .datum(0, 0);
         if let Some(replaced) = replaced {
-            tally(section, array(INT8OID, &[Some(replaced)]), -1, false);
+            tally_one(section, replaced, -1, false);
             // It must not come to wait for itself.
             check_cycle(section, replaced.value() as i64, &waiting_for);
         }
@@ -866,7 +868,7 @@ fn post(
             add_waits(section, poster, &vec![job; waiting_for.len()], &waiting_for);
         }
     }
-    tally(section, array(INT8OID, &[job_datum]), 1, false);
+    tally_one(section, Datum::from(job), 1, false);
     job
 }
 

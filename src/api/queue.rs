@@ -135,6 +135,7 @@ const UNKEYED_FIELDS: [Field; 1 + Field::Key as usize] = [
 static ADD: Statement = statement("add", Planning::Default);
 static ADD_ONE: Statement = statement("add_one", Planning::Default);
 static ADD_KEYED: Statement = statement("add_keyed", Planning::Probes);
+static ADD_KEYED_ONE: Statement = statement("add_keyed_one", Planning::Probes);
 static KEY_HOLDERS: Statement = statement("key_holders", Planning::Probes);
 static REPLACE: Statement = statement("replace", Planning::Default);
 static REPLACE_TAKEN: Statement = statement("replace_taken", Planning::Default);
@@ -243,7 +244,8 @@ pub(crate) const FIELD_TYPES: [Oid; FIELDS] = [
 ];
 
 /// The fields' names, by field: jobs_add's arguments, the keys of jobs_add_batch's objects, and
-/// the parameters of the statements that add (add, add_one, add_keyed in queue.sql).
+/// the parameters of the statements that add (add, add_one, add_keyed, add_keyed_one in
+/// queue.sql).
 pub(crate) const FIELD_NAMES: [&str; FIELDS] = [
     "task",
     "payload",
@@ -555,7 +557,7 @@ fn defaults() -> [Option<Datum>; FIELDS] {
 pub(crate) fn add_free(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<Option<i64>> {
     let defaults = defaults();
     let keyed = specs.iter().any(|spec| spec.get(Field::Key).is_some());
-    let one = specs.len() == 1 && !keyed;
+    let one = specs.len() == 1;
     let skip = "skip".into_datum();
     let mut arguments = vec![("owner", Some(Datum::from(owner)))];
     let all_fields: Vec<usize> = (0..FIELDS).collect();
@@ -599,13 +601,15 @@ pub(crate) fn add_free(section: &Section, owner: Oid, specs: &[Spec]) -> Vec<Opt
         );
     }
     let statement = match (keyed, one) {
-        (true, _) => &ADD_KEYED,
+        (true, true) => &ADD_KEYED_ONE,
+        (true, false) => &ADD_KEYED,
         (false, true) => &ADD_ONE,
         (false, false) => &ADD,
     };
     let added = section.run(statement, &arguments);
-    // (id, claimable by, queue, ready now) of each job added; None where its key was taken.
-    let mut rows: Vec<Option<(i64, Oid, String, bool)>> = (0..added.len())
+    // (id, claimable by, queue, ready now) of each job added; None where its key was taken (for
+    // add_keyed_one, no row).
+    let mut rows: Vec<Option<(i64, Oid, String, bool)>> = (0..specs.len())
         .map(|row| {
             let (id, claimable_by, queue) = placed(&added, row, [0, 1, 2, 4, 5])?;
             Some((id, claimable_by, queue, added.get(row, 3)?))
@@ -1977,7 +1981,7 @@ entry!(jobs_abort, |fcinfo, arguments| {
         if live.get::<bool>(0, 1) == Some(true) {
             // A waiting batch job that the abort ends leaves the counts of the SCHED page's
             // Jobs tab.
-            super::batch::tally(&section, array(INT8OID, &[Some(job)]), -1, false);
+            super::batch::tally_one(&section, job, -1, false);
         }
         abort_waiting(&section, array(INT8OID, &[Some(job)]), owner, None).datum(0, 1)
     } else {

@@ -93,6 +93,35 @@ SELECT n.id, n.claimable_by, n.queue, n.ready, n.priority, n.run_at
 FROM given g LEFT JOIN new_jobs n ON n.id = g.id
 ORDER BY g.ord;
 
+-- name: add_keyed_one(owner oid, task text, payload jsonb, queue text, priority integer,
+--                     run_at timestamptz, max_attempts integer, backoff interval,
+--                     max_backoff interval, lease interval, key text, on_conflict text,
+--                     key_window interval, concurrency_key text)
+-- As add_keyed, for one job with a key (a batch_post, a jobs_add with a key): its values as
+-- parameters, not arrays: add_keyed's unnest, ordering and join, set up on every call, cost
+-- two fifths of a keyed add of one job. Returns the job as add_keyed does, or no row where its
+-- key was taken.
+WITH claimed AS (
+    INSERT INTO job_keys (owner, idempotency_key, job_id, due_at, free_at)
+    VALUES ($owner, $key, nextval('jobs_id_seq'::regclass),
+            coalesce($run_at, statement_timestamp()
+                     + CASE WHEN $on_conflict = 'debounce' THEN $key_window ELSE '0' END),
+            CASE WHEN $on_conflict = 'throttle' THEN statement_timestamp() + $key_window END)
+    ON CONFLICT DO NOTHING
+    RETURNING job_id, due_at
+)
+INSERT INTO jobs (id, owner, claimable_by, task, queue, priority, run_at, max_attempts, backoff,
+                  max_backoff, lease, payload, idempotency_key, key_rule, due_at, concurrency_key)
+SELECT c.job_id, $owner,
+       CASE WHEN _reserved_queue($queue) THEN _extension_claimant() ELSE $owner END,
+       $task, $queue, $priority, c.due_at, $max_attempts, $backoff, $max_backoff, $lease,
+       $payload, $key,
+       CASE $on_conflict WHEN 'debounce' THEN 'replace' WHEN 'throttle' THEN 'skip'
+                         ELSE $on_conflict END::key_rule,
+       c.due_at, $concurrency_key
+FROM claimed c
+RETURNING id, claimable_by, queue::text, run_at <= statement_timestamp(), priority, run_at;
+
 -- name: key_holders(owner oid, keys text[])
 -- The jobs holding $owner's keys $keys. Run after an add found keys taken: the add could not see
 -- a holder that committed while it waited on the key; this statement, with a new snapshot, can.
