@@ -31,7 +31,14 @@ static TAKE_JOB: Statement = statement("take_job");
 static GROUP_ROOM: Statement = statement("group_room");
 static PAID_SLICES: Statement = statement("paid_slices");
 static PAUSE_UNFUNDED: Statement = statement("pause_unfunded");
-static HAND: Statement = statement("hand");
+/// `hand` for a job that sends each slice once or not, and a worker in one group or several:
+/// [once, one group], [once, several], [copies, one group], [copies, several].
+static HAND: [Statement; 4] = [
+    statement("hand").without(&["copies", "several_groups"]),
+    statement("hand").without(&["copies"]),
+    statement("hand").without(&["once", "several_groups"]),
+    statement("hand").without(&["once"]),
+];
 static START: Statement = statement("start");
 static ESTIMATION_LEFT: Statement = statement("estimation_left");
 static NOTHING_IN: Statement = statement("nothing_in");
@@ -323,7 +330,7 @@ entry!(compute_fetch, |fcinfo, arguments| {
             let once = job.submitted.once;
             let hand = |from: i32| {
                 section.run(
-                    &HAND,
+                    &HAND[usize::from(!once) * 2 + usize::from(several_groups)],
                     parameters! {
                         job: id_datum,
                         task_token,
@@ -335,8 +342,6 @@ entry!(compute_fetch, |fcinfo, arguments| {
                         root: Some(Datum::from(caller.identity)),
                         eligible: Some(eligible_datum),
                         all_slices: Some(Datum::from(job.all_slices)),
-                        once: Some(Datum::from(once)),
-                        several_groups: Some(Datum::from(several_groups)),
                         from_slice: Some(Datum::from(from)),
                     },
                 )

@@ -153,7 +153,7 @@ WHERE j.job_id = $job
 
 -- name: hand(job bigint, task_token uuid, slices integer, candidates integer, group_id bigint,
 --           worker uuid, role oid, root oid, eligible bigint[], all_slices boolean,
---           once boolean, several_groups boolean, from_slice integer)
+--           from_slice integer)
 -- Task $task_token of up to $slices slices of the job (reading up to $candidates copies for them,
 -- from slice $from_slice on: see compute_fetch.rs, slices_from) for the worker (role $role, root
 -- identity $root) through the group, whose eligible jobs were $eligible: in slice order, only
@@ -162,20 +162,26 @@ WHERE j.job_id = $job
 -- independent faults, and a consensus counts identities. A task handed out is recorded, and the
 -- worker's next fetch starts one job further along and, if it joined several groups, at another
 -- group. The task's rows, in slice order, each with where its result goes (none: to the database
--- with the report).
+-- with the report). Four forms (compute_fetch.rs, HAND): for a job that sends each slice once or
+-- not (once, copies), and a worker in one group or several (several_groups): a data-modifying CTE
+-- and a subplan are set up on every call, needed or not.
 WITH candidates AS (
     SELECT s.slice_number, s.copy
     FROM compute_slices s
     WHERE s.job_id = $job AND s.slice_number >= $from_slice
       AND s.status IN ('new', 'overdue', 'returned', 'tiebreaker')
       AND ($all_slices OR s.estimation)
-      AND ($once AND s.copy = 0
-           OR NOT EXISTS (SELECT FROM compute_slices o
-                          WHERE o.job_id = $job AND o.slice_number = s.slice_number
-                            AND o.lease_token IS NOT NULL AND o.last_assigned_root = $root)
-              AND NOT EXISTS (SELECT FROM slice_reports x
-                              WHERE x.job_id = $job AND x.slice_number = s.slice_number
-                                AND x.worker_root = $root))
+-- once {
+      AND s.copy = 0
+-- } once
+-- copies {
+      AND NOT EXISTS (SELECT FROM compute_slices o
+                      WHERE o.job_id = $job AND o.slice_number = s.slice_number
+                        AND o.lease_token IS NOT NULL AND o.last_assigned_root = $root)
+      AND NOT EXISTS (SELECT FROM slice_reports x
+                      WHERE x.job_id = $job AND x.slice_number = s.slice_number
+                        AND x.worker_root = $root)
+-- } copies
     ORDER BY s.slice_number, s.copy
     LIMIT $candidates
     FOR UPDATE SKIP LOCKED
@@ -199,10 +205,12 @@ WITH candidates AS (
     SET task_time = now(), serial = coalesce(t.serial, 0) + 1,
         current_task = jsonb_build_object('job_id', $job, 'slices', (SELECT count(*) FROM handed))
     WHERE t.worker_opaque_id = $worker AND EXISTS (SELECT FROM handed)
+-- several_groups {
 ), served AS (
     UPDATE compute_group_workers m SET last_served_at = clock_timestamp()
-    WHERE $several_groups AND m.worker_opaque_id = $worker AND m.compute_group_id = $group_id
+    WHERE m.worker_opaque_id = $worker AND m.compute_group_id = $group_id
       AND EXISTS (SELECT FROM handed)
+-- } several_groups
 ), job AS MATERIALIZED (
     -- The job's flags named, its range or pattern read from their JSON and its work function
     -- read once, not for each slice (a join evaluates them again for each row: a tenth of a fetch

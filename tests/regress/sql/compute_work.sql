@@ -813,6 +813,37 @@ FROM pgjobs.slice_reports WHERE job_id = :good_job AND compute_group_id = :g_gon
 SELECT p.measured_slices - :measured_before AS measured_more, c.fold_error
 FROM pgjobs.compute_perf_data p JOIN pgjobs.compute_jobs c USING (job_id) WHERE job_id = :good_job;
 
+-- A worker in two groups is served by each in turn, the one that served it longest ago first (a
+-- task fetched through a group marks it served): a job of tasks of one slice in each group.
+CREATE ROLE regress_cw_x5 IN ROLE pgjobs_user;
+INSERT INTO pgjobs.compute_groups (owner, name, join_key, deploy_access)
+VALUES ('regress_cw_group_owner'::regrole, 'Turn A', 'turn-a-key', 'join')
+RETURNING id AS g_turn_a, opaque_id AS g_turn_a_opaque \gset
+INSERT INTO pgjobs.compute_groups (owner, name, join_key, deploy_access)
+VALUES ('regress_cw_group_owner'::regrole, 'Turn B', 'turn-b-key', 'join')
+RETURNING id AS g_turn_b, opaque_id AS g_turn_b_opaque \gset
+SET ROLE regress_cw_group_owner;
+SELECT pgjobs.compute_group_set_secret(:'g_turn_a_opaque', 'turn-secret-long-enough'),
+       pgjobs.compute_group_set_secret(:'g_turn_b_opaque', 'turn-secret-long-enough');
+RESET ROLE;
+SET ROLE regress_cw_owner;
+SELECT pgjobs.compute_deploy(regress.spec(jsonb_build_object('groups', jsonb_build_array(jsonb_build_object(
+           'group', :'g_turn_a_opaque', 'join_key', 'turn-a-key', 'secret', 'turn-secret-long-enough')),
+           'estimation_slices', 0, 'max_slices_per_task', 1))) AS turn_a \gset
+SELECT pgjobs.compute_deploy(regress.spec(jsonb_build_object('groups', jsonb_build_array(jsonb_build_object(
+           'group', :'g_turn_b_opaque', 'join_key', 'turn-b-key', 'secret', 'turn-secret-long-enough')),
+           'estimation_slices', 0, 'max_slices_per_task', 1))) AS turn_b \gset
+RESET ROLE;
+SET ROLE regress_cw_x5;
+SELECT pgjobs.compute_worker_register('x5', '["v8"]', '{"map-basic": "1.2.0"}') IS NOT NULL AS registered;
+SELECT pgjobs.compute_worker_join(:'g_turn_a_opaque', 'turn-a-key', 'turn-secret-long-enough') = :g_turn_a AS joined_a,
+       pgjobs.compute_worker_join(:'g_turn_b_opaque', 'turn-b-key', 'turn-secret-long-enough') = :g_turn_b AS joined_b;
+SELECT CASE job_id WHEN :turn_a THEN 'a' WHEN :turn_b THEN 'b' END AS job, slice_number FROM pgjobs.compute_fetch();
+SELECT CASE job_id WHEN :turn_a THEN 'a' WHEN :turn_b THEN 'b' END AS job, slice_number FROM pgjobs.compute_fetch();
+SELECT CASE job_id WHEN :turn_a THEN 'a' WHEN :turn_b THEN 'b' END AS job, slice_number FROM pgjobs.compute_fetch();
+SELECT CASE job_id WHEN :turn_a THEN 'a' WHEN :turn_b THEN 'b' END AS job, slice_number FROM pgjobs.compute_fetch();
+RESET ROLE;
+
 -- Nothing left for the tests after this one.
 SELECT regress.compute_reset();
 SELECT regress.reset();
@@ -825,8 +856,8 @@ SELECT pgjobs.jobs_remove_proxy('regress_cw_mallory_p1'), pgjobs.jobs_remove_pro
 RESET ROLE;
 DROP FUNCTION regress.spec(jsonb), regress.compute_fingerprint();
 DROP OWNED BY regress_cw_owner, regress_cw_other, regress_cw_group_owner, regress_cw_supplier,
-    regress_cw_w1, regress_cw_w2, regress_cw_w3, regress_cw_x2, regress_cw_x3, regress_cw_mallory,
-    regress_cw_mallory_p1, regress_cw_mallory_p2;
+    regress_cw_w1, regress_cw_w2, regress_cw_w3, regress_cw_x2, regress_cw_x3, regress_cw_x4, regress_cw_x5,
+    regress_cw_mallory, regress_cw_mallory_p1, regress_cw_mallory_p2;
 DROP ROLE regress_cw_owner, regress_cw_other, regress_cw_group_owner, regress_cw_supplier,
-    regress_cw_w1, regress_cw_w2, regress_cw_w3, regress_cw_x2, regress_cw_x3, regress_cw_mallory,
-    regress_cw_mallory_p1, regress_cw_mallory_p2;
+    regress_cw_w1, regress_cw_w2, regress_cw_w3, regress_cw_x2, regress_cw_x3, regress_cw_x4, regress_cw_x5,
+    regress_cw_mallory, regress_cw_mallory_p1, regress_cw_mallory_p2;
