@@ -109,7 +109,7 @@ pub fn consensus(reports: &[(&str, i64)], copies_out: usize, tiebreakers_left: u
             None => counts.push((hash, 1)),
         }
     }
-    counts.sort_by(|a, b| b.1.cmp(&a.1));
+    counts.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
     let (best, n) = counts[0];
     let unique = counts.get(1).is_none_or(|(_, m)| *m < n);
     if unique && (n >= 2 || reports.len() == 1) {
@@ -159,7 +159,10 @@ impl Moving {
 /// cargo write ranges: ^1.2, ~0.23, >=1, <2, *). A version or range that does not parse matches
 /// nothing.
 pub fn worktime_ok(range: &str, version: &str) -> bool {
-    match (semver::VersionReq::parse(range), semver::Version::parse(version)) {
+    match (
+        semver::VersionReq::parse(range),
+        semver::Version::parse(version),
+    ) {
         (Ok(range), Ok(version)) => range.matches(&version),
         _ => false,
     }
@@ -181,10 +184,19 @@ mod tests {
             bit_names(job_flag::OPEN | job_flag::NSF | 1 << 7, &JOB_FLAG_NAMES),
             ["open", "nsf", "bit 7"]
         );
-        assert_eq!(bit_names(i32::MIN | 1, &WORKER_FLAG_NAMES), ["portal", "bit 31"]);
+        assert_eq!(
+            bit_names(i32::MIN | 1, &WORKER_FLAG_NAMES),
+            ["portal", "bit 31"]
+        );
         assert_eq!(DEPLOYABLE_JOB_FLAG_NAMES.last(), Some(&"useStrict"));
-        assert_eq!(JOB_FLAG_NAMES[job_flag::NSF.trailing_zeros() as usize], "nsf");
-        assert_eq!(JOB_FLAG_NAMES[job_flag::OPEN.trailing_zeros() as usize], "open");
+        assert_eq!(
+            JOB_FLAG_NAMES[job_flag::NSF.trailing_zeros() as usize],
+            "nsf"
+        );
+        assert_eq!(
+            JOB_FLAG_NAMES[job_flag::OPEN.trailing_zeros() as usize],
+            "open"
+        );
         assert_eq!(
             JOB_FLAG_NAMES[job_flag::GREEDY_ESTIMATION.trailing_zeros() as usize],
             "greedyEstimation"
@@ -196,8 +208,13 @@ mod tests {
         for job in 1..4 {
             assert!((1..=1000).all(|s| slice_copies(job, s, 1.0) == 1));
             assert!((1..=1000).all(|s| slice_copies(job, s, 2.0) == 2));
-            let twice = (1..=10_000).filter(|&s| slice_copies(job, s, 1.5) == 2).count();
-            assert!((4_700..=5_300).contains(&twice), "{twice} of 10000 sent twice");
+            let twice = (1..=10_000)
+                .filter(|&s| slice_copies(job, s, 1.5) == 2)
+                .count();
+            assert!(
+                (4_700..=5_300).contains(&twice),
+                "{twice} of 10000 sent twice"
+            );
             assert!((1..=1000).all(|s| (1..=2).contains(&slice_copies(job, s, 1.5))));
         }
     }
@@ -215,21 +232,44 @@ mod tests {
     #[test]
     fn consensus_waits_agrees_and_breaks_ties() {
         // Distinct identities, as the results came in.
-        let by = |hashes: &[&'static str]| -> Vec<(&'static str, i64)> { hashes.iter().zip(1..).map(|(h, k)| (*h, k)).collect() };
+        let by = |hashes: &[&'static str]| -> Vec<(&'static str, i64)> {
+            hashes.iter().zip(1..).map(|(h, k)| (*h, k)).collect()
+        };
         assert_eq!(consensus(&by(&["a"]), 1, 2), Decision::Wait);
         assert_eq!(consensus(&by(&["a"]), 0, 2), Decision::Accept("a".into()));
-        assert_eq!(consensus(&by(&["a", "a"]), 0, 2), Decision::Accept("a".into()));
+        assert_eq!(
+            consensus(&by(&["a", "a"]), 0, 2),
+            Decision::Accept("a".into())
+        );
         assert_eq!(consensus(&by(&["a", "b"]), 0, 2), Decision::Tiebreak);
-        assert_eq!(consensus(&by(&["a", "b", "b"]), 0, 1), Decision::Accept("b".into()));
+        assert_eq!(
+            consensus(&by(&["a", "b", "b"]), 0, 1),
+            Decision::Accept("b".into())
+        );
         assert_eq!(consensus(&by(&["a", "b", "c"]), 0, 1), Decision::Tiebreak);
-        assert_eq!(consensus(&by(&["a", "b", "c"]), 0, 0), Decision::Undecidable);
-        assert_eq!(consensus(&by(&["a", "b", "a", "b"]), 0, 0), Decision::Undecidable);
+        assert_eq!(
+            consensus(&by(&["a", "b", "c"]), 0, 0),
+            Decision::Undecidable
+        );
+        assert_eq!(
+            consensus(&by(&["a", "b", "a", "b"]), 0, 0),
+            Decision::Undecidable
+        );
         // One identity agreeing with itself is one vote: never a consensus alone.
         assert_eq!(consensus(&[("f", 7), ("f", 7)], 0, 1), Decision::Tiebreak);
-        assert_eq!(consensus(&[("f", 7), ("f", 7), ("f", 7)], 0, 0), Decision::Undecidable);
-        assert_eq!(consensus(&[("f", 7), ("a", 1), ("f", 7), ("a", 2)], 0, 0), Decision::Accept("a".into()));
+        assert_eq!(
+            consensus(&[("f", 7), ("f", 7), ("f", 7)], 0, 0),
+            Decision::Undecidable
+        );
+        assert_eq!(
+            consensus(&[("f", 7), ("a", 1), ("f", 7), ("a", 2)], 0, 0),
+            Decision::Accept("a".into())
+        );
         // An identity votes for its first result only.
-        assert_eq!(consensus(&[("a", 1), ("b", 1), ("b", 2)], 0, 1), Decision::Tiebreak);
+        assert_eq!(
+            consensus(&[("a", 1), ("b", 1), ("b", 2)], 0, 1),
+            Decision::Tiebreak
+        );
     }
 
     #[test]
@@ -247,14 +287,26 @@ mod tests {
     fn moving_average_and_variance() {
         let mut m = Moving::default();
         m.add(10.0, 0.5);
-        assert_eq!(m, Moving { mean: Some(10.0), variance: 0.0 });
+        assert_eq!(
+            m,
+            Moving {
+                mean: Some(10.0),
+                variance: 0.0
+            }
+        );
         m.add(20.0, 0.5);
         assert_eq!(m.mean, Some(15.0));
         assert_eq!(m.variance, 0.5 * (0.0 + 10.0 * 5.0));
         // A constant series has no variance.
         let mut c = Moving::default();
         (0..10).for_each(|_| c.add(3.0, 0.3));
-        assert_eq!(c, Moving { mean: Some(3.0), variance: 0.0 });
+        assert_eq!(
+            c,
+            Moving {
+                mean: Some(3.0),
+                variance: 0.0
+            }
+        );
     }
 
     #[test]

@@ -519,16 +519,18 @@ impl Join {
 /// 19 misbehave (WRONG, DIES, REJECTS).
 pub fn worker(dsn: &str, k: usize, role: &str, joins: &[Join], stop: &AtomicBool) -> Tally {
     let mut client = connect(dsn, Some(role));
-    let mut tally = Tally::default();
-    tally.opaque = client
-        .query_one(
-            "SELECT pgjobs.compute_worker_register($1, '[]', '{\"map-basic\": \"1.0.0\"}', 2, 0, 4, '{\"hostname\": \"sim\"}')::text",
-            &[&role],
-        )
-        .unwrap()
-        .get(0);
+    let mut tally = Tally {
+        opaque: client
+            .query_one(
+                "SELECT pgjobs.compute_worker_register($1, '[]', '{\"map-basic\": \"1.0.0\"}', 2, 0, 4, '{\"hostname\": \"sim\"}')::text",
+                &[&role],
+            )
+            .unwrap()
+            .get(0),
+        ..Tally::default()
+    };
     for Join { group, key, secret } in joins {
-        if k % 2 == 0 {
+        if k.is_multiple_of(2) {
             client.query_one("SELECT pgjobs.compute_worker_join($1::text::uuid, $2, 'open sesame, open sesame')", &[group, key]).unwrap();
         } else {
             let challenge: String = client
@@ -585,7 +587,7 @@ pub fn worker(dsn: &str, k: usize, role: &str, joins: &[Join], stop: &AtomicBool
             continue;
         }
         seed = mix(seed + 1);
-        if seed % 4 == 0 {
+        if seed.is_multiple_of(4) {
             if let Err(e) = client.query_one("SELECT pgjobs.compute_progress($1::text::uuid)", &[&token]) {
                 if failed(&mut tally, &mut client, format!("{role} progress: {e:?}")) {
                     return tally;

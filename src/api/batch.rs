@@ -146,8 +146,8 @@ fn cancel(
             .datum(0, 0);
         return_row(
             fcinfo,
-            &mut [Datum::from(job), status.unwrap_or(Datum::from(0))],
-            &mut [false, status.is_none()],
+            &[Datum::from(job), status.unwrap_or(Datum::from(0))],
+            &[false, status.is_none()],
         );
     }
 }

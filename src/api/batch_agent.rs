@@ -370,8 +370,8 @@ entry!(batch_heartbeat, |fcinfo, arguments| {
         };
         return_row(
             fcinfo,
-            &mut [id.unwrap_or(Datum::from(0)), section.text(state)],
-            &mut [id.is_none(), false],
+            &[id.unwrap_or(Datum::from(0)), section.text(state)],
+            &[id.is_none(), false],
         );
     }
     Datum::from(0)
@@ -574,7 +574,7 @@ fn reported(fcinfo: pg_sys::FunctionCallInfo, columns: impl IntoIterator<Item = 
             (values[column], nulls[column]) = (datum, false);
         }
     }
-    return_row(fcinfo, &mut values, &mut nulls);
+    return_row(fcinfo, &values, &nulls);
 }
 
 // batch_report_and_claim(computer, n, started_ids, started_tokens, started_pids, ids, tokens,

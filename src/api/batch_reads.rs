@@ -293,7 +293,7 @@ entry!(batch_group_jobs, |fcinfo, arguments| {
             {
                 return Datum::from(0);
             }
-            let minute = super::datum::input(&format!("{}+00", &key[..16]), TIMESTAMPTZOID);
+            let minute = super::datum::input(format!("{}+00", &key[..16]), TIMESTAMPTZOID);
             section.run(
                 &MINUTE_IDS,
                 parameters! {

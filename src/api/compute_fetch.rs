@@ -247,7 +247,8 @@ entry!(compute_fetch, |fcinfo, arguments| {
     let several_groups = worker.get::<i64>(0, 4).unwrap_or(0) > 1;
     let worker_row = worker;
     let worker = Some(worker_id);
-    let task_token = Some(new_token());
+    let token = new_token();
+    let task_token = Some(token);
     // The locks of all the worker's limited groups, taken before anything else (by the statement
     // that read the worker), so that two fetches through one limited group take turns and
     // neither counts before the other wrote.
@@ -363,7 +364,7 @@ entry!(compute_fetch, |fcinfo, arguments| {
                 continue;
             }
             task.return_all(fcinfo);
-            compute_results::handed(task_token.expect("a token"), job.submitted);
+            compute_results::handed(token, job.submitted);
             if job.status == "new" {
                 section.run(&START, parameters! { job: id_datum });
             }

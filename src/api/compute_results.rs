@@ -311,8 +311,8 @@ entry!(compute_submit, |fcinfo, arguments| {
             };
             return_row(
                 fcinfo,
-                &mut [Datum::from(slice), outcome.into_datum().expect("text")],
-                &mut [false, false],
+                &[Datum::from(slice), outcome.into_datum().expect("text")],
+                &[false, false],
             );
             reported.push(slice);
         }
@@ -323,8 +323,8 @@ entry!(compute_submit, |fcinfo, arguments| {
     {
         return_row(
             fcinfo,
-            &mut [Datum::from(slice), "stale".into_datum().expect("text")],
-            &mut [false, false],
+            &[Datum::from(slice), "stale".into_datum().expect("text")],
+            &[false, false],
         );
     }
     pg_sys::Datum::from(0)

@@ -172,13 +172,13 @@ fn read(words: &[AtomicU64]) -> Option<Slot> {
         generation: word(7),
         floor: key_at(words, 8),
     };
-    (version % 2 == 0 && words[0].load(Ordering::SeqCst) == version).then_some(slot)
+    (version.is_multiple_of(2) && words[0].load(Ordering::SeqCst) == version).then_some(slot)
 }
 
 /// Holds the slot for a change (its version odd); false when another writer changed it since
 /// `version`.
 fn hold(words: &[AtomicU64], version: u64) -> bool {
-    version % 2 == 0
+    version.is_multiple_of(2)
         && words[0]
             .compare_exchange(version, version + 1, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()

@@ -59,12 +59,12 @@ entry!(jobs_history_months, |fcinfo, _| {
         let month = partitions.datum(row, 2);
         return_row(
             fcinfo,
-            &mut [
+            &[
                 month.unwrap_or(Datum::from(0)),
                 partitions.datum(row, 1).expect("a partition's oid"),
                 Datum::from(jobs),
             ],
-            &mut [month.is_none(), false, false],
+            &[month.is_none(), false, false],
         );
     }
     Datum::from(0)
@@ -169,7 +169,7 @@ entry!(jobs_history_prepare, |fcinfo, arguments| {
                 parameters! { partition: partition.as_str().into_datum() },
             )
             .datum(0, 0);
-        return_row(fcinfo, &mut [oid.expect("the month made")], &mut [false]);
+        return_row(fcinfo, &[oid.expect("the month made")], &[false]);
     }
     Datum::from(0)
 });
@@ -211,7 +211,7 @@ entry!(jobs_history_drop, |fcinfo, arguments| {
         let month = months.datum(row, 1).expect("a month");
         section.run(&FORGET_KEYS_OF_MONTH, parameters! { month: Some(month) });
         run_text(&format!("DROP TABLE {partition}"));
-        return_row(fcinfo, &mut [month], &mut [false]);
+        return_row(fcinfo, &[month], &[false]);
     }
     Datum::from(0)
 });

@@ -134,6 +134,8 @@ fn lossy(bytes: &[u8]) -> String {
 
 /// The container a value holds, if it holds one with flag `kind` (JB_FOBJECT, JB_FARRAY).
 fn container(value: &JsonbValue, kind: u32) -> Option<*mut pg_sys::JsonbContainer> {
+    // Lazily: the union's binary member is read only for a binary value.
+    #[allow(clippy::unnecessary_lazy_evaluations)]
     (value.type_ == pg_sys::jbvType::jbvBinary)
         .then(|| unsafe { value.val.binary.data })
         .filter(|&data| unsafe { (*data).header } & kind != 0)

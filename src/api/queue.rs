@@ -888,7 +888,7 @@ entry!(_check_spec, |fcinfo, arguments| {
 /// Returns ids as the rows of a set-returning function.
 pub(crate) fn return_ids(fcinfo: pg_sys::FunctionCallInfo, ids: &[i64]) {
     for &id in ids {
-        return_row(fcinfo, &mut [Datum::from(id)], &mut [false]);
+        return_row(fcinfo, &[Datum::from(id)], &[false]);
     }
 }
 

@@ -175,10 +175,7 @@ pub(crate) static MINUTES: Service = Service {
         let Some(mut counting) = COUNTING.with(RefCell::take).or_else(|| begin(at)) else {
             return;
         };
-        let blocks = section
-            .run(&JOBS_BLOCKS, &[])
-            .get::<i64>(0, 0)
-            .unwrap_or(0);
+        let blocks = section.run(&JOBS_BLOCKS, &[]).get::<i64>(0, 0).unwrap_or(0);
         if counting.next_block < blocks {
             count(section, &mut counting);
         }

@@ -159,7 +159,7 @@ entry!(jobs_reschedule, |fcinfo, arguments| {
         .collect();
     drop(section);
     for (id, at) in due {
-        return_row(fcinfo, &mut [id, at], &mut [false, false]);
+        return_row(fcinfo, &[id, at], &[false, false]);
     }
     Datum::from(0)
 });

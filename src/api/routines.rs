@@ -221,7 +221,7 @@ fn write(section: &Section, schedule: &Schedule, rows: &[Value], replace_all: bo
                 &WRITE_ROUTINE,
                 parameters! {
                     schedule_id: Some(schedule.id),
-                    fields: Some(input(&row.to_string(), JSONBOID)),
+                    fields: Some(input(row.to_string(), JSONBOID)),
                     last_seq: Some(Datum::from(next_seq)),
                 },
             )

@@ -103,12 +103,12 @@ entry!(_fire_schedules, |fcinfo, arguments| {
 fn fire_due(section: &Section, at: Datum) -> usize {
     let grace = seconds(gucs::REFRESH_INTERVAL.get());
     let mut failed: Vec<(i64, String)> = Vec::new();
-    let dues = in_subtransaction(|| due(&section, at, grace, None)).unwrap_or_else(|_| {
+    let dues = in_subtransaction(|| due(section, at, grace, None)).unwrap_or_else(|_| {
         let ids = section.run(&DUE_IDS, parameters! { at: Some(at) });
         let ids: Vec<i64> = (0..ids.len()).filter_map(|row| ids.get(row, 0)).collect();
         let mut dues = Vec::new();
         for id in ids {
-            match in_subtransaction(|| due(&section, at, grace, Some(id))) {
+            match in_subtransaction(|| due(section, at, grace, Some(id))) {
                 Ok(one) => dues.extend(one),
                 Err(failure) => failed.push((id, failure.message)),
             }
@@ -130,11 +130,11 @@ fn fire_due(section: &Section, at: Datum) -> usize {
         if firing.is_empty() {
             continue;
         }
-        match in_subtransaction(|| fire(&section, owner, &firing)) {
+        match in_subtransaction(|| fire(section, owner, &firing)) {
             Ok(last) => last_jobs.extend(last),
             Err(_) => {
                 for due in firing {
-                    match in_subtransaction(|| fire(&section, owner, &[due])) {
+                    match in_subtransaction(|| fire(section, owner, &[due])) {
                         Ok(last) => last_jobs.extend(last),
                         Err(failure) => failed.push((due.schedule, failure.message)),
                     }

@@ -59,7 +59,7 @@ pub(crate) fn sql_job_fields(spec: &mut Spec, sql: &str, timeout: Datum) {
     spec.set(Field::Task, "sql".into_datum());
     spec.set(
         Field::Payload,
-        Some(input(&payload.to_string(), pg_sys::JSONBOID)),
+        Some(input(payload.to_string(), pg_sys::JSONBOID)),
     );
     spec.set(Field::Queue, SQL_QUEUE.into_datum());
     spec.set(Field::Lease, lease.into_datum());

@@ -257,7 +257,7 @@ impl Ctx {
         self.wait_refreshed()?;
         self.probe_kept(css, true)?
             .then_some(())
-            .ok_or(format!("{what} lost the focus in a refresh").into())
+            .ok_or(format!("{what} lost the focus in a refresh"))
     }
 
     /// A time of schedule WEB (a column of routine_schedules) as the page writes it in a zone,
