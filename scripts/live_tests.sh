@@ -639,6 +639,46 @@ SQL
             "$PORT" "$dst" | grep -qx t
 }
 
+# A dump restored where its roles were made anew (as into another cluster after `pg_dumpall
+# --globals-only`: each role has another oid there) gives every row to the role of the same name:
+# the owner columns are regrole, which pg_dump writes by name. Here the roles are dropped and made
+# again between the dump and the restore; with owners kept as plain oids the rows would name the
+# dropped roles' numbers, and the member would see none of them.
+test_restore_where_roles_were_made_anew() {
+    local src=pg_jobs_roles_src dst=pg_jobs_roles_dst
+    local roles="DROP ROLE IF EXISTS dump_member_proxy; DROP ROLE IF EXISTS dump_member;
+        CREATE ROLE dump_member IN ROLE pgjobs_user; CREATE ROLE dump_member_proxy IN ROLE pgjobs_user;"
+    "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d postgres \
+        -c "DROP DATABASE IF EXISTS $src WITH (FORCE)" -c "DROP DATABASE IF EXISTS $dst WITH (FORCE)" \
+        -c "CREATE DATABASE $src" -c "$roles" >/dev/null || return 1
+    "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d "$src" <<'SQL' >/dev/null || return 1
+SET client_min_messages = warning;
+CREATE EXTENSION pg_jobs CASCADE;
+SELECT pgjobs.jobs_add_proxy('dump_member_proxy', 'dump_member');
+SET ROLE dump_member;
+SELECT pgjobs.jobs_add('mine', queue => 'members');
+SELECT pgjobs.jobs_schedule('nightly', '0 3 * * *', '{"sql": "SELECT 1"}');
+SELECT pgjobs.jobs_limit('members', 2);
+SQL
+    local old
+    old=$(live_sql "SELECT 'dump_member'::regrole::oid" "$PORT" postgres) || return 1
+    "$PG_BIN/pg_dump" -h localhost -p "$PORT" -U postgres "$src" >"$OUT/dump_roles.sql" || return 1
+    "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d postgres \
+        -c "DROP DATABASE $src WITH (FORCE)" -c "$roles" -c "CREATE DATABASE $dst" >/dev/null || return 1
+    "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d "$dst" \
+        -f "$OUT/dump_roles.sql" >/dev/null 2>"$OUT/restore_roles.log" || return 1
+    [ "$(live_sql "SELECT 'dump_member'::regrole::oid" "$PORT" postgres)" != "$old" ] &&
+        live_sql "SELECT (SELECT count(*) FROM pgjobs.jobs WHERE owner = 'dump_member'::regrole
+                                                       AND claimable_by = 'dump_member'::regrole) = 1
+                     AND (SELECT count(*) FROM pgjobs.schedules WHERE owner = 'dump_member'::regrole) = 1
+                     AND (SELECT count(*) FROM pgjobs.queue_limits WHERE owner = 'dump_member'::regrole) = 1
+                     AND (SELECT count(*) FROM pgjobs.proxies
+                          WHERE proxy = 'dump_member_proxy'::regrole AND root = 'dump_member'::regrole) = 1" \
+            "$PORT" "$dst" | grep -qx t &&
+        "$PG_BIN/psql" -X -q -tA -v ON_ERROR_STOP=1 -h localhost -p "$PORT" -U postgres -d "$dst" \
+            -c "SET ROLE dump_member_proxy" -c "SELECT count(*) FROM pgjobs.job_list WHERE task = 'mine'" | grep -qx 1
+}
+
 # The fault test (issue 11): producers and workers run for a minute while workers and their
 # backends are killed with SIGKILL and the server is stopped once with -m immediate and started
 # again. Producers record each job they add in fault_produced, in the transaction of its
@@ -1132,6 +1172,8 @@ run_live_tests() {
     verdict "the launcher idles while SQL jobs wait for an executor" test_launcher_idles_while_sql_jobs_wait
     verdict "a batch claim requeues an expired lease where the launcher also does" test_batch_claims_rescue_where_the_launcher_does
     verdict "dump and restore keep every row and id" test_dump_and_restore_keep_every_row
+    verdict "a restore where the roles were made anew gives each row to its role by name" \
+        test_restore_where_roles_were_made_anew
     verdict "jobs survive a minute of SIGKILLs and an immediate restart" test_fault_jobs_survive_kills_and_restart
     verdict "a graph of 1,002 steps survives SIGKILLs and an immediate restart" test_fault_graph_survives_kills_and_restart
     verdict "standby is idle until promoted" test_standby_is_idle_until_promoted

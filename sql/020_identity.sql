@@ -4,9 +4,9 @@
 -- A proxy acts for a root identity: what it creates is the root's, and it sees what the root
 -- sees. Rows are written only through jobs_add_proxy and jobs_remove_proxy.
 CREATE TABLE proxies (
-    proxy       oid PRIMARY KEY,
-    root        oid NOT NULL CHECK (root <> proxy),
-    created_by  oid NOT NULL,
+    proxy       regrole PRIMARY KEY,
+    root        regrole NOT NULL CHECK (root <> proxy),
+    created_by  regrole NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX proxies_root ON proxies (root);
@@ -54,11 +54,10 @@ GRANT USAGE ON SCHEMA @extschema@ TO pgjobs_api;
 
 CREATE TABLE api_tokens (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    role         oid NOT NULL,
-    -- The role's name when the token was made: a token acts only while its oid still has that
-    -- name, so neither a role made later with a dropped one's oid nor, after a restore into
-    -- another cluster (the oid is dumped as a number), whichever role has that number there can
-    -- use it; a rename ends a role's tokens too.
+    role         regrole NOT NULL,
+    -- The role's name when the token was made: a token acts only while its role still has that
+    -- name, so a role made later with a dropped one's oid cannot use it; a rename ends a role's
+    -- tokens too.
     role_name    name NOT NULL,
     label        text NOT NULL,
     hash         bytea NOT NULL UNIQUE,

@@ -40,9 +40,12 @@ CREATE TABLE jobs (
     backoff         nonnegative_interval NOT NULL,
     max_backoff     nonnegative_interval NOT NULL,
     lease           positive_interval NOT NULL,
-    owner           oid NOT NULL,
+    -- Every column naming a role, here and in every table, is a regrole rather than an oid (the
+    -- same four bytes, compared and indexed as an oid): pg_dump writes it as the role's name, so
+    -- a restore where the roles have other oids (another cluster) gives the row to its role.
+    owner           regrole NOT NULL,
     -- The identity whose workers may claim the job; _extension_claimant() for the extension's queues.
-    claimable_by    oid NOT NULL,
+    claimable_by    regrole NOT NULL,
     priority        integer NOT NULL,
     max_attempts    positive_integer NOT NULL,
     listed          boolean NOT NULL DEFAULT false,
@@ -157,7 +160,7 @@ COMMENT ON COLUMN jobs.errors IS 'One entry per failed attempt: {attempt, at, er
 -- (its adds then silently added nothing), hold it in an open transaction to make the other wait,
 -- or probe whether another holds a key.
 CREATE TABLE job_keys (
-    owner           oid NOT NULL,
+    owner           regrole NOT NULL,
     idempotency_key text COLLATE "C" NOT NULL,
     job_id          bigint NOT NULL,
     due_at          timestamptz NOT NULL,
@@ -205,7 +208,7 @@ GRANT UPDATE (name, description, link, listed) ON jobs TO pgjobs_user;
 CREATE TABLE job_dependencies (
     on_job bigint NOT NULL,
     job_id bigint NOT NULL,
-    owner  oid NOT NULL,
+    owner  regrole NOT NULL,
     -- The job was added to be skipped (ended as aborted) rather than blocked, if on_job fails or
     -- is aborted (jobs_add's on_dependency_failure).
     skip   boolean NOT NULL DEFAULT false,
@@ -439,7 +442,7 @@ GRANT EXECUTE ON FUNCTION jobs_ready_signal TO pgjobs_user;
 -- queues (pg_jobs.*) are not paused here: batch jobs are cancelled, SQL jobs and schedules
 -- disabled.
 CREATE TABLE queue_pauses (
-    owner       oid NOT NULL,
+    owner       regrole NOT NULL,
     queue       nonempty_text COLLATE "C" NOT NULL CONSTRAINT queue_pauses_not_reserved CHECK (NOT _reserved_queue(queue)),
     paused_at   timestamptz NOT NULL,
     paused_by   regrole NOT NULL,
@@ -476,7 +479,7 @@ GRANT EXECUTE ON FUNCTION jobs_resume TO pgjobs_user;
 -- ran out. Nothing writes the slot then, so a worker killed with -9 keeps its slot only until its
 -- lease is requeued, and after a crash the slots are what committed with the claims.
 CREATE TABLE queue_limits (
-    owner        oid NOT NULL,
+    owner        regrole NOT NULL,
     queue        nonempty_text COLLATE "C" NOT NULL CONSTRAINT queue_limits_not_reserved CHECK (NOT _reserved_queue(queue)),
     max_running  integer NOT NULL CHECK (max_running BETWEEN 1 AND 1000),
     set_at       timestamptz NOT NULL,
@@ -487,7 +490,7 @@ COMMENT ON TABLE queue_limits IS
     'The concurrency limits of each identity''s queues: at most max_running of a queue''s jobs '
     'leased at once, set when and by which role. Set with jobs_limit, removed with jobs_unlimit.';
 CREATE TABLE queue_slots (
-    owner        oid NOT NULL,
+    owner        regrole NOT NULL,
     queue        nonempty_text COLLATE "C" NOT NULL,
     slot         integer NOT NULL,
     job_id       bigint,
@@ -512,7 +515,7 @@ GRANT SELECT ON queue_limits, queue_slots TO pgjobs_user;
 -- its own row, so a claim takes tokens in its one statement (SKIP LOCKED), and a job over the
 -- limit waits: it is never failed.
 CREATE TABLE queue_rates (
-    owner        oid NOT NULL,
+    owner        regrole NOT NULL,
     queue        nonempty_text COLLATE "C" NOT NULL CONSTRAINT queue_rates_not_reserved CHECK (NOT _reserved_queue(queue)),
     claims       integer NOT NULL CHECK (claims BETWEEN 1 AND 1000),
     per          interval NOT NULL CHECK (per > '0' AND per <= '1 day'),
@@ -524,7 +527,7 @@ COMMENT ON TABLE queue_rates IS
     'The rate limits of each identity''s queues: at most `claims` jobs claimed in any window of '
     '`per`, set when and by which role. Set with jobs_rate_limit, removed with jobs_unlimit.';
 CREATE TABLE queue_rate_tokens (
-    owner        oid NOT NULL,
+    owner        regrole NOT NULL,
     queue        nonempty_text COLLATE "C" NOT NULL,
     token        integer NOT NULL,
     taken_at     timestamptz NOT NULL DEFAULT '-infinity',
@@ -562,7 +565,7 @@ GRANT SELECT ON queue_rates, queue_rate_tokens TO pgjobs_user;
 -- and free under it means free still unless another claim wrote that row since, which this
 -- claim's INSERT ... ON CONFLICT then meets and fails on (40001): the gates are only locked.
 CREATE TABLE queue_key_limits (
-    owner        oid NOT NULL,
+    owner        regrole NOT NULL,
     queue        nonempty_text COLLATE "C" NOT NULL CONSTRAINT queue_key_limits_not_reserved CHECK (NOT _reserved_queue(queue)),
     prefix       text COLLATE "C" NOT NULL DEFAULT '' CHECK (octet_length(prefix) <= 1000),
     -- Null: no limit of the jobs of a key leased at once (a rate limit only).
@@ -584,7 +587,7 @@ COMMENT ON TABLE queue_key_limits IS
     '(the longest that a key starts with wins; the empty prefix is every key). Set with '
     'jobs_key_limit and jobs_key_rate_limit, removed with jobs_key_unlimit and jobs_unlimit.';
 CREATE TABLE queue_key_gates (
-    owner        oid NOT NULL,
+    owner        regrole NOT NULL,
     queue        nonempty_text COLLATE "C" NOT NULL,
     gate         integer NOT NULL,
     -- Removed with the queue's last key limit (jobs_key_unlimit, jobs_unlimit): a foreign key
@@ -594,7 +597,7 @@ CREATE TABLE queue_key_gates (
 COMMENT ON TABLE queue_key_gates IS
     'A key-limited queue''s gates: a claim holds the gate of each key it looks at (_key_gate).';
 CREATE TABLE queue_key_slots (
-    owner           oid NOT NULL,
+    owner           regrole NOT NULL,
     queue           nonempty_text COLLATE "C" NOT NULL,
     concurrency_key text COLLATE "C" NOT NULL,
     slot            integer NOT NULL,
@@ -609,7 +612,7 @@ COMMENT ON TABLE queue_key_slots IS
     'The slots of each key of a key-limited queue: the job each was last taken for and its lease '
     'token. Held while that job holds that lease, else free.';
 CREATE TABLE queue_key_tokens (
-    owner           oid NOT NULL,
+    owner           regrole NOT NULL,
     queue           nonempty_text COLLATE "C" NOT NULL,
     concurrency_key text COLLATE "C" NOT NULL,
     token           integer NOT NULL,

@@ -7,7 +7,7 @@ LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', '_finished_statu
 
 CREATE TABLE job_history (
     id              bigint NOT NULL,
-    owner           oid NOT NULL,
+    owner           regrole NOT NULL,
     status          job_status NOT NULL CONSTRAINT job_history_finished CHECK (_finished_status_ok(status)),
     task            text NOT NULL,
     queue           text NOT NULL,
@@ -63,7 +63,7 @@ GRANT SELECT (id, owner, status, task, queue, priority, payload, result, errors,
 -- batch jobs from job_history, and so does the compute scheduler's monthly store.
 CREATE TYPE history_keep AS ENUM ('all', 'failures', 'none');
 CREATE TABLE queue_history_rules (
-    owner           oid NOT NULL,
+    owner           regrole NOT NULL,
     queue           nonempty_text COLLATE "C" NOT NULL CONSTRAINT queue_history_rules_not_reserved CHECK (NOT _reserved_queue(queue)),
     keep            history_keep NOT NULL,
     PRIMARY KEY (owner, queue)
@@ -93,7 +93,7 @@ GRANT EXECUTE ON FUNCTION jobs_queue_history TO pgjobs_user;
 -- due at once: its task, payload, priority and settings, its errors so far, fresh attempts. Not
 -- for aborted jobs, which someone ended on purpose. Set with jobs_dead_letter.
 CREATE TABLE queue_dead_letters (
-    owner             oid NOT NULL,
+    owner             regrole NOT NULL,
     queue             nonempty_text COLLATE "C" NOT NULL CONSTRAINT queue_dead_letters_not_reserved CHECK (NOT _reserved_queue(queue)),
     dead_letter_queue nonempty_text COLLATE "C" NOT NULL
         CONSTRAINT queue_dead_letters_to_reserved CHECK (NOT _reserved_queue(dead_letter_queue))
@@ -140,7 +140,7 @@ GRANT EXECUTE ON FUNCTION jobs_retry_where TO pgjobs_user;
 -- launcher at each minute's end and kept a day. A queue whose jobs are all gone gets a row of
 -- zeros once, so that the last minute written says what every queue has.
 CREATE TABLE queue_minutes (
-    owner           oid NOT NULL,
+    owner           regrole NOT NULL,
     queue           text NOT NULL,
     minute          timestamptz NOT NULL,
     completed       bigint NOT NULL,

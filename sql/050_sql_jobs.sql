@@ -24,7 +24,7 @@ GRANT EXECUTE ON FUNCTION jobs_add_sql TO pgjobs_user;
 CREATE TABLE job_runs (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     job_id      bigint NOT NULL,
-    owner       oid NOT NULL,
+    owner       regrole NOT NULL,
     attempt     integer NOT NULL,
     pid         integer NOT NULL,
     status      text NOT NULL DEFAULT 'running'

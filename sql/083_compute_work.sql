@@ -27,7 +27,7 @@ CREATE TABLE compute_slices (
     job_id                         bigint NOT NULL,
     slice_number                   positive_integer NOT NULL,
     copy                           nonnegative_smallint NOT NULL,
-    owner                          oid NOT NULL,
+    owner                          regrole NOT NULL,
     status                         slice_status NOT NULL DEFAULT 'new',
     estimation                     boolean NOT NULL DEFAULT false,
     -- Set while a worker holds the copy: the token of its task, the group it was fetched through.
@@ -37,9 +37,9 @@ CREATE TABLE compute_slices (
     last_progress_time             timestamptz,
     retask_counter                 integer NOT NULL DEFAULT 0,
     last_assigned_worker           uuid,
-    last_assigned_worker_identity  oid,
+    last_assigned_worker_identity  regrole,
     -- Its root identity (after proxies): no two copies of a slice go to one identity.
-    last_assigned_root             oid,
+    last_assigned_root             regrole,
     PRIMARY KEY (job_id, slice_number, copy),
     CONSTRAINT compute_slices_held CHECK ((status IN ('scheduled', 'working')) = (lease_token IS NOT NULL))
 );
@@ -63,10 +63,10 @@ CREATE TABLE slice_reports (
     job_id            bigint NOT NULL,
     slice_number      integer NOT NULL,
     copy              smallint NOT NULL,
-    owner             oid NOT NULL,
+    owner             regrole NOT NULL,
     worker_opaque_id  uuid NOT NULL,
     -- The root identity the copy was handed to: a consensus counts one vote per identity.
-    worker_root       oid NOT NULL,
+    worker_root       regrole NOT NULL,
     compute_group_id  bigint NOT NULL,
     value             uri NOT NULL,
     value_hash        text NOT NULL,
@@ -94,7 +94,7 @@ COMMENT ON TABLE slice_reports IS
 CREATE TABLE result_store (
     id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     job_id  bigint NOT NULL,
-    owner   oid NOT NULL,
+    owner   regrole NOT NULL,
     body    text NOT NULL
 );
 CREATE INDEX result_store_owner ON result_store (owner);
@@ -104,7 +104,7 @@ CREATE INDEX result_store_job ON result_store (job_id);
 CREATE TABLE compute_group_workers (
     compute_group_id  bigint NOT NULL REFERENCES compute_groups ON DELETE CASCADE,
     worker_opaque_id  uuid NOT NULL REFERENCES workers ON DELETE CASCADE,
-    owner             oid NOT NULL,
+    owner             regrole NOT NULL,
     joined_at         timestamptz NOT NULL DEFAULT now(),
     -- A worker in several groups is served by the one that served it longest ago first.
     last_served_at    timestamptz,
@@ -122,7 +122,7 @@ CREATE TABLE compute_join_challenges (
     worker_opaque_id  uuid NOT NULL REFERENCES workers ON DELETE CASCADE,
     group_opaque_id   uuid NOT NULL,
     -- The worker's identity, which alone reads the row.
-    worker_identity   oid NOT NULL,
+    worker_identity   regrole NOT NULL,
     challenge         text NOT NULL UNIQUE,
     expires_at        timestamptz NOT NULL,
     PRIMARY KEY (worker_opaque_id, group_opaque_id)

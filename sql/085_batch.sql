@@ -29,7 +29,7 @@ RETURN 'pg_jobs.batch:' || computer;
 -- role cannot take its jobs by registering the same name.
 CREATE TABLE batch_computers (
     computer      text PRIMARY KEY,
-    agent         oid NOT NULL,
+    agent         regrole NOT NULL,
     capacity      integer NOT NULL CHECK (capacity >= 1),
     info          jsonb NOT NULL DEFAULT '{}',
     registered_at timestamptz NOT NULL DEFAULT now(),
@@ -77,7 +77,7 @@ CREATE INDEX jobs_batch_untallied ON jobs (id)
 -- it counts now (_batch_tally(ids, 1)); they are the batch functions, jobs_abort and the
 -- rescue of expired leases, none of them in the plain queue's claims and completions.
 CREATE TABLE batch_tally (
-    owner      oid NOT NULL,
+    owner      regrole NOT NULL,
     due_minute timestamptz NOT NULL,
     label      text,
     computer   text,

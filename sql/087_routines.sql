@@ -29,14 +29,14 @@ RETURN name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$';
 CREATE TABLE routine_schedules (
     id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     schedule   text NOT NULL CHECK (_routine_schedule_name_ok(schedule)),
-    owner      oid NOT NULL,
+    owner      regrole NOT NULL,
     time_zone  text NOT NULL DEFAULT 'UTC',
     -- Roles whose members watch the schedule and command its routines.
-    operators  oid[] NOT NULL DEFAULT '{}',
+    operators  regrole[] NOT NULL DEFAULT '{}',
     -- The switch: what was asked, by which role (null: the setting pg_jobs.routines_start_mode
     -- when the scheduler started), when.
     mode       text NOT NULL DEFAULT 'control' CHECK (mode IN ('observe', 'control')),
-    mode_by    oid,
+    mode_by    regrole,
     mode_at    timestamptz NOT NULL DEFAULT now(),
     -- What the scheduler reports: what it did in its last round, when it last wrote the state,
     -- its calendar day, when it last read the definition, and whether a reload was asked for.
@@ -117,7 +117,7 @@ CREATE TABLE routine_days (
     -- When the end of the run was sent (a kill job): no second one is sent for it.
     ending_since     timestamptz,
     -- A person's restart waiting for the run it ended to end.
-    restart_asked_by oid,
+    restart_asked_by regrole,
     run_order        integer,
     PRIMARY KEY (schedule_id, day, routine)
 );
@@ -135,7 +135,7 @@ CREATE TABLE routine_log (
     -- Masked when written.
     message     text NOT NULL,
     -- Who said it: the routine's role (a message), a person's (a command), or null (the scheduler).
-    sender      oid,
+    sender      regrole,
     -- A command is news about the routine, not a sign of its life.
     command     boolean NOT NULL DEFAULT false
 );

@@ -122,8 +122,8 @@ SELECT pg_has_role($role, $grantee, 'MEMBER'),
 -- name: set_operator(schedule_id bigint, grantee oid, granted boolean)
 -- The schedule granted to role $grantee when $granted, else revoked from it.
 UPDATE routine_schedules s
-SET operators = CASE WHEN $granted THEN array_append(array_remove(s.operators, $grantee), $grantee)
-                     ELSE array_remove(s.operators, $grantee) END
+SET operators = CASE WHEN $granted THEN array_append(array_remove(s.operators, $grantee::regrole), $grantee::regrole)
+                     ELSE array_remove(s.operators, $grantee::regrole) END
 WHERE s.id = $schedule_id;
 
 -- name: ask_reload(schedule_id bigint)
