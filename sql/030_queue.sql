@@ -14,7 +14,7 @@
 --
 -- The rule of a live job and who may claim it (src/api/queue.rs), checked by jobs_live below.
 CREATE FUNCTION _live_job_ok(status job_status, lease_token uuid, has_key boolean, has_key_rule boolean,
-                             owner oid, claimable_by oid) RETURNS boolean
+                             owner regrole, claimable_by regrole) RETURNS boolean
 LANGUAGE c IMMUTABLE PARALLEL SAFE AS 'MODULE_PATHNAME', '_live_job_ok';
 
 -- A claim and a heartbeat are HOT updates: no index of this table names a column they change
