@@ -274,6 +274,7 @@ entry!(compute_submit, |fcinfo, arguments| {
         .collect();
     let mut reported: Vec<i32> = Vec::new();
     if let Some(job) = task_job(&section, token) {
+        super::owners::job_owner_known(job.id, job.owner);
         // A slice sent once is never resolved.
         if !job.once {
             lock_slices(&section, job.id, slices);
