@@ -643,6 +643,15 @@ COMMENT ON FUNCTION compute_group_budget IS
     'budget that was unlimited starts at the amount given. Returns the group''s budgets.';
 GRANT EXECUTE ON FUNCTION compute_group_budget TO pgjobs_user;
 
+-- compute_group_unbudget: src/api/compute_settings.rs.
+CREATE FUNCTION compute_group_unbudget(group_id bigint, budgets text[])
+RETURNS SETOF compute_group_budgets
+LANGUAGE c AS 'MODULE_PATHNAME', 'compute_group_unbudget';
+COMMENT ON FUNCTION compute_group_unbudget IS
+    'Makes the named budgets (cpu_time, gpu_time, jobs, in_data_size, out_data_size) of one of the '
+    'caller''s groups unlimited again; what the group spent stays counted. Returns the group''s budgets.';
+GRANT EXECUTE ON FUNCTION compute_group_unbudget TO pgjobs_user;
+
 -- compute_groups: every column but opaque_id, as for jobs (see 030_queue.sql); a group's owner
 -- reads its groups' ids in compute_group_opaque_ids.
 GRANT SELECT (id, owner, name, description, listed, join_key, join_hash, join_address, commission_rate,

@@ -31,6 +31,7 @@ static GROUP_PUBLIC: Statement = statement("group_public");
 static GROUPS_JOBS_BY_JOB: Statement = statement("groups_jobs_by_job");
 static BUDGET_ROW: Statement = statement("budget_row");
 static GRANT_BUDGET: Statement = statement("grant_budget");
+static UNBUDGET: Statement = statement("unbudget");
 static BUDGETS: Statement = statement("budgets");
 
 /// Runs a delete of the caller's rows (`arguments` besides its identity, `owner`) and returns how
@@ -209,6 +210,29 @@ entry!(compute_group_budget, |fcinfo, arguments| {
     }
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
+    hold_budgets(&section, &caller, group);
+    section.run(
+        &GRANT_BUDGET,
+        parameters! {
+            group_id: Some(group),
+            cpu_time: arguments.cpu_time.datum(),
+            gpu_time: arguments.gpu_time.datum(),
+            jobs: arguments.jobs.datum(),
+            in_data_size: arguments.in_data_size.datum(),
+            out_data_size: arguments.out_data_size.datum(),
+        },
+    );
+    section
+        .run(&BUDGETS, parameters! { group_id: Some(group) })
+        .return_all(fcinfo);
+    Datum::from(0)
+});
+
+/// Takes the budgets' row of the caller's group `group` for this transaction (if it has one: a
+/// group without is unlimited in every budget), refusing a group that is not the caller's and a
+/// row another transaction holds (tried, not waited for: a deployment into the group, or another
+/// grant, may hold it in a transaction left open).
+fn hold_budgets(section: &Section, caller: &Caller, group: Datum) {
     let row = section.run(
         &BUDGET_ROW,
         parameters! { owner: Some(Datum::from(caller.identity)), group_id: Some(group) },
@@ -231,16 +255,47 @@ entry!(compute_group_budget, |fcinfo, arguments| {
             Some("A deployment into the group, or another grant, is under way: try again."),
         );
     }
+}
+
+/// The budgets compute_group_unbudget names, as compute_group_budget's arguments do.
+const BUDGET_NAMES: [&str; 5] = [
+    "cpu_time",
+    "gpu_time",
+    "jobs",
+    "in_data_size",
+    "out_data_size",
+];
+
+// compute_group_unbudget(group_id, budgets): the caller's group's named budgets unlimited again;
+// its budgets as they are then.
+entry!(compute_group_unbudget, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let group = arguments.group_id.given();
+    let names = arguments.budgets.get().unwrap_or_default();
+    const HINT: &str =
+        "Name one or more of cpu_time, gpu_time, jobs, in_data_size and out_data_size.";
+    if names.is_empty() {
+        invalid("budgets must name at least one budget", Some(HINT));
+    }
+    if names.contains(&None) {
+        invalid("budgets must not contain null", Some(HINT));
+    }
+    if let Some(unknown) = names
+        .iter()
+        .flatten()
+        .find(|name| !BUDGET_NAMES.contains(&name.as_str()))
+    {
+        invalid(
+            format!("unknown budget {}", quote_literal(unknown)),
+            Some(HINT),
+        );
+    }
+    materialize(fcinfo);
+    let section = Section::as_owner(fcinfo);
+    hold_budgets(&section, &caller, group);
     section.run(
-        &GRANT_BUDGET,
-        parameters! {
-            group_id: Some(group),
-            cpu_time: arguments.cpu_time.datum(),
-            gpu_time: arguments.gpu_time.datum(),
-            jobs: arguments.jobs.datum(),
-            in_data_size: arguments.in_data_size.datum(),
-            out_data_size: arguments.out_data_size.datum(),
-        },
+        &UNBUDGET,
+        parameters! { group_id: Some(group), budgets: arguments.budgets.datum() },
     );
     section
         .run(&BUDGETS, parameters! { group_id: Some(group) })

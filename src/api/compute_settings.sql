@@ -107,5 +107,16 @@ SET granted_cpu_time = coalesce(a.granted_cpu_time + $cpu_time, excluded.granted
     granted_out_data_size = coalesce(a.granted_out_data_size + $out_data_size,
                                      excluded.granted_out_data_size, a.granted_out_data_size);
 
+-- name: unbudget(group_id bigint, budgets text[])
+-- Group $group_id's budgets named in $budgets unlimited (null granted; nothing remaining to count
+-- down). What the group spent stays counted: a budget granted again starts past it.
+UPDATE compute_group_accounting_data a
+SET granted_cpu_time = CASE WHEN 'cpu_time' = ANY ($budgets) THEN NULL ELSE a.granted_cpu_time END,
+    granted_gpu_time = CASE WHEN 'gpu_time' = ANY ($budgets) THEN NULL ELSE a.granted_gpu_time END,
+    remaining_jobs = CASE WHEN 'jobs' = ANY ($budgets) THEN NULL ELSE a.remaining_jobs END,
+    granted_in_data_size = CASE WHEN 'in_data_size' = ANY ($budgets) THEN NULL ELSE a.granted_in_data_size END,
+    granted_out_data_size = CASE WHEN 'out_data_size' = ANY ($budgets) THEN NULL ELSE a.granted_out_data_size END
+WHERE a.compute_group_id = $group_id;
+
 -- name: budgets(group_id bigint)
 SELECT b.* FROM compute_group_budgets b WHERE b.compute_group_id = $group_id;

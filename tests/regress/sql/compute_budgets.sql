@@ -2,8 +2,9 @@
 -- grants CPU time, GPU time, jobs and bytes in and out (compute_group_budget); fetches hand out
 -- no slice that would overrun one (one a task until a job's slices are measured); the fold
 -- spends what committed reports measured, exactly (spent plus remaining is granted); a grant
--- lets the work go on. Refused: a negative amount, a group of another owner or none (a budget
--- row another transaction holds: isolation compute_budget_held). Who reads the budgets. The fold
+-- lets the work go on, and so does a budget made unlimited again (compute_group_unbudget).
+-- Refused: a negative amount, an unknown budget, a group of another owner or none (a budget row
+-- another transaction holds: isolation compute_fetch_at_budget). Who reads the budgets. The fold
 -- is called by hand, as the launcher would.
 SELECT regress.reset();
 CREATE ROLE regress_cb_group_owner;
@@ -43,7 +44,15 @@ FROM (VALUES ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_budget(%1$s
              ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_budget(NULL, cpu_time => 10)'),
              ('regress_cb_other', 'SELECT pgjobs.compute_group_budget(%1$s, cpu_time => 10)'),
              ('regress_cb_w1', 'SELECT pgjobs.compute_group_budget(%1$s, cpu_time => 10)'),
-             ('regress_cb_stranger', 'SELECT pgjobs.compute_group_budget(%1$s, cpu_time => 10)'))
+             ('regress_cb_stranger', 'SELECT pgjobs.compute_group_budget(%1$s, cpu_time => 10)'),
+             ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_unbudget(%1$s, ARRAY[''cpu''])'),
+             ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_unbudget(%1$s, ARRAY[''jobs'', NULL])'),
+             ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_unbudget(%1$s, ARRAY[]::text[])'),
+             ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_unbudget(%1$s, NULL)'),
+             ('regress_cb_group_owner', 'SELECT pgjobs.compute_group_unbudget(%2$s, ARRAY[''jobs''])'),
+             ('regress_cb_other', 'SELECT pgjobs.compute_group_unbudget(%1$s, ARRAY[''jobs''])'),
+             ('regress_cb_w1', 'SELECT pgjobs.compute_group_unbudget(%1$s, ARRAY[''jobs''])'),
+             ('regress_cb_stranger', 'SELECT pgjobs.compute_group_unbudget(%1$s, ARRAY[''jobs''])'))
      AS c(role, call);
 SELECT string_agg(b::text, ',') = :'before' AS unchanged FROM pgjobs.compute_group_budgets b;
 
@@ -115,6 +124,24 @@ FROM pgjobs.compute_group_spent s WHERE s.compute_group_id = :g;
 SELECT role, regress.as_role(role, 'SELECT coalesce(string_agg(cpu_time::text, '',''), ''none'') FROM pgjobs.compute_group_spent') AS spent_seen,
        regress.as_role(role, 'UPDATE pgjobs.compute_group_spent SET cpu_time = 0') AS spent_changed
 FROM (VALUES ('regress_cb_group_owner'), ('regress_cb_owner'), ('regress_cb_w1'), ('regress_cb_other')) AS r(role);
+-- The owner makes the CPU budget unlimited again (compute_group_unbudget): the spending stays
+-- counted, the other budgets as they were, and the bytes in, overrun too, still hold the work.
+SET ROLE regress_cb_group_owner;
+SELECT granted_cpu_time, spent_cpu_time, remaining_cpu_time, granted_in_data_size, remaining_in_data_size,
+       remaining_jobs
+FROM pgjobs.compute_group_unbudget(:g, ARRAY['cpu_time']);
+RESET ROLE;
+SET ROLE regress_cb_w1;
+SELECT count(*) AS slices FROM pgjobs.compute_fetch();
+RESET ROLE;
+-- With the bytes in unlimited too, the work goes on.
+SET ROLE regress_cb_group_owner;
+SELECT remaining_cpu_time, granted_in_data_size, spent_in_data_size, remaining_in_data_size
+FROM pgjobs.compute_group_unbudget(:g, ARRAY['in_data_size']);
+RESET ROLE;
+SET ROLE regress_cb_w1;
+SELECT count(*) > 0 AS slices_again FROM pgjobs.compute_fetch();
+RESET ROLE;
 DROP TABLE task1, task2;
 SELECT regress.compute_reset();
 SELECT regress.reset();
