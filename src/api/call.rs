@@ -507,6 +507,20 @@ pub fn required(name: &str) -> ! {
     )
 }
 
+/// An array argument's elements (none for a null array); one with a null element is refused
+/// (`null_value_not_allowed`, 22004).
+pub fn without_nulls<T>(array: Option<Vec<Option<T>>>, name: &str) -> Vec<T> {
+    let elements = array.unwrap_or_default();
+    if elements.iter().any(Option::is_none) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            format!("{name} must not contain null"),
+            None,
+        );
+    }
+    elements.into_iter().flatten().collect()
+}
+
 /// Runs a call's body. An error PostgreSQL raised inside one of its statements is raised again as
 /// a caller would see it from SQL: its code, message, detail and hint, without the statement's
 /// context (which names internal functions) and without the Rust backtrace pgrx adds to DETAIL

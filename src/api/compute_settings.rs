@@ -9,7 +9,7 @@ use pgrx::pg_sys::{self, Datum, INT8OID, UUIDOID};
 use pgrx::prelude::*;
 
 use super::arguments::Arg;
-use super::call::{invalid, materialize, refuse, Caller, Section, Statement};
+use super::call::{invalid, materialize, refuse, without_nulls, Caller, Section, Statement};
 use super::datum::{output, quote_literal};
 use crate::{entry, named_statements, parameters};
 
@@ -271,18 +271,14 @@ const BUDGET_NAMES: [&str; 5] = [
 entry!(compute_group_unbudget, |fcinfo, arguments| {
     let caller = Caller::current();
     let group = arguments.group_id.given();
-    let names = arguments.budgets.get().unwrap_or_default();
+    let names = without_nulls(arguments.budgets.get(), "budgets");
     const HINT: &str =
         "Name one or more of cpu_time, gpu_time, jobs, in_data_size and out_data_size.";
     if names.is_empty() {
         invalid("budgets must name at least one budget", Some(HINT));
     }
-    if names.contains(&None) {
-        invalid("budgets must not contain null", Some(HINT));
-    }
     if let Some(unknown) = names
         .iter()
-        .flatten()
         .find(|name| !BUDGET_NAMES.contains(&name.as_str()))
     {
         invalid(

@@ -11,8 +11,8 @@ use pgrx::{FromDatum, IntoDatum};
 
 use super::arguments::Arg;
 use super::call::{
-    invalid, materialize, null, record, refuse, refuse_with_detail, required, return_row, Caller,
-    Planning, Rows, Section, Statement,
+    invalid, materialize, null, record, refuse, refuse_with_detail, required, return_row,
+    without_nulls, Caller, Planning, Rows, Section, Statement,
 };
 use super::datum::{
     array, array_length, elements, field, input, interval_span, interval_text, output, seconds,
@@ -793,19 +793,6 @@ fn add_needing(section: &Section, owner: Oid, specs: &[Spec], needs: &[Needs]) -
         dependencies::hold(section, owner, &ids, needs);
     }
     ids
-}
-
-/// An array argument's elements; one with a null is refused.
-fn without_nulls<T>(array: Option<Vec<Option<T>>>, name: &str) -> Vec<T> {
-    let elements = array.unwrap_or_default();
-    if elements.iter().any(Option::is_none) {
-        refuse(
-            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            format!("{name} must not contain null"),
-            None,
-        );
-    }
-    elements.into_iter().flatten().collect()
 }
 
 entry!(jobs_add, |fcinfo, arguments| {
