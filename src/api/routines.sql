@@ -119,11 +119,11 @@ DELETE FROM routine_schedules s WHERE s.id = $schedule_id;
 SELECT pg_has_role($role, $grantee, 'MEMBER'),
        $grantee IN ('pgjobs_user'::regrole, 'pgjobs_agent'::regrole);
 
--- name: set_operator(schedule_id bigint, grantee oid, granted boolean)
+-- name: set_operator(schedule_id bigint, grantee regrole, granted boolean)
 -- The schedule granted to role $grantee when $granted, else revoked from it.
 UPDATE routine_schedules s
-SET operators = CASE WHEN $granted THEN array_append(array_remove(s.operators, $grantee::regrole), $grantee::regrole)
-                     ELSE array_remove(s.operators, $grantee::regrole) END
+SET operators = CASE WHEN $granted THEN array_append(array_remove(s.operators, $grantee), $grantee)
+                     ELSE array_remove(s.operators, $grantee) END
 WHERE s.id = $schedule_id;
 
 -- name: ask_reload(schedule_id bigint)
