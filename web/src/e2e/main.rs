@@ -1468,9 +1468,16 @@ fn queues_tab(c: &Ctx) -> Res<()> {
     wait_for(10, || Ok(!c.rows("queue-row", "queue")?.is_empty()))
 }
 
+/// The Queues tab with `queue` in its list: the tab lists the queues it has rows for as soon as
+/// any is read, and a queue whose jobs were just added may come in a later read.
+fn queue_listed(c: &Ctx, queue: &str) -> Res<()> {
+    queues_tab(c)?;
+    wait_for(10, || Ok(!c.b.find_all(&queue_row(queue))?.is_empty()))
+}
+
 /// The Queues tab with a queue's jobs shown.
 fn open_queue(c: &Ctx, queue: &str) -> Res<()> {
-    queues_tab(c)?;
+    queue_listed(c, queue)?;
     c.b.click_css(&queue_row(queue))?;
     wait_for(10, || Ok(!c.b.find_all(&tid("queue-job-row"))?.is_empty()))
 }
@@ -2108,7 +2115,7 @@ fn queue_charts_count_completions_and_failures(c: &mut Ctx) -> Res<()> {
 
 /// The Queues tab with a queue opened that may have no job to list.
 fn open_queue_without_jobs(c: &Ctx, queue: &str) -> Res<()> {
-    queues_tab(c)?;
+    queue_listed(c, queue)?;
     c.b.click_css(&queue_row(queue))?;
     wait_for(10, || c.visible("queue-charts"))
 }
