@@ -99,9 +99,10 @@ UPDATE pgjobs.jobs SET status = 'started', lease_token = gen_random_uuid() WHERE
 UPDATE pgjobs.jobs SET status = 'created', lease_token = NULL WHERE id = :job;
 -- And every job in the history has finished.
 SELECT pgjobs.jobs_abort(:job);
--- (The error names the month's partition, which the test hides.)
+-- (The error names the month's partition, or the catch-all one where no launcher has made the
+-- month's yet, as when this test runs alone: the test hides which.)
 SELECT regexp_replace(regress.error_of('UPDATE pgjobs.job_history SET status = ''started'' WHERE id = ' || :job),
-                      'job_history_[0-9]{6}', 'job_history_<month>') AS error;
+                      'job_history_([0-9]{6}|other)', 'job_history_<month>') AS error;
 SELECT id, status FROM pgjobs.job_history WHERE id = :job;
 
 -- As psql prints them, context included: a hint only where one helps, no empty HINT line
