@@ -31,6 +31,7 @@ static COUNT_TALLY: Statement = statement("count_tally");
 /// for one row (0.5 to 1 ms a call with 2,000 jobs waiting, most of a post's time).
 static TALLY: Statement = Statement::new(STATEMENTS, "tally", Planning::Probes);
 static TALLY_ONE: Statement = Statement::new(STATEMENTS, "tally_one", Planning::Probes);
+static TALLY_ADDED: Statement = statement("tally_added");
 
 /// The batch store's counts: the deltas of each key folded into one row (`_batch_tally_fold`).
 pub(crate) static COUNTS: Service = Service {
@@ -73,6 +74,26 @@ pub(crate) fn tally_one(section: &Section, id: Datum, sign: i32, as_created: boo
             id: Some(id),
             sign: Some(Datum::from(sign)),
             as_created: Some(Datum::from(as_created)),
+        },
+    );
+}
+
+/// Counts a job that a post of `owner` just added and that waits for nothing, as [`tally_one`]
+/// would, from what the post gave: its `label` (routine or command), `computer` and `run_at`.
+pub(crate) fn tally_added(
+    section: &Section,
+    owner: Oid,
+    label: Option<&str>,
+    computer: &str,
+    run_at: Option<Datum>,
+) {
+    section.run(
+        &TALLY_ADDED,
+        parameters! {
+            owner: Some(Datum::from(owner)),
+            label: label.into_datum(),
+            computer: computer.into_datum(),
+            run_at,
         },
     );
 }

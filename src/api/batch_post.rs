@@ -9,9 +9,9 @@ use std::ops::Range;
 use pg_jobs_core::hex;
 use pgrx::pg_sys::{self, Datum, Oid, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
-use pgrx::{FromDatum, IntoDatum};
+use pgrx::{direct_function_call_as_datum, FromDatum, IntoDatum};
 
-use super::batch::{batch_queue, silence, tally, tally_one};
+use super::batch::{batch_queue, silence, tally, tally_added, tally_one};
 use super::batch_waits::check_cycle;
 use super::call::{invalid, materialize, refuse, Caller, Planning, Section, Statement};
 use super::datum::{array, elements, int8_array, literal_or_null, output, JsonbBuilder};
@@ -24,15 +24,11 @@ named_statements!(include_str!("batch_post.sql"));
 
 static POSTS: Statement = statement("posts");
 static COMPUTER_KNOWN: Statement = statement("computer_known");
-/// By the primary key, as WAITING_JOB.
-static KEYS_TAKEN: Statement = Statement::new(STATEMENTS, "keys_taken", Planning::Probes);
 static JOB_OF_HASH: Statement = statement("job_of_hash");
 static LOCK_DEPENDENCIES: Statement = statement("lock_dependencies");
 static WAITING_FOR: Statement = statement("waiting_for");
-static TRY_TURN: Statement = statement("try_turn");
 static SHORTEN_LOCK_WAITS: Statement = statement("shorten_lock_waits");
 static RESTORE_LOCK_WAITS: Statement = statement("restore_lock_waits");
-static TAKE_TURNS: Statement = statement("take_turns");
 /// A job found by its key's row, by primary keys only: found through the indexes of jobs, the
 /// plan, before ANALYZE had seen the jobs, read the owner's index (alone, or in a bitmap AND with
 /// the key's), which is every job of the poster on every post (0.5 ms a post with 2,000 posted,
@@ -576,17 +572,31 @@ fn turn(poster: Oid, hash: &str) -> i64 {
     lock_key("batch_post", &format!("{}/{}", poster.to_u32(), &hash[..1]))
 }
 
-/// Takes, shared, the poster's turns for its commands `hashes`.
-fn take_turns<'a>(section: &Section, poster: Oid, hashes: impl Iterator<Item = &'a str>) {
-    let digits: BTreeSet<&str> = hashes.map(|hash| &hash[..1]).collect();
-    let turns: BTreeSet<i64> = digits
-        .into_iter()
-        .map(|digit| turn(poster, digit))
-        .collect();
-    section.run(
-        &TAKE_TURNS,
-        parameters! { lock_keys: Some(int8_array(turns)) },
-    );
+/// Takes, shared, the poster's turns for its commands `hashes`, in the order of their keys: by
+/// the lock functions themselves, where a statement cost a ninth of a post of one.
+fn take_turns<'a>(poster: Oid, hashes: impl Iterator<Item = &'a str>) {
+    let turns: BTreeSet<i64> = hashes.map(|hash| turn(poster, hash)).collect();
+    for turn in turns {
+        advisory(pg_sys::pg_advisory_xact_lock_shared_int8, turn);
+    }
+}
+
+/// Whether no transaction holds the poster's `turn` (a post of it in progress): the lock tried
+/// alone, at once, and let go.
+fn turn_free(turn: i64) -> bool {
+    let taken = advisory(pg_sys::pg_try_advisory_lock_int8, turn);
+    // SAFETY: a bool's Datum.
+    let free = unsafe { bool::from_datum(taken, false) } == Some(true);
+    if free {
+        advisory(pg_sys::pg_advisory_unlock_int8, turn);
+    }
+    free
+}
+
+/// One of PostgreSQL's advisory lock functions of a bigint key, called directly.
+fn advisory(function: unsafe fn(pg_sys::FunctionCallInfo) -> Datum, key: i64) -> Datum {
+    // SAFETY: each takes one bigint and returns void or a bool, never null.
+    unsafe { direct_function_call_as_datum(function, &[Some(Datum::from(key))]) }.expect("not null")
 }
 
 /// Has each of `jobs` (the poster's) wait for the job beside it in `on_jobs`.
@@ -658,9 +668,9 @@ fn post_all(section: &Section, poster: Oid, posts: &[Post], after: &[Vec<i64>]) 
 }
 
 /// Adds the jobs of the posts `run`, each of a command no post before it in the call names: one
-/// statement each for their keys, dependencies, turns, jobs, waits and counts. A post whose
-/// command's job is live (its key taken, or taken meanwhile by another transaction's post) is
-/// posted by [`post`], which replaces the job if it waits.
+/// statement each for their dependencies, jobs, waits and counts. A post whose command's job is
+/// live (its key taken, or taken meanwhile by another transaction's post) is posted by [`post`],
+/// which replaces the job if it waits.
 fn add_run(
     section: &Section,
     poster: Oid,
@@ -673,76 +683,68 @@ fn add_run(
     if run.is_empty() {
         return;
     }
-    let hashes: Vec<Option<Datum>> = run
+    let all: BTreeSet<i64> = run
         .clone()
-        .map(|n| commands[n].hash.as_str().into_datum())
+        .flat_map(|n| dependencies[n].iter().copied())
         .collect();
-    let taken = section.run(
-        &KEYS_TAKEN,
-        parameters! {
-            owner: Some(Datum::from(poster)),
-            hashes: Some(array(TEXTOID, &hashes)),
-        },
-    );
-    let taken: HashSet<String> = (0..taken.len())
-        .filter_map(|row| taken.get(row, 0))
+    let waiting: HashSet<i64> = waiting_for(section, poster, &all.into_iter().collect::<Vec<_>>())
+        .into_iter()
         .collect();
-    let fresh: Vec<usize> = run
+    take_turns(poster, run.clone().map(|n| commands[n].hash.as_str()));
+    // Added under the rule replace, which frees the key when the job finishes. A post whose
+    // command's key is taken gets no job here (its add does nothing) and is posted by post below:
+    // finding the taken keys first was a statement a post, a ninth of a post of one.
+    let replace = "replace".into_datum();
+    let jobs: Vec<Spec> = run
         .clone()
-        .filter(|&n| !taken.contains(&commands[n].hash))
+        .map(|n| {
+            let mut job = commands[n].job;
+            job.set(
+                Field::Payload,
+                Some(payload(&posts[n], &commands[n], &dependencies[n])),
+            );
+            job.set(Field::OnConflict, replace);
+            job
+        })
         .collect();
-    if !fresh.is_empty() {
-        let all: BTreeSet<i64> = fresh
+    let added = add_free(section, poster, &jobs);
+    let (mut waits, mut on_jobs) = (Vec::new(), Vec::new());
+    for (n, id) in run.clone().zip(&added) {
+        let Some(id) = *id else { continue };
+        for &on_job in dependencies[n]
             .iter()
-            .flat_map(|&n| dependencies[n].iter().copied())
-            .collect();
-        let waiting: HashSet<i64> =
-            waiting_for(section, poster, &all.into_iter().collect::<Vec<_>>())
-                .into_iter()
-                .collect();
-        take_turns(
-            section,
-            poster,
-            fresh.iter().map(|&n| commands[n].hash.as_str()),
-        );
-        // Added under the rule replace, which frees the key when the job finishes.
-        let replace = "replace".into_datum();
-        let jobs: Vec<Spec> = fresh
-            .iter()
-            .map(|&n| {
-                let mut job = commands[n].job;
-                job.set(
-                    Field::Payload,
-                    Some(payload(&posts[n], &commands[n], &dependencies[n])),
-                );
-                job.set(Field::OnConflict, replace);
-                job
-            })
-            .collect();
-        let added = add_free(section, poster, &jobs);
-        let (mut waits, mut on_jobs) = (Vec::new(), Vec::new());
-        for (&n, id) in fresh.iter().zip(&added) {
-            let Some(id) = *id else { continue };
-            for &on_job in dependencies[n]
-                .iter()
-                .filter(|on_job| waiting.contains(on_job))
-            {
-                waits.push(id);
-                on_jobs.push(on_job);
-            }
+            .filter(|on_job| waiting.contains(on_job))
+        {
+            waits.push(id);
+            on_jobs.push(on_job);
         }
-        if !waits.is_empty() {
-            add_waits(section, poster, &waits, &on_jobs);
+    }
+    if !waits.is_empty() {
+        add_waits(section, poster, &waits, &on_jobs);
+    }
+    let new: Vec<(usize, i64)> = run
+        .clone()
+        .zip(&added)
+        .filter_map(|(n, id)| Some((n, (*id)?)))
+        .collect();
+    match new[..] {
+        [] => {}
+        [(n, _)] if waits.is_empty() => {
+            let spec = &commands[n].spec;
+            let label = spec.routine.as_ref().or(spec.command.as_ref());
+            tally_added(
+                section,
+                poster,
+                label.map(String::as_str),
+                &spec.computer,
+                posts[n].run_at,
+            );
         }
-        let new: Vec<i64> = added.iter().flatten().copied().collect();
-        match new[..] {
-            [] => {}
-            [id] => tally_one(section, Datum::from(id), 1, false),
-            _ => tally(section, int8_array(new), 1, false),
-        }
-        for (&n, id) in fresh.iter().zip(added) {
-            ids[n] = id;
-        }
+        [(_, id)] => tally_one(section, Datum::from(id), 1, false),
+        _ => tally(section, int8_array(new.iter().map(|&(_, id)| id)), 1, false),
+    }
+    for (n, id) in run.clone().zip(added) {
+        ids[n] = id;
     }
     for n in run {
         if ids[n].is_none() {
@@ -790,11 +792,7 @@ fn post(
     let mut lock_wait = None;
     if nowait {
         let turn = turn(poster, &command.hash);
-        if section
-            .run(&TRY_TURN, parameters! { lock_key: Some(Datum::from(turn)) })
-            .get::<bool>(0, 0)
-            != Some(true)
-        {
+        if !turn_free(turn) {
             refuse(
                 PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
                 format!(
@@ -807,7 +805,7 @@ fn post(
         // A post that begins in between would still be waited for: not long.
         lock_wait = section.run(&SHORTEN_LOCK_WAITS, &[]).datum(0, 0);
     }
-    take_turns(section, poster, std::iter::once(command.hash.as_str()));
+    take_turns(poster, std::iter::once(command.hash.as_str()));
     let mut job_spec = command.job;
     job_spec.set(Field::Payload, Some(payload));
     let job = loop {

@@ -23,16 +23,6 @@ ORDER BY e.n;
 -- name: computer_known(computer text)
 SELECT EXISTS (SELECT FROM batch_computers c WHERE c.computer = $computer);
 
--- name: keys_taken(owner oid, hashes text[])
--- Of the commands $hashes, those of which the owner has a live job (a batch job's key is held as
--- long as its job is live).
-SELECT k.idempotency_key
-FROM unnest($hashes::text[]) AS h(hash),
-     -- Not flattened (OFFSET 0): each key by the primary key; joined, it was merged with a sort
-     -- of every key of the owner (1 ms a post with 2,000 posted, before ANALYZE saw them).
-     LATERAL (SELECT k.idempotency_key FROM job_keys k
-              WHERE k.owner = $owner AND k.idempotency_key = h.hash OFFSET 0) k;
-
 -- name: job_of_hash(owner oid, hash text)
 -- The latest job of the owner with the command hash (its key), live or finished.
 SELECT x.id FROM (
@@ -64,19 +54,11 @@ SELECT coalesce((SELECT array_agg(x.id) FROM (
           AND NOT EXISTS (SELECT FROM job_history h WHERE h.id = d AND h.owner = $owner)
         LIMIT 1);
 
--- name: try_turn(lock_key bigint)
-SELECT CASE WHEN pg_try_advisory_lock($lock_key) THEN pg_advisory_unlock($lock_key)
-            ELSE false END;
-
 -- name: shorten_lock_waits
 SELECT current_setting('lock_timeout'), set_config('lock_timeout', '1ms', true);
 
 -- name: restore_lock_waits(lock_timeout text)
 SELECT set_config('lock_timeout', $lock_timeout, true);
-
--- name: take_turns(lock_keys bigint[])
--- Shared, in the order of their keys.
-SELECT pg_advisory_xact_lock_shared(k) FROM unnest($lock_keys::bigint[]) k ORDER BY k;
 
 -- name: waiting_job(owner oid, hash text)
 -- The waiting job of the owner with the command hash (its key), locked as a replace's update
