@@ -263,6 +263,14 @@ CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON comput
     FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
 CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON work_functions
     FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
+-- A datum or an argument its job's owner changes is a URL the job's workers will contact: each
+-- of the job's groups must let them (src/api/compute_origins.rs), as at deployment.
+CREATE FUNCTION _compute_contact_admitted() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', '_compute_contact_admitted';
+CREATE TRIGGER contact_admitted BEFORE UPDATE OF value ON compute_data
+    FOR EACH ROW EXECUTE FUNCTION _compute_contact_admitted('fetchData');
+CREATE TRIGGER contact_admitted BEFORE UPDATE OF value ON compute_arguments
+    FOR EACH ROW EXECUTE FUNCTION _compute_contact_admitted('fetchArguments');
 CREATE TRIGGER owner_from_job BEFORE INSERT OR UPDATE OF job_id, owner ON work_reject_history
     FOR EACH ROW EXECUTE FUNCTION _owner_from_job();
 CREATE TRIGGER touch BEFORE UPDATE ON compute_perf_data

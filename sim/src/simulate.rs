@@ -151,6 +151,13 @@ fn simulate(dsn: &str, admin: &mut Client) -> usize {
         .execute("INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type) VALUES ($1, $2::text, 'sendResults')",
                  &[&groups[0].id, &store.origin])
         .unwrap();
+    // Groups 0 and 2 let their workers fetch the pattern jobs' data.
+    for group in [&groups[0], &groups[2]] {
+        connect(dsn, Some(&owners[group.owner]))
+            .execute("INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type) VALUES ($1, 'https://data.example', 'fetchData')",
+                     &[&group.id])
+            .unwrap();
+    }
     let result_storage = serde_json::json!({"url": format!("{}/r/{tag}/{{slice}}/{{copy}}", store.origin), "params": {"token": store.token}});
     let mut jobs = Vec::new();
     let mut inputs = Vec::new();

@@ -7,12 +7,14 @@ use pg_jobs_core::compute::{self, job_flag, Moving};
 use pgrx::prelude::*;
 
 use pgrx::pg_sys::{Datum, NUMERICOID};
+use pgrx::{FromDatum, JsonB};
 
 use crate::{entry, gucs, named_statements, parameters};
 
 use super::arguments::Arg;
 use super::call::{invalid, refuse, Caller, Rows, Section, Statement};
 use super::compute_deploy::{add_copies, check_slice_count};
+use super::compute_origins::{check_job_contacts, contacts_of_values, Contact};
 use super::datum::output;
 
 named_statements!(include_str!("compute.sql"));
@@ -210,10 +212,17 @@ entry!(compute_add_slices, |fcinfo, arguments| {
         let count = section
             .run(&VALUES_COUNT, parameters! { data: values })
             .get::<i32>(0, 0);
-        match (count, more) {
+        let count = match (count, more) {
             (Some(count), None) => count,
             _ => invalid("a job of values takes more values: an array", None),
-        }
+        };
+        let values = values.and_then(|values| JsonB::from_datum(values, false));
+        check_job_contacts(
+            &section,
+            job,
+            contacts_of_values(Contact::Data, values.as_ref().map(|values| &values.0)),
+        );
+        count
     } else {
         let (Some(more), None) = (more, values) else {
             invalid(

@@ -10,6 +10,7 @@ use pgrx::{IntoDatum, JsonB, Uuid};
 use serde_json::Value;
 
 use super::call::{invalid, refuse, Caller, Section, Statement};
+use super::compute_origins::{check_contacts, contacts_of_values, origin_of, Contact};
 use super::compute_settings::join_check;
 use super::datum::{int8_array, output, quote_literal, text_of};
 use crate::{entry, gucs, named_statements, parameters};
@@ -26,7 +27,6 @@ static GROUP: Statement = statement("group");
 static FEES: Statement = statement("fees");
 static TAKE_JOB_BUDGET: Statement = statement("take_job_budget");
 static ADD_JOB: Statement = statement("add_job");
-static RESULT_ORIGINS: Statement = statement("result_origins");
 static ADD_COMPUTE_JOB: Statement = statement("add_compute_job");
 static ADD_JOB_PARTS: Statement = statement("add_job_parts");
 static ADD_VALUES: Statement = statement("add_values");
@@ -351,28 +351,6 @@ fn result_storage(value: Option<&Value>, copies: bool) -> Option<ResultStorage> 
     })
 }
 
-/// Refuses a result storage whose origin one of `groups` does not let its workers send results
-/// to (an origin of type any or sendResults, compared as origins: scheme, host and port).
-fn check_result_origin(section: &Section, storage: &ResultStorage, groups: Option<Datum>) {
-    let origins = section.run(&RESULT_ORIGINS, parameters! { groups });
-    for row in 0..origins.len() {
-        let allowed = origins.get::<Vec<String>>(row, 1).unwrap_or_default();
-        let admits = allowed.iter().any(|origin| {
-            url::Url::parse(origin)
-                .is_ok_and(|url| url.origin().ascii_serialization() == storage.origin)
-        });
-        if !admits {
-            let group = origins
-                .datum(row, 0)
-                .map_or_else(String::new, |group| output(group, UUIDOID));
-            invalid(
-                format!("compute group {group} does not let its workers send results to {}", storage.origin),
-                Some(&format!("The group's owner adds the origin: INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type) VALUES (<group id>, '{}', 'sendResults').", storage.origin)),
-            );
-        }
-    }
-}
-
 // compute_deploy(spec): the caller's compute job of many slices in the compute groups `spec`
 // names (the README lists its keys), its fees taken off its funds and a job off each group's job
 // budget; its id.
@@ -500,9 +478,34 @@ entry!(compute_deploy, |fcinfo, arguments| {
         &caller,
         fields.get("groups"),
     )));
-    if let Some(results) = &results {
-        check_result_origin(&section, results, groups);
-    }
+    // What the workers contact: the work function, the arguments, the data (a pattern's or the
+    // values') and where the results go, refused in that order.
+    let work = text("work").and_then(|work| origin_of(&work));
+    let given_input = fields.get("input");
+    let pattern = match given_input.and_then(|input| input.get("pattern")) {
+        Some(Value::String(pattern)) => origin_of(&pattern.replace("{slice}", "1")),
+        _ => None,
+    };
+    check_contacts(
+        &section,
+        groups,
+        work.map(|origin| (Contact::WorkFunction, origin))
+            .into_iter()
+            .chain(pattern.map(|origin| (Contact::Data, origin)))
+            .chain(contacts_of_values(
+                Contact::Argument,
+                fields.get("arguments"),
+            ))
+            .chain(contacts_of_values(
+                Contact::Data,
+                given_input.and_then(|input| input.get("values")),
+            ))
+            .chain(
+                results
+                    .as_ref()
+                    .map(|results| (Contact::Results, results.origin.clone())),
+            ),
+    );
     let fees = section.run(&FEES, parameters! { groups, funds: Some(funds) });
     let fee = fees.datum(0, 0);
     if fees.get::<bool>(0, 1) == Some(true) {

@@ -75,13 +75,6 @@ VALUES ($owner, _extension_claimant(), coalesce(nullif($spec ->> 'name', ''), 'c
         coalesce(($spec ->> 'listed')::boolean, false))
 RETURNING id;
 
--- name: result_origins(groups bigint[])
--- The origins the groups let their workers send results to, a row a group.
-SELECT g.opaque_id, ARRAY(SELECT o.origin FROM compute_group_worker_origins o
-                          WHERE o.compute_group_id = g.id AND o.type IN ('any', 'sendResults'))
-FROM compute_groups g WHERE g.id = ANY ($groups)
-ORDER BY g.id;
-
 -- name: add_compute_job(job bigint, owner oid, spec jsonb, slices integer,
 --                        max_slices_per_task integer, offer numeric, market_value numeric,
 --                        duplication_level double precision, duplication_type text,

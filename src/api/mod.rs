@@ -17,6 +17,7 @@ pub mod compute;
 pub mod compute_deploy;
 pub mod compute_fetch;
 pub mod compute_fold;
+pub mod compute_origins;
 pub mod compute_results;
 pub mod compute_settings;
 pub mod compute_workers;

@@ -212,15 +212,16 @@ SELECT job_id = :other_job AS own_job, owner, finished, slice_work_payment_total
 FROM pgjobs.job_fin_data;
 RESET ROLE;
 
--- The owner may repoint value on compute_results, compute_data and compute_arguments, and nothing else.
+-- The owner may repoint value on compute_results, compute_data and compute_arguments (to what the
+-- job's groups let their workers contact: compute_origins), and nothing else.
 SET ROLE regress_owner;
 WITH u AS (UPDATE pgjobs.compute_results SET value = 'https://archive.example/1'
            WHERE job_id = :live AND slice_number = 1 RETURNING 1)
 SELECT count(*) AS results_changed FROM u;
-WITH u AS (UPDATE pgjobs.compute_data SET value = 'https://inputs.example/1'
+WITH u AS (UPDATE pgjobs.compute_data SET value = 'https://data.example/1'
            WHERE job_id = :live AND slice_number = 1 RETURNING 1)
 SELECT count(*) AS data_changed FROM u;
-WITH u AS (UPDATE pgjobs.compute_arguments SET value = 'https://inputs.example/arg'
+WITH u AS (UPDATE pgjobs.compute_arguments SET value = 'data:,new-arg'
            WHERE job_id = :live RETURNING 1)
 SELECT count(*) AS arguments_changed FROM u;
 SELECT regress.error_of('UPDATE pgjobs.compute_results SET value = ''/no/scheme'' WHERE slice_number = 1');

@@ -45,6 +45,9 @@ RETURNING id AS g_own, opaque_id AS g_own_opaque \gset
 SET ROLE regress_cw_group_owner;
 SELECT pgjobs.compute_group_set_secret(:'g_main_opaque', 'main-secret-long-enough'),
        pgjobs.compute_group_set_secret(:'g_own_opaque', 'own-secret-long-enough');
+-- Main's workers may fetch the data of the jobs of a URL pattern below (compute_origins).
+INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type)
+VALUES (:g_main, 'https://data.example', 'fetchData');
 RESET ROLE;
 
 -- What the compute tables hold, to show that a refused call changed nothing.

@@ -1,0 +1,173 @@
+//! What a compute group lets its workers contact (seed 000's computeGroupWorkerOrigins): every URL
+//! a job's workers are to fetch from or send to (its work function, its arguments, its data and
+//! where its results go) must be of an origin that each group of the job lets its workers contact
+//! for that (a row of `compute_group_worker_origins` of that type, or of type any), so that a
+//! deployer cannot turn a group's workers on a host its owner did not name. Checked when a job is
+//! deployed, when an open job takes more values, and when its owner changes a datum or an
+//! argument (a trigger); an origin a group's owner removes later leaves the jobs deployed. Only
+//! http and https URLs are contacts: a `data:` URI carries its value, a value or a work function
+//! without a scheme is made one (`_as_uri`), and the workers fetch no other scheme. Statements in
+//! `compute_origins.sql`.
+
+use pgrx::pg_sys::{self, Datum, UUIDOID};
+use pgrx::prelude::*;
+use pgrx::FromDatum;
+use serde_json::Value;
+
+use super::call::{invalid, trigger_data, Section, Statement};
+use super::datum::output;
+use crate::{entry, named_statements, parameters};
+
+named_statements!(include_str!("compute_origins.sql"));
+
+static WORKER_ORIGINS: Statement = statement("worker_origins");
+static JOB_GROUPS: Statement = statement("job_groups");
+
+/// What a job's workers contact a URL for: the types of `compute_group_worker_origins`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Contact {
+    WorkFunction,
+    Argument,
+    Data,
+    Results,
+}
+
+impl Contact {
+    fn type_name(self) -> &'static str {
+        match self {
+            Contact::WorkFunction => "fetchWorkFunctions",
+            Contact::Argument => "fetchArguments",
+            Contact::Data => "fetchData",
+            Contact::Results => "sendResults",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Contact::WorkFunction => "fetch work functions from",
+            Contact::Argument => "fetch arguments from",
+            Contact::Data => "fetch data from",
+            Contact::Results => "send results to",
+        }
+    }
+}
+
+/// The origin `uri` contacts (scheme, host and port, as a browser compares them), if it is an
+/// http or https URL; None for anything else. The scheme must open the text, as `_as_uri` wants
+/// of a URI (the URL parser would skip leading spaces); looked at first, so that the values of a
+/// large input set that are no URL are not parsed.
+pub(crate) fn origin_of(uri: &str) -> Option<String> {
+    let opens = |scheme: &str| {
+        uri.get(..scheme.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
+    };
+    if !opens("http:") && !opens("https:") {
+        return None;
+    }
+    url::Url::parse(uri)
+        .ok()
+        .filter(|url| ["http", "https"].contains(&url.scheme()) && url.has_host())
+        .map(|url| url.origin().ascii_serialization())
+}
+
+/// The contacts of the values of a job's input set or arguments (a JSON array): each string that
+/// is an http or https URL (a number or an object is made a `data:` URI).
+pub(crate) fn contacts_of_values(
+    contact: Contact,
+    values: Option<&Value>,
+) -> impl Iterator<Item = (Contact, String)> + '_ {
+    values
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(move |value| Some((contact, origin_of(value.as_str()?)?)))
+}
+
+/// Refuses (22023) a contact of `contacts` that one of `groups` (a bigint[]) does not let its
+/// workers make: the first in the order of [`Contact`], then of the origins, of the first group in
+/// id order.
+pub(crate) fn check_contacts(
+    section: &Section,
+    groups: Option<Datum>,
+    contacts: impl Iterator<Item = (Contact, String)>,
+) {
+    let mut contacts: Vec<(Contact, String)> = contacts.collect();
+    if contacts.is_empty() {
+        return;
+    }
+    contacts.sort();
+    contacts.dedup();
+    let origins = section.run(&WORKER_ORIGINS, parameters! { groups });
+    for row in 0..origins.len() {
+        let allowed: Vec<(Option<String>, String)> = origins
+            .get::<Vec<String>>(row, 1)
+            .unwrap_or_default()
+            .iter()
+            .map(|origin| origin_of(origin))
+            .zip(origins.get::<Vec<String>>(row, 2).unwrap_or_default())
+            .collect();
+        for (contact, origin) in &contacts {
+            let admits = allowed.iter().any(|(allowed, kind)| {
+                allowed.as_ref() == Some(origin) && (kind == "any" || kind == contact.type_name())
+            });
+            if !admits {
+                let group = origins
+                    .datum(row, 0)
+                    .map_or_else(String::new, |group| output(group, UUIDOID));
+                invalid(
+                    format!("compute group {group} does not let its workers {} {origin}", contact.what()),
+                    Some(&format!(
+                        "The group's owner adds the origin: INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type) VALUES (<group id>, '{origin}', '{}').",
+                        contact.type_name()
+                    )),
+                );
+            }
+        }
+    }
+}
+
+/// Refuses contacts that the groups of deployed job `job` do not let their workers make.
+pub(crate) fn check_job_contacts(
+    section: &Section,
+    job: i64,
+    contacts: impl Iterator<Item = (Contact, String)>,
+) {
+    let groups = section
+        .run(&JOB_GROUPS, parameters! { job: Some(Datum::from(job)) })
+        .datum(0, 0);
+    check_contacts(section, groups, contacts);
+}
+
+// A trigger BEFORE UPDATE OF value of compute_data (argument fetchData) and compute_arguments
+// (fetchArguments): the job owner's new value is a contact its groups must let their workers make.
+entry!(_compute_contact_admitted, |fcinfo, _| {
+    let trigger = trigger_data(fcinfo, "_compute_contact_admitted");
+    let row = (*trigger).tg_newtuple;
+    let columns = (*(*trigger).tg_relation).rd_att;
+    let column = |name: &std::ffi::CStr| {
+        let mut missing = false;
+        let datum = pg_sys::heap_getattr(
+            row,
+            pg_sys::SPI_fnumber(columns, name.as_ptr()),
+            columns,
+            &mut missing,
+        );
+        (!missing).then_some(datum)
+    };
+    let given = (*(*trigger).tg_trigger).tgargs;
+    let contact = match (!given.is_null()).then(|| std::ffi::CStr::from_ptr(*given).to_bytes()) {
+        Some(b"fetchData") => Contact::Data,
+        Some(b"fetchArguments") => Contact::Argument,
+        _ => error!("pg_jobs: _compute_contact_admitted takes fetchData or fetchArguments"),
+    };
+    let value = column(c"value").and_then(|value| String::from_datum(value, false));
+    if let (Some(job), Some(origin)) = (column(c"job_id"), value.as_deref().and_then(origin_of)) {
+        let section = Section::as_owner(fcinfo);
+        check_job_contacts(
+            &section,
+            job.value() as i64,
+            std::iter::once((contact, origin)),
+        );
+    }
+    Datum::from(row)
+});
