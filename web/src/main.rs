@@ -512,7 +512,7 @@ async fn json_body(request: Request<Incoming>) -> Result<serde_json::Value, Repl
     let is_json = header_value(request.headers(), "content-type")
         .is_some_and(|c| c.starts_with("application/json"));
     if !is_json {
-        return Err(json_error(415, "send JSON"));
+        return Err(after_body(request, json_error(415, "send JSON")).await);
     }
     serde_json::from_str(&read_body(request).await?)
         .map_err(|_| json_error(400, "the body is not JSON"))
@@ -523,6 +523,15 @@ fn query_params(query: &str) -> HashMap<String, String> {
     form_urlencoded::parse(query.as_bytes())
         .into_owned()
         .collect()
+}
+
+/// `reply`, sent once the request's body is read (and dropped, within read_body's bounds). A
+/// refusal sent before would leave the body unread, and hyper then closes the connection after the
+/// reply, which a client that keeps its connections may already have taken for its next request
+/// (the browser tests' HTTP client saw the peer disconnect).
+async fn after_body(request: Request<Incoming>, reply: Reply) -> Reply {
+    let _ = read_body(request).await;
+    reply
 }
 
 async fn read_body(request: Request<Incoming>) -> Result<String, Reply> {
@@ -553,7 +562,7 @@ impl App {
         let query = request.uri().query().unwrap_or("").to_string();
         let method = request.method().clone();
         if method == Method::POST && !guard::same_origin(request.headers(), &self.origins) {
-            return if path == "/login" {
+            let refusal = if path == "/login" {
                 login_failure_page(
                     403,
                     "login-cross-site",
@@ -563,6 +572,7 @@ impl App {
             } else {
                 json_error(403, "a request from another site's page")
             };
+            return after_body(request, refusal).await;
         }
         match (&method, path.as_str()) {
             // Seed 001's address of the page too.
@@ -583,7 +593,8 @@ impl App {
                 let Some(session) =
                     cookie_value(request.headers(), COOKIE).and_then(|id| self.sessions.get(&id))
                 else {
-                    return json(401, r#"{"error":"not logged in","login":true}"#);
+                    let refusal = json(401, r#"{"error":"not logged in","login":true}"#);
+                    return after_body(request, refusal).await;
                 };
                 match method {
                     Method::GET => self.read(&session, &path, &query).await,
@@ -592,25 +603,27 @@ impl App {
                         // page of another site cannot set, and JSON, which a plain form cannot send.
                         let token = header_value(request.headers(), "x-csrf-token").unwrap_or("");
                         if !session.csrf_matches(token) {
-                            return json_error(403, "missing or wrong CSRF token");
+                            let refusal = json_error(403, "missing or wrong CSRF token");
+                            return after_body(request, refusal).await;
                         }
                         if path == "/logout" {
                             self.sessions.remove(&session.id);
-                            return with_header(
+                            let done = with_header(
                                 json(200, r#"{"ok":true}"#),
                                 "Set-Cookie",
                                 &format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
                             );
+                            return after_body(request, done).await;
                         }
                         match json_body(request).await {
                             Ok(body) => self.act(&session, &path, &body).await,
                             Err(r) => r,
                         }
                     }
-                    _ => json_error(405, "method not allowed"),
+                    _ => after_body(request, json_error(405, "method not allowed")).await,
                 }
             }
-            _ => json_error(404, "not found"),
+            _ => after_body(request, json_error(404, "not found")).await,
         }
     }
 

@@ -1356,6 +1356,76 @@ fn sql_job_running_and_abort(c: &mut Ctx) -> Res<()> {
     wait_for(10, || Ok(c.b.find_all(&row)?.is_empty()))
 }
 
+/// A POST refused before its body is read (here: from another site's page) is answered once the
+/// body is in, and its connection then serves the next request. Answered at once, the body was
+/// left unread and the server closed the connection after its answer, which a client that keeps
+/// connections (this suite's) may already have taken for its next request: "peer disconnected".
+fn refusal_reads_the_body_first(c: &mut Ctx) -> Res<()> {
+    use std::io::{BufRead, BufReader, Write};
+    let address = c.url.trim_start_matches("http://").trim_end_matches('/');
+    let stream = std::net::TcpStream::connect(address).map_err(|e| e.to_string())?;
+    let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(stream);
+    let body = r#"{"name": "ana-nightly"}"#;
+    let mut send = |text: &str| writer.write_all(text.as_bytes()).map_err(|e| e.to_string());
+    send(&format!(
+        "POST /api/cron/disable HTTP/1.1\r\nHost: {address}\r\nOrigin: http://evil.example\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    ))?;
+    // No answer while the body has not come (as from a slow client, or in a second packet).
+    wait_on(&reader, 0.3)?;
+    if reader.fill_buf().is_ok_and(|early| !early.is_empty()) {
+        return fail("the forged POST was answered before its body came");
+    }
+    wait_on(&reader, 10.0)?;
+    send(body)?;
+    let (refused, why) = http_answer(&mut reader)?;
+    if !refused.contains(" 403 ") {
+        return fail(format!("the forged POST: {refused} {why}"));
+    }
+    send(&format!("GET /app.css HTTP/1.1\r\nHost: {address}\r\n\r\n"))?;
+    let (next, _) =
+        http_answer(&mut reader).map_err(|e| format!("the next request on the connection: {e}"))?;
+    if !next.contains(" 200 ") {
+        return fail(format!("the next request on the connection: {next}"));
+    }
+    Ok(())
+}
+
+/// Reads from `reader`'s connection wait at most `secs` seconds.
+fn wait_on(reader: &std::io::BufReader<std::net::TcpStream>, secs: f64) -> Res<()> {
+    reader
+        .get_ref()
+        .set_read_timeout(Some(Duration::from_secs_f64(secs)))
+        .map_err(|e| e.to_string())
+}
+
+/// The status line and the body of the next HTTP answer on `reader`'s connection.
+fn http_answer(reader: &mut std::io::BufReader<std::net::TcpStream>) -> Res<(String, String)> {
+    use std::io::{BufRead, Read};
+    let (mut status, mut length) = (String::new(), 0usize);
+    reader.read_line(&mut status).map_err(|e| e.to_string())?;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).map_err(|e| e.to_string())?;
+        if line.trim().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().map_err(|_| line.clone())?;
+            }
+        }
+    }
+    let mut content = vec![0; length];
+    reader.read_exact(&mut content).map_err(|e| e.to_string())?;
+    Ok((
+        status.trim().to_string(),
+        String::from_utf8_lossy(&content).into_owned(),
+    ))
+}
+
 fn forged_schedule_actions_change_nothing(c: &mut Ctx) -> Res<()> {
     let job = running_sql_job(c)?;
     let (ana_cookie, ana_token) = http_login(&c.url, "web_ana")?;
@@ -3189,6 +3259,7 @@ fn main() {
         ("Schedules: a schedule opens to its run history (a SQL job's runs from job_runs, a queue job's time run from its claim to its completion)", schedules_run_history),
         ("Schedules: a running SQL job with its SQL and elapsed time; Abort asks first and aborts it", sql_job_running_and_abort),
         ("Schedules: web_bob's forged Disable or Abort of web_ana's (or a forged POST) changes nothing", forged_schedule_actions_change_nothing),
+        ("a POST refused before its body is read is answered once the body is in; its connection serves the next request", refusal_reads_the_body_first),
         ("Queues (key 5, ?tab=queues): the role's queues with counts, oldest ready, pause and limits as the database has them; web_bob sees his only", queues_tab_lists_the_roles_own),
         ("Queues: Pause asks first and pauses the queue (jobs_queues.paused_at); Resume lifts it", queues_pause_then_resume),
         ("Queues: a queue opens to its jobs, filtered by status and by text", queue_jobs_filter_by_status_and_text),
