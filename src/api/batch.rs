@@ -3,7 +3,7 @@
 //! and the masked secrets (`pg_jobs_core::mask`) their views show. Posting is batch_post.rs, the
 //! agent's side batch_agent.rs.
 
-use pgrx::pg_sys::{self, Datum, Oid, INT8OID, TEXTOID};
+use pgrx::pg_sys::{self, Datum, Oid, INT8OID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 
 use super::batch_waits::make_due;
@@ -32,6 +32,7 @@ static COUNT_TALLY: Statement = statement("count_tally");
 static TALLY: Statement = Statement::new(STATEMENTS, "tally", Planning::Probes);
 static TALLY_ONE: Statement = Statement::new(STATEMENTS, "tally_one", Planning::Probes);
 static TALLY_ADDED: Statement = statement("tally_added");
+static TALLY_ADDED_MANY: Statement = statement("tally_added_many");
 
 /// The batch store's counts: the deltas of each key folded into one row (`_batch_tally_fold`).
 pub(crate) static COUNTS: Service = Service {
@@ -78,24 +79,45 @@ pub(crate) fn tally_one(section: &Section, id: Datum, sign: i32, as_created: boo
     );
 }
 
-/// Counts a job that a post of `owner` just added and that waits for nothing, as [`tally_one`]
-/// would, from what the post gave: its `label` (routine or command), `computer` and `run_at`.
-pub(crate) fn tally_added(
-    section: &Section,
-    owner: Oid,
-    label: Option<&str>,
-    computer: &str,
-    run_at: Option<Datum>,
-) {
-    section.run(
-        &TALLY_ADDED,
-        parameters! {
-            owner: Some(Datum::from(owner)),
-            label: label.into_datum(),
-            computer: computer.into_datum(),
-            run_at,
-        },
-    );
+/// A job that a post just added and that waits for no other job, as the post gave it: its label
+/// (routine or command), computer and run_at (none: now).
+pub(crate) struct Added<'a> {
+    pub(crate) label: Option<&'a str>,
+    pub(crate) computer: &'a str,
+    pub(crate) run_at: Option<Datum>,
+}
+
+/// Counts jobs that posts of `owner` just added, as [`tally`] would, from what the posts gave:
+/// one job by a row of values, more in a set.
+pub(crate) fn tally_added(section: &Section, owner: Oid, added: &[Added]) {
+    let owner = Some(Datum::from(owner));
+    let (statement, given) = match added {
+        [] => return,
+        [one] => (
+            &TALLY_ADDED,
+            parameters! {
+                owner,
+                label: one.label.into_datum(),
+                computer: one.computer.into_datum(),
+                run_at: one.run_at,
+            },
+        ),
+        _ => {
+            let column = |oid, value: fn(&Added) -> Option<Datum>| {
+                Some(array(oid, &added.iter().map(value).collect::<Vec<_>>()))
+            };
+            (
+                &TALLY_ADDED_MANY,
+                parameters! {
+                    owner,
+                    labels: column(TEXTOID, |a| a.label.into_datum()),
+                    computers: column(TEXTOID, |a| a.computer.into_datum()),
+                    run_ats: column(TIMESTAMPTZOID, |a| a.run_at),
+                },
+            )
+        }
+    };
+    section.run(statement, given);
 }
 
 // The same for the SQL of sql/085_batch.sql: _batch_tally(ids, sign, as_created).

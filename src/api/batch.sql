@@ -95,6 +95,16 @@ SELECT $owner, date_trunc('minute', t.at, 'UTC'), $label, $computer, date_trunc(
        1, t.at
 FROM (SELECT coalesce($run_at::timestamptz, statement_timestamp())) AS t(at);
 
+-- name: tally_added_many(owner oid, labels text[], computers text[], run_ats timestamptz[])
+-- As tally_added, for several jobs (in lockstep: each one's label, computer and run_at), counted
+-- by key as tally counts them.
+INSERT INTO batch_tally (owner, due_minute, label, computer, run_minute, n, first_due)
+SELECT $owner, date_trunc('minute', t.at, 'UTC'), a.label, a.computer, date_trunc('minute', t.at, 'UTC'),
+       count(*), min(t.at)
+FROM unnest($labels::text[], $computers::text[], $run_ats::timestamptz[]) AS a(label, computer, run_at)
+CROSS JOIN LATERAL (SELECT coalesce(a.run_at, statement_timestamp())) AS t(at)
+GROUP BY 2, 3, 4, 5;
+
 -- name: tally_one(id bigint, sign integer, as_created boolean)
 -- As tally, for the one job $id (a post, a replace, a cancel): no grouping, whose set-up on every
 -- call cost more than the rest of the statement.

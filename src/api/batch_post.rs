@@ -11,7 +11,7 @@ use pgrx::pg_sys::{self, Datum, Oid, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 use pgrx::{direct_function_call_as_datum, FromDatum, IntoDatum};
 
-use super::batch::{batch_queue, silence, tally, tally_added, tally_one};
+use super::batch::{batch_queue, silence, tally_added, tally_one, Added};
 use super::batch_waits::check_cycle;
 use super::call::{invalid, materialize, refuse, Caller, Planning, Section, Statement};
 use super::datum::{array, elements, int8_array, literal_or_null, output, JsonbBuilder};
@@ -722,27 +722,22 @@ fn add_run(
     if !waits.is_empty() {
         add_waits(section, poster, &waits, &on_jobs);
     }
-    let new: Vec<(usize, i64)> = run
+    // Counted for the Jobs tab: the new jobs that wait for no other (those that wait are not).
+    let waiting_jobs: HashSet<i64> = waits.iter().copied().collect();
+    let counted: Vec<Added> = run
         .clone()
         .zip(&added)
-        .filter_map(|(n, id)| Some((n, (*id)?)))
-        .collect();
-    match new[..] {
-        [] => {}
-        [(n, _)] if waits.is_empty() => {
+        .filter(|(_, id)| id.is_some_and(|id| !waiting_jobs.contains(&id)))
+        .map(|(n, _)| {
             let spec = &commands[n].spec;
-            let label = spec.routine.as_ref().or(spec.command.as_ref());
-            tally_added(
-                section,
-                poster,
-                label.map(String::as_str),
-                &spec.computer,
-                posts[n].run_at,
-            );
-        }
-        [(_, id)] => tally_one(section, Datum::from(id), 1, false),
-        _ => tally(section, int8_array(new.iter().map(|&(_, id)| id)), 1, false),
-    }
+            Added {
+                label: spec.routine.as_deref().or(spec.command.as_deref()),
+                computer: &spec.computer,
+                run_at: posts[n].run_at,
+            }
+        })
+        .collect();
+    tally_added(section, poster, &counted);
     for (n, id) in run.clone().zip(added) {
         ids[n] = id;
     }
