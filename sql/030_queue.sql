@@ -358,10 +358,17 @@ GRANT EXECUTE ON FUNCTION jobs_fail(bigint[], uuid[], text[]) TO pgjobs_user;
 
 CREATE FUNCTION jobs_release(ids bigint[], tokens uuid[]) RETURNS void
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_release';
-COMMENT ON FUNCTION jobs_release IS
+COMMENT ON FUNCTION jobs_release(bigint[], uuid[]) IS
     'Gives leased jobs back unworked (a worker that stops): waiting again and due now, the '
     'attempt not counted; a job aborted meanwhile ends as aborted.';
-GRANT EXECUTE ON FUNCTION jobs_release TO pgjobs_user;
+GRANT EXECUTE ON FUNCTION jobs_release(bigint[], uuid[]) TO pgjobs_user;
+
+CREATE FUNCTION jobs_release(id bigint, token uuid) RETURNS void
+LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_release_one';
+COMMENT ON FUNCTION jobs_release(bigint, uuid) IS
+    'Gives a leased job back unworked: waiting again and due now, the attempt not counted; a job '
+    'aborted meanwhile ends as aborted.';
+GRANT EXECUTE ON FUNCTION jobs_release(bigint, uuid) TO pgjobs_user;
 
 CREATE FUNCTION jobs_snooze(id bigint, token uuid, delay interval) RETURNS timestamptz
 LANGUAGE c AS 'MODULE_PATHNAME', 'jobs_snooze';

@@ -1584,22 +1584,14 @@ entry!(jobs_fail_one, |fcinfo, arguments| {
     Datum::from(0)
 });
 
-entry!(jobs_release, |fcinfo, arguments| {
-    let caller = Caller::current();
-    let ids = check_report(Report {
-        ids: arguments.ids,
-        tokens: arguments.tokens,
-        said: None,
-    });
-    let section = Section::as_owner(fcinfo);
-    let given = arguments.ids.datum();
-    let tokens = arguments.tokens.datum();
+/// Gives leased jobs back unworked: ids and tokens as arrays. Returns the jobs it applied to.
+fn release(section: &Section, caller: &Caller, ids: Datum, tokens: Option<Datum>) -> Vec<i64> {
     let released = section.run(
         &RELEASE,
         parameters! {
-            ids: given,
+            ids: Some(ids),
             tokens,
-            owner: acting_on(&caller),
+            owner: acting_on(caller),
         },
     );
     if released.len() > 0 {
@@ -1608,13 +1600,13 @@ entry!(jobs_release, |fcinfo, arguments| {
     }
     // Aborted meanwhile: given back, it has ended, as it would by its worker's failure.
     let ended = finish(
-        &section,
+        section,
         parameters! {
-            ids: given,
+            ids: Some(ids),
             tokens,
             statuses: Some(array(TEXTOID, &["aborted".into_datum()])),
             outcome: "aborted".into_datum(),
-            owner: acting_on(&caller),
+            owner: acting_on(caller),
             results: None,
             errors: None,
         },
@@ -1625,7 +1617,43 @@ entry!(jobs_release, |fcinfo, arguments| {
     wake(queues.iter().map(|(by, queue)| (*by, queue.as_str())));
     let mut reported = ids_of(&released);
     reported.extend(ids_of(&ended));
+    reported
+}
+
+entry!(jobs_release, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let ids = check_report(Report {
+        ids: arguments.ids,
+        tokens: arguments.tokens,
+        said: None,
+    });
+    let section = Section::as_owner(fcinfo);
+    let reported = release(
+        &section,
+        &caller,
+        arguments.ids.given(),
+        arguments.tokens.datum(),
+    );
     all_reported(&section, &caller, arguments.tokens, &ids, &reported);
+    Datum::from(0)
+});
+
+// jobs_release(id bigint, token uuid): one job.
+entry!(jobs_release_one, |fcinfo, arguments| {
+    let caller = Caller::current();
+    let section = Section::as_owner(fcinfo);
+    let reported = release(
+        &section,
+        &caller,
+        array(INT8OID, &[arguments.id.datum()]),
+        Some(array(UUIDOID, &[arguments.token.datum()])),
+    );
+    one_reported(
+        &section,
+        &caller,
+        (arguments.id, arguments.token),
+        reported.len(),
+    );
     Datum::from(0)
 });
 

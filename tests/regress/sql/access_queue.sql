@@ -67,6 +67,7 @@ FROM (VALUES ('regress_other'), ('regress_worker'), ('regress_nobody')) AS r(rol
              (format($$SELECT pgjobs.jobs_complete(3, %L)$$, :'token_3')),
              (format($$SELECT pgjobs.jobs_fail(3, %L, 'x')$$, :'token_3')),
              (format($$SELECT pgjobs.jobs_release(ARRAY[3::bigint], ARRAY[%L::uuid])$$, :'token_3')),
+             (format($$SELECT pgjobs.jobs_release(3, %L)$$, :'token_3')),
              (format($$SELECT lease_state FROM pgjobs.jobs_heartbeat(3, %L)$$, :'token_3')),
              (format($$SELECT lease_state FROM pgjobs.jobs_progress(3, %L, '{"stolen": true}')$$, :'token_3')),
              (format($$SELECT pgjobs.jobs_snooze(3, %L, '1 hour')$$, :'token_3')),

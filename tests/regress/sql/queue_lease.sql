@@ -75,10 +75,15 @@ SELECT pgjobs.jobs_release(array_agg(id), array_agg(lease_token)) FROM regress.r
 SELECT id AS job_id, status, attempt, lease_token IS NULL AS unleased, run_at <= now() AS due, errors FROM pgjobs.jobs;
 SELECT regress.fingerprint() AS before \gset
 SELECT regress.error_of(format('SELECT pgjobs.jobs_release(ARRAY[%s::bigint], ARRAY[%L::uuid])', id, lease_token)) FROM regress.releasing;
+SELECT regress.error_of(format('SELECT pgjobs.jobs_release(%s, %L)', id, lease_token)) FROM regress.releasing;
 SELECT regress.error_of(format('SELECT pgjobs.jobs_complete(%s, %L)', id, lease_token)) FROM regress.releasing;
 SELECT regress.error_of('SELECT pgjobs.jobs_release(ARRAY[1::bigint], ''{}'')') AS mismatched;
 SELECT regress.fingerprint() = :'before' AS unchanged;
 SELECT id, attempt FROM pgjobs.jobs_claim('w8');
+-- One job given back by the one-job form, as by the arrays.
+SELECT pgjobs.jobs_release(id, lease_token) FROM pgjobs.jobs WHERE id = 1;
+SELECT id AS job_id, status, attempt, lease_token IS NULL AS unleased, run_at <= now() AS due FROM pgjobs.jobs;
+SELECT id, attempt FROM pgjobs.jobs_claim('w9');
 -- An aborted job given back has ended, as aborted.
 SELECT pgjobs.jobs_abort(1);
 SELECT pgjobs.jobs_release(ARRAY[1::bigint], ARRAY[lease_token]) FROM pgjobs.jobs WHERE id = 1;
