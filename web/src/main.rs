@@ -25,6 +25,7 @@ use std::time::Duration;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, CONTENT_LENGTH};
+use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use sessions::{Lease, LeaseError, Limits, Session, Sessions};
@@ -507,15 +508,15 @@ fn header_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// A POST's JSON body: refused unless it says it is JSON (a plain form cannot) and is.
-async fn json_body(request: Request<Incoming>) -> Result<serde_json::Value, Reply> {
-    let is_json = header_value(request.headers(), "content-type")
-        .is_some_and(|c| c.starts_with("application/json"));
+/// A POST's JSON body: refused unless it says it is JSON (a plain form cannot) and is; a refusal
+/// as its status and message.
+fn json_body(headers: &HeaderMap, body: &str) -> Result<serde_json::Value, (u16, &'static str)> {
+    let is_json =
+        header_value(headers, "content-type").is_some_and(|c| c.starts_with("application/json"));
     if !is_json {
-        return Err(after_body(request, json_error(415, "send JSON")).await);
+        return Err((415, "send JSON"));
     }
-    serde_json::from_str(&read_body(request).await?)
-        .map_err(|_| json_error(400, "the body is not JSON"))
+    serde_json::from_str(body).map_err(|_| (400, "the body is not JSON"))
 }
 
 /// A request's query as parameters by name.
@@ -525,22 +526,13 @@ fn query_params(query: &str) -> HashMap<String, String> {
         .collect()
 }
 
-/// `reply`, sent once the request's body is read (and dropped, within read_body's bounds). A
-/// refusal sent before would leave the body unread, and hyper then closes the connection after the
-/// reply, which a client that keeps its connections may already have taken for its next request
-/// (the browser tests' HTTP client saw the peer disconnect).
-async fn after_body(request: Request<Incoming>, reply: Reply) -> Reply {
-    let _ = read_body(request).await;
-    reply
-}
-
-async fn read_body(request: Request<Incoming>) -> Result<String, Reply> {
-    let declared = header_value(request.headers(), CONTENT_LENGTH.as_str())
-        .and_then(|v| v.parse::<u64>().ok());
+async fn read_body(headers: &HeaderMap, body: Incoming) -> Result<String, Reply> {
+    let declared =
+        header_value(headers, CONTENT_LENGTH.as_str()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY as u64) {
         return Err(json_error(413, "the request's body is too large"));
     }
-    let body = Limited::new(request.into_body(), MAX_BODY).collect();
+    let body = Limited::new(body, MAX_BODY).collect();
     match tokio::time::timeout(BODY_TIMEOUT, body).await {
         Err(_) => Err(json_error(408, "the request's body did not come in time")),
         Ok(Err(e)) if e.is::<LengthLimitError>() => {
@@ -554,14 +546,23 @@ async fn read_body(request: Request<Incoming>) -> Result<String, Reply> {
 
 impl App {
     async fn handle(&self, peer: IpAddr, request: Request<Incoming>) -> Reply {
-        with_security_headers(self.route(peer, request).await)
+        // The body is read (within read_body's bounds) before any answer, a refusal too: a reply
+        // sent with the body unread makes hyper close the connection after it, which a client
+        // that keeps its connections may already have taken for its next request (the browser
+        // tests' HTTP client saw the peer disconnect).
+        let (request, body) = request.into_parts();
+        let reply = match read_body(&request.headers, body).await {
+            Ok(body) => self.route(peer, &request, &body).await,
+            Err(refusal) => refusal,
+        };
+        with_security_headers(reply)
     }
 
-    async fn route(&self, peer: IpAddr, request: Request<Incoming>) -> Reply {
-        let path = request.uri().path().to_string();
-        let query = request.uri().query().unwrap_or("").to_string();
-        let method = request.method().clone();
-        if method == Method::POST && !guard::same_origin(request.headers(), &self.origins) {
+    async fn route(&self, peer: IpAddr, request: &Parts, body: &str) -> Reply {
+        let path = request.uri.path();
+        let query = request.uri.query().unwrap_or("");
+        let method = &request.method;
+        if method == Method::POST && !guard::same_origin(&request.headers, &self.origins) {
             let refusal = if path == "/login" {
                 login_failure_page(
                     403,
@@ -572,9 +573,9 @@ impl App {
             } else {
                 json_error(403, "a request from another site's page")
             };
-            return after_body(request, refusal).await;
+            return refusal;
         }
-        match (&method, path.as_str()) {
+        match (method, path) {
             // Seed 001's address of the page too.
             (&Method::GET, "/" | "/admin/sched") => {
                 reply(200, "text/html; charset=utf-8", INDEX_HTML)
@@ -585,45 +586,42 @@ impl App {
                 APP_JS_SERVED.as_str(),
             ),
             (&Method::GET, "/app.css") => reply(200, "text/css; charset=utf-8", APP_CSS),
-            (&Method::POST, "/login") => self.login(peer, request).await,
-            (_, p) if p.starts_with("/api/") && bearer(request.headers()).is_some() => {
-                self.with_token(peer, request, &path, &query).await
+            (&Method::POST, "/login") => self.login(peer, &request.headers, body).await,
+            (_, p) if p.starts_with("/api/") && bearer(&request.headers).is_some() => {
+                self.with_token(peer, request, body).await
             }
             (_, p) if p.starts_with("/api/") || p == "/logout" => {
                 let Some(session) =
-                    cookie_value(request.headers(), COOKIE).and_then(|id| self.sessions.get(&id))
+                    cookie_value(&request.headers, COOKIE).and_then(|id| self.sessions.get(&id))
                 else {
-                    let refusal = json(401, r#"{"error":"not logged in","login":true}"#);
-                    return after_body(request, refusal).await;
+                    return json(401, r#"{"error":"not logged in","login":true}"#);
                 };
-                match method {
-                    Method::GET => self.read(&session, &path, &query).await,
+                match *method {
+                    Method::GET => self.read(&session, path, query).await,
                     Method::POST => {
                         // A state-changing request: the session's CSRF token in a header, which a
                         // page of another site cannot set, and JSON, which a plain form cannot send.
-                        let token = header_value(request.headers(), "x-csrf-token").unwrap_or("");
+                        let token = header_value(&request.headers, "x-csrf-token").unwrap_or("");
                         if !session.csrf_matches(token) {
-                            let refusal = json_error(403, "missing or wrong CSRF token");
-                            return after_body(request, refusal).await;
+                            return json_error(403, "missing or wrong CSRF token");
                         }
                         if path == "/logout" {
                             self.sessions.remove(&session.id);
-                            let done = with_header(
+                            return with_header(
                                 json(200, r#"{"ok":true}"#),
                                 "Set-Cookie",
                                 &format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
                             );
-                            return after_body(request, done).await;
                         }
-                        match json_body(request).await {
-                            Ok(body) => self.act(&session, &path, &body).await,
-                            Err(r) => r,
+                        match json_body(&request.headers, body) {
+                            Ok(body) => self.act(&session, path, &body).await,
+                            Err((status, message)) => json_error(status, message),
                         }
                     }
-                    _ => after_body(request, json_error(405, "method not allowed")).await,
+                    _ => json_error(405, "method not allowed"),
                 }
             }
-            _ => after_body(request, json_error(404, "not found")).await,
+            _ => json_error(404, "not found"),
         }
     }
 
@@ -631,13 +629,7 @@ impl App {
     /// the role set to the token's (`_api_token_role`, which refuses a token unknown or revoked)
     /// for its statement. A script, not a page, sends it: no cookie, so no CSRF token is asked
     /// for; its POSTs are JSON, as the page's.
-    async fn with_token(
-        &self,
-        peer: IpAddr,
-        request: Request<Incoming>,
-        path: &str,
-        query: &str,
-    ) -> Reply {
+    async fn with_token(&self, peer: IpAddr, request: &Parts, body: &str) -> Reply {
         let Some(config) = &self.api else {
             return json_error(
                 401,
@@ -647,13 +639,12 @@ impl App {
         if let Some(wait) = self.throttle.address_locked(peer) {
             return too_many_failures(wait);
         }
-        let token = bearer(request.headers()).unwrap_or_default().to_string();
-        let method = request.method().clone();
-        let body = match method {
+        let token = bearer(&request.headers).unwrap_or_default().to_string();
+        let body = match request.method {
             Method::GET => None,
-            Method::POST => match json_body(request).await {
+            Method::POST => match json_body(&request.headers, body) {
                 Ok(body) => Some(body),
-                Err(r) => return r,
+                Err((status, message)) => return json_error(status, message),
             },
             _ => return json_error(405, "method not allowed"),
         };
@@ -687,25 +678,29 @@ impl App {
             }
             Err(e) => return api::from_error(e).into_reply(),
         };
+        let path = request.uri.path();
         let outcome = match body {
             None if path == "/api/me" => {
                 return json(200, serde_json::json!({ "role": role }).to_string())
             }
-            None => api::read(&client, path, &query_params(query)).await,
+            None => {
+                api::read(
+                    &client,
+                    path,
+                    &query_params(request.uri.query().unwrap_or("")),
+                )
+                .await
+            }
             Some(body) => api::act(&client, path, &body).await,
         };
         outcome.into_reply()
     }
 
-    async fn login(&self, peer: IpAddr, request: Request<Incoming>) -> Reply {
+    async fn login(&self, peer: IpAddr, headers: &HeaderMap, body: &str) -> Reply {
         if let Some(wait) = self.throttle.address_locked(peer) {
             return too_many_failures(wait);
         }
-        let known = cookie_value(request.headers(), KNOWN_COOKIE);
-        let body = match read_body(request).await {
-            Ok(b) => b,
-            Err(r) => return r,
-        };
+        let known = cookie_value(headers, KNOWN_COOKIE);
         let (mut role, mut password) = (String::new(), String::new());
         for (k, v) in form_urlencoded::parse(body.as_bytes()) {
             match k.as_ref() {

@@ -1363,32 +1363,44 @@ fn sql_job_running_and_abort(c: &mut Ctx) -> Res<()> {
 fn refusal_reads_the_body_first(c: &mut Ctx) -> Res<()> {
     use std::io::{BufRead, BufReader, Write};
     let address = c.url.trim_start_matches("http://").trim_end_matches('/');
-    let stream = std::net::TcpStream::connect(address).map_err(|e| e.to_string())?;
-    let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
-    let mut reader = BufReader::new(stream);
     let body = r#"{"name": "ana-nightly"}"#;
-    let mut send = |text: &str| writer.write_all(text.as_bytes()).map_err(|e| e.to_string());
-    send(&format!(
-        "POST /api/cron/disable HTTP/1.1\r\nHost: {address}\r\nOrigin: http://evil.example\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    ))?;
-    // No answer while the body has not come (as from a slow client, or in a second packet).
-    wait_on(&reader, 0.3)?;
-    if reader.fill_buf().is_ok_and(|early| !early.is_empty()) {
-        return fail("the forged POST was answered before its body came");
-    }
-    wait_on(&reader, 10.0)?;
-    send(body)?;
-    let (refused, why) = http_answer(&mut reader)?;
-    if !refused.contains(" 403 ") {
-        return fail(format!("the forged POST: {refused} {why}"));
-    }
-    send(&format!("GET /app.css HTTP/1.1\r\nHost: {address}\r\n\r\n"))?;
-    let (next, _) =
-        http_answer(&mut reader).map_err(|e| format!("the next request on the connection: {e}"))?;
-    if !next.contains(" 200 ") {
-        return fail(format!("the next request on the connection: {next}"));
+    // Refused by the origin, and by the token route of a server that takes no tokens.
+    for (refusal, header, status) in [
+        (
+            "another site's POST",
+            "Origin: http://evil.example",
+            " 403 ",
+        ),
+        ("a token's POST", "Authorization: Bearer pgjobs_x", " 401 "),
+    ] {
+        let stream = std::net::TcpStream::connect(address).map_err(|e| e.to_string())?;
+        let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
+        let mut reader = BufReader::new(stream);
+        let mut send = |text: &str| writer.write_all(text.as_bytes()).map_err(|e| e.to_string());
+        send(&format!(
+            "POST /api/cron/disable HTTP/1.1\r\nHost: {address}\r\n{header}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        ))?;
+        // No answer while the body has not come (as from a slow client, or in a second packet).
+        wait_on(&reader, 0.3)?;
+        if reader.fill_buf().is_ok_and(|early| !early.is_empty()) {
+            return fail(format!("{refusal} was answered before its body came"));
+        }
+        wait_on(&reader, 10.0)?;
+        send(body)?;
+        let (refused, why) = http_answer(&mut reader)?;
+        if !refused.contains(status) {
+            return fail(format!("{refusal}: {refused} {why}"));
+        }
+        send(&format!("GET /app.css HTTP/1.1\r\nHost: {address}\r\n\r\n"))?;
+        let (next, _) = http_answer(&mut reader)
+            .map_err(|e| format!("the next request on {refusal}'s connection: {e}"))?;
+        if !next.contains(" 200 ") {
+            return fail(format!(
+                "the next request on {refusal}'s connection: {next}"
+            ));
+        }
     }
     Ok(())
 }
@@ -3259,7 +3271,7 @@ fn main() {
         ("Schedules: a schedule opens to its run history (a SQL job's runs from job_runs, a queue job's time run from its claim to its completion)", schedules_run_history),
         ("Schedules: a running SQL job with its SQL and elapsed time; Abort asks first and aborts it", sql_job_running_and_abort),
         ("Schedules: web_bob's forged Disable or Abort of web_ana's (or a forged POST) changes nothing", forged_schedule_actions_change_nothing),
-        ("a POST refused before its body is read is answered once the body is in; its connection serves the next request", refusal_reads_the_body_first),
+        ("a POST refused (another site's, a token's on a server without tokens) is answered once its body is in; its connection serves the next request", refusal_reads_the_body_first),
         ("Queues (key 5, ?tab=queues): the role's queues with counts, oldest ready, pause and limits as the database has them; web_bob sees his only", queues_tab_lists_the_roles_own),
         ("Queues: Pause asks first and pauses the queue (jobs_queues.paused_at); Resume lifts it", queues_pause_then_resume),
         ("Queues: a queue opens to its jobs, filtered by status and by text", queue_jobs_filter_by_status_and_text),
