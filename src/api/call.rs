@@ -621,6 +621,32 @@ pub unsafe fn trigger_data(
     trigger
 }
 
+/// The row a trigger's call is about: the new row of an update, else the row inserted or deleted.
+pub unsafe fn trigger_row(trigger: *mut pg_sys::TriggerData) -> pg_sys::HeapTuple {
+    if (*trigger).tg_event & pg_sys::TRIGGER_EVENT_OPMASK == pg_sys::TRIGGER_EVENT_UPDATE {
+        (*trigger).tg_newtuple
+    } else {
+        (*trigger).tg_trigtuple
+    }
+}
+
+/// Column `name` of `row`, a row of the trigger's table; None for null.
+pub unsafe fn trigger_column(
+    trigger: *mut pg_sys::TriggerData,
+    row: pg_sys::HeapTuple,
+    name: &std::ffi::CStr,
+) -> Option<Datum> {
+    let columns = (*(*trigger).tg_relation).rd_att;
+    let mut missing = false;
+    let datum = pg_sys::heap_getattr(
+        row,
+        pg_sys::SPI_fnumber(columns, name.as_ptr()),
+        columns,
+        &mut missing,
+    );
+    (!missing).then_some(datum)
+}
+
 /// An error caught by [`in_subtransaction`]: its SQLSTATE and its message.
 pub struct Failure {
     pub code: PgSqlErrorCode,

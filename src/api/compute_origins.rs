@@ -9,12 +9,12 @@
 //! without a scheme is made one (`_as_uri`), and the workers fetch no other scheme. Statements in
 //! `compute_origins.sql`.
 
-use pgrx::pg_sys::{self, Datum, UUIDOID};
+use pgrx::pg_sys::{Datum, UUIDOID};
 use pgrx::prelude::*;
 use pgrx::FromDatum;
 use serde_json::Value;
 
-use super::call::{invalid, trigger_data, Section, Statement};
+use super::call::{invalid, trigger_column, trigger_data, trigger_row, Section, Statement};
 use super::datum::output;
 use crate::{entry, named_statements, parameters};
 
@@ -142,18 +142,8 @@ pub(crate) fn check_job_contacts(
 // (fetchArguments): the job owner's new value is a contact its groups must let their workers make.
 entry!(_compute_contact_admitted, |fcinfo, _| {
     let trigger = trigger_data(fcinfo, "_compute_contact_admitted");
-    let row = (*trigger).tg_newtuple;
-    let columns = (*(*trigger).tg_relation).rd_att;
-    let column = |name: &std::ffi::CStr| {
-        let mut missing = false;
-        let datum = pg_sys::heap_getattr(
-            row,
-            pg_sys::SPI_fnumber(columns, name.as_ptr()),
-            columns,
-            &mut missing,
-        );
-        (!missing).then_some(datum)
-    };
+    let row = trigger_row(trigger);
+    let column = |name| trigger_column(trigger, row, name);
     let given = (*(*trigger).tg_trigger).tgargs;
     let contact = match (!given.is_null()).then(|| std::ffi::CStr::from_ptr(*given).to_bytes()) {
         Some(b"fetchData") => Contact::Data,

@@ -14,7 +14,7 @@ use std::ffi::CStr;
 
 use pgrx::pg_sys::{self, Datum};
 
-use super::call::{trigger_data, Section, Statement};
+use super::call::{trigger_column, trigger_data, trigger_row, Section, Statement};
 use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("owners.sql"));
@@ -103,25 +103,14 @@ unsafe fn copy_owners(
     owners: &[(&CStr, Parent)],
 ) -> Datum {
     let trigger = trigger_data(fcinfo, name);
-    let row = if (*trigger).tg_event & pg_sys::TRIGGER_EVENT_OPMASK == pg_sys::TRIGGER_EVENT_UPDATE
-    {
-        (*trigger).tg_newtuple
-    } else {
-        (*trigger).tg_trigtuple
-    };
+    let row = trigger_row(trigger);
     let columns = (*(*trigger).tg_relation).rd_att;
     let mut changes: Vec<(i32, Datum)> = Vec::with_capacity(owners.len());
     {
         let section = Section::as_owner(fcinfo);
         for &(owner_column, parent) in owners {
-            let mut missing = false;
-            let key = pg_sys::heap_getattr(
-                row,
-                pg_sys::SPI_fnumber(columns, parent.column().as_ptr()),
-                columns,
-                &mut missing,
-            );
-            if let Some(owner) = (!missing).then(|| parent.owner(&section, key)).flatten() {
+            let key = trigger_column(trigger, row, parent.column());
+            if let Some(owner) = key.and_then(|key| parent.owner(&section, key)) {
                 changes.push((pg_sys::SPI_fnumber(columns, owner_column.as_ptr()), owner));
             }
         }
