@@ -32,8 +32,17 @@ pub(crate) enum Contact {
     Results,
 }
 
+/// Every type of `compute_group_worker_origins` (its CHECK lists them too): any, or a contact's.
+pub(crate) const ORIGIN_TYPES: [&str; 5] = [
+    "any",
+    Contact::WorkFunction.type_name(),
+    Contact::Argument.type_name(),
+    Contact::Data.type_name(),
+    Contact::Results.type_name(),
+];
+
 impl Contact {
-    fn type_name(self) -> &'static str {
+    const fn type_name(self) -> &'static str {
         match self {
             Contact::WorkFunction => "fetchWorkFunctions",
             Contact::Argument => "fetchArguments",

@@ -10,6 +10,7 @@ use pgrx::prelude::*;
 
 use super::arguments::Arg;
 use super::call::{invalid, materialize, refuse, without_nulls, Caller, Section, Statement};
+use super::compute_origins::ORIGIN_TYPES;
 use super::datum::{output, quote_literal};
 use crate::{entry, named_statements, parameters};
 
@@ -62,20 +63,13 @@ entry!(compute_group_remove_origin, |fcinfo, arguments| {
     let group = Some(arguments.group_id.given());
     let origin = Some(arguments.origin.given());
     let kind = arguments.r#type.get();
-    const TYPES: [&str; 5] = [
-        "any",
-        "fetchWorkFunctions",
-        "fetchArguments",
-        "fetchData",
-        "sendResults",
-    ];
-    if let Some(kind) = kind.as_deref().filter(|kind| !TYPES.contains(kind)) {
+    if let Some(kind) = kind.as_deref().filter(|kind| !ORIGIN_TYPES.contains(kind)) {
         invalid(
             format!("unknown origin type {}", quote_literal(kind)),
-            Some(
-                "Use any, fetchWorkFunctions, fetchArguments, fetchData or sendResults, or \
-                     null for every type.",
-            ),
+            Some(&format!(
+                "Use one of {}, or null for every type.",
+                ORIGIN_TYPES.join(", ")
+            )),
         );
     }
     remove(
