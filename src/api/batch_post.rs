@@ -743,12 +743,17 @@ fn add_run(
     }
     for n in run {
         if ids[n].is_none() {
+            let waiting_for: Vec<i64> = dependencies[n]
+                .iter()
+                .copied()
+                .filter(|on_job| waiting.contains(on_job))
+                .collect();
             ids[n] = Some(post(
                 section,
                 poster,
                 &posts[n],
                 &commands[n],
-                &dependencies[n],
+                (&dependencies[n], &waiting_for),
                 false,
             ));
         }
@@ -756,7 +761,8 @@ fn add_run(
 }
 
 /// Posts a command for `poster` whose job may be live; returns the job's id. Posting a command
-/// again while its job still waits replaces that job (same id).
+/// again while its job still waits replaces that job (same id). `dependencies`: the post's, and
+/// of them those to wait for (see [`waiting_for`]).
 ///
 /// Posts of one command take turns on the row of its waiting job, locked before anything about
 /// it is read, as the replace's update would lock it: what it counted in batch_tally is
@@ -777,11 +783,10 @@ fn post(
     poster: Oid,
     post: &Post,
     command: &Command,
-    dependencies: &[i64],
+    (dependencies, waiting_for): (&[i64], &[i64]),
     nowait: bool,
 ) -> i64 {
     let poster_datum = Some(Datum::from(poster));
-    let waiting_for = waiting_for(section, poster, dependencies);
     let payload = payload(post, command, dependencies);
     let hash = command.hash.as_str().into_datum();
     let mut lock_wait = None;
@@ -815,7 +820,7 @@ fn post(
         if let Some(replaced) = replaced {
             tally_one(section, replaced, -1, false);
             // It must not come to wait for itself.
-            check_cycle(section, replaced.value() as i64, &waiting_for);
+            check_cycle(section, replaced.value() as i64, waiting_for);
         }
         let rule = if replaced.is_some() {
             "replace"
@@ -858,7 +863,7 @@ fn post(
     {
         section.run(&CLEAR_WAITS, parameters! { job: job_datum });
         if !waiting_for.is_empty() {
-            add_waits(section, poster, &vec![job; waiting_for.len()], &waiting_for);
+            add_waits(section, poster, &vec![job; waiting_for.len()], waiting_for);
         }
     }
     tally_one(section, Datum::from(job), 1, false);
@@ -893,12 +898,13 @@ entry!(_batch_post, |fcinfo, arguments| {
         .expect("one command");
     let named = named_dependencies(posted.depends_on).unwrap_or_else(|problem| problem.raise(None));
     let dependencies = resolve(&section, poster, &named, |_| None);
+    let waiting_for = waiting_for(&section, poster, &dependencies);
     Datum::from(post(
         &section,
         poster,
         &posted,
         &command,
-        &dependencies,
+        (&dependencies, &waiting_for),
         nowait,
     ))
 });
