@@ -1449,37 +1449,24 @@ fn complete_batch(section: &Section, caller: &Caller, report: Report, ids: &[Opt
     all_reported(section, caller, report.tokens, ids, &reported);
 }
 
-entry!(jobs_complete, |fcinfo, arguments| {
-    let caller = Caller::current();
-    let report = Report {
+entry!(jobs_complete, |fcinfo, arguments| report_all(
+    fcinfo,
+    Report {
         ids: arguments.ids,
         tokens: arguments.tokens,
         said: arguments.results.datum(),
-    };
-    let ids = check_report(report);
-    let section = Section::as_owner(fcinfo);
-    complete_batch(&section, &caller, report, &ids);
-    Datum::from(0)
-});
+    },
+    complete
+));
 
 // jobs_complete(id bigint, token uuid, result jsonb): one job.
 entry!(jobs_complete_one, |fcinfo, arguments| {
-    let caller = Caller::current();
-    let section = Section::as_owner(fcinfo);
-    let reported = complete(
-        &section,
-        &caller,
-        array(INT8OID, &[arguments.id.datum()]),
-        Some(array(UUIDOID, &[arguments.token.datum()])),
-        Some(array(pg_sys::JSONBOID, &[arguments.result.datum()])),
-    );
-    one_reported(
-        &section,
-        &caller,
+    let result = Some(array(pg_sys::JSONBOID, &[arguments.result.datum()]));
+    report_one(
+        fcinfo,
         (arguments.id, arguments.token),
-        reported.len(),
-    );
-    Datum::from(0)
+        |section, caller, ids, tokens| complete(section, caller, ids, tokens, result),
+    )
 });
 
 entry!(jobs_complete_and_claim, |fcinfo, arguments| {
@@ -1545,43 +1532,24 @@ fn fail(
     reported
 }
 
-entry!(jobs_fail, |fcinfo, arguments| {
-    let caller = Caller::current();
-    let ids = check_report(Report {
+entry!(jobs_fail, |fcinfo, arguments| report_all(
+    fcinfo,
+    Report {
         ids: arguments.ids,
         tokens: arguments.tokens,
         said: arguments.errors.datum(),
-    });
-    let section = Section::as_owner(fcinfo);
-    let reported = fail(
-        &section,
-        &caller,
-        arguments.ids.given(),
-        arguments.tokens.datum(),
-        arguments.errors.datum(),
-    );
-    all_reported(&section, &caller, arguments.tokens, &ids, &reported);
-    Datum::from(0)
-});
+    },
+    fail
+));
 
 // jobs_fail(id bigint, token uuid, error text): one job.
 entry!(jobs_fail_one, |fcinfo, arguments| {
-    let caller = Caller::current();
-    let section = Section::as_owner(fcinfo);
-    let reported = fail(
-        &section,
-        &caller,
-        array(INT8OID, &[arguments.id.datum()]),
-        Some(array(UUIDOID, &[arguments.token.datum()])),
-        Some(array(TEXTOID, &[arguments.error.datum()])),
-    );
-    one_reported(
-        &section,
-        &caller,
+    let error = Some(array(TEXTOID, &[arguments.error.datum()]));
+    report_one(
+        fcinfo,
         (arguments.id, arguments.token),
-        reported.len(),
-    );
-    Datum::from(0)
+        |section, caller, ids, tokens| fail(section, caller, ids, tokens, error),
+    )
 });
 
 /// Gives leased jobs back unworked: ids and tokens as arrays. Returns the jobs it applied to.
@@ -1620,53 +1588,65 @@ fn release(section: &Section, caller: &Caller, ids: Datum, tokens: Option<Datum>
     reported
 }
 
-entry!(jobs_release, |fcinfo, arguments| {
-    let caller = Caller::current();
-    let ids = check_report(Report {
+entry!(jobs_release, |fcinfo, arguments| report_all(
+    fcinfo,
+    Report {
         ids: arguments.ids,
         tokens: arguments.tokens,
         said: None,
-    });
-    let section = Section::as_owner(fcinfo);
-    let reported = release(
-        &section,
-        &caller,
-        arguments.ids.given(),
-        arguments.tokens.datum(),
-    );
-    all_reported(&section, &caller, arguments.tokens, &ids, &reported);
-    Datum::from(0)
-});
+    },
+    |section, caller, ids, tokens, _| release(section, caller, ids, tokens)
+));
 
 // jobs_release(id bigint, token uuid): one job.
-entry!(jobs_release_one, |fcinfo, arguments| {
+entry!(jobs_release_one, |fcinfo, arguments| report_one(
+    fcinfo,
+    (arguments.id, arguments.token),
+    release
+));
+
+/// A batch report, refused unless its arrays are of one length: `act` runs with its ids, tokens
+/// and what was said of each job and returns the jobs it applied to; the error of the first it did
+/// not apply to.
+fn report_all(
+    fcinfo: pg_sys::FunctionCallInfo,
+    report: Report,
+    act: impl FnOnce(&Section, &Caller, Datum, Option<Datum>, Option<Datum>) -> Vec<i64>,
+) -> Datum {
+    let caller = Caller::current();
+    let ids = check_report(report);
+    let section = Section::as_owner(fcinfo);
+    let reported = act(
+        &section,
+        &caller,
+        report.ids.given(),
+        report.tokens.datum(),
+        report.said,
+    );
+    all_reported(&section, &caller, report.tokens, &ids, &reported);
+    Datum::from(0)
+}
+
+/// A report of one job (`id`, `token`): `act` runs with one-element arrays of them and returns
+/// the jobs it applied to; the lease error unless that is the job.
+fn report_one(
+    fcinfo: pg_sys::FunctionCallInfo,
+    (id, token): (Arg<i64>, Arg<pgrx::Uuid>),
+    act: impl FnOnce(&Section, &Caller, Datum, Option<Datum>) -> Vec<i64>,
+) -> Datum {
     let caller = Caller::current();
     let section = Section::as_owner(fcinfo);
-    let reported = release(
+    let ids = array(INT8OID, &[id.datum()]);
+    let reported = act(
         &section,
         &caller,
-        array(INT8OID, &[arguments.id.datum()]),
-        Some(array(UUIDOID, &[arguments.token.datum()])),
+        ids,
+        Some(array(UUIDOID, &[token.datum()])),
     );
-    one_reported(
-        &section,
-        &caller,
-        (arguments.id, arguments.token),
-        reported.len(),
-    );
-    Datum::from(0)
-});
-
-/// Raises the lease error of a report of one job (`id`, `token`) that did not apply.
-fn one_reported(
-    section: &Section,
-    caller: &Caller,
-    (id, token): (Arg<i64>, Arg<pgrx::Uuid>),
-    applied: usize,
-) {
-    if applied != 1 {
-        lease_error(section, id.get(), token.get(), acting_on(caller));
+    if reported.len() != 1 {
+        lease_error(&section, id.get(), token.get(), acting_on(&caller));
     }
+    Datum::from(0)
 }
 
 /// Raises the error of a batch report (its `ids`, checked, and `tokens`) that did not apply to
