@@ -1375,17 +1375,19 @@ struct Report {
     said: Option<Datum>,
 }
 
-/// A batch report's arrays, refused unless of one length. Returns the ids.
+/// A batch report's arrays, refused when null (what was said may be) or not of one length.
+/// Returns the ids.
 fn check_report(report: Report) -> Vec<Option<i64>> {
-    let tokens = report.tokens.datum().map(array_length);
-    let payloads = report.said.map(array_length);
-    match report.ids.get() {
-        Some(ids) if tokens == Some(ids.len()) && payloads.is_none_or(|p| p == ids.len()) => ids,
-        _ => invalid(
+    let ids = report.ids.required();
+    let tokens = array_length(report.tokens.given());
+    let said = report.said.map(array_length);
+    if tokens != ids.len() || said.is_some_and(|said| said != ids.len()) {
+        invalid(
             "ids, tokens and results (or errors) must be arrays of one length",
             Some("Pass the i-th job's id, lease token and result at position i of each array."),
-        ),
+        );
     }
+    ids
 }
 
 /// The most jobs a call takes by id (jobs_wait, jobs_retry).

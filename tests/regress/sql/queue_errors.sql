@@ -48,6 +48,9 @@ SELECT statement, regress.error_of(statement) AS error FROM (VALUES
     ('SELECT pgjobs.jobs_abort(NULL)'),
     ('SELECT pgjobs.jobs_complete(ARRAY[1, 1], ARRAY[gen_random_uuid(), gen_random_uuid()])'),
     ('SELECT pgjobs.jobs_complete(ARRAY[1], ARRAY[]::uuid[])'),
+    ('SELECT pgjobs.jobs_complete(NULL::bigint[], ARRAY[gen_random_uuid()])'),
+    ('SELECT pgjobs.jobs_fail(ARRAY[1], NULL, ARRAY[''e''])'),
+    ('SELECT pgjobs.jobs_release(ARRAY[1], NULL)'),
     ('SELECT pgjobs.jobs_find(limit_rows => -1)'),
     ('SELECT pgjobs.jobs_find(search => ''x'', search_newest => -1)'),
     ('SELECT pgjobs.jobs_history_prepare(-1)')
