@@ -3,8 +3,8 @@
 //! `sql/040_history.sql` call.
 
 use pgrx::pg_sys::{
-    self, Datum, Oid, INT4OID, INT8OID, INTERVALOID, JSONBOID, OIDOID, TEXTOID, TIMESTAMPTZOID,
-    UUIDOID,
+    self, Datum, Oid, FLOAT8OID, INT4OID, INT8OID, INTERVALOID, JSONBOID, OIDOID, TEXTOID,
+    TIMESTAMPTZOID, UUIDOID,
 };
 use pgrx::prelude::*;
 use pgrx::{FromDatum, IntoDatum};
@@ -34,9 +34,13 @@ fn retry_delay_seconds(attempt: i32, backoff_seconds: f64, max_backoff_seconds: 
     if !(0.0..=one_year).contains(&backoff_seconds)
         || !(0.0..=one_year).contains(&max_backoff_seconds)
     {
+        // As PostgreSQL writes them (1e+300, Infinity), not as Rust does (300 digits, inf).
+        let written = |seconds: f64| output(seconds.into_datum().expect("a float"), FLOAT8OID);
         invalid(
             format!(
-                "backoff_seconds and max_backoff_seconds must be from 0 to {one_year} (1 year), not {backoff_seconds} and {max_backoff_seconds}"
+                "backoff_seconds and max_backoff_seconds must be from 0 to {one_year} (1 year), not {} and {}",
+                written(backoff_seconds),
+                written(max_backoff_seconds)
             ),
             None,
         );

@@ -4,6 +4,8 @@ SELECT regress.reset();
 
 SELECT pgjobs.retry_delay_seconds(a, 10, 3600) AS delay FROM generate_series(1, 11) a;
 SELECT pgjobs.retry_delay_seconds(1000000, 10, 3600) AS saturated;
+-- Out of range, named as PostgreSQL writes them.
+SELECT regress.error_of('SELECT pgjobs.retry_delay_seconds(1, 1e300, ''-Infinity'')') AS refused;
 
 -- regress.make_due moves the job back to the same place (run_at a second before this
 -- transaction), below where the previous claim left its queue's claims (src/api/heads.rs): an
