@@ -88,7 +88,8 @@ pub(crate) struct Added<'a> {
 }
 
 /// Counts jobs that posts of `owner` just added, as [`tally`] would, from what the posts gave:
-/// one job by a row of values, more in a set.
+/// one job by a row of values, more in a set (the set's unnest and grouping, for one job: 110,000
+/// instructions a post against the row's 40,000, callgrind, 2026-12-07).
 pub(crate) fn tally_added(section: &Section, owner: Oid, added: &[Added]) {
     let owner = Some(Datum::from(owner));
     let (statement, given) = match added {
