@@ -9,14 +9,14 @@ use std::ops::Range;
 use pg_jobs_core::hex;
 use pgrx::pg_sys::{self, Datum, Oid, JSONBOID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
-use pgrx::{direct_function_call_as_datum, FromDatum, IntoDatum};
+use pgrx::{FromDatum, IntoDatum};
 
 use super::batch::{batch_queue, silence, tally_added, tally_one, Added};
 use super::batch_waits::check_cycle;
 use super::call::{invalid, materialize, refuse, Caller, Planning, Section, Statement};
 use super::datum::{array, elements, int8_array, literal_or_null, output, JsonbBuilder};
 use super::identity::_identity_of;
-use super::keyed::{lock_key, sha256};
+use super::keyed::{advisory, lock_key, sha256, tried};
 use super::queue::{add, add_free, check_all, return_ids, Field, Problem, Spec};
 use crate::{entry, named_statements, parameters};
 
@@ -584,19 +584,11 @@ fn take_turns<'a>(poster: Oid, hashes: impl Iterator<Item = &'a str>) {
 /// Whether no transaction holds the poster's `turn` (a post of it in progress): the lock tried
 /// alone, at once, and let go.
 fn turn_free(turn: i64) -> bool {
-    let taken = advisory(pg_sys::pg_try_advisory_lock_int8, turn);
-    // SAFETY: a bool's Datum.
-    let free = unsafe { bool::from_datum(taken, false) } == Some(true);
+    let free = tried(pg_sys::pg_try_advisory_lock_int8, turn);
     if free {
         advisory(pg_sys::pg_advisory_unlock_int8, turn);
     }
     free
-}
-
-/// One of PostgreSQL's advisory lock functions of a bigint key, called directly.
-fn advisory(function: unsafe fn(pg_sys::FunctionCallInfo) -> Datum, key: i64) -> Datum {
-    // SAFETY: each takes one bigint and returns void or a bool, never null.
-    unsafe { direct_function_call_as_datum(function, &[Some(Datum::from(key))]) }.expect("not null")
 }
 
 /// Has each of `jobs` (the poster's) wait for the job beside it in `on_jobs`.

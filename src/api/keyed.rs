@@ -6,6 +6,7 @@
 use std::ffi::CStr;
 
 use pgrx::pg_sys::{self, Datum};
+use pgrx::{direct_function_call_as_datum, FromDatum};
 use sha2::{Digest, Sha256};
 
 use super::cached::secret;
@@ -57,4 +58,20 @@ entry!(_lock_key, |fcinfo, arguments| {
 /// The key of the advisory lock of `object` in `class` (a lock_class's label), as _lock_key.
 pub(crate) fn lock_key(class: &str, object: &str) -> i64 {
     i64::from_be_bytes(keyed_hash(&format!("{class}/{object}")))
+}
+
+/// One of PostgreSQL's advisory lock functions of a bigint key (`pg_advisory_xact_lock_shared_int8`,
+/// `pg_try_advisory_lock_int8`, ...), called directly: a statement to take a lock costs more than
+/// what it serializes.
+pub(crate) fn advisory(function: unsafe fn(pg_sys::FunctionCallInfo) -> Datum, key: i64) -> Datum {
+    // SAFETY: each takes one bigint and returns void or a bool, never null.
+    unsafe { direct_function_call_as_datum(function, &[Some(Datum::from(key))]) }.expect("not null")
+}
+
+/// Whether advisory lock `key` was taken by `function`, one of the `pg_try_advisory_*_int8`
+/// (which never wait).
+pub(crate) fn tried(function: unsafe fn(pg_sys::FunctionCallInfo) -> Datum, key: i64) -> bool {
+    // SAFETY: a bool's Datum.
+    let taken = unsafe { bool::from_datum(advisory(function, key), false) };
+    taken == Some(true)
 }
