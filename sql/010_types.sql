@@ -116,6 +116,7 @@ CREATE TYPE lock_class AS ENUM (
     'compute_job',    -- a job's fetches: shared, or alone when money is counted exactly
     'compute_copies', -- the fetches of one job's slices by one identity, one at a time
     'compute_slice',  -- the results of a slice's copies, decided one at a time
+    'compute_origins', -- a group's origins: checked against contacts shared, changed alone
     'routine_round',  -- one round of a routine schedule at a time
     'batch_post'      -- a poster's posts (held shared, by sixteenths of its commands), tried alone by the scheduler
 );

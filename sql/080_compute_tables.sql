@@ -503,6 +503,13 @@ CREATE TRIGGER touch BEFORE UPDATE ON compute_group_spent
     FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
 CREATE TRIGGER touch BEFORE UPDATE ON compute_group_worker_origins
     FOR EACH ROW EXECUTE FUNCTION _touch_last_update();
+-- An origin removed or changed may not leave an open job of its group contacting what the
+-- group no longer admits (src/api/compute_origins.rs).
+CREATE FUNCTION _compute_origin_removed() RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', '_compute_origin_removed';
+CREATE TRIGGER origin_removed AFTER DELETE OR UPDATE OF compute_group_id, origin, type
+    ON compute_group_worker_origins
+    FOR EACH ROW EXECUTE FUNCTION _compute_origin_removed();
 
 -- The job's side of compute_group_jobs, for the job's owner, who does not own the groups. It
 -- carries each group's opaque id (which the seed's view left out) so that compute_group_public

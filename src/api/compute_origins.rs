@@ -9,19 +9,23 @@
 //! without a scheme is made one (`_as_uri`), and the workers fetch no other scheme. Statements in
 //! `compute_origins.sql`.
 
-use pgrx::pg_sys::{Datum, UUIDOID};
+use pgrx::pg_sys::{self, Datum, UUIDOID};
 use pgrx::prelude::*;
 use pgrx::FromDatum;
 use serde_json::Value;
 
-use super::call::{invalid, trigger_column, trigger_data, trigger_row, Section, Statement};
-use super::datum::output;
+use super::call::{invalid, refuse, trigger_column, trigger_data, trigger_row, Section, Statement};
+use super::datum::{elements, output};
+use super::keyed::{lock_key, tried};
 use crate::{entry, named_statements, parameters};
 
 named_statements!(include_str!("compute_origins.sql"));
 
 static WORKER_ORIGINS: Statement = statement("worker_origins");
 static JOB_GROUPS: Statement = statement("job_groups");
+static OPEN_JOBS: Statement = statement("open_jobs");
+static JOB_CONTACTS: Statement = statement("job_contacts");
+static GROUP_OPAQUE_ID: Statement = statement("group_opaque_id");
 
 /// What a job's workers contact a URL for: the types of `compute_group_worker_origins`.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -92,17 +96,17 @@ pub(crate) fn contacts_of_values(
         .filter_map(move |value| Some((contact, origin_of(value.as_str()?)?)))
 }
 
-/// Refuses (22023) a contact of `contacts` that one of `groups` (a bigint[]) does not let its
-/// workers make: the first in the order of [`Contact`], then of the origins, of the first group in
-/// id order.
-pub(crate) fn check_contacts(
+/// Of `contacts`, the first that one of `groups` (a bigint[]) does not let its workers make, in
+/// the order of [`Contact`], then of the origins, of the first group in id order: that group's
+/// opaque id, the contact and its origin.
+fn refused(
     section: &Section,
     groups: Option<Datum>,
     contacts: impl Iterator<Item = (Contact, String)>,
-) {
+) -> Option<(String, Contact, String)> {
     let mut contacts: Vec<(Contact, String)> = contacts.collect();
     if contacts.is_empty() {
-        return;
+        return None;
     }
     contacts.sort();
     contacts.dedup();
@@ -123,15 +127,65 @@ pub(crate) fn check_contacts(
                 let group = origins
                     .datum(row, 0)
                     .map_or_else(String::new, |group| output(group, UUIDOID));
-                invalid(
-                    format!("compute group {group} does not let its workers {} {origin}", contact.what()),
-                    Some(&format!(
-                        "The group's owner adds the origin: INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type) VALUES (<group id>, '{origin}', '{}').",
-                        contact.type_name()
-                    )),
-                );
+                return Some((group, *contact, origin.clone()));
             }
         }
+    }
+    None
+}
+
+/// The lock of group `group`'s origins: held shared by every check of contacts against the group
+/// until its transaction ends, alone by a change of its origins (`_compute_origin_removed`), so
+/// that neither a deployment (or a job's new input) nor a change of the origins misses the other
+/// made meanwhile. Only ever tried: neither waits for the other's transaction, which a member may
+/// keep open as long as it likes; the one that finds it taken is refused (55P03), nothing changed.
+fn origins_lock(group: i64) -> i64 {
+    lock_key("compute_origins", &group.to_string())
+}
+
+/// Refuses (55P03) group `group`'s origins' lock taken by another transaction, with `message`
+/// about the group (its opaque id).
+fn origins_busy(section: &Section, group: i64, message: impl Fn(&str) -> String) -> ! {
+    let opaque = section
+        .run(
+            &GROUP_OPAQUE_ID,
+            parameters! { group_id: Some(Datum::from(group)) },
+        )
+        .datum(0, 0)
+        .map_or_else(String::new, |id| output(id, UUIDOID));
+    refuse(
+        PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+        message(&opaque),
+        Some("Try again once that transaction has ended."),
+    )
+}
+
+/// Refuses (22023) a contact of `contacts` that one of `groups` (a bigint[]) does not let its
+/// workers make (see [`refused`]), under each group's origins' lock, held shared.
+pub(crate) fn check_contacts(
+    section: &Section,
+    groups: Option<Datum>,
+    contacts: impl Iterator<Item = (Contact, String)>,
+) {
+    let ids = groups.map(elements).unwrap_or_default();
+    for group in ids.into_iter().flatten().map(|id| id.value() as i64) {
+        if !tried(
+            pg_sys::pg_try_advisory_xact_lock_shared_int8,
+            origins_lock(group),
+        ) {
+            origins_busy(section, group, |opaque| {
+                format!("the owner of compute group {opaque} is changing its origins")
+            });
+        }
+    }
+    if let Some((group, contact, origin)) = refused(section, groups, contacts) {
+        invalid(
+            format!("compute group {group} does not let its workers {} {origin}", contact.what()),
+            Some(&format!(
+                "The group's owner adds the origin: INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type) VALUES (<group id>, '{origin}', '{}').",
+                contact.type_name()
+            )),
+        );
     }
 }
 
@@ -169,4 +223,70 @@ entry!(_compute_contact_admitted, |fcinfo, _| {
         );
     }
     Datum::from(row)
+});
+
+/// What deployed job `job` has its workers contact, read back as its deployment gave it (see
+/// compute_deploy.rs): its work function, its pattern's first URL, where its results go, and the
+/// origins of its arguments and values (found by the statement, one per origin, whatever their
+/// number).
+fn deployed_contacts(section: &Section, job: Datum) -> Vec<(Contact, String)> {
+    let read = section.run(&JOB_CONTACTS, parameters! { job: Some(job) });
+    let text = |column| read.get::<String>(0, column);
+    let prefixes = |column| {
+        read.get::<Vec<Option<String>>>(0, column)
+            .unwrap_or_default()
+    };
+    let mut contacts: Vec<(Contact, String)> = [
+        (Contact::WorkFunction, text(0)),
+        (Contact::Data, text(1)),
+        (Contact::Results, text(2)),
+    ]
+    .into_iter()
+    .filter_map(|(contact, uri)| Some((contact, origin_of(&uri?)?)))
+    .collect();
+    for (contact, column) in [(Contact::Argument, 3), (Contact::Data, 4)] {
+        contacts.extend(
+            prefixes(column)
+                .into_iter()
+                .flatten()
+                .filter_map(|prefix| Some((contact, origin_of(&prefix)?))),
+        );
+    }
+    contacts
+}
+
+// A trigger AFTER DELETE OR UPDATE OF compute_group_id, origin, type of compute_group_worker_origins:
+// a group's origin removed or changed may not leave an open job of the group whose workers contact
+// what its groups no longer let them (55006), since deployment and changes alone were checked.
+entry!(_compute_origin_removed, |fcinfo, _| {
+    let trigger = trigger_data(fcinfo, "_compute_origin_removed");
+    let Some(group) = trigger_column(trigger, (*trigger).tg_trigtuple, c"compute_group_id") else {
+        return Datum::from(0);
+    };
+    let section = Section::as_owner(fcinfo);
+    let id = group.value() as i64;
+    if !tried(pg_sys::pg_try_advisory_xact_lock_int8, origins_lock(id)) {
+        origins_busy(&section, id, |opaque| {
+            format!("a job of compute group {opaque} is being deployed or given new inputs")
+        });
+    }
+    let jobs = section.run(&OPEN_JOBS, parameters! { group_id: Some(group) });
+    for row in 0..jobs.len() {
+        let job = jobs.datum(row, 0).expect("a job");
+        let contacts = deployed_contacts(&section, job);
+        if let Some((group, contact, origin)) =
+            refused(&section, jobs.datum(row, 1), contacts.into_iter())
+        {
+            refuse(
+                PgSqlErrorCode::ERRCODE_OBJECT_IN_USE,
+                format!(
+                    "compute job {} of group {group} has its workers {} {origin}: the group's origins must still let them",
+                    job.value() as i64,
+                    contact.what()
+                ),
+                Some("Keep an origin that admits it until the job ends (compute_cancel or compute_close by its owner)."),
+            );
+        }
+    }
+    Datum::from(0)
 });

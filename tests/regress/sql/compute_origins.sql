@@ -4,7 +4,8 @@
 -- an origin each group of the job lets its workers contact for that, by a row of the type
 -- (fetchWorkFunctions, fetchArguments, fetchData, sendResults) or of type any. Checked at
 -- deployment, when an open job takes more values and when the job's owner changes a datum or an
--- argument; refused with 22023, nothing changed.
+-- argument; refused with 22023, nothing changed. And the group's owner may not take back an
+-- origin an open job of the group contacts (55006).
 SELECT regress.reset();
 CREATE ROLE regress_cor_owner;     -- owns the groups and deploys
 CREATE ROLE regress_cor_other;     -- another member
@@ -109,6 +110,50 @@ SET ROLE regress_cor_other;
 WITH u AS (UPDATE pgjobs.compute_data SET value = 'https://any.example/x' RETURNING 1)
 SELECT count(*) AS others_changed FROM u;
 RESET ROLE;
+
+-- The group's owner may not take back what an open job of the group contacts: an origin removed
+-- or changed so that a job's workers would contact what the group no longer admits is refused
+-- (55006), nothing changed; one that leaves every contact admitted goes. Both jobs above contact
+-- https://any.example (values and an argument) through its row of type any, and
+-- https://args.example through its row of fetchArguments.
+SELECT count(*) AS origins FROM pgjobs.compute_group_worker_origins \gset
+SET ROLE regress_cor_owner;
+SELECT replace(regress.error_of(format('SELECT pgjobs.compute_group_remove_origin(%s, ''https://any.example'')', :g)),
+               :'g_opaque', '<g>') AS removal_refused;
+SELECT replace(regress.error_of(format('UPDATE pgjobs.compute_group_worker_origins SET type = ''fetchData'' WHERE compute_group_id = %s AND origin = ''https://args.example''', :g)),
+               :'g_opaque', '<g>') AS change_refused;
+SELECT replace(regress.error_of(format('UPDATE pgjobs.compute_group_worker_origins SET origin = ''https://args.example:8443'' WHERE compute_group_id = %s AND origin = ''https://args.example''', :g)),
+               :'g_opaque', '<g>') AS move_refused;
+RESET ROLE;
+SELECT count(*) = :origins AS unchanged FROM pgjobs.compute_group_worker_origins;
+-- Rows of their own types for https://any.example first: then the row of type any may go; an
+-- origin no job contacts goes at once.
+SET ROLE regress_cor_owner;
+INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type)
+VALUES (:g, 'https://any.example', 'fetchData'), (:g, 'https://any.example', 'fetchArguments'),
+       (:g, 'https://unused.example', 'fetchData');
+SELECT pgjobs.compute_group_remove_origin(:g, 'https://any.example', 'any') AS removed_any;
+SELECT pgjobs.compute_group_remove_origin(:g, 'https://unused.example') AS removed_unused;
+-- Once the jobs have ended, nothing holds the origins.
+SELECT replace(regress.error_of(format('SELECT pgjobs.compute_group_remove_origin(%s, ''HTTPS://Code.Example:443'')', :g)),
+               :'g_opaque', '<g>') AS work_origin_refused;
+SELECT replace(regress.error_of(format('SELECT pgjobs.compute_group_remove_origin(%s, ''https://any.example'', ''fetchData'')', :g)),
+               :'g_opaque', '<g>') AS data_origin_refused;
+SELECT replace(regress.error_of(format('SELECT pgjobs.compute_group_remove_origin(%s, ''https://results.example'')', :g)),
+               :'g_opaque', '<g>') AS results_origin_refused;
+-- A job of a pattern contacts the pattern's origin.
+INSERT INTO pgjobs.compute_group_worker_origins (compute_group_id, origin, type)
+VALUES (:g, 'https://pattern.example', 'fetchData');
+SELECT pgjobs.compute_deploy(jsonb_build_object(
+    'work', 'function (x) { return x }', 'input', '{"pattern": "https://pattern.example/{slice}", "count": 2}'::jsonb,
+    'groups', jsonb_build_array(:'g_opaque'), 'offer', '0.01', 'funds', '1', 'estimation_slices', 0)) IS NOT NULL AS pattern_job;
+SELECT replace(regress.error_of(format('SELECT pgjobs.compute_group_remove_origin(%s, ''https://pattern.example'')', :g)),
+               :'g_opaque', '<g>') AS pattern_origin_refused;
+SELECT count(pgjobs.compute_cancel(job_id)) AS cancelled FROM pgjobs.compute_jobs WHERE status <> 'cancelled';
+SELECT pgjobs.compute_group_remove_origin(:g, 'HTTPS://Code.Example:443') AS removed_after_end,
+       pgjobs.compute_group_remove_origin(:g, 'https://pattern.example') AS pattern_removed_after_end;
+RESET ROLE;
+SELECT origin, type FROM pgjobs.compute_group_worker_origins WHERE compute_group_id = :g ORDER BY origin, type;
 
 SELECT regress.compute_reset();
 SELECT regress.reset();
