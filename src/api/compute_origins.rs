@@ -4,7 +4,9 @@
 //! for that (a row of `compute_group_worker_origins` of that type, or of type any), so that a
 //! deployer cannot turn a group's workers on a host its owner did not name. Checked when a job is
 //! deployed, when an open job takes more values, and when its owner changes a datum or an
-//! argument (a trigger); an origin a group's owner removes later leaves the jobs deployed. Only
+//! argument (a trigger); and a group's owner may not remove or change an origin an open job of the
+//! group still contacts (another trigger; the two sides take turns on the group's origins' lock,
+//! see [`origins_lock`]). Only
 //! http and https URLs are contacts: a `data:` URI carries its value, a value or a work function
 //! without a scheme is made one (`_as_uri`), and the workers fetch no other scheme. Statements in
 //! `compute_origins.sql`.
