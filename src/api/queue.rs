@@ -1443,9 +1443,17 @@ fn complete(
     ))
 }
 
-/// Completes the jobs of a batch report, whose `ids` check_report returned.
-fn complete_batch(section: &Section, caller: &Caller, report: Report, ids: &[Option<i64>]) {
-    let reported = complete(
+/// Runs `act` (`complete`, `fail`, `release`: given the ids, tokens and what was said of each job,
+/// the jobs it applied to) for a batch report whose `ids` check_report returned; the error of the
+/// first job it did not apply to.
+fn apply_report(
+    section: &Section,
+    caller: &Caller,
+    report: Report,
+    ids: &[Option<i64>],
+    act: impl FnOnce(&Section, &Caller, Datum, Option<Datum>, Option<Datum>) -> Vec<i64>,
+) {
+    let reported = act(
         section,
         caller,
         report.ids.given(),
@@ -1487,7 +1495,7 @@ entry!(jobs_complete_and_claim, |fcinfo, arguments| {
     let queues = check_claim(given);
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
-    complete_batch(&section, &caller, report, &ids);
+    apply_report(&section, &caller, report, &ids, complete);
     claim(&section, caller.identity, given, &queues).return_all(fcinfo);
     Datum::from(0)
 });
@@ -1611,9 +1619,8 @@ entry!(jobs_release_one, |fcinfo, arguments| report_one(
     release
 ));
 
-/// A batch report, refused unless its arrays are of one length: `act` runs with its ids, tokens
-/// and what was said of each job and returns the jobs it applied to; the error of the first it did
-/// not apply to.
+/// A batch report, refused unless its arrays are of one length, applied by `act` (see
+/// [`apply_report`]).
 fn report_all(
     fcinfo: pg_sys::FunctionCallInfo,
     report: Report,
@@ -1622,14 +1629,7 @@ fn report_all(
     let caller = Caller::current();
     let ids = check_report(report);
     let section = Section::as_owner(fcinfo);
-    let reported = act(
-        &section,
-        &caller,
-        report.ids.given(),
-        report.tokens.datum(),
-        report.said,
-    );
-    all_reported(&section, &caller, report.tokens, &ids, &reported);
+    apply_report(&section, &caller, report, &ids, act);
     Datum::from(0)
 }
 
