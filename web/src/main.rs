@@ -563,7 +563,7 @@ impl App {
         let query = request.uri.query().unwrap_or("");
         let method = &request.method;
         if method == Method::POST && !guard::same_origin(&request.headers, &self.origins) {
-            let refusal = if path == "/login" {
+            return if path == "/login" {
                 login_failure_page(
                     403,
                     "login-cross-site",
@@ -573,7 +573,6 @@ impl App {
             } else {
                 json_error(403, "a request from another site's page")
             };
-            return refusal;
         }
         match (method, path) {
             // Seed 001's address of the page too.
