@@ -227,7 +227,7 @@ fn rust_type(sql_type: &str) -> String {
         "double precision" => "f64",
         "numeric" => "AnyNumeric",
         "uuid" => "Uuid",
-        "jsonb" => "JsonB",
+        "jsonb" => "Json",
         "interval" => "Interval",
         "timestamptz" => "TimestampWithTimeZone",
         "date" => "Date",

@@ -288,6 +288,8 @@ RETURN starts_with(queue, 'pg_jobs.batch:');
 GRANT EXECUTE ON FUNCTION _is_batch_queue TO pgjobs_user;
 
 -- A payload as members see it: a batch job's arguments and environment with secrets masked.
+CREATE FUNCTION _mask_payload(payload jsonb) RETURNS jsonb
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE AS 'MODULE_PATHNAME', '_mask_payload';
 CREATE FUNCTION _shown_payload(queue text, payload jsonb) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN CASE WHEN _is_batch_queue(queue) THEN _mask_payload(payload) ELSE payload END;

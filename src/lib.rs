@@ -39,11 +39,7 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/040_history.sql",
     name = "history",
-    requires = [
-        "queue",
-        api::batch::_mask_payload,
-        api::queue_minutes::_queue_minute_counts
-    ]
+    requires = ["queue", api::queue_minutes::_queue_minute_counts]
 );
 extension_sql_file!(
     "../sql/050_sql_jobs.sql",

@@ -7,11 +7,12 @@
 use std::marker::PhantomData;
 
 #[allow(unused_imports)]
-use pgrx::datum::{AnyNumeric, Date, Interval, JsonB, TimestampWithTimeZone, Uuid};
+use pgrx::datum::{AnyNumeric, Date, Interval, TimestampWithTimeZone, Uuid};
 use pgrx::pg_sys::{self, Datum, FunctionCallInfo, Oid};
-use pgrx::FromDatum;
+use pgrx::{FromDatum, JsonB};
 
 use super::call::required;
+use super::datum::json_value;
 
 /// An argument of a call: its datum, read as its declared type only when asked.
 pub struct Arg<T> {
@@ -66,6 +67,17 @@ impl<T: FromDatum> Arg<T> {
     /// Its value; null is refused (22004, "<name> must not be null").
     pub fn required(&self) -> T {
         self.get().unwrap_or_else(|| required(self.name))
+    }
+}
+
+/// The type of a `jsonb` argument: read as serde_json's values by [`json_value`], which refuses
+/// what they cannot hold, naming the argument (pgrx's JsonB panics there).
+pub enum Json {}
+
+impl Arg<Json> {
+    /// Its value, None for null.
+    pub fn get(&self) -> Option<JsonB> {
+        self.datum.map(|datum| JsonB(json_value(self.name, datum)))
     }
 }
 

@@ -3,12 +3,13 @@
 //! and the masked secrets (`pg_jobs_core::mask`) their views show. Posting is batch_post.rs, the
 //! agent's side batch_agent.rs.
 
+use pgrx::direct_function_call_as_datum;
 use pgrx::pg_sys::{self, Datum, Oid, INT8OID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
 
 use super::batch_waits::make_due;
 use super::call::{invalid, materialize, refuse, return_row, Caller, Planning, Section, Statement};
-use super::datum::{array, elements, seconds};
+use super::datum::{array, elements, input, output, seconds};
 use super::identity::{_identity_of, _is_admin};
 use super::services::{no_wish, Service};
 use crate::{entry, gucs, named_statements, parameters};
@@ -305,30 +306,85 @@ fn _mask_text(text: &str) -> String {
     pg_jobs_core::mask::mask_text(text)
 }
 
-/// A job's payload as shown: a batch job's arguments and environment masked (job_list shows
-/// every job).
-#[pg_extern(immutable, strict, parallel_safe)]
-fn _mask_payload(payload: pgrx::JsonB) -> pgrx::JsonB {
-    let mut payload = payload.0;
-    if let Some(serde_json::Value::Array(args)) = payload.get_mut("args") {
-        let given: Vec<Option<String>> = args
-            .iter()
-            .map(|a| a.as_str().map(str::to_string))
-            .collect();
-        for (arg, shown) in args.iter_mut().zip(pg_jobs_core::mask::mask_args(&given)) {
-            if let Some(shown) = shown {
-                *arg = serde_json::Value::String(shown);
+// _mask_payload(payload): a batch job's payload as shown (job_list shows every job), its
+// arguments and environment masked. Only those two members are read, and replaced; the rest (a
+// post's revision and extra, any JSON) is left as it lies: read whole as serde_json's values, a
+// number past a double's range or nesting deeper than 128 levels there made every read of the
+// job fail (XX000).
+entry!(_mask_payload, |_fcinfo, arguments| {
+    let payload = arguments.payload.given();
+    let mut masked = serde_json::Map::new();
+    if let Some(args) = member(payload, "args") {
+        let shown = match args {
+            Some(serde_json::Value::Array(mut args)) => {
+                let given: Vec<Option<String>> = args
+                    .iter()
+                    .map(|a| a.as_str().map(str::to_string))
+                    .collect();
+                for (arg, shown) in args.iter_mut().zip(pg_jobs_core::mask::mask_args(&given)) {
+                    if let Some(shown) = shown {
+                        *arg = serde_json::Value::String(shown);
+                    }
+                }
+                serde_json::Value::Array(args)
             }
-        }
+            Some(other) => other,
+            None => serde_json::Value::Null,
+        };
+        masked.insert("args".into(), shown);
     }
-    if let Some(serde_json::Value::Object(env)) = payload.get_mut("env") {
-        for (name, value) in env.iter_mut() {
-            if let Some(given) = value.as_str() {
-                *value = serde_json::Value::String(pg_jobs_core::mask::mask_env(name, given));
+    if let Some(env) = member(payload, "env") {
+        let shown = match env {
+            Some(serde_json::Value::Object(mut env)) => {
+                for (name, value) in env.iter_mut() {
+                    if let Some(given) = value.as_str() {
+                        *value =
+                            serde_json::Value::String(pg_jobs_core::mask::mask_env(name, given));
+                    }
+                }
+                serde_json::Value::Object(env)
             }
-        }
+            Some(other) => other,
+            None => serde_json::Value::Null,
+        };
+        masked.insert("env".into(), shown);
     }
-    pgrx::JsonB(payload)
+    if masked.is_empty() {
+        return payload;
+    }
+    let masked = input(
+        serde_json::Value::Object(masked).to_string(),
+        pg_sys::JSONBOID,
+    );
+    // jsonb_concat takes two jsonb values and returns one, never null.
+    direct_function_call_as_datum(pg_sys::jsonb_concat, &[Some(payload), Some(masked)])
+        .expect("not null")
+});
+
+/// Member `name` of a jsonb object: None where it has none (or is no object); Some(None) where
+/// serde_json cannot read the member (shown as null: what cannot be masked is not shown).
+fn member(payload: Datum, name: &str) -> Option<Option<serde_json::Value>> {
+    unsafe {
+        let jsonb = pg_sys::pg_detoast_datum(payload.cast_mut_ptr()).cast::<pg_sys::Jsonb>();
+        if (*jsonb).root.header & pg_sys::JB_FOBJECT == 0 {
+            return None;
+        }
+        let mut value: pg_sys::JsonbValue = std::mem::zeroed();
+        let found = pg_sys::getKeyJsonValueFromContainer(
+            &mut (*jsonb).root,
+            name.as_ptr().cast(),
+            name.len() as i32,
+            &mut value,
+        );
+        if found.is_null() {
+            return None;
+        }
+        let text = output(
+            Datum::from(pg_sys::JsonbValueToJsonb(found)),
+            pg_sys::JSONBOID,
+        );
+        Some(serde_json::from_str(&text).ok())
+    }
 }
 
 /// The lease of batch jobs: pg_jobs.batch_silence.

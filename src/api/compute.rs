@@ -7,7 +7,6 @@ use pg_jobs_core::compute::{self, job_flag, Moving};
 use pgrx::prelude::*;
 
 use pgrx::pg_sys::{Datum, NUMERICOID};
-use pgrx::{FromDatum, JsonB};
 
 use crate::{entry, gucs, named_statements, parameters};
 
@@ -216,7 +215,7 @@ entry!(compute_add_slices, |fcinfo, arguments| {
             (Some(count), None) => count,
             _ => invalid("a job of values takes more values: an array", None),
         };
-        let values = values.and_then(|values| JsonB::from_datum(values, false));
+        let values = arguments.data.get();
         check_job_contacts(
             &section,
             job,

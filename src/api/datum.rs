@@ -171,6 +171,18 @@ pub(crate) fn array_length(datum: Datum) -> usize {
     }
 }
 
+/// A jsonb value as serde_json holds it; refused (22023, naming it `name`) where serde_json cannot
+/// hold it: a number past a double's range, nesting deeper than 128 levels. (pgrx's JsonB panics
+/// there: an internal error, XX000, and a backtrace.)
+pub(crate) fn json_value(name: &str, datum: Datum) -> serde_json::Value {
+    serde_json::from_str(&output(datum, pg_sys::JSONBOID)).unwrap_or_else(|error| {
+        invalid(
+            format!("{name} cannot be read: {error}"),
+            Some("Numbers must be within a double's range (about ±1.8e308), and values nested at most 128 levels deep."),
+        )
+    })
+}
+
 /// A JSON value as `->>` reads it: null for JSON null, a string's text, any other value's JSON.
 pub(crate) fn text_of(value: &serde_json::Value) -> Option<String> {
     match value {

@@ -19,7 +19,7 @@ use super::arguments::Arg;
 use super::cached::{reads_may_be_kept, relation, watch};
 use super::call::{invalid, record, refuse, Caller, Planning, Section, Statement};
 use super::datum::{array, interval_text};
-use super::queue::{callers_queue, outside, CONCURRENCY_KEY_BYTES};
+use super::queue::{callers_queue, outside, KEY_BYTES};
 use super::ready::queue_hash;
 use super::services::{no_wish, Service};
 use crate::{entry, named_statements, parameters};
@@ -368,10 +368,10 @@ fn key_prefix(given: Arg<String>) -> Option<Datum> {
             Some("The empty prefix ('') is every key of the queue."),
         )
     };
-    if prefix.len() > CONCURRENCY_KEY_BYTES {
+    if prefix.len() > KEY_BYTES {
         invalid(
             format!(
-                "prefix must be at most {CONCURRENCY_KEY_BYTES} bytes, as a key, not {}",
+                "prefix must be at most {KEY_BYTES} bytes, as a key, not {}",
                 prefix.len()
             ),
             None,

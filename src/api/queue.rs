@@ -11,11 +11,12 @@ use pgrx::{FromDatum, IntoDatum};
 
 use super::arguments::Arg;
 use super::call::{
-    invalid, materialize, null, record, refuse, refuse_with_detail, required, return_row,
-    without_nulls, Caller, Planning, Rows, Section, Statement,
+    in_subtransaction, invalid, materialize, null, record, refuse, refuse_with_detail, required,
+    return_row, without_nulls, Caller, Planning, Rows, Section, Statement,
 };
 use super::datum::{
-    array, array_length, elements, field, input, interval_span, interval_text, output, seconds,
+    array, array_length, elements, field, input, int8_array, interval_span, interval_text, output,
+    seconds,
 };
 use super::dependencies::{self, Needs};
 use super::flow::{Flow, KeyLimit, Limits};
@@ -311,6 +312,9 @@ impl Spec {
                     Some("Leave it out to use the queue 'default'."),
                 ));
             }
+            if queue.len() > QUEUE_BYTES {
+                return Some(queue_too_long("queue", &queue));
+            }
             if is_reserved_queue(&queue) && !sql_job {
                 return Some(Problem::invalid(
                     format!("queue {queue} is reserved for the extension"),
@@ -388,6 +392,12 @@ impl Spec {
                     Some("Leave it out (null) for a job without a key."),
                 ));
             }
+            if key.len() > KEY_BYTES {
+                return Some(Problem::invalid(
+                    format!("key must be at most {KEY_BYTES} bytes, not {}", key.len()),
+                    Some("A key is an entry of indexes: name what the job is about briefly, or by a hash of it."),
+                ));
+            }
             if key.starts_with("scheduled_job:") && !scheduled {
                 return Some(Problem::invalid(
                     format!("key {key} is reserved for the scheduler"),
@@ -396,10 +406,10 @@ impl Spec {
             }
         }
         if let Some(key) = self.text(Field::ConcurrencyKey) {
-            if key.is_empty() || key.len() > CONCURRENCY_KEY_BYTES {
+            if key.is_empty() || key.len() > KEY_BYTES {
                 return Some(Problem::invalid(
                     format!(
-                        "concurrency_key must be 1 to {CONCURRENCY_KEY_BYTES} bytes, not {}",
+                        "concurrency_key must be 1 to {KEY_BYTES} bytes, not {}",
                         key.len()
                     ),
                     Some("Name what the key limit counts, such as 'customer:42' (jobs_key_limit)."),
@@ -410,8 +420,27 @@ impl Spec {
     }
 }
 
-/// The longest concurrency key: each is an entry of an index (jobs_concurrency_key).
-pub(super) const CONCURRENCY_KEY_BYTES: usize = 1000;
+/// The longest key, idempotency or concurrency: each is an entry of indexes (job_keys', the
+/// months of job_history's, jobs_concurrency_key, the key limits' tables beside a queue), whose
+/// entries PostgreSQL caps at 2,704 bytes.
+pub(super) const KEY_BYTES: usize = 1000;
+
+/// The longest queue name: a queue is an entry of indexes (each month of job_history's, the flow
+/// tables' beside a concurrency key) and a place in shared memory (queue_places.rs). A job whose
+/// queue no history index could hold was added, and then could never end: its completion failed,
+/// and so did the launcher's rescue of every identity's expired leases with it.
+pub(crate) const QUEUE_BYTES: usize = super::queue_places::NAME_BYTES;
+
+/// The refusal of a queue name over [`QUEUE_BYTES`], given as argument `name`.
+pub(crate) fn queue_too_long(name: &str, queue: &str) -> Problem {
+    Problem::invalid(
+        format!(
+            "{name} must be at most {QUEUE_BYTES} bytes, not {}",
+            queue.len()
+        ),
+        Some("Name a queue briefly, for example 'emails' or 'reports.daily'."),
+    )
+}
 
 /// What `on_conflict` may say.
 const KEY_RULES: [&str; 4] = ["skip", "replace", "debounce", "throttle"];
@@ -2015,6 +2044,7 @@ pub(crate) fn callers_queue(queue: Arg<String>, example: &str, reserved: (&str, 
             Some(&format!("For example {example}.")),
         ),
         Some(queue) if queue.is_empty() => invalid("queue must not be empty", None),
+        Some(queue) if queue.len() > QUEUE_BYTES => queue_too_long("queue", &queue).raise(None),
         Some(queue) if is_reserved_queue(&queue) => invalid(
             format!("queue {queue} is the extension's and {}", reserved.0),
             Some(reserved.1),
@@ -2097,10 +2127,7 @@ fn rescue(section: &Section) -> i32 {
         }
     }
     if let Some(ids) = to_finish {
-        rescued += section
-            .run(&FINISH_EXPIRED, parameters! { ids: Some(ids) })
-            .get::<i32>(0, 0)
-            .unwrap_or(0);
+        rescued += finish_expired(section, ids);
     }
     metrics::count(Counter::Rescued, rescued as usize);
     let held = (rescued as usize) < expired;
@@ -2109,6 +2136,38 @@ fn rescue(section: &Section) -> i32 {
     let earliest = scan.datum(0, 2).map(|at| at.value() as pg_sys::TimestampTz);
     leases::found(earliest.into_iter().chain(look_again).min());
     rescued
+}
+
+/// Finishes the expired jobs `ids` on their last attempt (into job_history), in one statement;
+/// if that fails, each alone, so that a job that cannot be finished (a WARNING names it; it is
+/// looked at again with the held ones) holds back no other identity's: the statement once failed
+/// for all of them on one member's job whose queue name no history index could hold.
+fn finish_expired(section: &Section, ids: Datum) -> i32 {
+    let finish = |ids: Datum| {
+        section
+            .run(&FINISH_EXPIRED, parameters! { ids: Some(ids) })
+            .get::<i32>(0, 0)
+            .unwrap_or(0)
+    };
+    in_subtransaction(|| finish(ids)).unwrap_or_else(|failure| {
+        failure.unless_cancelled();
+        elements(ids)
+            .into_iter()
+            .flatten()
+            .map(|id| {
+                in_subtransaction(|| finish(int8_array([id.value() as i64]))).unwrap_or_else(
+                    |failure| {
+                        let failure = failure.unless_cancelled();
+                        warning!(
+                            "pg_jobs: the expired lease of job {} could not end it: {failure}",
+                            id.value() as i64
+                        );
+                        0
+                    },
+                )
+            })
+            .sum()
+    })
 }
 
 // The rescue, for tests that drive it: _rescue_expired() returns how many jobs it requeued or

@@ -15,8 +15,8 @@ use super::call::{invalid, materialize, return_row, Caller, Section, Statement};
 use super::datum::{int8_array, seconds};
 use super::dependencies::{self, Needs};
 use super::queue::{
-    abort_waiting, acting_on, callers_queue, job_ids, placed, return_ids, run_at_refused,
-    wake_placed,
+    abort_waiting, acting_on, callers_queue, job_ids, placed, queue_too_long, return_ids,
+    run_at_refused, wake_placed, QUEUE_BYTES,
 };
 use super::refusals::finite_date;
 use crate::{entry, gucs, named_statements, parameters};
@@ -207,6 +207,7 @@ entry!(jobs_dead_letter, |fcinfo, arguments| {
     let dead_letter_queue = arguments.dead_letter_queue.get();
     match dead_letter_queue.as_deref() {
         Some("") => invalid("dead_letter_queue must not be empty", None),
+        Some(to) if to.len() > QUEUE_BYTES => queue_too_long("dead_letter_queue", to).raise(None),
         Some(to) if to == queue => invalid(
             format!("queue {queue} cannot be its own dead-letter queue"),
             Some("A failed job is retried in its queue by max_attempts; name another queue."),

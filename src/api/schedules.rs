@@ -6,11 +6,11 @@ use chrono::TimeDelta;
 use pg_jobs_core::schedule::{parse_time_zone, Schedule};
 use pgrx::pg_sys::{Datum, INTERVALOID, JSONBOID};
 use pgrx::prelude::*;
-use pgrx::{IntoDatum, JsonB};
+use pgrx::IntoDatum;
 use serde_json::{Map, Value};
 
 use super::call::{invalid, refuse, Caller, Section, Statement};
-use super::datum::{input, text_of, timestamptz, utc};
+use super::datum::{input, json_value, text_of, timestamptz, utc};
 use super::queue::{add, check_all, Spec};
 use super::sql_jobs::check_timeout;
 use crate::{entry, named_statements, parameters};
@@ -71,9 +71,7 @@ fn check_timing(schedule: &str, time_zone: &str) {
 /// range; then the job a slot would add, so that a schedule never fires a job that cannot be
 /// added.
 fn check_work_and_options(section: &Section, work: Option<Datum>, options: Datum) {
-    let work_value = work
-        .and_then(|w| unsafe { JsonB::from_datum(w, false) })
-        .map(|w| w.0);
+    let work_value = work.map(|work| json_value("work", work));
     let Some(fields) = work_value
         .as_ref()
         .and_then(Value::as_object)
@@ -90,8 +88,8 @@ fn check_work_and_options(section: &Section, work: Option<Datum>, options: Datum
             Some("work takes task, payload and queue, or sql."),
         );
     }
-    let options_value = unsafe { JsonB::from_datum(options, false) }.map(|o| o.0);
-    let Some(options_map) = options_value.as_ref().and_then(Value::as_object) else {
+    let options_value = json_value("options", options);
+    let Some(options_map) = options_value.as_object() else {
         invalid("options must be a JSON object", None)
     };
     check_options(options_map);
@@ -161,7 +159,7 @@ entry!(jobs_schedule, |fcinfo, arguments| {
         .options
         .datum()
         .unwrap_or_else(|| input("{}", JSONBOID));
-    let options_value = JsonB::from_datum(options, false).map_or(Value::Null, |o| o.0);
+    let options_value = json_value("options", options);
     let zone = time_zone(&options_value);
     check_timing(&schedule, &zone);
     let section = Section::as_owner(fcinfo);
@@ -213,7 +211,7 @@ entry!(jobs_alter_schedule, |fcinfo, arguments| {
         missing_schedule(arguments.name.get())
     };
     let schedule = arguments.schedule.get().unwrap_or(old_schedule);
-    let options_value = JsonB::from_datum(options, false).map_or(Value::Null, |o| o.0);
+    let options_value = json_value("options", options);
     let zone = time_zone(&options_value);
     check_timing(&schedule, &zone);
     check_work_and_options(

@@ -53,7 +53,25 @@ SELECT statement, regress.error_of(statement) AS error FROM (VALUES
     ('SELECT pgjobs.jobs_release(ARRAY[1], NULL)'),
     ('SELECT pgjobs.jobs_find(limit_rows => -1)'),
     ('SELECT pgjobs.jobs_find(search => ''x'', search_newest => -1)'),
-    ('SELECT pgjobs.jobs_history_prepare(-1)')
+    ('SELECT pgjobs.jobs_history_prepare(-1)'),
+    -- A queue name is at most 128 bytes and a key at most 1000, wherever one is given: each is an
+    -- entry of indexes, which PostgreSQL caps at 2704 bytes (a job whose queue no history index
+    -- could hold was added, then never ended; queue_lease).
+    ('SELECT pgjobs.jobs_add(''t'', queue => repeat(''q'', 129))'),
+    ('SELECT pgjobs.jobs_add_batch(jsonb_build_array(jsonb_build_object(''task'', ''t'', ''queue'', repeat(''q'', 129))))'),
+    ('SELECT pgjobs.jobs_schedule(''s'', ''* * * * *'', jsonb_build_object(''task'', ''t'', ''queue'', repeat(''q'', 129)))'),
+    ('SELECT pgjobs.jobs_pause(repeat(''q'', 129))'),
+    ('SELECT pgjobs.jobs_limit(repeat(''q'', 129), 1)'),
+    ('SELECT pgjobs.jobs_queue_history(repeat(''q'', 129), ''none'')'),
+    ('SELECT pgjobs.jobs_dead_letter(repeat(''q'', 129), ''dead'')'),
+    ('SELECT pgjobs.jobs_dead_letter(''q'', repeat(''d'', 129))'),
+    ('SELECT pgjobs.jobs_add(''t'', key => repeat(''k'', 1001))'),
+    ('SELECT pgjobs.jobs_add_batch(jsonb_build_array(jsonb_build_object(''task'', ''t'', ''key'', repeat(''k'', 1001))))'),
+    -- JSON that serde_json cannot hold (a number past a double's range, nesting past 128 levels),
+    -- where a call reads its argument's fields: refused, naming the argument.
+    ('SELECT pgjobs.jobs_schedule(''s'', ''* * * * *'', ''{"task": "t"}'', ''{"x": 1e1000}'')'),
+    ('SELECT pgjobs.jobs_schedule(''s'', ''* * * * *'', (''{"task": "t", "payload": '' || repeat(''['', 200) || repeat('']'', 200) || ''}'')::jsonb)'),
+    ('SELECT pgjobs.compute_deploy(''{"work": "(x) => x", "input": {"range": {"start": 1, "end": 1e1000}}}'')')
 ) AS t(statement);
 SELECT regress.fingerprint() = :'before' AS unchanged;
 

@@ -98,4 +98,24 @@ SELECT regexp_replace(regress.error_of(format('SELECT pgjobs.jobs_release(ARRAY[
 FROM pgjobs.jobs WHERE id = :sql_job;
 SELECT regress.fingerprint() = :'before' AS unchanged;
 
+-- A job that cannot end holds back no other's rescue: the expired leases on their last attempt
+-- are finished in one statement, and when it fails each alone (a WARNING names the job that could
+-- not end, here hidden: it names the month's partition). Once a member's job whose queue name no
+-- index of job_history could hold (the calls refuse such names now: queue_errors; this one is
+-- written behind their back) failed that statement for every identity's expired leases, at every
+-- round of the launcher.
+SELECT regress.reset();
+SELECT pgjobs.jobs_add('stuck', max_attempts => 1) AS stuck \gset
+SELECT pgjobs.jobs_add('fine', max_attempts => 1) AS fine \gset
+SELECT count(*) AS claimed FROM pgjobs.jobs_claim('w10', n => 2);
+UPDATE pgjobs.jobs SET queue = (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 100) i)
+WHERE id = :stuck;
+SELECT regress.expire_lease(:stuck), regress.expire_lease(:fine);
+SET client_min_messages = error;
+SELECT pgjobs._rescue_expired() AS rescued;
+RESET client_min_messages;
+SELECT id, status, task FROM pgjobs.job_history;
+SELECT id, status, task FROM pgjobs.jobs;
+DELETE FROM pgjobs.jobs WHERE id = :stuck;
+
 DROP TABLE regress.first, regress.second, regress.long_claim, regress.releasing;

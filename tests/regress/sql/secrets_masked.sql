@@ -59,3 +59,17 @@ SELECT (SELECT string_agg(t::text, ',') FROM pgjobs.routines_today t) NOT LIKE '
 -- Its owner reads it as written.
 SELECT pgjobs.routines_export('SM') LIKE '%-p S3CRET%' AS export_as_written;
 RESET ROLE;
+
+-- A post's revision and extra are any JSON, kept as given: a read masks the arguments and the
+-- environment alone, so that JSON serde_json cannot hold there (a number past a double's range,
+-- nesting deeper than 128 levels) reads as any other (every read of such a job failed, XX000).
+SELECT regress.as_role('regress_sm_owner', $$SELECT pgjobs.batch_post('load', ARRAY['--password', 'S3CRET', 'odd.json'],
+    computer => 'GAMMA', env => '{"PASSWORD": "S3CRET"}', revision => '{"n": 1e1000}',
+    extra => ('{"deep": ' || repeat('[', 200) || repeat(']', 200) || '}')::jsonb)::text$$) AS odd \gset
+SET ROLE regress_sm_owner;
+SELECT payload -> 'args' AS args, payload -> 'env' AS env,
+       payload -> 'revision' = '{"n": 1e1000}' AS revision_as_given,
+       payload -> 'extra' = ('{"deep": ' || repeat('[', 200) || repeat(']', 200) || '}')::jsonb AS extra_as_given
+FROM pgjobs.job_list WHERE id = :odd;
+SELECT args FROM pgjobs.batch_jobs WHERE id = :odd;
+RESET ROLE;
