@@ -221,6 +221,28 @@ fn check_post(post: &Post) -> Result<CommandSpec, Problem> {
             Some("Name the program to run, for example batch_post('backup', ARRAY['--full'])."),
         ));
     }
+    for (name, label, hint) in [
+        (
+            "command",
+            &command,
+            "A longer script goes in a file the command runs, or in args.",
+        ),
+        (
+            "routine",
+            &routine,
+            "Name the routine briefly, for example 'nightly-backup'.",
+        ),
+    ] {
+        if let Some(label) = label.as_deref().filter(|label| label.len() > LABEL_BYTES) {
+            return Err(Problem::invalid(
+                format!(
+                    "{name} must be at most {LABEL_BYTES} bytes, not {}",
+                    label.len()
+                ),
+                Some(hint),
+            ));
+        }
+    }
     let Some(args) = post.args.and_then(args_of) else {
         return Err(Problem::invalid(
             "args must be an array of text without nulls",
@@ -255,6 +277,11 @@ fn check_post(post: &Post) -> Result<CommandSpec, Problem> {
         env_text: env.expect("an env"),
     })
 }
+
+/// The longest command or routine: a job's label (its routine, else its command) is an entry of
+/// an index (jobs_batch_group, with its time, computer and owner), which PostgreSQL caps at 2704
+/// bytes; its arguments are not.
+const LABEL_BYTES: usize = 2000;
 
 /// A text[] of one dimension (or none) without nulls: its strings.
 fn args_of(args: Datum) -> Option<Vec<String>> {

@@ -143,6 +143,9 @@ fn check_options(options: &Map<String, Value>) {
     }
 }
 
+/// The longest schedule name, as a queue's: each is an entry of an index (owner, name).
+const NAME_BYTES: usize = super::queue::QUEUE_BYTES;
+
 entry!(jobs_schedule, |fcinfo, arguments| {
     let caller = Caller::current();
     let (Some(name), Some(schedule)) = (
@@ -155,6 +158,12 @@ entry!(jobs_schedule, |fcinfo, arguments| {
             None,
         )
     };
+    if name.len() > NAME_BYTES {
+        invalid(
+            format!("name must be at most {NAME_BYTES} bytes, not {}", name.len()),
+            Some("A schedule's name is an entry of an index: name it briefly, for example 'nightly-report'."),
+        );
+    }
     let options = arguments
         .options
         .datum()

@@ -49,6 +49,9 @@ FROM (VALUES
     ('cycle', $$SELECT pgjobs.batch_post('report', computer => 'alpha', routine => 'daily', revision => '{"commit": "abc1"}', depends_on => ARRAY[$$ || :compress || $$::text])$$),
     ('self', $$SELECT pgjobs.batch_post('compress', depends_on => ARRAY[$$ || :compress || $$::text])$$),
     ('attempts', $$SELECT pgjobs.batch_post('x', max_attempts => 0)$$),
+    -- A job's label (its routine, else its command) is an entry of an index.
+    ('long command', $$SELECT pgjobs.batch_post(repeat('c', 2001))$$),
+    ('long routine', $$SELECT pgjobs.batch_post('x', routine => repeat('r', 2001))$$),
     ('malformed hash', $$SELECT * FROM pgjobs.batch_get('ABC')$$),
     ('null hash', $$SELECT * FROM pgjobs.batch_get(NULL)$$),
     ('unknown grouping', $$SELECT * FROM pgjobs.batch_groups('owner')$$),

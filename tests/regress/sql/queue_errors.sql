@@ -67,6 +67,7 @@ SELECT statement, regress.error_of(statement) AS error FROM (VALUES
     ('SELECT pgjobs.jobs_dead_letter(''q'', repeat(''d'', 129))'),
     ('SELECT pgjobs.jobs_add(''t'', key => repeat(''k'', 1001))'),
     ('SELECT pgjobs.jobs_add_batch(jsonb_build_array(jsonb_build_object(''task'', ''t'', ''key'', repeat(''k'', 1001))))'),
+    ('SELECT pgjobs.jobs_schedule(repeat(''s'', 129), ''* * * * *'', ''{"task": "t"}'')'),
     -- JSON that serde_json cannot hold (a number past a double's range, nesting past 128 levels),
     -- where a call reads its argument's fields: refused, naming the argument.
     ('SELECT pgjobs.jobs_schedule(''s'', ''* * * * *'', ''{"task": "t"}'', ''{"x": 1e1000}'')'),
