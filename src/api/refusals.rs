@@ -41,13 +41,18 @@ entry!(_finite_date, |fcinfo, arguments| {
     Datum::from(true)
 });
 
-/// Refuses a date (None: left out) that is not finite, named `name`.
+/// The first date a timestamp cannot hold (294277-01-01), in days from 2000-01-01 as a date is
+/// kept: a month past it failed its reads with 22008 where they compare it with times.
+const TIMESTAMPS_END: i32 = 109_203_528 - 2_451_545;
+
+/// Refuses a date (None: left out) that is not finite or that a timestamp cannot hold, named
+/// `name`.
 pub(super) fn finite_date(date: Option<Datum>, name: &str) {
     let days = date.map(|date| date.value() as i32);
-    if let Some(date) = days.filter(|date| *date == i32::MIN || *date == i32::MAX) {
+    if let Some(date) = days.filter(|date| *date == i32::MIN || *date >= TIMESTAMPS_END) {
         invalid(
             format!(
-                "{name} must be a finite date, not {}",
+                "{name} must be a finite date up to 294276-12-31, not {}",
                 output(Datum::from(date), DATEOID)
             ),
             Some("Give a day of the month, for example date_trunc('month', now())::date."),

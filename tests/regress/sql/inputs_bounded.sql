@@ -74,7 +74,7 @@ INSERT INTO regress.bounded_values VALUES
     ('time', 'now() + interval ''200 years'''), ('time', 'now() - interval ''200 years'''),
     ('instant', '''infinity''::timestamptz'), ('instant', '''-infinity''::timestamptz'),
     ('span', 'interval ''-1 second'''), ('span', 'interval ''100000 years'''),
-    ('date', '''infinity''::date'), ('date', '''-infinity''::date'),
+    ('date', '''infinity''::date'), ('date', '''-infinity''::date'), ('date', '''5874897-12-31''::date'),
     ('float', '''NaN''::float8'), ('float', '''Infinity''::float8'), ('float', '''-Infinity''::float8'), ('float', '1e300::float8'),
     ('money', '''NaN''::numeric'), ('money', '''Infinity''::numeric'), ('money', '''-Infinity''::numeric'), ('money', '1e300::numeric');
 
