@@ -20,9 +20,9 @@
 //! each queue's earliest job due later from `jobs` (seed). Past PLACES queues at once, for a queue
 //! name over 128 bytes (queue_places.rs: the calls refuse one, a row written behind their back may
 //! hold one) and in a database the launcher does not work in, a job due later is found by polling
-//! as before: a wake-up missed costs a poll's delay, never a job. A place noted by a transaction whose subtransaction rolled back wakes the queue for nothing. The
-//! extension's own queues (SQL and batch jobs) have wake-ups of their own. Statements in
-//! `due.sql`.
+//! as before: a wake-up missed costs a poll's delay, never a job. A place noted by a transaction
+//! whose subtransaction rolled back wakes the queue for nothing. The extension's own queues (SQL
+//! and batch jobs) have wake-ups of their own. Statements in `due.sql`.
 
 use std::cell::RefCell;
 
