@@ -183,6 +183,33 @@ pub(crate) fn json_value(name: &str, datum: Datum) -> serde_json::Value {
     })
 }
 
+/// The keys of a jsonb object, read where it lies with PostgreSQL's iterator, one level (its
+/// values are not read, so they may hold what serde_json cannot); None for any other JSON value.
+pub(crate) fn object_keys(jsonb: Datum) -> Option<Vec<String>> {
+    unsafe {
+        let jsonb = pg_sys::pg_detoast_datum(jsonb.cast_mut_ptr()).cast::<pg_sys::Jsonb>();
+        if (*jsonb).root.header & pg_sys::JB_FOBJECT == 0 {
+            return None;
+        }
+        let mut iterator = pg_sys::JsonbIteratorInit(&mut (*jsonb).root);
+        let mut value: pg_sys::JsonbValue = std::mem::zeroed();
+        let mut keys = Vec::new();
+        loop {
+            match pg_sys::JsonbIteratorNext(&mut iterator, &mut value, true) {
+                pg_sys::JsonbIteratorToken::WJB_KEY => {
+                    let key = std::slice::from_raw_parts(
+                        value.val.string.val.cast::<u8>(),
+                        value.val.string.len as usize,
+                    );
+                    keys.push(String::from_utf8_lossy(key).into_owned());
+                }
+                pg_sys::JsonbIteratorToken::WJB_DONE => return Some(keys),
+                _ => {}
+            }
+        }
+    }
+}
+
 /// A JSON value as `->>` reads it: null for JSON null, a string's text, any other value's JSON.
 pub(crate) fn text_of(value: &serde_json::Value) -> Option<String> {
     match value {

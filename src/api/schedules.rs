@@ -10,7 +10,7 @@ use pgrx::IntoDatum;
 use serde_json::{Map, Value};
 
 use super::call::{invalid, refuse, Caller, Section, Statement};
-use super::datum::{input, json_value, text_of, timestamptz, utc};
+use super::datum::{input, json_value, object_keys, text_of, timestamptz, utc};
 use super::queue::{add, check_all, Spec};
 use super::sql_jobs::check_timeout;
 use crate::{entry, named_statements, parameters};
@@ -71,18 +71,18 @@ fn check_timing(schedule: &str, time_zone: &str) {
 /// range; then the job a slot would add, so that a schedule never fires a job that cannot be
 /// added.
 fn check_work_and_options(section: &Section, work: Option<Datum>, options: Datum) {
-    let work_value = work.map(|work| json_value("work", work));
-    let Some(fields) = work_value
-        .as_ref()
-        .and_then(Value::as_object)
-        .filter(|w| w.contains_key("task") != w.contains_key("sql"))
+    // Its keys only: a task's payload is any JSON, as jobs_add takes it.
+    let has = |keys: &[String], key: &str| keys.iter().any(|k| k == key);
+    let Some(keys) = work
+        .and_then(object_keys)
+        .filter(|keys| has(keys, "task") != has(keys, "sql"))
     else {
         invalid(
             r#"work must be {"task": ..., "payload": ..., "queue": ...} or {"sql": ...}"#,
             Some("A schedule adds a queued task for your workers, or runs SQL in the database."),
         )
     };
-    if let Some(unknown) = fields.keys().find(|k| !WORK_KEYS.contains(&k.as_str())) {
+    if let Some(unknown) = keys.iter().find(|k| !WORK_KEYS.contains(&k.as_str())) {
         invalid(
             format!("unknown key \"{unknown}\" in work"),
             Some("work takes task, payload and queue, or sql."),

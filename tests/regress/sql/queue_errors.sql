@@ -71,7 +71,7 @@ SELECT statement, regress.error_of(statement) AS error FROM (VALUES
     -- JSON that serde_json cannot hold (a number past a double's range, nesting past 128 levels),
     -- where a call reads its argument's fields: refused, naming the argument.
     ('SELECT pgjobs.jobs_schedule(''s'', ''* * * * *'', ''{"task": "t"}'', ''{"x": 1e1000}'')'),
-    ('SELECT pgjobs.jobs_schedule(''s'', ''* * * * *'', (''{"task": "t", "payload": '' || repeat(''['', 200) || repeat('']'', 200) || ''}'')::jsonb)'),
+    ('SELECT pgjobs.jobs_schedule(''s'', ''* * * * *'', ''{"task": "t"}'', (''{"time_zone": '' || repeat(''['', 200) || repeat('']'', 200) || ''}'')::jsonb)'),
     ('SELECT pgjobs.compute_deploy(''{"work": "(x) => x", "input": {"range": {"start": 1, "end": 1e1000}}}'')')
 ) AS t(statement);
 SELECT regress.fingerprint() = :'before' AS unchanged;

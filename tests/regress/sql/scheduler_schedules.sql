@@ -157,6 +157,14 @@ SELECT task, payload, queue, status, starts_with(idempotency_key, 'scheduled_job
 FROM pgjobs.job_list l, pgjobs.schedules s WHERE s.name = 'manual' AND l.task = 'nightly';
 SELECT regress.as_role('regress_runner', $$SELECT pgjobs.jobs_run_schedule('sql_manual') IS NOT NULL$$) AS sql_run;
 SELECT task, queue, payload ->> 'sql' AS sql FROM pgjobs.job_list WHERE queue = 'pg_jobs.sql';
+-- A task's payload is any JSON, as jobs_add takes it (the work is read by its keys alone): nested
+-- 200 deep and holding 1e1000, its job gets it as given.
+SELECT regress.as_role('regress_runner', $$
+    SELECT pgjobs.jobs_schedule('deep', '0 3 * * *', jsonb_build_object('task', 'deep', 'payload',
+               ('{"n": 1e1000, "deep": ' || repeat('[', 200) || repeat(']', 200) || '}')::jsonb)) IS NOT NULL
+       AND pgjobs.jobs_run_schedule('deep') IS NOT NULL$$) AS deep_run;
+SELECT payload = ('{"n": 1e1000, "deep": ' || repeat('[', 200) || repeat(']', 200) || '}')::jsonb AS payload_as_given
+FROM pgjobs.job_list WHERE task = 'deep';
 SELECT regress.fingerprint() AS before \gset
 SELECT role, regress.as_role(role, statement) AS result
 FROM (VALUES ('regress_run_other'), ('regress_run_stranger')) AS r(role),
@@ -165,7 +173,7 @@ UNION ALL
 SELECT 'regress_runner', regress.as_role('regress_runner', statement)
 FROM (VALUES ($$SELECT pgjobs.jobs_run_schedule('nope')$$), ($$SELECT pgjobs.jobs_run_schedule(NULL)$$)) AS t(statement);
 SELECT regress.fingerprint() = :'before' AS unchanged;
-SELECT regress.as_role('regress_runner', $$SELECT pgjobs.jobs_unschedule('manual')::text || pgjobs.jobs_unschedule('sql_manual')::text$$) AS unscheduled;
+SELECT regress.as_role('regress_runner', $$SELECT pgjobs.jobs_unschedule('manual')::text || pgjobs.jobs_unschedule('sql_manual')::text || pgjobs.jobs_unschedule('deep')::text$$) AS unscheduled;
 DROP ROLE regress_runner, regress_run_other, regress_run_stranger;
 SELECT regress.reset();
 
