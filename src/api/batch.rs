@@ -6,10 +6,11 @@
 use pgrx::direct_function_call_as_datum;
 use pgrx::pg_sys::{self, Datum, Oid, INT8OID, TEXTOID, TIMESTAMPTZOID};
 use pgrx::prelude::*;
+use serde_json::Value;
 
 use super::batch_waits::make_due;
 use super::call::{invalid, materialize, refuse, return_row, Caller, Planning, Section, Statement};
-use super::datum::{array, elements, input, output, seconds};
+use super::datum::{array, elements, input, is_jsonb_object, jsonb_root, output, seconds};
 use super::identity::{_identity_of, _is_admin};
 use super::services::{no_wish, Service};
 use crate::{entry, gucs, named_statements, parameters};
@@ -313,65 +314,65 @@ fn _mask_text(text: &str) -> String {
 // job fail (XX000).
 entry!(_mask_payload, |_fcinfo, arguments| {
     let payload = arguments.payload.given();
+    let root = jsonb_root(payload);
     let mut masked = serde_json::Map::new();
-    if let Some(args) = member(payload, "args") {
-        let shown = match args {
-            Some(serde_json::Value::Array(mut args)) => {
-                let given: Vec<Option<String>> = args
-                    .iter()
-                    .map(|a| a.as_str().map(str::to_string))
-                    .collect();
-                for (arg, shown) in args.iter_mut().zip(pg_jobs_core::mask::mask_args(&given)) {
-                    if let Some(shown) = shown {
-                        *arg = serde_json::Value::String(shown);
-                    }
-                }
-                serde_json::Value::Array(args)
-            }
-            Some(other) => other,
-            None => serde_json::Value::Null,
-        };
-        masked.insert("args".into(), shown);
-    }
-    if let Some(env) = member(payload, "env") {
-        let shown = match env {
-            Some(serde_json::Value::Object(mut env)) => {
-                for (name, value) in env.iter_mut() {
-                    if let Some(given) = value.as_str() {
-                        *value =
-                            serde_json::Value::String(pg_jobs_core::mask::mask_env(name, given));
-                    }
-                }
-                serde_json::Value::Object(env)
-            }
-            Some(other) => other,
-            None => serde_json::Value::Null,
-        };
-        masked.insert("env".into(), shown);
+    for (name, mask) in [("args", masked_args as fn(&mut Value)), ("env", masked_env)] {
+        if let Some(value) = member(root, name) {
+            // What cannot be read cannot be masked, and is not shown.
+            masked.insert(
+                name.into(),
+                value.map_or(Value::Null, |mut value| {
+                    mask(&mut value);
+                    value
+                }),
+            );
+        }
     }
     if masked.is_empty() {
         return payload;
     }
-    let masked = input(
-        serde_json::Value::Object(masked).to_string(),
-        pg_sys::JSONBOID,
-    );
+    let masked = input(Value::Object(masked).to_string(), pg_sys::JSONBOID);
     // jsonb_concat takes two jsonb values and returns one, never null.
     direct_function_call_as_datum(pg_sys::jsonb_concat, &[Some(payload), Some(masked)])
         .expect("not null")
 });
 
-/// Member `name` of a jsonb object: None where it has none (or is no object); Some(None) where
-/// serde_json cannot read the member (shown as null: what cannot be masked is not shown).
-fn member(payload: Datum, name: &str) -> Option<Option<serde_json::Value>> {
-    unsafe {
-        let jsonb = pg_sys::pg_detoast_datum(payload.cast_mut_ptr()).cast::<pg_sys::Jsonb>();
-        if (*jsonb).root.header & pg_sys::JB_FOBJECT == 0 {
-            return None;
+/// A payload's arguments (an array of strings) masked.
+fn masked_args(args: &mut Value) {
+    if let Value::Array(args) = args {
+        let given: Vec<Option<String>> = args
+            .iter()
+            .map(|a| a.as_str().map(str::to_string))
+            .collect();
+        for (arg, shown) in args.iter_mut().zip(pg_jobs_core::mask::mask_args(&given)) {
+            if let Some(shown) = shown {
+                *arg = Value::String(shown);
+            }
         }
+    }
+}
+
+/// A payload's environment (an object of strings) masked.
+fn masked_env(env: &mut Value) {
+    if let Value::Object(env) = env {
+        for (name, value) in env.iter_mut() {
+            if let Some(given) = value.as_str() {
+                *value = Value::String(pg_jobs_core::mask::mask_env(name, given));
+            }
+        }
+    }
+}
+
+/// Member `name` of a jsonb container: None where it has none (or is no object); Some(None) where
+/// serde_json cannot read the member.
+fn member(container: *mut pg_sys::JsonbContainer, name: &str) -> Option<Option<Value>> {
+    if !is_jsonb_object(container) {
+        return None;
+    }
+    unsafe {
         let mut value: pg_sys::JsonbValue = std::mem::zeroed();
         let found = pg_sys::getKeyJsonValueFromContainer(
-            &mut (*jsonb).root,
+            container,
             name.as_ptr().cast(),
             name.len() as i32,
             &mut value,

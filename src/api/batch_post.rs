@@ -14,7 +14,9 @@ use pgrx::{FromDatum, IntoDatum};
 use super::batch::{batch_queue, silence, tally_added, tally_one, Added};
 use super::batch_waits::check_cycle;
 use super::call::{invalid, materialize, refuse, Caller, Planning, Section, Statement};
-use super::datum::{array, elements, int8_array, literal_or_null, output, JsonbBuilder};
+use super::datum::{
+    array, elements, int8_array, jsonb_root, literal_or_null, output, JsonbBuilder,
+};
 use super::identity::_identity_of;
 use super::keyed::{advisory, lock_key, sha256, tried};
 use super::queue::{add, add_free, check_all, return_ids, Field, Problem, Spec};
@@ -177,11 +179,7 @@ fn posts_of(section: &Section, posts: Option<Datum>) -> (Vec<Post>, Vec<Vec<i64>
 
 /// Whether a jsonb value is an array (not a scalar, which jsonb keeps as an array of one).
 fn is_json_array(jsonb: Datum) -> bool {
-    let header = unsafe {
-        (*pg_sys::pg_detoast_datum(jsonb.cast_mut_ptr()).cast::<pg_sys::Jsonb>())
-            .root
-            .header
-    };
+    let header = unsafe { (*jsonb_root(jsonb)).header };
     header & pg_sys::JB_FARRAY != 0 && header & pg_sys::JB_FSCALAR == 0
 }
 

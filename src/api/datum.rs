@@ -183,29 +183,58 @@ pub(crate) fn json_value(name: &str, datum: Datum) -> serde_json::Value {
     })
 }
 
-/// The keys of a jsonb object, read where it lies with PostgreSQL's iterator, one level (its
-/// values are not read, so they may hold what serde_json cannot); None for any other JSON value.
-pub(crate) fn object_keys(jsonb: Datum) -> Option<Vec<String>> {
+/// The root container of a jsonb value, where it lies (detoasted): read with PostgreSQL's own
+/// iterator ([`JsonbLevel`]) or lookups, no trip through text.
+pub(crate) fn jsonb_root(jsonb: Datum) -> *mut pg_sys::JsonbContainer {
+    unsafe { &mut (*pg_sys::pg_detoast_datum(jsonb.cast_mut_ptr()).cast::<pg_sys::Jsonb>()).root }
+}
+
+/// Whether a jsonb container is an object.
+pub(crate) fn is_jsonb_object(container: *mut pg_sys::JsonbContainer) -> bool {
+    unsafe { (*container).header & pg_sys::JB_FOBJECT != 0 }
+}
+
+/// One level of a container's tokens and values (a nested container is one jbvBinary value).
+pub(crate) struct JsonbLevel(*mut pg_sys::JsonbIterator);
+
+impl JsonbLevel {
+    pub(crate) unsafe fn of(container: *mut pg_sys::JsonbContainer) -> JsonbLevel {
+        JsonbLevel(unsafe { pg_sys::JsonbIteratorInit(container) })
+    }
+
+    pub(crate) fn next(&mut self) -> (pg_sys::JsonbIteratorToken::Type, pg_sys::JsonbValue) {
+        let mut value: pg_sys::JsonbValue = unsafe { std::mem::zeroed() };
+        let token = unsafe { pg_sys::JsonbIteratorNext(&mut self.0, &mut value, true) };
+        (token, value)
+    }
+}
+
+/// The bytes of a string value (a key, or a JSON string).
+pub(crate) fn jsonb_string(value: &pg_sys::JsonbValue) -> &[u8] {
     unsafe {
-        let jsonb = pg_sys::pg_detoast_datum(jsonb.cast_mut_ptr()).cast::<pg_sys::Jsonb>();
-        if (*jsonb).root.header & pg_sys::JB_FOBJECT == 0 {
-            return None;
-        }
-        let mut iterator = pg_sys::JsonbIteratorInit(&mut (*jsonb).root);
-        let mut value: pg_sys::JsonbValue = std::mem::zeroed();
-        let mut keys = Vec::new();
-        loop {
-            match pg_sys::JsonbIteratorNext(&mut iterator, &mut value, true) {
-                pg_sys::JsonbIteratorToken::WJB_KEY => {
-                    let key = std::slice::from_raw_parts(
-                        value.val.string.val.cast::<u8>(),
-                        value.val.string.len as usize,
-                    );
-                    keys.push(String::from_utf8_lossy(key).into_owned());
-                }
-                pg_sys::JsonbIteratorToken::WJB_DONE => return Some(keys),
-                _ => {}
+        std::slice::from_raw_parts(
+            value.val.string.val.cast::<u8>(),
+            value.val.string.len as usize,
+        )
+    }
+}
+
+/// The keys of a jsonb object, one level (its values are not read, so they may hold what
+/// serde_json cannot); None for any other JSON value.
+pub(crate) fn object_keys(jsonb: Datum) -> Option<Vec<String>> {
+    let root = jsonb_root(jsonb);
+    if !is_jsonb_object(root) {
+        return None;
+    }
+    let mut level = unsafe { JsonbLevel::of(root) };
+    let mut keys = Vec::new();
+    loop {
+        match level.next() {
+            (pg_sys::JsonbIteratorToken::WJB_KEY, key) => {
+                keys.push(String::from_utf8_lossy(jsonb_string(&key)).into_owned())
             }
+            (pg_sys::JsonbIteratorToken::WJB_DONE, _) => return Some(keys),
+            _ => {}
         }
     }
 }

@@ -5,7 +5,7 @@
 //! as serde's did: `invalid type: string "high", expected an integer (job 1 of the batch)`.
 
 use super::call::invalid;
-use super::datum::{input, output};
+use super::datum::{input, jsonb_root, jsonb_string, output, JsonbLevel};
 use super::dependencies::{self, Needs};
 use super::queue::{Spec, FIELD_NAMES, FIELD_TYPES};
 use pgrx::pg_sys::{self, Datum, JsonbIteratorToken as Token, JsonbValue, Oid};
@@ -26,10 +26,7 @@ pub(crate) fn specs_of_batch(jobs: Option<Datum>) -> (Vec<Spec>, Vec<Needs>) {
     let not_an_array =
         || -> ! { invalid("jobs must be a JSON array of objects", Some(BATCH_HINT)) };
     let Some(jobs) = jobs else { not_an_array() };
-    let mut values = unsafe {
-        let jsonb = pg_sys::pg_detoast_datum(jobs.cast_mut_ptr()) as *mut pg_sys::Jsonb;
-        Values::of(&mut (*jsonb).root)
-    };
+    let mut values = unsafe { JsonbLevel::of(jsonb_root(jobs)) };
     match values.next() {
         (Token::WJB_BEGIN_ARRAY, array) if !unsafe { array.val.array.rawScalar } => {}
         _ => not_an_array(),
@@ -48,21 +45,6 @@ pub(crate) fn specs_of_batch(jobs: Option<Datum>) -> (Vec<Spec>, Vec<Needs>) {
     specs
 }
 
-/// One level of a container's tokens and values (a nested container is one jbvBinary value).
-struct Values(*mut pg_sys::JsonbIterator);
-
-impl Values {
-    unsafe fn of(container: *mut pg_sys::JsonbContainer) -> Values {
-        Values(unsafe { pg_sys::JsonbIteratorInit(container) })
-    }
-
-    fn next(&mut self) -> (Token::Type, JsonbValue) {
-        let mut value: JsonbValue = unsafe { std::mem::zeroed() };
-        let token = unsafe { pg_sys::JsonbIteratorNext(&mut self.0, &mut value, true) };
-        (token, value)
-    }
-}
-
 /// A job's object: its spec and needs, or what was wrong.
 fn job_of(job: &JsonbValue) -> Result<(Spec, Needs), String> {
     let Some(object) = container(job, pg_sys::JB_FOBJECT) else {
@@ -70,11 +52,11 @@ fn job_of(job: &JsonbValue) -> Result<(Spec, Needs), String> {
     };
     let mut spec = Spec::empty();
     let mut needs = Needs::default();
-    let mut values = unsafe { Values::of(object) };
+    let mut values = unsafe { JsonbLevel::of(object) };
     values.next();
     while let (Token::WJB_KEY, key) = values.next() {
         let (_, value) = values.next();
-        let key = bytes(&key);
+        let key = jsonb_string(&key);
         match (
             FIELD_NAMES.iter().position(|known| known.as_bytes() == key),
             key,
@@ -141,19 +123,9 @@ fn container(value: &JsonbValue, kind: u32) -> Option<*mut pg_sys::JsonbContaine
         .filter(|&data| unsafe { (*data).header } & kind != 0)
 }
 
-/// The bytes of a string value (a key, or a JSON string).
-fn bytes(value: &JsonbValue) -> &[u8] {
-    unsafe {
-        std::slice::from_raw_parts(
-            value.val.string.val.cast::<u8>(),
-            value.val.string.len as usize,
-        )
-    }
-}
-
 fn string(value: &JsonbValue) -> Result<&[u8], String> {
     if value.type_ == pg_sys::jbvType::jbvString {
-        Ok(bytes(value))
+        Ok(jsonb_string(value))
     } else {
         Err(unexpected(value, "a string"))
     }
@@ -202,7 +174,7 @@ fn elements<T>(
     let Some(array) = container(value, pg_sys::JB_FARRAY) else {
         return Err(unexpected(value, "a sequence"));
     };
-    let mut values = unsafe { Values::of(array) };
+    let mut values = unsafe { JsonbLevel::of(array) };
     values.next();
     let mut read = Vec::new();
     while let (Token::WJB_ELEM, value) = values.next() {
@@ -216,7 +188,7 @@ fn unexpected(value: &JsonbValue, expected: &str) -> String {
     let what = match value.type_ {
         pg_sys::jbvType::jbvNull => "null".to_owned(),
         pg_sys::jbvType::jbvBool => format!("boolean `{}`", unsafe { value.val.boolean }),
-        pg_sys::jbvType::jbvString => format!("string {:?}", lossy(bytes(value))),
+        pg_sys::jbvType::jbvString => format!("string {:?}", lossy(jsonb_string(value))),
         pg_sys::jbvType::jbvNumeric => {
             let text = number_text(value);
             if is_integral(&text) {
