@@ -2155,16 +2155,12 @@ fn finish_expired(section: &Section, ids: Datum) -> i32 {
             .into_iter()
             .flatten()
             .map(|id| {
-                in_subtransaction(|| finish(int8_array([id.value() as i64]))).unwrap_or_else(
-                    |failure| {
-                        let failure = failure.unless_cancelled();
-                        warning!(
-                            "pg_jobs: the expired lease of job {} could not end it: {failure}",
-                            id.value() as i64
-                        );
-                        0
-                    },
-                )
+                let id = id.value() as i64;
+                in_subtransaction(|| finish(int8_array([id]))).unwrap_or_else(|failure| {
+                    let failure = failure.unless_cancelled();
+                    warning!("pg_jobs: the expired lease of job {id} could not end it: {failure}");
+                    0
+                })
             })
             .sum()
     })

@@ -68,9 +68,14 @@ fn check_timing(schedule: &str, time_zone: &str) {
 }
 
 /// Refuses work that is not one task or one SQL job, and options that are unknown or out of
-/// range; then the job a slot would add, so that a schedule never fires a job that cannot be
-/// added.
-fn check_work_and_options(section: &Section, work: Option<Datum>, options: Datum) {
+/// range (`options` as `options_value` reads it); then the job a slot would add, so that a
+/// schedule never fires a job that cannot be added.
+fn check_work_and_options(
+    section: &Section,
+    work: Option<Datum>,
+    options: Datum,
+    options_value: &Value,
+) {
     // Its keys only: a task's payload is any JSON, as jobs_add takes it.
     let has = |keys: &[String], key: &str| keys.iter().any(|k| k == key);
     let Some(keys) = work
@@ -88,7 +93,6 @@ fn check_work_and_options(section: &Section, work: Option<Datum>, options: Datum
             Some("work takes task, payload and queue, or sql."),
         );
     }
-    let options_value = json_value("options", options);
     let Some(options_map) = options_value.as_object() else {
         invalid("options must be a JSON object", None)
     };
@@ -172,7 +176,7 @@ entry!(jobs_schedule, |fcinfo, arguments| {
     let zone = time_zone(&options_value);
     check_timing(&schedule, &zone);
     let section = Section::as_owner(fcinfo);
-    check_work_and_options(&section, arguments.work.datum(), options);
+    check_work_and_options(&section, arguments.work.datum(), options, &options_value);
     let inserted = section.run(
         &INSERT,
         parameters! {
@@ -227,6 +231,7 @@ entry!(jobs_alter_schedule, |fcinfo, arguments| {
         &section,
         arguments.work.datum().or(old.datum(0, 2)),
         options,
+        &options_value,
     );
     section.run(
         &UPDATE,
