@@ -25,6 +25,14 @@ CREATE DOMAIN money_amount AS numeric CHECK (VALUE >= 0 AND VALUE < 1e28 AND VAL
 COMMENT ON DOMAIN money_amount IS 'An amount of DCC: finite, not negative, below 1e28.';
 CREATE DOMAIN fraction AS numeric CHECK (VALUE >= 0 AND VALUE <= 1 AND VALUE <> 'NaN');
 
+-- A running total of what reports measured (milliseconds, bytes), plus more: it stops at the
+-- largest bigint rather than failing. Each report measures at most 1e12 of each, so a total a
+-- worker can drive past a bigint takes 9.2 million of its reports; failing there would stop the
+-- fold of every job with reports through that group, other owners' included, at every round.
+CREATE FUNCTION _total_plus(total bigint, more numeric) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN least(total + more, 9223372036854775807)::bigint;
+
 -- An amount a caller gives: finite, not negative, at most 18 decimals (the smallest unit) and
 -- below 1e10 DCC, so that it is exact in 28 digits (rust_decimal's) and a job's sums stay far
 -- from any bound. Refused, never rounded.

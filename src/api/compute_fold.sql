@@ -131,8 +131,10 @@ SET measured_slices = x.measured_slices + $reports,
     slice_in_data_size_variance = s.state[10], slice_out_data_size_variance = s.state[11],
     slice_cpu_density_variance = s.state[12], slice_gpu_density_variance = s.state[13],
     task_distribution_variance = s.state[14],
-    total_cpu_time = x.total_cpu_time + $cpu::bigint, total_gpu_time = x.total_gpu_time + $gpu::bigint,
-    total_in_data_size = x.total_in_data_size + $in_size, total_out_data_size = x.total_out_data_size + $out_size
+    total_cpu_time = _total_plus(x.total_cpu_time, $cpu::numeric),
+    total_gpu_time = _total_plus(x.total_gpu_time, $gpu::numeric),
+    total_in_data_size = _total_plus(x.total_in_data_size, $in_size),
+    total_out_data_size = _total_plus(x.total_out_data_size, $out_size)
 FROM s
 WHERE x.job_id = $job;
 
@@ -180,8 +182,10 @@ SET slice_cpu_time = s.state[1], slice_gpu_time = s.state[2], slice_in_data_size
     slice_in_data_size_variance = s.state[10], slice_out_data_size_variance = s.state[11],
     slice_cpu_density_variance = s.state[12], slice_gpu_density_variance = s.state[13],
     total_earnings = x.total_earnings + $slice_payment * $accepted,
-    total_cpu_time = x.total_cpu_time + $cpu::bigint, total_gpu_time = x.total_gpu_time + $gpu::bigint,
-    total_in_data_size = x.total_in_data_size + $in_size, total_out_data_size = x.total_out_data_size + $out_size
+    total_cpu_time = _total_plus(x.total_cpu_time, $cpu::numeric),
+    total_gpu_time = _total_plus(x.total_gpu_time, $gpu::numeric),
+    total_in_data_size = _total_plus(x.total_in_data_size, $in_size),
+    total_out_data_size = _total_plus(x.total_out_data_size, $out_size)
 FROM s
 WHERE x.compute_group_id = $group_id AND x.job_id = $job AND x.period_start = $period_start
   AND x.period_length = current_setting('pg_jobs.compute_stats_period')::interval;
@@ -200,9 +204,9 @@ FROM unnest($groups::bigint[], $workers::uuid[], $periods::timestamptz[], $slice
             $earnings::numeric[])
      AS u(group_id, worker, period_start, slices, cpu, gpu, in_size, out_size, earnings)
 ON CONFLICT (compute_group_id, worker_opaque_id, period_start, period_length) DO UPDATE
-SET slice_count = s.slice_count + excluded.slice_count, cpu_time = s.cpu_time + excluded.cpu_time,
-    gpu_time = s.gpu_time + excluded.gpu_time, in_data_size = s.in_data_size + excluded.in_data_size,
-    out_data_size = s.out_data_size + excluded.out_data_size, earnings = s.earnings + excluded.earnings;
+SET slice_count = s.slice_count + excluded.slice_count, cpu_time = _total_plus(s.cpu_time, excluded.cpu_time),
+    gpu_time = _total_plus(s.gpu_time, excluded.gpu_time), in_data_size = _total_plus(s.in_data_size, excluded.in_data_size),
+    out_data_size = _total_plus(s.out_data_size, excluded.out_data_size), earnings = s.earnings + excluded.earnings;
 
 -- name: spend(groups bigint[], cpu double precision[], gpu double precision[], in_size numeric[],
 --             out_size numeric[])
@@ -215,8 +219,9 @@ FROM unnest($groups::bigint[], $cpu::double precision[], $gpu::double precision[
 JOIN compute_groups g ON g.id = u.group_id
 ORDER BY 1
 ON CONFLICT (compute_group_id) DO UPDATE
-SET cpu_time = s.cpu_time + excluded.cpu_time, gpu_time = s.gpu_time + excluded.gpu_time,
-    in_data_size = s.in_data_size + excluded.in_data_size, out_data_size = s.out_data_size + excluded.out_data_size;
+SET cpu_time = _total_plus(s.cpu_time, excluded.cpu_time), gpu_time = _total_plus(s.gpu_time, excluded.gpu_time),
+    in_data_size = _total_plus(s.in_data_size, excluded.in_data_size),
+    out_data_size = _total_plus(s.out_data_size, excluded.out_data_size);
 
 -- name: fold_tasks
 -- Tasks into the period statistics (requests from eligible workers, those that got no slice of

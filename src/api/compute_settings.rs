@@ -31,6 +31,7 @@ static JOIN_CHECK: Statement = statement("join_check");
 static GROUP_PUBLIC: Statement = statement("group_public");
 static GROUPS_JOBS_BY_JOB: Statement = statement("groups_jobs_by_job");
 static BUDGET_ROW: Statement = statement("budget_row");
+static BUDGET_ROOM: Statement = statement("budget_room");
 static GRANT_BUDGET: Statement = statement("grant_budget");
 static UNBUDGET: Statement = statement("unbudget");
 static BUDGETS: Statement = statement("budgets");
@@ -205,6 +206,16 @@ entry!(compute_group_budget, |fcinfo, arguments| {
     materialize(fcinfo);
     let section = Section::as_owner(fcinfo);
     hold_budgets(&section, &caller, group);
+    let room = section.run(&BUDGET_ROOM, parameters! { group_id: Some(group) });
+    for (column, (name, amount)) in amounts.into_iter().enumerate() {
+        let left = room.get::<i64>(0, column).unwrap_or(0);
+        if let Some(amount) = amount.filter(|amount| *amount > left) {
+            invalid(
+                format!("{name} of {amount} would take the budget past its largest amount: {left} more at most"),
+                Some("Grant less; compute_group_unbudget makes a budget unlimited."),
+            );
+        }
+    }
     section.run(
         &GRANT_BUDGET,
         parameters! {

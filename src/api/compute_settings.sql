@@ -84,6 +84,19 @@ SELECT EXISTS (SELECT FROM compute_groups g WHERE g.id = $group_id AND g.owner =
        EXISTS (SELECT FROM compute_group_accounting_data a WHERE a.compute_group_id = $group_id
                FOR NO KEY UPDATE SKIP LOCKED);
 
+-- name: budget_room(group_id bigint)
+-- How far each of group $group_id's budgets (CPU, GPU, jobs, bytes in, bytes out) can still
+-- grow, as grant_budget adds to it: its column's largest value less what it was granted, or, where
+-- it is unlimited, less what the group spent (a grant then starts past it).
+SELECT 9223372036854775807 - coalesce(a.granted_cpu_time, s.cpu_time, 0),
+       9223372036854775807 - coalesce(a.granted_gpu_time, s.gpu_time, 0),
+       2147483647 - coalesce(a.remaining_jobs, 0)::bigint,
+       9223372036854775807 - coalesce(a.granted_in_data_size, s.in_data_size, 0),
+       9223372036854775807 - coalesce(a.granted_out_data_size, s.out_data_size, 0)
+FROM (VALUES (1)) one
+LEFT JOIN compute_group_accounting_data a ON a.compute_group_id = $group_id
+LEFT JOIN compute_group_spent s ON s.compute_group_id = $group_id;
+
 -- name: grant_budget(group_id bigint, cpu_time bigint, gpu_time bigint, jobs integer,
 -- in_data_size bigint, out_data_size bigint)
 -- Group $group_id's budgets grow by $cpu_time ms of CPU, $gpu_time of GPU, $jobs jobs,

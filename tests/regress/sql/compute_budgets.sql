@@ -140,9 +140,60 @@ SELECT remaining_cpu_time, granted_in_data_size, spent_in_data_size, remaining_i
 FROM pgjobs.compute_group_unbudget(:g, ARRAY['in_data_size']);
 RESET ROLE;
 SET ROLE regress_cb_w1;
-SELECT count(*) > 0 AS slices_again FROM pgjobs.compute_fetch();
+CREATE TEMP TABLE task3 AS SELECT * FROM pgjobs.compute_fetch();
+SELECT count(*) > 0 AS slices_again FROM task3;
+SELECT task_token AS t3 FROM task3 LIMIT 1 \gset
 RESET ROLE;
-DROP TABLE task1, task2;
+
+-- Totals a worker's reports drive to the largest bigint stay there, and the fold goes on: each
+-- report measures at most 1e12 of each, and a fold that failed on a total out of range would hold
+-- back every job with reports through the group, at every round.
+UPDATE pgjobs.compute_group_spent
+SET cpu_time = 9223372036854775000, gpu_time = 9223372036854775000, in_data_size = 9223372036854775000,
+    out_data_size = 9223372036854775000
+WHERE compute_group_id = :g;
+UPDATE pgjobs.compute_perf_data
+SET total_cpu_time = 9223372036854775000, total_gpu_time = 9223372036854775000,
+    total_in_data_size = 9223372036854775000, total_out_data_size = 9223372036854775000
+WHERE job_id = :job;
+UPDATE pgjobs.compute_group_job_period_stats
+SET total_cpu_time = 9223372036854775000, total_gpu_time = 9223372036854775000,
+    total_in_data_size = 9223372036854775000, total_out_data_size = 9223372036854775000
+WHERE job_id = :job;
+UPDATE pgjobs.compute_group_worker_period_stats
+SET cpu_time = 9223372036854775000, gpu_time = 9223372036854775000, in_data_size = 9223372036854775000,
+    out_data_size = 9223372036854775000
+WHERE compute_group_id = :g;
+SET ROLE regress_cb_w1;
+SELECT outcome FROM pgjobs.compute_submit(:'t3', ARRAY(SELECT slice_number FROM task3 ORDER BY 1),
+                                          ARRAY(SELECT '1' FROM task3), ARRAY(SELECT 1e12 FROM task3),
+                                          ARRAY(SELECT 1e12 FROM task3), ARRAY(SELECT 1e12 FROM task3),
+                                          ARRAY(SELECT 1000000000000 FROM task3),
+                                          ARRAY(SELECT 1000000000000 FROM task3))
+LIMIT 1;
+RESET ROLE;
+SELECT pgjobs._compute_fold() AS folded;
+SELECT count(*) AS unfolded FROM pgjobs.slice_reports WHERE job_id = :job AND folded_seq IS NULL;
+SELECT cpu_time, gpu_time, in_data_size, out_data_size FROM pgjobs.compute_group_spent WHERE compute_group_id = :g;
+SELECT total_cpu_time, total_gpu_time, total_in_data_size, total_out_data_size
+FROM pgjobs.compute_perf_data WHERE job_id = :job;
+SELECT DISTINCT total_cpu_time, total_gpu_time, total_in_data_size, total_out_data_size
+FROM pgjobs.compute_group_job_period_stats WHERE job_id = :job;
+SELECT DISTINCT cpu_time, gpu_time, in_data_size, out_data_size
+FROM pgjobs.compute_group_worker_period_stats WHERE compute_group_id = :g;
+-- A grant past a budget's largest amount is refused, naming it, and changes nothing: the CPU
+-- budget, unlimited, would start past the group's spending, which is that largest amount now; the
+-- jobs budget is an integer.
+SELECT string_agg(b::text, ',') AS before FROM pgjobs.compute_group_budgets b \gset
+SELECT call, regress.as_role('regress_cb_group_owner', format(call, :g)) AS refused
+FROM (VALUES ('SELECT pgjobs.compute_group_budget(%s, cpu_time => 1)'),
+             ('SELECT pgjobs.compute_group_budget(%s, jobs => 2147483647)'))
+     AS c(call);
+SELECT string_agg(b::text, ',') = :'before' AS unchanged FROM pgjobs.compute_group_budgets b;
+SELECT regress.as_role('regress_cb_group_owner',
+                       format('SELECT remaining_jobs FROM pgjobs.compute_group_budget(%s, jobs => 2147483646)', :g))
+       AS jobs_to_the_largest;
+DROP TABLE task1, task2, task3;
 SELECT regress.compute_reset();
 SELECT regress.reset();
 DROP OWNED BY regress_cb_group_owner, regress_cb_owner, regress_cb_w1, regress_cb_other;
