@@ -163,12 +163,18 @@ fn origins_busy(section: &Section, group: i64, message: impl Fn(&str) -> String)
 }
 
 /// Refuses (22023) a contact of `contacts` that one of `groups` (a bigint[]) does not let its
-/// workers make (see [`refused`]), under each group's origins' lock, held shared.
+/// workers make (see [`refused`]), under each group's origins' lock, held shared. Without contacts
+/// no origin matters, and the lock is not taken: a group's owner changing its origins in a
+/// transaction left open holds back only the work that contacts something.
 pub(crate) fn check_contacts(
     section: &Section,
     groups: Option<Datum>,
     contacts: impl Iterator<Item = (Contact, String)>,
 ) {
+    let mut contacts = contacts.peekable();
+    if contacts.peek().is_none() {
+        return;
+    }
     let ids = groups.map(elements).unwrap_or_default();
     for group in ids.into_iter().flatten().map(|id| id.value() as i64) {
         if !tried(
@@ -197,6 +203,10 @@ pub(crate) fn check_job_contacts(
     job: i64,
     contacts: impl Iterator<Item = (Contact, String)>,
 ) {
+    let mut contacts = contacts.peekable();
+    if contacts.peek().is_none() {
+        return;
+    }
     let groups = section
         .run(&JOB_GROUPS, parameters! { job: Some(Datum::from(job)) })
         .datum(0, 0);
