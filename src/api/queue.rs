@@ -147,6 +147,8 @@ static REPLACE_TAKEN: Statement = statement("replace_taken", Planning::Default);
 static FREE_EXPIRED_KEYS: Statement = statement("free_expired_keys", Planning::Probes);
 static EXPIRED_LEASES_SCAN: Statement = statement("expired_leases", Planning::Default);
 static REQUEUE_EXPIRED: Statement = statement("requeue_expired", Planning::Default);
+static REQUEUE_EXPIRED_UNLOGGED: Statement =
+    statement("requeue_expired", Planning::Default).without(&["log"]);
 static NOTIFY_SIGNALS: Statement = statement("notify_signals", Planning::Default);
 static FINISH_EXPIRED: Statement = statement("finish_expired", Planning::Default);
 static CLAIM: Statement = statement("claim", Planning::Head);
@@ -2112,22 +2114,22 @@ fn rescue(section: &Section) -> i32 {
     let expired = to_requeue.map_or(0, array_length) + to_finish.map_or(0, array_length);
     let mut rescued = 0;
     if let Some(ids) = to_requeue {
-        let requeued = section.run(&REQUEUE_EXPIRED, parameters! { ids: Some(ids) });
-        rescued += requeued.get::<i32>(0, 0).unwrap_or(0);
-        if rescued > 0 {
-            // Due now, maybe below where their queues' claims start.
-            heads::requeued();
-        }
-        if let Some(batch_jobs) = requeued.datum(0, 2) {
-            // Requeued batch jobs are due again: counted for the Jobs tab.
-            super::batch::tally(section, batch_jobs, 1, false);
-        }
-        if let Some(signals) = requeued.datum(0, 1) {
-            section.run(&NOTIFY_SIGNALS, parameters! { signals: Some(signals) });
-        }
+        let without_log = |id: i64| {
+            // Its log, which a member's failures can fill to jsonb's limit, cannot take the
+            // lease's end: requeued without it, rather than left leased for good.
+            let requeued = requeue_expired(section, &REQUEUE_EXPIRED_UNLOGGED, int8_array([id]));
+            warning!("pg_jobs: job {id} was requeued without its expired lease in its log of errors, which is full");
+            requeued
+        };
+        rescued += each_alone_on_failure(
+            ids,
+            "requeue",
+            |ids| requeue_expired(section, &REQUEUE_EXPIRED, ids),
+            Some(&without_log),
+        );
     }
     if let Some(ids) = to_finish {
-        rescued += finish_expired(section, ids);
+        rescued += each_alone_on_failure(ids, "end", |ids| finish_expired(section, ids), None);
     }
     metrics::count(Counter::Rescued, rescued as usize);
     let held = (rescued as usize) < expired;
@@ -2138,29 +2140,67 @@ fn rescue(section: &Section) -> i32 {
     rescued
 }
 
-/// Finishes the expired jobs `ids` on their last attempt (into job_history), in one statement;
-/// if that fails, each alone, so that a job that cannot be finished (a WARNING names it; it is
-/// looked at again with the held ones) holds back no other identity's: the statement once failed
-/// for all of them on one member's job whose queue name no history index could hold.
+/// Requeues the expired jobs `ids` by `statement` (requeue_expired, with or without its log);
+/// returns how many.
+fn requeue_expired(section: &Section, statement: &'static Statement, ids: Datum) -> i32 {
+    let requeued = section.run(statement, parameters! { ids: Some(ids) });
+    let count = requeued.get::<i32>(0, 0).unwrap_or(0);
+    if count > 0 {
+        // Due now, maybe below where their queues' claims start.
+        heads::requeued();
+    }
+    if let Some(batch_jobs) = requeued.datum(0, 2) {
+        // Requeued batch jobs are due again: counted for the Jobs tab.
+        super::batch::tally(section, batch_jobs, 1, false);
+    }
+    if let Some(signals) = requeued.datum(0, 1) {
+        section.run(&NOTIFY_SIGNALS, parameters! { signals: Some(signals) });
+    }
+    count
+}
+
+/// Finishes the expired jobs `ids` on their last attempt (into job_history); returns how many.
 fn finish_expired(section: &Section, ids: Datum) -> i32 {
-    let finish = |ids: Datum| {
-        section
-            .run(&FINISH_EXPIRED, parameters! { ids: Some(ids) })
-            .get::<i32>(0, 0)
-            .unwrap_or(0)
-    };
-    in_subtransaction(|| finish(ids)).unwrap_or_else(|failure| {
+    section
+        .run(&FINISH_EXPIRED, parameters! { ids: Some(ids) })
+        .get::<i32>(0, 0)
+        .unwrap_or(0)
+}
+
+/// `all` of the expired jobs `ids` (a bigint[]) at once; if that fails, `all` of each alone, and
+/// `instead` of one that fails alone too; one that still fails is left (a WARNING names it; it is
+/// looked at again with the held ones). So one member's job holds back no other identity's: both
+/// statements once failed for every identity's expired leases, at every round, on one member's
+/// job (finish_expired on a queue name no history index could hold, requeue_expired on a log of
+/// errors past jsonb's limit).
+fn each_alone_on_failure(
+    ids: Datum,
+    what: &str,
+    all: impl Fn(Datum) -> i32,
+    instead: Option<&dyn Fn(i64) -> i32>,
+) -> i32 {
+    in_subtransaction(|| all(ids)).unwrap_or_else(|failure| {
         failure.unless_cancelled();
         elements(ids)
             .into_iter()
             .flatten()
             .map(|id| {
                 let id = id.value() as i64;
-                in_subtransaction(|| finish(int8_array([id]))).unwrap_or_else(|failure| {
-                    let failure = failure.unless_cancelled();
-                    warning!("pg_jobs: the expired lease of job {id} could not end it: {failure}");
-                    0
-                })
+                in_subtransaction(|| all(int8_array([id])))
+                    .or_else(|failure| {
+                        let failure = failure.unless_cancelled();
+                        match instead {
+                            Some(instead) => in_subtransaction(|| instead(id)).map_err(|_| failure),
+                            None => Err(failure),
+                        }
+                    })
+                    .unwrap_or_else(|failure| {
+                        let failure = failure.unless_cancelled();
+                        warning!(
+                            "pg_jobs: the expired lease of job {id} could not {what} it: {failure}"
+                        );
+                        0
+                    })
             })
             .sum()
     })

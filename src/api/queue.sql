@@ -196,16 +196,18 @@ FROM jobs j
 WHERE j.locked_until IS NOT NULL;
 
 -- name: requeue_expired(ids bigint[])
--- The jobs $ids whose leases ran out, back to waiting with the lease's end in their log, unless
--- someone holds their rows; how many, the ready signals of their queues, and the batch jobs
--- among them.
+-- The jobs $ids whose leases ran out, back to waiting with the lease's end in their log (log; a
+-- job whose log can take no more, past jsonb's 256 MB, is requeued without), unless someone holds
+-- their rows; how many, the ready signals of their queues, and the batch jobs among them.
 WITH requeue AS (
     UPDATE jobs j
     SET status = 'created', lease_token = NULL, locked_until = NULL, progress = NULL,
-        run_at = statement_timestamp(),
-        errors = j.errors || jsonb_build_object(
+        run_at = statement_timestamp()
+-- log {
+        , errors = j.errors || jsonb_build_object(
             'attempt', j.attempt, 'at', statement_timestamp(),
             'error', _lease_expired(j.locked_by))
+-- } log
     WHERE j.ctid = ANY (ARRAY(
         SELECT e.ctid FROM jobs e
         WHERE e.id = ANY ($ids) AND e.status = 'started'

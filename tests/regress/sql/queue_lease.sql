@@ -118,4 +118,20 @@ SELECT id, status, task FROM pgjobs.job_history;
 SELECT id, status, task FROM pgjobs.jobs;
 DELETE FROM pgjobs.jobs WHERE id = :stuck;
 
+-- Nor does a job whose log of errors is full: a member's failures can fill it to jsonb's limit
+-- (256 MB; three failures with errors of 100 MB, or fewer and a long worker name), and then the
+-- requeue of expired leases failed for every identity's, at every round. Such a job is requeued
+-- without the lease's end in its log (a WARNING says so), the others with it.
+SELECT regress.reset();
+SELECT pgjobs.jobs_add('full', max_attempts => 3) AS full_log \gset
+SELECT pgjobs.jobs_add('fine', max_attempts => 3) AS fine \gset
+SELECT count(*) AS claimed FROM pgjobs.jobs_claim('w11', n => 2);
+UPDATE pgjobs.jobs SET errors = jsonb_build_array(repeat('x', 268435400)) WHERE id = :full_log;
+SELECT regress.expire_lease(:full_log), regress.expire_lease(:fine);
+SELECT pgjobs._rescue_expired() AS rescued;
+SELECT id, status, task, jsonb_array_length(errors) AS errors_logged,
+       errors -> -1 ->> 'error' LIKE 'lease expired%' AS lease_end_logged
+FROM pgjobs.jobs ORDER BY id;
+DELETE FROM pgjobs.jobs WHERE id = :full_log;
+
 DROP TABLE regress.first, regress.second, regress.long_claim, regress.releasing;
