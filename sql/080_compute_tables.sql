@@ -129,13 +129,16 @@ CREATE TABLE compute_perf_data (
     owner                        regrole NOT NULL DEFAULT identity(),
     last_update                  timestamptz NOT NULL DEFAULT now(),
     estimation_slices_remaining  nonnegative_bigint NOT NULL DEFAULT 3,
-    measured_slices              integer NOT NULL DEFAULT 0,
-    task_count                   integer NOT NULL DEFAULT 0,
-    return_count                 integer NOT NULL DEFAULT 0,
-    retasked_count               integer NOT NULL DEFAULT 0,
-    too_slow_count               integer NOT NULL DEFAULT 0,
-    no_progress_count            integer NOT NULL DEFAULT 0,
-    uncaught_count               integer NOT NULL DEFAULT 0,
+    -- Counts in bigints: a job may have 2^31 - 1 slices, each handed out, returned, retasked and
+    -- reported more than once, and the fold, which adds every job's tasks up in one statement,
+    -- would fail for all of them on the first job past an integer.
+    measured_slices              bigint NOT NULL DEFAULT 0,
+    task_count                   bigint NOT NULL DEFAULT 0,
+    return_count                 bigint NOT NULL DEFAULT 0,
+    retasked_count               bigint NOT NULL DEFAULT 0,
+    too_slow_count               bigint NOT NULL DEFAULT 0,
+    no_progress_count            bigint NOT NULL DEFAULT 0,
+    uncaught_count               bigint NOT NULL DEFAULT 0,
     -- Moving averages and their moving variances; null until a result has been measured.
     slice_cpu_time               double precision,
     slice_gpu_time               double precision,

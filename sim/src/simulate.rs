@@ -1012,8 +1012,8 @@ pub fn check_period_stats(checks: &mut Checks, admin: &mut Client, jobs: &[Job],
         problems.push(format!("{} group-job pairs in the statistics for {} jobs", rows.len(), jobs.len()));
     }
     for job in jobs {
-        let counted: i32 = admin.query_one("SELECT task_count FROM pgjobs.compute_perf_data WHERE job_id = $1", &[&job.id]).unwrap().get(0);
-        if fetches_known && i64::from(counted) != tasks.get(&job.id).copied().unwrap_or(0) {
+        let counted: i64 = admin.query_one("SELECT task_count FROM pgjobs.compute_perf_data WHERE job_id = $1", &[&job.id]).unwrap().get(0);
+        if fetches_known && counted != tasks.get(&job.id).copied().unwrap_or(0) {
             problems.push(format!("job {}: task_count {counted}, workers received {:?} tasks", job.id, tasks.get(&job.id)));
         }
     }

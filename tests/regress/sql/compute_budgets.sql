@@ -147,13 +147,15 @@ RESET ROLE;
 
 -- Totals a worker's reports drive to the largest bigint stay there, and the fold goes on: each
 -- report measures at most 1e12 of each, and a fold that failed on a total out of range would hold
--- back every job with reports through the group, at every round.
+-- back every job with reports through the group, at every round. A job's counts of tasks and
+-- reports go past an integer's largest (a job may have 2^31 - 1 slices, each handed out more than
+-- once): the fold adds up every job's tasks in one statement.
 UPDATE pgjobs.compute_group_spent
 SET cpu_time = 9223372036854775000, gpu_time = 9223372036854775000, in_data_size = 9223372036854775000,
     out_data_size = 9223372036854775000
 WHERE compute_group_id = :g;
 UPDATE pgjobs.compute_perf_data
-SET total_cpu_time = 9223372036854775000, total_gpu_time = 9223372036854775000,
+SET task_count = 2147483647, measured_slices = 2147483647, total_cpu_time = 9223372036854775000, total_gpu_time = 9223372036854775000,
     total_in_data_size = 9223372036854775000, total_out_data_size = 9223372036854775000
 WHERE job_id = :job;
 UPDATE pgjobs.compute_group_job_period_stats
@@ -175,7 +177,7 @@ RESET ROLE;
 SELECT pgjobs._compute_fold() AS folded;
 SELECT count(*) AS unfolded FROM pgjobs.slice_reports WHERE job_id = :job AND folded_seq IS NULL;
 SELECT cpu_time, gpu_time, in_data_size, out_data_size FROM pgjobs.compute_group_spent WHERE compute_group_id = :g;
-SELECT total_cpu_time, total_gpu_time, total_in_data_size, total_out_data_size
+SELECT task_count, measured_slices, total_cpu_time, total_gpu_time, total_in_data_size, total_out_data_size
 FROM pgjobs.compute_perf_data WHERE job_id = :job;
 SELECT DISTINCT total_cpu_time, total_gpu_time, total_in_data_size, total_out_data_size
 FROM pgjobs.compute_group_job_period_stats WHERE job_id = :job;
