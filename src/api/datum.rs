@@ -219,21 +219,29 @@ pub(crate) fn jsonb_string(value: &pg_sys::JsonbValue) -> &[u8] {
     }
 }
 
-/// The keys of a jsonb object, one level (its values are not read, so they may hold what
-/// serde_json cannot); None for any other JSON value.
-pub(crate) fn object_keys(jsonb: Datum) -> Option<Vec<String>> {
+/// The members of a jsonb object, one level: each key, with its value's text where that is a JSON
+/// string (other values are not read, so they may hold what serde_json cannot); None for any other
+/// JSON value.
+pub(crate) fn object_members(jsonb: Datum) -> Option<Vec<(String, Option<String>)>> {
     let root = jsonb_root(jsonb);
     if !is_jsonb_object(root) {
         return None;
     }
+    let text =
+        |value: &pg_sys::JsonbValue| String::from_utf8_lossy(jsonb_string(value)).into_owned();
     let mut level = unsafe { JsonbLevel::of(root) };
-    let mut keys = Vec::new();
+    let mut members = Vec::new();
     loop {
         match level.next() {
-            (pg_sys::JsonbIteratorToken::WJB_KEY, key) => {
-                keys.push(String::from_utf8_lossy(jsonb_string(&key)).into_owned())
+            (pg_sys::JsonbIteratorToken::WJB_KEY, key) => members.push((text(&key), None)),
+            (pg_sys::JsonbIteratorToken::WJB_VALUE, value)
+                if value.type_ == pg_sys::jbvType::jbvString =>
+            {
+                if let Some((_, string)) = members.last_mut() {
+                    *string = Some(text(&value));
+                }
             }
-            (pg_sys::JsonbIteratorToken::WJB_DONE, _) => return Some(keys),
+            (pg_sys::JsonbIteratorToken::WJB_DONE, _) => return Some(members),
             _ => {}
         }
     }

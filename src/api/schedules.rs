@@ -10,7 +10,7 @@ use pgrx::IntoDatum;
 use serde_json::{Map, Value};
 
 use super::call::{invalid, refuse, Caller, Section, Statement};
-use super::datum::{input, json_value, object_keys, text_of, timestamptz, utc};
+use super::datum::{input, json_value, object_members, text_of, timestamptz, utc};
 use super::queue::{add, check_all, Spec};
 use super::sql_jobs::check_timeout;
 use crate::{entry, named_statements, parameters};
@@ -76,21 +76,36 @@ fn check_work_and_options(
     options: Datum,
     options_value: &Value,
 ) {
-    // Its keys only: a task's payload is any JSON, as jobs_add takes it.
-    let has = |keys: &[String], key: &str| keys.iter().any(|k| k == key);
-    let Some(keys) = work
-        .and_then(object_keys)
-        .filter(|keys| has(keys, "task") != has(keys, "sql"))
+    // Its keys and strings only: a task's payload is any JSON, as jobs_add takes it.
+    let find = |members: &[(String, Option<String>)], key: &str| {
+        members
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, text)| text.clone())
+    };
+    let Some(members) = work
+        .and_then(object_members)
+        .filter(|members| find(members, "task").is_some() != find(members, "sql").is_some())
     else {
         invalid(
             r#"work must be {"task": ..., "payload": ..., "queue": ...} or {"sql": ...}"#,
             Some("A schedule adds a queued task for your workers, or runs SQL in the database."),
         )
     };
-    if let Some(unknown) = keys.iter().find(|k| !WORK_KEYS.contains(&k.as_str())) {
+    if let Some((unknown, _)) = members
+        .iter()
+        .find(|(k, _)| !WORK_KEYS.contains(&k.as_str()))
+    {
         invalid(
             format!("unknown key \"{unknown}\" in work"),
             Some("work takes task, payload and queue, or sql."),
+        );
+    }
+    // As jobs_add_sql takes them: an executor given none would have nothing to run.
+    if find(&members, "sql").is_some_and(|sql| sql.is_none_or(|sql| sql.trim().is_empty())) {
+        invalid(
+            "work's sql must be the statements to run, as a JSON string that is not empty",
+            Some(r#"For example {"sql": "VACUUM ANALYZE orders"}."#),
         );
     }
     let Some(options_map) = options_value.as_object() else {

@@ -104,6 +104,12 @@ SELECT statement, regress.error_of(statement) AS error FROM (VALUES
     ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t"}'', ''{"time_zone": "Mars/Olympus"}'')'),
     ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t", "sql": "SELECT 1"}'')'),
     ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"job": "t"}'')'),
+    -- SQL that is not text: a SQL job of null statements once made every executor exit at its
+    -- claim, for every identity's SQL jobs, each time it was claimed again.
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"sql": null}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"sql": 5}'')'),
+    ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"sql": " "}'')'),
+    ('SELECT pgjobs.jobs_alter_schedule(''report'', work => ''{"sql": null}'')'),
     ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t"}'', ''{"mised": "all"}'')'),
     ('SELECT pgjobs.jobs_schedule(''bad'', ''@hourly'', ''{"task": "t"}'', ''{"missed": "some"}'')'),
     ('SELECT pgjobs.jobs_schedule(''bad'', ''* * * * * *'', ''{"task": "t"}'', ''{"max_catch_up": 2147483647}'')'),
