@@ -675,6 +675,24 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// `lock_timeout` for as long as it lives, as a function's SET clause would set it (a lock waits
+/// by the variable's value when it starts to wait).
+pub struct LockTimeout(i32);
+
+impl LockTimeout {
+    pub fn of(milliseconds: i32) -> Self {
+        let was = unsafe { pg_sys::LockTimeout };
+        unsafe { pg_sys::LockTimeout = milliseconds };
+        LockTimeout(was)
+    }
+}
+
+impl Drop for LockTimeout {
+    fn drop(&mut self) {
+        unsafe { pg_sys::LockTimeout = self.0 };
+    }
+}
+
 /// Runs `body` in a subtransaction, as a PL/pgSQL block with an EXCEPTION clause does: an error
 /// in it rolls back what it wrote and comes back as a [`Failure`]; the caller's statements, its
 /// section and its memory are as they were.

@@ -11,7 +11,7 @@ use pgrx::datum::AnyNumeric;
 use pgrx::pg_sys::{self, Datum, FLOAT8OID, NUMERICOID, TIMESTAMPTZOID, UUIDOID};
 use pgrx::prelude::*;
 
-use super::call::{in_subtransaction, Failure, Planning, Section, Statement};
+use super::call::{in_subtransaction, Failure, LockTimeout, Planning, Section, Statement};
 use super::compute::end_job;
 use super::datum::{array, array_of, int8_array};
 use super::services::{wished, Service};
@@ -91,12 +91,16 @@ fn fold(section: &Section, max_reports: i32) -> i32 {
         if ids.is_empty() {
             continue;
         }
-        match in_subtransaction(|| fold_job(section, job, reports.datum(0, 0), ids.len()))
-            .map_err(Failure::unless_cancelled)
-        {
+        // Rows a member's call may hold in a transaction left open (the job's figures, a
+        // worker's earnings, a group's row, which a new period's row names) are not waited for:
+        // the job's turn comes next round.
+        let fold_one = || {
+            let _not_waiting = LockTimeout::of(1);
+            fold_job(section, job, reports.datum(0, 0), ids.len())
+        };
+        match in_subtransaction(fold_one).map_err(Failure::unless_cancelled) {
             Ok(()) => folded += ids.len() as i32,
-            // A row a fetch holds (past the launcher's lock_timeout): the job's turn comes next
-            // round.
+            // A row held, as above, or by a fetch: the job's turn comes next round.
             Err(failure)
                 if failure.code == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE
                     || failure.code == PgSqlErrorCode::ERRCODE_T_R_DEADLOCK_DETECTED => {}

@@ -2,17 +2,23 @@
 
 -- name: watchdog(at timestamptz)
 -- Copies silent since before $at less pg_jobs.compute_progress_timeout are overdue: sent again
--- to the next fetch, counted as retasked. Held rows are skipped, not waited for. How many, and
--- their jobs.
+-- to the next fetch, counted as retasked. Held rows are skipped, not waited for: a copy, and the
+-- copies of a job whose figures a worker's call holds (a return, or a fetch of estimation slices,
+-- in a transaction left open), until the next round. How many, and their jobs.
 WITH late AS (
     SELECT s.job_id, s.slice_number, s.copy FROM compute_slices s
     WHERE s.lease_token IS NOT NULL
       AND s.last_progress_time
           < $at - current_setting('pg_jobs.compute_progress_timeout')::interval
     FOR UPDATE SKIP LOCKED
+), figures AS (
+    SELECT p.job_id FROM compute_perf_data p
+    WHERE p.job_id IN (SELECT l.job_id FROM late l)
+    FOR NO KEY UPDATE SKIP LOCKED
 ), marked AS (
     UPDATE compute_slices s SET status = 'overdue', lease_token = NULL, retask_counter = s.retask_counter + 1
-    FROM late l WHERE s.job_id = l.job_id AND s.slice_number = l.slice_number AND s.copy = l.copy
+    FROM late l JOIN figures f ON f.job_id = l.job_id
+    WHERE s.job_id = l.job_id AND s.slice_number = l.slice_number AND s.copy = l.copy
     RETURNING s.job_id
 ), counted AS (
     UPDATE compute_perf_data p SET retasked_count = p.retasked_count + m.n
@@ -225,9 +231,24 @@ SET cpu_time = _total_plus(s.cpu_time, excluded.cpu_time), gpu_time = _total_plu
 
 -- name: fold_tasks
 -- Tasks into the period statistics (requests from eligible workers, those that got no slice of
--- a job, slices handed out), the workers' task counts and the jobs' task counts.
-WITH gone AS (
-    DELETE FROM compute_tasks t RETURNING t.*
+-- a job, slices handed out), the workers' task counts and the jobs' task counts. Held rows are
+-- skipped, not waited for: the tasks of a group whose owner holds its row (a new period's row
+-- names the group, and its check of the key waits for a row lock), and those of a job whose
+-- figures a worker's call holds, wait for a round when they are free.
+WITH free_groups AS (
+    SELECT g.id FROM compute_groups g
+    WHERE g.id IN (SELECT t.compute_group_id FROM compute_tasks t)
+    FOR KEY SHARE SKIP LOCKED
+), free_figures AS (
+    SELECT p.job_id FROM compute_perf_data p
+    WHERE p.job_id IN (SELECT t.job_id FROM compute_tasks t)
+    FOR NO KEY UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM compute_tasks t
+    WHERE t.compute_group_id IN (SELECT g.id FROM free_groups g)
+      AND (t.job_id IS NULL OR t.job_id IN (SELECT f.job_id FROM free_figures f)
+           OR NOT EXISTS (SELECT FROM compute_perf_data p WHERE p.job_id = t.job_id))
+    RETURNING t.*
 ), job_stats AS (
     INSERT INTO compute_group_job_period_stats AS s (compute_group_id, job_id, period_start, period_length,
         task_eligible_count, no_slice_task_count, tasked_slice_count)
@@ -275,12 +296,19 @@ WHERE c.job_id = e.job_id;
 
 -- name: jobs_done(open integer)
 -- Jobs closed (the flag $open cleared) with every slice's result in and nothing out or
--- unfolded, locked to be finished; those a fetch holds wait for the next round.
-SELECT c.job_id FROM compute_jobs c
-WHERE c.status IN ('new', 'estimation', 'running', 'paused') AND c.flags & $open = 0
-  AND NOT EXISTS (SELECT FROM compute_slices s WHERE s.job_id = c.job_id)
-  AND NOT EXISTS (SELECT FROM slice_reports r WHERE r.job_id = c.job_id AND r.folded_seq IS NULL)
-FOR NO KEY UPDATE OF c SKIP LOCKED;
+-- unfolded, locked to be finished, with their rows in jobs; those a fetch holds, and those whose
+-- row in jobs their owner holds (a change of its public fields, in a transaction left open), wait
+-- for the next round.
+-- (The rows in jobs are tried for the jobs done only: a subquery that locks rows is not merged
+-- into the query around it.)
+SELECT d.job_id
+FROM (SELECT c.job_id FROM compute_jobs c
+      WHERE c.status IN ('new', 'estimation', 'running', 'paused') AND c.flags & $open = 0
+        AND NOT EXISTS (SELECT FROM compute_slices s WHERE s.job_id = c.job_id)
+        AND NOT EXISTS (SELECT FROM slice_reports r WHERE r.job_id = c.job_id AND r.folded_seq IS NULL)
+      FOR NO KEY UPDATE OF c SKIP LOCKED) d
+WHERE EXISTS (SELECT FROM jobs j WHERE j.id = d.job_id FOR UPDATE SKIP LOCKED)
+   OR NOT EXISTS (SELECT FROM jobs j WHERE j.id = d.job_id);
 
 -- name: next_look(at timestamptz)
 -- Compute slices out or results to fold: the watchdog and the fold again a second after $at.

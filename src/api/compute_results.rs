@@ -8,8 +8,8 @@ use pg_jobs_core::compute::{self, Decision};
 use pgrx::prelude::*;
 
 use super::call::{
-    in_subtransaction, invalid, materialize, refuse, return_row, Caller, Planning, Section,
-    Statement,
+    in_subtransaction, invalid, materialize, refuse, return_row, Caller, LockTimeout, Planning,
+    Section, Statement,
 };
 use super::compute::end_job;
 use super::datum::elements;
@@ -111,24 +111,6 @@ fn lock_slices(section: &Section, job: i64, slices: Option<Datum>) {
             );
         }
         failure.raise();
-    }
-}
-
-/// `lock_timeout` for as long as it lives, as a function's SET clause would set it (a lock waits
-/// by the variable's value when it starts to wait).
-struct LockTimeout(i32);
-
-impl LockTimeout {
-    fn of(milliseconds: i32) -> Self {
-        let was = unsafe { pg_sys::LockTimeout };
-        unsafe { pg_sys::LockTimeout = milliseconds };
-        LockTimeout(was)
-    }
-}
-
-impl Drop for LockTimeout {
-    fn drop(&mut self) {
-        unsafe { pg_sys::LockTimeout = self.0 };
     }
 }
 
