@@ -118,8 +118,13 @@ USING (SELECT o.schedule_id, o.day, o.routine FROM routine_days o
 WHERE (d.schedule_id, d.day, d.routine) = (o.schedule_id, o.day, o.routine);
 
 -- name: forget_log(at timestamptz)
+-- Lines older than pg_jobs.history_days before $at; a line held (its schedule being dropped in a
+-- transaction left open, which deletes its lines) goes at a later round.
 DELETE FROM routine_log l
-WHERE l.at < $at - make_interval(days => current_setting('pg_jobs.history_days')::integer);
+WHERE l.ctid = ANY (ARRAY(
+    SELECT o.ctid FROM routine_log o
+    WHERE o.at < $at - make_interval(days => current_setting('pg_jobs.history_days')::integer)
+    FOR UPDATE SKIP LOCKED));
 
 -- name: post(schedule_id bigint, routine text, kind text, nowait boolean)
 -- Routine $routine of schedule $schedule_id's current day posted for the schedule's owner, as
