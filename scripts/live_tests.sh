@@ -130,6 +130,26 @@ test_abort_stops_a_running_sql_job() {
     live_sql "SELECT NOT EXISTS (SELECT FROM live_effects WHERE v = 3)" | grep -qx t
 }
 
+# An owner's abort of her running SQL job left open (its row and its run held) does not keep the
+# executor that runs it: the job's statements end, its report waits 100 ms for the rows and
+# fails, and the executor goes (its run is lost once the hold ends). The executors are shared by
+# every identity; the report waited for her transaction before. Once she rolls back, the job is
+# requeued and runs again to its completion: nothing lost.
+test_a_held_sql_job_keeps_no_executor() {
+    local job pid holder
+    job=$(live_sql "SELECT pgjobs.jobs_add_sql('SELECT pg_sleep(1)', max_attempts => 3)")
+    wait_until 10 "SELECT EXISTS (SELECT FROM pgjobs.job_runs WHERE job_id = $job AND status = 'running')" || return 1
+    pid=$(live_sql "SELECT pid FROM pgjobs.job_runs WHERE job_id = $job")
+    live_sql "BEGIN; SELECT pgjobs.jobs_abort($job); SELECT pg_sleep(8); ROLLBACK;" >/dev/null 2>&1 &
+    holder=$!
+    wait_until 6 "SELECT NOT pgjobs._is_executor($pid)
+                  AND EXISTS (SELECT FROM pg_stat_activity WHERE query LIKE '%jobs_abort($job)%' AND state = 'active'
+                              AND pid <> pg_backend_pid())" || { wait $holder; return 1; }
+    wait $holder
+    wait_until 30 "SELECT status = 'completed' FROM pgjobs.job_history WHERE id = $job" || return 1
+    live_sql "SELECT count(*) = 1 FROM pgjobs.job_runs WHERE job_id = $job AND status = 'succeeded'" | grep -qx t
+}
+
 # A failing SQL job is retried after 1 s, then 2 s, and fails for good after its third attempt.
 test_failing_sql_job_follows_the_backoff() {
     local job
@@ -1150,6 +1170,7 @@ run_live_tests() {
     verdict "SQL job effects and completion commit together" test_sql_job_effects_and_completion_are_atomic
     verdict "a finished SQL job's end_time is when it ended" test_sql_job_ends_when_it_ends
     verdict "abort stops a running SQL job within 2 s" test_abort_stops_a_running_sql_job
+    verdict "a SQL job its owner holds keeps no executor" test_a_held_sql_job_keeps_no_executor
     verdict "failing SQL job follows the backoff" test_failing_sql_job_follows_the_backoff
     verdict "SQL job runs with its owner's rights" test_sql_job_runs_with_its_owners_rights
     verdict "SQL job leaves nothing for the extension to run" test_sql_job_leaves_nothing_for_the_extension_to_run

@@ -5,7 +5,7 @@ use pgrx::pg_sys::{self, Datum};
 use pgrx::prelude::*;
 use pgrx::IntoDatum;
 
-use super::call::{in_subtransaction, Caller, Section, Statement};
+use super::call::{in_subtransaction, Caller, LockTimeout, Section, Statement};
 use super::datum::{input, interval_span, interval_text};
 use super::queue::{add, check_all, claim_sql_jobs, Field, Spec, SQL_QUEUE};
 use super::schedules::_wake_launcher;
@@ -137,9 +137,18 @@ pub(crate) fn next_sql_job(worker: &str, pid: i32) -> Option<SqlJob> {
     })
 }
 
+/// How long an executor's report of a job waits for the job's rows at most. Its owner can hold
+/// them (an abort, or a heartbeat with the job's token, in a transaction left open), and the
+/// executors are shared: a report that waited for that would hold one from every identity's SQL
+/// jobs for as long. An abort that commits at once is waited for; past this the report fails,
+/// the job's work is rolled back, and the job is left to its lease (or, when its run cannot be
+/// ended either, the executor exits and the run is lost, as if it had been killed).
+const REPORT_LOCK_WAIT_MS: i32 = 100;
+
 impl SqlJob {
     /// Completes the job and ends its run, in the transaction its statements ran in.
     pub(crate) fn succeeded(&self) {
+        let _bounded = LockTimeout::of(REPORT_LOCK_WAIT_MS);
         Section::as_current_user().run(
             &SUCCEEDED,
             parameters! {
@@ -154,6 +163,7 @@ impl SqlJob {
     /// aborted), and its run says why. A report refused (the lease lost meanwhile) is said in
     /// the run's message; the job is then left to its lease.
     pub(crate) fn failed(&self, message: &str) {
+        let _bounded = LockTimeout::of(REPORT_LOCK_WAIT_MS);
         let section = Section::as_current_user();
         let reported = in_subtransaction(|| {
             section.run(

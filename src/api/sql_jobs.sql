@@ -38,11 +38,13 @@ FROM (SELECT) AS one LEFT JOIN job_history h ON h.id = $job_id;
 
 -- name: end_lost_runs(at timestamptz)
 -- Executors that died (a crash, kill -9) left runs marked running at $at: their leases are over.
+-- A run held (its job's abort, in a transaction left open) is lost at a later round.
 WITH lost AS (
     UPDATE job_runs r SET status = 'lost', ended_at = clock_timestamp(),
                           message = 'the executor stopped without reporting'
-    WHERE r.status = 'running'
-      AND NOT _is_executor(r.pid)
+    WHERE r.ctid = ANY (ARRAY(SELECT o.ctid FROM job_runs o
+                              WHERE o.status = 'running' AND NOT _is_executor(o.pid)
+                              FOR UPDATE SKIP LOCKED))
     RETURNING r.job_id, r.pid
 ), leased AS (
     SELECT j.id FROM jobs j JOIN lost l
