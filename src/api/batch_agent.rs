@@ -13,7 +13,10 @@ use pgrx::{FromDatum, IntoDatum};
 use super::arguments::Arg;
 use super::batch::{batch_queue, silence, tally};
 use super::batch_waits::{release_dependents, wake};
-use super::call::{invalid, materialize, refuse, return_row, Caller, Rows, Section, Statement};
+use super::call::{
+    in_subtransaction, invalid, materialize, refuse, return_row, Caller, LockTimeout, Rows,
+    Section, Statement,
+};
 use super::datum::{
     array, array_length, elements, int8_array, interval_span, interval_text, literal_or_null,
     output,
@@ -500,48 +503,103 @@ fn finish(section: &Section, role: Oid, reports: &Reports) -> Vec<Said> {
             parameters! { ids: Some(int8_array(uncancelled)) },
         );
     }
+    let mut late = Vec::new();
     for outcome in ["completed", "failed", "aborted"] {
-        let jobs: Vec<&&Held> = ended
+        let jobs: Vec<&Held> = ended
             .iter()
+            .copied()
             .filter(|h| reports.outcome(h.ord) == outcome)
             .collect();
         if jobs.is_empty() {
             continue;
         }
-        let pick = |column: &[Option<Datum>], type_oid: Oid| {
-            let picked: Vec<Option<Datum>> =
-                jobs.iter().map(|h| Reports::at(column, h.ord)).collect();
-            Some(array(type_oid, &picked))
-        };
-        let errors: Vec<Option<Datum>> = jobs
-            .iter()
-            .map(|h| match outcome {
-                "failed" => reports.error(h.ord),
-                _ => None,
-            })
-            .collect();
-        let ids = int8_array(jobs.iter().map(|h| h.id));
-        section.run(
-            &FINISH,
-            parameters! {
-                ids: Some(ids),
-                tokens: pick(&tokens, UUIDOID),
-                outcome: outcome.into_datum(),
-                exit_codes: pick(&reports.exit_codes, INT4OID),
-                run_times: pick(&reports.run_times, INTERVALOID),
-                stderr: pick(&reports.stderr, TEXTOID),
-                stdout: pick(&reports.stdout, TEXTOID),
-                errors: Some(array(TEXTOID, &errors)),
-            },
-        );
-        if outcome == "completed" {
-            release_dependents(section, ids);
+        if outcome != "completed" {
+            end_jobs(section, reports, &tokens, outcome, &jobs);
+            continue;
+        }
+        // A completion releases the jobs that wait for it, whose rows their owner may hold (a
+        // cancel, a release or a post again, in a transaction left open): waited for
+        // RELEASE_LOCK_WAIT_MS at most, then each job alone, and one whose dependents stay held
+        // is busy, said again later. The agent's one call serves every owner of its computer.
+        let ended_all = in_subtransaction(|| {
+            let _bounded = LockTimeout::of(RELEASE_LOCK_WAIT_MS);
+            end_jobs(section, reports, &tokens, outcome, &jobs);
+        });
+        if let Err(failure) = ended_all {
+            if failure.code != PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE {
+                failure.raise();
+            }
+            for job in jobs {
+                let ended_one = in_subtransaction(|| {
+                    let _bounded = LockTimeout::of(RELEASE_LOCK_WAIT_MS);
+                    end_jobs(section, reports, &tokens, outcome, &[job]);
+                });
+                match ended_one {
+                    Ok(()) => {}
+                    Err(f) if f.code == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE => {
+                        late.push(job.ord)
+                    }
+                    Err(f) => f.raise(),
+                }
+            }
         }
     }
     said(&held, reports.len(), |h| {
         pg_jobs_core::batch::status_word(reports.outcome(h.ord), true, false, false)
             .expect("a finished status")
     })
+    .into_iter()
+    .enumerate()
+    .map(|(place, said)| {
+        if late.contains(&(place as i64 + 1)) {
+            Said::Busy
+        } else {
+            said
+        }
+    })
+    .collect()
+}
+
+/// How long a report of completed jobs waits at most for the jobs that wait for them.
+const RELEASE_LOCK_WAIT_MS: i32 = 200;
+
+/// Ends `jobs` (of a report's) as `outcome` says, and, when they completed, releases the jobs
+/// that wait for them.
+fn end_jobs(
+    section: &Section,
+    reports: &Reports,
+    tokens: &[Option<Datum>],
+    outcome: &str,
+    jobs: &[&Held],
+) {
+    let pick = |column: &[Option<Datum>], type_oid: Oid| {
+        let picked: Vec<Option<Datum>> = jobs.iter().map(|h| Reports::at(column, h.ord)).collect();
+        Some(array(type_oid, &picked))
+    };
+    let errors: Vec<Option<Datum>> = jobs
+        .iter()
+        .map(|h| match outcome {
+            "failed" => reports.error(h.ord),
+            _ => None,
+        })
+        .collect();
+    let ids = int8_array(jobs.iter().map(|h| h.id));
+    section.run(
+        &FINISH,
+        parameters! {
+            ids: Some(ids),
+            tokens: pick(tokens, UUIDOID),
+            outcome: outcome.into_datum(),
+            exit_codes: pick(&reports.exit_codes, INT4OID),
+            run_times: pick(&reports.run_times, INTERVALOID),
+            stderr: pick(&reports.stderr, TEXTOID),
+            stdout: pick(&reports.stdout, TEXTOID),
+            errors: Some(array(TEXTOID, &errors)),
+        },
+    );
+    if outcome == "completed" {
+        release_dependents(section, ids);
+    }
 }
 
 // batch_finish(id, token, exit_code, run_time, stderr, stdout, cancelled): how the job's process
