@@ -296,19 +296,14 @@ WHERE c.job_id = e.job_id;
 
 -- name: jobs_done(open integer)
 -- Jobs closed (the flag $open cleared) with every slice's result in and nothing out or
--- unfolded, locked to be finished, with their rows in jobs; those a fetch holds, and those whose
--- row in jobs their owner holds (a change of its public fields, in a transaction left open), wait
--- for the next round.
--- (The rows in jobs are tried for the jobs done only: a subquery that locks rows is not merged
--- into the query around it.)
-SELECT d.job_id
-FROM (SELECT c.job_id FROM compute_jobs c
-      WHERE c.status IN ('new', 'estimation', 'running', 'paused') AND c.flags & $open = 0
-        AND NOT EXISTS (SELECT FROM compute_slices s WHERE s.job_id = c.job_id)
-        AND NOT EXISTS (SELECT FROM slice_reports r WHERE r.job_id = c.job_id AND r.folded_seq IS NULL)
-      FOR NO KEY UPDATE OF c SKIP LOCKED) d
-WHERE EXISTS (SELECT FROM jobs j WHERE j.id = d.job_id FOR UPDATE SKIP LOCKED)
-   OR NOT EXISTS (SELECT FROM jobs j WHERE j.id = d.job_id);
+-- unfolded, locked to be finished; those a fetch holds wait for the next round. (Their rows in
+-- jobs no member can hold: a member may lock no row of the jobs the extension runs, and
+-- jobs_abort refuses a compute job.)
+SELECT c.job_id FROM compute_jobs c
+WHERE c.status IN ('new', 'estimation', 'running', 'paused') AND c.flags & $open = 0
+  AND NOT EXISTS (SELECT FROM compute_slices s WHERE s.job_id = c.job_id)
+  AND NOT EXISTS (SELECT FROM slice_reports r WHERE r.job_id = c.job_id AND r.folded_seq IS NULL)
+FOR NO KEY UPDATE OF c SKIP LOCKED;
 
 -- name: next_look(at timestamptz)
 -- Compute slices out or results to fold: the watchdog and the fold again a second after $at.

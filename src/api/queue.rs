@@ -2005,6 +2005,15 @@ entry!(jobs_abort, |fcinfo, arguments| {
     let owner = acting_on(&caller);
     let section = Section::as_owner(fcinfo);
     let live = section.run(&LOCK_LIVE_JOB, parameters! { id: Some(job), owner });
+    if live.get::<bool>(0, 2) == Some(true) {
+        // Its row in jobs only names it: aborting that row ended it in job_history while the
+        // compute scheduler went on handing out and paying for its slices.
+        refuse(
+            PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
+            format!("job {} is a compute job", job.value() as i64),
+            Some("compute_cancel cancels it."),
+        );
+    }
     let status = if live.len() == 0 {
         section
             .run(&FINISHED_JOB, parameters! { id: Some(job), owner })

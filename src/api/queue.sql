@@ -753,10 +753,12 @@ FROM jobs j
 WHERE j.id = $id AND ($owner::oid IS NULL OR j.owner = $owner);
 
 -- name: lock_live_job(id bigint, owner oid)
--- As live_job (and whether it is a batch job), locked: an abort decides from the locked row, so a failure, a rescue or a
--- completion committing meanwhile is waited for and then seen (a requeued job is aborted at
--- once, a finished one reported as it ended), never mistaken for a job that does not exist.
-SELECT j.status::text, j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue)
+-- As live_job (and whether it is a batch job, and whether a compute job's), locked: an abort
+-- decides from the locked row, so a failure, a rescue or a completion committing meanwhile is
+-- waited for and then seen (a requeued job is aborted at once, a finished one reported as it
+-- ended), never mistaken for a job that does not exist.
+SELECT j.status::text, j.claimable_by = _extension_claimant() AND _is_batch_queue(j.queue),
+       j.claimable_by = _extension_claimant() AND j.queue = 'pg_jobs.compute'
 FROM jobs j
 WHERE j.id = $id AND ($owner::oid IS NULL OR j.owner = $owner)
 FOR UPDATE;
