@@ -31,6 +31,7 @@ static ADD_COMPUTE_JOB: Statement = statement("add_compute_job");
 static ADD_JOB_PARTS: Statement = statement("add_job_parts");
 static ADD_VALUES: Statement = statement("add_values");
 static ADD_COPIES: Statement = statement("add_copies");
+static SLICES_TABLE: Statement = statement("slices_table");
 static ANALYZE_SLICES: Statement = statement("analyze_slices");
 
 /// The keys a deployment may have.
@@ -183,9 +184,20 @@ pub(super) fn add_copies(
         parameters! { job, owner, first_slice: first, count: Some(Datum::from(count)) },
     );
     // Planned from statistics that had not seen these rows, fetches scanned every copy of a large
-    // job until autovacuum analyzed the table (seconds a fetch with 300,000 slices).
+    // job until autovacuum analyzed the table (seconds a fetch with 300,000 slices). Not where
+    // the table's ANALYZE lock is held: another identity's deployment in a transaction left open
+    // holds it until that ends, and this one waited for it; autovacuum then analyzes.
     if count >= 10_000 {
-        section.run(&ANALYZE_SLICES, &[]);
+        let table: pg_sys::Oid = section
+            .run(&SLICES_TABLE, &[])
+            .get(0, 0)
+            .expect("the slices' table");
+        let free = unsafe {
+            pg_sys::ConditionalLockRelationOid(table, pg_sys::ShareUpdateExclusiveLock as i32)
+        };
+        if free {
+            section.run(&ANALYZE_SLICES, &[]);
+        }
     }
 }
 

@@ -139,5 +139,8 @@ FROM compute_jobs c,
      generate_series(0, _slice_copies($job, s, c.duplication_level) - 1) k
 WHERE c.job_id = $job;
 
+-- name: slices_table
+SELECT 'compute_slices'::regclass::oid;
+
 -- name: analyze_slices
 ANALYZE compute_slices;
