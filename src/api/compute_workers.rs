@@ -115,15 +115,25 @@ entry!(compute_worker_register, |fcinfo, arguments| {
 });
 
 /// The worker (of `owner`) in group `group_id`, once it has shown it may join; the group's id.
+/// Refused (55P03) while the group's owner holds its row, which is not waited for.
 fn join(section: &Section, group_id: i64, worker: Datum, owner: Datum) -> Datum {
-    section.run(
-        &JOIN,
-        parameters! {
-            group_id: Some(Datum::from(group_id)),
-            worker: Some(worker),
-            owner: Some(owner),
-        },
-    );
+    let free = section
+        .run(
+            &JOIN,
+            parameters! {
+                group_id: Some(Datum::from(group_id)),
+                worker: Some(worker),
+                owner: Some(owner),
+            },
+        )
+        .get::<bool>(0, 0);
+    if free != Some(true) {
+        refuse(
+            PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+            "the owner of the compute group is changing it",
+            Some("Join again once that transaction has ended."),
+        );
+    }
     Datum::from(group_id)
 }
 

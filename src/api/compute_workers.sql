@@ -31,10 +31,17 @@ ON CONFLICT (worker_opaque_id) DO NOTHING;
 SELECT w.opaque_id, w.owner FROM workers w WHERE w.identity = $role;
 
 -- name: join(group_id bigint, worker uuid, owner oid)
--- The owner's worker in the group (once).
-INSERT INTO compute_group_workers (compute_group_id, worker_opaque_id, owner)
-VALUES ($group_id, $worker, $owner)
-ON CONFLICT DO NOTHING;
+-- The owner's worker in group $group_id (once), unless the group's owner holds its row (FOR
+-- UPDATE, in a transaction left open), which the new row's check of its key would wait for:
+-- whether the group's row was free. (Its key share taken first, SKIP LOCKED, the check finds it.)
+WITH g AS (
+    SELECT x.id FROM compute_groups x WHERE x.id = $group_id FOR KEY SHARE SKIP LOCKED
+), joined AS (
+    INSERT INTO compute_group_workers (compute_group_id, worker_opaque_id, owner)
+    SELECT g.id, $worker, $owner FROM g
+    ON CONFLICT DO NOTHING
+)
+SELECT EXISTS (SELECT FROM g);
 
 -- name: leave(worker uuid, group_opaque_id uuid)
 -- The worker out of the group whose opaque id is $group_opaque_id.
