@@ -675,6 +675,12 @@ impl std::fmt::Display for Failure {
     }
 }
 
+/// How long a member's compute call waits at most for a row another identity's transaction holds
+/// (a job's owner changing or cancelling it, a worker fetching or reporting, a deployment into the
+/// same group, each left open as long as its session likes); then it is refused, 55P03, nothing
+/// changed, to be made again.
+pub const CALL_LOCK_WAIT_MS: i32 = 1000;
+
 /// `lock_timeout` for as long as it lives, as a function's SET clause would set it (a lock waits
 /// by the variable's value when it starts to wait).
 pub struct LockTimeout(i32);

@@ -11,7 +11,9 @@ use pgrx::pg_sys::{Datum, NUMERICOID};
 use crate::{entry, gucs, named_statements, parameters};
 
 use super::arguments::Arg;
-use super::call::{invalid, refuse, Caller, Rows, Section, Statement};
+use super::call::{
+    invalid, refuse, Caller, LockTimeout, Rows, Section, Statement, CALL_LOCK_WAIT_MS,
+};
 use super::compute_deploy::{add_copies, check_slice_count};
 use super::compute_origins::{check_job_contacts, contacts_of_values, Contact};
 use super::datum::output;
@@ -89,6 +91,7 @@ fn control(
     amount: Option<Datum>,
 ) -> Datum {
     let caller = Caller::current();
+    let _bounded = LockTimeout::of(CALL_LOCK_WAIT_MS);
     let section = Section::as_owner(fcinfo);
     // The amount is checked before the job is looked up: bad input is refused as such, whoever's
     // job it names.
@@ -194,6 +197,7 @@ entry!(compute_fund, |fcinfo, arguments| {
 // a count for a range or a pattern; the job's last slice after them.
 entry!(compute_add_slices, |fcinfo, arguments| {
     let caller = Caller::current();
+    let _bounded = LockTimeout::of(CALL_LOCK_WAIT_MS);
     let job = arguments.job_id.required();
     let (values, more) = (arguments.data.datum(), arguments.count.get());
     let section = Section::as_owner(fcinfo);

@@ -9,7 +9,7 @@ use pgrx::prelude::*;
 use pgrx::{IntoDatum, JsonB, Uuid};
 use serde_json::Value;
 
-use super::call::{invalid, refuse, Caller, Section, Statement};
+use super::call::{invalid, refuse, Caller, LockTimeout, Section, Statement, CALL_LOCK_WAIT_MS};
 use super::compute_origins::{check_contacts, contacts_of_values, origin_of, Contact};
 use super::compute_settings::join_check;
 use super::datum::{int8_array, output, quote_literal, text_of};
@@ -367,6 +367,7 @@ fn result_storage(value: Option<&Value>, copies: bool) -> Option<ResultStorage> 
 // names (the README lists its keys), its fees taken off its funds and a job off each group's job
 // budget; its id.
 entry!(compute_deploy, |fcinfo, arguments| {
+    let _bounded = LockTimeout::of(CALL_LOCK_WAIT_MS);
     let caller = Caller::current();
     let spec_datum = arguments.spec.datum();
     let spec = arguments.spec.get();

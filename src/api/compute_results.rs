@@ -9,7 +9,7 @@ use pgrx::prelude::*;
 
 use super::call::{
     in_subtransaction, invalid, materialize, refuse, return_row, Caller, LockTimeout, Planning,
-    Section, Statement,
+    Section, Statement, CALL_LOCK_WAIT_MS,
 };
 use super::compute::end_job;
 use super::datum::elements;
@@ -234,6 +234,7 @@ fn check_report(slices: Datum, results: Datum, measurements: &[Option<Datum>]) {
 // sent), not accepted, corrupted (no agreement possible: the job ends), stale (not the caller's:
 // retasked or resolved).
 entry!(compute_submit, |fcinfo, arguments| {
+    let _bounded = LockTimeout::of(CALL_LOCK_WAIT_MS);
     let caller = Caller::current();
     let token = arguments.task_token.given();
     let (slices, results) = (arguments.slice_numbers.given(), arguments.results.given());

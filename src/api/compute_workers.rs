@@ -9,7 +9,9 @@ use pgrx::IntoDatum;
 use pg_jobs_core::eth;
 
 use super::arguments::Arg;
-use super::call::{invalid, record, refuse, Caller, Section, Statement};
+use super::call::{
+    invalid, record, refuse, Caller, LockTimeout, Section, Statement, CALL_LOCK_WAIT_MS,
+};
 use super::compute_deploy::capability_bits;
 use super::compute_settings::{join_budget, join_check, join_failed};
 use super::datum::output;
@@ -358,6 +360,7 @@ fn give_back(
 
 // compute_return(task_token, slice_numbers)
 entry!(compute_return, |fcinfo, arguments| {
+    let _bounded = LockTimeout::of(CALL_LOCK_WAIT_MS);
     give_back(
         fcinfo,
         arguments.task_token,
@@ -368,6 +371,7 @@ entry!(compute_return, |fcinfo, arguments| {
 
 // compute_reject(task_token, reason, message, retries): reason EWORKREJECT when null.
 entry!(compute_reject, |fcinfo, arguments| {
+    let _bounded = LockTimeout::of(CALL_LOCK_WAIT_MS);
     let reason = arguments
         .reason
         .datum()
