@@ -43,9 +43,11 @@ DELETE FROM worker_notifications r WHERE r.id = $id AND r.owner = $owner;
 DELETE FROM register_worker_directive r WHERE r.id = $id AND r.owner = $owner;
 
 -- name: own_group_locked(owner oid, group_opaque_id uuid)
--- The caller's group $group_opaque_id, locked until its secret is set.
+-- The caller's group $group_opaque_id, locked until its secret is set: FOR NO KEY UPDATE, which
+-- the key shares of other identities' deployments into the group and joins of it, held until
+-- their transactions end, do not hold up (FOR UPDATE waited for them).
 SELECT g.id FROM compute_groups g WHERE g.opaque_id = $group_opaque_id AND g.owner = $owner
-FOR UPDATE;
+FOR NO KEY UPDATE;
 
 -- name: set_secret(group_id bigint, secret text)
 -- A null secret removes it (_join_hash is strict).
