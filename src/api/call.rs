@@ -521,6 +521,11 @@ pub fn without_nulls<T>(array: Option<Vec<Option<T>>>, name: &str) -> Vec<T> {
     elements.into_iter().flatten().collect()
 }
 
+/// The hint of PostgreSQL's own lock timeout, which says only that the statement was cancelled:
+/// a call's bounded wait (CALL_LOCK_WAIT_MS), or the caller's lock_timeout, ran out.
+const LOCK_WAIT_HINT: &str = "Another transaction holds a row this call needs; the call changed \
+                              nothing. Make it again once that transaction has ended.";
+
 /// Runs a call's body. An error PostgreSQL raised inside one of its statements is raised again as
 /// a caller would see it from SQL: its code, message, detail and hint, without the statement's
 /// context (which names internal functions) and without the Rust backtrace pgrx adds to DETAIL
@@ -542,7 +547,9 @@ pub fn as_from_sql(body: impl FnOnce() -> Datum) -> Datum {
                 if let Some(detail) = raised.detail() {
                     report = report.set_detail(detail);
                 }
-                if let Some(hint) = raised.hint() {
+                let lock_wait =
+                    raised.sql_error_code() == PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE;
+                if let Some(hint) = raised.hint().or(lock_wait.then_some(LOCK_WAIT_HINT)) {
                     report = report.set_hint(hint);
                 }
                 report.report(raised.level());
